@@ -1,0 +1,802 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include "gpushareconn.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include <glib-unix.h>
+#include <gst/gst.h>
+
+GST_DEBUG_CATEGORY_STATIC (gpushare_conn_debug);
+#define GST_CAT_DEFAULT gpushare_conn_debug
+
+G_DEFINE_QUARK (gpushare-conn-error-quark, gpushare_conn_error);
+
+#define IN_CAP (GPUSHARE_HEADER_SIZE + GPUSHARE_MAX_PAYLOAD)
+/* fds may run ahead of their message by at most one message's worth */
+#define IN_FD_CAP (2 * GPUSHARE_MAX_FDS)
+/* reads per dispatch, so one busy peer cannot starve the others */
+#define MAX_READS_PER_DISPATCH 32
+
+typedef struct
+{
+  guint64 pos;                  /* stream offset of the message's first byte */
+  guint n_fds;
+  gint fds[GPUSHARE_MAX_FDS];
+} OutFds;
+
+struct _GpuShareConn
+{
+  gint ref_count;
+  GMainContext *context;
+  GpuShareConnMessageFunc message_func;
+  GpuShareConnClosedFunc closed_func;
+  gpointer user_data;
+
+  GMutex lock;
+  gint fd;
+  gboolean failed;
+  gboolean closed;
+  GError *error;
+  GSource *in_source;
+  GSource *out_source;
+  GSource *fail_source;
+
+  /* send side, under lock */
+  GByteArray *out;
+  guint64 out_base;
+  GQueue out_fds;
+
+  /* read side, context thread only */
+  guint8 *in;
+  gsize in_len;
+  gint in_fds[IN_FD_CAP];
+  guint n_in_fds;
+  GpuShareMsg *msg;
+};
+
+static void
+ensure_debug (void)
+{
+  static gsize once = 0;
+
+  if (g_once_init_enter (&once)) {
+    GST_DEBUG_CATEGORY_INIT (gpushare_conn_debug, "gpushareconn", 0,
+        "gpushare transport");
+    g_once_init_leave (&once, 1);
+  }
+}
+
+GpuShareConn *
+gpushare_conn_new (gint fd, GMainContext * context,
+    GpuShareConnMessageFunc message_func, GpuShareConnClosedFunc closed_func,
+    gpointer user_data)
+{
+  GpuShareConn *conn = g_new0 (GpuShareConn, 1);
+
+  ensure_debug ();
+  conn->ref_count = 1;
+  conn->fd = fd;
+  conn->context = g_main_context_ref (context);
+  conn->message_func = message_func;
+  conn->closed_func = closed_func;
+  conn->user_data = user_data;
+  g_mutex_init (&conn->lock);
+  conn->out = g_byte_array_new ();
+  g_queue_init (&conn->out_fds);
+  conn->in = g_malloc (IN_CAP);
+  conn->msg = g_new0 (GpuShareMsg, 1);
+  g_unix_set_fd_nonblocking (fd, TRUE, NULL);
+  return conn;
+}
+
+GpuShareConn *
+gpushare_conn_ref (GpuShareConn * conn)
+{
+  g_atomic_int_inc (&conn->ref_count);
+  return conn;
+}
+
+void
+gpushare_close_fds (gint * fds, guint n_fds)
+{
+  guint i;
+
+  for (i = 0; i < n_fds; i++) {
+    if (fds[i] >= 0)
+      close (fds[i]);
+    fds[i] = -1;
+  }
+}
+
+static void
+free_out_fds (gpointer data)
+{
+  OutFds *b = data;
+
+  gpushare_close_fds (b->fds, b->n_fds);
+  g_free (b);
+}
+
+/* lock held; releases the socket, the sources and every fd we hold */
+static void
+close_locked (GpuShareConn * conn)
+{
+  if (conn->in_source) {
+    g_source_destroy (conn->in_source);
+    g_source_unref (conn->in_source);
+    conn->in_source = NULL;
+  }
+  if (conn->out_source) {
+    g_source_destroy (conn->out_source);
+    g_source_unref (conn->out_source);
+    conn->out_source = NULL;
+  }
+  if (conn->fd >= 0) {
+    close (conn->fd);
+    conn->fd = -1;
+  }
+  g_queue_clear_full (&conn->out_fds, free_out_fds);
+  g_byte_array_set_size (conn->out, 0);
+  gpushare_close_fds (conn->in_fds, conn->n_in_fds);
+  conn->n_in_fds = 0;
+  conn->in_len = 0;
+}
+
+void
+gpushare_conn_unref (GpuShareConn * conn)
+{
+  if (!g_atomic_int_dec_and_test (&conn->ref_count))
+    return;
+  g_mutex_lock (&conn->lock);
+  close_locked (conn);
+  if (conn->fail_source) {
+    g_source_destroy (conn->fail_source);
+    g_source_unref (conn->fail_source);
+  }
+  g_mutex_unlock (&conn->lock);
+  g_clear_error (&conn->error);
+  g_byte_array_unref (conn->out);
+  g_free (conn->in);
+  g_free (conn->msg);
+  g_main_context_unref (conn->context);
+  g_mutex_clear (&conn->lock);
+  g_free (conn);
+}
+
+static gboolean
+fail_dispatch (gpointer user_data)
+{
+  GpuShareConn *conn = user_data;
+  gboolean notify;
+  GError *error;
+
+  g_mutex_lock (&conn->lock);
+  notify = !conn->closed;
+  close_locked (conn);
+  conn->closed = TRUE;
+  g_clear_pointer (&conn->fail_source, g_source_unref);
+  error = g_error_copy (conn->error);
+  g_mutex_unlock (&conn->lock);
+
+  if (notify && conn->closed_func)
+    conn->closed_func (conn, error, conn->user_data);
+  g_error_free (error);
+  return G_SOURCE_REMOVE;
+}
+
+/* lock held */
+static void
+fail_locked (GpuShareConn * conn, GError * error)
+{
+  if (conn->failed || conn->closed) {
+    g_error_free (error);
+    return;
+  }
+  GST_DEBUG ("connection failed: %s", error->message);
+  conn->failed = TRUE;
+  conn->error = error;
+  /* wake a reader blocked elsewhere; the fd itself is closed from the
+   * context thread, so that it cannot be reused under a running recvmsg */
+  if (conn->fd >= 0)
+    shutdown (conn->fd, SHUT_RDWR);
+  conn->fail_source = g_idle_source_new ();
+  g_source_set_priority (conn->fail_source, G_PRIORITY_HIGH);
+  g_source_set_callback (conn->fail_source, fail_dispatch,
+      gpushare_conn_ref (conn), (GDestroyNotify) gpushare_conn_unref);
+  g_source_attach (conn->fail_source, conn->context);
+}
+
+void
+gpushare_conn_fail (GpuShareConn * conn, const GError * error)
+{
+  g_mutex_lock (&conn->lock);
+  fail_locked (conn, g_error_copy (error));
+  g_mutex_unlock (&conn->lock);
+}
+
+void
+gpushare_conn_close (GpuShareConn * conn)
+{
+  g_mutex_lock (&conn->lock);
+  conn->closed = TRUE;
+  close_locked (conn);
+  if (conn->fail_source) {
+    g_source_destroy (conn->fail_source);
+    g_clear_pointer (&conn->fail_source, g_source_unref);
+  }
+  g_mutex_unlock (&conn->lock);
+}
+
+gboolean
+gpushare_conn_is_closed (GpuShareConn * conn)
+{
+  gboolean ret;
+
+  g_mutex_lock (&conn->lock);
+  ret = conn->closed || conn->failed;
+  g_mutex_unlock (&conn->lock);
+  return ret;
+}
+
+/* lock held.  Sends what the socket takes now.  Each sendmsg() carries at
+ * most one message's fds, attached to that message's first byte, so the
+ * peer can tell which message they belong to. */
+static gboolean
+flush_locked (GpuShareConn * conn, GError ** error)
+{
+  while (conn->out->len > 0) {
+    OutFds *b = g_queue_peek_head (&conn->out_fds);
+    gsize chunk = conn->out->len;
+    union
+    {
+      struct cmsghdr hdr;
+      gchar buf[CMSG_SPACE (sizeof (gint) * GPUSHARE_MAX_FDS)];
+    } cmsg;
+    struct iovec iov;
+    struct msghdr mh;
+    gboolean with_fds = FALSE;
+    gssize n;
+
+    memset (&mh, 0, sizeof (mh));
+    if (b && b->pos == conn->out_base) {
+      OutFds *next = g_queue_peek_nth (&conn->out_fds, 1);
+      struct cmsghdr *c;
+
+      if (next)
+        chunk = next->pos - conn->out_base;
+      memset (&cmsg, 0, sizeof (cmsg));
+      mh.msg_control = cmsg.buf;
+      mh.msg_controllen = CMSG_SPACE (sizeof (gint) * b->n_fds);
+      c = CMSG_FIRSTHDR (&mh);
+      c->cmsg_level = SOL_SOCKET;
+      c->cmsg_type = SCM_RIGHTS;
+      c->cmsg_len = CMSG_LEN (sizeof (gint) * b->n_fds);
+      memcpy (CMSG_DATA (c), b->fds, sizeof (gint) * b->n_fds);
+      with_fds = TRUE;
+    } else if (b) {
+      chunk = b->pos - conn->out_base;
+    }
+    iov.iov_base = conn->out->data;
+    iov.iov_len = chunk;
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+
+    n = sendmsg (conn->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0) {
+      int err = errno;
+
+      if (err == EINTR)
+        continue;
+      if (err == EAGAIN || err == EWOULDBLOCK)
+        return TRUE;
+      g_set_error (error, GPUSHARE_CONN_ERROR,
+          (err == EPIPE || err == ECONNRESET) ? GPUSHARE_CONN_ERROR_HANGUP :
+          GPUSHARE_CONN_ERROR_IO, "send failed: %s", g_strerror (err));
+      return FALSE;
+    }
+    /* the kernel took the fds with the first byte: ours are done */
+    if (with_fds)
+      free_out_fds (g_queue_pop_head (&conn->out_fds));
+    g_byte_array_remove_range (conn->out, 0, n);
+    conn->out_base += n;
+  }
+  return TRUE;
+}
+
+static gboolean
+out_dispatch (gint fd, GIOCondition cond, gpointer user_data)
+{
+  GpuShareConn *conn = user_data;
+  GError *error = NULL;
+  gboolean ret = G_SOURCE_CONTINUE;
+
+  g_mutex_lock (&conn->lock);
+  if (conn->closed || conn->failed) {
+    ret = G_SOURCE_REMOVE;
+  } else if (!flush_locked (conn, &error)) {
+    fail_locked (conn, error);
+    ret = G_SOURCE_REMOVE;
+  } else if (conn->out->len == 0) {
+    ret = G_SOURCE_REMOVE;
+  }
+  if (ret == G_SOURCE_REMOVE && conn->out_source) {
+    g_source_unref (conn->out_source);
+    conn->out_source = NULL;
+  }
+  g_mutex_unlock (&conn->lock);
+  return ret;
+}
+
+gboolean
+gpushare_conn_send (GpuShareConn * conn, const GpuShareMsg * msg, gint * fds,
+    guint n_fds, GError ** error)
+{
+  guint64 pos;
+  GError *err = NULL;
+
+  g_return_val_if_fail (n_fds <= GPUSHARE_MAX_FDS, FALSE);
+
+  g_mutex_lock (&conn->lock);
+  if (conn->closed || conn->failed) {
+    g_set_error (error, GPUSHARE_CONN_ERROR, GPUSHARE_CONN_ERROR_CLOSED,
+        "connection is closed");
+    goto failed;
+  }
+  pos = conn->out_base + conn->out->len;
+  if (!gpushare_msg_build (msg, n_fds, conn->out)) {
+    g_set_error (error, GPUSHARE_CONN_ERROR, GPUSHARE_CONN_ERROR_PROTOCOL,
+        "%s message breaks a protocol limit",
+        gpushare_msg_type_to_string (msg->type));
+    goto failed;
+  }
+  if (conn->out->len > GPUSHARE_CONN_MAX_QUEUED) {
+    fail_locked (conn, g_error_new (GPUSHARE_CONN_ERROR,
+            GPUSHARE_CONN_ERROR_OVERFLOW,
+            "peer does not read: %u bytes queued", conn->out->len));
+    g_set_error (error, GPUSHARE_CONN_ERROR, GPUSHARE_CONN_ERROR_OVERFLOW,
+        "peer does not read");
+    goto failed;
+  }
+  if (n_fds > 0) {
+    OutFds *b = g_new0 (OutFds, 1);
+
+    b->pos = pos;
+    b->n_fds = n_fds;
+    memcpy (b->fds, fds, n_fds * sizeof (gint));
+    g_queue_push_tail (&conn->out_fds, b);
+  }
+
+  if (!conn->out_source) {
+    if (!flush_locked (conn, &err)) {
+      g_propagate_error (error, g_error_copy (err));
+      fail_locked (conn, err);
+      g_mutex_unlock (&conn->lock);
+      return FALSE;
+    }
+    if (conn->out->len > 0) {
+      conn->out_source = g_unix_fd_source_new (conn->fd, G_IO_OUT);
+      g_source_set_callback (conn->out_source, G_SOURCE_FUNC (out_dispatch),
+          gpushare_conn_ref (conn), (GDestroyNotify) gpushare_conn_unref);
+      g_source_attach (conn->out_source, conn->context);
+    }
+  }
+  g_mutex_unlock (&conn->lock);
+  return TRUE;
+
+failed:
+  g_mutex_unlock (&conn->lock);
+  gpushare_close_fds (fds, n_fds);
+  return FALSE;
+}
+
+gboolean
+gpushare_conn_send_error (GpuShareConn * conn, GpuShareErrorCode code,
+    const gchar * text)
+{
+  GpuShareMsg msg = { 0, };
+  gsize len = strlen (text);
+
+  msg.type = GPUSHARE_MSG_ERROR;
+  msg.u.error.code = code;
+  len = MIN (len, GPUSHARE_MAX_TEXT_LEN);
+  /* keep the cut on a character boundary: the peer checks UTF-8 */
+  while (len > 0 && !g_utf8_validate (text, len, NULL))
+    len--;
+  memcpy (msg.u.error.text, text, len);
+  msg.u.error.text_len = len;
+  return gpushare_conn_send (conn, &msg, NULL, 0, NULL);
+}
+
+gboolean
+gpushare_conn_flush (GpuShareConn * conn, gint timeout_ms)
+{
+  gint64 deadline = g_get_monotonic_time () + (gint64) timeout_ms * 1000;
+
+  for (;;) {
+    GError *error = NULL;
+    struct pollfd pfd;
+    gint64 left;
+
+    g_mutex_lock (&conn->lock);
+    if (conn->closed || conn->failed) {
+      g_mutex_unlock (&conn->lock);
+      return FALSE;
+    }
+    if (!flush_locked (conn, &error)) {
+      fail_locked (conn, error);
+      g_mutex_unlock (&conn->lock);
+      return FALSE;
+    }
+    if (conn->out->len == 0) {
+      g_mutex_unlock (&conn->lock);
+      return TRUE;
+    }
+    pfd.fd = conn->fd;
+    pfd.events = POLLOUT;
+    g_mutex_unlock (&conn->lock);
+
+    left = deadline - g_get_monotonic_time ();
+    if (left <= 0)
+      return FALSE;
+    poll (&pfd, 1, (gint) MAX (1, left / 1000));
+  }
+}
+
+gboolean
+gpushare_conn_get_peer (GpuShareConn * conn, pid_t * pid, uid_t * uid,
+    gid_t * gid)
+{
+  struct ucred cred;
+  socklen_t len = sizeof (cred);
+  gint ret;
+
+  g_mutex_lock (&conn->lock);
+  ret = conn->fd >= 0 ? getsockopt (conn->fd, SOL_SOCKET, SO_PEERCRED, &cred,
+      &len) : -1;
+  g_mutex_unlock (&conn->lock);
+  if (ret < 0)
+    return FALSE;
+  if (pid)
+    *pid = cred.pid;
+  if (uid)
+    *uid = cred.uid;
+  if (gid)
+    *gid = cred.gid;
+  return TRUE;
+}
+
+/* Reads once.  Returns FALSE with error on failure or hang-up. */
+static gboolean
+read_some (GpuShareConn * conn, gboolean * again, GError ** error)
+{
+  union
+  {
+    struct cmsghdr hdr;
+    gchar buf[CMSG_SPACE (sizeof (gint) * GPUSHARE_MAX_FDS)];
+  } cmsg;
+  struct iovec iov;
+  struct msghdr mh;
+  struct cmsghdr *c;
+  gssize n;
+  gint got[GPUSHARE_MAX_FDS];
+  guint n_got = 0, i;
+  gboolean ok = TRUE;
+
+  *again = FALSE;
+  memset (&mh, 0, sizeof (mh));
+  iov.iov_base = conn->in + conn->in_len;
+  iov.iov_len = IN_CAP - conn->in_len;
+  mh.msg_iov = &iov;
+  mh.msg_iovlen = 1;
+  mh.msg_control = cmsg.buf;
+  mh.msg_controllen = sizeof (cmsg.buf);
+
+  do {
+    n = recvmsg (conn->fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+  } while (n < 0 && errno == EINTR);
+
+  if (n < 0) {
+    int err = errno;
+
+    if (err == EAGAIN || err == EWOULDBLOCK)
+      return TRUE;
+    g_set_error (error, GPUSHARE_CONN_ERROR,
+        err == ECONNRESET ? GPUSHARE_CONN_ERROR_HANGUP :
+        GPUSHARE_CONN_ERROR_IO, "receive failed: %s", g_strerror (err));
+    return FALSE;
+  }
+
+  /* collect every fd first, so that each error path below closes all */
+  for (c = CMSG_FIRSTHDR (&mh); c; c = CMSG_NXTHDR (&mh, c)) {
+    gsize count;
+
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+      continue;
+    count = (c->cmsg_len - CMSG_LEN (0)) / sizeof (gint);
+    for (i = 0; i < count && n_got < GPUSHARE_MAX_FDS; i++)
+      memcpy (&got[n_got++], CMSG_DATA (c) + i * sizeof (gint),
+          sizeof (gint));
+  }
+
+  if (mh.msg_flags & MSG_CTRUNC) {
+    g_set_error (error, GPUSHARE_CONN_ERROR, GPUSHARE_CONN_ERROR_FDS,
+        "control data truncated (too many descriptors)");
+    ok = FALSE;
+  } else if (conn->n_in_fds + n_got > IN_FD_CAP) {
+    g_set_error (error, GPUSHARE_CONN_ERROR, GPUSHARE_CONN_ERROR_FDS,
+        "too many descriptors ahead of their messages");
+    ok = FALSE;
+  }
+  if (!ok) {
+    gpushare_close_fds (got, n_got);
+    return FALSE;
+  }
+  memcpy (conn->in_fds + conn->n_in_fds, got, n_got * sizeof (gint));
+  conn->n_in_fds += n_got;
+
+  if (n == 0) {
+    g_set_error (error, GPUSHARE_CONN_ERROR, GPUSHARE_CONN_ERROR_HANGUP,
+        "peer closed the connection");
+    return FALSE;
+  }
+  conn->in_len += n;
+  *again = conn->in_len < IN_CAP;
+  return TRUE;
+}
+
+static GpuShareConnError
+parse_error_code (GpuShareParseResult res)
+{
+  switch (res) {
+    case GPUSHARE_PARSE_BAD_VERSION:
+      return GPUSHARE_CONN_ERROR_VERSION;
+    case GPUSHARE_PARSE_BAD_FD_COUNT:
+      return GPUSHARE_CONN_ERROR_FDS;
+    default:
+      return GPUSHARE_CONN_ERROR_PROTOCOL;
+  }
+}
+
+/* Hands every complete message to message_func.  FALSE with error when the
+ * stream is broken. */
+static gboolean
+process_input (GpuShareConn * conn, GError ** error)
+{
+  for (;;) {
+    GpuShareHeader hdr;
+    GpuShareParseResult res;
+    gint fds[GPUSHARE_MAX_FDS];
+    gsize total;
+
+    res = gpushare_header_parse (conn->in, conn->in_len, &hdr);
+    if (res == GPUSHARE_PARSE_NEED_MORE)
+      break;
+    if (res != GPUSHARE_PARSE_OK) {
+      g_set_error (error, GPUSHARE_CONN_ERROR, parse_error_code (res),
+          "bad message header: %s", gpushare_parse_result_to_string (res));
+      return FALSE;
+    }
+    total = GPUSHARE_HEADER_SIZE + hdr.payload_len;
+    if (conn->in_len < total)
+      break;
+    /* a message's fds come with its first byte: by now they are here */
+    if (hdr.n_fds > conn->n_in_fds) {
+      g_set_error (error, GPUSHARE_CONN_ERROR, GPUSHARE_CONN_ERROR_FDS,
+          "%s message claims more descriptors than were sent",
+          gpushare_msg_type_to_string (hdr.type));
+      return FALSE;
+    }
+    memcpy (fds, conn->in_fds, hdr.n_fds * sizeof (gint));
+    conn->n_in_fds -= hdr.n_fds;
+    memmove (conn->in_fds, conn->in_fds + hdr.n_fds,
+        conn->n_in_fds * sizeof (gint));
+
+    res = gpushare_msg_parse (&hdr, conn->in + GPUSHARE_HEADER_SIZE,
+        hdr.payload_len, conn->msg);
+    memmove (conn->in, conn->in + total, conn->in_len - total);
+    conn->in_len -= total;
+
+    if (res == GPUSHARE_PARSE_UNKNOWN_TYPE) {
+      /* forward compatibility: skip it, and whatever it carried */
+      GST_LOG ("ignoring message of unknown type %u", hdr.type);
+      gpushare_close_fds (fds, hdr.n_fds);
+      continue;
+    }
+    if (res != GPUSHARE_PARSE_OK) {
+      gpushare_close_fds (fds, hdr.n_fds);
+      g_set_error (error, GPUSHARE_CONN_ERROR, parse_error_code (res),
+          "bad %s message: %s", gpushare_msg_type_to_string (hdr.type),
+          gpushare_parse_result_to_string (res));
+      return FALSE;
+    }
+
+    GST_LOG ("received %s", gpushare_msg_type_to_string (hdr.type));
+    conn->message_func (conn, conn->msg, fds, hdr.n_fds, conn->user_data);
+    if (gpushare_conn_is_closed (conn))
+      return TRUE;
+  }
+
+  if (conn->in_len == 0 && conn->n_in_fds > 0) {
+    g_set_error (error, GPUSHARE_CONN_ERROR, GPUSHARE_CONN_ERROR_FDS,
+        "descriptors arrived without a message that claims them");
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static gboolean
+in_dispatch (gint fd, GIOCondition cond, gpointer user_data)
+{
+  GpuShareConn *conn = user_data;
+  GError *error = NULL;
+  gboolean again = TRUE;
+  guint i;
+
+  for (i = 0; i < MAX_READS_PER_DISPATCH && again; i++) {
+    gboolean ok;
+
+    if (gpushare_conn_is_closed (conn))
+      return G_SOURCE_REMOVE;
+    ok = read_some (conn, &again, &error);
+    /* deliver what arrived before a hang-up (EOS, then close) */
+    if (!process_input (conn, ok ? &error : NULL) || !ok) {
+      if (!error)
+        error = g_error_new (GPUSHARE_CONN_ERROR,
+            GPUSHARE_CONN_ERROR_HANGUP, "peer closed the connection");
+      gpushare_conn_fail (conn, error);
+      g_error_free (error);
+      return G_SOURCE_REMOVE;
+    }
+  }
+  return gpushare_conn_is_closed (conn) ? G_SOURCE_REMOVE : G_SOURCE_CONTINUE;
+}
+
+void
+gpushare_conn_start (GpuShareConn * conn)
+{
+  g_mutex_lock (&conn->lock);
+  if (!conn->in_source && conn->fd >= 0 && !conn->closed && !conn->failed) {
+    conn->in_source = g_unix_fd_source_new (conn->fd,
+        G_IO_IN | G_IO_HUP | G_IO_ERR);
+    g_source_set_callback (conn->in_source, G_SOURCE_FUNC (in_dispatch),
+        gpushare_conn_ref (conn), (GDestroyNotify) gpushare_conn_unref);
+    g_source_attach (conn->in_source, conn->context);
+  }
+  g_mutex_unlock (&conn->lock);
+}
+
+static gboolean
+fill_addr (const gchar * path, struct sockaddr_un *addr, GError ** error)
+{
+  memset (addr, 0, sizeof (*addr));
+  addr->sun_family = AF_UNIX;
+  if (!path || !*path) {
+    g_set_error (error, GPUSHARE_CONN_ERROR, GPUSHARE_CONN_ERROR_PATH,
+        "no socket path set");
+    return FALSE;
+  }
+  if (strlen (path) >= sizeof (addr->sun_path)) {
+    g_set_error (error, GPUSHARE_CONN_ERROR, GPUSHARE_CONN_ERROR_PATH,
+        "socket path is longer than %" G_GSIZE_FORMAT " bytes",
+        sizeof (addr->sun_path) - 1);
+    return FALSE;
+  }
+  strcpy (addr->sun_path, path);
+  return TRUE;
+}
+
+gint
+gpushare_connect_path (const gchar * path, GError ** error)
+{
+  struct sockaddr_un addr;
+  gint fd, ret;
+
+  if (!fill_addr (path, &addr, error))
+    return -1;
+  fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    int err = errno;
+
+    g_set_error (error, GPUSHARE_CONN_ERROR, GPUSHARE_CONN_ERROR_IO,
+        "socket: %s", g_strerror (err));
+    return -1;
+  }
+  do {
+    ret = connect (fd, (struct sockaddr *) &addr, sizeof (addr));
+  } while (ret < 0 && errno == EINTR);
+  if (ret < 0) {
+    int err = errno;
+
+    close (fd);
+    g_set_error (error, GPUSHARE_CONN_ERROR,
+        (err == ENOENT || err == ECONNREFUSED) ? GPUSHARE_CONN_ERROR_HANGUP :
+        GPUSHARE_CONN_ERROR_IO, "cannot connect to %s: %s", path,
+        g_strerror (err));
+    return -1;
+  }
+  return fd;
+}
+
+gint
+gpushare_listen_path (const gchar * path, guint mode, GError ** error)
+{
+  struct sockaddr_un addr;
+  struct stat st;
+  gint fd;
+
+  if (!fill_addr (path, &addr, error))
+    return -1;
+
+  if (lstat (path, &st) == 0) {
+    gint probe;
+
+    if (S_ISLNK (st.st_mode)) {
+      g_set_error (error, GPUSHARE_CONN_ERROR, GPUSHARE_CONN_ERROR_PATH,
+          "%s is a symbolic link: refusing it", path);
+      return -1;
+    }
+    if (!S_ISSOCK (st.st_mode)) {
+      g_set_error (error, GPUSHARE_CONN_ERROR, GPUSHARE_CONN_ERROR_PATH,
+          "%s exists and is not a socket", path);
+      return -1;
+    }
+    /* a socket file: replace it only if nobody listens on it */
+    probe = gpushare_connect_path (path, NULL);
+    if (probe >= 0) {
+      close (probe);
+      g_set_error (error, GPUSHARE_CONN_ERROR, GPUSHARE_CONN_ERROR_IN_USE,
+          "another producer listens on %s", path);
+      return -1;
+    }
+    if (unlink (path) < 0 && errno != ENOENT) {
+      int err = errno;
+
+      g_set_error (error, GPUSHARE_CONN_ERROR, GPUSHARE_CONN_ERROR_PATH,
+          "cannot remove stale socket %s: %s", path, g_strerror (err));
+      return -1;
+    }
+  }
+
+  fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0)
+    goto failed;
+  if (bind (fd, (struct sockaddr *) &addr, sizeof (addr)) < 0)
+    goto failed;
+  /* Before listen() every connect() is refused, so the mode is in place
+   * before anyone can get in. */
+  if (chmod (path, mode) < 0)
+    goto failed_unlink;
+  if (listen (fd, 64) < 0)
+    goto failed_unlink;
+  return fd;
+
+failed_unlink:
+  {
+    int err = errno;
+
+    unlink (path);
+    errno = err;
+  }
+failed:
+  {
+    int err = errno;
+
+    if (fd >= 0)
+      close (fd);
+    g_set_error (error, GPUSHARE_CONN_ERROR,
+        err == EADDRINUSE ? GPUSHARE_CONN_ERROR_IN_USE :
+        GPUSHARE_CONN_ERROR_IO, "cannot listen on %s: %s", path,
+        g_strerror (err));
+    return -1;
+  }
+}

@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The transport: owns one Unix stream socket and every fd that crosses it,
+ * from recvmsg() to close().  Framing and fd bookkeeping live here; what
+ * the bytes mean is the codec's business (gpushareproto.h), what the
+ * messages do is the elements' business.
+ *
+ * Reading happens in the GMainContext given at creation (the element's
+ * control thread).  Sending is allowed from any thread: bytes that the
+ * socket does not take at once wait in a bounded queue that the control
+ * thread flushes when the socket becomes writable.  Any failure (hang-up,
+ * protocol error, full queue, MSG_CTRUNC) closes the socket and every
+ * queued fd, then calls closed_func once, from the control thread.
+ */
+
+#ifndef __GPUSHARE_CONN_H__
+#define __GPUSHARE_CONN_H__
+
+#include <glib.h>
+#include <sys/types.h>
+#include "gpushareproto.h"
+
+G_BEGIN_DECLS
+
+#define GPUSHARE_CONN_ERROR (gpushare_conn_error_quark ())
+GQuark gpushare_conn_error_quark (void);
+
+typedef enum
+{
+  GPUSHARE_CONN_ERROR_HANGUP,   /* the peer closed the socket */
+  GPUSHARE_CONN_ERROR_IO,       /* a socket call failed */
+  GPUSHARE_CONN_ERROR_PROTOCOL, /* malformed framing or message */
+  GPUSHARE_CONN_ERROR_VERSION,  /* unknown major version */
+  GPUSHARE_CONN_ERROR_FDS,      /* MSG_CTRUNC or a lying fd count */
+  GPUSHARE_CONN_ERROR_OVERFLOW, /* peer does not read: send queue full */
+  GPUSHARE_CONN_ERROR_CLOSED,   /* closed locally */
+  GPUSHARE_CONN_ERROR_PATH,     /* socket path refused */
+  GPUSHARE_CONN_ERROR_IN_USE,   /* someone listens on the path already */
+} GpuShareConnError;
+
+/* bytes waiting to be sent to one peer before it counts as not reading */
+#define GPUSHARE_CONN_MAX_QUEUED (1024 * 1024)
+
+typedef struct _GpuShareConn GpuShareConn;
+
+/* fds: n_fds received descriptors, now owned by the callee */
+typedef void (*GpuShareConnMessageFunc) (GpuShareConn * conn,
+    const GpuShareMsg * msg, gint * fds, guint n_fds, gpointer user_data);
+typedef void (*GpuShareConnClosedFunc) (GpuShareConn * conn,
+    const GError * error, gpointer user_data);
+
+/* takes ownership of fd (a connected stream socket) */
+GpuShareConn *gpushare_conn_new (gint fd, GMainContext * context,
+    GpuShareConnMessageFunc message_func, GpuShareConnClosedFunc closed_func,
+    gpointer user_data);
+GpuShareConn *gpushare_conn_ref (GpuShareConn * conn);
+void gpushare_conn_unref (GpuShareConn * conn);
+
+/* starts reading; messages and closure are reported from the context */
+void gpushare_conn_start (GpuShareConn * conn);
+
+/* Queues msg.  Takes ownership of fds (closed once sent, or on failure).
+ * FALSE if the connection is already failed or the message breaks a cap. */
+gboolean gpushare_conn_send (GpuShareConn * conn, const GpuShareMsg * msg,
+    gint * fds, guint n_fds, GError ** error);
+/* Convenience: an ERROR message */
+gboolean gpushare_conn_send_error (GpuShareConn * conn,
+    GpuShareErrorCode code, const gchar * text);
+
+/* Blocks up to timeout_ms for the send queue to drain (shutdown paths). */
+gboolean gpushare_conn_flush (GpuShareConn * conn, gint timeout_ms);
+
+/* Fails the connection: closed_func runs later from the context. */
+void gpushare_conn_fail (GpuShareConn * conn, const GError * error);
+/* Closes now, without calling closed_func.  Idempotent. */
+void gpushare_conn_close (GpuShareConn * conn);
+gboolean gpushare_conn_is_closed (GpuShareConn * conn);
+
+gboolean gpushare_conn_get_peer (GpuShareConn * conn, pid_t * pid,
+    uid_t * uid, gid_t * gid);
+
+/* Listening socket at path with the given mode.  A symlink or a non-socket
+ * at the path is refused; a socket file nobody listens on is replaced; a
+ * live one is refused with IN_USE.  Returns the fd, or -1. */
+gint gpushare_listen_path (const gchar * path, guint mode, GError ** error);
+/* Connects a stream socket to path; -1 with error (ENOENT and ECONNREFUSED
+ * are reported as GPUSHARE_CONN_ERROR_HANGUP: "nobody there yet"). */
+gint gpushare_connect_path (const gchar * path, GError ** error);
+
+/* closes every fd of the array that is >= 0 and sets it to -1 */
+void gpushare_close_fds (gint * fds, guint n_fds);
+
+G_END_DECLS
+
+#endif /* __GPUSHARE_CONN_H__ */

@@ -1,0 +1,1173 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * gpushare wire codec.
+ *
+ * Every message is a 24-byte header (GpuShareHeader, field for field)
+ * followed by a payload: a fixed part whose layout is frozen below as a
+ * GpuShareWire* struct, then the variable parts (strings) whose lengths the
+ * fixed part gives.  All integers are little-endian.  Strings are UTF-8,
+ * without NUL, and not NUL-terminated on the wire.
+ *
+ * The wire structs are never overlaid on a byte buffer: the buffer may be
+ * unaligned and the host may be big-endian.  They exist so that sizeof and
+ * G_STRUCT_OFFSET give every field's position, frozen by the static
+ * assertions next to them, and fields are read and written one by one
+ * through memcpy.  Every wire struct is naturally aligned without padding
+ * (explicit reserved words fill what would be padding), so the compiler
+ * and the assertions agree on one layout on every ABI we build for.
+ *
+ * One validation function per message type serves both the builder and the
+ * parser, so that what we send is exactly what a peer of the same version
+ * accepts, and a message round-trips unchanged.
+ */
+
+#include "gpushareproto.h"
+
+#include <string.h>
+
+/* freezes one field of a wire struct at its documented byte offset */
+#define WIRE_AT(type, field, offset) \
+  G_STATIC_ASSERT (G_STRUCT_OFFSET (type, field) == (offset))
+#define OFF(type, field) ((gsize) G_STRUCT_OFFSET (type, field))
+
+/* Header: GpuShareHeader itself is the wire layout.
+ *
+ *   off size field
+ *     0    4 magic            GPUSHARE_MAGIC, "GPSH"
+ *     4    2 version_major    GPUSHARE_VERSION_MAJOR
+ *     6    2 version_minor    GPUSHARE_VERSION_MINOR
+ *     8    2 type             GpuShareMsgType
+ *    10    2 flags            0 when sent, ignored when received
+ *    12    4 payload_len      bytes after the header
+ *    16    4 n_fds            SCM_RIGHTS fds sent with this message
+ *    20    4 reserved         0 when sent, ignored when received
+ */
+WIRE_AT (GpuShareHeader, magic, 0);
+WIRE_AT (GpuShareHeader, version_major, 4);
+WIRE_AT (GpuShareHeader, version_minor, 6);
+WIRE_AT (GpuShareHeader, type, 8);
+WIRE_AT (GpuShareHeader, flags, 10);
+WIRE_AT (GpuShareHeader, payload_len, 12);
+WIRE_AT (GpuShareHeader, n_fds, 16);
+WIRE_AT (GpuShareHeader, reserved, 20);
+
+/* Frame layout, embedded in ANNOUNCE and CAPS.  88 bytes.
+ *
+ *   off size field
+ *     0    8 epoch
+ *     8    8 frame_size
+ *    16    8 slot_size
+ *    24    4 n_slots
+ *    28    4 n_planes
+ *    32   32 offsets[4]       u64 each, all four sent
+ *    64   16 strides[4]       s32 each, all four sent
+ *    80    4 caps_len         bytes of the caps string
+ *    84    4 reserved         0 when sent, ignored when received
+ */
+typedef struct
+{
+  guint64 epoch;
+  guint64 frame_size;
+  guint64 slot_size;
+  guint32 n_slots;
+  guint32 n_planes;
+  guint64 offsets[GPUSHARE_MAX_PLANES];
+  gint32 strides[GPUSHARE_MAX_PLANES];
+  guint32 caps_len;
+  guint32 reserved;
+} GpuShareWireLayout;
+
+G_STATIC_ASSERT (sizeof (GpuShareWireLayout) == 88);
+WIRE_AT (GpuShareWireLayout, epoch, 0);
+WIRE_AT (GpuShareWireLayout, frame_size, 8);
+WIRE_AT (GpuShareWireLayout, slot_size, 16);
+WIRE_AT (GpuShareWireLayout, n_slots, 24);
+WIRE_AT (GpuShareWireLayout, n_planes, 28);
+WIRE_AT (GpuShareWireLayout, offsets, 32);
+WIRE_AT (GpuShareWireLayout, strides, 64);
+WIRE_AT (GpuShareWireLayout, caps_len, 80);
+WIRE_AT (GpuShareWireLayout, reserved, 84);
+
+/* ANNOUNCE, producer -> consumer.  128 bytes, then name_len bytes of name,
+ * then layout.caps_len bytes of caps.
+ *
+ *   off size field
+ *     0    2 schema_major
+ *     2    2 schema_minor
+ *     4    4 mem_types        GpuShareMemType mask
+ *     8    4 flags            GPUSHARE_STREAM_FLAG_*
+ *    12    4 pid
+ *    16    4 uid
+ *    20    4 name_len
+ *    24    8 instance
+ *    32    8 latency
+ *    40   88 layout           GpuShareWireLayout
+ */
+typedef struct
+{
+  guint16 schema_major;
+  guint16 schema_minor;
+  guint32 mem_types;
+  guint32 flags;
+  guint32 pid;
+  guint32 uid;
+  guint32 name_len;
+  guint64 instance;
+  guint64 latency;
+  GpuShareWireLayout layout;
+} GpuShareWireAnnounce;
+
+G_STATIC_ASSERT (sizeof (GpuShareWireAnnounce) == 128);
+WIRE_AT (GpuShareWireAnnounce, schema_major, 0);
+WIRE_AT (GpuShareWireAnnounce, schema_minor, 2);
+WIRE_AT (GpuShareWireAnnounce, mem_types, 4);
+WIRE_AT (GpuShareWireAnnounce, flags, 8);
+WIRE_AT (GpuShareWireAnnounce, pid, 12);
+WIRE_AT (GpuShareWireAnnounce, uid, 16);
+WIRE_AT (GpuShareWireAnnounce, name_len, 20);
+WIRE_AT (GpuShareWireAnnounce, instance, 24);
+WIRE_AT (GpuShareWireAnnounce, latency, 32);
+WIRE_AT (GpuShareWireAnnounce, layout, 40);
+
+/* ACCEPT, consumer -> producer.  32 bytes, then name_len bytes of name.
+ *
+ *   off size field
+ *     0    2 schema_major
+ *     2    2 schema_minor
+ *     4    4 mem_type         exactly one GpuShareMemType bit
+ *     8    4 flags            reserved, round-trips unchanged
+ *    12    4 pid
+ *    16    8 instance
+ *    24    4 name_len
+ *    28    4 reserved         0 when sent, ignored when received
+ */
+typedef struct
+{
+  guint16 schema_major;
+  guint16 schema_minor;
+  guint32 mem_type;
+  guint32 flags;
+  guint32 pid;
+  guint64 instance;
+  guint32 name_len;
+  guint32 reserved;
+} GpuShareWireAccept;
+
+G_STATIC_ASSERT (sizeof (GpuShareWireAccept) == 32);
+WIRE_AT (GpuShareWireAccept, schema_major, 0);
+WIRE_AT (GpuShareWireAccept, schema_minor, 2);
+WIRE_AT (GpuShareWireAccept, mem_type, 4);
+WIRE_AT (GpuShareWireAccept, flags, 8);
+WIRE_AT (GpuShareWireAccept, pid, 12);
+WIRE_AT (GpuShareWireAccept, instance, 16);
+WIRE_AT (GpuShareWireAccept, name_len, 24);
+WIRE_AT (GpuShareWireAccept, reserved, 28);
+
+/* SLOTS, producer -> consumer, with n_slots fds.  24 bytes.
+ *
+ *   off size field
+ *     0    8 epoch
+ *     8    8 slot_size
+ *    16    4 n_slots          == header n_fds
+ *    20    4 mem_type         exactly one GpuShareMemType bit
+ */
+typedef struct
+{
+  guint64 epoch;
+  guint64 slot_size;
+  guint32 n_slots;
+  guint32 mem_type;
+} GpuShareWireSlots;
+
+G_STATIC_ASSERT (sizeof (GpuShareWireSlots) == 24);
+WIRE_AT (GpuShareWireSlots, epoch, 0);
+WIRE_AT (GpuShareWireSlots, slot_size, 8);
+WIRE_AT (GpuShareWireSlots, n_slots, 16);
+WIRE_AT (GpuShareWireSlots, mem_type, 20);
+
+/* MAPPED, consumer -> producer.  8 bytes.
+ *
+ *   off size field
+ *     0    8 epoch
+ */
+typedef struct
+{
+  guint64 epoch;
+} GpuShareWireMapped;
+
+G_STATIC_ASSERT (sizeof (GpuShareWireMapped) == 8);
+WIRE_AT (GpuShareWireMapped, epoch, 0);
+
+/* FRAME, producer -> consumer.  72 bytes.
+ *
+ *   off size field
+ *     0    8 epoch
+ *     8    4 slot
+ *    12    4 generation
+ *    16    8 sequence
+ *    24    8 pts
+ *    32    8 dts
+ *    40    8 duration
+ *    48    8 offset
+ *    56    8 offset_end
+ *    64    4 buffer_flags     GstBufferFlags
+ *    68    4 flags            GPUSHARE_FRAME_FLAG_*
+ */
+typedef struct
+{
+  guint64 epoch;
+  guint32 slot;
+  guint32 generation;
+  guint64 sequence;
+  guint64 pts;
+  guint64 dts;
+  guint64 duration;
+  guint64 offset;
+  guint64 offset_end;
+  guint32 buffer_flags;
+  guint32 flags;
+} GpuShareWireFrame;
+
+G_STATIC_ASSERT (sizeof (GpuShareWireFrame) == 72);
+WIRE_AT (GpuShareWireFrame, epoch, 0);
+WIRE_AT (GpuShareWireFrame, slot, 8);
+WIRE_AT (GpuShareWireFrame, generation, 12);
+WIRE_AT (GpuShareWireFrame, sequence, 16);
+WIRE_AT (GpuShareWireFrame, pts, 24);
+WIRE_AT (GpuShareWireFrame, dts, 32);
+WIRE_AT (GpuShareWireFrame, duration, 40);
+WIRE_AT (GpuShareWireFrame, offset, 48);
+WIRE_AT (GpuShareWireFrame, offset_end, 56);
+WIRE_AT (GpuShareWireFrame, buffer_flags, 64);
+WIRE_AT (GpuShareWireFrame, flags, 68);
+
+/* RELEASE, consumer -> producer.  24 bytes.
+ *
+ *   off size field
+ *     0    8 epoch
+ *     8    4 slot
+ *    12    4 generation
+ *    16    8 sequence
+ */
+typedef struct
+{
+  guint64 epoch;
+  guint32 slot;
+  guint32 generation;
+  guint64 sequence;
+} GpuShareWireRelease;
+
+G_STATIC_ASSERT (sizeof (GpuShareWireRelease) == 24);
+WIRE_AT (GpuShareWireRelease, epoch, 0);
+WIRE_AT (GpuShareWireRelease, slot, 8);
+WIRE_AT (GpuShareWireRelease, generation, 12);
+WIRE_AT (GpuShareWireRelease, sequence, 16);
+
+/* CAPS, producer -> consumer.  104 bytes, then layout.caps_len bytes of
+ * caps.
+ *
+ *   off size field
+ *     0    4 flags            GPUSHARE_STREAM_FLAG_*
+ *     4    4 reserved         0 when sent, ignored when received
+ *     8    8 latency
+ *    16   88 layout           GpuShareWireLayout
+ */
+typedef struct
+{
+  guint32 flags;
+  guint32 reserved;
+  guint64 latency;
+  GpuShareWireLayout layout;
+} GpuShareWireCaps;
+
+G_STATIC_ASSERT (sizeof (GpuShareWireCaps) == 104);
+WIRE_AT (GpuShareWireCaps, flags, 0);
+WIRE_AT (GpuShareWireCaps, reserved, 4);
+WIRE_AT (GpuShareWireCaps, latency, 8);
+WIRE_AT (GpuShareWireCaps, layout, 16);
+
+/* EOS, producer -> consumer.  8 bytes.
+ *
+ *   off size field
+ *     0    8 last_sequence
+ */
+typedef struct
+{
+  guint64 last_sequence;
+} GpuShareWireEos;
+
+G_STATIC_ASSERT (sizeof (GpuShareWireEos) == 8);
+WIRE_AT (GpuShareWireEos, last_sequence, 0);
+
+/* GOODBYE, either direction.  4 bytes.
+ *
+ *   off size field
+ *     0    4 reason           GpuShareErrorCode
+ */
+typedef struct
+{
+  guint32 reason;
+} GpuShareWireGoodbye;
+
+G_STATIC_ASSERT (sizeof (GpuShareWireGoodbye) == 4);
+WIRE_AT (GpuShareWireGoodbye, reason, 0);
+
+/* ERROR, either direction.  8 bytes, then text_len bytes of text.
+ *
+ *   off size field
+ *     0    4 code             GpuShareErrorCode
+ *     4    4 text_len
+ */
+typedef struct
+{
+  guint32 code;
+  guint32 text_len;
+} GpuShareWireError;
+
+G_STATIC_ASSERT (sizeof (GpuShareWireError) == 8);
+WIRE_AT (GpuShareWireError, code, 0);
+WIRE_AT (GpuShareWireError, text_len, 4);
+
+/* The largest message of each type fits the payload cap, so the builder
+ * can never produce a message that a peer refuses as TOO_LARGE. */
+G_STATIC_ASSERT (sizeof (GpuShareWireAnnounce) + GPUSHARE_MAX_NAME_LEN +
+    GPUSHARE_MAX_CAPS_LEN <= GPUSHARE_MAX_PAYLOAD);
+G_STATIC_ASSERT (sizeof (GpuShareWireAccept) + GPUSHARE_MAX_NAME_LEN <=
+    GPUSHARE_MAX_PAYLOAD);
+G_STATIC_ASSERT (sizeof (GpuShareWireCaps) + GPUSHARE_MAX_CAPS_LEN <=
+    GPUSHARE_MAX_PAYLOAD);
+G_STATIC_ASSERT (sizeof (GpuShareWireError) + GPUSHARE_MAX_TEXT_LEN <=
+    GPUSHARE_MAX_PAYLOAD);
+/* n_slots travels as the fd count of SLOTS */
+G_STATIC_ASSERT (GPUSHARE_MAX_SLOTS <= GPUSHARE_MAX_FDS);
+
+/* Little-endian accessors.  memcpy, not a cast: p may be unaligned. */
+
+static inline guint16
+rd16 (const guint8 * p)
+{
+  guint16 v;
+
+  memcpy (&v, p, sizeof (v));
+  return GUINT16_FROM_LE (v);
+}
+
+static inline guint32
+rd32 (const guint8 * p)
+{
+  guint32 v;
+
+  memcpy (&v, p, sizeof (v));
+  return GUINT32_FROM_LE (v);
+}
+
+static inline guint64
+rd64 (const guint8 * p)
+{
+  guint64 v;
+
+  memcpy (&v, p, sizeof (v));
+  return GUINT64_FROM_LE (v);
+}
+
+static inline void
+wr16 (guint8 * p, guint16 v)
+{
+  v = GUINT16_TO_LE (v);
+  memcpy (p, &v, sizeof (v));
+}
+
+static inline void
+wr32 (guint8 * p, guint32 v)
+{
+  v = GUINT32_TO_LE (v);
+  memcpy (p, &v, sizeof (v));
+}
+
+static inline void
+wr64 (guint8 * p, guint64 v)
+{
+  v = GUINT64_TO_LE (v);
+  memcpy (p, &v, sizeof (v));
+}
+
+/* read or write field f of wire struct T at base b */
+#define RD16(b, T, f) rd16 ((b) + OFF (T, f))
+#define RD32(b, T, f) rd32 ((b) + OFF (T, f))
+#define RD64(b, T, f) rd64 ((b) + OFF (T, f))
+#define WR16(b, T, f, v) wr16 ((b) + OFF (T, f), (v))
+#define WR32(b, T, f, v) wr32 ((b) + OFF (T, f), (v))
+#define WR64(b, T, f, v) wr64 ((b) + OFF (T, f), (v))
+
+/* Validation, shared by the builder and the parser. */
+
+static gboolean
+is_known_type (guint type)
+{
+  return type >= GPUSHARE_MSG_ANNOUNCE && type <= GPUSHARE_MSG_ERROR;
+}
+
+/* A chosen memory type is one bit we know: a consumer cannot pick a
+ * backend this version cannot name. */
+static gboolean
+is_one_known_mem_type (guint32 mem_type)
+{
+  return (mem_type & ~GPUSHARE_MEM_KNOWN_MASK) == 0 && mem_type != 0 &&
+      (mem_type & (mem_type - 1)) == 0;
+}
+
+/* len bytes at s: len within cap, no NUL (the receiver hands the string to
+ * C APIs that would silently cut it there), valid UTF-8 (it ends up in
+ * logs, error messages and caps). */
+static GpuShareParseResult
+check_string (const gchar * s, guint32 len, guint32 cap)
+{
+  if (len > cap)
+    return GPUSHARE_PARSE_MALFORMED;
+  if (len == 0)
+    return GPUSHARE_PARSE_OK;
+  if (memchr (s, '\0', len) != NULL)
+    return GPUSHARE_PARSE_MALFORMED;
+  if (!g_utf8_validate (s, len, NULL))
+    return GPUSHARE_PARSE_MALFORMED;
+  return GPUSHARE_PARSE_OK;
+}
+
+/* Numbers first, so that the parser can run this before trusting any of
+ * them, then the caps string. */
+static GpuShareParseResult
+check_layout (const GpuShareLayout * l)
+{
+  guint i;
+
+  if (l->n_slots == 0 || l->n_slots > GPUSHARE_MAX_SLOTS)
+    return GPUSHARE_PARSE_MALFORMED;
+  if (l->n_planes > GPUSHARE_MAX_PLANES)
+    return GPUSHARE_PARSE_MALFORMED;
+  /* the cap keeps slot_size * n_slots far from overflowing 64 bits */
+  if (l->slot_size == 0 || l->slot_size > GPUSHARE_MAX_SLOT_SIZE)
+    return GPUSHARE_PARSE_MALFORMED;
+  if (l->frame_size > l->slot_size)
+    return GPUSHARE_PARSE_MALFORMED;
+  /* a zero frame_size means the producer does not describe the planes'
+   * extent (e.g. opaque memory): nothing to check the offsets against */
+  if (l->frame_size > 0) {
+    for (i = 0; i < l->n_planes; i++) {
+      if (l->offsets[i] >= l->frame_size)
+        return GPUSHARE_PARSE_MALFORMED;
+    }
+  }
+  /* a frame without caps cannot be negotiated */
+  if (l->caps_len == 0)
+    return GPUSHARE_PARSE_MALFORMED;
+  return check_string (l->caps, l->caps_len, GPUSHARE_MAX_CAPS_LEN);
+}
+
+static GpuShareParseResult
+check_announce (const GpuShareAnnounce * a)
+{
+  GpuShareParseResult res;
+
+  if (a->schema_major != GPUSHARE_VERSION_MAJOR)
+    return GPUSHARE_PARSE_BAD_VERSION;
+  /* unknown bits beside a known one are offers from a newer minor */
+  if ((a->mem_types & GPUSHARE_MEM_KNOWN_MASK) == 0)
+    return GPUSHARE_PARSE_MALFORMED;
+  res = check_layout (&a->layout);
+  if (res != GPUSHARE_PARSE_OK)
+    return res;
+  return check_string (a->name, a->name_len, GPUSHARE_MAX_NAME_LEN);
+}
+
+static GpuShareParseResult
+check_accept (const GpuShareAccept * a)
+{
+  if (a->schema_major != GPUSHARE_VERSION_MAJOR)
+    return GPUSHARE_PARSE_BAD_VERSION;
+  if (!is_one_known_mem_type (a->mem_type))
+    return GPUSHARE_PARSE_MALFORMED;
+  return check_string (a->name, a->name_len, GPUSHARE_MAX_NAME_LEN);
+}
+
+static GpuShareParseResult
+check_slots (const GpuShareSlots * s, guint32 n_fds)
+{
+  if (s->n_slots == 0 || s->n_slots > GPUSHARE_MAX_SLOTS)
+    return GPUSHARE_PARSE_MALFORMED;
+  if (s->slot_size == 0 || s->slot_size > GPUSHARE_MAX_SLOT_SIZE)
+    return GPUSHARE_PARSE_MALFORMED;
+  if (!is_one_known_mem_type (s->mem_type))
+    return GPUSHARE_PARSE_MALFORMED;
+  /* one fd per slot, no more, no fewer: a mismatch would leave a slot
+   * without memory or an fd without a slot */
+  if (n_fds != s->n_slots)
+    return GPUSHARE_PARSE_BAD_FD_COUNT;
+  return GPUSHARE_PARSE_OK;
+}
+
+static GpuShareParseResult
+check_caps (const GpuShareCaps * c)
+{
+  return check_layout (&c->layout);
+}
+
+static GpuShareParseResult
+check_error (const GpuShareError * e)
+{
+  /* unknown codes are allowed: a newer peer may know more reasons */
+  return check_string (e->text, e->text_len, GPUSHARE_MAX_TEXT_LEN);
+}
+
+/* Everything the builder refuses, and the parser rejects once the message
+ * is decoded.  n_fds is the header's. */
+static GpuShareParseResult
+check_msg (guint type, const GpuShareMsg * msg, guint32 n_fds)
+{
+  if (n_fds > GPUSHARE_MAX_FDS)
+    return GPUSHARE_PARSE_BAD_FD_COUNT;
+  if (!is_known_type (type))
+    return GPUSHARE_PARSE_UNKNOWN_TYPE;
+  if (type != GPUSHARE_MSG_SLOTS && n_fds != 0)
+    return GPUSHARE_PARSE_BAD_FD_COUNT;
+
+  switch (type) {
+    case GPUSHARE_MSG_ANNOUNCE:
+      return check_announce (&msg->u.announce);
+    case GPUSHARE_MSG_ACCEPT:
+      return check_accept (&msg->u.accept);
+    case GPUSHARE_MSG_SLOTS:
+      return check_slots (&msg->u.slots, n_fds);
+    case GPUSHARE_MSG_CAPS:
+      return check_caps (&msg->u.caps);
+    case GPUSHARE_MSG_ERROR:
+      return check_error (&msg->u.error);
+    case GPUSHARE_MSG_MAPPED:
+    case GPUSHARE_MSG_FRAME:
+    case GPUSHARE_MSG_RELEASE:
+    case GPUSHARE_MSG_EOS:
+    case GPUSHARE_MSG_GOODBYE:
+    default:
+      /* any value of their fields is meaningful at this layer: slots,
+       * epochs and sequences are checked against the ring's state */
+      return GPUSHARE_PARSE_OK;
+  }
+}
+
+/* Size of the fixed part, or 0 for an unknown type. */
+static gsize
+fixed_size (guint type)
+{
+  switch (type) {
+    case GPUSHARE_MSG_ANNOUNCE:
+      return sizeof (GpuShareWireAnnounce);
+    case GPUSHARE_MSG_ACCEPT:
+      return sizeof (GpuShareWireAccept);
+    case GPUSHARE_MSG_SLOTS:
+      return sizeof (GpuShareWireSlots);
+    case GPUSHARE_MSG_MAPPED:
+      return sizeof (GpuShareWireMapped);
+    case GPUSHARE_MSG_FRAME:
+      return sizeof (GpuShareWireFrame);
+    case GPUSHARE_MSG_RELEASE:
+      return sizeof (GpuShareWireRelease);
+    case GPUSHARE_MSG_CAPS:
+      return sizeof (GpuShareWireCaps);
+    case GPUSHARE_MSG_EOS:
+      return sizeof (GpuShareWireEos);
+    case GPUSHARE_MSG_GOODBYE:
+      return sizeof (GpuShareWireGoodbye);
+    case GPUSHARE_MSG_ERROR:
+      return sizeof (GpuShareWireError);
+    default:
+      return 0;
+  }
+}
+
+/* Header */
+
+GpuShareParseResult
+gpushare_header_parse (const guint8 * buf, gsize len, GpuShareHeader * hdr)
+{
+  g_return_val_if_fail (hdr != NULL, GPUSHARE_PARSE_MALFORMED);
+  g_return_val_if_fail (buf != NULL || len == 0, GPUSHARE_PARSE_MALFORMED);
+
+  if (len < GPUSHARE_HEADER_SIZE)
+    return GPUSHARE_PARSE_NEED_MORE;
+
+  /* filled in full before any check, so that the caller can log what it
+   * refused */
+  hdr->magic = RD32 (buf, GpuShareHeader, magic);
+  hdr->version_major = RD16 (buf, GpuShareHeader, version_major);
+  hdr->version_minor = RD16 (buf, GpuShareHeader, version_minor);
+  hdr->type = RD16 (buf, GpuShareHeader, type);
+  hdr->flags = RD16 (buf, GpuShareHeader, flags);
+  hdr->payload_len = RD32 (buf, GpuShareHeader, payload_len);
+  hdr->n_fds = RD32 (buf, GpuShareHeader, n_fds);
+  hdr->reserved = RD32 (buf, GpuShareHeader, reserved);
+
+  if (hdr->magic != GPUSHARE_MAGIC)
+    return GPUSHARE_PARSE_BAD_MAGIC;
+  /* a different minor only adds: new types (ignored) and longer payloads
+   * (their tail ignored) */
+  if (hdr->version_major != GPUSHARE_VERSION_MAJOR)
+    return GPUSHARE_PARSE_BAD_VERSION;
+  if (hdr->payload_len > GPUSHARE_MAX_PAYLOAD)
+    return GPUSHARE_PARSE_TOO_LARGE;
+  if (hdr->n_fds > GPUSHARE_MAX_FDS)
+    return GPUSHARE_PARSE_BAD_FD_COUNT;
+  /* unknown types may carry fds (up to the cap): the caller closes them */
+  if (is_known_type (hdr->type) && hdr->type != GPUSHARE_MSG_SLOTS &&
+      hdr->n_fds != 0)
+    return GPUSHARE_PARSE_BAD_FD_COUNT;
+  /* flags and reserved are not checked: a newer minor may use them, and
+   * this version has no meaning to give them */
+  return GPUSHARE_PARSE_OK;
+}
+
+/* Payload decoding.  Each reader gets at least the fixed part. */
+
+static void
+read_layout_fixed (const guint8 * p, GpuShareLayout * l)
+{
+  guint i;
+
+  l->epoch = RD64 (p, GpuShareWireLayout, epoch);
+  l->frame_size = RD64 (p, GpuShareWireLayout, frame_size);
+  l->slot_size = RD64 (p, GpuShareWireLayout, slot_size);
+  l->n_slots = RD32 (p, GpuShareWireLayout, n_slots);
+  l->n_planes = RD32 (p, GpuShareWireLayout, n_planes);
+  for (i = 0; i < GPUSHARE_MAX_PLANES; i++) {
+    l->offsets[i] = rd64 (p + OFF (GpuShareWireLayout, offsets) +
+        i * sizeof (guint64));
+    l->strides[i] = (gint32) rd32 (p + OFF (GpuShareWireLayout, strides) +
+        i * sizeof (gint32));
+  }
+  l->caps_len = RD32 (p, GpuShareWireLayout, caps_len);
+}
+
+/* Copies a string whose length was checked against dst's cap and against
+ * the payload; check_msg () validates its bytes afterwards. */
+static void
+read_string (const guint8 * p, guint32 len, gchar * dst)
+{
+  if (len > 0)
+    memcpy (dst, p, len);
+  dst[len] = '\0';
+}
+
+static GpuShareParseResult
+parse_announce (const guint8 * p, gsize len, GpuShareAnnounce * a)
+{
+  const guint8 *lp = p + OFF (GpuShareWireAnnounce, layout);
+  gsize var;
+
+  a->schema_major = RD16 (p, GpuShareWireAnnounce, schema_major);
+  a->schema_minor = RD16 (p, GpuShareWireAnnounce, schema_minor);
+  /* another major's ANNOUNCE is refused as such before any other field is
+   * judged: the consumer answers ERROR VERSION, not PROTOCOL */
+  if (a->schema_major != GPUSHARE_VERSION_MAJOR)
+    return GPUSHARE_PARSE_BAD_VERSION;
+  a->mem_types = RD32 (p, GpuShareWireAnnounce, mem_types);
+  a->flags = RD32 (p, GpuShareWireAnnounce, flags);
+  a->pid = RD32 (p, GpuShareWireAnnounce, pid);
+  a->uid = RD32 (p, GpuShareWireAnnounce, uid);
+  a->name_len = RD32 (p, GpuShareWireAnnounce, name_len);
+  a->instance = RD64 (p, GpuShareWireAnnounce, instance);
+  a->latency = RD64 (p, GpuShareWireAnnounce, latency);
+  read_layout_fixed (lp, &a->layout);
+
+  /* caps before use: both lengths are small, so their sum cannot wrap */
+  if (a->name_len > GPUSHARE_MAX_NAME_LEN ||
+      a->layout.caps_len > GPUSHARE_MAX_CAPS_LEN)
+    return GPUSHARE_PARSE_MALFORMED;
+  var = sizeof (GpuShareWireAnnounce);
+  if (len - var < (gsize) a->name_len + a->layout.caps_len)
+    return GPUSHARE_PARSE_TRUNCATED;
+  read_string (p + var, a->name_len, a->name);
+  read_string (p + var + a->name_len, a->layout.caps_len, a->layout.caps);
+  return GPUSHARE_PARSE_OK;
+}
+
+static GpuShareParseResult
+parse_accept (const guint8 * p, gsize len, GpuShareAccept * a)
+{
+  gsize var;
+
+  a->schema_major = RD16 (p, GpuShareWireAccept, schema_major);
+  a->schema_minor = RD16 (p, GpuShareWireAccept, schema_minor);
+  if (a->schema_major != GPUSHARE_VERSION_MAJOR)
+    return GPUSHARE_PARSE_BAD_VERSION;
+  a->mem_type = RD32 (p, GpuShareWireAccept, mem_type);
+  a->flags = RD32 (p, GpuShareWireAccept, flags);
+  a->pid = RD32 (p, GpuShareWireAccept, pid);
+  a->instance = RD64 (p, GpuShareWireAccept, instance);
+  a->name_len = RD32 (p, GpuShareWireAccept, name_len);
+
+  if (a->name_len > GPUSHARE_MAX_NAME_LEN)
+    return GPUSHARE_PARSE_MALFORMED;
+  var = sizeof (GpuShareWireAccept);
+  if (len - var < a->name_len)
+    return GPUSHARE_PARSE_TRUNCATED;
+  read_string (p + var, a->name_len, a->name);
+  return GPUSHARE_PARSE_OK;
+}
+
+static void
+parse_slots (const guint8 * p, GpuShareSlots * s)
+{
+  s->epoch = RD64 (p, GpuShareWireSlots, epoch);
+  s->slot_size = RD64 (p, GpuShareWireSlots, slot_size);
+  s->n_slots = RD32 (p, GpuShareWireSlots, n_slots);
+  s->mem_type = RD32 (p, GpuShareWireSlots, mem_type);
+}
+
+static void
+parse_frame (const guint8 * p, GpuShareFrame * f)
+{
+  f->epoch = RD64 (p, GpuShareWireFrame, epoch);
+  f->slot = RD32 (p, GpuShareWireFrame, slot);
+  f->generation = RD32 (p, GpuShareWireFrame, generation);
+  f->sequence = RD64 (p, GpuShareWireFrame, sequence);
+  f->pts = RD64 (p, GpuShareWireFrame, pts);
+  f->dts = RD64 (p, GpuShareWireFrame, dts);
+  f->duration = RD64 (p, GpuShareWireFrame, duration);
+  f->offset = RD64 (p, GpuShareWireFrame, offset);
+  f->offset_end = RD64 (p, GpuShareWireFrame, offset_end);
+  f->buffer_flags = RD32 (p, GpuShareWireFrame, buffer_flags);
+  f->flags = RD32 (p, GpuShareWireFrame, flags);
+}
+
+static void
+parse_release (const guint8 * p, GpuShareRelease * r)
+{
+  r->epoch = RD64 (p, GpuShareWireRelease, epoch);
+  r->slot = RD32 (p, GpuShareWireRelease, slot);
+  r->generation = RD32 (p, GpuShareWireRelease, generation);
+  r->sequence = RD64 (p, GpuShareWireRelease, sequence);
+}
+
+static GpuShareParseResult
+parse_caps (const guint8 * p, gsize len, GpuShareCaps * c)
+{
+  gsize var;
+
+  c->flags = RD32 (p, GpuShareWireCaps, flags);
+  c->latency = RD64 (p, GpuShareWireCaps, latency);
+  read_layout_fixed (p + OFF (GpuShareWireCaps, layout), &c->layout);
+
+  if (c->layout.caps_len > GPUSHARE_MAX_CAPS_LEN)
+    return GPUSHARE_PARSE_MALFORMED;
+  var = sizeof (GpuShareWireCaps);
+  if (len - var < c->layout.caps_len)
+    return GPUSHARE_PARSE_TRUNCATED;
+  read_string (p + var, c->layout.caps_len, c->layout.caps);
+  return GPUSHARE_PARSE_OK;
+}
+
+static GpuShareParseResult
+parse_error (const guint8 * p, gsize len, GpuShareError * e)
+{
+  gsize var;
+
+  e->code = RD32 (p, GpuShareWireError, code);
+  e->text_len = RD32 (p, GpuShareWireError, text_len);
+
+  if (e->text_len > GPUSHARE_MAX_TEXT_LEN)
+    return GPUSHARE_PARSE_MALFORMED;
+  var = sizeof (GpuShareWireError);
+  if (len - var < e->text_len)
+    return GPUSHARE_PARSE_TRUNCATED;
+  read_string (p + var, e->text_len, e->text);
+  return GPUSHARE_PARSE_OK;
+}
+
+GpuShareParseResult
+gpushare_msg_parse (const GpuShareHeader * hdr, const guint8 * payload,
+    gsize len, GpuShareMsg * msg)
+{
+  GpuShareParseResult res = GPUSHARE_PARSE_OK;
+  gsize fixed;
+
+  g_return_val_if_fail (hdr != NULL, GPUSHARE_PARSE_MALFORMED);
+  g_return_val_if_fail (payload != NULL || len == 0,
+      GPUSHARE_PARSE_MALFORMED);
+  g_return_val_if_fail (msg != NULL, GPUSHARE_PARSE_MALFORMED);
+
+  /* the header is the only framing: a payload of another length means the
+   * caller and the peer disagree on where this message ends */
+  if (hdr->payload_len != len)
+    return GPUSHARE_PARSE_MALFORMED;
+  /* the caller should have refused these at the header already; checked
+   * again because the header struct is the caller's */
+  if (len > GPUSHARE_MAX_PAYLOAD)
+    return GPUSHARE_PARSE_TOO_LARGE;
+  if (hdr->n_fds > GPUSHARE_MAX_FDS)
+    return GPUSHARE_PARSE_BAD_FD_COUNT;
+
+  /* zeroed so that strings end in NUL and nothing from a previous message
+   * survives in fields this one does not set */
+  memset (msg, 0, sizeof (*msg));
+
+  fixed = fixed_size (hdr->type);
+  if (fixed == 0)
+    return GPUSHARE_PARSE_UNKNOWN_TYPE;
+  msg->type = (GpuShareMsgType) hdr->type;
+  /* bytes past what this version reads are a newer minor's extension */
+  if (len < fixed)
+    return GPUSHARE_PARSE_TRUNCATED;
+
+  switch (hdr->type) {
+    case GPUSHARE_MSG_ANNOUNCE:
+      res = parse_announce (payload, len, &msg->u.announce);
+      break;
+    case GPUSHARE_MSG_ACCEPT:
+      res = parse_accept (payload, len, &msg->u.accept);
+      break;
+    case GPUSHARE_MSG_SLOTS:
+      parse_slots (payload, &msg->u.slots);
+      break;
+    case GPUSHARE_MSG_MAPPED:
+      msg->u.mapped.epoch = RD64 (payload, GpuShareWireMapped, epoch);
+      break;
+    case GPUSHARE_MSG_FRAME:
+      parse_frame (payload, &msg->u.frame);
+      break;
+    case GPUSHARE_MSG_RELEASE:
+      parse_release (payload, &msg->u.release);
+      break;
+    case GPUSHARE_MSG_CAPS:
+      res = parse_caps (payload, len, &msg->u.caps);
+      break;
+    case GPUSHARE_MSG_EOS:
+      msg->u.eos.last_sequence = RD64 (payload, GpuShareWireEos,
+          last_sequence);
+      break;
+    case GPUSHARE_MSG_GOODBYE:
+      msg->u.goodbye.reason = RD32 (payload, GpuShareWireGoodbye, reason);
+      break;
+    case GPUSHARE_MSG_ERROR:
+      res = parse_error (payload, len, &msg->u.error);
+      break;
+    default:
+      g_assert_not_reached ();
+  }
+  if (res != GPUSHARE_PARSE_OK)
+    return res;
+
+  /* the very checks the builder runs */
+  return check_msg (hdr->type, msg, hdr->n_fds);
+}
+
+/* Payload encoding.  Each writer gets exactly the room it needs. */
+
+static void
+write_layout_fixed (guint8 * p, const GpuShareLayout * l)
+{
+  guint i;
+
+  WR64 (p, GpuShareWireLayout, epoch, l->epoch);
+  WR64 (p, GpuShareWireLayout, frame_size, l->frame_size);
+  WR64 (p, GpuShareWireLayout, slot_size, l->slot_size);
+  WR32 (p, GpuShareWireLayout, n_slots, l->n_slots);
+  WR32 (p, GpuShareWireLayout, n_planes, l->n_planes);
+  for (i = 0; i < GPUSHARE_MAX_PLANES; i++) {
+    wr64 (p + OFF (GpuShareWireLayout, offsets) + i * sizeof (guint64),
+        l->offsets[i]);
+    wr32 (p + OFF (GpuShareWireLayout, strides) + i * sizeof (gint32),
+        (guint32) l->strides[i]);
+  }
+  WR32 (p, GpuShareWireLayout, caps_len, l->caps_len);
+  WR32 (p, GpuShareWireLayout, reserved, 0);
+}
+
+static void
+write_payload (guint8 * p, const GpuShareMsg * msg)
+{
+  switch (msg->type) {
+    case GPUSHARE_MSG_ANNOUNCE:{
+      const GpuShareAnnounce *a = &msg->u.announce;
+      gsize var = sizeof (GpuShareWireAnnounce);
+
+      WR16 (p, GpuShareWireAnnounce, schema_major, a->schema_major);
+      WR16 (p, GpuShareWireAnnounce, schema_minor, a->schema_minor);
+      WR32 (p, GpuShareWireAnnounce, mem_types, a->mem_types);
+      WR32 (p, GpuShareWireAnnounce, flags, a->flags);
+      WR32 (p, GpuShareWireAnnounce, pid, a->pid);
+      WR32 (p, GpuShareWireAnnounce, uid, a->uid);
+      WR32 (p, GpuShareWireAnnounce, name_len, a->name_len);
+      WR64 (p, GpuShareWireAnnounce, instance, a->instance);
+      WR64 (p, GpuShareWireAnnounce, latency, a->latency);
+      write_layout_fixed (p + OFF (GpuShareWireAnnounce, layout), &a->layout);
+      memcpy (p + var, a->name, a->name_len);
+      memcpy (p + var + a->name_len, a->layout.caps, a->layout.caps_len);
+      break;
+    }
+    case GPUSHARE_MSG_ACCEPT:{
+      const GpuShareAccept *a = &msg->u.accept;
+
+      WR16 (p, GpuShareWireAccept, schema_major, a->schema_major);
+      WR16 (p, GpuShareWireAccept, schema_minor, a->schema_minor);
+      WR32 (p, GpuShareWireAccept, mem_type, a->mem_type);
+      WR32 (p, GpuShareWireAccept, flags, a->flags);
+      WR32 (p, GpuShareWireAccept, pid, a->pid);
+      WR64 (p, GpuShareWireAccept, instance, a->instance);
+      WR32 (p, GpuShareWireAccept, name_len, a->name_len);
+      WR32 (p, GpuShareWireAccept, reserved, 0);
+      memcpy (p + sizeof (GpuShareWireAccept), a->name, a->name_len);
+      break;
+    }
+    case GPUSHARE_MSG_SLOTS:{
+      const GpuShareSlots *s = &msg->u.slots;
+
+      WR64 (p, GpuShareWireSlots, epoch, s->epoch);
+      WR64 (p, GpuShareWireSlots, slot_size, s->slot_size);
+      WR32 (p, GpuShareWireSlots, n_slots, s->n_slots);
+      WR32 (p, GpuShareWireSlots, mem_type, s->mem_type);
+      break;
+    }
+    case GPUSHARE_MSG_MAPPED:
+      WR64 (p, GpuShareWireMapped, epoch, msg->u.mapped.epoch);
+      break;
+    case GPUSHARE_MSG_FRAME:{
+      const GpuShareFrame *f = &msg->u.frame;
+
+      WR64 (p, GpuShareWireFrame, epoch, f->epoch);
+      WR32 (p, GpuShareWireFrame, slot, f->slot);
+      WR32 (p, GpuShareWireFrame, generation, f->generation);
+      WR64 (p, GpuShareWireFrame, sequence, f->sequence);
+      WR64 (p, GpuShareWireFrame, pts, f->pts);
+      WR64 (p, GpuShareWireFrame, dts, f->dts);
+      WR64 (p, GpuShareWireFrame, duration, f->duration);
+      WR64 (p, GpuShareWireFrame, offset, f->offset);
+      WR64 (p, GpuShareWireFrame, offset_end, f->offset_end);
+      WR32 (p, GpuShareWireFrame, buffer_flags, f->buffer_flags);
+      WR32 (p, GpuShareWireFrame, flags, f->flags);
+      break;
+    }
+    case GPUSHARE_MSG_RELEASE:{
+      const GpuShareRelease *r = &msg->u.release;
+
+      WR64 (p, GpuShareWireRelease, epoch, r->epoch);
+      WR32 (p, GpuShareWireRelease, slot, r->slot);
+      WR32 (p, GpuShareWireRelease, generation, r->generation);
+      WR64 (p, GpuShareWireRelease, sequence, r->sequence);
+      break;
+    }
+    case GPUSHARE_MSG_CAPS:{
+      const GpuShareCaps *c = &msg->u.caps;
+
+      WR32 (p, GpuShareWireCaps, flags, c->flags);
+      WR32 (p, GpuShareWireCaps, reserved, 0);
+      WR64 (p, GpuShareWireCaps, latency, c->latency);
+      write_layout_fixed (p + OFF (GpuShareWireCaps, layout), &c->layout);
+      memcpy (p + sizeof (GpuShareWireCaps), c->layout.caps,
+          c->layout.caps_len);
+      break;
+    }
+    case GPUSHARE_MSG_EOS:
+      WR64 (p, GpuShareWireEos, last_sequence, msg->u.eos.last_sequence);
+      break;
+    case GPUSHARE_MSG_GOODBYE:
+      WR32 (p, GpuShareWireGoodbye, reason, msg->u.goodbye.reason);
+      break;
+    case GPUSHARE_MSG_ERROR:{
+      const GpuShareError *e = &msg->u.error;
+
+      WR32 (p, GpuShareWireError, code, e->code);
+      WR32 (p, GpuShareWireError, text_len, e->text_len);
+      memcpy (p + sizeof (GpuShareWireError), e->text, e->text_len);
+      break;
+    }
+    default:
+      g_assert_not_reached ();
+  }
+}
+
+/* Payload size of a message that passed check_msg (), so its lengths are
+ * within their caps. */
+static gsize
+payload_size (const GpuShareMsg * msg)
+{
+  gsize size = fixed_size (msg->type);
+
+  switch (msg->type) {
+    case GPUSHARE_MSG_ANNOUNCE:
+      size += msg->u.announce.name_len + msg->u.announce.layout.caps_len;
+      break;
+    case GPUSHARE_MSG_ACCEPT:
+      size += msg->u.accept.name_len;
+      break;
+    case GPUSHARE_MSG_CAPS:
+      size += msg->u.caps.layout.caps_len;
+      break;
+    case GPUSHARE_MSG_ERROR:
+      size += msg->u.error.text_len;
+      break;
+    default:
+      break;
+  }
+  return size;
+}
+
+gboolean
+gpushare_msg_build (const GpuShareMsg * msg, guint32 n_fds, GByteArray * out)
+{
+  gsize payload_len, total;
+  guint old_len;
+  guint8 *p;
+
+  g_return_val_if_fail (msg != NULL, FALSE);
+  g_return_val_if_fail (out != NULL, FALSE);
+
+  /* never send what a peer of our version would refuse: an unknown type
+   * included, since nobody could decode it */
+  if (check_msg (msg->type, msg, n_fds) != GPUSHARE_PARSE_OK)
+    return FALSE;
+
+  payload_len = payload_size (msg);
+  /* the static assertions above make this impossible; kept so that a
+   * future field cannot silently break it */
+  if (payload_len > GPUSHARE_MAX_PAYLOAD)
+    return FALSE;
+  total = GPUSHARE_HEADER_SIZE + payload_len;
+  old_len = out->len;
+  if (old_len > G_MAXUINT - total)
+    return FALSE;
+
+  g_byte_array_set_size (out, old_len + total);
+  p = out->data + old_len;
+
+  WR32 (p, GpuShareHeader, magic, GPUSHARE_MAGIC);
+  WR16 (p, GpuShareHeader, version_major, GPUSHARE_VERSION_MAJOR);
+  WR16 (p, GpuShareHeader, version_minor, GPUSHARE_VERSION_MINOR);
+  WR16 (p, GpuShareHeader, type, msg->type);
+  WR16 (p, GpuShareHeader, flags, 0);
+  WR32 (p, GpuShareHeader, payload_len, payload_len);
+  WR32 (p, GpuShareHeader, n_fds, n_fds);
+  WR32 (p, GpuShareHeader, reserved, 0);
+
+  write_payload (p + GPUSHARE_HEADER_SIZE, msg);
+  return TRUE;
+}
+
+gboolean
+gpushare_layout_set_caps (GpuShareLayout * layout, const gchar * caps)
+{
+  gsize len;
+
+  g_return_val_if_fail (layout != NULL, FALSE);
+  g_return_val_if_fail (caps != NULL, FALSE);
+
+  /* refuses, leaving layout as it was, whatever the builder would refuse:
+   * too long, empty, or not UTF-8 (strlen already rules out a NUL) */
+  len = strlen (caps);
+  if (len == 0 || len > GPUSHARE_MAX_CAPS_LEN)
+    return FALSE;
+  if (!g_utf8_validate (caps, len, NULL))
+    return FALSE;
+  memcpy (layout->caps, caps, len + 1);
+  layout->caps_len = len;
+  return TRUE;
+}
+
+const gchar *
+gpushare_msg_type_to_string (guint type)
+{
+  switch (type) {
+    case GPUSHARE_MSG_ANNOUNCE:
+      return "ANNOUNCE";
+    case GPUSHARE_MSG_ACCEPT:
+      return "ACCEPT";
+    case GPUSHARE_MSG_SLOTS:
+      return "SLOTS";
+    case GPUSHARE_MSG_MAPPED:
+      return "MAPPED";
+    case GPUSHARE_MSG_FRAME:
+      return "FRAME";
+    case GPUSHARE_MSG_RELEASE:
+      return "RELEASE";
+    case GPUSHARE_MSG_CAPS:
+      return "CAPS";
+    case GPUSHARE_MSG_EOS:
+      return "EOS";
+    case GPUSHARE_MSG_GOODBYE:
+      return "GOODBYE";
+    case GPUSHARE_MSG_ERROR:
+      return "ERROR";
+    default:
+      return "UNKNOWN";
+  }
+}
+
+const gchar *
+gpushare_parse_result_to_string (GpuShareParseResult res)
+{
+  switch (res) {
+    case GPUSHARE_PARSE_OK:
+      return "ok";
+    case GPUSHARE_PARSE_NEED_MORE:
+      return "need more data";
+    case GPUSHARE_PARSE_BAD_MAGIC:
+      return "bad magic";
+    case GPUSHARE_PARSE_BAD_VERSION:
+      return "unsupported major version";
+    case GPUSHARE_PARSE_TOO_LARGE:
+      return "payload too large";
+    case GPUSHARE_PARSE_BAD_FD_COUNT:
+      return "wrong number of file descriptors";
+    case GPUSHARE_PARSE_TRUNCATED:
+      return "truncated payload";
+    case GPUSHARE_PARSE_MALFORMED:
+      return "malformed payload";
+    case GPUSHARE_PARSE_UNKNOWN_TYPE:
+      return "unknown message type";
+    default:
+      return "unknown parse result";
+  }
+}
+
+const gchar *
+gpushare_error_code_to_string (GpuShareErrorCode code)
+{
+  switch (code) {
+    case GPUSHARE_ERR_NONE:
+      return "none";
+    case GPUSHARE_ERR_PROTOCOL:
+      return "protocol error";
+    case GPUSHARE_ERR_VERSION:
+      return "unsupported version";
+    case GPUSHARE_ERR_NOT_AUTHORIZED:
+      return "not authorized";
+    case GPUSHARE_ERR_UNSUPPORTED:
+      return "no common memory type";
+    case GPUSHARE_ERR_RESOURCE:
+      return "resource error";
+    case GPUSHARE_ERR_TOO_MANY_CLIENTS:
+      return "too many clients";
+    case GPUSHARE_ERR_TIMEOUT:
+      return "timeout";
+    case GPUSHARE_ERR_SHUTDOWN:
+      return "shutdown";
+    case GPUSHARE_ERR_INTERNAL:
+      return "internal error";
+    default:
+      return "unknown error";
+  }
+}
+
+const gchar *
+gpushare_mem_type_to_string (GpuShareMemType type)
+{
+  switch (type) {
+    case GPUSHARE_MEM_SYSTEM:
+      return "system";
+    case GPUSHARE_MEM_CUDA_VMM:
+      return "cuda-vmm";
+    case GPUSHARE_MEM_CUDA_LEGACY:
+      return "cuda-legacy";
+    case GPUSHARE_MEM_CUDA_FABRIC:
+      return "cuda-fabric";
+    default:
+      return "unknown";
+  }
+}

@@ -1,0 +1,282 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * gpushare wire codec: bytes in, typed messages out, and back.
+ *
+ * Pure functions: no sockets, no GStreamer objects, no allocation sized by
+ * peer input.  Every length is checked against a compile-time cap before it
+ * is used, which is what makes this file fuzzable on its own.
+ *
+ * One message on the control socket (a Unix stream socket) is a frozen
+ * 24-byte little-endian header followed by payload_len bytes of payload.
+ * File descriptors travel as SCM_RIGHTS with the first byte of the message
+ * that carries them; the header says how many.
+ *
+ *   producer (gpusharesink)                     consumer (gpusharesrc)
+ *        |                                            |
+ *        |  <------------- connect() -----------------|
+ *        |  (SO_PEERCRED checked before anything)     |
+ *        |--- ANNOUNCE (version, identity, caps, ---->|
+ *        |      layout, ring, memory types)           |
+ *        |<-- ACCEPT (identity, chosen memory) -------|
+ *        |--- SLOTS (epoch, n fds = ring size) ------>|  import + map once
+ *        |<-- MAPPED (epoch) -------------------------|
+ *        |                                            |
+ *        |--- FRAME (epoch, slot, generation, seq, -->|  wrap slot, push
+ *        |      pts, dts, duration, offsets, flags)   |
+ *        |<-- RELEASE (epoch, slot, generation, seq) -|  last unref
+ *        |            ... repeated ...                |
+ *        |--- CAPS (layout, maybe new epoch) -------->|  at a frame boundary
+ *        |--- SLOTS (new epoch) --------------------->|  only if epoch changed
+ *        |<-- MAPPED (new epoch) ---------------------|
+ *        |--- EOS ----------------------------------->|
+ *        |--- GOODBYE / ERROR (code, text) ---------->|  either direction
+ *
+ * docs/protocol.md describes every field.
+ */
+
+#ifndef __GPUSHARE_PROTO_H__
+#define __GPUSHARE_PROTO_H__
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+#define GPUSHARE_MAGIC 0x48535047u      /* "GPSH" as little-endian bytes */
+#define GPUSHARE_VERSION_MAJOR 1
+#define GPUSHARE_VERSION_MINOR 0
+
+#define GPUSHARE_HEADER_SIZE 24
+/* caps, checked before anything is allocated or copied */
+#define GPUSHARE_MAX_PAYLOAD (16 * 1024)
+#define GPUSHARE_MAX_FDS 64             /* per message */
+#define GPUSHARE_MAX_SLOTS 64           /* ring size */
+#define GPUSHARE_MAX_PLANES 4
+#define GPUSHARE_MAX_CAPS_LEN 4096      /* bytes, without NUL */
+#define GPUSHARE_MAX_NAME_LEN 128       /* bytes, without NUL */
+#define GPUSHARE_MAX_TEXT_LEN 512       /* bytes, without NUL */
+/* 1 TiB: no slot is ever that large; guards size arithmetic */
+#define GPUSHARE_MAX_SLOT_SIZE (G_GUINT64_CONSTANT (1) << 40)
+
+typedef enum
+{
+  GPUSHARE_MSG_ANNOUNCE = 1,    /* P -> C */
+  GPUSHARE_MSG_ACCEPT = 2,      /* C -> P */
+  GPUSHARE_MSG_SLOTS = 3,       /* P -> C, carries n_slots fds */
+  GPUSHARE_MSG_MAPPED = 4,      /* C -> P */
+  GPUSHARE_MSG_FRAME = 5,       /* P -> C */
+  GPUSHARE_MSG_RELEASE = 6,     /* C -> P */
+  GPUSHARE_MSG_CAPS = 7,        /* P -> C */
+  GPUSHARE_MSG_EOS = 8,         /* P -> C */
+  GPUSHARE_MSG_GOODBYE = 9,     /* both */
+  GPUSHARE_MSG_ERROR = 10,      /* both */
+} GpuShareMsgType;
+
+/* memory types, a bit each: offered as a mask, chosen as one bit */
+typedef enum
+{
+  GPUSHARE_MEM_SYSTEM = 1 << 0,     /* sealed memfd, mapped read-only */
+  GPUSHARE_MEM_CUDA_VMM = 1 << 1,   /* CUDA VMM, POSIX fd handles */
+  GPUSHARE_MEM_CUDA_LEGACY = 1 << 2,        /* cuIpcGetMemHandle */
+  GPUSHARE_MEM_CUDA_FABRIC = 1 << 3,        /* fabric handles (IMEX) */
+} GpuShareMemType;
+
+#define GPUSHARE_MEM_KNOWN_MASK 0xfu
+
+/* ANNOUNCE / CAPS flags */
+#define GPUSHARE_STREAM_FLAG_LIVE (1u << 0)
+
+/* FRAME flags */
+/* pts/dts are CLOCK_MONOTONIC nanoseconds, not stream times */
+#define GPUSHARE_FRAME_FLAG_ABSOLUTE_TIME (1u << 0)
+
+typedef enum
+{
+  GPUSHARE_ERR_NONE = 0,
+  GPUSHARE_ERR_PROTOCOL = 1,    /* malformed or out-of-order message */
+  GPUSHARE_ERR_VERSION = 2,     /* unknown major version */
+  GPUSHARE_ERR_NOT_AUTHORIZED = 3,      /* peer credentials refused */
+  GPUSHARE_ERR_UNSUPPORTED = 4, /* no common memory type */
+  GPUSHARE_ERR_RESOURCE = 5,    /* mapping or allocation failed */
+  GPUSHARE_ERR_TOO_MANY_CLIENTS = 6,
+  GPUSHARE_ERR_TIMEOUT = 7,
+  GPUSHARE_ERR_SHUTDOWN = 8,    /* orderly stop */
+  GPUSHARE_ERR_INTERNAL = 9,
+} GpuShareErrorCode;
+
+typedef enum
+{
+  GPUSHARE_PARSE_OK = 0,
+  GPUSHARE_PARSE_NEED_MORE,     /* not an error: wait for more bytes */
+  GPUSHARE_PARSE_BAD_MAGIC,
+  GPUSHARE_PARSE_BAD_VERSION,   /* major version differs */
+  GPUSHARE_PARSE_TOO_LARGE,     /* payload_len over GPUSHARE_MAX_PAYLOAD */
+  GPUSHARE_PARSE_BAD_FD_COUNT,  /* fds where none belong, or too many */
+  GPUSHARE_PARSE_TRUNCATED,     /* payload shorter than the message needs */
+  GPUSHARE_PARSE_MALFORMED,     /* a field out of range */
+  GPUSHARE_PARSE_UNKNOWN_TYPE,  /* not an error: ignore the message */
+} GpuShareParseResult;
+
+typedef struct
+{
+  guint32 magic;
+  guint16 version_major;
+  guint16 version_minor;
+  guint16 type;
+  guint16 flags;                /* reserved, 0 */
+  guint32 payload_len;
+  guint32 n_fds;
+  guint32 reserved;             /* 0 */
+} GpuShareHeader;
+
+G_STATIC_ASSERT (sizeof (GpuShareHeader) == GPUSHARE_HEADER_SIZE);
+
+/* Frame layout: shared by ANNOUNCE and CAPS */
+typedef struct
+{
+  guint64 epoch;                /* ring allocation this layout lives in */
+  guint64 frame_size;           /* bytes used by one frame in a slot */
+  guint64 slot_size;            /* bytes of one slot, >= frame_size */
+  guint32 n_slots;              /* 1 .. GPUSHARE_MAX_SLOTS */
+  guint32 n_planes;             /* 0 .. GPUSHARE_MAX_PLANES */
+  guint64 offsets[GPUSHARE_MAX_PLANES];
+  gint32 strides[GPUSHARE_MAX_PLANES];
+  guint32 caps_len;
+  gchar caps[GPUSHARE_MAX_CAPS_LEN + 1];        /* NUL-terminated */
+} GpuShareLayout;
+
+typedef struct
+{
+  guint16 schema_major;
+  guint16 schema_minor;
+  guint32 mem_types;            /* GpuShareMemType mask offered */
+  guint32 flags;                /* GPUSHARE_STREAM_FLAG_* */
+  guint32 pid;
+  guint32 uid;
+  guint64 instance;             /* random per sink start */
+  guint64 latency;              /* ns, GST_CLOCK_TIME_NONE if unknown */
+  GpuShareLayout layout;
+  guint32 name_len;
+  gchar name[GPUSHARE_MAX_NAME_LEN + 1];
+} GpuShareAnnounce;
+
+typedef struct
+{
+  guint16 schema_major;
+  guint16 schema_minor;
+  guint32 mem_type;             /* exactly one GpuShareMemType bit */
+  guint32 flags;                /* reserved, 0 */
+  guint32 pid;
+  guint64 instance;
+  guint32 name_len;
+  gchar name[GPUSHARE_MAX_NAME_LEN + 1];
+} GpuShareAccept;
+
+typedef struct
+{
+  guint64 epoch;
+  guint64 slot_size;
+  guint32 n_slots;              /* == number of fds */
+  guint32 mem_type;             /* exactly one bit */
+} GpuShareSlots;
+
+typedef struct
+{
+  guint64 epoch;
+} GpuShareMapped;
+
+typedef struct
+{
+  guint64 epoch;
+  guint32 slot;
+  guint32 generation;
+  guint64 sequence;
+  guint64 pts;
+  guint64 dts;
+  guint64 duration;
+  guint64 offset;
+  guint64 offset_end;
+  guint32 buffer_flags;         /* GstBufferFlags */
+  guint32 flags;                /* GPUSHARE_FRAME_FLAG_* */
+} GpuShareFrame;
+
+typedef struct
+{
+  guint64 epoch;
+  guint32 slot;
+  guint32 generation;
+  guint64 sequence;
+} GpuShareRelease;
+
+typedef struct
+{
+  guint32 flags;                /* GPUSHARE_STREAM_FLAG_* */
+  guint64 latency;
+  GpuShareLayout layout;
+} GpuShareCaps;
+
+typedef struct
+{
+  guint64 last_sequence;
+} GpuShareEos;
+
+typedef struct
+{
+  guint32 reason;               /* GpuShareErrorCode, GPUSHARE_ERR_SHUTDOWN */
+} GpuShareGoodbye;
+
+typedef struct
+{
+  guint32 code;                 /* GpuShareErrorCode */
+  guint32 text_len;
+  gchar text[GPUSHARE_MAX_TEXT_LEN + 1];
+} GpuShareError;
+
+typedef struct
+{
+  GpuShareMsgType type;
+  union
+  {
+    GpuShareAnnounce announce;
+    GpuShareAccept accept;
+    GpuShareSlots slots;
+    GpuShareMapped mapped;
+    GpuShareFrame frame;
+    GpuShareRelease release;
+    GpuShareCaps caps;
+    GpuShareEos eos;
+    GpuShareGoodbye goodbye;
+    GpuShareError error;
+  } u;
+} GpuShareMsg;
+
+/* Header.  Returns NEED_MORE when len < GPUSHARE_HEADER_SIZE.  Checks magic,
+ * major version, payload cap and fd count for the type (only SLOTS may carry
+ * fds, and exactly as many as GPUSHARE_MAX_FDS at most).  An unknown type is
+ * OK here: the caller skips its payload and closes its fds. */
+GpuShareParseResult gpushare_header_parse (const guint8 * buf, gsize len,
+    GpuShareHeader * hdr);
+
+/* Payload of a message whose header parsed OK.  len must equal
+ * hdr->payload_len.  Longer payloads than a type needs are accepted (room
+ * for minor-version extensions); shorter ones are TRUNCATED.  Strings are
+ * copied, NUL-terminated, and must be valid UTF-8 without NUL.  Returns
+ * UNKNOWN_TYPE for types this version does not know. */
+GpuShareParseResult gpushare_msg_parse (const GpuShareHeader * hdr,
+    const guint8 * payload, gsize len, GpuShareMsg * msg);
+
+/* Appends header + payload of msg to out.  n_fds goes into the header.
+ * Returns FALSE (appending nothing) if msg breaks a cap. */
+gboolean gpushare_msg_build (const GpuShareMsg * msg, guint32 n_fds,
+    GByteArray * out);
+
+/* Fills a layout's caps string: FALSE if too long. */
+gboolean gpushare_layout_set_caps (GpuShareLayout * layout, const gchar * caps);
+
+const gchar *gpushare_msg_type_to_string (guint type);
+const gchar *gpushare_parse_result_to_string (GpuShareParseResult res);
+const gchar *gpushare_error_code_to_string (GpuShareErrorCode code);
+const gchar *gpushare_mem_type_to_string (GpuShareMemType type);
+
+G_END_DECLS
+
+#endif /* __GPUSHARE_PROTO_H__ */

@@ -1,0 +1,253 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "gpusharering.h"
+
+#include <string.h>
+
+/* generations wrap: newer means ahead by less than half the range */
+static gboolean
+generation_newer (guint32 a, guint32 b)
+{
+  return (gint32) (a - b) > 0;
+}
+
+void
+gpushare_ring_init (GpuShareRing * ring, guint n_slots, guint64 epoch)
+{
+  g_return_if_fail (n_slots >= 1 && n_slots <= GPUSHARE_MAX_SLOTS);
+
+  memset (ring, 0, sizeof (*ring));
+  ring->epoch = epoch;
+  ring->n_slots = n_slots;
+}
+
+GpuShareRingResult
+gpushare_ring_acquire (GpuShareRing * ring, guint * slot)
+{
+  guint i;
+
+  /* round robin from the last acquired slot, so that a slot just released
+   * by a consumer is the last one to be overwritten */
+  for (i = 0; i < ring->n_slots; i++) {
+    guint idx = (ring->next + i) % ring->n_slots;
+    GpuShareSlot *s = &ring->slots[idx];
+
+    if (s->state != GPUSHARE_SLOT_FREE)
+      continue;
+    s->state = GPUSHARE_SLOT_WRITING;
+    s->generation++;
+    if (s->generation == 0)
+      s->generation = 1;        /* 0 means "never written" */
+    s->holders = 0;
+    ring->next = (idx + 1) % ring->n_slots;
+    *slot = idx;
+    return GPUSHARE_RING_OK;
+  }
+  return GPUSHARE_RING_NO_SLOT;
+}
+
+static GpuShareRingResult
+check_slot (GpuShareRing * ring, guint slot, GpuShareSlotState state)
+{
+  if (slot >= ring->n_slots)
+    return GPUSHARE_RING_BAD_SLOT;
+  if (ring->slots[slot].state != state)
+    return GPUSHARE_RING_BAD_STATE;
+  return GPUSHARE_RING_OK;
+}
+
+GpuShareRingResult
+gpushare_ring_abort (GpuShareRing * ring, guint slot)
+{
+  GpuShareRingResult res = check_slot (ring, slot, GPUSHARE_SLOT_WRITING);
+
+  if (res == GPUSHARE_RING_OK)
+    ring->slots[slot].state = GPUSHARE_SLOT_FREE;
+  return res;
+}
+
+GpuShareRingResult
+gpushare_ring_ready (GpuShareRing * ring, guint slot, guint64 sequence)
+{
+  GpuShareRingResult res = check_slot (ring, slot, GPUSHARE_SLOT_WRITING);
+
+  if (res == GPUSHARE_RING_OK) {
+    ring->slots[slot].state = GPUSHARE_SLOT_READY;
+    ring->slots[slot].sequence = sequence;
+  }
+  return res;
+}
+
+GpuShareRingResult
+gpushare_ring_publish (GpuShareRing * ring, guint slot, guint64 holders)
+{
+  GpuShareRingResult res = check_slot (ring, slot, GPUSHARE_SLOT_READY);
+
+  if (res == GPUSHARE_RING_OK) {
+    ring->slots[slot].holders = holders;
+    ring->slots[slot].state =
+        holders ? GPUSHARE_SLOT_HELD : GPUSHARE_SLOT_FREE;
+  }
+  return res;
+}
+
+GpuShareRingResult
+gpushare_ring_release (GpuShareRing * ring, guint64 epoch, guint slot,
+    guint32 generation, guint holder)
+{
+  GpuShareSlot *s;
+  guint64 bit;
+
+  if (epoch != ring->epoch)
+    return GPUSHARE_RING_STALE_EPOCH;
+  if (slot >= ring->n_slots || holder >= GPUSHARE_MAX_HOLDERS)
+    return GPUSHARE_RING_BAD_SLOT;
+  s = &ring->slots[slot];
+  if (generation != s->generation)
+    return GPUSHARE_RING_STALE_GENERATION;
+  bit = G_GUINT64_CONSTANT (1) << holder;
+  if (s->state != GPUSHARE_SLOT_HELD || !(s->holders & bit))
+    return GPUSHARE_RING_NOT_HELD;
+  s->holders &= ~bit;
+  if (s->holders == 0)
+    s->state = GPUSHARE_SLOT_FREE;
+  return GPUSHARE_RING_OK;
+}
+
+guint
+gpushare_ring_release_holder (GpuShareRing * ring, guint holder)
+{
+  guint64 bit;
+  guint i, n = 0;
+
+  if (holder >= GPUSHARE_MAX_HOLDERS)
+    return 0;
+  bit = G_GUINT64_CONSTANT (1) << holder;
+  for (i = 0; i < ring->n_slots; i++) {
+    GpuShareSlot *s = &ring->slots[i];
+
+    if (s->state != GPUSHARE_SLOT_HELD || !(s->holders & bit))
+      continue;
+    s->holders &= ~bit;
+    if (s->holders == 0)
+      s->state = GPUSHARE_SLOT_FREE;
+    n++;
+  }
+  return n;
+}
+
+guint
+gpushare_ring_n_free (const GpuShareRing * ring)
+{
+  guint i, n = 0;
+
+  for (i = 0; i < ring->n_slots; i++)
+    if (ring->slots[i].state == GPUSHARE_SLOT_FREE)
+      n++;
+  return n;
+}
+
+guint
+gpushare_ring_n_held_by (const GpuShareRing * ring, guint holder)
+{
+  guint64 bit;
+  guint i, n = 0;
+
+  if (holder >= GPUSHARE_MAX_HOLDERS)
+    return 0;
+  bit = G_GUINT64_CONSTANT (1) << holder;
+  for (i = 0; i < ring->n_slots; i++)
+    if (ring->slots[i].state == GPUSHARE_SLOT_HELD
+        && (ring->slots[i].holders & bit))
+      n++;
+  return n;
+}
+
+const gchar *
+gpushare_ring_result_to_string (GpuShareRingResult res)
+{
+  switch (res) {
+    case GPUSHARE_RING_OK:
+      return "ok";
+    case GPUSHARE_RING_NO_SLOT:
+      return "no free slot";
+    case GPUSHARE_RING_BAD_SLOT:
+      return "slot index out of range";
+    case GPUSHARE_RING_BAD_STATE:
+      return "illegal slot transition";
+    case GPUSHARE_RING_STALE_EPOCH:
+      return "stale epoch";
+    case GPUSHARE_RING_STALE_GENERATION:
+      return "stale generation";
+    case GPUSHARE_RING_NOT_HELD:
+      return "slot not held";
+    case GPUSHARE_RING_STALE_SEQUENCE:
+      return "sequence went backwards";
+  }
+  return "unknown";
+}
+
+const gchar *
+gpushare_slot_state_to_string (GpuShareSlotState state)
+{
+  switch (state) {
+    case GPUSHARE_SLOT_FREE:
+      return "free";
+    case GPUSHARE_SLOT_WRITING:
+      return "writing";
+    case GPUSHARE_SLOT_READY:
+      return "ready";
+    case GPUSHARE_SLOT_HELD:
+      return "held";
+  }
+  return "unknown";
+}
+
+void
+gpushare_slot_view_init (GpuShareSlotView * view, guint n_slots,
+    guint64 epoch)
+{
+  g_return_if_fail (n_slots >= 1 && n_slots <= GPUSHARE_MAX_SLOTS);
+
+  memset (view, 0, sizeof (*view));
+  view->epoch = epoch;
+  view->n_slots = n_slots;
+}
+
+GpuShareRingResult
+gpushare_slot_view_frame (GpuShareSlotView * view, guint64 epoch, guint slot,
+    guint32 generation, guint64 sequence)
+{
+  if (epoch != view->epoch)
+    return GPUSHARE_RING_STALE_EPOCH;
+  if (slot >= view->n_slots)
+    return GPUSHARE_RING_BAD_SLOT;
+  /* the producer reused a slot we still read from: never accept that */
+  if (view->held[slot])
+    return GPUSHARE_RING_BAD_STATE;
+  /* 0 is "no frame seen in this slot yet", not a generation: a consumer
+   * that connects late must take whatever the producer's counter has
+   * reached, even 2^31 or more past 0 */
+  if (generation == 0 || (view->generation[slot] != 0
+          && !generation_newer (generation, view->generation[slot])))
+    return GPUSHARE_RING_STALE_GENERATION;
+  if (view->have_sequence && sequence <= view->last_sequence)
+    return GPUSHARE_RING_STALE_SEQUENCE;
+
+  view->generation[slot] = generation;
+  view->held[slot] = TRUE;
+  view->last_sequence = sequence;
+  view->have_sequence = TRUE;
+  return GPUSHARE_RING_OK;
+}
+
+GpuShareRingResult
+gpushare_slot_view_release (GpuShareSlotView * view, guint slot,
+    guint32 generation)
+{
+  if (slot >= view->n_slots)
+    return GPUSHARE_RING_BAD_SLOT;
+  if (!view->held[slot] || view->generation[slot] != generation)
+    return GPUSHARE_RING_NOT_HELD;
+  view->held[slot] = FALSE;
+  return GPUSHARE_RING_OK;
+}

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The slot ring as pure state: no sockets, no memory, no locks (callers
+ * hold theirs).  The producer owns a GpuShareRing; each consumer keeps a
+ * GpuShareSlotView that checks what the producer tells it.
+ *
+ * Producer slot states:
+ *
+ *   FREE --acquire--> WRITING --ready--> READY --publish(k>0)--> HELD(k)
+ *     ^                  |                 |                        |
+ *     +------abort-------+                 +--publish(k=0)--+       |
+ *     +-----------------------------------------------------+       |
+ *     +----------- release by the last of its k holders ------------+
+ *
+ * Every acquire bumps the slot's generation, so a release or a frame that
+ * names an older generation is recognised as stale.  The epoch names one
+ * allocation of the ring: a new allocation (caps change that needs larger
+ * slots) is a new epoch and everything of the old one is stale.
+ *
+ * Holders are consumer indices 0..63 (a bit each).
+ */
+
+#ifndef __GPUSHARE_RING_H__
+#define __GPUSHARE_RING_H__
+
+#include <glib.h>
+#include "gpushareproto.h"
+
+G_BEGIN_DECLS
+
+#define GPUSHARE_MAX_HOLDERS 64
+
+typedef enum
+{
+  GPUSHARE_SLOT_FREE = 0,
+  GPUSHARE_SLOT_WRITING,
+  GPUSHARE_SLOT_READY,
+  GPUSHARE_SLOT_HELD,
+} GpuShareSlotState;
+
+typedef enum
+{
+  GPUSHARE_RING_OK = 0,
+  GPUSHARE_RING_NO_SLOT,        /* every slot is in use */
+  GPUSHARE_RING_BAD_SLOT,       /* index out of range */
+  GPUSHARE_RING_BAD_STATE,      /* transition not legal from this state */
+  GPUSHARE_RING_STALE_EPOCH,
+  GPUSHARE_RING_STALE_GENERATION,
+  GPUSHARE_RING_NOT_HELD,       /* releasing what this holder does not hold */
+  GPUSHARE_RING_STALE_SEQUENCE,
+} GpuShareRingResult;
+
+typedef struct
+{
+  GpuShareSlotState state;
+  guint32 generation;           /* 0 = never written */
+  guint64 sequence;             /* of the frame in the slot */
+  guint64 holders;              /* bit per consumer index */
+} GpuShareSlot;
+
+typedef struct
+{
+  guint64 epoch;
+  guint n_slots;
+  guint next;                   /* where the next acquire starts looking */
+  GpuShareSlot slots[GPUSHARE_MAX_SLOTS];
+} GpuShareRing;
+
+void gpushare_ring_init (GpuShareRing * ring, guint n_slots, guint64 epoch);
+GpuShareRingResult gpushare_ring_acquire (GpuShareRing * ring, guint * slot);
+GpuShareRingResult gpushare_ring_abort (GpuShareRing * ring, guint slot);
+GpuShareRingResult gpushare_ring_ready (GpuShareRing * ring, guint slot,
+    guint64 sequence);
+GpuShareRingResult gpushare_ring_publish (GpuShareRing * ring, guint slot,
+    guint64 holders);
+GpuShareRingResult gpushare_ring_release (GpuShareRing * ring, guint64 epoch,
+    guint slot, guint32 generation, guint holder);
+guint gpushare_ring_release_holder (GpuShareRing * ring, guint holder);
+guint gpushare_ring_n_free (const GpuShareRing * ring);
+guint gpushare_ring_n_held_by (const GpuShareRing * ring, guint holder);
+const gchar *gpushare_ring_result_to_string (GpuShareRingResult res);
+const gchar *gpushare_slot_state_to_string (GpuShareSlotState state);
+
+/* Consumer side: what the producer may legally say next. */
+typedef struct
+{
+  guint64 epoch;
+  guint n_slots;
+  gboolean have_sequence;
+  guint64 last_sequence;
+  guint32 generation[GPUSHARE_MAX_SLOTS];
+  gboolean held[GPUSHARE_MAX_SLOTS];
+} GpuShareSlotView;
+
+void gpushare_slot_view_init (GpuShareSlotView * view, guint n_slots,
+    guint64 epoch);
+GpuShareRingResult gpushare_slot_view_frame (GpuShareSlotView * view,
+    guint64 epoch, guint slot, guint32 generation, guint64 sequence);
+GpuShareRingResult gpushare_slot_view_release (GpuShareSlotView * view,
+    guint slot, guint32 generation);
+
+G_END_DECLS
+
+#endif /* __GPUSHARE_RING_H__ */

@@ -1,0 +1,1634 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/**
+ * SECTION:element-gpusharesink
+ * @title: gpusharesink
+ * @see_also: gpusharesrc
+ *
+ * Shares raw video frames with consumers in other processes on the same
+ * host.  Frames are written into a ring of shared slots (sealed memfds in
+ * system memory) that every consumer maps once, read-only; per frame only a
+ * slot index, a generation and the timestamps cross the control socket.
+ * Upstream elements that accept the offered buffer pool write straight into
+ * the slots; other buffers are copied in once.
+ *
+ * Each consumer (gpusharesrc) receives every frame.  #GstGpuShareSink:policy
+ * says what happens when a consumer is slow: `lossless` makes the producer
+ * wait until every consumer released a slot, `leaky` makes a consumer that
+ * holds its share of slots miss frames while the producer and the other
+ * consumers go on.  `auto` (the default) is leaky when upstream is live and
+ * lossless otherwise.
+ *
+ * ## Example launch lines
+ * |[
+ * gst-launch-1.0 videotestsrc ! video/x-raw,format=NV12,width=1920,height=1080 ! gpusharesink socket-path=/tmp/gpushare.sock
+ * gst-launch-1.0 gpusharesrc socket-path=/tmp/gpushare.sock ! videoconvert ! autovideosink
+ * ]|
+ */
+
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include "gstgpusharesink.h"
+
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <glib-unix.h>
+#include <gst/video/video.h>
+
+#include "gpusharebackend.h"
+#include "gpushareconn.h"
+#include "gpushareproto.h"
+#include "gpusharering.h"
+
+GST_DEBUG_CATEGORY_STATIC (gst_gpu_share_sink_debug);
+#define GST_CAT_DEFAULT gst_gpu_share_sink_debug
+
+#define DEFAULT_SOCKET_PATH NULL
+#define DEFAULT_WAIT_FOR_CONNECTION FALSE
+#define DEFAULT_RING_SIZE 8
+#define DEFAULT_POLICY GST_GPU_SHARE_POLICY_AUTO
+#define DEFAULT_SOCKET_MODE 0600
+#define DEFAULT_MAX_CLIENTS 16
+#define MAX_CLIENTS GPUSHARE_MAX_HOLDERS
+/* a goodbye is best effort: never hold a stopping pipeline for long */
+#define GOODBYE_FLUSH_MS 100
+
+enum
+{
+  PROP_0,
+  PROP_SOCKET_PATH,
+  PROP_WAIT_FOR_CONNECTION,
+  PROP_RING_SIZE,
+  PROP_POLICY,
+  PROP_SOCKET_MODE,
+  PROP_MAX_CLIENTS,
+  PROP_NUM_CLIENTS,
+  PROP_STATS,
+  N_PROPERTIES
+};
+
+static GParamSpec *properties[N_PROPERTIES];
+
+enum
+{
+  SIGNAL_CLIENT_CONNECTED,
+  SIGNAL_CLIENT_REMOVED,
+  N_SIGNALS
+};
+
+static guint signals[N_SIGNALS];
+
+typedef enum
+{
+  CLIENT_CONNECTED,             /* waiting for caps to announce */
+  CLIENT_ANNOUNCED,             /* waiting for ACCEPT */
+  CLIENT_EXPORTED,              /* SLOTS sent, waiting for MAPPED */
+  CLIENT_READY,                 /* receives frames */
+} ClientState;
+
+typedef struct
+{
+  GstGpuShareSink *sink;
+  guint id;                     /* opaque, for logs and signals */
+  guint index;                  /* holder bit in the ring */
+  ClientState state;
+  GpuShareConn *conn;
+  pid_t pid;
+  uid_t uid;
+  gchar *name;
+  GpuShareMemType mem_type;
+  const gchar *mem_reason;
+  gboolean connected_emitted;
+  guint64 mapped_epoch;
+  guint64 frames_sent;
+  guint64 frames_released;
+  guint64 frames_dropped;
+} Client;
+
+typedef struct
+{
+  GpuShareAllocation *alloc;
+  guint slot;
+  guint32 generation;
+} SlotTag;
+
+struct _GstGpuShareSink
+{
+  GstBaseSink parent;
+
+  /* properties, under the object lock */
+  gchar *socket_path;
+  gboolean wait_for_connection;
+  guint ring_size;
+  GstGpuShareSlowPolicy policy;
+  guint socket_mode;
+  guint max_clients;
+
+  /* control thread */
+  GMainContext *context;
+  GMainLoop *loop;
+  GThread *thread;
+  GSource *listen_source;
+  gint listen_fd;
+  gchar *bound_path;
+
+  /* streaming state: everything below under lock */
+  GMutex lock;
+  GCond cond;
+  gboolean flushing;
+  Client *clients[MAX_CLIENTS];
+  guint n_clients;
+  guint next_client_id;
+  guint64 instance;
+  guint64 epoch;
+  guint64 sequence;
+  GpuShareRing ring;
+  GpuShareAllocation *alloc;
+  GstVideoInfo vinfo;
+  gboolean have_layout;
+  GpuShareLayout layout;
+  gboolean live_known;
+  gboolean live;
+  guint64 latency;
+  guint64 frames_rendered;
+  guint64 frames_dropped;
+  GstBufferPool *pool;
+};
+
+static GQuark slot_tag_quark;
+
+#define gst_gpu_share_sink_parent_class parent_class
+G_DEFINE_TYPE (GstGpuShareSink, gst_gpu_share_sink, GST_TYPE_BASE_SINK);
+GST_ELEMENT_REGISTER_DEFINE (gpusharesink, "gpusharesink", GST_RANK_NONE,
+    GST_TYPE_GPU_SHARE_SINK);
+
+static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
+    GST_PAD_SINK, GST_PAD_ALWAYS,
+    GST_STATIC_CAPS (GST_VIDEO_CAPS_MAKE (GST_VIDEO_FORMATS_ALL)));
+
+GType
+gst_gpu_share_client_remove_reason_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {GST_GPU_SHARE_REMOVE_GOODBYE, "The consumer said goodbye", "goodbye"},
+    {GST_GPU_SHARE_REMOVE_HANGUP, "The consumer's socket closed", "hangup"},
+    {GST_GPU_SHARE_REMOVE_PROTOCOL, "Malformed or illegal message",
+        "protocol"},
+    {GST_GPU_SHARE_REMOVE_VERSION, "Unknown protocol version", "version"},
+    {GST_GPU_SHARE_REMOVE_NOT_AUTHORIZED, "Credentials refused",
+        "not-authorized"},
+    {GST_GPU_SHARE_REMOVE_UNSUPPORTED, "No common memory type",
+        "unsupported"},
+    {GST_GPU_SHARE_REMOVE_SLOW, "The consumer stopped reading", "slow"},
+    {GST_GPU_SHARE_REMOVE_TOO_MANY, "Too many clients", "too-many-clients"},
+    {GST_GPU_SHARE_REMOVE_PEER_ERROR, "The consumer reported an error",
+        "peer-error"},
+    {GST_GPU_SHARE_REMOVE_RESOURCE, "Exporting the slots failed",
+        "resource"},
+    {GST_GPU_SHARE_REMOVE_SHUTDOWN, "The sink stopped", "shutdown"},
+    {0, NULL, NULL}
+  };
+
+  if (g_once_init_enter (&type)) {
+    GType t = g_enum_register_static ("GstGpuShareClientRemoveReason", values);
+    g_once_init_leave (&type, t);
+  }
+  return type;
+}
+
+GType
+gst_gpu_share_slow_policy_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {GST_GPU_SHARE_POLICY_AUTO, "Leaky for live upstreams, lossless otherwise",
+        "auto"},
+    {GST_GPU_SHARE_POLICY_LOSSLESS, "Wait until every consumer released",
+        "lossless"},
+    {GST_GPU_SHARE_POLICY_LEAKY,
+        "A consumer holding its share of slots misses frames", "leaky"},
+    {0, NULL, NULL}
+  };
+
+  if (g_once_init_enter (&type)) {
+    GType t = g_enum_register_static ("GstGpuShareSlowPolicy", values);
+    g_once_init_leave (&type, t);
+  }
+  return type;
+}
+
+static const gchar *
+client_state_to_string (ClientState state)
+{
+  switch (state) {
+    case CLIENT_CONNECTED:
+      return "connected";
+    case CLIENT_ANNOUNCED:
+      return "announced";
+    case CLIENT_EXPORTED:
+      return "exported";
+    case CLIENT_READY:
+      return "ready";
+  }
+  return "unknown";
+}
+
+/* the one place a client's state changes */
+static void
+client_set_state (Client * client, ClientState state)
+{
+  GST_DEBUG_OBJECT (client->sink, "client %u: %s -> %s", client->id,
+      client_state_to_string (client->state), client_state_to_string (state));
+  client->state = state;
+}
+
+static void
+client_free (Client * client)
+{
+  if (client->conn) {
+    gpushare_conn_close (client->conn);
+    gpushare_conn_unref (client->conn);
+  }
+  g_free (client->name);
+  g_free (client);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Sending, under self->lock */
+
+static void
+fill_layout (GstGpuShareSink * self, GstCaps * caps)
+{
+  GpuShareLayout *l = &self->layout;
+  gchar *str = gst_caps_to_string (caps);
+  guint i;
+
+  memset (l, 0, sizeof (*l));
+  l->epoch = self->epoch;
+  l->frame_size = GST_VIDEO_INFO_SIZE (&self->vinfo);
+  l->slot_size = self->alloc->slot_size;
+  l->n_slots = self->alloc->n_slots;
+  l->n_planes = GST_VIDEO_INFO_N_PLANES (&self->vinfo);
+  for (i = 0; i < l->n_planes; i++) {
+    l->offsets[i] = GST_VIDEO_INFO_PLANE_OFFSET (&self->vinfo, i);
+    l->strides[i] = GST_VIDEO_INFO_PLANE_STRIDE (&self->vinfo, i);
+  }
+  if (!gpushare_layout_set_caps (l, str))
+    GST_WARNING_OBJECT (self, "caps too long for the protocol");
+  g_free (str);
+  self->have_layout = TRUE;
+}
+
+static guint32
+stream_flags (GstGpuShareSink * self)
+{
+  return self->live ? GPUSHARE_STREAM_FLAG_LIVE : 0;
+}
+
+static gboolean
+send_announce (GstGpuShareSink * self, Client * client)
+{
+  GpuShareMsg msg = { 0, };
+  GpuShareAnnounce *a = &msg.u.announce;
+  const gchar *name = GST_OBJECT_NAME (self);
+
+  msg.type = GPUSHARE_MSG_ANNOUNCE;
+  a->schema_major = GPUSHARE_VERSION_MAJOR;
+  a->schema_minor = GPUSHARE_VERSION_MINOR;
+  a->mem_types = GPUSHARE_MEM_SYSTEM;
+  a->flags = stream_flags (self);
+  a->pid = getpid ();
+  a->uid = getuid ();
+  a->instance = self->instance;
+  a->latency = self->latency;
+  a->layout = self->layout;
+  a->name_len = MIN (strlen (name), GPUSHARE_MAX_NAME_LEN);
+  memcpy (a->name, name, a->name_len);
+  if (!gpushare_conn_send (client->conn, &msg, NULL, 0, NULL))
+    return FALSE;
+  client_set_state (client, CLIENT_ANNOUNCED);
+  return TRUE;
+}
+
+static void protocol_error (Client * client, GpuShareErrorCode code,
+    const gchar * text);
+
+static gboolean
+send_slots (GstGpuShareSink * self, Client * client)
+{
+  GpuShareMsg msg = { 0, };
+  gint fds[GPUSHARE_MAX_SLOTS];
+  GError *error = NULL;
+  guint i;
+
+  for (i = 0; i < self->alloc->n_slots; i++) {
+    fds[i] = gpushare_allocation_export (self->alloc, i, &error);
+    if (fds[i] < 0) {
+      GST_WARNING_OBJECT (self, "client %u: %s", client->id, error->message);
+      g_clear_error (&error);
+      gpushare_close_fds (fds, i);
+      protocol_error (client, GPUSHARE_ERR_RESOURCE,
+          "the producer could not export its slots");
+      return FALSE;
+    }
+  }
+  msg.type = GPUSHARE_MSG_SLOTS;
+  msg.u.slots.epoch = self->alloc->epoch;
+  msg.u.slots.slot_size = self->alloc->slot_size;
+  msg.u.slots.n_slots = self->alloc->n_slots;
+  msg.u.slots.mem_type = GPUSHARE_MEM_SYSTEM;
+  if (!gpushare_conn_send (client->conn, &msg, fds, self->alloc->n_slots,
+          NULL))
+    return FALSE;
+  client_set_state (client, CLIENT_EXPORTED);
+  return TRUE;
+}
+
+static void
+send_caps (GstGpuShareSink * self, Client * client)
+{
+  GpuShareMsg msg = { 0, };
+
+  msg.type = GPUSHARE_MSG_CAPS;
+  msg.u.caps.flags = stream_flags (self);
+  msg.u.caps.latency = self->latency;
+  msg.u.caps.layout = self->layout;
+  gpushare_conn_send (client->conn, &msg, NULL, 0, NULL);
+}
+
+static void
+send_simple (Client * client, GpuShareMsgType type, guint64 value)
+{
+  GpuShareMsg msg = { 0, };
+
+  msg.type = type;
+  if (type == GPUSHARE_MSG_EOS)
+    msg.u.eos.last_sequence = value;
+  else if (type == GPUSHARE_MSG_GOODBYE)
+    msg.u.goodbye.reason = (guint32) value;
+  gpushare_conn_send (client->conn, &msg, NULL, 0, NULL);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Clients, from the control thread */
+
+static void
+drop_client (GstGpuShareSink * self, Client * client,
+    GstGpuShareClientRemoveReason reason, const gchar * detail)
+{
+  GEnumValue *ev = g_enum_get_value (g_type_class_peek
+      (GST_TYPE_GPU_SHARE_CLIENT_REMOVE_REASON), reason);
+  guint id = client->id;
+  guint released;
+
+  g_mutex_lock (&self->lock);
+  if (self->clients[client->index] != client) {
+    g_mutex_unlock (&self->lock);
+    return;
+  }
+  self->clients[client->index] = NULL;
+  self->n_clients--;
+  released = gpushare_ring_release_holder (&self->ring, client->index);
+  g_cond_broadcast (&self->cond);
+  g_mutex_unlock (&self->lock);
+
+  /* a peer that misbehaved is worth a warning; one that left is not */
+  if (reason == GST_GPU_SHARE_REMOVE_GOODBYE
+      || reason == GST_GPU_SHARE_REMOVE_HANGUP
+      || reason == GST_GPU_SHARE_REMOVE_SHUTDOWN)
+    GST_INFO_OBJECT (self, "client %u removed (%s): %s; %u slots reclaimed",
+        id, ev ? ev->value_nick : "?", detail ? detail : "", released);
+  else
+    GST_WARNING_OBJECT (self, "client %u removed (%s): %s; %u slots "
+        "reclaimed", id, ev ? ev->value_nick : "?", detail ? detail : "",
+        released);
+
+  client_free (client);
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_NUM_CLIENTS]);
+  g_signal_emit (self, signals[SIGNAL_CLIENT_REMOVED], 0, id, reason);
+}
+
+/* lock held: refuse a message; the client is dropped from the context */
+static void
+protocol_error (Client * client, GpuShareErrorCode code, const gchar * text)
+{
+  /* CLOSED stands for "we refused it" and maps to the unsupported and
+   * resource reasons in reason_from_error () */
+  GError *error = g_error_new (GPUSHARE_CONN_ERROR,
+      code == GPUSHARE_ERR_PROTOCOL ? GPUSHARE_CONN_ERROR_PROTOCOL :
+      GPUSHARE_CONN_ERROR_CLOSED, "%s", text);
+
+  GST_WARNING_OBJECT (client->sink, "client %u: %s", client->id, text);
+  gpushare_conn_send_error (client->conn, code, text);
+  gpushare_conn_flush (client->conn, 10);
+  gpushare_conn_fail (client->conn, error);
+  g_error_free (error);
+}
+
+static void
+handle_accept (GstGpuShareSink * self, Client * client,
+    const GpuShareAccept * acc)
+{
+  if (client->state != CLIENT_ANNOUNCED) {
+    protocol_error (client, GPUSHARE_ERR_PROTOCOL, "ACCEPT out of order");
+    return;
+  }
+  g_free (client->name);
+  client->name = g_strndup (acc->name, acc->name_len);
+  if (acc->mem_type != GPUSHARE_MEM_SYSTEM) {
+    protocol_error (client, GPUSHARE_ERR_UNSUPPORTED,
+        "the chosen memory type was not offered");
+    return;
+  }
+  client->mem_type = GPUSHARE_MEM_SYSTEM;
+  client->mem_reason = "the only memory type this producer offers";
+  GST_DEBUG_OBJECT (self, "client %u accepts %s", client->id,
+      gpushare_mem_type_to_string (client->mem_type));
+  send_slots (self, client);
+}
+
+static void
+handle_mapped (GstGpuShareSink * self, Client * client,
+    const GpuShareMapped * m)
+{
+  gboolean connected;
+
+  if (client->state != CLIENT_EXPORTED && client->state != CLIENT_READY) {
+    protocol_error (client, GPUSHARE_ERR_PROTOCOL, "MAPPED out of order");
+    return;
+  }
+  if (m->epoch > self->epoch) {
+    protocol_error (client, GPUSHARE_ERR_PROTOCOL, "MAPPED of a future ring");
+    return;
+  }
+  /* a MAPPED for a ring that a caps change replaced meanwhile: the SLOTS of
+   * the new ring are on their way, wait for their MAPPED */
+  if (m->epoch != self->epoch || client->state == CLIENT_READY)
+    return;
+  client->mapped_epoch = m->epoch;
+  connected = !client->connected_emitted;
+  client->connected_emitted = TRUE;
+  client_set_state (client, CLIENT_READY);
+  g_cond_broadcast (&self->cond);
+  if (connected) {
+    guint id = client->id;
+
+    /* emitted without the lock: handlers may read properties */
+    g_mutex_unlock (&self->lock);
+    g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_NUM_CLIENTS]);
+    g_signal_emit (self, signals[SIGNAL_CLIENT_CONNECTED], 0, id);
+    g_mutex_lock (&self->lock);
+  }
+}
+
+static void
+handle_release (GstGpuShareSink * self, Client * client,
+    const GpuShareRelease * r)
+{
+  GpuShareRingResult res;
+
+  if (client->state != CLIENT_EXPORTED && client->state != CLIENT_READY) {
+    protocol_error (client, GPUSHARE_ERR_PROTOCOL, "RELEASE out of order");
+    return;
+  }
+  res = gpushare_ring_release (&self->ring, r->epoch, r->slot, r->generation,
+      client->index);
+  if (res == GPUSHARE_RING_STALE_EPOCH && r->epoch < self->epoch) {
+    /* a slot of a replaced ring: nothing to give back */
+    return;
+  }
+  if (res != GPUSHARE_RING_OK) {
+    gchar *text = g_strdup_printf ("bad RELEASE: %s",
+        gpushare_ring_result_to_string (res));
+
+    protocol_error (client, GPUSHARE_ERR_PROTOCOL, text);
+    g_free (text);
+    return;
+  }
+  client->frames_released++;
+  GST_LOG_OBJECT (self, "client %u released slot %u", client->id, r->slot);
+  g_cond_broadcast (&self->cond);
+}
+
+static void
+client_message (GpuShareConn * conn, const GpuShareMsg * msg, gint * fds,
+    guint n_fds, gpointer user_data)
+{
+  Client *client = user_data;
+  GstGpuShareSink *self = client->sink;
+
+  /* no message from a consumer carries fds: refuse and close them */
+  if (n_fds > 0) {
+    gpushare_close_fds (fds, n_fds);
+    g_mutex_lock (&self->lock);
+    protocol_error (client, GPUSHARE_ERR_PROTOCOL,
+        "consumer sent file descriptors");
+    g_mutex_unlock (&self->lock);
+    return;
+  }
+
+  g_mutex_lock (&self->lock);
+  switch (msg->type) {
+    case GPUSHARE_MSG_ACCEPT:
+      handle_accept (self, client, &msg->u.accept);
+      break;
+    case GPUSHARE_MSG_MAPPED:
+      handle_mapped (self, client, &msg->u.mapped);
+      break;
+    case GPUSHARE_MSG_RELEASE:
+      handle_release (self, client, &msg->u.release);
+      break;
+    case GPUSHARE_MSG_GOODBYE:
+      g_mutex_unlock (&self->lock);
+      drop_client (self, client, GST_GPU_SHARE_REMOVE_GOODBYE, "goodbye");
+      return;
+    case GPUSHARE_MSG_ERROR:{
+      gchar *text = g_strdup_printf ("consumer error %s: %s",
+          gpushare_error_code_to_string (msg->u.error.code),
+          msg->u.error.text);
+
+      g_mutex_unlock (&self->lock);
+      drop_client (self, client, GST_GPU_SHARE_REMOVE_PEER_ERROR, text);
+      g_free (text);
+      return;
+    }
+    default:
+      protocol_error (client, GPUSHARE_ERR_PROTOCOL,
+          "message not allowed from a consumer");
+      break;
+  }
+  g_mutex_unlock (&self->lock);
+}
+
+static GstGpuShareClientRemoveReason
+reason_from_error (const GError * error)
+{
+  if (!error || error->domain != GPUSHARE_CONN_ERROR)
+    return GST_GPU_SHARE_REMOVE_PROTOCOL;
+  switch (error->code) {
+    case GPUSHARE_CONN_ERROR_HANGUP:
+    case GPUSHARE_CONN_ERROR_IO:
+      return GST_GPU_SHARE_REMOVE_HANGUP;
+    case GPUSHARE_CONN_ERROR_VERSION:
+      return GST_GPU_SHARE_REMOVE_VERSION;
+    case GPUSHARE_CONN_ERROR_OVERFLOW:
+      return GST_GPU_SHARE_REMOVE_SLOW;
+    case GPUSHARE_CONN_ERROR_CLOSED:
+      return GST_GPU_SHARE_REMOVE_UNSUPPORTED;
+    default:
+      return GST_GPU_SHARE_REMOVE_PROTOCOL;
+  }
+}
+
+static void
+client_closed (GpuShareConn * conn, const GError * error, gpointer user_data)
+{
+  Client *client = user_data;
+
+  if (error && error->domain == GPUSHARE_CONN_ERROR
+      && error->code == GPUSHARE_CONN_ERROR_VERSION)
+    gpushare_conn_send_error (conn, GPUSHARE_ERR_VERSION,
+        "unsupported protocol version");
+  drop_client (client->sink, client, reason_from_error (error),
+      error ? error->message : NULL);
+}
+
+static void
+refuse_connection (GstGpuShareSink * self, gint fd, GpuShareErrorCode code,
+    const gchar * text)
+{
+  GpuShareConn *conn = gpushare_conn_new (fd, self->context, NULL, NULL,
+      NULL);
+
+  gpushare_conn_send_error (conn, code, text);
+  gpushare_conn_flush (conn, 10);
+  gpushare_conn_close (conn);
+  gpushare_conn_unref (conn);
+}
+
+static gboolean
+listen_dispatch (gint fd, GIOCondition cond, gpointer user_data)
+{
+  GstGpuShareSink *self = user_data;
+  gint cfd;
+  struct ucred cred;
+  socklen_t len = sizeof (cred);
+  Client *client;
+  guint i, max_clients;
+
+  cfd = accept4 (fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+  if (cfd < 0)
+    return G_SOURCE_CONTINUE;
+
+  /* credentials before anything else leaves this process */
+  if (getsockopt (cfd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0
+      || cred.uid != getuid ()) {
+    GST_WARNING_OBJECT (self, "refused a consumer: pid %d uid %u is not "
+        "allowed", (gint) cred.pid, (guint) cred.uid);
+    refuse_connection (self, cfd, GPUSHARE_ERR_NOT_AUTHORIZED,
+        "not authorized");
+    g_signal_emit (self, signals[SIGNAL_CLIENT_REMOVED], 0, 0,
+        GST_GPU_SHARE_REMOVE_NOT_AUTHORIZED);
+    return G_SOURCE_CONTINUE;
+  }
+
+  GST_OBJECT_LOCK (self);
+  max_clients = self->max_clients;
+  GST_OBJECT_UNLOCK (self);
+
+  g_mutex_lock (&self->lock);
+  for (i = 0; i < MAX_CLIENTS; i++)
+    if (!self->clients[i])
+      break;
+  if (self->n_clients >= max_clients || i == MAX_CLIENTS) {
+    g_mutex_unlock (&self->lock);
+    GST_WARNING_OBJECT (self, "refused a consumer (pid %d): max-clients "
+        "reached", (gint) cred.pid);
+    refuse_connection (self, cfd, GPUSHARE_ERR_TOO_MANY_CLIENTS,
+        "too many clients");
+    g_signal_emit (self, signals[SIGNAL_CLIENT_REMOVED], 0, 0,
+        GST_GPU_SHARE_REMOVE_TOO_MANY);
+    return G_SOURCE_CONTINUE;
+  }
+
+  client = g_new0 (Client, 1);
+  client->sink = self;
+  client->id = ++self->next_client_id;
+  client->index = i;
+  client->pid = cred.pid;
+  client->uid = cred.uid;
+  client->state = CLIENT_CONNECTED;
+  client->conn = gpushare_conn_new (cfd, self->context, client_message,
+      client_closed, client);
+  self->clients[i] = client;
+  self->n_clients++;
+  GST_DEBUG_OBJECT (self, "client %u connected (pid %d)", client->id,
+      (gint) cred.pid);
+  if (self->have_layout)
+    send_announce (self, client);
+  gpushare_conn_start (client->conn);
+  g_mutex_unlock (&self->lock);
+
+  return G_SOURCE_CONTINUE;
+}
+
+static gpointer
+control_thread (gpointer user_data)
+{
+  GstGpuShareSink *self = user_data;
+
+  g_main_context_push_thread_default (self->context);
+  g_main_loop_run (self->loop);
+  g_main_context_pop_thread_default (self->context);
+  return NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Base class */
+
+static gboolean
+gst_gpu_share_sink_start (GstBaseSink * bsink)
+{
+  GstGpuShareSink *self = GST_GPU_SHARE_SINK (bsink);
+  GError *error = NULL;
+  gchar *path;
+  guint mode;
+
+  GST_OBJECT_LOCK (self);
+  path = g_strdup (self->socket_path);
+  mode = self->socket_mode;
+  GST_OBJECT_UNLOCK (self);
+
+  if (!path) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+        ("No socket path set"), ("set the socket-path property"));
+    return FALSE;
+  }
+
+  self->listen_fd = gpushare_listen_path (path, mode, &error);
+  if (self->listen_fd < 0) {
+    GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ_WRITE,
+        ("Could not listen on the socket path"), ("%s", error->message));
+    g_clear_error (&error);
+    g_free (path);
+    return FALSE;
+  }
+  self->bound_path = path;
+
+  g_mutex_lock (&self->lock);
+  self->instance = g_random_int () | ((guint64) g_random_int () << 32);
+  self->epoch = 0;
+  self->sequence = 0;
+  self->flushing = FALSE;
+  self->have_layout = FALSE;
+  self->live_known = FALSE;
+  self->live = FALSE;
+  self->latency = GST_CLOCK_TIME_NONE;
+  self->frames_rendered = 0;
+  self->frames_dropped = 0;
+  g_mutex_unlock (&self->lock);
+
+  self->context = g_main_context_new ();
+  self->loop = g_main_loop_new (self->context, FALSE);
+  self->listen_source = g_unix_fd_source_new (self->listen_fd, G_IO_IN);
+  g_source_set_callback (self->listen_source, G_SOURCE_FUNC (listen_dispatch),
+      self, NULL);
+  g_source_attach (self->listen_source, self->context);
+  self->thread = g_thread_new ("gpusharesink", control_thread, self);
+  GST_DEBUG_OBJECT (self, "listening");
+  return TRUE;
+}
+
+static gboolean
+gst_gpu_share_sink_stop (GstBaseSink * bsink)
+{
+  GstGpuShareSink *self = GST_GPU_SHARE_SINK (bsink);
+  Client *gone[MAX_CLIENTS];
+  guint i, n = 0;
+
+  if (self->thread) {
+    g_main_loop_quit (self->loop);
+    g_thread_join (self->thread);
+    self->thread = NULL;
+  }
+  if (self->listen_source) {
+    g_source_destroy (self->listen_source);
+    g_clear_pointer (&self->listen_source, g_source_unref);
+  }
+
+  /* the control thread is gone: nobody else touches the clients now */
+  g_mutex_lock (&self->lock);
+  for (i = 0; i < MAX_CLIENTS; i++) {
+    if (self->clients[i])
+      gone[n++] = self->clients[i];
+    self->clients[i] = NULL;
+  }
+  self->n_clients = 0;
+  g_mutex_unlock (&self->lock);
+
+  for (i = 0; i < n; i++) {
+    send_simple (gone[i], GPUSHARE_MSG_GOODBYE, GPUSHARE_ERR_SHUTDOWN);
+    gpushare_conn_flush (gone[i]->conn, GOODBYE_FLUSH_MS);
+    g_signal_emit (self, signals[SIGNAL_CLIENT_REMOVED], 0, gone[i]->id,
+        GST_GPU_SHARE_REMOVE_SHUTDOWN);
+    client_free (gone[i]);
+  }
+  if (n)
+    g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_NUM_CLIENTS]);
+
+  g_clear_pointer (&self->loop, g_main_loop_unref);
+  g_clear_pointer (&self->context, g_main_context_unref);
+  if (self->listen_fd >= 0) {
+    close (self->listen_fd);
+    self->listen_fd = -1;
+  }
+  if (self->bound_path) {
+    unlink (self->bound_path);
+    g_clear_pointer (&self->bound_path, g_free);
+  }
+
+  g_mutex_lock (&self->lock);
+  g_clear_pointer (&self->alloc, gpushare_allocation_unref);
+  self->have_layout = FALSE;
+  g_mutex_unlock (&self->lock);
+  gst_clear_object (&self->pool);
+  return TRUE;
+}
+
+static gboolean
+gst_gpu_share_sink_set_caps (GstBaseSink * bsink, GstCaps * caps)
+{
+  GstGpuShareSink *self = GST_GPU_SHARE_SINK (bsink);
+  const GpuShareBackend *backend = &gpushare_sysmem_backend;
+  GstVideoInfo vinfo;
+  gsize slot_size;
+  gboolean new_ring;
+  guint ring_size, i;
+  GError *error = NULL;
+
+  if (!gst_video_info_from_caps (&vinfo, caps)) {
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION, ("Unsupported caps"),
+        ("cannot parse %" GST_PTR_FORMAT, caps));
+    return FALSE;
+  }
+  GST_OBJECT_LOCK (self);
+  ring_size = self->ring_size;
+  GST_OBJECT_UNLOCK (self);
+
+  slot_size = gpushare_backend_slot_size (backend, GST_VIDEO_INFO_SIZE (&vinfo));
+
+  g_mutex_lock (&self->lock);
+  new_ring = !self->alloc || slot_size > self->alloc->slot_size;
+  if (new_ring) {
+    GpuShareAllocation *alloc = gpushare_allocation_new (backend,
+        self->epoch + 1, ring_size, slot_size, &error);
+
+    if (!alloc) {
+      g_mutex_unlock (&self->lock);
+      GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
+          ("Could not allocate the slot ring"), ("%s", error->message));
+      g_clear_error (&error);
+      return FALSE;
+    }
+    /* consumers keep their own mappings of the old ring until their last
+     * buffer from it is gone; our references go with the pool buffers */
+    g_clear_pointer (&self->alloc, gpushare_allocation_unref);
+    self->alloc = alloc;
+    self->epoch = alloc->epoch;
+    gpushare_ring_init (&self->ring, ring_size, self->epoch);
+    GST_DEBUG_OBJECT (self, "new ring: epoch %" G_GUINT64_FORMAT ", %u slots "
+        "of %" G_GSIZE_FORMAT " bytes", self->epoch, ring_size, slot_size);
+  }
+  self->vinfo = vinfo;
+  fill_layout (self, caps);
+
+  /* the caps reach each consumer before the next frame: socket order */
+  for (i = 0; i < MAX_CLIENTS; i++) {
+    Client *c = self->clients[i];
+
+    if (!c)
+      continue;
+    if (c->state == CLIENT_CONNECTED) {
+      send_announce (self, c);
+      continue;
+    }
+    send_caps (self, c);
+    if (new_ring && (c->state == CLIENT_EXPORTED || c->state == CLIENT_READY))
+      send_slots (self, c);
+  }
+  g_cond_broadcast (&self->cond);
+  g_mutex_unlock (&self->lock);
+  return TRUE;
+}
+
+static GstGpuShareSlowPolicy
+effective_policy (GstGpuShareSink * self)
+{
+  GstGpuShareSlowPolicy policy;
+
+  GST_OBJECT_LOCK (self);
+  policy = self->policy;
+  GST_OBJECT_UNLOCK (self);
+  if (policy == GST_GPU_SHARE_POLICY_AUTO)
+    policy = self->live ? GST_GPU_SHARE_POLICY_LEAKY :
+        GST_GPU_SHARE_POLICY_LOSSLESS;
+  return policy;
+}
+
+/* lock held.  FALSE when flushing. */
+static gboolean
+wait_locked (GstGpuShareSink * self)
+{
+  if (self->flushing)
+    return FALSE;
+  g_cond_wait (&self->cond, &self->lock);
+  return !self->flushing;
+}
+
+static guint
+n_ready_clients (GstGpuShareSink * self)
+{
+  guint i, n = 0;
+
+  for (i = 0; i < MAX_CLIENTS; i++)
+    if (self->clients[i] && self->clients[i]->state == CLIENT_READY
+        && self->clients[i]->mapped_epoch == self->epoch)
+      n++;
+  return n;
+}
+
+static const SlotTag *
+slot_tag (GstBuffer * buf)
+{
+  return gst_mini_object_get_qdata (GST_MINI_OBJECT (buf), slot_tag_quark);
+}
+
+/* lock held: is buf one of our pool's slots of the current ring, still as
+ * the pool handed it out? */
+static gboolean
+is_current_slot (GstGpuShareSink * self, GstBuffer * buf, guint * slot)
+{
+  const SlotTag *tag = slot_tag (buf);
+  GstMemory *mem;
+  GstMapInfo map;
+  gboolean ret;
+
+  if (!tag || tag->alloc != self->alloc || gst_buffer_n_memory (buf) != 1)
+    return FALSE;
+  if (self->ring.slots[tag->slot].state != GPUSHARE_SLOT_WRITING
+      || self->ring.slots[tag->slot].generation != tag->generation)
+    return FALSE;
+  mem = gst_buffer_peek_memory (buf, 0);
+  if (!gst_memory_map (mem, &map, GST_MAP_READ))
+    return FALSE;
+  ret = map.data == self->alloc->data[tag->slot];
+  gst_memory_unmap (mem, &map);
+  *slot = tag->slot;
+  return ret;
+}
+
+static gboolean
+copy_into_slot (GstGpuShareSink * self, GstBuffer * buf, guint slot)
+{
+  GstBuffer *dest = gst_buffer_new_wrapped_full (0, self->alloc->data[slot],
+      self->alloc->slot_size, 0, GST_VIDEO_INFO_SIZE (&self->vinfo), NULL,
+      NULL);
+  GstVideoFrame in, out;
+  gboolean ret = FALSE;
+
+  if (gst_video_frame_map (&in, &self->vinfo, buf, GST_MAP_READ)) {
+    if (gst_video_frame_map (&out, &self->vinfo, dest, GST_MAP_WRITE)) {
+      ret = gst_video_frame_copy (&out, &in);
+      gst_video_frame_unmap (&out);
+    }
+    gst_video_frame_unmap (&in);
+  }
+  gst_buffer_unref (dest);
+  return ret;
+}
+
+static guint64
+to_monotonic (GstGpuShareSink * self, GstClockTime running)
+{
+  GstClock *clock = gst_element_get_clock (GST_ELEMENT (self));
+  GstClockTime base = gst_element_get_base_time (GST_ELEMENT (self));
+  struct timespec ts;
+  guint64 mono_now, clock_now;
+
+  if (!clock)
+    return GST_CLOCK_TIME_NONE;
+  clock_now = gst_clock_get_time (clock);
+  gst_object_unref (clock);
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  mono_now = GST_TIMESPEC_TO_TIME (ts);
+  /* running + base is clock time; shift it onto CLOCK_MONOTONIC */
+  return running + base + mono_now - clock_now;
+}
+
+static void
+learn_liveness (GstGpuShareSink * self)
+{
+  gboolean live = FALSE, upstream_live = FALSE;
+  GstClockTime min = 0, max = 0;
+  guint i;
+
+  gst_base_sink_query_latency (GST_BASE_SINK (self), &live, &upstream_live,
+      &min, &max);
+  g_mutex_lock (&self->lock);
+  self->live_known = TRUE;
+  self->live = upstream_live;
+  self->latency = upstream_live ? min : GST_CLOCK_TIME_NONE;
+  GST_DEBUG_OBJECT (self, "upstream is %slive", upstream_live ? "" : "not ");
+  /* tell consumers the liveness and latency, at this frame boundary */
+  if (upstream_live && self->have_layout)
+    for (i = 0; i < MAX_CLIENTS; i++)
+      if (self->clients[i] && self->clients[i]->state != CLIENT_CONNECTED)
+        send_caps (self, self->clients[i]);
+  g_mutex_unlock (&self->lock);
+}
+
+static GstFlowReturn
+gst_gpu_share_sink_render (GstBaseSink * bsink, GstBuffer * buf)
+{
+  GstGpuShareSink *self = GST_GPU_SHARE_SINK (bsink);
+  GstGpuShareSlowPolicy policy;
+  GpuShareMsg msg = { 0, };
+  GpuShareFrame *f = &msg.u.frame;
+  gboolean wait_for_connection;
+  guint64 holders = 0;
+  guint slot, i, n_ready, quota;
+
+  if (!self->live_known)
+    learn_liveness (self);
+  policy = effective_policy (self);
+  GST_OBJECT_LOCK (self);
+  wait_for_connection = self->wait_for_connection;
+  GST_OBJECT_UNLOCK (self);
+
+  g_mutex_lock (&self->lock);
+  if (!self->alloc) {
+    g_mutex_unlock (&self->lock);
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION, ("No caps before data"),
+        (NULL));
+    return GST_FLOW_NOT_NEGOTIATED;
+  }
+  while (wait_for_connection && n_ready_clients (self) == 0) {
+    GST_LOG_OBJECT (self, "waiting for a consumer");
+    if (!wait_locked (self))
+      goto flushing;
+  }
+
+  if (!is_current_slot (self, buf, &slot)) {
+    for (;;) {
+      if (gpushare_ring_acquire (&self->ring, &slot) == GPUSHARE_RING_OK)
+        break;
+      if (policy == GST_GPU_SHARE_POLICY_LEAKY) {
+        /* every slot is taken: drop this frame, never wait */
+        self->frames_dropped++;
+        g_mutex_unlock (&self->lock);
+        GST_LOG_OBJECT (self, "no free slot: frame dropped");
+        return GST_FLOW_OK;
+      }
+      if (!wait_locked (self))
+        goto flushing;
+    }
+    g_mutex_unlock (&self->lock);
+    /* only we write a slot in WRITING state: copy without the lock */
+    if (!copy_into_slot (self, buf, slot)) {
+      g_mutex_lock (&self->lock);
+      gpushare_ring_abort (&self->ring, slot);
+      g_mutex_unlock (&self->lock);
+      GST_ELEMENT_ERROR (self, STREAM, FAILED, ("Could not copy a frame"),
+          (NULL));
+      return GST_FLOW_ERROR;
+    }
+    g_mutex_lock (&self->lock);
+  }
+
+  self->sequence++;
+  gpushare_ring_ready (&self->ring, slot, self->sequence);
+
+  n_ready = n_ready_clients (self);
+  /* leaky: each consumer may hold its share of the ring, one slot always
+   * stays with the producer */
+  quota = MAX (1, (self->ring.n_slots - 1) / MAX (1, n_ready));
+  for (i = 0; i < MAX_CLIENTS; i++) {
+    Client *c = self->clients[i];
+
+    if (!c || c->state != CLIENT_READY || c->mapped_epoch != self->epoch)
+      continue;
+    if (policy == GST_GPU_SHARE_POLICY_LEAKY
+        && gpushare_ring_n_held_by (&self->ring, c->index) >= quota) {
+      c->frames_dropped++;
+      GST_LOG_OBJECT (self, "client %u holds its share: frame skipped", c->id);
+      continue;
+    }
+    holders |= G_GUINT64_CONSTANT (1) << c->index;
+  }
+  gpushare_ring_publish (&self->ring, slot, holders);
+
+  msg.type = GPUSHARE_MSG_FRAME;
+  f->epoch = self->epoch;
+  f->slot = slot;
+  f->generation = self->ring.slots[slot].generation;
+  f->sequence = self->sequence;
+  f->pts = GST_BUFFER_PTS (buf);
+  f->dts = GST_BUFFER_DTS (buf);
+  f->duration = GST_BUFFER_DURATION (buf);
+  f->offset = GST_BUFFER_OFFSET (buf);
+  f->offset_end = GST_BUFFER_OFFSET_END (buf);
+  f->buffer_flags = GST_MINI_OBJECT_FLAGS (buf) & 0xffff;
+  if (self->live && GST_CLOCK_TIME_IS_VALID (f->pts)) {
+    GstClockTime rt = gst_segment_to_running_time (&bsink->segment,
+        GST_FORMAT_TIME, f->pts);
+    GstClockTime rdts = GST_CLOCK_TIME_IS_VALID (f->dts) ?
+        gst_segment_to_running_time (&bsink->segment, GST_FORMAT_TIME,
+        f->dts) : GST_CLOCK_TIME_NONE;
+    guint64 mono = GST_CLOCK_TIME_IS_VALID (rt) ? to_monotonic (self, rt) :
+        GST_CLOCK_TIME_NONE;
+
+    if (GST_CLOCK_TIME_IS_VALID (mono)) {
+      f->flags |= GPUSHARE_FRAME_FLAG_ABSOLUTE_TIME;
+      f->dts = GST_CLOCK_TIME_IS_VALID (rdts) ? mono - rt + rdts :
+          GST_CLOCK_TIME_NONE;
+      f->pts = mono;
+    }
+  }
+
+  for (i = 0; i < MAX_CLIENTS; i++) {
+    Client *c = self->clients[i];
+
+    if (!c || !(holders & (G_GUINT64_CONSTANT (1) << i)))
+      continue;
+    /* a failed send drops the client from the control thread, which
+     * gives its slots back */
+    if (gpushare_conn_send (c->conn, &msg, NULL, 0, NULL))
+      c->frames_sent++;
+  }
+  self->frames_rendered++;
+  GST_LOG_OBJECT (self, "frame %" G_GUINT64_FORMAT " in slot %u for %u "
+      "consumers", self->sequence, slot, (guint) __builtin_popcountll
+      (holders));
+  g_mutex_unlock (&self->lock);
+  return GST_FLOW_OK;
+
+flushing:
+  g_mutex_unlock (&self->lock);
+  return GST_FLOW_FLUSHING;
+}
+
+static gboolean
+gst_gpu_share_sink_event (GstBaseSink * bsink, GstEvent * event)
+{
+  GstGpuShareSink *self = GST_GPU_SHARE_SINK (bsink);
+  guint i;
+
+  switch (GST_EVENT_TYPE (event)) {
+    case GST_EVENT_EOS:
+      g_mutex_lock (&self->lock);
+      for (i = 0; i < MAX_CLIENTS; i++)
+        if (self->clients[i] && self->clients[i]->state != CLIENT_CONNECTED)
+          send_simple (self->clients[i], GPUSHARE_MSG_EOS, self->sequence);
+      g_mutex_unlock (&self->lock);
+      break;
+    case GST_EVENT_FLUSH_STOP:
+      g_mutex_lock (&self->lock);
+      self->live_known = FALSE;
+      g_mutex_unlock (&self->lock);
+      break;
+    default:
+      break;
+  }
+  return GST_BASE_SINK_CLASS (parent_class)->event (bsink, event);
+}
+
+static gboolean
+gst_gpu_share_sink_unlock (GstBaseSink * bsink)
+{
+  GstGpuShareSink *self = GST_GPU_SHARE_SINK (bsink);
+
+  g_mutex_lock (&self->lock);
+  self->flushing = TRUE;
+  g_cond_broadcast (&self->cond);
+  g_mutex_unlock (&self->lock);
+  return TRUE;
+}
+
+static gboolean
+gst_gpu_share_sink_unlock_stop (GstBaseSink * bsink)
+{
+  GstGpuShareSink *self = GST_GPU_SHARE_SINK (bsink);
+
+  g_mutex_lock (&self->lock);
+  self->flushing = FALSE;
+  g_mutex_unlock (&self->lock);
+  return TRUE;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The pool: buffers that are slots, so upstream writes into shared memory */
+
+#define GST_TYPE_GPU_SHARE_SINK_POOL (gst_gpu_share_sink_pool_get_type ())
+G_DECLARE_FINAL_TYPE (GstGpuShareSinkPool, gst_gpu_share_sink_pool, GST,
+    GPU_SHARE_SINK_POOL, GstBufferPool);
+
+struct _GstGpuShareSinkPool
+{
+  GstBufferPool parent;
+  GstGpuShareSink *sink;
+  GstVideoInfo vinfo;
+  gboolean flushing;
+};
+
+G_DEFINE_TYPE (GstGpuShareSinkPool, gst_gpu_share_sink_pool,
+    GST_TYPE_BUFFER_POOL);
+
+static void
+slot_tag_free (gpointer data)
+{
+  SlotTag *tag = data;
+
+  gpushare_allocation_unref (tag->alloc);
+  g_free (tag);
+}
+
+static gboolean
+pool_set_config (GstBufferPool * pool, GstStructure * config)
+{
+  GstGpuShareSinkPool *self = (GstGpuShareSinkPool *) pool;
+  GstCaps *caps = NULL;
+
+  if (!gst_buffer_pool_config_get_params (config, &caps, NULL, NULL, NULL)
+      || !caps || !gst_video_info_from_caps (&self->vinfo, caps))
+    return FALSE;
+  return GST_BUFFER_POOL_CLASS (gst_gpu_share_sink_pool_parent_class)
+      ->set_config (pool, config);
+}
+
+static const gchar **
+pool_get_options (GstBufferPool * pool)
+{
+  static const gchar *options[] = { GST_BUFFER_POOL_OPTION_VIDEO_META, NULL };
+  return options;
+}
+
+/* lock held: lossless waits only while consumers hold slots (they will come
+ * back); slots that upstream holds itself would never come back */
+static gboolean
+pool_may_wait (GstGpuShareSink * sink)
+{
+  guint i;
+
+  for (i = 0; i < sink->ring.n_slots; i++)
+    if (sink->ring.slots[i].state == GPUSHARE_SLOT_HELD)
+      return TRUE;
+  return FALSE;
+}
+
+static GstFlowReturn
+pool_acquire_buffer (GstBufferPool * pool, GstBuffer ** buffer,
+    GstBufferPoolAcquireParams * params)
+{
+  GstGpuShareSinkPool *self = (GstGpuShareSinkPool *) pool;
+  GstGpuShareSink *sink = self->sink;
+  gboolean leaky = effective_policy (sink) == GST_GPU_SHARE_POLICY_LEAKY;
+  GstVideoInfo *vi = &self->vinfo;
+  SlotTag *tag;
+  GstBuffer *buf;
+  guint slot;
+
+  g_mutex_lock (&sink->lock);
+  while (sink->alloc && gst_video_info_is_equal (vi, &sink->vinfo)) {
+    if (self->flushing) {
+      g_mutex_unlock (&sink->lock);
+      return GST_FLOW_FLUSHING;
+    }
+    if (gpushare_ring_acquire (&sink->ring, &slot) == GPUSHARE_RING_OK)
+      goto got_slot;
+    if (leaky || !pool_may_wait (sink))
+      break;
+    g_cond_wait (&sink->cond, &sink->lock);
+  }
+  g_mutex_unlock (&sink->lock);
+  /* no slot to hand out: a plain buffer, copied in at render */
+  buf = gst_buffer_new_allocate (NULL, GST_VIDEO_INFO_SIZE (vi), NULL);
+  goto done;
+
+got_slot:
+  tag = g_new0 (SlotTag, 1);
+  tag->alloc = gpushare_allocation_ref (sink->alloc);
+  tag->slot = slot;
+  tag->generation = sink->ring.slots[slot].generation;
+  buf = gst_buffer_new_wrapped_full (0, sink->alloc->data[slot],
+      sink->alloc->slot_size, 0, GST_VIDEO_INFO_SIZE (vi),
+      gpushare_allocation_ref (sink->alloc),
+      (GDestroyNotify) gpushare_allocation_unref);
+  gst_mini_object_set_qdata (GST_MINI_OBJECT (buf), slot_tag_quark, tag,
+      slot_tag_free);
+  g_mutex_unlock (&sink->lock);
+
+done:
+  gst_buffer_add_video_meta_full (buf, GST_VIDEO_FRAME_FLAG_NONE,
+      GST_VIDEO_INFO_FORMAT (vi), GST_VIDEO_INFO_WIDTH (vi),
+      GST_VIDEO_INFO_HEIGHT (vi), GST_VIDEO_INFO_N_PLANES (vi), vi->offset,
+      vi->stride);
+  *buffer = buf;
+  return GST_FLOW_OK;
+}
+
+static void
+pool_release_buffer (GstBufferPool * pool, GstBuffer * buffer)
+{
+  GstGpuShareSinkPool *self = (GstGpuShareSinkPool *) pool;
+  GstGpuShareSink *sink = self->sink;
+  const SlotTag *tag = slot_tag (buffer);
+
+  /* a slot that never reached render (upstream dropped it) goes back */
+  if (tag) {
+    g_mutex_lock (&sink->lock);
+    if (tag->alloc == sink->alloc
+        && sink->ring.slots[tag->slot].state == GPUSHARE_SLOT_WRITING
+        && sink->ring.slots[tag->slot].generation == tag->generation) {
+      gpushare_ring_abort (&sink->ring, tag->slot);
+      g_cond_broadcast (&sink->cond);
+    }
+    g_mutex_unlock (&sink->lock);
+  }
+  /* slots are never pooled: the ring is the pool */
+  gst_buffer_unref (buffer);
+}
+
+static void
+pool_flush_start (GstBufferPool * pool)
+{
+  GstGpuShareSinkPool *self = (GstGpuShareSinkPool *) pool;
+
+  g_mutex_lock (&self->sink->lock);
+  self->flushing = TRUE;
+  g_cond_broadcast (&self->sink->cond);
+  g_mutex_unlock (&self->sink->lock);
+}
+
+static void
+pool_flush_stop (GstBufferPool * pool)
+{
+  GstGpuShareSinkPool *self = (GstGpuShareSinkPool *) pool;
+
+  g_mutex_lock (&self->sink->lock);
+  self->flushing = FALSE;
+  g_mutex_unlock (&self->sink->lock);
+}
+
+static void
+pool_finalize (GObject * object)
+{
+  GstGpuShareSinkPool *self = (GstGpuShareSinkPool *) object;
+
+  gst_object_unref (self->sink);
+  G_OBJECT_CLASS (gst_gpu_share_sink_pool_parent_class)->finalize (object);
+}
+
+static void
+gst_gpu_share_sink_pool_class_init (GstGpuShareSinkPoolClass * klass)
+{
+  GstBufferPoolClass *pool_class = GST_BUFFER_POOL_CLASS (klass);
+
+  G_OBJECT_CLASS (klass)->finalize = pool_finalize;
+  pool_class->set_config = pool_set_config;
+  pool_class->get_options = pool_get_options;
+  pool_class->acquire_buffer = pool_acquire_buffer;
+  pool_class->release_buffer = pool_release_buffer;
+  pool_class->flush_start = pool_flush_start;
+  pool_class->flush_stop = pool_flush_stop;
+}
+
+static void
+gst_gpu_share_sink_pool_init (GstGpuShareSinkPool * self)
+{
+}
+
+static gboolean
+gst_gpu_share_sink_propose_allocation (GstBaseSink * bsink, GstQuery * query)
+{
+  GstGpuShareSink *self = GST_GPU_SHARE_SINK (bsink);
+  GstCaps *caps;
+  gboolean need_pool;
+  GstVideoInfo vinfo;
+
+  gst_query_parse_allocation (query, &caps, &need_pool);
+  if (!caps || !gst_video_info_from_caps (&vinfo, caps))
+    return FALSE;
+
+  if (need_pool) {
+    GstGpuShareSinkPool *pool = g_object_new (GST_TYPE_GPU_SHARE_SINK_POOL,
+        NULL);
+    GstStructure *config;
+
+    gst_object_ref_sink (pool);
+    pool->sink = gst_object_ref (self);
+    config = gst_buffer_pool_get_config (GST_BUFFER_POOL (pool));
+    gst_buffer_pool_config_set_params (config, caps,
+        GST_VIDEO_INFO_SIZE (&vinfo), 0, 0);
+    gst_buffer_pool_config_add_option (config,
+        GST_BUFFER_POOL_OPTION_VIDEO_META);
+    if (!gst_buffer_pool_set_config (GST_BUFFER_POOL (pool), config)) {
+      gst_object_unref (pool);
+      return FALSE;
+    }
+    gst_query_add_allocation_pool (query, GST_BUFFER_POOL (pool),
+        GST_VIDEO_INFO_SIZE (&vinfo), 0, 0);
+    gst_object_unref (pool);
+  }
+  gst_query_add_allocation_meta (query, GST_VIDEO_META_API_TYPE, NULL);
+  return TRUE;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Properties */
+
+static GstStructure *
+make_stats (GstGpuShareSink * self)
+{
+  GstStructure *s;
+  GValue list = G_VALUE_INIT;
+  guint i;
+
+  g_value_init (&list, GST_TYPE_ARRAY);
+  g_mutex_lock (&self->lock);
+  s = gst_structure_new ("application/x-gpushare-sink-stats",
+      "epoch", G_TYPE_UINT64, self->epoch,
+      "frames-rendered", G_TYPE_UINT64, self->frames_rendered,
+      "frames-dropped", G_TYPE_UINT64, self->frames_dropped,
+      "free-slots", G_TYPE_UINT, self->alloc ?
+      gpushare_ring_n_free (&self->ring) : 0, NULL);
+  for (i = 0; i < MAX_CLIENTS; i++) {
+    Client *c = self->clients[i];
+    GValue v = G_VALUE_INIT;
+
+    if (!c)
+      continue;
+    g_value_init (&v, GST_TYPE_STRUCTURE);
+    g_value_take_boxed (&v, gst_structure_new ("client",
+            "id", G_TYPE_UINT, c->id,
+            "pid", G_TYPE_INT, (gint) c->pid,
+            "name", G_TYPE_STRING, c->name ? c->name : "",
+            "state", G_TYPE_STRING, client_state_to_string (c->state),
+            "memory-type", G_TYPE_STRING, c->mem_type ?
+            gpushare_mem_type_to_string (c->mem_type) : "none",
+            "memory-reason", G_TYPE_STRING, c->mem_reason ? c->mem_reason :
+            "handshake not finished",
+            "frames-sent", G_TYPE_UINT64, c->frames_sent,
+            "frames-released", G_TYPE_UINT64, c->frames_released,
+            "frames-dropped", G_TYPE_UINT64, c->frames_dropped,
+            "slots-held", G_TYPE_UINT, self->alloc ?
+            gpushare_ring_n_held_by (&self->ring, c->index) : 0, NULL));
+    gst_value_array_append_and_take_value (&list, &v);
+  }
+  g_mutex_unlock (&self->lock);
+  gst_structure_take_value (s, "clients", &list);
+  return s;
+}
+
+static void
+gst_gpu_share_sink_set_property (GObject * object, guint prop_id,
+    const GValue * value, GParamSpec * pspec)
+{
+  GstGpuShareSink *self = GST_GPU_SHARE_SINK (object);
+
+  GST_OBJECT_LOCK (self);
+  switch (prop_id) {
+    case PROP_SOCKET_PATH:
+      g_free (self->socket_path);
+      self->socket_path = g_value_dup_string (value);
+      break;
+    case PROP_WAIT_FOR_CONNECTION:
+      self->wait_for_connection = g_value_get_boolean (value);
+      break;
+    case PROP_RING_SIZE:
+      self->ring_size = g_value_get_uint (value);
+      break;
+    case PROP_POLICY:
+      self->policy = g_value_get_enum (value);
+      break;
+    case PROP_SOCKET_MODE:
+      self->socket_mode = g_value_get_uint (value);
+      break;
+    case PROP_MAX_CLIENTS:
+      self->max_clients = g_value_get_uint (value);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (self);
+  /* a consumer may now be enough, or no longer needed */
+  g_mutex_lock (&self->lock);
+  g_cond_broadcast (&self->cond);
+  g_mutex_unlock (&self->lock);
+}
+
+static void
+gst_gpu_share_sink_get_property (GObject * object, guint prop_id,
+    GValue * value, GParamSpec * pspec)
+{
+  GstGpuShareSink *self = GST_GPU_SHARE_SINK (object);
+
+  switch (prop_id) {
+    case PROP_NUM_CLIENTS:
+      g_mutex_lock (&self->lock);
+      g_value_set_uint (value, self->n_clients);
+      g_mutex_unlock (&self->lock);
+      return;
+    case PROP_STATS:
+      g_value_take_boxed (value, make_stats (self));
+      return;
+    default:
+      break;
+  }
+
+  GST_OBJECT_LOCK (self);
+  switch (prop_id) {
+    case PROP_SOCKET_PATH:
+      g_value_set_string (value, self->socket_path);
+      break;
+    case PROP_WAIT_FOR_CONNECTION:
+      g_value_set_boolean (value, self->wait_for_connection);
+      break;
+    case PROP_RING_SIZE:
+      g_value_set_uint (value, self->ring_size);
+      break;
+    case PROP_POLICY:
+      g_value_set_enum (value, self->policy);
+      break;
+    case PROP_SOCKET_MODE:
+      g_value_set_uint (value, self->socket_mode);
+      break;
+    case PROP_MAX_CLIENTS:
+      g_value_set_uint (value, self->max_clients);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (self);
+}
+
+static void
+gst_gpu_share_sink_finalize (GObject * object)
+{
+  GstGpuShareSink *self = GST_GPU_SHARE_SINK (object);
+
+  g_free (self->socket_path);
+  g_mutex_clear (&self->lock);
+  g_cond_clear (&self->cond);
+  G_OBJECT_CLASS (parent_class)->finalize (object);
+}
+
+static void
+gst_gpu_share_sink_class_init (GstGpuShareSinkClass * klass)
+{
+  GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
+  GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
+  GstBaseSinkClass *bsink_class = GST_BASE_SINK_CLASS (klass);
+  const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+      GST_PARAM_MUTABLE_READY | GST_PARAM_DOC_SHOW_DEFAULT;
+
+  gobject_class->set_property = gst_gpu_share_sink_set_property;
+  gobject_class->get_property = gst_gpu_share_sink_get_property;
+  gobject_class->finalize = gst_gpu_share_sink_finalize;
+
+  properties[PROP_SOCKET_PATH] = g_param_spec_string ("socket-path",
+      "Socket path", "Path of the Unix socket consumers connect to",
+      DEFAULT_SOCKET_PATH, rw);
+  properties[PROP_WAIT_FOR_CONNECTION] =
+      g_param_spec_boolean ("wait-for-connection", "Wait for connection",
+      "Hold the stream until a consumer has mapped the ring",
+      DEFAULT_WAIT_FOR_CONNECTION, rw | GST_PARAM_MUTABLE_PLAYING);
+  properties[PROP_RING_SIZE] = g_param_spec_uint ("ring-size", "Ring size",
+      "Number of shared frame slots", 2, GPUSHARE_MAX_SLOTS,
+      DEFAULT_RING_SIZE, rw);
+  properties[PROP_POLICY] = g_param_spec_enum ("policy", "Slow consumer policy",
+      "What a slow consumer costs: auto is leaky for live upstreams and "
+      "lossless otherwise", GST_TYPE_GPU_SHARE_SLOW_POLICY, DEFAULT_POLICY,
+      rw);
+  properties[PROP_SOCKET_MODE] = g_param_spec_uint ("socket-mode",
+      "Socket mode", "File mode of the socket (default: owner only)", 0, 0777,
+      DEFAULT_SOCKET_MODE, rw);
+  properties[PROP_MAX_CLIENTS] = g_param_spec_uint ("max-clients",
+      "Max clients", "Most consumers connected at once", 1, MAX_CLIENTS,
+      DEFAULT_MAX_CLIENTS, rw);
+  properties[PROP_NUM_CLIENTS] = g_param_spec_uint ("num-clients",
+      "Number of clients", "Consumers connected now", 0, MAX_CLIENTS, 0,
+      G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
+  properties[PROP_STATS] = g_param_spec_boxed ("stats", "Statistics",
+      "Ring and per-consumer statistics: memory type in use and why, frames "
+      "sent, released and dropped", GST_TYPE_STRUCTURE,
+      G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
+  g_object_class_install_properties (gobject_class, N_PROPERTIES, properties);
+
+  /**
+   * GstGpuShareSink::client-connected:
+   * @id: opaque id of the consumer
+   *
+   * A consumer finished its handshake and receives frames from now on.
+   */
+  signals[SIGNAL_CLIENT_CONNECTED] = g_signal_new ("client-connected",
+      G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
+      G_TYPE_NONE, 1, G_TYPE_UINT);
+  /**
+   * GstGpuShareSink::client-removed:
+   * @id: opaque id of the consumer (0 if it was refused before it got one)
+   * @reason: a #GstGpuShareClientRemoveReason
+   *
+   * A consumer is gone; every slot it held was given back.
+   */
+  signals[SIGNAL_CLIENT_REMOVED] = g_signal_new ("client-removed",
+      G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
+      G_TYPE_NONE, 2, G_TYPE_UINT, GST_TYPE_GPU_SHARE_CLIENT_REMOVE_REASON);
+
+  gst_element_class_add_static_pad_template (element_class, &sink_template);
+  gst_element_class_set_static_metadata (element_class, "GPU share sink",
+      "Sink/Video", "Shares video frames with other processes through a ring "
+      "of shared memory slots", "gpushare developers");
+
+  bsink_class->start = GST_DEBUG_FUNCPTR (gst_gpu_share_sink_start);
+  bsink_class->stop = GST_DEBUG_FUNCPTR (gst_gpu_share_sink_stop);
+  bsink_class->set_caps = GST_DEBUG_FUNCPTR (gst_gpu_share_sink_set_caps);
+  bsink_class->render = GST_DEBUG_FUNCPTR (gst_gpu_share_sink_render);
+  bsink_class->event = GST_DEBUG_FUNCPTR (gst_gpu_share_sink_event);
+  bsink_class->unlock = GST_DEBUG_FUNCPTR (gst_gpu_share_sink_unlock);
+  bsink_class->unlock_stop = GST_DEBUG_FUNCPTR (gst_gpu_share_sink_unlock_stop);
+  bsink_class->propose_allocation =
+      GST_DEBUG_FUNCPTR (gst_gpu_share_sink_propose_allocation);
+
+  slot_tag_quark = g_quark_from_static_string ("gpushare-slot-tag");
+  GST_DEBUG_CATEGORY_INIT (gst_gpu_share_sink_debug, "gpusharesink", 0,
+      "gpushare producer");
+  gst_type_mark_as_plugin_api (GST_TYPE_GPU_SHARE_CLIENT_REMOVE_REASON, 0);
+  gst_type_mark_as_plugin_api (GST_TYPE_GPU_SHARE_SLOW_POLICY, 0);
+}
+
+static void
+gst_gpu_share_sink_init (GstGpuShareSink * self)
+{
+  self->socket_path = g_strdup (DEFAULT_SOCKET_PATH);
+  self->wait_for_connection = DEFAULT_WAIT_FOR_CONNECTION;
+  self->ring_size = DEFAULT_RING_SIZE;
+  self->policy = DEFAULT_POLICY;
+  self->socket_mode = DEFAULT_SOCKET_MODE;
+  self->max_clients = DEFAULT_MAX_CLIENTS;
+  self->listen_fd = -1;
+  g_mutex_init (&self->lock);
+  g_cond_init (&self->cond);
+  /* frames go out as soon as they arrive; a live consumer syncs itself */
+  gst_base_sink_set_sync (GST_BASE_SINK (self), FALSE);
+}

@@ -1,0 +1,1140 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/**
+ * SECTION:element-gpusharesrc
+ * @title: gpusharesrc
+ * @see_also: gpusharesink
+ *
+ * Receives the frames a gpusharesink in another process shares.  The
+ * producer's slots are mapped once per connection, read-only, and every
+ * buffer pushed wraps a slot in place (a #GstVideoMeta carries the strides);
+ * when its last reference goes, the slot is given back to the producer.
+ *
+ * The src may start before the producer: it waits up to
+ * #GstGpuShareSrc:connection-timeout for it, and gets the caps from the
+ * handshake before any frame.  With #GstGpuShareSrc:is-live, timestamps of
+ * a live producer are mapped through CLOCK_MONOTONIC into this pipeline's
+ * running time, and the producer's latency is reported.
+ *
+ * The memory type in use, and why, is in #GstGpuShareSrc:stats and in a
+ * `gpushare-transport` element message.
+ *
+ * ## Example launch line
+ * |[
+ * gst-launch-1.0 gpusharesrc socket-path=/tmp/gpushare.sock ! videoconvert ! autovideosink
+ * ]|
+ */
+
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "gstgpusharesrc.h"
+
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <gst/video/video.h>
+
+#include "gpusharebackend.h"
+#include "gpushareconn.h"
+#include "gpushareproto.h"
+#include "gpusharering.h"
+
+GST_DEBUG_CATEGORY_STATIC (gst_gpu_share_src_debug);
+#define GST_CAT_DEFAULT gst_gpu_share_src_debug
+
+#define DEFAULT_SOCKET_PATH NULL
+#define DEFAULT_CONNECTION_TIMEOUT 10000
+#define DEFAULT_IS_LIVE FALSE
+#define RETRY_MIN_MS 10
+#define RETRY_MAX_MS 250
+#define GOODBYE_FLUSH_MS 100
+
+enum
+{
+  PROP_0,
+  PROP_SOCKET_PATH,
+  PROP_CONNECTION_TIMEOUT,
+  PROP_IS_LIVE,
+  PROP_STATS,
+  N_PROPERTIES
+};
+
+static GParamSpec *properties[N_PROPERTIES];
+
+typedef enum
+{
+  STATE_IDLE,
+  STATE_CONNECTING,
+  STATE_CONNECTED,              /* waiting for ANNOUNCE */
+  STATE_ACCEPTED,               /* waiting for SLOTS */
+  STATE_READY,                  /* receiving frames */
+  STATE_REMAP,                  /* new epoch announced, waiting for SLOTS */
+  STATE_DONE,                   /* EOS received */
+  STATE_FAILED,
+} SrcState;
+
+/* What buffers need after the element let go: the connection, to send
+ * releases, and the view, to check them.  Reference counted because a
+ * buffer may outlive the element's session. */
+typedef struct
+{
+  gint ref_count;
+  GMutex lock;
+  GpuShareConn *conn;           /* NULL once the session is over */
+  GpuShareSlotView view;
+} Session;
+
+typedef struct
+{
+  Session *session;
+  GpuShareImport *import;
+  guint64 epoch;
+  guint slot;
+  guint32 generation;
+  guint64 sequence;
+} SlotRef;
+
+typedef enum
+{
+  ITEM_CAPS,
+  ITEM_FRAME,
+  ITEM_EOS,
+} ItemType;
+
+typedef struct
+{
+  ItemType type;
+  GstCaps *caps;
+  GpuShareLayout *layout;
+  GpuShareFrame frame;
+  GpuShareImport *import;
+} Item;
+
+struct _GstGpuShareSrc
+{
+  GstPushSrc parent;
+
+  /* properties, under the object lock */
+  gchar *socket_path;
+  guint connection_timeout;
+  gboolean is_live;
+
+  /* control thread */
+  GMainContext *context;
+  GMainLoop *loop;
+  GThread *thread;
+  gint64 deadline;
+  guint retry_ms;
+
+  /* under lock */
+  GMutex lock;
+  GCond cond;
+  SrcState state;
+  Session *session;
+  GQueue items;
+  gboolean flushing;
+  GQuark error_domain;
+  gint error_code;
+  gchar *error_text;
+  gchar *error_debug;
+  GpuShareLayout pending;       /* announced, slots not yet mapped */
+  GpuShareImport *import;
+  GpuShareMemType mem_type;
+  const gchar *mem_reason;
+  gboolean producer_live;
+  guint64 latency;
+  guint64 producer_instance;
+  guint64 frames_received;
+
+  /* streaming thread only */
+  GstCaps *caps;
+  GstVideoInfo vinfo;
+  GpuShareLayout layout;
+  gboolean have_first_abs;
+  guint64 first_abs;
+};
+
+#define gst_gpu_share_src_parent_class parent_class
+G_DEFINE_TYPE (GstGpuShareSrc, gst_gpu_share_src, GST_TYPE_PUSH_SRC);
+GST_ELEMENT_REGISTER_DEFINE (gpusharesrc, "gpusharesrc", GST_RANK_NONE,
+    GST_TYPE_GPU_SHARE_SRC);
+
+static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
+    GST_PAD_SRC, GST_PAD_ALWAYS,
+    GST_STATIC_CAPS (GST_VIDEO_CAPS_MAKE (GST_VIDEO_FORMATS_ALL)));
+
+static const gchar *
+state_to_string (SrcState state)
+{
+  static const gchar *names[] = { "idle", "connecting", "connected",
+    "accepted", "ready", "remap", "done", "failed"
+  };
+  return names[state];
+}
+
+/* lock held; the one place the state changes */
+static void
+set_state (GstGpuShareSrc * self, SrcState state)
+{
+  GST_DEBUG_OBJECT (self, "%s -> %s", state_to_string (self->state),
+      state_to_string (state));
+  self->state = state;
+  g_cond_broadcast (&self->cond);
+}
+
+static Session *
+session_ref (Session * s)
+{
+  g_atomic_int_inc (&s->ref_count);
+  return s;
+}
+
+static void
+session_unref (Session * s)
+{
+  if (!g_atomic_int_dec_and_test (&s->ref_count))
+    return;
+  if (s->conn)
+    gpushare_conn_unref (s->conn);
+  g_mutex_clear (&s->lock);
+  g_free (s);
+}
+
+static void
+item_free (Item * item)
+{
+  gst_clear_caps (&item->caps);
+  g_free (item->layout);
+  g_clear_pointer (&item->import, gpushare_import_unref);
+  g_free (item);
+}
+
+/* lock held: a fatal problem, reported by create () */
+static void
+fail (GstGpuShareSrc * self, GQuark domain, gint code, const gchar * text,
+    const gchar * debug)
+{
+  if (self->state == STATE_FAILED)
+    return;
+  GST_WARNING_OBJECT (self, "%s: %s", text, debug ? debug : "");
+  self->error_domain = domain;
+  self->error_code = code;
+  g_free (self->error_text);
+  self->error_text = g_strdup (text);
+  g_free (self->error_debug);
+  self->error_debug = g_strdup (debug);
+  set_state (self, STATE_FAILED);
+}
+
+/* lock held: the producer broke the protocol; tell it and give up */
+static void
+producer_error (GstGpuShareSrc * self, const gchar * debug)
+{
+  GpuShareConn *conn = self->session ? self->session->conn : NULL;
+
+  if (conn) {
+    gpushare_conn_send_error (conn, GPUSHARE_ERR_PROTOCOL, debug);
+    gpushare_conn_flush (conn, 10);
+  }
+  fail (self, GST_STREAM_ERROR, GST_STREAM_ERROR_DECODE,
+      "The producer sent an invalid message", debug);
+}
+
+static GstCaps *
+layout_to_caps (const GpuShareLayout * l, GstVideoInfo * vinfo,
+    gchar ** why)
+{
+  GstCaps *caps = gst_caps_from_string (l->caps);
+  guint i;
+
+  if (!caps || !gst_caps_is_fixed (caps)
+      || !gst_video_info_from_caps (vinfo, caps)) {
+    *why = g_strdup ("caps are not fixed raw video");
+    goto bad;
+  }
+  if (l->n_planes != GST_VIDEO_INFO_N_PLANES (vinfo)) {
+    *why = g_strdup ("plane count does not match the caps");
+    goto bad;
+  }
+  /* every plane must lie inside the frame, and the frame inside the slot,
+   * before any buffer points into the mapping */
+  for (i = 0; i < l->n_planes; i++) {
+    gint comp[GST_VIDEO_MAX_COMPONENTS];
+    guint64 rows, end;
+
+    gst_video_format_info_component (vinfo->finfo, i, comp);
+    rows = GST_VIDEO_FORMAT_INFO_SCALE_HEIGHT (vinfo->finfo, comp[0],
+        GST_VIDEO_INFO_FIELD_HEIGHT (vinfo));
+    if (l->strides[i] <= 0) {
+      *why = g_strdup ("negative or zero stride");
+      goto bad;
+    }
+    end = l->offsets[i] + rows * (guint64) l->strides[i];
+    if (end > l->frame_size) {
+      *why = g_strdup_printf ("plane %u ends past the frame", i);
+      goto bad;
+    }
+    vinfo->offset[i] = l->offsets[i];
+    vinfo->stride[i] = l->strides[i];
+  }
+  if (l->frame_size > l->slot_size) {
+    *why = g_strdup ("frame larger than slot");
+    goto bad;
+  }
+  vinfo->size = l->frame_size;
+  return caps;
+
+bad:
+  gst_clear_caps (&caps);
+  return NULL;
+}
+
+/* lock held: queue a caps item for the streaming thread */
+static gboolean
+queue_caps (GstGpuShareSrc * self, const GpuShareLayout * layout)
+{
+  GstVideoInfo vinfo;
+  gchar *why = NULL;
+  GstCaps *caps = layout_to_caps (layout, &vinfo, &why);
+  Item *item;
+
+  if (!caps) {
+    gchar *debug = g_strdup_printf ("bad layout: %s", why);
+
+    producer_error (self, debug);
+    g_free (debug);
+    g_free (why);
+    return FALSE;
+  }
+  item = g_new0 (Item, 1);
+  item->type = ITEM_CAPS;
+  item->caps = caps;
+  item->layout = g_memdup2 (layout, sizeof (*layout));
+  g_queue_push_tail (&self->items, item);
+  g_cond_broadcast (&self->cond);
+  return TRUE;
+}
+
+static void
+update_latency (GstGpuShareSrc * self, guint32 flags, guint64 latency)
+{
+  gboolean changed;
+
+  g_mutex_lock (&self->lock);
+  changed = self->latency != latency;
+  self->latency = latency;
+  self->producer_live = (flags & GPUSHARE_STREAM_FLAG_LIVE) != 0;
+  g_mutex_unlock (&self->lock);
+  if (changed && GST_CLOCK_TIME_IS_VALID (latency))
+    gst_element_post_message (GST_ELEMENT (self),
+        gst_message_new_latency (GST_OBJECT (self)));
+}
+
+static void
+handle_announce (GstGpuShareSrc * self, const GpuShareAnnounce * a)
+{
+  GpuShareMsg msg = { 0, };
+  const gchar *name = GST_OBJECT_NAME (self);
+
+  if (self->state != STATE_CONNECTED) {
+    producer_error (self, "ANNOUNCE out of order");
+    return;
+  }
+  if (!(a->mem_types & GPUSHARE_MEM_SYSTEM)) {
+    gpushare_conn_send_error (self->session->conn, GPUSHARE_ERR_UNSUPPORTED,
+        "no memory type in common");
+    fail (self, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_SETTINGS,
+        "The producer offers no memory type this consumer can use", NULL);
+    return;
+  }
+  if (!queue_caps (self, &a->layout))
+    return;
+  self->pending = a->layout;
+  self->producer_instance = a->instance;
+  self->mem_type = GPUSHARE_MEM_SYSTEM;
+  self->mem_reason = "system memory: the only memory type both ends support";
+
+  msg.type = GPUSHARE_MSG_ACCEPT;
+  msg.u.accept.schema_major = GPUSHARE_VERSION_MAJOR;
+  msg.u.accept.schema_minor = GPUSHARE_VERSION_MINOR;
+  msg.u.accept.mem_type = self->mem_type;
+  msg.u.accept.pid = getpid ();
+  msg.u.accept.instance = a->instance;
+  msg.u.accept.name_len = MIN (strlen (name), GPUSHARE_MAX_NAME_LEN);
+  memcpy (msg.u.accept.name, name, msg.u.accept.name_len);
+  gpushare_conn_send (self->session->conn, &msg, NULL, 0, NULL);
+  set_state (self, STATE_ACCEPTED);
+  GST_INFO_OBJECT (self, "transport: %s (%s)",
+      gpushare_mem_type_to_string (self->mem_type), self->mem_reason);
+}
+
+static void
+post_transport (GstGpuShareSrc * self, GpuShareMemType type,
+    const gchar * reason)
+{
+  gst_element_post_message (GST_ELEMENT (self),
+      gst_message_new_element (GST_OBJECT (self),
+          gst_structure_new ("gpushare-transport",
+              "memory-type", G_TYPE_STRING,
+              gpushare_mem_type_to_string (type),
+              "reason", G_TYPE_STRING, reason, NULL)));
+}
+
+static void
+handle_slots (GstGpuShareSrc * self, const GpuShareSlots * s, gint * fds)
+{
+  GpuShareImport *import;
+  GpuShareMsg msg = { 0, };
+  GError *error = NULL;
+  const GpuShareBackend *backend;
+  guint64 last_seq;
+  gboolean have_seq;
+
+  if ((self->state != STATE_ACCEPTED && self->state != STATE_REMAP)
+      || s->epoch != self->pending.epoch
+      || s->n_slots != self->pending.n_slots
+      || s->slot_size != self->pending.slot_size
+      || s->mem_type != (guint32) self->mem_type) {
+    gpushare_close_fds (fds, s->n_slots);
+    producer_error (self, "SLOTS do not match the announced ring");
+    return;
+  }
+  backend = gpushare_backend_get (s->mem_type);
+  import = gpushare_import_new (backend, s->epoch, s->n_slots, s->slot_size,
+      fds, &error);
+  if (!import) {
+    gpushare_conn_send_error (self->session->conn, GPUSHARE_ERR_RESOURCE,
+        "the consumer could not map the slots");
+    fail (self, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_OPEN_READ,
+        "Could not map the producer's slots", error->message);
+    g_clear_error (&error);
+    return;
+  }
+  g_clear_pointer (&self->import, gpushare_import_unref);
+  self->import = import;
+
+  g_mutex_lock (&self->session->lock);
+  /* sequence continuity spans epochs */
+  last_seq = self->session->view.last_sequence;
+  have_seq = self->session->view.have_sequence;
+  gpushare_slot_view_init (&self->session->view, s->n_slots, s->epoch);
+  self->session->view.last_sequence = last_seq;
+  self->session->view.have_sequence = have_seq;
+  g_mutex_unlock (&self->session->lock);
+
+  msg.type = GPUSHARE_MSG_MAPPED;
+  msg.u.mapped.epoch = s->epoch;
+  gpushare_conn_send (self->session->conn, &msg, NULL, 0, NULL);
+  if (self->state == STATE_ACCEPTED) {
+    g_mutex_unlock (&self->lock);
+    post_transport (self, self->mem_type, self->mem_reason);
+    g_mutex_lock (&self->lock);
+  }
+  set_state (self, STATE_READY);
+}
+
+static void
+handle_caps (GstGpuShareSrc * self, const GpuShareCaps * c)
+{
+  if (self->state != STATE_READY && self->state != STATE_ACCEPTED
+      && self->state != STATE_REMAP) {
+    producer_error (self, "CAPS out of order");
+    return;
+  }
+  if (c->layout.epoch < self->pending.epoch) {
+    producer_error (self, "CAPS for an old ring");
+    return;
+  }
+  if (!queue_caps (self, &c->layout))
+    return;
+  if (c->layout.epoch != self->pending.epoch && self->state == STATE_READY)
+    set_state (self, STATE_REMAP);
+  self->pending = c->layout;
+}
+
+static void
+handle_frame (GstGpuShareSrc * self, const GpuShareFrame * f)
+{
+  GpuShareRingResult res;
+  Item *item;
+
+  if (self->state != STATE_READY) {
+    producer_error (self, "FRAME before the slots were mapped");
+    return;
+  }
+  g_mutex_lock (&self->session->lock);
+  res = gpushare_slot_view_frame (&self->session->view, f->epoch, f->slot,
+      f->generation, f->sequence);
+  g_mutex_unlock (&self->session->lock);
+  if (res != GPUSHARE_RING_OK) {
+    gchar *debug = g_strdup_printf ("FRAME rejected: %s",
+        gpushare_ring_result_to_string (res));
+
+    producer_error (self, debug);
+    g_free (debug);
+    return;
+  }
+  item = g_new0 (Item, 1);
+  item->type = ITEM_FRAME;
+  item->frame = *f;
+  item->import = gpushare_import_ref (self->import);
+  g_queue_push_tail (&self->items, item);
+  self->frames_received++;
+  g_cond_broadcast (&self->cond);
+}
+
+static void
+conn_message (GpuShareConn * conn, const GpuShareMsg * msg, gint * fds,
+    guint n_fds, gpointer user_data)
+{
+  GstGpuShareSrc *self = user_data;
+
+  if (msg->type == GPUSHARE_MSG_CAPS || msg->type == GPUSHARE_MSG_ANNOUNCE) {
+    const GpuShareCaps *c = &msg->u.caps;
+    const GpuShareAnnounce *a = &msg->u.announce;
+
+    if (msg->type == GPUSHARE_MSG_CAPS)
+      update_latency (self, c->flags, c->latency);
+    else
+      update_latency (self, a->flags, a->latency);
+  }
+
+  g_mutex_lock (&self->lock);
+  if (self->state == STATE_FAILED || !self->session
+      || self->session->conn != conn) {
+    gpushare_close_fds (fds, n_fds);
+    g_mutex_unlock (&self->lock);
+    return;
+  }
+  switch (msg->type) {
+    case GPUSHARE_MSG_ANNOUNCE:
+      handle_announce (self, &msg->u.announce);
+      break;
+    case GPUSHARE_MSG_SLOTS:
+      handle_slots (self, &msg->u.slots, fds);
+      fds = NULL;
+      break;
+    case GPUSHARE_MSG_CAPS:
+      handle_caps (self, &msg->u.caps);
+      break;
+    case GPUSHARE_MSG_FRAME:
+      handle_frame (self, &msg->u.frame);
+      break;
+    case GPUSHARE_MSG_EOS:{
+      Item *item = g_new0 (Item, 1);
+
+      item->type = ITEM_EOS;
+      g_queue_push_tail (&self->items, item);
+      set_state (self, STATE_DONE);
+      break;
+    }
+    case GPUSHARE_MSG_GOODBYE:
+      if (self->state != STATE_DONE)
+        fail (self, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_READ,
+            "The producer stopped before the end of the stream", NULL);
+      break;
+    case GPUSHARE_MSG_ERROR:{
+      const GpuShareError *e = &msg->u.error;
+      gchar *debug = g_strdup_printf ("producer error %s: %s",
+          gpushare_error_code_to_string (e->code), e->text);
+
+      if (e->code == GPUSHARE_ERR_NOT_AUTHORIZED)
+        fail (self, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_NOT_AUTHORIZED,
+            "The producer refused this consumer", debug);
+      else if (e->code == GPUSHARE_ERR_VERSION)
+        fail (self, GST_CORE_ERROR, GST_CORE_ERROR_NEGOTIATION,
+            "The producer speaks another protocol version", debug);
+      else if (e->code == GPUSHARE_ERR_TOO_MANY_CLIENTS)
+        fail (self, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_BUSY,
+            "The producer has too many consumers", debug);
+      else
+        fail (self, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_READ,
+            "The producer reported an error", debug);
+      g_free (debug);
+      break;
+    }
+    default:
+      producer_error (self, "message not allowed from a producer");
+      break;
+  }
+  if (fds)
+    gpushare_close_fds (fds, n_fds);
+  g_mutex_unlock (&self->lock);
+}
+
+static void
+conn_closed (GpuShareConn * conn, const GError * error, gpointer user_data)
+{
+  GstGpuShareSrc *self = user_data;
+
+  g_mutex_lock (&self->lock);
+  if (self->session && self->session->conn == conn
+      && self->state != STATE_DONE) {
+    if (error && error->domain == GPUSHARE_CONN_ERROR
+        && error->code == GPUSHARE_CONN_ERROR_VERSION) {
+      gpushare_conn_send_error (conn, GPUSHARE_ERR_VERSION,
+          "unsupported protocol version");
+      fail (self, GST_CORE_ERROR, GST_CORE_ERROR_NEGOTIATION,
+          "The producer speaks another protocol version", error->message);
+    } else if (error && error->domain == GPUSHARE_CONN_ERROR
+        && error->code != GPUSHARE_CONN_ERROR_HANGUP
+        && error->code != GPUSHARE_CONN_ERROR_IO) {
+      fail (self, GST_STREAM_ERROR, GST_STREAM_ERROR_DECODE,
+          "The producer sent an invalid message", error->message);
+    } else {
+      fail (self, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_READ,
+          "The producer went away", error ? error->message : NULL);
+    }
+  }
+  g_mutex_unlock (&self->lock);
+}
+
+static gboolean
+try_connect (gpointer user_data)
+{
+  GstGpuShareSrc *self = user_data;
+  GError *error = NULL;
+  gchar *path;
+  gint fd;
+
+  GST_OBJECT_LOCK (self);
+  path = g_strdup (self->socket_path);
+  GST_OBJECT_UNLOCK (self);
+
+  fd = gpushare_connect_path (path, &error);
+  g_mutex_lock (&self->lock);
+  if (self->state != STATE_CONNECTING) {
+    if (fd >= 0)
+      close (fd);
+    goto done;
+  }
+  if (fd >= 0) {
+    Session *s = g_new0 (Session, 1);
+
+    s->ref_count = 1;
+    g_mutex_init (&s->lock);
+    s->conn = gpushare_conn_new (fd, self->context, conn_message,
+        conn_closed, self);
+    self->session = s;
+    set_state (self, STATE_CONNECTED);
+    gpushare_conn_start (s->conn);
+    GST_DEBUG_OBJECT (self, "connected");
+    goto done;
+  }
+  /* nobody listens yet: retry with back-off until the deadline */
+  if (error->code == GPUSHARE_CONN_ERROR_HANGUP
+      && (self->deadline == 0 || g_get_monotonic_time () < self->deadline)) {
+    GSource *retry = g_timeout_source_new (self->retry_ms);
+
+    self->retry_ms = MIN (self->retry_ms * 2, RETRY_MAX_MS);
+    g_source_set_callback (retry, try_connect, self, NULL);
+    g_source_attach (retry, self->context);
+    g_source_unref (retry);
+    goto done;
+  }
+  fail (self, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_OPEN_READ,
+      error->code == GPUSHARE_CONN_ERROR_HANGUP ?
+      "No producer appeared before the connection timeout" :
+      "Could not connect to the producer", error->message);
+
+done:
+  g_mutex_unlock (&self->lock);
+  g_clear_error (&error);
+  g_free (path);
+  return G_SOURCE_REMOVE;
+}
+
+static gpointer
+control_thread (gpointer user_data)
+{
+  GstGpuShareSrc *self = user_data;
+
+  g_main_context_push_thread_default (self->context);
+  g_main_loop_run (self->loop);
+  g_main_context_pop_thread_default (self->context);
+  return NULL;
+}
+
+static gboolean
+gst_gpu_share_src_start (GstBaseSrc * bsrc)
+{
+  GstGpuShareSrc *self = GST_GPU_SHARE_SRC (bsrc);
+  guint timeout;
+  GSource *source;
+
+  GST_OBJECT_LOCK (self);
+  timeout = self->connection_timeout;
+  if (!self->socket_path) {
+    GST_OBJECT_UNLOCK (self);
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("No socket path set"),
+        ("set the socket-path property"));
+    return FALSE;
+  }
+  GST_OBJECT_UNLOCK (self);
+
+  g_mutex_lock (&self->lock);
+  self->deadline = timeout ? g_get_monotonic_time () + timeout * 1000ll : 0;
+  self->retry_ms = RETRY_MIN_MS;
+  self->flushing = FALSE;
+  self->frames_received = 0;
+  self->latency = GST_CLOCK_TIME_NONE;
+  self->producer_live = FALSE;
+  self->mem_type = 0;
+  self->mem_reason = NULL;
+  memset (&self->pending, 0, sizeof (self->pending));
+  set_state (self, STATE_CONNECTING);
+  g_mutex_unlock (&self->lock);
+  self->have_first_abs = FALSE;
+  gst_video_info_init (&self->vinfo);
+
+  self->context = g_main_context_new ();
+  self->loop = g_main_loop_new (self->context, FALSE);
+  source = g_idle_source_new ();
+  g_source_set_callback (source, try_connect, self, NULL);
+  g_source_attach (source, self->context);
+  g_source_unref (source);
+  self->thread = g_thread_new ("gpusharesrc", control_thread, self);
+  return TRUE;
+}
+
+static gboolean
+gst_gpu_share_src_stop (GstBaseSrc * bsrc)
+{
+  GstGpuShareSrc *self = GST_GPU_SHARE_SRC (bsrc);
+  Session *session;
+
+  if (self->thread) {
+    g_main_loop_quit (self->loop);
+    g_thread_join (self->thread);
+    self->thread = NULL;
+  }
+
+  g_mutex_lock (&self->lock);
+  session = self->session;
+  self->session = NULL;
+  g_queue_clear_full (&self->items, (GDestroyNotify) item_free);
+  g_clear_pointer (&self->import, gpushare_import_unref);
+  set_state (self, STATE_IDLE);
+  g_clear_pointer (&self->error_text, g_free);
+  g_clear_pointer (&self->error_debug, g_free);
+  g_mutex_unlock (&self->lock);
+
+  if (session) {
+    GpuShareConn *conn;
+    GpuShareMsg msg = { 0, };
+
+    g_mutex_lock (&session->lock);
+    conn = session->conn;
+    session->conn = NULL;
+    g_mutex_unlock (&session->lock);
+    if (conn) {
+      msg.type = GPUSHARE_MSG_GOODBYE;
+      msg.u.goodbye.reason = GPUSHARE_ERR_SHUTDOWN;
+      if (gpushare_conn_send (conn, &msg, NULL, 0, NULL))
+        gpushare_conn_flush (conn, GOODBYE_FLUSH_MS);
+      gpushare_conn_close (conn);
+      gpushare_conn_unref (conn);
+    }
+    session_unref (session);
+  }
+
+  g_clear_pointer (&self->loop, g_main_loop_unref);
+  g_clear_pointer (&self->context, g_main_context_unref);
+  gst_clear_caps (&self->caps);
+  return TRUE;
+}
+
+static void
+slot_ref_free (gpointer data)
+{
+  SlotRef *ref = data;
+  Session *s = ref->session;
+
+  g_mutex_lock (&s->lock);
+  if (s->conn && s->view.epoch == ref->epoch
+      && gpushare_slot_view_release (&s->view, ref->slot,
+          ref->generation) == GPUSHARE_RING_OK) {
+    GpuShareMsg msg = { 0, };
+
+    msg.type = GPUSHARE_MSG_RELEASE;
+    msg.u.release.epoch = ref->epoch;
+    msg.u.release.slot = ref->slot;
+    msg.u.release.generation = ref->generation;
+    msg.u.release.sequence = ref->sequence;
+    gpushare_conn_send (s->conn, &msg, NULL, 0, NULL);
+  }
+  g_mutex_unlock (&s->lock);
+  gpushare_import_unref (ref->import);
+  session_unref (s);
+  g_free (ref);
+}
+
+static guint64
+abs_to_running (GstGpuShareSrc * self, guint64 abs)
+{
+  GstClock *clock;
+  GstClockTime base, clock_now;
+  struct timespec ts;
+  guint64 mono_now;
+  gint64 rt;
+
+  if (!GST_CLOCK_TIME_IS_VALID (abs))
+    return GST_CLOCK_TIME_NONE;
+  clock = gst_element_get_clock (GST_ELEMENT (self));
+  if (!self->is_live || !clock) {
+    /* not live here: keep the producer's spacing, starting from 0 */
+    if (clock)
+      gst_object_unref (clock);
+    if (!self->have_first_abs) {
+      self->first_abs = abs;
+      self->have_first_abs = TRUE;
+    }
+    return abs >= self->first_abs ? abs - self->first_abs : 0;
+  }
+  base = gst_element_get_base_time (GST_ELEMENT (self));
+  clock_now = gst_clock_get_time (clock);
+  gst_object_unref (clock);
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  mono_now = GST_TIMESPEC_TO_TIME (ts);
+  /* monotonic -> this pipeline's clock -> running time */
+  rt = (gint64) abs + ((gint64) clock_now - (gint64) mono_now) -
+      (gint64) base;
+  return rt > 0 ? (guint64) rt : 0;
+}
+
+static GstBuffer *
+make_buffer (GstGpuShareSrc * self, Item * item)
+{
+  const GpuShareFrame *f = &item->frame;
+  GstVideoInfo *vi = &self->vinfo;
+  SlotRef *ref = g_new0 (SlotRef, 1);
+  GstBuffer *buf = gst_buffer_new ();
+  GstMemory *mem;
+
+  ref->session = session_ref (self->session);
+  ref->import = gpushare_import_ref (item->import);
+  ref->epoch = f->epoch;
+  ref->slot = f->slot;
+  ref->generation = f->generation;
+  ref->sequence = f->sequence;
+  /* read-only: a writer downstream gets a copy, never our slot */
+  mem = gst_memory_new_wrapped (GST_MEMORY_FLAG_READONLY,
+      (gpointer) item->import->data[f->slot], item->import->slot_size, 0,
+      self->layout.frame_size, ref, slot_ref_free);
+  gst_buffer_append_memory (buf, mem);
+  gst_buffer_add_video_meta_full (buf, GST_VIDEO_FRAME_FLAG_NONE,
+      GST_VIDEO_INFO_FORMAT (vi), GST_VIDEO_INFO_WIDTH (vi),
+      GST_VIDEO_INFO_HEIGHT (vi), GST_VIDEO_INFO_N_PLANES (vi), vi->offset,
+      vi->stride);
+
+  if (f->flags & GPUSHARE_FRAME_FLAG_ABSOLUTE_TIME) {
+    guint64 pts = abs_to_running (self, f->pts);
+
+    GST_BUFFER_PTS (buf) = pts;
+    GST_BUFFER_DTS (buf) = GST_CLOCK_TIME_IS_VALID (f->dts)
+        && GST_CLOCK_TIME_IS_VALID (pts) && f->dts <= f->pts ?
+        pts - (f->pts - f->dts) : GST_CLOCK_TIME_NONE;
+  } else {
+    GST_BUFFER_PTS (buf) = f->pts;
+    GST_BUFFER_DTS (buf) = f->dts;
+  }
+  GST_BUFFER_DURATION (buf) = f->duration;
+  GST_BUFFER_OFFSET (buf) = f->offset;
+  GST_BUFFER_OFFSET_END (buf) = f->offset_end;
+  GST_MINI_OBJECT_FLAGS (buf) |= f->buffer_flags & 0xffff &
+      ~(GST_MINI_OBJECT_FLAG_LOCKABLE | GST_MINI_OBJECT_FLAG_LOCK_READONLY |
+      GST_MINI_OBJECT_FLAG_MAY_BE_LEAKED);
+  return buf;
+}
+
+static GstFlowReturn
+gst_gpu_share_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
+{
+  GstGpuShareSrc *self = GST_GPU_SHARE_SRC (psrc);
+  gchar *why = NULL;
+  Item *item;
+
+  g_mutex_lock (&self->lock);
+  for (;;) {
+    if (self->flushing) {
+      g_mutex_unlock (&self->lock);
+      return GST_FLOW_FLUSHING;
+    }
+    item = g_queue_pop_head (&self->items);
+    if (!item) {
+      if (self->state == STATE_FAILED) {
+        GQuark domain = self->error_domain;
+        gint code = self->error_code;
+        gchar *text = g_strdup (self->error_text);
+        gchar *debug = g_strdup (self->error_debug);
+
+        g_mutex_unlock (&self->lock);
+        gst_element_message_full (GST_ELEMENT (self), GST_MESSAGE_ERROR,
+            domain, code, text, debug, __FILE__, GST_FUNCTION, __LINE__);
+        return GST_FLOW_ERROR;
+      }
+      g_cond_wait (&self->cond, &self->lock);
+      continue;
+    }
+    if (item->type == ITEM_FRAME)
+      break;
+    if (item->type == ITEM_EOS) {
+      g_mutex_unlock (&self->lock);
+      item_free (item);
+      GST_DEBUG_OBJECT (self, "end of stream from the producer");
+      return GST_FLOW_EOS;
+    }
+    /* ITEM_CAPS: negotiate at this frame boundary */
+    g_mutex_unlock (&self->lock);
+    self->layout = *item->layout;
+    /* validated when queued: this only fills vinfo */
+    gst_caps_unref (layout_to_caps (&self->layout, &self->vinfo, &why));
+    if (!self->caps || !gst_caps_is_equal (self->caps, item->caps)) {
+      GST_OBJECT_LOCK (self);
+      gst_caps_replace (&self->caps, item->caps);
+      GST_OBJECT_UNLOCK (self);
+      GST_DEBUG_OBJECT (self, "caps from the producer: %" GST_PTR_FORMAT,
+          item->caps);
+      if (!gst_base_src_set_caps (GST_BASE_SRC (self), item->caps)) {
+        item_free (item);
+        GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+            ("Downstream refused the producer's caps"), (NULL));
+        return GST_FLOW_NOT_NEGOTIATED;
+      }
+    }
+    item_free (item);
+    g_mutex_lock (&self->lock);
+  }
+  g_mutex_unlock (&self->lock);
+
+  *outbuf = make_buffer (self, item);
+  GST_LOG_OBJECT (self, "frame %" G_GUINT64_FORMAT " from slot %u",
+      item->frame.sequence, item->frame.slot);
+  item_free (item);
+  return GST_FLOW_OK;
+}
+
+static gboolean
+gst_gpu_share_src_negotiate (GstBaseSrc * bsrc)
+{
+  GstGpuShareSrc *self = GST_GPU_SHARE_SRC (bsrc);
+
+  /* caps come from the producer, in create (); nothing to pick before */
+  if (self->caps)
+    return gst_base_src_set_caps (bsrc, self->caps);
+  return TRUE;
+}
+
+static GstCaps *
+gst_gpu_share_src_get_caps (GstBaseSrc * bsrc, GstCaps * filter)
+{
+  GstGpuShareSrc *self = GST_GPU_SHARE_SRC (bsrc);
+  GstCaps *caps;
+
+  GST_OBJECT_LOCK (self);
+  caps = self->caps ? gst_caps_ref (self->caps) :
+      gst_pad_get_pad_template_caps (GST_BASE_SRC_PAD (bsrc));
+  GST_OBJECT_UNLOCK (self);
+  if (filter) {
+    GstCaps *tmp = gst_caps_intersect_full (filter, caps,
+        GST_CAPS_INTERSECT_FIRST);
+
+    gst_caps_unref (caps);
+    caps = tmp;
+  }
+  return caps;
+}
+
+static gboolean
+gst_gpu_share_src_query (GstBaseSrc * bsrc, GstQuery * query)
+{
+  GstGpuShareSrc *self = GST_GPU_SHARE_SRC (bsrc);
+
+  if (GST_QUERY_TYPE (query) == GST_QUERY_LATENCY) {
+    GstClockTime min = 0;
+    GstClockTime duration;
+
+    g_mutex_lock (&self->lock);
+    if (GST_CLOCK_TIME_IS_VALID (self->latency))
+      min = self->latency;
+    g_mutex_unlock (&self->lock);
+    /* a frame is on the wire for about one frame interval at most */
+    duration = GST_VIDEO_INFO_FPS_N (&self->vinfo) > 0 ?
+        gst_util_uint64_scale_int (GST_SECOND,
+        GST_VIDEO_INFO_FPS_D (&self->vinfo),
+        GST_VIDEO_INFO_FPS_N (&self->vinfo)) : 0;
+    gst_query_set_latency (query, gst_base_src_is_live (bsrc),
+        min + duration, GST_CLOCK_TIME_NONE);
+    return TRUE;
+  }
+  return GST_BASE_SRC_CLASS (parent_class)->query (bsrc, query);
+}
+
+static gboolean
+gst_gpu_share_src_unlock (GstBaseSrc * bsrc)
+{
+  GstGpuShareSrc *self = GST_GPU_SHARE_SRC (bsrc);
+
+  g_mutex_lock (&self->lock);
+  self->flushing = TRUE;
+  g_cond_broadcast (&self->cond);
+  g_mutex_unlock (&self->lock);
+  return TRUE;
+}
+
+static gboolean
+gst_gpu_share_src_unlock_stop (GstBaseSrc * bsrc)
+{
+  GstGpuShareSrc *self = GST_GPU_SHARE_SRC (bsrc);
+
+  g_mutex_lock (&self->lock);
+  self->flushing = FALSE;
+  g_mutex_unlock (&self->lock);
+  return TRUE;
+}
+
+static GstStructure *
+make_stats (GstGpuShareSrc * self)
+{
+  GstStructure *s;
+
+  g_mutex_lock (&self->lock);
+  s = gst_structure_new ("application/x-gpushare-src-stats",
+      "state", G_TYPE_STRING, state_to_string (self->state),
+      "memory-type", G_TYPE_STRING, self->mem_type ?
+      gpushare_mem_type_to_string (self->mem_type) : "none",
+      "memory-reason", G_TYPE_STRING, self->mem_reason ? self->mem_reason :
+      "not connected",
+      "epoch", G_TYPE_UINT64, self->import ? self->import->epoch : 0,
+      "frames-received", G_TYPE_UINT64, self->frames_received,
+      "producer-live", G_TYPE_BOOLEAN, self->producer_live, NULL);
+  g_mutex_unlock (&self->lock);
+  return s;
+}
+
+static void
+gst_gpu_share_src_set_property (GObject * object, guint prop_id,
+    const GValue * value, GParamSpec * pspec)
+{
+  GstGpuShareSrc *self = GST_GPU_SHARE_SRC (object);
+
+  GST_OBJECT_LOCK (self);
+  switch (prop_id) {
+    case PROP_SOCKET_PATH:
+      g_free (self->socket_path);
+      self->socket_path = g_value_dup_string (value);
+      break;
+    case PROP_CONNECTION_TIMEOUT:
+      self->connection_timeout = g_value_get_uint (value);
+      break;
+    case PROP_IS_LIVE:
+      self->is_live = g_value_get_boolean (value);
+      GST_OBJECT_UNLOCK (self);
+      gst_base_src_set_live (GST_BASE_SRC (self), self->is_live);
+      return;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (self);
+}
+
+static void
+gst_gpu_share_src_get_property (GObject * object, guint prop_id,
+    GValue * value, GParamSpec * pspec)
+{
+  GstGpuShareSrc *self = GST_GPU_SHARE_SRC (object);
+
+  if (prop_id == PROP_STATS) {
+    g_value_take_boxed (value, make_stats (self));
+    return;
+  }
+  GST_OBJECT_LOCK (self);
+  switch (prop_id) {
+    case PROP_SOCKET_PATH:
+      g_value_set_string (value, self->socket_path);
+      break;
+    case PROP_CONNECTION_TIMEOUT:
+      g_value_set_uint (value, self->connection_timeout);
+      break;
+    case PROP_IS_LIVE:
+      g_value_set_boolean (value, self->is_live);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (self);
+}
+
+static void
+gst_gpu_share_src_finalize (GObject * object)
+{
+  GstGpuShareSrc *self = GST_GPU_SHARE_SRC (object);
+
+  g_free (self->socket_path);
+  g_mutex_clear (&self->lock);
+  g_cond_clear (&self->cond);
+  G_OBJECT_CLASS (parent_class)->finalize (object);
+}
+
+static void
+gst_gpu_share_src_class_init (GstGpuShareSrcClass * klass)
+{
+  GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
+  GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
+  GstBaseSrcClass *bsrc_class = GST_BASE_SRC_CLASS (klass);
+  GstPushSrcClass *psrc_class = GST_PUSH_SRC_CLASS (klass);
+  const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+      GST_PARAM_MUTABLE_READY | GST_PARAM_DOC_SHOW_DEFAULT;
+
+  gobject_class->set_property = gst_gpu_share_src_set_property;
+  gobject_class->get_property = gst_gpu_share_src_get_property;
+  gobject_class->finalize = gst_gpu_share_src_finalize;
+
+  properties[PROP_SOCKET_PATH] = g_param_spec_string ("socket-path",
+      "Socket path", "Path of the producer's Unix socket", DEFAULT_SOCKET_PATH,
+      rw);
+  properties[PROP_CONNECTION_TIMEOUT] =
+      g_param_spec_uint ("connection-timeout", "Connection timeout",
+      "Milliseconds to wait for a producer to appear (0 = forever)", 0,
+      G_MAXUINT, DEFAULT_CONNECTION_TIMEOUT, rw);
+  properties[PROP_IS_LIVE] = g_param_spec_boolean ("is-live", "Is live",
+      "Act as a live source: map a live producer's timestamps into this "
+      "pipeline's running time and report its latency", DEFAULT_IS_LIVE, rw);
+  properties[PROP_STATS] = g_param_spec_boxed ("stats", "Statistics",
+      "Memory type in use and why, frames received",
+      GST_TYPE_STRUCTURE, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
+  g_object_class_install_properties (gobject_class, N_PROPERTIES, properties);
+
+  gst_element_class_add_static_pad_template (element_class, &src_template);
+  gst_element_class_set_static_metadata (element_class, "GPU share source",
+      "Source/Video", "Receives video frames a gpusharesink shares, in place",
+      "gpushare developers");
+
+  bsrc_class->start = GST_DEBUG_FUNCPTR (gst_gpu_share_src_start);
+  bsrc_class->stop = GST_DEBUG_FUNCPTR (gst_gpu_share_src_stop);
+  bsrc_class->negotiate = GST_DEBUG_FUNCPTR (gst_gpu_share_src_negotiate);
+  bsrc_class->get_caps = GST_DEBUG_FUNCPTR (gst_gpu_share_src_get_caps);
+  bsrc_class->query = GST_DEBUG_FUNCPTR (gst_gpu_share_src_query);
+  bsrc_class->unlock = GST_DEBUG_FUNCPTR (gst_gpu_share_src_unlock);
+  bsrc_class->unlock_stop = GST_DEBUG_FUNCPTR (gst_gpu_share_src_unlock_stop);
+  psrc_class->create = GST_DEBUG_FUNCPTR (gst_gpu_share_src_create);
+
+  GST_DEBUG_CATEGORY_INIT (gst_gpu_share_src_debug, "gpusharesrc", 0,
+      "gpushare consumer");
+}
+
+static void
+gst_gpu_share_src_init (GstGpuShareSrc * self)
+{
+  self->socket_path = g_strdup (DEFAULT_SOCKET_PATH);
+  self->connection_timeout = DEFAULT_CONNECTION_TIMEOUT;
+  self->is_live = DEFAULT_IS_LIVE;
+  g_mutex_init (&self->lock);
+  g_cond_init (&self->cond);
+  g_queue_init (&self->items);
+  gst_base_src_set_format (GST_BASE_SRC (self), GST_FORMAT_TIME);
+  gst_base_src_set_live (GST_BASE_SRC (self), DEFAULT_IS_LIVE);
+}
