@@ -160,10 +160,12 @@ struct _GstGpuShareSink
   guint64 latency;
   guint64 frames_rendered;
   guint64 frames_dropped;
-  GstBufferPool *pool;
+  guint64 frames_in_place;      /* upstream wrote into a slot: no copy */
+  guint64 frames_copied;
 };
 
 static GQuark slot_tag_quark;
+static GEnumClass *remove_reason_class;
 
 #define gst_gpu_share_sink_parent_class parent_class
 G_DEFINE_TYPE (GstGpuShareSink, gst_gpu_share_sink, GST_TYPE_BASE_SINK);
@@ -385,8 +387,7 @@ static void
 drop_client (GstGpuShareSink * self, Client * client,
     GstGpuShareClientRemoveReason reason, const gchar * detail)
 {
-  GEnumValue *ev = g_enum_get_value (g_type_class_peek
-      (GST_TYPE_GPU_SHARE_CLIENT_REMOVE_REASON), reason);
+  GEnumValue *ev = g_enum_get_value (remove_reason_class, reason);
   guint id = client->id;
   guint released;
 
@@ -735,6 +736,8 @@ gst_gpu_share_sink_start (GstBaseSink * bsink)
   self->latency = GST_CLOCK_TIME_NONE;
   self->frames_rendered = 0;
   self->frames_dropped = 0;
+  self->frames_in_place = 0;
+  self->frames_copied = 0;
   g_mutex_unlock (&self->lock);
 
   self->context = g_main_context_new ();
@@ -800,7 +803,6 @@ gst_gpu_share_sink_stop (GstBaseSink * bsink)
   g_clear_pointer (&self->alloc, gpushare_allocation_unref);
   self->have_layout = FALSE;
   g_mutex_unlock (&self->lock);
-  gst_clear_object (&self->pool);
   return TRUE;
 }
 
@@ -1027,7 +1029,9 @@ gst_gpu_share_sink_render (GstBaseSink * bsink, GstBuffer * buf)
       goto flushing;
   }
 
-  if (!is_current_slot (self, buf, &slot)) {
+  if (is_current_slot (self, buf, &slot)) {
+    self->frames_in_place++;
+  } else {
     for (;;) {
       if (gpushare_ring_acquire (&self->ring, &slot) == GPUSHARE_RING_OK)
         break;
@@ -1052,6 +1056,7 @@ gst_gpu_share_sink_render (GstBaseSink * bsink, GstBuffer * buf)
       return GST_FLOW_ERROR;
     }
     g_mutex_lock (&self->lock);
+    self->frames_copied++;
   }
 
   self->sequence++;
@@ -1408,6 +1413,8 @@ make_stats (GstGpuShareSink * self)
       "epoch", G_TYPE_UINT64, self->epoch,
       "frames-rendered", G_TYPE_UINT64, self->frames_rendered,
       "frames-dropped", G_TYPE_UINT64, self->frames_dropped,
+      "frames-in-place", G_TYPE_UINT64, self->frames_in_place,
+      "frames-copied", G_TYPE_UINT64, self->frames_copied,
       "free-slots", G_TYPE_UINT, self->alloc ?
       gpushare_ring_n_free (&self->ring) : 0, NULL);
   for (i = 0; i < MAX_CLIENTS; i++) {
@@ -1611,6 +1618,9 @@ gst_gpu_share_sink_class_init (GstGpuShareSinkClass * klass)
       GST_DEBUG_FUNCPTR (gst_gpu_share_sink_propose_allocation);
 
   slot_tag_quark = g_quark_from_static_string ("gpushare-slot-tag");
+  /* kept for the process lifetime, like every registered enum */
+  remove_reason_class =
+      g_type_class_ref (GST_TYPE_GPU_SHARE_CLIENT_REMOVE_REASON);
   GST_DEBUG_CATEGORY_INIT (gst_gpu_share_sink_debug, "gpusharesink", 0,
       "gpushare producer");
   gst_type_mark_as_plugin_api (GST_TYPE_GPU_SHARE_CLIENT_REMOVE_REASON, 0);

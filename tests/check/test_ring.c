@@ -1250,6 +1250,10 @@ ring_model_compare (const RingModel * m, const GpuShareRing * ring,
     if (s->state == GPUSHARE_SLOT_READY || s->state == GPUSHARE_SLOT_HELD)
       fail_unless (s->sequence == ms->sequence, "step %u, slot %u: sequence",
           step, i);
+    /* the invariant the ring's own checks lean on */
+    fail_unless ((s->holders != 0) == (s->state == GPUSHARE_SLOT_HELD),
+        "step %u, slot %u: holders without HELD or HELD without holders",
+        step, i);
   }
 }
 

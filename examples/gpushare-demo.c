@@ -1,0 +1,586 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * gpushare-demo: a producer and a consumer in two processes.
+ *
+ *   gpushare-demo                     run both, print what happened
+ *   gpushare-demo producer [options]  one side only (used by the tests)
+ *   gpushare-demo consumer [options]
+ *
+ * Both sides print one line per frame with its offset, timestamps, flags
+ * and a checksum of the visible pixels (computed on the producer in a probe
+ * in front of gpusharesink, on the consumer on what gpusharesrc pushed),
+ * so that any two runs can be compared line by line.  Without arguments
+ * the program runs itself twice, as producer and consumer, and compares.
+ */
+
+#include <gio/gio.h>
+#include <glib/gstdio.h>
+#include <gst/gst.h>
+#include <gst/app/app.h>
+#include <gst/video/video.h>
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct
+{
+  gchar *socket;
+  gint frames;
+  gint width, height;
+  gchar *format;
+  gint width2, height2;
+  gint caps_change_at;
+  gchar *source;
+  gchar *policy;
+  gint ring_size;
+  gboolean live;
+  gboolean wait;
+  gint die_after;
+  gint hold_ms;
+  gint hold_frames;
+  gint timeout_ms;
+  gint pause_ms;
+  gchar *out;
+} Options;
+
+static Options opt = {
+  .frames = 100,
+  .width = 1920,
+  .height = 1080,
+  .caps_change_at = -1,
+  .ring_size = 8,
+  .die_after = -1,
+  .timeout_ms = 10000,
+};
+
+static FILE *out;
+static gint n_frames;
+
+/* 64-bit FNV-1a over the visible bytes of every plane, row by row: equal
+ * pictures give equal sums whatever the strides */
+static guint64
+frame_checksum (GstBuffer * buf, GstVideoInfo * info)
+{
+  GstVideoFrame frame;
+  guint64 h = G_GUINT64_CONSTANT (14695981039346656037);
+  guint p;
+
+  if (!gst_video_frame_map (&frame, info, buf, GST_MAP_READ))
+    return 0;
+  for (p = 0; p < GST_VIDEO_FRAME_N_PLANES (&frame); p++) {
+    const guint8 *data = GST_VIDEO_FRAME_PLANE_DATA (&frame, p);
+    gint stride = GST_VIDEO_FRAME_PLANE_STRIDE (&frame, p);
+    gint comp[GST_VIDEO_MAX_COMPONENTS];
+    guint rows, row_bytes, y, x;
+
+    gst_video_format_info_component (info->finfo, p, comp);
+    rows = GST_VIDEO_FRAME_COMP_HEIGHT (&frame, comp[0]);
+    row_bytes = GST_VIDEO_FRAME_COMP_WIDTH (&frame, comp[0]) *
+        GST_VIDEO_FRAME_COMP_PSTRIDE (&frame, comp[0]);
+    for (y = 0; y < rows; y++) {
+      const guint8 *row = data + (gsize) y * stride;
+
+      for (x = 0; x + 8 <= row_bytes; x += 8) {
+        guint64 w;
+
+        memcpy (&w, row + x, 8);
+        h = (h ^ w) * G_GUINT64_CONSTANT (1099511628211);
+      }
+      for (; x < row_bytes; x++)
+        h = (h ^ row[x]) * G_GUINT64_CONSTANT (1099511628211);
+    }
+  }
+  gst_video_frame_unmap (&frame);
+  return h;
+}
+
+static void
+print_frame (const gchar * tag, GstBuffer * buf, GstCaps * caps)
+{
+  GstVideoInfo info;
+  GstClockTime pts = GST_BUFFER_PTS (buf), dts = GST_BUFFER_DTS (buf);
+
+  if (!caps || !gst_video_info_from_caps (&info, caps))
+    return;
+  fprintf (out, "%s offset=%" G_GUINT64_FORMAT " offset_end=%" G_GUINT64_FORMAT
+      " pts=%" G_GINT64_FORMAT " dts=%" G_GINT64_FORMAT " duration=%"
+      G_GINT64_FORMAT " flags=0x%x size=%dx%d sum=%016" G_GINT64_MODIFIER "x\n",
+      tag, GST_BUFFER_OFFSET (buf), GST_BUFFER_OFFSET_END (buf),
+      GST_CLOCK_TIME_IS_VALID (pts) ? (gint64) pts : -1,
+      GST_CLOCK_TIME_IS_VALID (dts) ? (gint64) dts : -1,
+      GST_BUFFER_DURATION_IS_VALID (buf) ? (gint64) GST_BUFFER_DURATION (buf) :
+      -1, GST_BUFFER_FLAGS (buf) & (GST_BUFFER_FLAG_DISCONT |
+          GST_BUFFER_FLAG_DELTA_UNIT | GST_BUFFER_FLAG_HEADER),
+      GST_VIDEO_INFO_WIDTH (&info), GST_VIDEO_INFO_HEIGHT (&info),
+      frame_checksum (buf, &info));
+  fflush (out);
+}
+
+/* ------------------------------------------------------------------------ */
+/* producer */
+
+static GstPadProbeReturn
+producer_probe (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
+{
+  GstBuffer *buf = GST_PAD_PROBE_INFO_BUFFER (info);
+  GstCaps *caps = gst_pad_get_current_caps (pad);
+
+  print_frame ("sent", buf, caps);
+  gst_clear_caps (&caps);
+  n_frames++;
+  if (opt.die_after >= 0 && n_frames > opt.die_after) {
+    fprintf (out, "dying\n");
+    fflush (out);
+    raise (SIGKILL);
+  }
+  return GST_PAD_PROBE_OK;
+}
+
+static GstCaps *
+make_caps (gint w, gint h)
+{
+  return gst_caps_new_simple ("video/x-raw",
+      "format", G_TYPE_STRING, opt.format ? opt.format : "NV12",
+      "width", G_TYPE_INT, w, "height", G_TYPE_INT, h,
+      "framerate", GST_TYPE_FRACTION, 30, 1, NULL);
+}
+
+/* deterministic content that differs per frame and per pixel */
+static GstBuffer *
+make_frame (GstVideoInfo * info, gint i)
+{
+  GstBuffer *buf = gst_buffer_new_allocate (NULL, info->size, NULL);
+  GstMapInfo map;
+  gsize k;
+
+  gst_buffer_map (buf, &map, GST_MAP_WRITE);
+  for (k = 0; k < map.size; k++)
+    map.data[k] = (guint8) ((k * 7 + (k >> 11) * 3 + i * 13) & 0xff);
+  gst_buffer_unmap (buf, &map);
+  return buf;
+}
+
+static gpointer
+feed_appsrc (gpointer data)
+{
+  GstAppSrc *src = data;
+  GstClockTime dur = GST_SECOND / 30;
+  GstVideoInfo info;
+  GstCaps *caps = make_caps (opt.width, opt.height);
+  gint i;
+
+  gst_video_info_from_caps (&info, caps);
+  gst_app_src_set_caps (src, caps);
+  gst_caps_unref (caps);
+  for (i = 0; i < opt.frames; i++) {
+    GstBuffer *buf;
+
+    if (i == opt.caps_change_at) {
+      caps = make_caps (opt.width2, opt.height2);
+      gst_video_info_from_caps (&info, caps);
+      gst_app_src_set_caps (src, caps);
+      gst_caps_unref (caps);
+    }
+    buf = make_frame (&info, i);
+    GST_BUFFER_PTS (buf) = i * dur + 5 * GST_MSECOND;
+    /* distinct DTS, like a stream with B-frames */
+    GST_BUFFER_DTS (buf) = i * dur;
+    GST_BUFFER_DURATION (buf) = dur;
+    GST_BUFFER_OFFSET (buf) = i;
+    GST_BUFFER_OFFSET_END (buf) = i + 1;
+    if (i == 0)
+      GST_BUFFER_FLAG_SET (buf, GST_BUFFER_FLAG_DISCONT);
+    if (i % 10 != 0)
+      GST_BUFFER_FLAG_SET (buf, GST_BUFFER_FLAG_DELTA_UNIT);
+    if (gst_app_src_push_buffer (src, buf) != GST_FLOW_OK)
+      break;
+    if (opt.pause_ms)
+      g_usleep (opt.pause_ms * 1000);
+  }
+  gst_app_src_end_of_stream (src);
+  return NULL;
+}
+
+static gboolean
+bus_done (GstElement * pipeline, const gchar * role, gint timeout_ms,
+    gint * rc)
+{
+  GstBus *bus = gst_element_get_bus (pipeline);
+  gboolean done = FALSE;
+
+  while (!done) {
+    GstMessage *msg = gst_bus_timed_pop (bus, timeout_ms > 0 ?
+        (GstClockTime) timeout_ms * GST_MSECOND : GST_CLOCK_TIME_NONE);
+
+    if (!msg) {
+      fprintf (out, "error timeout\n");
+      *rc = 3;
+      break;
+    }
+    switch (GST_MESSAGE_TYPE (msg)) {
+      case GST_MESSAGE_EOS:
+        fprintf (out, "eos\n");
+        done = TRUE;
+        break;
+      case GST_MESSAGE_ERROR:{
+        GError *err = NULL;
+        gchar *dbg = NULL;
+
+        gst_message_parse_error (msg, &err, &dbg);
+        fprintf (out, "error domain=%s code=%d message=%s\n",
+            g_quark_to_string (err->domain), err->code, err->message);
+        g_error_free (err);
+        g_free (dbg);
+        *rc = 2;
+        done = TRUE;
+        break;
+      }
+      case GST_MESSAGE_ELEMENT:{
+        const GstStructure *s = gst_message_get_structure (msg);
+
+        if (gst_structure_has_name (s, "gpushare-transport"))
+          fprintf (out, "transport memory-type=%s reason=%s\n",
+              gst_structure_get_string (s, "memory-type"),
+              gst_structure_get_string (s, "reason"));
+        break;
+      }
+      default:
+        break;
+    }
+    fflush (out);
+    gst_message_unref (msg);
+  }
+  gst_object_unref (bus);
+  return *rc == 0;
+}
+
+static gint
+run_producer (void)
+{
+  GstElement *pipeline, *sink;
+  GstPad *pad;
+  GThread *feeder = NULL;
+  GstStructure *stats;
+  gchar *desc, *str;
+  gint rc = 0;
+
+  if (opt.source && g_str_equal (opt.source, "videotestsrc"))
+    desc = g_strdup_printf ("videotestsrc num-buffers=%d pattern=ball "
+        "is-live=%d ! video/x-raw,format=%s,width=%d,height=%d,"
+        "framerate=30/1 ! gpusharesink name=sink", opt.frames, opt.live,
+        opt.format ? opt.format : "NV12", opt.width, opt.height);
+  else
+    desc = g_strdup_printf ("appsrc name=src format=time is-live=%d "
+        "max-bytes=0 max-buffers=4 block=true ! gpusharesink name=sink",
+        opt.live);
+  pipeline = gst_parse_launch (desc, NULL);
+  g_free (desc);
+  sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
+  g_object_set (sink, "socket-path", opt.socket, "ring-size", opt.ring_size,
+      "wait-for-connection", opt.wait, NULL);
+  if (opt.policy)
+    gst_util_set_object_arg (G_OBJECT (sink), "policy", opt.policy);
+  pad = gst_element_get_static_pad (sink, "sink");
+  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, producer_probe, NULL,
+      NULL);
+  gst_object_unref (pad);
+
+  if (gst_element_set_state (pipeline, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE) {
+    bus_done (pipeline, "producer", 1000, &rc);
+    rc = rc ? rc : 2;
+  } else {
+    GstElement *src = gst_bin_get_by_name (GST_BIN (pipeline), "src");
+
+    if (src) {
+      feeder = g_thread_new ("feeder", feed_appsrc, src);
+      gst_object_unref (src);
+    }
+    bus_done (pipeline, "producer", 0, &rc);
+  }
+
+  g_object_get (sink, "stats", &stats, NULL);
+  str = gst_structure_to_string (stats);
+  fprintf (out, "stats %s\n", str);
+  g_free (str);
+  gst_structure_free (stats);
+  gst_element_set_state (pipeline, GST_STATE_NULL);
+  if (feeder)
+    g_thread_join (feeder);
+  gst_object_unref (sink);
+  gst_object_unref (pipeline);
+  return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* consumer */
+
+static GstPadProbeReturn
+consumer_caps_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  GstEvent *ev = GST_PAD_PROBE_INFO_EVENT (info);
+
+  if (GST_EVENT_TYPE (ev) == GST_EVENT_CAPS) {
+    GstCaps *caps;
+    gchar *str;
+
+    gst_event_parse_caps (ev, &caps);
+    str = gst_caps_to_string (caps);
+    fprintf (out, "caps frames=%d %s\n", n_frames, str);
+    fflush (out);
+    g_free (str);
+  }
+  return GST_PAD_PROBE_OK;
+}
+
+static gint
+run_consumer (void)
+{
+  GstElement *pipeline, *src, *sink;
+  GstPad *pad;
+  GQueue held = G_QUEUE_INIT;
+  GstClockTime max_late = 0;
+  gint rc = 0;
+
+  pipeline = gst_parse_launch ("gpusharesrc name=src ! appsink name=sink "
+      "sync=false max-buffers=2", NULL);
+  src = gst_bin_get_by_name (GST_BIN (pipeline), "src");
+  sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
+  g_object_set (src, "socket-path", opt.socket, "connection-timeout",
+      opt.timeout_ms, "is-live", opt.live, NULL);
+  pad = gst_element_get_static_pad (sink, "sink");
+  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM,
+      consumer_caps_probe, NULL, NULL);
+  gst_object_unref (pad);
+  gst_element_set_state (pipeline, GST_STATE_PLAYING);
+
+  for (;;) {
+    GstSample *sample = gst_app_sink_try_pull_sample (GST_APP_SINK (sink),
+        opt.timeout_ms > 0 ? (GstClockTime) opt.timeout_ms * GST_MSECOND :
+        GST_CLOCK_TIME_NONE);
+    GstBuffer *buf;
+
+    if (!sample)
+      break;
+    buf = gst_sample_get_buffer (sample);
+    if (opt.live) {
+      GstClock *clock = gst_element_get_clock (pipeline);
+
+      if (clock) {
+        GstClockTime now = gst_clock_get_time (clock) -
+            gst_element_get_base_time (pipeline);
+
+        if (GST_BUFFER_PTS_IS_VALID (buf) && now > GST_BUFFER_PTS (buf))
+          max_late = MAX (max_late, now - GST_BUFFER_PTS (buf));
+        gst_object_unref (clock);
+      }
+    }
+    print_frame ("recv", buf, gst_sample_get_caps (sample));
+    n_frames++;
+    if (opt.hold_frames > 0) {
+      g_queue_push_tail (&held, gst_sample_ref (sample));
+      if (g_queue_get_length (&held) > (guint) opt.hold_frames)
+        gst_sample_unref (g_queue_pop_head (&held));
+    }
+    gst_sample_unref (sample);
+    if (opt.die_after >= 0 && n_frames >= opt.die_after) {
+      fprintf (out, "dying\n");
+      fflush (out);
+      raise (SIGKILL);
+    }
+    if (opt.hold_ms)
+      g_usleep (opt.hold_ms * 1000);
+  }
+  g_queue_clear_full (&held, (GDestroyNotify) gst_sample_unref);
+  if (opt.live)
+    fprintf (out, "live max-late-ns=%" G_GUINT64_FORMAT "\n", max_late);
+  bus_done (pipeline, "consumer", 2000, &rc);
+  {
+    GstStructure *stats;
+    gchar *str;
+
+    g_object_get (src, "stats", &stats, NULL);
+    str = gst_structure_to_string (stats);
+    fprintf (out, "stats %s\n", str);
+    g_free (str);
+    gst_structure_free (stats);
+  }
+  gst_element_set_state (pipeline, GST_STATE_NULL);
+  gst_object_unref (src);
+  gst_object_unref (sink);
+  gst_object_unref (pipeline);
+  return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* both, in two processes */
+
+static gchar **
+read_lines (const gchar * path, const gchar * prefix, guint * n)
+{
+  gchar *text = NULL;
+  gchar **lines, **l;
+  GPtrArray *keep = g_ptr_array_new ();
+
+  g_file_get_contents (path, &text, NULL, NULL);
+  lines = g_strsplit (text ? text : "", "\n", -1);
+  for (l = lines; *l; l++)
+    if (g_str_has_prefix (*l, prefix))
+      g_ptr_array_add (keep, g_strdup (*l + strlen (prefix)));
+  g_ptr_array_add (keep, NULL);
+  g_strfreev (lines);
+  g_free (text);
+  *n = keep->len - 1;
+  return (gchar **) g_ptr_array_free (keep, FALSE);
+}
+
+static gint
+run_both (const gchar * self_path)
+{
+  gchar *dir = g_dir_make_tmp ("gpushare-demo-XXXXXX", NULL);
+  gchar *sock = g_build_filename (dir, "demo.sock", NULL);
+  gchar *plog = g_build_filename (dir, "producer.log", NULL);
+  gchar *clog = g_build_filename (dir, "consumer.log", NULL);
+  gchar *frames = g_strdup_printf ("%d", opt.frames);
+  gchar *w = g_strdup_printf ("%d", opt.width);
+  gchar *h = g_strdup_printf ("%d", opt.height);
+  const gchar *pargv[] = { self_path, "producer", "--socket", sock,
+    "--frames", frames, "--width", w, "--height", h, "--wait",
+    "--source", "videotestsrc", "--out", plog, NULL
+  };
+  const gchar *cargv[] = { self_path, "consumer", "--socket", sock,
+    "--out", clog, NULL
+  };
+  GSubprocess *producer, *consumer;
+  gchar **sent, **recv, *transport = NULL;
+  guint n_sent, n_recv, n_transport, i, matched = 0;
+  gint64 t0 = g_get_monotonic_time ();
+  gboolean ok;
+
+  g_print ("gpushare demo: %d frames of %dx%d NV12, producer and consumer in "
+      "two processes\n", opt.frames, opt.width, opt.height);
+  consumer = g_subprocess_newv (cargv, G_SUBPROCESS_FLAGS_NONE, NULL);
+  producer = g_subprocess_newv (pargv, G_SUBPROCESS_FLAGS_NONE, NULL);
+  g_subprocess_wait (producer, NULL, NULL);
+  g_subprocess_wait (consumer, NULL, NULL);
+
+  sent = read_lines (plog, "sent ", &n_sent);
+  recv = read_lines (clog, "recv ", &n_recv);
+  {
+    gchar **t = read_lines (clog, "transport ", &n_transport);
+
+    transport = g_strdup (n_transport ? t[0] : "none reported");
+    g_strfreev (t);
+  }
+  for (i = 0; i < MIN (n_sent, n_recv); i++)
+    if (g_str_equal (sent[i], recv[i]))
+      matched++;
+  ok = g_subprocess_get_exit_status (producer) == 0
+      && g_subprocess_get_exit_status (consumer) == 0
+      && n_sent == (guint) opt.frames && n_recv == n_sent && matched == n_sent;
+
+  g_print ("transport:       %s\n", transport);
+  g_print ("frames sent:     %u\n", n_sent);
+  g_print ("frames received: %u\n", n_recv);
+  g_print ("frames matched:  %u (checksum of every plane, timestamps, "
+      "offsets, flags)\n", matched);
+  g_print ("wall time:       %.2f s\n",
+      (g_get_monotonic_time () - t0) / 1e6);
+  g_print ("result:          %s\n", ok ? "every frame matched" : "MISMATCH");
+
+  g_strfreev (sent);
+  g_strfreev (recv);
+  g_free (transport);
+  g_object_unref (producer);
+  g_object_unref (consumer);
+  g_unlink (plog);
+  g_unlink (clog);
+  g_rmdir (dir);
+  g_free (plog);
+  g_free (clog);
+  g_free (sock);
+  g_free (dir);
+  g_free (frames);
+  g_free (w);
+  g_free (h);
+  return ok ? 0 : 1;
+}
+
+int
+main (int argc, char **argv)
+{
+  const gchar *role = argc > 1 && argv[1][0] != '-' ? argv[1] : "both";
+  GOptionEntry entries[] = {
+    {"socket", 0, 0, G_OPTION_ARG_FILENAME, &opt.socket, "Socket path", NULL},
+    {"frames", 0, 0, G_OPTION_ARG_INT, &opt.frames, "Frames to send", NULL},
+    {"width", 0, 0, G_OPTION_ARG_INT, &opt.width, "Width", NULL},
+    {"height", 0, 0, G_OPTION_ARG_INT, &opt.height, "Height", NULL},
+    {"format", 0, 0, G_OPTION_ARG_STRING, &opt.format, "Video format", NULL},
+    {"caps-change-at", 0, 0, G_OPTION_ARG_INT, &opt.caps_change_at,
+        "Frame at which the caps change", NULL},
+    {"width2", 0, 0, G_OPTION_ARG_INT, &opt.width2, "Width after", NULL},
+    {"height2", 0, 0, G_OPTION_ARG_INT, &opt.height2, "Height after", NULL},
+    {"source", 0, 0, G_OPTION_ARG_STRING, &opt.source,
+        "appsrc (default) or videotestsrc", NULL},
+    {"policy", 0, 0, G_OPTION_ARG_STRING, &opt.policy, "Sink policy", NULL},
+    {"ring-size", 0, 0, G_OPTION_ARG_INT, &opt.ring_size, "Ring size", NULL},
+    {"live", 0, 0, G_OPTION_ARG_NONE, &opt.live, "Live", NULL},
+    {"wait", 0, 0, G_OPTION_ARG_NONE, &opt.wait, "wait-for-connection",
+        NULL},
+    {"die-after", 0, 0, G_OPTION_ARG_INT, &opt.die_after,
+        "SIGKILL itself after this many frames", NULL},
+    {"hold-ms", 0, 0, G_OPTION_ARG_INT, &opt.hold_ms,
+        "Consumer: sleep per frame", NULL},
+    {"hold-frames", 0, 0, G_OPTION_ARG_INT, &opt.hold_frames,
+        "Consumer: keep this many frames referenced", NULL},
+    {"pause-ms", 0, 0, G_OPTION_ARG_INT, &opt.pause_ms,
+        "Producer: sleep between frames", NULL},
+    {"timeout", 0, 0, G_OPTION_ARG_INT, &opt.timeout_ms,
+        "Consumer: connection and frame timeout in ms", NULL},
+    {"out", 0, 0, G_OPTION_ARG_FILENAME, &opt.out,
+        "Write the report here instead of stdout", NULL},
+    {NULL}
+  };
+  GOptionContext *ctx = g_option_context_new ("[producer|consumer]");
+  GError *error = NULL;
+  gint rc;
+
+  g_option_context_add_main_entries (ctx, entries, NULL);
+  g_option_context_add_group (ctx, gst_init_get_option_group ());
+  if (!g_option_context_parse (ctx, &argc, &argv, &error)) {
+    g_printerr ("%s\n", error->message);
+    return 64;
+  }
+  g_option_context_free (ctx);
+  out = opt.out ? fopen (opt.out, "w") : stdout;
+  if (!out)
+    return 64;
+#ifdef GPUSHARE_BUILD_PLUGIN_DIR
+  /* run from the build tree without installing: find the fresh plugin */
+  if (!gst_registry_check_feature_version (gst_registry_get (),
+          "gpusharesink", 1, 0, 0))
+    gst_registry_scan_path (gst_registry_get (), GPUSHARE_BUILD_PLUGIN_DIR);
+#endif
+
+  if (g_str_equal (role, "producer") && opt.socket)
+    rc = run_producer ();
+  else if (g_str_equal (role, "consumer") && opt.socket)
+    rc = run_consumer ();
+  else if (g_str_equal (role, "both")) {
+    gchar *exe = g_file_read_link ("/proc/self/exe", NULL);
+
+    rc = run_both (exe ? exe : argv[0]);
+    g_free (exe);
+  }
+  else {
+    g_printerr ("usage: %s [producer|consumer] --socket PATH ...\n", argv[0]);
+    rc = 64;
+  }
+  if (out != stdout)
+    fclose (out);
+  gst_deinit ();
+  return rc;
+}
