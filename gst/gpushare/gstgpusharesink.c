@@ -157,6 +157,7 @@ struct _GstGpuShareSink
   GpuShareLayout layout;
   gboolean live_known;
   gboolean live;
+  gboolean eos;
   guint64 latency;
   guint64 frames_rendered;
   guint64 frames_dropped;
@@ -479,6 +480,9 @@ handle_mapped (GstGpuShareSink * self, Client * client,
   connected = !client->connected_emitted;
   client->connected_emitted = TRUE;
   client_set_state (client, CLIENT_READY);
+  /* a consumer that joins after the end still learns it ended */
+  if (self->eos)
+    send_simple (client, GPUSHARE_MSG_EOS, self->sequence);
   g_cond_broadcast (&self->cond);
   if (connected) {
     guint id = client->id;
@@ -733,6 +737,7 @@ gst_gpu_share_sink_start (GstBaseSink * bsink)
   self->have_layout = FALSE;
   self->live_known = FALSE;
   self->live = FALSE;
+  self->eos = FALSE;
   self->latency = GST_CLOCK_TIME_NONE;
   self->frames_rendered = 0;
   self->frames_dropped = 0;
@@ -1128,7 +1133,15 @@ gst_gpu_share_sink_render (GstBaseSink * bsink, GstBuffer * buf)
 
 flushing:
   g_mutex_unlock (&self->lock);
-  return GST_FLOW_FLUSHING;
+  {
+    /* unlock () woke us: a flush, or a state change to PAUSED.  The base
+     * class contract is to wait for preroll and then try again. */
+    GstFlowReturn ret = gst_base_sink_wait_preroll (bsink);
+
+    if (ret != GST_FLOW_OK)
+      return ret;
+  }
+  return gst_gpu_share_sink_render (bsink, buf);
 }
 
 static gboolean
@@ -1140,6 +1153,7 @@ gst_gpu_share_sink_event (GstBaseSink * bsink, GstEvent * event)
   switch (GST_EVENT_TYPE (event)) {
     case GST_EVENT_EOS:
       g_mutex_lock (&self->lock);
+      self->eos = TRUE;
       for (i = 0; i < MAX_CLIENTS; i++)
         if (self->clients[i] && self->clients[i]->state != CLIENT_CONNECTED)
           send_simple (self->clients[i], GPUSHARE_MSG_EOS, self->sequence);
@@ -1148,6 +1162,7 @@ gst_gpu_share_sink_event (GstBaseSink * bsink, GstEvent * event)
     case GST_EVENT_FLUSH_STOP:
       g_mutex_lock (&self->lock);
       self->live_known = FALSE;
+      self->eos = FALSE;
       g_mutex_unlock (&self->lock);
       break;
     default:

@@ -1,0 +1,1969 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Unit tests of the gpushare wire codec.
+ *
+ * Hostile input is written byte by byte by the raw_* helpers below, from the
+ * offsets in docs/protocol.md, never through gpushare_msg_build (): the
+ * builder refuses exactly what these tests need to send, and a bug shared by
+ * builder and parser would otherwise go unseen.  One test checks that the
+ * raw encoder and the builder agree byte for byte on valid messages, and
+ * golden byte strings pin the layout itself.
+ *
+ * Payloads handed to the parser are copied into heap blocks of exactly
+ * their length, so that AddressSanitizer catches any read past the end.
+ */
+
+#include <gst/check/gstcheck.h>
+#include <string.h>
+
+#include "gpushareproto.h"
+
+static const guint all_types[] = {
+  GPUSHARE_MSG_ANNOUNCE, GPUSHARE_MSG_ACCEPT, GPUSHARE_MSG_SLOTS,
+  GPUSHARE_MSG_MAPPED, GPUSHARE_MSG_FRAME, GPUSHARE_MSG_RELEASE,
+  GPUSHARE_MSG_CAPS, GPUSHARE_MSG_EOS, GPUSHARE_MSG_GOODBYE,
+  GPUSHARE_MSG_ERROR,
+};
+
+/* ------------------------------------------------------------------ */
+/* raw little-endian writers, independent of the codec's own           */
+
+static void
+put16 (guint8 * b, gsize off, guint16 v)
+{
+  b[off] = v & 0xff;
+  b[off + 1] = v >> 8;
+}
+
+static void
+put32 (guint8 * b, gsize off, guint32 v)
+{
+  guint i;
+
+  for (i = 0; i < 4; i++)
+    b[off + i] = (v >> (8 * i)) & 0xff;
+}
+
+static void
+put64 (guint8 * b, gsize off, guint64 v)
+{
+  guint i;
+
+  for (i = 0; i < 8; i++)
+    b[off + i] = (v >> (8 * i)) & 0xff;
+}
+
+/* wire sizes and offsets, as docs/protocol.md gives them */
+#define HDR_SIZE 24
+#define ANNOUNCE_FIXED 128
+#define ANNOUNCE_NAME_LEN 20
+#define ANNOUNCE_LAYOUT 40
+#define ACCEPT_FIXED 32
+#define ACCEPT_NAME_LEN 24
+#define SLOTS_FIXED 24
+#define MAPPED_FIXED 8
+#define FRAME_FIXED 72
+#define RELEASE_FIXED 24
+#define CAPS_FIXED 104
+#define CAPS_LAYOUT 16
+#define EOS_FIXED 8
+#define GOODBYE_FIXED 4
+#define ERROR_FIXED 8
+#define ERROR_TEXT_LEN 4
+#define LAYOUT_CAPS_LEN 80
+
+static void
+raw_header (guint8 * b, guint32 magic, guint16 major, guint16 minor,
+    guint16 type, guint16 flags, guint32 payload_len, guint32 n_fds,
+    guint32 reserved)
+{
+  put32 (b, 0, magic);
+  put16 (b, 4, major);
+  put16 (b, 6, minor);
+  put16 (b, 8, type);
+  put16 (b, 10, flags);
+  put32 (b, 12, payload_len);
+  put32 (b, 16, n_fds);
+  put32 (b, 20, reserved);
+}
+
+static void
+raw_layout (guint8 * b, const GpuShareLayout * l)
+{
+  guint i;
+
+  put64 (b, 0, l->epoch);
+  put64 (b, 8, l->frame_size);
+  put64 (b, 16, l->slot_size);
+  put32 (b, 24, l->n_slots);
+  put32 (b, 28, l->n_planes);
+  for (i = 0; i < 4; i++) {
+    put64 (b, 32 + 8 * i, l->offsets[i]);
+    put32 (b, 64 + 4 * i, (guint32) l->strides[i]);
+  }
+  put32 (b, 80, l->caps_len);
+  put32 (b, 84, 0);
+}
+
+/* Writes the fixed part of msg with whatever values it holds, valid or
+ * not, and returns its size. */
+static gsize
+raw_fixed (const GpuShareMsg * msg, guint8 * b)
+{
+  switch (msg->type) {
+    case GPUSHARE_MSG_ANNOUNCE:{
+      const GpuShareAnnounce *a = &msg->u.announce;
+
+      put16 (b, 0, a->schema_major);
+      put16 (b, 2, a->schema_minor);
+      put32 (b, 4, a->mem_types);
+      put32 (b, 8, a->flags);
+      put32 (b, 12, a->pid);
+      put32 (b, 16, a->uid);
+      put32 (b, 20, a->name_len);
+      put64 (b, 24, a->instance);
+      put64 (b, 32, a->latency);
+      raw_layout (b + 40, &a->layout);
+      return ANNOUNCE_FIXED;
+    }
+    case GPUSHARE_MSG_ACCEPT:{
+      const GpuShareAccept *a = &msg->u.accept;
+
+      put16 (b, 0, a->schema_major);
+      put16 (b, 2, a->schema_minor);
+      put32 (b, 4, a->mem_type);
+      put32 (b, 8, a->flags);
+      put32 (b, 12, a->pid);
+      put64 (b, 16, a->instance);
+      put32 (b, 24, a->name_len);
+      put32 (b, 28, 0);
+      return ACCEPT_FIXED;
+    }
+    case GPUSHARE_MSG_SLOTS:
+      put64 (b, 0, msg->u.slots.epoch);
+      put64 (b, 8, msg->u.slots.slot_size);
+      put32 (b, 16, msg->u.slots.n_slots);
+      put32 (b, 20, msg->u.slots.mem_type);
+      return SLOTS_FIXED;
+    case GPUSHARE_MSG_MAPPED:
+      put64 (b, 0, msg->u.mapped.epoch);
+      return MAPPED_FIXED;
+    case GPUSHARE_MSG_FRAME:{
+      const GpuShareFrame *f = &msg->u.frame;
+
+      put64 (b, 0, f->epoch);
+      put32 (b, 8, f->slot);
+      put32 (b, 12, f->generation);
+      put64 (b, 16, f->sequence);
+      put64 (b, 24, f->pts);
+      put64 (b, 32, f->dts);
+      put64 (b, 40, f->duration);
+      put64 (b, 48, f->offset);
+      put64 (b, 56, f->offset_end);
+      put32 (b, 64, f->buffer_flags);
+      put32 (b, 68, f->flags);
+      return FRAME_FIXED;
+    }
+    case GPUSHARE_MSG_RELEASE:
+      put64 (b, 0, msg->u.release.epoch);
+      put32 (b, 8, msg->u.release.slot);
+      put32 (b, 12, msg->u.release.generation);
+      put64 (b, 16, msg->u.release.sequence);
+      return RELEASE_FIXED;
+    case GPUSHARE_MSG_CAPS:
+      put32 (b, 0, msg->u.caps.flags);
+      put32 (b, 4, 0);
+      put64 (b, 8, msg->u.caps.latency);
+      raw_layout (b + 16, &msg->u.caps.layout);
+      return CAPS_FIXED;
+    case GPUSHARE_MSG_EOS:
+      put64 (b, 0, msg->u.eos.last_sequence);
+      return EOS_FIXED;
+    case GPUSHARE_MSG_GOODBYE:
+      put32 (b, 0, msg->u.goodbye.reason);
+      return GOODBYE_FIXED;
+    case GPUSHARE_MSG_ERROR:
+      put32 (b, 0, msg->u.error.code);
+      put32 (b, 4, msg->u.error.text_len);
+      return ERROR_FIXED;
+    default:
+      g_assert_not_reached ();
+  }
+  return 0;
+}
+
+/* Fixed part, then each string's declared length of bytes (declared
+ * lengths must fit their buffers here).  b must hold
+ * GPUSHARE_MAX_PAYLOAD bytes. */
+static gsize
+raw_payload (const GpuShareMsg * msg, guint8 * b)
+{
+  gsize len = raw_fixed (msg, b);
+
+  switch (msg->type) {
+    case GPUSHARE_MSG_ANNOUNCE:
+      memcpy (b + len, msg->u.announce.name, msg->u.announce.name_len);
+      len += msg->u.announce.name_len;
+      memcpy (b + len, msg->u.announce.layout.caps,
+          msg->u.announce.layout.caps_len);
+      len += msg->u.announce.layout.caps_len;
+      break;
+    case GPUSHARE_MSG_ACCEPT:
+      memcpy (b + len, msg->u.accept.name, msg->u.accept.name_len);
+      len += msg->u.accept.name_len;
+      break;
+    case GPUSHARE_MSG_CAPS:
+      memcpy (b + len, msg->u.caps.layout.caps, msg->u.caps.layout.caps_len);
+      len += msg->u.caps.layout.caps_len;
+      break;
+    case GPUSHARE_MSG_ERROR:
+      memcpy (b + len, msg->u.error.text, msg->u.error.text_len);
+      len += msg->u.error.text_len;
+      break;
+    default:
+      break;
+  }
+  return len;
+}
+
+/* Parses payload from a heap copy of exactly len bytes (ASan sees any
+ * over-read), with a header that declares len. */
+static GpuShareParseResult
+parse_payload (guint type, guint32 n_fds, const guint8 * payload, gsize len,
+    GpuShareMsg * msg)
+{
+  GpuShareHeader hdr = { 0, };
+  GpuShareParseResult res;
+  guint8 *copy = len ? g_memdup2 (payload, len) : NULL;
+
+  hdr.magic = GPUSHARE_MAGIC;
+  hdr.version_major = GPUSHARE_VERSION_MAJOR;
+  hdr.version_minor = GPUSHARE_VERSION_MINOR;
+  hdr.type = type;
+  hdr.payload_len = len;
+  hdr.n_fds = n_fds;
+  res = gpushare_msg_parse (&hdr, copy, len, msg);
+  g_free (copy);
+  return res;
+}
+
+static GpuShareParseResult
+parse_raw_msg (const GpuShareMsg * in, guint32 n_fds, GpuShareMsg * out)
+{
+  guint8 buf[GPUSHARE_MAX_PAYLOAD];
+  gsize len = raw_payload (in, buf);
+
+  return parse_payload (in->type, n_fds, buf, len, out);
+}
+
+/* ------------------------------------------------------------------ */
+/* sample messages                                                     */
+
+/* exactly len bytes of valid UTF-8 mixing 1- to 4-byte sequences,
+ * NUL-terminated */
+static void
+fill_utf8 (gchar * dst, gsize len)
+{
+  static const gchar *const seqs[] = { "a", "\xc3\xa9", "\xe2\x82\xac",
+    "\xf0\x9d\x84\x9e", "Z",
+  };
+  gsize pos = 0;
+  guint i = 0;
+
+  while (pos < len) {
+    const gchar *s = seqs[i++ % G_N_ELEMENTS (seqs)];
+    gsize n = strlen (s);
+
+    /* too little room left for this sequence: pad with ASCII */
+    if (n > len - pos) {
+      s = "x";
+      n = 1;
+    }
+    memcpy (dst + pos, s, n);
+    pos += n;
+  }
+  dst[len] = '\0';
+  g_assert (g_utf8_validate (dst, len, NULL));
+}
+
+/* big: every extreme the caps allow */
+static void
+fill_layout_max (GpuShareLayout * l)
+{
+  l->epoch = G_MAXUINT64;
+  l->slot_size = GPUSHARE_MAX_SLOT_SIZE;
+  l->frame_size = GPUSHARE_MAX_SLOT_SIZE;
+  l->n_slots = GPUSHARE_MAX_SLOTS;
+  l->n_planes = GPUSHARE_MAX_PLANES;
+  l->offsets[0] = 0;
+  l->offsets[1] = 1;
+  l->offsets[2] = GPUSHARE_MAX_SLOT_SIZE / 2;
+  l->offsets[3] = GPUSHARE_MAX_SLOT_SIZE - 1;
+  l->strides[0] = G_MININT32;
+  l->strides[1] = -1;
+  l->strides[2] = 1;
+  l->strides[3] = G_MAXINT32;
+  fill_utf8 (l->caps, GPUSHARE_MAX_CAPS_LEN);
+  l->caps_len = GPUSHARE_MAX_CAPS_LEN;
+}
+
+/* small: a realistic 1080p NV12 layout */
+static void
+fill_layout_small (GpuShareLayout * l)
+{
+  l->epoch = 0;
+  l->frame_size = 3110400;
+  l->slot_size = 4 * 1024 * 1024;
+  l->n_slots = 1;
+  l->n_planes = 2;
+  l->offsets[0] = 0;
+  l->offsets[1] = 1920 * 1080;
+  l->strides[0] = 1920;
+  l->strides[1] = 1920;
+  fail_unless (gpushare_layout_set_caps (l, "video/x-raw,format=NV12,"
+          "width=1920,height=1080,framerate=30/1"));
+}
+
+/* A valid, non-trivial message of type; variant 0 is the largest and most
+ * extreme, variant 1 small or zero values.  *n_fds is what it needs. */
+static void
+sample_msg (guint type, guint variant, GpuShareMsg * msg, guint32 * n_fds)
+{
+  gboolean big = (variant == 0);
+
+  memset (msg, 0, sizeof (*msg));
+  msg->type = type;
+  *n_fds = 0;
+
+  switch (type) {
+    case GPUSHARE_MSG_ANNOUNCE:{
+      GpuShareAnnounce *a = &msg->u.announce;
+
+      a->schema_major = GPUSHARE_VERSION_MAJOR;
+      a->schema_minor = big ? G_MAXUINT16 : 0;
+      a->mem_types = big ? G_MAXUINT32 : GPUSHARE_MEM_SYSTEM;
+      a->flags = big ? G_MAXUINT32 : 0;
+      a->pid = big ? G_MAXUINT32 : 1;
+      a->uid = big ? G_MAXUINT32 : 0;
+      a->instance = big ? G_MAXUINT64 : 0;
+      a->latency = big ? G_MAXUINT64 : 0;
+      if (big) {
+        fill_layout_max (&a->layout);
+        fill_utf8 (a->name, GPUSHARE_MAX_NAME_LEN);
+        a->name_len = GPUSHARE_MAX_NAME_LEN;
+      } else {
+        fill_layout_small (&a->layout);
+      }
+      break;
+    }
+    case GPUSHARE_MSG_ACCEPT:{
+      GpuShareAccept *a = &msg->u.accept;
+
+      a->schema_major = GPUSHARE_VERSION_MAJOR;
+      a->schema_minor = big ? G_MAXUINT16 : 0;
+      a->mem_type = big ? GPUSHARE_MEM_CUDA_FABRIC : GPUSHARE_MEM_SYSTEM;
+      a->flags = big ? G_MAXUINT32 : 0;
+      a->pid = big ? G_MAXUINT32 : 0;
+      a->instance = big ? G_MAXUINT64 : 0;
+      if (big) {
+        fill_utf8 (a->name, GPUSHARE_MAX_NAME_LEN);
+        a->name_len = GPUSHARE_MAX_NAME_LEN;
+      }
+      break;
+    }
+    case GPUSHARE_MSG_SLOTS:{
+      GpuShareSlots *s = &msg->u.slots;
+
+      s->epoch = big ? G_MAXUINT64 : 0;
+      s->slot_size = big ? GPUSHARE_MAX_SLOT_SIZE : 1;
+      s->n_slots = big ? GPUSHARE_MAX_SLOTS : 1;
+      s->mem_type = big ? GPUSHARE_MEM_CUDA_VMM : GPUSHARE_MEM_SYSTEM;
+      *n_fds = s->n_slots;
+      break;
+    }
+    case GPUSHARE_MSG_MAPPED:
+      msg->u.mapped.epoch = big ? G_MAXUINT64 : 0;
+      break;
+    case GPUSHARE_MSG_FRAME:{
+      GpuShareFrame *f = &msg->u.frame;
+
+      f->epoch = big ? G_MAXUINT64 : 0;
+      f->slot = big ? G_MAXUINT32 : 0;
+      f->generation = big ? G_MAXUINT32 : 0;
+      f->sequence = big ? G_MAXUINT64 : 0;
+      f->pts = big ? G_MAXUINT64 : 0;
+      f->dts = big ? G_MAXUINT64 - 1 : 0;
+      f->duration = big ? G_GUINT64_CONSTANT (0x8000000000000000) : 0;
+      f->offset = big ? G_GUINT64_CONSTANT (0x0123456789abcdef) : 0;
+      f->offset_end = big ? G_MAXUINT64 : 0;
+      f->buffer_flags = big ? G_MAXUINT32 : 0;
+      f->flags = big ? GPUSHARE_FRAME_FLAG_ABSOLUTE_TIME : 0;
+      break;
+    }
+    case GPUSHARE_MSG_RELEASE:{
+      GpuShareRelease *r = &msg->u.release;
+
+      r->epoch = big ? G_MAXUINT64 : 0;
+      r->slot = big ? G_MAXUINT32 : 0;
+      r->generation = big ? 0x80000000u : 0;
+      r->sequence = big ? G_MAXUINT64 : 0;
+      break;
+    }
+    case GPUSHARE_MSG_CAPS:{
+      GpuShareCaps *c = &msg->u.caps;
+
+      c->flags = big ? G_MAXUINT32 : GPUSHARE_STREAM_FLAG_LIVE;
+      c->latency = big ? G_MAXUINT64 : 0;
+      if (big)
+        fill_layout_max (&c->layout);
+      else
+        fill_layout_small (&c->layout);
+      break;
+    }
+    case GPUSHARE_MSG_EOS:
+      msg->u.eos.last_sequence = big ? G_MAXUINT64 : 0;
+      break;
+    case GPUSHARE_MSG_GOODBYE:
+      msg->u.goodbye.reason = big ? G_MAXUINT32 : GPUSHARE_ERR_SHUTDOWN;
+      break;
+    case GPUSHARE_MSG_ERROR:{
+      GpuShareError *e = &msg->u.error;
+
+      e->code = big ? G_MAXUINT32 : GPUSHARE_ERR_NONE;
+      if (big) {
+        fill_utf8 (e->text, GPUSHARE_MAX_TEXT_LEN);
+        e->text_len = GPUSHARE_MAX_TEXT_LEN;
+      }
+      break;
+    }
+    default:
+      g_assert_not_reached ();
+  }
+}
+
+/* ------------------------------------------------------------------ */
+/* comparison                                                          */
+
+static void
+assert_string_equal (const gchar * got, guint32 got_len, const gchar * want,
+    guint32 want_len)
+{
+  fail_unless_equals_int (got_len, want_len);
+  fail_unless (memcmp (got, want, want_len) == 0);
+  /* the parser terminates what the wire does not */
+  fail_unless (got[got_len] == '\0');
+}
+
+static void
+assert_layout_equal (const GpuShareLayout * a, const GpuShareLayout * b)
+{
+  guint i;
+
+  fail_unless_equals_uint64 (a->epoch, b->epoch);
+  fail_unless_equals_uint64 (a->frame_size, b->frame_size);
+  fail_unless_equals_uint64 (a->slot_size, b->slot_size);
+  fail_unless_equals_int (a->n_slots, b->n_slots);
+  fail_unless_equals_int (a->n_planes, b->n_planes);
+  for (i = 0; i < GPUSHARE_MAX_PLANES; i++) {
+    fail_unless_equals_uint64 (a->offsets[i], b->offsets[i]);
+    fail_unless_equals_int (a->strides[i], b->strides[i]);
+  }
+  assert_string_equal (a->caps, a->caps_len, b->caps, b->caps_len);
+}
+
+static void
+assert_msg_equal (const GpuShareMsg * got, const GpuShareMsg * want)
+{
+  fail_unless_equals_int (got->type, want->type);
+
+  switch (want->type) {
+    case GPUSHARE_MSG_ANNOUNCE:{
+      const GpuShareAnnounce *a = &got->u.announce, *b = &want->u.announce;
+
+      fail_unless_equals_int (a->schema_major, b->schema_major);
+      fail_unless_equals_int (a->schema_minor, b->schema_minor);
+      fail_unless_equals_uint64 (a->mem_types, b->mem_types);
+      fail_unless_equals_uint64 (a->flags, b->flags);
+      fail_unless_equals_uint64 (a->pid, b->pid);
+      fail_unless_equals_uint64 (a->uid, b->uid);
+      fail_unless_equals_uint64 (a->instance, b->instance);
+      fail_unless_equals_uint64 (a->latency, b->latency);
+      assert_layout_equal (&a->layout, &b->layout);
+      assert_string_equal (a->name, a->name_len, b->name, b->name_len);
+      break;
+    }
+    case GPUSHARE_MSG_ACCEPT:{
+      const GpuShareAccept *a = &got->u.accept, *b = &want->u.accept;
+
+      fail_unless_equals_int (a->schema_major, b->schema_major);
+      fail_unless_equals_int (a->schema_minor, b->schema_minor);
+      fail_unless_equals_uint64 (a->mem_type, b->mem_type);
+      fail_unless_equals_uint64 (a->flags, b->flags);
+      fail_unless_equals_uint64 (a->pid, b->pid);
+      fail_unless_equals_uint64 (a->instance, b->instance);
+      assert_string_equal (a->name, a->name_len, b->name, b->name_len);
+      break;
+    }
+    case GPUSHARE_MSG_SLOTS:
+      fail_unless_equals_uint64 (got->u.slots.epoch, want->u.slots.epoch);
+      fail_unless_equals_uint64 (got->u.slots.slot_size,
+          want->u.slots.slot_size);
+      fail_unless_equals_uint64 (got->u.slots.n_slots, want->u.slots.n_slots);
+      fail_unless_equals_uint64 (got->u.slots.mem_type,
+          want->u.slots.mem_type);
+      break;
+    case GPUSHARE_MSG_MAPPED:
+      fail_unless_equals_uint64 (got->u.mapped.epoch, want->u.mapped.epoch);
+      break;
+    case GPUSHARE_MSG_FRAME:{
+      const GpuShareFrame *a = &got->u.frame, *b = &want->u.frame;
+
+      fail_unless_equals_uint64 (a->epoch, b->epoch);
+      fail_unless_equals_uint64 (a->slot, b->slot);
+      fail_unless_equals_uint64 (a->generation, b->generation);
+      fail_unless_equals_uint64 (a->sequence, b->sequence);
+      fail_unless_equals_uint64 (a->pts, b->pts);
+      fail_unless_equals_uint64 (a->dts, b->dts);
+      fail_unless_equals_uint64 (a->duration, b->duration);
+      fail_unless_equals_uint64 (a->offset, b->offset);
+      fail_unless_equals_uint64 (a->offset_end, b->offset_end);
+      fail_unless_equals_uint64 (a->buffer_flags, b->buffer_flags);
+      fail_unless_equals_uint64 (a->flags, b->flags);
+      break;
+    }
+    case GPUSHARE_MSG_RELEASE:{
+      const GpuShareRelease *a = &got->u.release, *b = &want->u.release;
+
+      fail_unless_equals_uint64 (a->epoch, b->epoch);
+      fail_unless_equals_uint64 (a->slot, b->slot);
+      fail_unless_equals_uint64 (a->generation, b->generation);
+      fail_unless_equals_uint64 (a->sequence, b->sequence);
+      break;
+    }
+    case GPUSHARE_MSG_CAPS:
+      fail_unless_equals_uint64 (got->u.caps.flags, want->u.caps.flags);
+      fail_unless_equals_uint64 (got->u.caps.latency, want->u.caps.latency);
+      assert_layout_equal (&got->u.caps.layout, &want->u.caps.layout);
+      break;
+    case GPUSHARE_MSG_EOS:
+      fail_unless_equals_uint64 (got->u.eos.last_sequence,
+          want->u.eos.last_sequence);
+      break;
+    case GPUSHARE_MSG_GOODBYE:
+      fail_unless_equals_uint64 (got->u.goodbye.reason,
+          want->u.goodbye.reason);
+      break;
+    case GPUSHARE_MSG_ERROR:
+      fail_unless_equals_uint64 (got->u.error.code, want->u.error.code);
+      assert_string_equal (got->u.error.text, got->u.error.text_len,
+          want->u.error.text, want->u.error.text_len);
+      break;
+    default:
+      g_assert_not_reached ();
+  }
+}
+
+/* Builds msg, parses it back through both layers, compares. */
+static void
+round_trip (const GpuShareMsg * msg, guint32 n_fds)
+{
+  GByteArray *out = g_byte_array_new ();
+  GpuShareHeader hdr;
+  GpuShareMsg *back = g_new0 (GpuShareMsg, 1);
+
+  fail_unless (gpushare_msg_build (msg, n_fds, out));
+  fail_unless (out->len >= GPUSHARE_HEADER_SIZE);
+  fail_unless_equals_int (gpushare_header_parse (out->data, out->len, &hdr),
+      GPUSHARE_PARSE_OK);
+  fail_unless_equals_uint64 (hdr.magic, GPUSHARE_MAGIC);
+  fail_unless_equals_int (hdr.version_major, GPUSHARE_VERSION_MAJOR);
+  fail_unless_equals_int (hdr.version_minor, GPUSHARE_VERSION_MINOR);
+  fail_unless_equals_int (hdr.type, msg->type);
+  fail_unless_equals_int (hdr.flags, 0);
+  fail_unless_equals_int (hdr.reserved, 0);
+  fail_unless_equals_int (hdr.n_fds, n_fds);
+  fail_unless_equals_int (hdr.payload_len, out->len - GPUSHARE_HEADER_SIZE);
+
+  fail_unless_equals_int (parse_payload (hdr.type, hdr.n_fds,
+          out->data + GPUSHARE_HEADER_SIZE, hdr.payload_len, back),
+      GPUSHARE_PARSE_OK);
+  assert_msg_equal (back, msg);
+
+  /* and what came back builds to the same bytes */
+  {
+    GByteArray *again = g_byte_array_new ();
+
+    fail_unless (gpushare_msg_build (back, n_fds, again));
+    fail_unless_equals_int (again->len, out->len);
+    fail_unless (memcmp (again->data, out->data, out->len) == 0);
+    g_byte_array_unref (again);
+  }
+
+  g_free (back);
+  g_byte_array_unref (out);
+}
+
+/* ------------------------------------------------------------------ */
+/* round trips                                                         */
+
+GST_START_TEST (test_round_trip_every_type)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  guint i, variant;
+  guint32 n_fds;
+
+  for (i = 0; i < G_N_ELEMENTS (all_types); i++) {
+    for (variant = 0; variant < 2; variant++) {
+      sample_msg (all_types[i], variant, msg, &n_fds);
+      round_trip (msg, n_fds);
+    }
+  }
+  g_free (msg);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_round_trip_mem_types)
+{
+  static const guint32 one_bit[] = { GPUSHARE_MEM_SYSTEM,
+    GPUSHARE_MEM_CUDA_VMM, GPUSHARE_MEM_CUDA_LEGACY, GPUSHARE_MEM_CUDA_FABRIC,
+  };
+  /* offers may carry bits of a newer minor beside a known one */
+  static const guint32 offers[] = { 0x1, 0xf, 0x8, 0x10 | 0x2, G_MAXUINT32 };
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  guint32 n_fds;
+  guint i;
+
+  for (i = 0; i < G_N_ELEMENTS (one_bit); i++) {
+    sample_msg (GPUSHARE_MSG_ACCEPT, 1, msg, &n_fds);
+    msg->u.accept.mem_type = one_bit[i];
+    round_trip (msg, n_fds);
+    sample_msg (GPUSHARE_MSG_SLOTS, 1, msg, &n_fds);
+    msg->u.slots.mem_type = one_bit[i];
+    round_trip (msg, n_fds);
+  }
+  for (i = 0; i < G_N_ELEMENTS (offers); i++) {
+    sample_msg (GPUSHARE_MSG_ANNOUNCE, 1, msg, &n_fds);
+    msg->u.announce.mem_types = offers[i];
+    round_trip (msg, n_fds);
+  }
+  g_free (msg);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_round_trip_string_lengths)
+{
+  static const guint32 lens[] = { 0, 1, 2, 3, 4, 5, 127, 128 };
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  guint32 n_fds;
+  guint i;
+
+  for (i = 0; i < G_N_ELEMENTS (lens); i++) {
+    sample_msg (GPUSHARE_MSG_ANNOUNCE, 0, msg, &n_fds);
+    fill_utf8 (msg->u.announce.name, lens[i]);
+    msg->u.announce.name_len = lens[i];
+    round_trip (msg, n_fds);
+
+    sample_msg (GPUSHARE_MSG_ACCEPT, 0, msg, &n_fds);
+    fill_utf8 (msg->u.accept.name, lens[i]);
+    msg->u.accept.name_len = lens[i];
+    round_trip (msg, n_fds);
+
+    sample_msg (GPUSHARE_MSG_ERROR, 0, msg, &n_fds);
+    fill_utf8 (msg->u.error.text, lens[i]);
+    msg->u.error.text_len = lens[i];
+    round_trip (msg, n_fds);
+
+    /* caps cannot be empty */
+    if (lens[i] > 0) {
+      sample_msg (GPUSHARE_MSG_CAPS, 0, msg, &n_fds);
+      fill_utf8 (msg->u.caps.layout.caps, lens[i]);
+      msg->u.caps.layout.caps_len = lens[i];
+      round_trip (msg, n_fds);
+    }
+  }
+  g_free (msg);
+}
+
+GST_END_TEST;
+
+/* Offsets and byte order are frozen: these bytes must never change. */
+GST_START_TEST (test_golden_bytes)
+{
+  static const guint8 release[] = {
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x00, 0x00,
+    0x06, 0x00, 0x00, 0x00, 0x18, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,
+    0x44, 0x33, 0x22, 0x11, 0x88, 0x77, 0x66, 0x55,
+    0x00, 0xff, 0xee, 0xdd, 0xcc, 0xbb, 0xaa, 0x99,
+  };
+  static const guint8 error[] = {
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x00, 0x00,
+    0x0a, 0x00, 0x00, 0x00, 0x0b, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x08, 0x00, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00,
+    'b', 'y', 'e',
+  };
+  static const guint8 slots[] = {
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x00, 0x00,
+    0x03, 0x00, 0x00, 0x00, 0x18, 0x00, 0x00, 0x00,
+    0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x2a, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x40, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x02, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00,
+  };
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  GByteArray *out = g_byte_array_new ();
+
+  /* GPUSHARE_MAGIC reads "GPSH" in memory order */
+  fail_unless_equals_uint64 (GPUSHARE_MAGIC,
+      'G' | 'P' << 8 | 'S' << 16 | (guint32) 'H' << 24);
+
+  msg->type = GPUSHARE_MSG_RELEASE;
+  msg->u.release.epoch = G_GUINT64_CONSTANT (0x0102030405060708);
+  msg->u.release.slot = 0x11223344;
+  msg->u.release.generation = 0x55667788;
+  msg->u.release.sequence = G_GUINT64_CONSTANT (0x99aabbccddeeff00);
+  fail_unless (gpushare_msg_build (msg, 0, out));
+  fail_unless_equals_int (out->len, sizeof (release));
+  fail_unless (memcmp (out->data, release, sizeof (release)) == 0);
+
+  memset (msg, 0, sizeof (*msg));
+  msg->type = GPUSHARE_MSG_ERROR;
+  msg->u.error.code = GPUSHARE_ERR_SHUTDOWN;
+  memcpy (msg->u.error.text, "bye", 4);
+  msg->u.error.text_len = 3;
+  g_byte_array_set_size (out, 0);
+  fail_unless (gpushare_msg_build (msg, 0, out));
+  fail_unless_equals_int (out->len, sizeof (error));
+  fail_unless (memcmp (out->data, error, sizeof (error)) == 0);
+
+  memset (msg, 0, sizeof (*msg));
+  msg->type = GPUSHARE_MSG_SLOTS;
+  msg->u.slots.epoch = 42;
+  msg->u.slots.slot_size = 4 * 1024 * 1024;
+  msg->u.slots.n_slots = 2;
+  msg->u.slots.mem_type = GPUSHARE_MEM_CUDA_VMM;
+  g_byte_array_set_size (out, 0);
+  fail_unless (gpushare_msg_build (msg, 2, out));
+  fail_unless_equals_int (out->len, sizeof (slots));
+  fail_unless (memcmp (out->data, slots, sizeof (slots)) == 0);
+
+  g_byte_array_unref (out);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
+/* The test's raw encoder, written from the documented offsets, and the
+ * builder agree on every valid message, so the hostile payloads below are
+ * the real layout with one field changed. */
+GST_START_TEST (test_raw_encoder_matches_builder)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  guint8 *raw = g_malloc0 (GPUSHARE_MAX_PAYLOAD);
+  guint i, variant;
+  guint32 n_fds;
+
+  for (i = 0; i < G_N_ELEMENTS (all_types); i++) {
+    for (variant = 0; variant < 2; variant++) {
+      GByteArray *out = g_byte_array_new ();
+      gsize len;
+
+      sample_msg (all_types[i], variant, msg, &n_fds);
+      fail_unless (gpushare_msg_build (msg, n_fds, out));
+      len = raw_payload (msg, raw);
+      fail_unless_equals_int (out->len, GPUSHARE_HEADER_SIZE + len);
+      fail_unless (memcmp (out->data + GPUSHARE_HEADER_SIZE, raw, len) == 0);
+      g_byte_array_unref (out);
+    }
+  }
+
+  /* variable parts follow the fixed part in field order: name, then caps */
+  sample_msg (GPUSHARE_MSG_ANNOUNCE, 0, msg, &n_fds);
+  raw_payload (msg, raw);
+  fail_unless (memcmp (raw + ANNOUNCE_FIXED, msg->u.announce.name,
+          GPUSHARE_MAX_NAME_LEN) == 0);
+  fail_unless (memcmp (raw + ANNOUNCE_FIXED + GPUSHARE_MAX_NAME_LEN,
+          msg->u.announce.layout.caps, GPUSHARE_MAX_CAPS_LEN) == 0);
+
+  g_free (raw);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
+/* A stream of messages back to back, as the transport sees it. */
+GST_START_TEST (test_stream_of_messages)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  GpuShareMsg *back = g_new0 (GpuShareMsg, 1);
+  GByteArray *out = g_byte_array_new ();
+  gsize pos = 0;
+  guint i, variant;
+  guint32 n_fds;
+
+  for (i = 0; i < G_N_ELEMENTS (all_types); i++) {
+    for (variant = 0; variant < 2; variant++) {
+      guint before = out->len;
+
+      sample_msg (all_types[i], variant, msg, &n_fds);
+      fail_unless (gpushare_msg_build (msg, n_fds, out));
+      /* appended after what was there, which is left alone */
+      fail_unless (out->len > before);
+    }
+  }
+
+  for (i = 0; i < G_N_ELEMENTS (all_types); i++) {
+    for (variant = 0; variant < 2; variant++) {
+      GpuShareHeader hdr;
+
+      sample_msg (all_types[i], variant, msg, &n_fds);
+      fail_unless_equals_int (gpushare_header_parse (out->data + pos,
+              out->len - pos, &hdr), GPUSHARE_PARSE_OK);
+      fail_unless (out->len - pos >= GPUSHARE_HEADER_SIZE + hdr.payload_len);
+      fail_unless_equals_int (gpushare_msg_parse (&hdr,
+              out->data + pos + GPUSHARE_HEADER_SIZE, hdr.payload_len, back),
+          GPUSHARE_PARSE_OK);
+      assert_msg_equal (back, msg);
+      pos += GPUSHARE_HEADER_SIZE + hdr.payload_len;
+    }
+  }
+  fail_unless_equals_int (pos, out->len);
+
+  g_byte_array_unref (out);
+  g_free (back);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
+/* ------------------------------------------------------------------ */
+/* header                                                              */
+
+static void
+valid_header (guint8 * b, guint16 type, guint32 payload_len, guint32 n_fds)
+{
+  raw_header (b, GPUSHARE_MAGIC, GPUSHARE_VERSION_MAJOR,
+      GPUSHARE_VERSION_MINOR, type, 0, payload_len, n_fds, 0);
+}
+
+/* exact-size heap copy, for ASan */
+static GpuShareParseResult
+parse_header_bytes (const guint8 * b, gsize len, GpuShareHeader * hdr)
+{
+  guint8 *copy = len ? g_memdup2 (b, len) : NULL;
+  GpuShareParseResult res = gpushare_header_parse (copy, len, hdr);
+
+  g_free (copy);
+  return res;
+}
+
+GST_START_TEST (test_header_need_more)
+{
+  guint8 b[HDR_SIZE];
+  GpuShareHeader hdr;
+  gsize len;
+
+  valid_header (b, GPUSHARE_MSG_FRAME, FRAME_FIXED, 0);
+  for (len = 0; len < HDR_SIZE; len++)
+    fail_unless_equals_int (parse_header_bytes (b, len, &hdr),
+        GPUSHARE_PARSE_NEED_MORE);
+  fail_unless_equals_int (gpushare_header_parse (NULL, 0, &hdr),
+      GPUSHARE_PARSE_NEED_MORE);
+  /* even a garbage prefix only asks for more */
+  memset (b, 0xff, sizeof (b));
+  fail_unless_equals_int (parse_header_bytes (b, HDR_SIZE - 1, &hdr),
+      GPUSHARE_PARSE_NEED_MORE);
+  valid_header (b, GPUSHARE_MSG_FRAME, FRAME_FIXED, 0);
+  fail_unless_equals_int (parse_header_bytes (b, HDR_SIZE, &hdr),
+      GPUSHARE_PARSE_OK);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_header_fields)
+{
+  guint8 b[HDR_SIZE + 8];
+  GpuShareHeader hdr;
+
+  /* flags and reserved are ignored, for a later minor to use */
+  raw_header (b, GPUSHARE_MAGIC, GPUSHARE_VERSION_MAJOR, 0xbeef,
+      GPUSHARE_MSG_SLOTS, 0xa55a, GPUSHARE_MAX_PAYLOAD, GPUSHARE_MAX_FDS,
+      0xdeadbeef);
+  /* bytes after the header are not its business */
+  memset (b + HDR_SIZE, 0xee, 8);
+  fail_unless_equals_int (parse_header_bytes (b, sizeof (b), &hdr),
+      GPUSHARE_PARSE_OK);
+  fail_unless_equals_uint64 (hdr.magic, GPUSHARE_MAGIC);
+  fail_unless_equals_int (hdr.version_major, GPUSHARE_VERSION_MAJOR);
+  fail_unless_equals_int (hdr.version_minor, 0xbeef);
+  fail_unless_equals_int (hdr.type, GPUSHARE_MSG_SLOTS);
+  fail_unless_equals_int (hdr.flags, 0xa55a);
+  fail_unless_equals_int (hdr.payload_len, GPUSHARE_MAX_PAYLOAD);
+  fail_unless_equals_int (hdr.n_fds, GPUSHARE_MAX_FDS);
+  fail_unless_equals_uint64 (hdr.reserved, 0xdeadbeef);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_header_bad_magic)
+{
+  static const guint32 magics[] = { 0, 0x48535046, 0x48535048, 0x47505348,
+    0x485350c7, 0xc8535047, G_MAXUINT32,
+  };
+  guint8 b[HDR_SIZE];
+  GpuShareHeader hdr;
+  guint i, bit;
+
+  for (i = 0; i < G_N_ELEMENTS (magics); i++) {
+    raw_header (b, magics[i], GPUSHARE_VERSION_MAJOR, GPUSHARE_VERSION_MINOR,
+        GPUSHARE_MSG_EOS, 0, EOS_FIXED, 0, 0);
+    fail_unless_equals_int (parse_header_bytes (b, sizeof (b), &hdr),
+        GPUSHARE_PARSE_BAD_MAGIC);
+  }
+  /* any single bit flipped */
+  for (bit = 0; bit < 32; bit++) {
+    raw_header (b, GPUSHARE_MAGIC ^ (1u << bit), GPUSHARE_VERSION_MAJOR,
+        GPUSHARE_VERSION_MINOR, GPUSHARE_MSG_EOS, 0, EOS_FIXED, 0, 0);
+    fail_unless_equals_int (parse_header_bytes (b, sizeof (b), &hdr),
+        GPUSHARE_PARSE_BAD_MAGIC);
+  }
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_header_version)
+{
+  static const guint16 bad_major[] = { 0, GPUSHARE_VERSION_MAJOR + 1,
+    0x100 | GPUSHARE_VERSION_MAJOR, G_MAXUINT16,
+  };
+  static const guint16 minors[] = { 0, GPUSHARE_VERSION_MINOR,
+    GPUSHARE_VERSION_MINOR + 1, G_MAXUINT16,
+  };
+  guint8 b[HDR_SIZE];
+  GpuShareHeader hdr;
+  guint i;
+
+  for (i = 0; i < G_N_ELEMENTS (bad_major); i++) {
+    raw_header (b, GPUSHARE_MAGIC, bad_major[i], GPUSHARE_VERSION_MINOR,
+        GPUSHARE_MSG_ANNOUNCE, 0, 0, 0, 0);
+    fail_unless_equals_int (parse_header_bytes (b, sizeof (b), &hdr),
+        GPUSHARE_PARSE_BAD_VERSION);
+    /* reported, so that the caller can say which version it refused */
+    fail_unless_equals_int (hdr.version_major, bad_major[i]);
+  }
+  /* a different minor is compatible by definition */
+  for (i = 0; i < G_N_ELEMENTS (minors); i++) {
+    raw_header (b, GPUSHARE_MAGIC, GPUSHARE_VERSION_MAJOR, minors[i],
+        GPUSHARE_MSG_ANNOUNCE, 0, 0, 0, 0);
+    fail_unless_equals_int (parse_header_bytes (b, sizeof (b), &hdr),
+        GPUSHARE_PARSE_OK);
+    fail_unless_equals_int (hdr.version_minor, minors[i]);
+  }
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_header_payload_len)
+{
+  static const struct
+  {
+    guint32 len;
+    GpuShareParseResult res;
+  } table[] = {
+    {0, GPUSHARE_PARSE_OK},
+    {1, GPUSHARE_PARSE_OK},
+    {GPUSHARE_MAX_PAYLOAD - 1, GPUSHARE_PARSE_OK},
+    {GPUSHARE_MAX_PAYLOAD, GPUSHARE_PARSE_OK},
+    {GPUSHARE_MAX_PAYLOAD + 1, GPUSHARE_PARSE_TOO_LARGE},
+    {0x7fffffff, GPUSHARE_PARSE_TOO_LARGE},
+    {0x80000000, GPUSHARE_PARSE_TOO_LARGE},
+    {G_MAXUINT32 - GPUSHARE_HEADER_SIZE + 1, GPUSHARE_PARSE_TOO_LARGE},
+    {G_MAXUINT32, GPUSHARE_PARSE_TOO_LARGE},
+  };
+  guint8 b[HDR_SIZE];
+  GpuShareHeader hdr;
+  guint i, t;
+
+  /* unknown types are capped too: the caller must skip their payload */
+  for (t = 0; t < 3; t++) {
+    guint16 type = t == 0 ? GPUSHARE_MSG_FRAME : t == 1 ? 0 : 0xffff;
+
+    for (i = 0; i < G_N_ELEMENTS (table); i++) {
+      valid_header (b, type, table[i].len, 0);
+      fail_unless_equals_int (parse_header_bytes (b, sizeof (b), &hdr),
+          table[i].res);
+    }
+  }
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_header_fd_count)
+{
+  static const guint32 counts[] = { 0, 1, 2, GPUSHARE_MAX_FDS - 1,
+    GPUSHARE_MAX_FDS, GPUSHARE_MAX_FDS + 1, 0x80000000, G_MAXUINT32,
+  };
+  static const guint16 unknown[] = { 0, GPUSHARE_MSG_ERROR + 1, 0x7fff,
+    G_MAXUINT16,
+  };
+  guint8 b[HDR_SIZE];
+  GpuShareHeader hdr;
+  guint i, t;
+
+  for (t = 0; t < G_N_ELEMENTS (all_types); t++) {
+    for (i = 0; i < G_N_ELEMENTS (counts); i++) {
+      GpuShareParseResult want;
+
+      if (counts[i] > GPUSHARE_MAX_FDS)
+        want = GPUSHARE_PARSE_BAD_FD_COUNT;
+      else if (all_types[t] == GPUSHARE_MSG_SLOTS || counts[i] == 0)
+        want = GPUSHARE_PARSE_OK;
+      else
+        want = GPUSHARE_PARSE_BAD_FD_COUNT;
+      valid_header (b, all_types[t], 64, counts[i]);
+      fail_unless_equals_int (parse_header_bytes (b, sizeof (b), &hdr), want);
+    }
+  }
+  /* an unknown type may carry fds, up to the cap: the caller closes them */
+  for (t = 0; t < G_N_ELEMENTS (unknown); t++) {
+    for (i = 0; i < G_N_ELEMENTS (counts); i++) {
+      valid_header (b, unknown[t], 64, counts[i]);
+      fail_unless_equals_int (parse_header_bytes (b, sizeof (b), &hdr),
+          counts[i] > GPUSHARE_MAX_FDS ? GPUSHARE_PARSE_BAD_FD_COUNT :
+          GPUSHARE_PARSE_OK);
+    }
+  }
+}
+
+GST_END_TEST;
+
+/* ------------------------------------------------------------------ */
+/* payloads                                                            */
+
+GST_START_TEST (test_payload_truncated)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  GpuShareMsg *back = g_new0 (GpuShareMsg, 1);
+  guint8 *raw = g_malloc0 (GPUSHARE_MAX_PAYLOAD);
+  guint i, variant;
+  guint32 n_fds;
+
+  for (i = 0; i < G_N_ELEMENTS (all_types); i++) {
+    for (variant = 0; variant < 2; variant++) {
+      gsize len, cut;
+
+      sample_msg (all_types[i], variant, msg, &n_fds);
+      len = raw_payload (msg, raw);
+      for (cut = 0; cut < len; cut++) {
+        GpuShareParseResult res = parse_payload (msg->type, n_fds, raw, cut,
+            back);
+
+        /* every length field sits in the fixed part, which is checked
+         * first: a cut never makes a length inconsistent, only short */
+        fail_if (res == GPUSHARE_PARSE_OK, "%s cut to %" G_GSIZE_FORMAT
+            " of %" G_GSIZE_FORMAT " bytes parsed",
+            gpushare_msg_type_to_string (msg->type), cut, len);
+        fail_unless_equals_int (res, GPUSHARE_PARSE_TRUNCATED);
+      }
+      fail_unless_equals_int (parse_payload (msg->type, n_fds, raw, len,
+              back), GPUSHARE_PARSE_OK);
+    }
+  }
+  g_free (raw);
+  g_free (back);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
+/* Room for minor-version extensions: extra bytes are ignored. */
+GST_START_TEST (test_payload_trailing_bytes)
+{
+  static const gsize extra[] = { 1, 7, 8, 100 };
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  GpuShareMsg *back = g_new0 (GpuShareMsg, 1);
+  guint8 *raw = g_malloc0 (GPUSHARE_MAX_PAYLOAD);
+  guint i, j, variant;
+  guint32 n_fds;
+
+  for (i = 0; i < G_N_ELEMENTS (all_types); i++) {
+    for (variant = 0; variant < 2; variant++) {
+      gsize len;
+
+      sample_msg (all_types[i], variant, msg, &n_fds);
+      len = raw_payload (msg, raw);
+      for (j = 0; j < G_N_ELEMENTS (extra) + 1; j++) {
+        /* the last case fills the payload to its cap */
+        gsize more = j < G_N_ELEMENTS (extra) ? extra[j] :
+            GPUSHARE_MAX_PAYLOAD - len;
+
+        memset (raw + len, 0xa5, more);
+        fail_unless_equals_int (parse_payload (msg->type, n_fds, raw,
+                len + more, back), GPUSHARE_PARSE_OK);
+        assert_msg_equal (back, msg);
+      }
+    }
+  }
+  g_free (raw);
+  g_free (back);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_payload_len_mismatch)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  GpuShareMsg *back = g_new0 (GpuShareMsg, 1);
+  guint8 raw[FRAME_FIXED];
+  GpuShareHeader hdr = { 0, };
+  static const guint32 lies[] = { 0, FRAME_FIXED - 1, FRAME_FIXED + 1,
+    GPUSHARE_MAX_PAYLOAD, G_MAXUINT32,
+  };
+  guint32 n_fds;
+  guint i;
+
+  sample_msg (GPUSHARE_MSG_FRAME, 0, msg, &n_fds);
+  raw_payload (msg, raw);
+  hdr.magic = GPUSHARE_MAGIC;
+  hdr.version_major = GPUSHARE_VERSION_MAJOR;
+  hdr.type = GPUSHARE_MSG_FRAME;
+  for (i = 0; i < G_N_ELEMENTS (lies); i++) {
+    hdr.payload_len = lies[i];
+    fail_unless_equals_int (gpushare_msg_parse (&hdr, raw, sizeof (raw),
+            back), GPUSHARE_PARSE_MALFORMED);
+  }
+  hdr.payload_len = sizeof (raw);
+  fail_unless_equals_int (gpushare_msg_parse (&hdr, raw, sizeof (raw), back),
+      GPUSHARE_PARSE_OK);
+  g_free (back);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_payload_unknown_type)
+{
+  static const guint16 types[] = { 0, GPUSHARE_MSG_ERROR + 1, 0x100, 0x7fff,
+    G_MAXUINT16,
+  };
+  static const gsize lens[] = { 0, 1, 24, GPUSHARE_MAX_PAYLOAD };
+  GpuShareMsg *back = g_new0 (GpuShareMsg, 1);
+  guint8 *raw = g_malloc (GPUSHARE_MAX_PAYLOAD);
+  guint i, j;
+
+  memset (raw, 0xff, GPUSHARE_MAX_PAYLOAD);
+  for (i = 0; i < G_N_ELEMENTS (types); i++) {
+    for (j = 0; j < G_N_ELEMENTS (lens); j++) {
+      fail_unless_equals_int (parse_payload (types[i], 0, raw, lens[j], back),
+          GPUSHARE_PARSE_UNKNOWN_TYPE);
+      fail_unless_equals_int (parse_payload (types[i], GPUSHARE_MAX_FDS, raw,
+              lens[j], back), GPUSHARE_PARSE_UNKNOWN_TYPE);
+    }
+  }
+  g_free (raw);
+  g_free (back);
+}
+
+GST_END_TEST;
+
+/* A known type other than SLOTS with fds, handed straight to the parser:
+ * refused there too, in case a caller skipped the header check. */
+GST_START_TEST (test_payload_fds_on_wrong_type)
+{
+  static const guint32 counts[] = { 1, GPUSHARE_MAX_FDS,
+    GPUSHARE_MAX_FDS + 1, G_MAXUINT32,
+  };
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  GpuShareMsg *back = g_new0 (GpuShareMsg, 1);
+  GByteArray *out = g_byte_array_new ();
+  guint i, j;
+  guint32 n_fds;
+
+  for (i = 0; i < G_N_ELEMENTS (all_types); i++) {
+    if (all_types[i] == GPUSHARE_MSG_SLOTS)
+      continue;
+    sample_msg (all_types[i], 1, msg, &n_fds);
+    for (j = 0; j < G_N_ELEMENTS (counts); j++) {
+      fail_unless_equals_int (parse_raw_msg (msg, counts[j], back),
+          GPUSHARE_PARSE_BAD_FD_COUNT);
+      /* and the builder will not write it */
+      fail_if (gpushare_msg_build (msg, counts[j], out));
+      fail_unless_equals_int (out->len, 0);
+    }
+  }
+  g_byte_array_unref (out);
+  g_free (back);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
+/* Hand-crafted: a string length field of cap + 1, G_MAXUINT32, or longer
+ * than the bytes that follow. */
+typedef enum
+{
+  STR_ANNOUNCE_NAME,
+  STR_ANNOUNCE_CAPS,
+  STR_ACCEPT_NAME,
+  STR_CAPS_CAPS,
+  STR_ERROR_TEXT,
+  N_STR
+} StrField;
+
+static guint
+str_field_type (StrField f)
+{
+  switch (f) {
+    case STR_ANNOUNCE_NAME:
+    case STR_ANNOUNCE_CAPS:
+      return GPUSHARE_MSG_ANNOUNCE;
+    case STR_ACCEPT_NAME:
+      return GPUSHARE_MSG_ACCEPT;
+    case STR_CAPS_CAPS:
+      return GPUSHARE_MSG_CAPS;
+    case STR_ERROR_TEXT:
+    default:
+      return GPUSHARE_MSG_ERROR;
+  }
+}
+
+static guint32
+str_field_cap (StrField f)
+{
+  switch (f) {
+    case STR_ANNOUNCE_NAME:
+    case STR_ACCEPT_NAME:
+      return GPUSHARE_MAX_NAME_LEN;
+    case STR_ANNOUNCE_CAPS:
+    case STR_CAPS_CAPS:
+      return GPUSHARE_MAX_CAPS_LEN;
+    case STR_ERROR_TEXT:
+    default:
+      return GPUSHARE_MAX_TEXT_LEN;
+  }
+}
+
+/* Writes a raw payload whose string f declares `declared` bytes, of which
+ * `present` follow (any other string of the message is left empty or, for
+ * caps, one byte), filled from `bytes` (or valid UTF-8 when NULL).
+ * Returns the payload length; b holds GPUSHARE_MAX_PAYLOAD * 2. */
+static gsize
+raw_with_string (StrField f, guint32 declared, gsize present,
+    const gchar * bytes, guint8 * b)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  gchar *fill = g_malloc (present + 1);
+  gsize len;
+  guint32 n_fds;
+
+  if (bytes)
+    memcpy (fill, bytes, present);
+  else
+    fill_utf8 (fill, present);
+
+  sample_msg (str_field_type (f), 1, msg, &n_fds);
+  switch (f) {
+    case STR_ANNOUNCE_NAME:
+      msg->u.announce.name_len = 0;
+      fail_unless (gpushare_layout_set_caps (&msg->u.announce.layout, "c"));
+      len = raw_fixed (msg, b);
+      put32 (b, ANNOUNCE_NAME_LEN, declared);
+      memcpy (b + len, fill, present);
+      len += present;
+      /* the caps after the name */
+      if (present == declared)
+        b[len++] = 'c';
+      break;
+    case STR_ANNOUNCE_CAPS:
+      msg->u.announce.name_len = 0;
+      len = raw_fixed (msg, b);
+      put32 (b, ANNOUNCE_LAYOUT + LAYOUT_CAPS_LEN, declared);
+      memcpy (b + len, fill, present);
+      len += present;
+      break;
+    case STR_ACCEPT_NAME:
+      len = raw_fixed (msg, b);
+      put32 (b, ACCEPT_NAME_LEN, declared);
+      memcpy (b + len, fill, present);
+      len += present;
+      break;
+    case STR_CAPS_CAPS:
+      len = raw_fixed (msg, b);
+      put32 (b, CAPS_LAYOUT + LAYOUT_CAPS_LEN, declared);
+      memcpy (b + len, fill, present);
+      len += present;
+      break;
+    case STR_ERROR_TEXT:
+    default:
+      len = raw_fixed (msg, b);
+      put32 (b, ERROR_TEXT_LEN, declared);
+      memcpy (b + len, fill, present);
+      len += present;
+      break;
+  }
+  g_free (fill);
+  g_free (msg);
+  return len;
+}
+
+GST_START_TEST (test_payload_string_lengths)
+{
+  GpuShareMsg *back = g_new0 (GpuShareMsg, 1);
+  guint8 *b = g_malloc0 (GPUSHARE_MAX_PAYLOAD * 2);
+  guint f;
+
+  for (f = 0; f < N_STR; f++) {
+    guint type = str_field_type (f);
+    guint32 cap = str_field_cap (f);
+    gsize len;
+
+    /* cap, with its bytes: accepted */
+    len = raw_with_string (f, cap, cap, NULL, b);
+    fail_unless_equals_int (parse_payload (type, 0, b, len, back),
+        GPUSHARE_PARSE_OK);
+    /* cap + 1, with its bytes: over the cap, whatever follows */
+    len = raw_with_string (f, cap + 1, cap + 1, NULL, b);
+    fail_unless_equals_int (parse_payload (type, 0, b, len, back),
+        GPUSHARE_PARSE_MALFORMED);
+    /* cap + 1, with only cap bytes */
+    len = raw_with_string (f, cap + 1, cap, NULL, b);
+    fail_unless_equals_int (parse_payload (type, 0, b, len, back),
+        GPUSHARE_PARSE_MALFORMED);
+    /* huge lengths must not wrap any sum */
+    len = raw_with_string (f, G_MAXUINT32, 4, NULL, b);
+    fail_unless_equals_int (parse_payload (type, 0, b, len, back),
+        GPUSHARE_PARSE_MALFORMED);
+    len = raw_with_string (f, G_MAXUINT32 - ANNOUNCE_FIXED + 1, 4, NULL, b);
+    fail_unless_equals_int (parse_payload (type, 0, b, len, back),
+        GPUSHARE_PARSE_MALFORMED);
+    len = raw_with_string (f, 0x80000000, 0, NULL, b);
+    fail_unless_equals_int (parse_payload (type, 0, b, len, back),
+        GPUSHARE_PARSE_MALFORMED);
+    /* within the cap but longer than the payload */
+    len = raw_with_string (f, cap, cap - 1, NULL, b);
+    fail_unless_equals_int (parse_payload (type, 0, b, len, back),
+        GPUSHARE_PARSE_TRUNCATED);
+    len = raw_with_string (f, 1, 0, NULL, b);
+    fail_unless_equals_int (parse_payload (type, 0, b, len, back),
+        GPUSHARE_PARSE_TRUNCATED);
+  }
+  g_free (b);
+  g_free (back);
+}
+
+GST_END_TEST;
+
+/* A payload that is one wire length over: NUL and bad UTF-8 inside. */
+GST_START_TEST (test_payload_string_bytes)
+{
+  static const struct
+  {
+    const gchar *bytes;
+    gsize len;
+    GpuShareParseResult res;
+  } table[] = {
+    {"abc", 3, GPUSHARE_PARSE_OK},
+    {"\xc3\xa9\xe2\x82\xac", 5, GPUSHARE_PARSE_OK},
+    {"\0bc", 3, GPUSHARE_PARSE_MALFORMED},      /* NUL first */
+    {"a\0c", 3, GPUSHARE_PARSE_MALFORMED},      /* NUL inside */
+    {"ab\0", 3, GPUSHARE_PARSE_MALFORMED},      /* NUL last */
+    {"\0", 1, GPUSHARE_PARSE_MALFORMED},        /* only a NUL */
+    {"a\xff" "c", 3, GPUSHARE_PARSE_MALFORMED}, /* never valid */
+    {"\x80", 1, GPUSHARE_PARSE_MALFORMED},      /* lone continuation */
+    {"ab\xc3", 3, GPUSHARE_PARSE_MALFORMED},    /* cut sequence */
+    {"\xe2\x82", 2, GPUSHARE_PARSE_MALFORMED},  /* cut sequence */
+    {"\xc0\xaf", 2, GPUSHARE_PARSE_MALFORMED},  /* overlong '/' */
+    {"\xed\xa0\x80", 3, GPUSHARE_PARSE_MALFORMED},      /* surrogate */
+    {"\xf4\x90\x80\x80", 4, GPUSHARE_PARSE_MALFORMED},  /* > U+10FFFF */
+  };
+  GpuShareMsg *back = g_new0 (GpuShareMsg, 1);
+  guint8 *b = g_malloc0 (GPUSHARE_MAX_PAYLOAD * 2);
+  guint f, i;
+
+  for (f = 0; f < N_STR; f++) {
+    guint type = str_field_type (f);
+
+    for (i = 0; i < G_N_ELEMENTS (table); i++) {
+      gsize len = raw_with_string (f, table[i].len, table[i].len,
+          table[i].bytes, b);
+
+      fail_unless_equals_int (parse_payload (type, 0, b, len, back),
+          table[i].res);
+    }
+  }
+  g_free (b);
+  g_free (back);
+}
+
+GST_END_TEST;
+
+/* The same bad strings, offered to the builder: it refuses them and
+ * leaves the output as it was. */
+GST_START_TEST (test_build_refuses_strings)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  GByteArray *out = g_byte_array_new ();
+  guint32 n_fds;
+
+  g_byte_array_append (out, (const guint8 *) "keep", 4);
+
+  sample_msg (GPUSHARE_MSG_ANNOUNCE, 0, msg, &n_fds);
+  msg->u.announce.name_len = GPUSHARE_MAX_NAME_LEN + 1;
+  fail_if (gpushare_msg_build (msg, n_fds, out));
+  msg->u.announce.name_len = G_MAXUINT32;
+  fail_if (gpushare_msg_build (msg, n_fds, out));
+  msg->u.announce.name_len = 3;
+  msg->u.announce.name[1] = '\0';
+  fail_if (gpushare_msg_build (msg, n_fds, out));
+  msg->u.announce.name[1] = '\xff';
+  fail_if (gpushare_msg_build (msg, n_fds, out));
+
+  sample_msg (GPUSHARE_MSG_ANNOUNCE, 0, msg, &n_fds);
+  msg->u.announce.layout.caps_len = GPUSHARE_MAX_CAPS_LEN + 1;
+  fail_if (gpushare_msg_build (msg, n_fds, out));
+  msg->u.announce.layout.caps_len = 0;
+  fail_if (gpushare_msg_build (msg, n_fds, out));
+
+  sample_msg (GPUSHARE_MSG_ACCEPT, 0, msg, &n_fds);
+  msg->u.accept.name_len = GPUSHARE_MAX_NAME_LEN + 1;
+  fail_if (gpushare_msg_build (msg, n_fds, out));
+
+  sample_msg (GPUSHARE_MSG_CAPS, 0, msg, &n_fds);
+  msg->u.caps.layout.caps_len = GPUSHARE_MAX_CAPS_LEN + 1;
+  fail_if (gpushare_msg_build (msg, n_fds, out));
+  msg->u.caps.layout.caps_len = 0;
+  fail_if (gpushare_msg_build (msg, n_fds, out));
+  msg->u.caps.layout.caps_len = 4;
+  memcpy (msg->u.caps.layout.caps, "ab\xc3", 4);
+  fail_if (gpushare_msg_build (msg, n_fds, out));
+
+  sample_msg (GPUSHARE_MSG_ERROR, 0, msg, &n_fds);
+  msg->u.error.text_len = GPUSHARE_MAX_TEXT_LEN + 1;
+  fail_if (gpushare_msg_build (msg, n_fds, out));
+  msg->u.error.text_len = G_MAXUINT32;
+  fail_if (gpushare_msg_build (msg, n_fds, out));
+  msg->u.error.text_len = 2;
+  memcpy (msg->u.error.text, "\0a", 2);
+  fail_if (gpushare_msg_build (msg, n_fds, out));
+
+  fail_unless_equals_int (out->len, 4);
+  fail_unless (memcmp (out->data, "keep", 4) == 0);
+  g_byte_array_unref (out);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
+/* One hostile layout field, in ANNOUNCE and in CAPS, raw and built. */
+typedef struct
+{
+  const gchar *what;
+  guint32 n_slots;
+  guint32 n_planes;
+  guint64 frame_size;
+  guint64 slot_size;
+  guint64 offset3;              /* offsets[0..2] stay 0 */
+  GpuShareParseResult res;
+} LayoutCase;
+
+static const LayoutCase layout_cases[] = {
+  {"n_slots 0", 0, 4, 100, 100, 99, GPUSHARE_PARSE_MALFORMED},
+  {"n_slots 1", 1, 4, 100, 100, 99, GPUSHARE_PARSE_OK},
+  {"n_slots max", GPUSHARE_MAX_SLOTS, 4, 100, 100, 99, GPUSHARE_PARSE_OK},
+  {"n_slots max+1", GPUSHARE_MAX_SLOTS + 1, 4, 100, 100, 99,
+      GPUSHARE_PARSE_MALFORMED},
+  {"n_slots uint32", G_MAXUINT32, 4, 100, 100, 99, GPUSHARE_PARSE_MALFORMED},
+  {"n_planes 0", 4, 0, 100, 100, 1000, GPUSHARE_PARSE_OK},
+  {"n_planes max+1", 4, GPUSHARE_MAX_PLANES + 1, 100, 100, 0,
+      GPUSHARE_PARSE_MALFORMED},
+  {"n_planes uint32", 4, G_MAXUINT32, 100, 100, 0, GPUSHARE_PARSE_MALFORMED},
+  {"slot_size 0", 4, 0, 0, 0, 0, GPUSHARE_PARSE_MALFORMED},
+  {"slot_size 1", 4, 1, 1, 1, 0, GPUSHARE_PARSE_OK},
+  {"slot_size max", 4, 4, GPUSHARE_MAX_SLOT_SIZE, GPUSHARE_MAX_SLOT_SIZE,
+      GPUSHARE_MAX_SLOT_SIZE - 1, GPUSHARE_PARSE_OK},
+  {"slot_size max+1", 4, 4, 100, GPUSHARE_MAX_SLOT_SIZE + 1, 99,
+      GPUSHARE_PARSE_MALFORMED},
+  {"slot_size uint64", 4, 4, 100, G_MAXUINT64, 99, GPUSHARE_PARSE_MALFORMED},
+  {"frame_size 0", 4, 4, 0, 100, G_MAXUINT64, GPUSHARE_PARSE_OK},
+  {"frame == slot", 4, 4, 100, 100, 99, GPUSHARE_PARSE_OK},
+  {"frame > slot", 4, 4, 101, 100, 99, GPUSHARE_PARSE_MALFORMED},
+  {"frame uint64", 4, 4, G_MAXUINT64, 100, 99, GPUSHARE_PARSE_MALFORMED},
+  {"offset frame-1", 4, 4, 100, 200, 99, GPUSHARE_PARSE_OK},
+  {"offset frame", 4, 4, 100, 200, 100, GPUSHARE_PARSE_MALFORMED},
+  {"offset uint64", 4, 4, 100, 200, G_MAXUINT64, GPUSHARE_PARSE_MALFORMED},
+  /* planes past n_planes are not described, so not checked */
+  {"unused offset", 4, 3, 100, 200, G_MAXUINT64, GPUSHARE_PARSE_OK},
+};
+
+static void
+apply_layout_case (GpuShareLayout * l, const LayoutCase * c)
+{
+  l->n_slots = c->n_slots;
+  l->n_planes = c->n_planes;
+  l->frame_size = c->frame_size;
+  l->slot_size = c->slot_size;
+  l->offsets[0] = l->offsets[1] = l->offsets[2] = 0;
+  l->offsets[3] = c->offset3;
+}
+
+GST_START_TEST (test_payload_layout)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  GpuShareMsg *back = g_new0 (GpuShareMsg, 1);
+  GByteArray *out = g_byte_array_new ();
+  guint32 n_fds;
+  guint i, t;
+
+  for (t = 0; t < 2; t++) {
+    guint type = t == 0 ? GPUSHARE_MSG_ANNOUNCE : GPUSHARE_MSG_CAPS;
+
+    for (i = 0; i < G_N_ELEMENTS (layout_cases); i++) {
+      const LayoutCase *c = &layout_cases[i];
+      GpuShareLayout *l;
+
+      sample_msg (type, 0, msg, &n_fds);
+      l = t == 0 ? &msg->u.announce.layout : &msg->u.caps.layout;
+      apply_layout_case (l, c);
+      fail_unless (parse_raw_msg (msg, 0, back) == c->res,
+          "%s, %s: got %s", gpushare_msg_type_to_string (type), c->what,
+          gpushare_parse_result_to_string (parse_raw_msg (msg, 0, back)));
+      g_byte_array_set_size (out, 0);
+      fail_unless_equals_int (gpushare_msg_build (msg, 0, out),
+          c->res == GPUSHARE_PARSE_OK);
+      if (c->res == GPUSHARE_PARSE_OK)
+        round_trip (msg, 0);
+      else
+        fail_unless_equals_int (out->len, 0);
+    }
+  }
+  g_byte_array_unref (out);
+  g_free (back);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_payload_slots)
+{
+  static const struct
+  {
+    guint32 n_slots;
+    guint32 n_fds;
+    guint64 slot_size;
+    guint32 mem_type;
+    GpuShareParseResult res;
+  } table[] = {
+    {1, 1, 4096, GPUSHARE_MEM_SYSTEM, GPUSHARE_PARSE_OK},
+    {GPUSHARE_MAX_SLOTS, GPUSHARE_MAX_SLOTS, 4096, 1, GPUSHARE_PARSE_OK},
+    {0, 0, 4096, 1, GPUSHARE_PARSE_MALFORMED},
+    {GPUSHARE_MAX_SLOTS + 1, GPUSHARE_MAX_SLOTS, 4096, 1,
+        GPUSHARE_PARSE_MALFORMED},
+    {G_MAXUINT32, GPUSHARE_MAX_SLOTS, 4096, 1, GPUSHARE_PARSE_MALFORMED},
+    /* lying fd counts */
+    {4, 3, 4096, 1, GPUSHARE_PARSE_BAD_FD_COUNT},
+    {4, 5, 4096, 1, GPUSHARE_PARSE_BAD_FD_COUNT},
+    {4, 0, 4096, 1, GPUSHARE_PARSE_BAD_FD_COUNT},
+    {1, GPUSHARE_MAX_FDS, 4096, 1, GPUSHARE_PARSE_BAD_FD_COUNT},
+    {4, GPUSHARE_MAX_FDS + 1, 4096, 1, GPUSHARE_PARSE_BAD_FD_COUNT},
+    {4, G_MAXUINT32, 4096, 1, GPUSHARE_PARSE_BAD_FD_COUNT},
+    /* slot sizes */
+    {4, 4, 0, 1, GPUSHARE_PARSE_MALFORMED},
+    {4, 4, 1, 1, GPUSHARE_PARSE_OK},
+    {4, 4, GPUSHARE_MAX_SLOT_SIZE, 1, GPUSHARE_PARSE_OK},
+    {4, 4, GPUSHARE_MAX_SLOT_SIZE + 1, 1, GPUSHARE_PARSE_MALFORMED},
+    {4, 4, G_MAXUINT64, 1, GPUSHARE_PARSE_MALFORMED},
+    /* memory types: exactly one known bit */
+    {4, 4, 4096, 0, GPUSHARE_PARSE_MALFORMED},
+    {4, 4, 4096, GPUSHARE_MEM_CUDA_FABRIC, GPUSHARE_PARSE_OK},
+    {4, 4, 4096, 0x3, GPUSHARE_PARSE_MALFORMED},
+    {4, 4, 4096, 0x10, GPUSHARE_PARSE_MALFORMED},
+    {4, 4, 4096, 0x11, GPUSHARE_PARSE_MALFORMED},
+    {4, 4, 4096, 0x80000000, GPUSHARE_PARSE_MALFORMED},
+    {4, 4, 4096, G_MAXUINT32, GPUSHARE_PARSE_MALFORMED},
+  };
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  GpuShareMsg *back = g_new0 (GpuShareMsg, 1);
+  GByteArray *out = g_byte_array_new ();
+  guint32 n_fds;
+  guint i;
+
+  for (i = 0; i < G_N_ELEMENTS (table); i++) {
+    sample_msg (GPUSHARE_MSG_SLOTS, 0, msg, &n_fds);
+    msg->u.slots.n_slots = table[i].n_slots;
+    msg->u.slots.slot_size = table[i].slot_size;
+    msg->u.slots.mem_type = table[i].mem_type;
+    fail_unless (parse_raw_msg (msg, table[i].n_fds, back) == table[i].res,
+        "case %u: got %s", i,
+        gpushare_parse_result_to_string (parse_raw_msg (msg, table[i].n_fds,
+                back)));
+    g_byte_array_set_size (out, 0);
+    fail_unless_equals_int (gpushare_msg_build (msg, table[i].n_fds, out),
+        table[i].res == GPUSHARE_PARSE_OK);
+    if (table[i].res != GPUSHARE_PARSE_OK)
+      fail_unless_equals_int (out->len, 0);
+  }
+  g_byte_array_unref (out);
+  g_free (back);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_payload_mem_types)
+{
+  static const struct
+  {
+    guint32 value;
+    GpuShareParseResult offer;  /* ANNOUNCE mem_types */
+    GpuShareParseResult choice; /* ACCEPT mem_type */
+  } table[] = {
+    {0, GPUSHARE_PARSE_MALFORMED, GPUSHARE_PARSE_MALFORMED},
+    {GPUSHARE_MEM_SYSTEM, GPUSHARE_PARSE_OK, GPUSHARE_PARSE_OK},
+    {GPUSHARE_MEM_CUDA_VMM, GPUSHARE_PARSE_OK, GPUSHARE_PARSE_OK},
+    {GPUSHARE_MEM_CUDA_LEGACY, GPUSHARE_PARSE_OK, GPUSHARE_PARSE_OK},
+    {GPUSHARE_MEM_CUDA_FABRIC, GPUSHARE_PARSE_OK, GPUSHARE_PARSE_OK},
+    {0x3, GPUSHARE_PARSE_OK, GPUSHARE_PARSE_MALFORMED},
+    {GPUSHARE_MEM_KNOWN_MASK, GPUSHARE_PARSE_OK, GPUSHARE_PARSE_MALFORMED},
+    {0x10, GPUSHARE_PARSE_MALFORMED, GPUSHARE_PARSE_MALFORMED},
+    {0x11, GPUSHARE_PARSE_OK, GPUSHARE_PARSE_MALFORMED},
+    {0xfffffff0, GPUSHARE_PARSE_MALFORMED, GPUSHARE_PARSE_MALFORMED},
+    {0x80000000, GPUSHARE_PARSE_MALFORMED, GPUSHARE_PARSE_MALFORMED},
+    {G_MAXUINT32, GPUSHARE_PARSE_OK, GPUSHARE_PARSE_MALFORMED},
+  };
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  GpuShareMsg *back = g_new0 (GpuShareMsg, 1);
+  GByteArray *out = g_byte_array_new ();
+  guint32 n_fds;
+  guint i;
+
+  for (i = 0; i < G_N_ELEMENTS (table); i++) {
+    sample_msg (GPUSHARE_MSG_ANNOUNCE, 0, msg, &n_fds);
+    msg->u.announce.mem_types = table[i].value;
+    fail_unless_equals_int (parse_raw_msg (msg, 0, back), table[i].offer);
+    fail_unless_equals_int (gpushare_msg_build (msg, 0, out),
+        table[i].offer == GPUSHARE_PARSE_OK);
+
+    sample_msg (GPUSHARE_MSG_ACCEPT, 0, msg, &n_fds);
+    msg->u.accept.mem_type = table[i].value;
+    fail_unless_equals_int (parse_raw_msg (msg, 0, back), table[i].choice);
+    fail_unless_equals_int (gpushare_msg_build (msg, 0, out),
+        table[i].choice == GPUSHARE_PARSE_OK);
+  }
+  g_byte_array_unref (out);
+  g_free (back);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_payload_schema_version)
+{
+  static const guint16 majors[] = { 0, GPUSHARE_VERSION_MAJOR,
+    GPUSHARE_VERSION_MAJOR + 1, G_MAXUINT16,
+  };
+  static const guint16 minors[] = { 0, GPUSHARE_VERSION_MINOR + 1,
+    G_MAXUINT16,
+  };
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  GpuShareMsg *back = g_new0 (GpuShareMsg, 1);
+  GByteArray *out = g_byte_array_new ();
+  guint32 n_fds;
+  guint i, t;
+
+  for (t = 0; t < 2; t++) {
+    guint type = t == 0 ? GPUSHARE_MSG_ANNOUNCE : GPUSHARE_MSG_ACCEPT;
+
+    for (i = 0; i < G_N_ELEMENTS (majors); i++) {
+      GpuShareParseResult want = majors[i] == GPUSHARE_VERSION_MAJOR ?
+          GPUSHARE_PARSE_OK : GPUSHARE_PARSE_BAD_VERSION;
+
+      sample_msg (type, 0, msg, &n_fds);
+      if (t == 0)
+        msg->u.announce.schema_major = majors[i];
+      else
+        msg->u.accept.schema_major = majors[i];
+      fail_unless_equals_int (parse_raw_msg (msg, 0, back), want);
+      fail_unless_equals_int (gpushare_msg_build (msg, 0, out),
+          want == GPUSHARE_PARSE_OK);
+
+      /* another major is reported as such even when the rest would not
+       * parse: the answer is ERROR VERSION, not PROTOCOL */
+      if (want != GPUSHARE_PARSE_OK) {
+        if (t == 0)
+          msg->u.announce.mem_types = 0;
+        else
+          msg->u.accept.mem_type = 0;
+        fail_unless_equals_int (parse_raw_msg (msg, 0, back), want);
+      }
+    }
+    for (i = 0; i < G_N_ELEMENTS (minors); i++) {
+      sample_msg (type, 0, msg, &n_fds);
+      if (t == 0)
+        msg->u.announce.schema_minor = minors[i];
+      else
+        msg->u.accept.schema_minor = minors[i];
+      round_trip (msg, 0);
+    }
+  }
+  g_byte_array_unref (out);
+  g_free (back);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
+/* Reserved words in the fixed parts are ignored, like the header's. */
+GST_START_TEST (test_payload_reserved_ignored)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  GpuShareMsg *back = g_new0 (GpuShareMsg, 1);
+  guint8 *raw = g_malloc0 (GPUSHARE_MAX_PAYLOAD);
+  gsize len;
+  guint32 n_fds;
+
+  sample_msg (GPUSHARE_MSG_ANNOUNCE, 0, msg, &n_fds);
+  len = raw_payload (msg, raw);
+  put32 (raw, ANNOUNCE_LAYOUT + 84, G_MAXUINT32);
+  fail_unless_equals_int (parse_payload (msg->type, 0, raw, len, back),
+      GPUSHARE_PARSE_OK);
+  assert_msg_equal (back, msg);
+
+  sample_msg (GPUSHARE_MSG_ACCEPT, 0, msg, &n_fds);
+  len = raw_payload (msg, raw);
+  put32 (raw, 28, G_MAXUINT32);
+  fail_unless_equals_int (parse_payload (msg->type, 0, raw, len, back),
+      GPUSHARE_PARSE_OK);
+  assert_msg_equal (back, msg);
+
+  sample_msg (GPUSHARE_MSG_CAPS, 0, msg, &n_fds);
+  len = raw_payload (msg, raw);
+  put32 (raw, 4, G_MAXUINT32);
+  put32 (raw, CAPS_LAYOUT + 84, G_MAXUINT32);
+  fail_unless_equals_int (parse_payload (msg->type, 0, raw, len, back),
+      GPUSHARE_PARSE_OK);
+  assert_msg_equal (back, msg);
+
+  g_free (raw);
+  g_free (back);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_build_refuses)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  GByteArray *out = g_byte_array_new ();
+  static const guint types[] = { 0, GPUSHARE_MSG_ERROR + 1, G_MAXUINT16 };
+  guint32 n_fds;
+  guint i;
+
+  g_byte_array_append (out, (const guint8 *) "keep", 4);
+
+  /* nobody could decode an unknown type */
+  for (i = 0; i < G_N_ELEMENTS (types); i++) {
+    memset (msg, 0, sizeof (*msg));
+    msg->type = types[i];
+    fail_if (gpushare_msg_build (msg, 0, out));
+  }
+  /* fds: only SLOTS, exactly n_slots, never over the cap */
+  sample_msg (GPUSHARE_MSG_SLOTS, 0, msg, &n_fds);
+  fail_unless_equals_int (n_fds, GPUSHARE_MAX_FDS);
+  fail_if (gpushare_msg_build (msg, n_fds - 1, out));
+  fail_if (gpushare_msg_build (msg, n_fds + 1, out));
+  fail_if (gpushare_msg_build (msg, G_MAXUINT32, out));
+  sample_msg (GPUSHARE_MSG_FRAME, 0, msg, &n_fds);
+  fail_if (gpushare_msg_build (msg, 1, out));
+
+  fail_unless_equals_int (out->len, 4);
+  fail_unless (memcmp (out->data, "keep", 4) == 0);
+
+  /* and a valid one lands after what was there */
+  fail_unless (gpushare_msg_build (msg, 0, out));
+  fail_unless_equals_int (out->len, 4 + HDR_SIZE + FRAME_FIXED);
+  fail_unless (memcmp (out->data, "keepGPSH", 8) == 0);
+
+  g_byte_array_unref (out);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
+/* Every header byte and every payload byte of every message set to each
+ * boundary value in turn: the parser returns some result, never crashes,
+ * never reads past the end (ASan), and never accepts a string it would not
+ * build. */
+GST_START_TEST (test_byte_sweep)
+{
+  static const guint8 values[] = { 0x00, 0x01, 0x7f, 0x80, 0xff };
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  GpuShareMsg *back = g_new0 (GpuShareMsg, 1);
+  GByteArray *out = g_byte_array_new ();
+  guint i, v;
+  gsize pos;
+  guint32 n_fds;
+
+  for (i = 0; i < G_N_ELEMENTS (all_types); i++) {
+    GByteArray *wire = g_byte_array_new ();
+
+    sample_msg (all_types[i], 1, msg, &n_fds);
+    fail_unless (gpushare_msg_build (msg, n_fds, wire));
+    for (pos = 0; pos < wire->len; pos++) {
+      for (v = 0; v < G_N_ELEMENTS (values); v++) {
+        guint8 *b = g_memdup2 (wire->data, wire->len);
+        GpuShareHeader hdr;
+        GpuShareParseResult res;
+
+        b[pos] = values[v];
+        res = gpushare_header_parse (b, wire->len, &hdr);
+        if (res == GPUSHARE_PARSE_OK &&
+            hdr.payload_len == wire->len - GPUSHARE_HEADER_SIZE) {
+          res = gpushare_msg_parse (&hdr, b + GPUSHARE_HEADER_SIZE,
+              hdr.payload_len, back);
+          /* what parses also builds, to a prefix-equal message */
+          if (res == GPUSHARE_PARSE_OK) {
+            g_byte_array_set_size (out, 0);
+            fail_unless (gpushare_msg_build (back, hdr.n_fds, out));
+          }
+        }
+        g_free (b);
+      }
+    }
+    g_byte_array_unref (wire);
+  }
+  g_byte_array_unref (out);
+  g_free (back);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_layout_set_caps)
+{
+  GpuShareLayout *l = g_new0 (GpuShareLayout, 1);
+  gchar *s = g_malloc (GPUSHARE_MAX_CAPS_LEN + 2);
+
+  fail_unless (gpushare_layout_set_caps (l, "video/x-raw"));
+  fail_unless_equals_int (l->caps_len, 11);
+  fail_unless_equals_string (l->caps, "video/x-raw");
+
+  fill_utf8 (s, GPUSHARE_MAX_CAPS_LEN);
+  fail_unless (gpushare_layout_set_caps (l, s));
+  fail_unless_equals_int (l->caps_len, GPUSHARE_MAX_CAPS_LEN);
+  fail_unless_equals_string (l->caps, s);
+
+  fail_unless (gpushare_layout_set_caps (l, "video/x-raw"));
+  /* refused, and the layout keeps what it had */
+  fill_utf8 (s, GPUSHARE_MAX_CAPS_LEN + 1);
+  fail_if (gpushare_layout_set_caps (l, s));
+  fail_if (gpushare_layout_set_caps (l, ""));
+  fail_if (gpushare_layout_set_caps (l, "ab\xc3"));
+  fail_unless_equals_int (l->caps_len, 11);
+  fail_unless_equals_string (l->caps, "video/x-raw");
+
+  g_free (s);
+  g_free (l);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_to_string)
+{
+  GHashTable *seen = g_hash_table_new (g_str_hash, g_str_equal);
+  guint i;
+
+  for (i = GPUSHARE_MSG_ANNOUNCE; i <= GPUSHARE_MSG_ERROR; i++) {
+    const gchar *s = gpushare_msg_type_to_string (i);
+
+    fail_unless (s != NULL);
+    fail_if (g_hash_table_contains (seen, s));
+    g_hash_table_add (seen, (gpointer) s);
+  }
+  fail_unless_equals_string (gpushare_msg_type_to_string (0), "UNKNOWN");
+  fail_unless_equals_string (gpushare_msg_type_to_string (G_MAXUINT),
+      "UNKNOWN");
+  fail_unless_equals_string (gpushare_msg_type_to_string
+      (GPUSHARE_MSG_FRAME), "FRAME");
+  g_hash_table_remove_all (seen);
+
+  for (i = GPUSHARE_PARSE_OK; i <= GPUSHARE_PARSE_UNKNOWN_TYPE; i++) {
+    const gchar *s = gpushare_parse_result_to_string (i);
+
+    fail_unless (s != NULL);
+    fail_if (g_hash_table_contains (seen, s));
+    g_hash_table_add (seen, (gpointer) s);
+  }
+  fail_unless (gpushare_parse_result_to_string (G_MAXINT) != NULL);
+  g_hash_table_remove_all (seen);
+
+  for (i = GPUSHARE_ERR_NONE; i <= GPUSHARE_ERR_INTERNAL; i++) {
+    const gchar *s = gpushare_error_code_to_string (i);
+
+    fail_unless (s != NULL);
+    fail_if (g_hash_table_contains (seen, s));
+    g_hash_table_add (seen, (gpointer) s);
+  }
+  fail_unless (gpushare_error_code_to_string (G_MAXINT) != NULL);
+  g_hash_table_remove_all (seen);
+
+  for (i = 0; i < 4; i++) {
+    const gchar *s = gpushare_mem_type_to_string (1u << i);
+
+    fail_unless (s != NULL);
+    fail_if (g_hash_table_contains (seen, s));
+    g_hash_table_add (seen, (gpointer) s);
+  }
+  fail_unless_equals_string (gpushare_mem_type_to_string (0), "unknown");
+  fail_unless_equals_string (gpushare_mem_type_to_string (3), "unknown");
+
+  g_hash_table_unref (seen);
+}
+
+GST_END_TEST;
+
+static Suite *
+gpushareproto_suite (void)
+{
+  Suite *s = suite_create ("gpushareproto");
+  TCase *tc = tcase_create ("general");
+
+  suite_add_tcase (s, tc);
+  tcase_add_test (tc, test_round_trip_every_type);
+  tcase_add_test (tc, test_round_trip_mem_types);
+  tcase_add_test (tc, test_round_trip_string_lengths);
+  tcase_add_test (tc, test_golden_bytes);
+  tcase_add_test (tc, test_raw_encoder_matches_builder);
+  tcase_add_test (tc, test_stream_of_messages);
+  tcase_add_test (tc, test_header_need_more);
+  tcase_add_test (tc, test_header_fields);
+  tcase_add_test (tc, test_header_bad_magic);
+  tcase_add_test (tc, test_header_version);
+  tcase_add_test (tc, test_header_payload_len);
+  tcase_add_test (tc, test_header_fd_count);
+  tcase_add_test (tc, test_payload_truncated);
+  tcase_add_test (tc, test_payload_trailing_bytes);
+  tcase_add_test (tc, test_payload_len_mismatch);
+  tcase_add_test (tc, test_payload_unknown_type);
+  tcase_add_test (tc, test_payload_fds_on_wrong_type);
+  tcase_add_test (tc, test_payload_string_lengths);
+  tcase_add_test (tc, test_payload_string_bytes);
+  tcase_add_test (tc, test_build_refuses_strings);
+  tcase_add_test (tc, test_payload_layout);
+  tcase_add_test (tc, test_payload_slots);
+  tcase_add_test (tc, test_payload_mem_types);
+  tcase_add_test (tc, test_payload_schema_version);
+  tcase_add_test (tc, test_payload_reserved_ignored);
+  tcase_add_test (tc, test_build_refuses);
+  tcase_add_test (tc, test_byte_sweep);
+  tcase_add_test (tc, test_layout_set_caps);
+  tcase_add_test (tc, test_to_string);
+
+  return s;
+}
+
+GST_CHECK_MAIN (gpushareproto);
