@@ -43,6 +43,8 @@ typedef struct
   gint hold_frames;
   gint timeout_ms;
   gint pause_ms;
+  gint wait_clients;
+  gint drain_ms;
   gchar *out;
 } Options;
 
@@ -137,6 +139,97 @@ producer_probe (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
     raise (SIGKILL);
   }
   return GST_PAD_PROBE_OK;
+}
+
+/* the caps and the stats as the sink sees them, so that a test can compare
+ * them with what each consumer printed.  The EOS stats are taken before
+ * the sink passes the EOS on, while every consumer is still listed. */
+static GstPadProbeReturn
+producer_event_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  GstEvent *ev = GST_PAD_PROBE_INFO_EVENT (info);
+  GstElement *sink = data;
+
+  if (GST_EVENT_TYPE (ev) == GST_EVENT_CAPS) {
+    GstCaps *caps;
+    gchar *str;
+
+    gst_event_parse_caps (ev, &caps);
+    str = gst_caps_to_string (caps);
+    fprintf (out, "caps frames=%d %s\n", n_frames, str);
+    fflush (out);
+    g_free (str);
+  } else if (GST_EVENT_TYPE (ev) == GST_EVENT_EOS) {
+    GstStructure *stats;
+    gchar *str;
+
+    g_object_get (sink, "stats", &stats, NULL);
+    str = gst_structure_to_string (stats);
+    fprintf (out, "stats-eos %s\n", str);
+    fflush (out);
+    g_free (str);
+    gst_structure_free (stats);
+  }
+  return GST_PAD_PROBE_OK;
+}
+
+static guint
+n_ready_clients (GstElement * sink)
+{
+  GstStructure *stats;
+  const GValue *clients;
+  guint i, n = 0;
+
+  g_object_get (sink, "stats", &stats, NULL);
+  clients = gst_structure_get_value (stats, "clients");
+  for (i = 0; clients && i < gst_value_array_get_size (clients); i++) {
+    const GstStructure *c =
+        gst_value_get_structure (gst_value_array_get_value (clients, i));
+    const gchar *state = gst_structure_get_string (c, "state");
+
+    if (state && g_str_equal (state, "ready"))
+      n++;
+  }
+  gst_structure_free (stats);
+  return n;
+}
+
+/* --wait-clients: hold the first buffer until that many consumers finished
+ * their handshake.  Only buffers wait: the caps event must pass, since the
+ * handshake announces the caps.  wait-for-connection alone lets the stream
+ * go as soon as the first consumer is ready. */
+static GstPadProbeReturn
+wait_clients_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  GstElement *sink = data;
+  gint64 deadline = g_get_monotonic_time () +
+      (gint64) MAX (opt.timeout_ms, 1) * 1000;
+
+  while (n_ready_clients (sink) < (guint) opt.wait_clients) {
+    if (g_get_monotonic_time () > deadline) {
+      fprintf (out, "error wait-clients timeout\n");
+      fflush (out);
+      break;
+    }
+    g_usleep (5000);
+  }
+  return GST_PAD_PROBE_REMOVE;
+}
+
+/* --drain-ms: after the stream, give the consumers time to leave, so that
+ * the final stats show what the sink got back from them */
+static void
+drain_clients (GstElement * sink)
+{
+  gint64 deadline = g_get_monotonic_time () + (gint64) opt.drain_ms * 1000;
+  guint n;
+
+  for (;;) {
+    g_object_get (sink, "num-clients", &n, NULL);
+    if (n == 0 || g_get_monotonic_time () > deadline)
+      break;
+    g_usleep (5000);
+  }
 }
 
 static GstCaps *
@@ -284,8 +377,13 @@ run_producer (void)
   if (opt.policy)
     gst_util_set_object_arg (G_OBJECT (sink), "policy", opt.policy);
   pad = gst_element_get_static_pad (sink, "sink");
+  if (opt.wait_clients > 0)
+    gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BLOCK |
+        GST_PAD_PROBE_TYPE_BUFFER, wait_clients_probe, sink, NULL);
   gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, producer_probe, NULL,
       NULL);
+  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM,
+      producer_event_probe, sink, NULL);
   gst_object_unref (pad);
 
   if (gst_element_set_state (pipeline, GST_STATE_PLAYING) ==
@@ -301,6 +399,8 @@ run_producer (void)
     }
     bus_done (pipeline, "producer", 0, &rc);
   }
+  if (opt.drain_ms > 0)
+    drain_clients (sink);
 
   g_object_get (sink, "stats", &stats, NULL);
   str = gst_structure_to_string (stats);
@@ -539,7 +639,13 @@ main (int argc, char **argv)
     {"pause-ms", 0, 0, G_OPTION_ARG_INT, &opt.pause_ms,
         "Producer: sleep between frames", NULL},
     {"timeout", 0, 0, G_OPTION_ARG_INT, &opt.timeout_ms,
-        "Consumer: connection and frame timeout in ms", NULL},
+        "Consumer: connection and frame timeout in ms; producer: the most "
+        "--wait-clients waits", NULL},
+    {"wait-clients", 0, 0, G_OPTION_ARG_INT, &opt.wait_clients,
+        "Producer: hold the first frame until N consumers are ready", NULL},
+    {"drain-ms", 0, 0, G_OPTION_ARG_INT, &opt.drain_ms,
+        "Producer: after the stream, wait up to this long for the consumers "
+        "to leave before printing the stats", NULL},
     {"out", 0, 0, G_OPTION_ARG_FILENAME, &opt.out,
         "Write the report here instead of stdout", NULL},
     {NULL}

@@ -250,9 +250,10 @@ typedef struct
 } GpuShareMsg;
 
 /* Header.  Returns NEED_MORE when len < GPUSHARE_HEADER_SIZE.  Checks magic,
- * major version, payload cap and fd count for the type (only SLOTS may carry
- * fds, and exactly as many as GPUSHARE_MAX_FDS at most).  An unknown type is
- * OK here: the caller skips its payload and closes its fds. */
+ * major version, payload cap and fd count: n_fds <= GPUSHARE_MAX_FDS, and 0
+ * for every known type but SLOTS (whose n_fds == n_slots is checked with its
+ * payload).  An unknown type is OK here: the caller skips its payload and
+ * closes its fds. */
 GpuShareParseResult gpushare_header_parse (const guint8 * buf, gsize len,
     GpuShareHeader * hdr);
 
@@ -260,7 +261,8 @@ GpuShareParseResult gpushare_header_parse (const guint8 * buf, gsize len,
  * hdr->payload_len.  Longer payloads than a type needs are accepted (room
  * for minor-version extensions); shorter ones are TRUNCATED.  Strings are
  * copied, NUL-terminated, and must be valid UTF-8 without NUL.  Returns
- * UNKNOWN_TYPE for types this version does not know. */
+ * UNKNOWN_TYPE for types this version does not know (msg->type is then not
+ * meaningful: use hdr->type).  After a failure msg is partly filled. */
 GpuShareParseResult gpushare_msg_parse (const GpuShareHeader * hdr,
     const guint8 * payload, gsize len, GpuShareMsg * msg);
 
@@ -269,7 +271,8 @@ GpuShareParseResult gpushare_msg_parse (const GpuShareHeader * hdr,
 gboolean gpushare_msg_build (const GpuShareMsg * msg, guint32 n_fds,
     GByteArray * out);
 
-/* Fills a layout's caps string: FALSE if too long. */
+/* Fills a layout's caps string: FALSE (layout unchanged) if it is empty,
+ * longer than GPUSHARE_MAX_CAPS_LEN or not UTF-8. */
 gboolean gpushare_layout_set_caps (GpuShareLayout * layout, const gchar * caps);
 
 const gchar *gpushare_msg_type_to_string (guint type);

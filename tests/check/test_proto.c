@@ -1694,11 +1694,24 @@ GST_START_TEST (test_payload_schema_version)
       /* another major is reported as such even when the rest would not
        * parse: the answer is ERROR VERSION, not PROTOCOL */
       if (want != GPUSHARE_PARSE_OK) {
+        guint8 fixed[ANNOUNCE_FIXED];
+        gsize len;
+
         if (t == 0)
           msg->u.announce.mem_types = 0;
         else
           msg->u.accept.mem_type = 0;
         fail_unless_equals_int (parse_raw_msg (msg, 0, back), want);
+
+        /* a string length this major would call malformed, and no bytes
+         * after the fixed part */
+        if (t == 0)
+          msg->u.announce.name_len = G_MAXUINT32;
+        else
+          msg->u.accept.name_len = G_MAXUINT32;
+        len = raw_fixed (msg, fixed);
+        fail_unless_equals_int (parse_payload (type, 0, fixed, len, back),
+            want);
       }
     }
     for (i = 0; i < G_N_ELEMENTS (minors); i++) {
