@@ -60,6 +60,8 @@ static Options opt = {
 
 static FILE *out;
 static gint n_frames;
+/* consumer: buffers that reached appsink, in stream order with the events */
+static gint n_pushed;
 
 /* 64-bit FNV-1a over the visible bytes of every plane, row by row: equal
  * pictures give equal sums whatever the strides */
@@ -274,10 +276,15 @@ feed_appsrc (gpointer data)
     if (i == opt.caps_change_at) {
       caps = make_caps (opt.width2, opt.height2);
       gst_video_info_from_caps (&info, caps);
+      /* the frame is ready before the caps go out, so that it follows them
+       * at once, as it would from a real source: nothing here gives the
+       * consumers time to take in the new caps */
+      buf = make_frame (&info, i);
       gst_app_src_set_caps (src, caps);
       gst_caps_unref (caps);
+    } else {
+      buf = make_frame (&info, i);
     }
-    buf = make_frame (&info, i);
     GST_BUFFER_PTS (buf) = i * dur + 5 * GST_MSECOND;
     /* distinct DTS, like a stream with B-frames */
     GST_BUFFER_DTS (buf) = i * dur;
@@ -418,18 +425,26 @@ run_producer (void)
 /* ------------------------------------------------------------------------ */
 /* consumer */
 
+/* counts the buffers on the streaming thread: the frames pulled so far
+ * (n_frames) lag behind by what appsink has queued, so they cannot say
+ * before which frame the caps changed */
 static GstPadProbeReturn
 consumer_caps_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
 {
-  GstEvent *ev = GST_PAD_PROBE_INFO_EVENT (info);
+  GstEvent *ev;
 
+  if (GST_PAD_PROBE_INFO_TYPE (info) & GST_PAD_PROBE_TYPE_BUFFER) {
+    n_pushed++;
+    return GST_PAD_PROBE_OK;
+  }
+  ev = GST_PAD_PROBE_INFO_EVENT (info);
   if (GST_EVENT_TYPE (ev) == GST_EVENT_CAPS) {
     GstCaps *caps;
     gchar *str;
 
     gst_event_parse_caps (ev, &caps);
     str = gst_caps_to_string (caps);
-    fprintf (out, "caps frames=%d %s\n", n_frames, str);
+    fprintf (out, "caps frames=%d %s\n", n_pushed, str);
     fflush (out);
     g_free (str);
   }
@@ -452,8 +467,8 @@ run_consumer (void)
   g_object_set (src, "socket-path", opt.socket, "connection-timeout",
       opt.timeout_ms, "is-live", opt.live, NULL);
   pad = gst_element_get_static_pad (sink, "sink");
-  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM,
-      consumer_caps_probe, NULL, NULL);
+  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM |
+      GST_PAD_PROBE_TYPE_BUFFER, consumer_caps_probe, NULL, NULL);
   gst_object_unref (pad);
   gst_element_set_state (pipeline, GST_STATE_PLAYING);
 

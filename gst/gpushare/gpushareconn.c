@@ -194,6 +194,43 @@ fail_dispatch (gpointer user_data)
   return G_SOURCE_REMOVE;
 }
 
+static gboolean flush_locked (GpuShareConn * conn, GError ** error);
+
+/* lock held.  When the peer broke the protocol, tell it why before the
+ * socket goes: one best-effort, non-blocking attempt, so that a peer that
+ * does not read cannot stall us. */
+static void
+parting_error_locked (GpuShareConn * conn, const GError * error)
+{
+  GpuShareMsg msg = { 0, };
+  const gchar *text;
+  GError *ignored = NULL;
+
+  if (conn->fd < 0 || error->domain != GPUSHARE_CONN_ERROR)
+    return;
+  switch (error->code) {
+    case GPUSHARE_CONN_ERROR_VERSION:
+      msg.u.error.code = GPUSHARE_ERR_VERSION;
+      text = "unsupported protocol version";
+      break;
+    case GPUSHARE_CONN_ERROR_PROTOCOL:
+    case GPUSHARE_CONN_ERROR_FDS:
+      msg.u.error.code = GPUSHARE_ERR_PROTOCOL;
+      text = "malformed message";
+      break;
+    default:
+      return;
+  }
+  msg.type = GPUSHARE_MSG_ERROR;
+  msg.u.error.text_len = strlen (text);
+  memcpy (msg.u.error.text, text, msg.u.error.text_len);
+  if (conn->out->len + GPUSHARE_HEADER_SIZE + GPUSHARE_MAX_PAYLOAD >
+      GPUSHARE_CONN_MAX_QUEUED || !gpushare_msg_build (&msg, 0, conn->out))
+    return;
+  if (!flush_locked (conn, &ignored))
+    g_clear_error (&ignored);
+}
+
 /* lock held */
 static void
 fail_locked (GpuShareConn * conn, GError * error)
@@ -653,8 +690,11 @@ in_dispatch (gint fd, GIOCondition cond, gpointer user_data)
       if (!error)
         error = g_error_new (GPUSHARE_CONN_ERROR,
             GPUSHARE_CONN_ERROR_HANGUP, "peer closed the connection");
-      gpushare_conn_fail (conn, error);
-      g_error_free (error);
+      g_mutex_lock (&conn->lock);
+      if (!conn->failed && !conn->closed)
+        parting_error_locked (conn, error);
+      fail_locked (conn, error);
+      g_mutex_unlock (&conn->lock);
       return G_SOURCE_REMOVE;
     }
   }
@@ -799,4 +839,26 @@ failed:
         g_strerror (err));
     return -1;
   }
+}
+
+static gboolean
+quit_loop (gpointer loop)
+{
+  g_main_loop_quit (loop);
+  return G_SOURCE_REMOVE;
+}
+
+void
+gpushare_control_thread_join (GMainContext * context, GMainLoop * loop,
+    GThread * thread)
+{
+  GSource *source = g_idle_source_new ();
+
+  /* g_main_loop_quit() before g_main_loop_run() is forgotten by GLib */
+  g_source_set_priority (source, G_PRIORITY_HIGH);
+  g_source_set_callback (source, quit_loop, g_main_loop_ref (loop),
+      (GDestroyNotify) g_main_loop_unref);
+  g_source_attach (source, context);
+  g_source_unref (source);
+  g_thread_join (thread);
 }

@@ -599,10 +599,7 @@ client_closed (GpuShareConn * conn, const GError * error, gpointer user_data)
 {
   Client *client = user_data;
 
-  if (error && error->domain == GPUSHARE_CONN_ERROR
-      && error->code == GPUSHARE_CONN_ERROR_VERSION)
-    gpushare_conn_send_error (conn, GPUSHARE_ERR_VERSION,
-        "unsupported protocol version");
+  /* the transport already told the peer why, where it broke the protocol */
   drop_client (client->sink, client, reason_from_error (error),
       error ? error->message : NULL);
 }
@@ -764,8 +761,7 @@ gst_gpu_share_sink_stop (GstBaseSink * bsink)
   guint i, n = 0;
 
   if (self->thread) {
-    g_main_loop_quit (self->loop);
-    g_thread_join (self->thread);
+    gpushare_control_thread_join (self->context, self->loop, self->thread);
     self->thread = NULL;
   }
   if (self->listen_source) {
@@ -913,6 +909,22 @@ n_ready_clients (GstGpuShareSink * self)
   return n;
 }
 
+/* lock held.  Consumers that were streaming and are mapping the ring that a
+ * caps change just made: lossless waits for them, leaky counts what they
+ * miss meanwhile. */
+static guint
+n_remapping_clients (GstGpuShareSink * self)
+{
+  guint i, n = 0;
+
+  for (i = 0; i < MAX_CLIENTS; i++)
+    if (self->clients[i] && self->clients[i]->connected_emitted
+        && (self->clients[i]->state != CLIENT_READY
+            || self->clients[i]->mapped_epoch != self->epoch))
+      n++;
+  return n;
+}
+
 static const SlotTag *
 slot_tag (GstBuffer * buf)
 {
@@ -1033,6 +1045,12 @@ gst_gpu_share_sink_render (GstBaseSink * bsink, GstBuffer * buf)
     if (!wait_locked (self))
       goto flushing;
   }
+  while (policy == GST_GPU_SHARE_POLICY_LOSSLESS
+      && n_remapping_clients (self) > 0) {
+    GST_LOG_OBJECT (self, "waiting for consumers to map the new ring");
+    if (!wait_locked (self))
+      goto flushing;
+  }
 
   if (is_current_slot (self, buf, &slot)) {
     self->frames_in_place++;
@@ -1074,8 +1092,14 @@ gst_gpu_share_sink_render (GstBaseSink * bsink, GstBuffer * buf)
   for (i = 0; i < MAX_CLIENTS; i++) {
     Client *c = self->clients[i];
 
-    if (!c || c->state != CLIENT_READY || c->mapped_epoch != self->epoch)
+    if (!c)
       continue;
+    if (c->state != CLIENT_READY || c->mapped_epoch != self->epoch) {
+      /* still mapping a new ring (leaky only: lossless waited above) */
+      if (c->connected_emitted)
+        c->frames_dropped++;
+      continue;
+    }
     if (policy == GST_GPU_SHARE_POLICY_LEAKY
         && gpushare_ring_n_held_by (&self->ring, c->index) >= quota) {
       c->frames_dropped++;

@@ -573,8 +573,6 @@ conn_closed (GpuShareConn * conn, const GError * error, gpointer user_data)
       && self->state != STATE_DONE) {
     if (error && error->domain == GPUSHARE_CONN_ERROR
         && error->code == GPUSHARE_CONN_ERROR_VERSION) {
-      gpushare_conn_send_error (conn, GPUSHARE_ERR_VERSION,
-          "unsupported protocol version");
       fail (self, GST_CORE_ERROR, GST_CORE_ERROR_NEGOTIATION,
           "The producer speaks another protocol version", error->message);
     } else if (error && error->domain == GPUSHARE_CONN_ERROR
@@ -705,8 +703,7 @@ gst_gpu_share_src_stop (GstBaseSrc * bsrc)
   Session *session;
 
   if (self->thread) {
-    g_main_loop_quit (self->loop);
-    g_thread_join (self->thread);
+    gpushare_control_thread_join (self->context, self->loop, self->thread);
     self->thread = NULL;
   }
 

@@ -1,4 +1,2628 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Element tests: gpusharesink and gpusharesrc in this one process, with real
+ * pipelines on both ends, a GstHarness for the sink alone, and raw sockets
+ * that play a hostile consumer or a hostile producer.
+ *
+ * Every test runs in its own forked process (gst-check's default).  The
+ * fixture first runs one complete producer/consumer exchange, so that what
+ * GStreamer and GLib open lazily and keep for the process lifetime is open
+ * before the open-fd baseline is taken; the teardown then demands that the
+ * process holds exactly as many descriptors as before, as libwayland's test
+ * runner does.  Since producer and consumer both live in this process, a
+ * descriptor either of them forgets to close shows up in that count.
+ *
+ * Raw peers never block without a timeout: every read polls first.  Hostile
+ * bytes start from gpushare_msg_build () output (so that everything but the
+ * one field under test is valid) and are patched at the header offsets that
+ * GpuShareHeader freezes.
+ */
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
 #include <gst/check/gstcheck.h>
-GST_START_TEST (t) { } GST_END_TEST
-static Suite *gpushare_elements_suite (void) { Suite *x = suite_create ("e"); TCase *c = tcase_create ("g"); suite_add_tcase (x, c); tcase_add_test (c, t); return x; }
+#include <gst/check/gstharness.h>
+#include <gst/app/app.h>
+#include <gst/video/video.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "gpushareconn.h"
+#include "gpushareproto.h"
+
+#define CAPS_STR "video/x-raw,format=NV12,width=64,height=48,framerate=30/1"
+/* live producers run fast so that waiting for "a few more frames" is short */
+#define LIVE_CAPS_STR \
+  "video/x-raw,format=NV12,width=64,height=48,framerate=200/1"
+#define FRAME_SIZE (64 * 48 * 3 / 2)
+/* what the tests wait for when something is expected to happen */
+#define TIMEOUT_MS 5000
+/* the most SCM_RIGHTS descriptors Linux passes in one message */
+#define KERNEL_MAX_FDS 253
+
+static gchar *tmpdir;
+static guint fd_baseline;
+
+/* ------------------------------------------------------------------------ */
+/* Descriptors */
+
+static guint
+count_fds (void)
+{
+  GDir *dir = g_dir_open ("/proc/self/fd", 0, NULL);
+  guint n = 0;
+
+  fail_unless (dir != NULL);
+  /* the GDir's own descriptor is counted every time alike */
+  while (g_dir_read_name (dir))
+    n++;
+  g_dir_close (dir);
+  return n;
+}
+
+/* Another thread may drop the last reference to a buffer pool or a bus
+ * (each holds a GstPoll socket pair) just after a pipeline reached NULL:
+ * wait until the count holds still. */
+static guint
+count_fds_settled (void)
+{
+  gint64 deadline = g_get_monotonic_time () + TIMEOUT_MS * 1000;
+  guint n = count_fds (), m;
+
+  for (;;) {
+    g_usleep (20000);
+    m = count_fds ();
+    if (m == n || g_get_monotonic_time () > deadline)
+      return m;
+    n = m;
+  }
+}
+
+static void
+dump_fds (void)
+{
+  GDir *dir = g_dir_open ("/proc/self/fd", 0, NULL);
+  const gchar *name;
+
+  while (dir && (name = g_dir_read_name (dir))) {
+    gchar *link = g_build_filename ("/proc/self/fd", name, NULL);
+    gchar *target = g_file_read_link (link, NULL);
+
+    g_printerr ("  fd %s -> %s\n", name, target ? target : "?");
+    g_free (target);
+    g_free (link);
+  }
+  if (dir)
+    g_dir_close (dir);
+}
+
+/* A peer that drops a client closes its descriptors from its own thread:
+ * give it the time that takes. */
+static guint
+wait_fd_count (guint expected)
+{
+  gint64 deadline = g_get_monotonic_time () + TIMEOUT_MS * 1000;
+  guint n;
+
+  while ((n = count_fds ()) != expected && g_get_monotonic_time () < deadline)
+    g_usleep (5000);
+  if (n != expected) {
+    g_printerr ("%u descriptors open, expected %u:\n", n, expected);
+    dump_fds ();
+  }
+  return n;
+}
+
+/* TRUE once every write end of the pipe is closed, wherever it travelled */
+static gboolean
+wait_pipe_hangup (gint read_fd)
+{
+  struct pollfd pfd = {.fd = read_fd,.events = POLLIN };
+  gint r;
+
+  do
+    r = poll (&pfd, 1, TIMEOUT_MS);
+  while (r < 0 && errno == EINTR);
+  return r == 1 && (pfd.revents & POLLHUP);
+}
+
+static gint
+make_memfd (gsize size, gboolean seal)
+{
+  gint fd = memfd_create ("test-slot", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+  fail_unless (fd >= 0, "memfd_create: %s", g_strerror (errno));
+  fail_unless (ftruncate (fd, size) == 0);
+  if (seal)
+    fail_unless (fcntl (fd, F_ADD_SEALS,
+            F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) == 0);
+  return fd;
+}
+
+static gchar *
+socket_path (const gchar * name)
+{
+  return g_build_filename (tmpdir, name, NULL);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Pipelines */
+
+static GstElement *launch (const gchar * format, ...) G_GNUC_PRINTF (1, 2);
+
+static GstElement *
+launch (const gchar * format, ...)
+{
+  GError *error = NULL;
+  GstElement *pipeline;
+  gchar *desc;
+  va_list args;
+
+  va_start (args, format);
+  desc = g_strdup_vprintf (format, args);
+  va_end (args);
+  pipeline = gst_parse_launch (desc, &error);
+  fail_unless (pipeline != NULL && error == NULL, "cannot launch '%s': %s",
+      desc, error ? error->message : "?");
+  g_free (desc);
+  return pipeline;
+}
+
+/* the bin keeps the element alive: the pointer returned is borrowed */
+static GstElement *
+child (GstElement * bin, const gchar * name)
+{
+  GstElement *e = gst_bin_get_by_name (GST_BIN (bin), name);
+
+  fail_unless (e != NULL, "no element %s", name);
+  gst_object_unref (e);
+  return e;
+}
+
+static GstMessage *
+pop_message (GstElement * pipeline, GstMessageType types, gint timeout_ms)
+{
+  GstBus *bus = gst_element_get_bus (pipeline);
+  GstMessage *msg = gst_bus_timed_pop_filtered (bus,
+      (GstClockTime) timeout_ms * GST_MSECOND, types);
+
+  gst_object_unref (bus);
+  return msg;
+}
+
+static void
+assert_error (GstElement * pipeline, GQuark domain, gint code)
+{
+  GstMessage *msg = pop_message (pipeline, GST_MESSAGE_ERROR, TIMEOUT_MS);
+  GError *error = NULL;
+  gchar *debug = NULL;
+
+  fail_unless (msg != NULL, "no ERROR posted (expected %s %d)",
+      g_quark_to_string (domain), code);
+  gst_message_parse_error (msg, &error, &debug);
+  fail_unless (error->domain == domain && error->code == code,
+      "expected ERROR %s %d, got %s %d: %s (%s)", g_quark_to_string (domain),
+      code, g_quark_to_string (error->domain), error->code, error->message,
+      debug ? debug : "");
+  g_clear_error (&error);
+  g_free (debug);
+  gst_message_unref (msg);
+}
+
+static void
+assert_no_error (GstElement * pipeline)
+{
+  GstMessage *msg = pop_message (pipeline, GST_MESSAGE_ERROR, 0);
+
+  if (msg) {
+    GError *error = NULL;
+    gchar *debug = NULL;
+
+    gst_message_parse_error (msg, &error, &debug);
+    fail ("unexpected ERROR from %s: %s (%s)", GST_OBJECT_NAME (msg->src),
+        error->message, debug ? debug : "");
+  }
+}
+
+static GstStructure *
+get_stats (GstElement * element)
+{
+  GstStructure *s = NULL;
+
+  g_object_get (element, "stats", &s, NULL);
+  fail_unless (s != NULL);
+  return s;
+}
+
+static guint64
+stat_u64 (GstElement * element, const gchar * field)
+{
+  GstStructure *s = get_stats (element);
+  guint64 v = 0;
+
+  fail_unless (gst_structure_get_uint64 (s, field, &v), "no %s in %"
+      GST_PTR_FORMAT, field, s);
+  gst_structure_free (s);
+  return v;
+}
+
+static guint
+stat_uint (GstElement * element, const gchar * field)
+{
+  GstStructure *s = get_stats (element);
+  guint v = 0;
+
+  fail_unless (gst_structure_get_uint (s, field, &v), "no %s in %"
+      GST_PTR_FORMAT, field, s);
+  gst_structure_free (s);
+  return v;
+}
+
+/* slots go back when a RELEASE crosses the socket: poll for it */
+static guint
+wait_stat_uint (GstElement * element, const gchar * field, guint value)
+{
+  gint64 deadline = g_get_monotonic_time () + TIMEOUT_MS * 1000;
+  guint v;
+
+  while ((v = stat_uint (element, field)) != value
+      && g_get_monotonic_time () < deadline)
+    g_usleep (5000);
+  return v;
+}
+
+static guint64
+wait_stat_u64_at_least (GstElement * element, const gchar * field,
+    guint64 value)
+{
+  gint64 deadline = g_get_monotonic_time () + TIMEOUT_MS * 1000;
+  guint64 v;
+
+  while ((v = stat_u64 (element, field)) < value
+      && g_get_monotonic_time () < deadline)
+    g_usleep (2000);
+  return v;
+}
+
+static guint
+client_stat_uint (GstElement * sink, guint index, const gchar * field)
+{
+  GstStructure *s = get_stats (sink);
+  const GValue *list = gst_structure_get_value (s, "clients");
+  const GstStructure *c;
+  guint v = 0;
+
+  fail_unless (list != NULL && GST_VALUE_HOLDS_ARRAY (list));
+  fail_unless (index < gst_value_array_get_size (list));
+  c = gst_value_get_structure (gst_value_array_get_value (list, index));
+  fail_unless (gst_structure_get_uint (c, field, &v));
+  gst_structure_free (s);
+  return v;
+}
+
+static guint
+num_clients (GstElement * sink)
+{
+  guint n = 0;
+
+  g_object_get (sink, "num-clients", &n, NULL);
+  return n;
+}
+
+/* ------------------------------------------------------------------------ */
+/* A real consumer: gpusharesrc ! fakesink */
+
+typedef struct
+{
+  GstElement *pipeline;
+  GstElement *src;
+  gint frames;                  /* atomic */
+  GAsyncQueue *buffers;         /* NULL: buffers are dropped at once */
+} Consumer;
+
+static void
+consumer_handoff (GstElement * fakesink, GstBuffer * buf, GstPad * pad,
+    gpointer user_data)
+{
+  Consumer *c = user_data;
+
+  if (c->buffers)
+    g_async_queue_push (c->buffers, gst_buffer_ref (buf));
+  /* without a queue the slot goes back to the producer once fakesink
+   * lets go of the buffer */
+  g_atomic_int_inc (&c->frames);
+}
+
+static Consumer *
+consumer_new (const gchar * path, gboolean keep_buffers)
+{
+  Consumer *c = g_new0 (Consumer, 1);
+
+  /* fakesink without last-sample keeps no buffer of its own (appsink would
+   * keep its preroll buffer and the last sample it handed out), so the
+   * slots held are exactly those the test holds */
+  c->pipeline = launch ("gpusharesrc name=src connection-timeout=%d ! "
+      "fakesink name=out sync=false enable-last-sample=false "
+      "signal-handoffs=true", TIMEOUT_MS);
+  c->src = child (c->pipeline, "src");
+  g_object_set (c->src, "socket-path", path, NULL);
+  g_signal_connect (child (c->pipeline, "out"), "handoff",
+      G_CALLBACK (consumer_handoff), c);
+  if (keep_buffers)
+    c->buffers = g_async_queue_new_full ((GDestroyNotify) gst_buffer_unref);
+  return c;
+}
+
+static void
+consumer_start (Consumer * c)
+{
+  fail_if (gst_element_set_state (c->pipeline, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+}
+
+static gboolean
+consumer_wait (Consumer * c, gint n)
+{
+  gint64 deadline = g_get_monotonic_time () + TIMEOUT_MS * 1000;
+
+  while (g_atomic_int_get (&c->frames) < n) {
+    if (g_get_monotonic_time () > deadline)
+      return FALSE;
+    g_usleep (1000);
+  }
+  return TRUE;
+}
+
+static void
+assert_consumer_alive (Consumer * c)
+{
+  gint before = g_atomic_int_get (&c->frames);
+
+  fail_unless (consumer_wait (c, before + 5),
+      "the consumer stopped receiving frames (%d)", before);
+  assert_no_error (c->pipeline);
+}
+
+static void
+consumer_free (Consumer * c)
+{
+  fail_unless_equals_int (gst_element_set_state (c->pipeline,
+          GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
+  gst_object_unref (c->pipeline);
+  if (c->buffers)
+    g_async_queue_unref (c->buffers);
+  g_free (c);
+}
+
+/* ------------------------------------------------------------------------ */
+/* A live producer: videotestsrc is-live=true ! gpusharesink */
+
+static GstElement *
+producer_new (const gchar * path, GstElement ** sink)
+{
+  GstElement *p = launch ("videotestsrc is-live=true ! " LIVE_CAPS_STR
+      " ! gpusharesink name=sink");
+
+  *sink = child (p, "sink");
+  g_object_set (*sink, "socket-path", path, NULL);
+  return p;
+}
+
+/* PLAYING, and one frame rendered: the ring and the layout exist, so a
+ * consumer that connects now gets its ANNOUNCE at once */
+static void
+producer_start (GstElement * producer, GstElement * sink)
+{
+  fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  fail_unless (wait_stat_u64_at_least (sink, "frames-rendered", 1) >= 1,
+      "the producer renders nothing");
+}
+
+/* ------------------------------------------------------------------------ */
+/* client-connected / client-removed, emitted from the sink's thread */
+
+typedef struct
+{
+  GMutex lock;
+  GCond cond;
+  guint connected;
+  GPtrArray *removed;           /* reason nicks, interned */
+  GPtrArray *removed_ids;       /* GUINT_TO_POINTER (id) */
+} ClientLog;
+
+static const gchar *
+reason_nick (GstElement * sink, gint reason)
+{
+  GSignalQuery query;
+  GEnumClass *klass;
+  GEnumValue *value;
+  const gchar *nick;
+
+  g_signal_query (g_signal_lookup ("client-removed", G_OBJECT_TYPE (sink)),
+      &query);
+  fail_unless_equals_int (query.n_params, 2);
+  klass = g_type_class_ref (query.param_types[1] &
+      ~G_SIGNAL_TYPE_STATIC_SCOPE);
+  fail_unless (G_IS_ENUM_CLASS (klass));
+  value = g_enum_get_value (klass, reason);
+  nick = value ? g_intern_string (value->value_nick) : "?";
+  g_type_class_unref (klass);
+  return nick;
+}
+
+static void
+on_client_connected (GstElement * sink, guint id, ClientLog * log)
+{
+  g_mutex_lock (&log->lock);
+  log->connected++;
+  g_cond_broadcast (&log->cond);
+  g_mutex_unlock (&log->lock);
+}
+
+static void
+on_client_removed (GstElement * sink, guint id, gint reason, ClientLog * log)
+{
+  const gchar *nick = reason_nick (sink, reason);
+
+  g_mutex_lock (&log->lock);
+  g_ptr_array_add (log->removed, (gpointer) nick);
+  g_ptr_array_add (log->removed_ids, GUINT_TO_POINTER (id));
+  g_cond_broadcast (&log->cond);
+  g_mutex_unlock (&log->lock);
+}
+
+static void
+client_log_init (ClientLog * log, GstElement * sink)
+{
+  g_mutex_init (&log->lock);
+  g_cond_init (&log->cond);
+  log->connected = 0;
+  log->removed = g_ptr_array_new ();
+  log->removed_ids = g_ptr_array_new ();
+  g_signal_connect (sink, "client-connected",
+      G_CALLBACK (on_client_connected), log);
+  g_signal_connect (sink, "client-removed", G_CALLBACK (on_client_removed),
+      log);
+}
+
+/* after the sink stopped: it emits client-removed (shutdown) on the way */
+static void
+client_log_clear (ClientLog * log, GstElement * sink)
+{
+  g_signal_handlers_disconnect_by_data (sink, log);
+  g_ptr_array_unref (log->removed);
+  g_ptr_array_unref (log->removed_ids);
+  g_mutex_clear (&log->lock);
+  g_cond_clear (&log->cond);
+}
+
+static gboolean
+client_log_wait (ClientLog * log, gboolean removed, guint n)
+{
+  gint64 deadline = g_get_monotonic_time () + TIMEOUT_MS * 1000;
+  gboolean ok = TRUE;
+
+  g_mutex_lock (&log->lock);
+  while ((removed ? log->removed->len : log->connected) < n && ok)
+    ok = g_cond_wait_until (&log->cond, &log->lock, deadline);
+  ok = (removed ? log->removed->len : log->connected) >= n;
+  g_mutex_unlock (&log->lock);
+  return ok;
+}
+
+static const gchar *
+client_log_removed_nick (ClientLog * log, guint index)
+{
+  const gchar *nick;
+
+  g_mutex_lock (&log->lock);
+  fail_unless (index < log->removed->len);
+  nick = g_ptr_array_index (log->removed, index);
+  g_mutex_unlock (&log->lock);
+  return nick;
+}
+
+static guint
+client_log_n_removed (ClientLog * log)
+{
+  guint n;
+
+  g_mutex_lock (&log->lock);
+  n = log->removed->len;
+  g_mutex_unlock (&log->lock);
+  return n;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Raw peers */
+
+typedef struct
+{
+  gint fd;
+  GByteArray *in;
+  GArray *fds;                  /* received, not yet claimed by a message */
+  gboolean eof;
+} RawPeer;
+
+typedef enum
+{
+  RAW_MSG,
+  RAW_EOF,
+  RAW_TIMEOUT,
+  RAW_GARBAGE,
+} RawResult;
+
+static const gchar *
+raw_result_to_string (RawResult r)
+{
+  switch (r) {
+    case RAW_MSG:
+      return "a message";
+    case RAW_EOF:
+      return "end of stream";
+    case RAW_TIMEOUT:
+      return "timeout";
+    case RAW_GARBAGE:
+      return "undecodable bytes";
+  }
+  return "?";
+}
+
+static void
+raw_init (RawPeer * p, gint fd)
+{
+  p->fd = fd;
+  p->in = g_byte_array_new ();
+  p->fds = g_array_new (FALSE, FALSE, sizeof (gint));
+  p->eof = FALSE;
+}
+
+static void
+raw_clear (RawPeer * p)
+{
+  guint i;
+
+  for (i = 0; i < p->fds->len; i++)
+    close (g_array_index (p->fds, gint, i));
+  g_array_unref (p->fds);
+  g_byte_array_unref (p->in);
+  if (p->fd >= 0)
+    close (p->fd);
+  p->fd = -1;
+}
+
+static gint
+raw_connect (const gchar * path)
+{
+  GError *error = NULL;
+  gint fd = gpushare_connect_path (path, &error);
+
+  fail_unless (fd >= 0, "cannot connect: %s", error ? error->message : "?");
+  return fd;
+}
+
+/* One recvmsg within timeout_ms; FALSE on timeout. */
+static gboolean
+raw_fill (RawPeer * p, gint timeout_ms)
+{
+  union
+  {
+    struct cmsghdr hdr;
+    gchar buf[CMSG_SPACE (sizeof (gint) * KERNEL_MAX_FDS)];
+  } cmsg;
+  guint8 buf[4096];
+  struct pollfd pfd = {.fd = p->fd,.events = POLLIN };
+  struct iovec iov = {.iov_base = buf,.iov_len = sizeof (buf) };
+  struct msghdr mh;
+  struct cmsghdr *c;
+  gssize n;
+  gint r;
+
+  do
+    r = poll (&pfd, 1, timeout_ms);
+  while (r < 0 && errno == EINTR);
+  if (r == 0)
+    return FALSE;
+  fail_unless (r > 0, "poll: %s", g_strerror (errno));
+
+  memset (&mh, 0, sizeof (mh));
+  mh.msg_iov = &iov;
+  mh.msg_iovlen = 1;
+  mh.msg_control = cmsg.buf;
+  mh.msg_controllen = sizeof (cmsg.buf);
+  do
+    n = recvmsg (p->fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+  while (n < 0 && errno == EINTR);
+  if (n < 0) {
+    int err = errno;
+
+    /* a Unix socket closed with our bytes unread in it reads as a reset,
+     * after everything it had sent us */
+    fail_unless (err == ECONNRESET || err == EAGAIN, "recvmsg: %s",
+        g_strerror (err));
+    if (err == ECONNRESET)
+      p->eof = TRUE;
+    return TRUE;
+  }
+  for (c = CMSG_FIRSTHDR (&mh); c; c = CMSG_NXTHDR (&mh, c)) {
+    guint k, count;
+
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+      continue;
+    count = (c->cmsg_len - CMSG_LEN (0)) / sizeof (gint);
+    for (k = 0; k < count; k++) {
+      gint fd;
+
+      memcpy (&fd, CMSG_DATA (c) + k * sizeof (gint), sizeof (gint));
+      g_array_append_val (p->fds, fd);
+    }
+  }
+  if (n == 0)
+    p->eof = TRUE;
+  else
+    g_byte_array_append (p->in, buf, n);
+  return TRUE;
+}
+
+/* The next message.  Its descriptors go to fds (room for GPUSHARE_MAX_FDS)
+ * or, with fds NULL, are closed. */
+static RawResult
+raw_recv (RawPeer * p, GpuShareMsg * msg, gint * fds, guint * n_fds,
+    gint timeout_ms)
+{
+  gint64 deadline = g_get_monotonic_time () + (gint64) timeout_ms * 1000;
+
+  if (n_fds)
+    *n_fds = 0;
+  for (;;) {
+    GpuShareHeader hdr;
+    GpuShareParseResult res;
+    gint64 left;
+
+    res = gpushare_header_parse (p->in->data, p->in->len, &hdr);
+    if (res == GPUSHARE_PARSE_OK
+        && p->in->len >= GPUSHARE_HEADER_SIZE + hdr.payload_len) {
+      gsize total = GPUSHARE_HEADER_SIZE + hdr.payload_len;
+      guint i;
+
+      res = gpushare_msg_parse (&hdr, p->in->data + GPUSHARE_HEADER_SIZE,
+          hdr.payload_len, msg);
+      g_byte_array_remove_range (p->in, 0, total);
+      if (res != GPUSHARE_PARSE_OK || hdr.n_fds > p->fds->len)
+        return RAW_GARBAGE;
+      for (i = 0; i < hdr.n_fds; i++) {
+        gint fd = g_array_index (p->fds, gint, i);
+
+        if (fds)
+          fds[i] = fd;
+        else
+          close (fd);
+      }
+      g_array_remove_range (p->fds, 0, hdr.n_fds);
+      if (n_fds)
+        *n_fds = hdr.n_fds;
+      return RAW_MSG;
+    }
+    if (res != GPUSHARE_PARSE_OK && res != GPUSHARE_PARSE_NEED_MORE)
+      return RAW_GARBAGE;
+    if (p->eof)
+      return p->in->len == 0 ? RAW_EOF : RAW_GARBAGE;
+    left = (deadline - g_get_monotonic_time ()) / 1000;
+    if (left <= 0 || !raw_fill (p, (gint) left))
+      return RAW_TIMEOUT;
+  }
+}
+
+/* Skips other messages (closing their fds), but never an ERROR. */
+static void
+raw_expect (RawPeer * p, GpuShareMsgType type, GpuShareMsg * msg,
+    gint * fds, guint * n_fds)
+{
+  for (;;) {
+    RawResult r = raw_recv (p, msg, fds, n_fds, TIMEOUT_MS);
+
+    fail_unless (r == RAW_MSG, "waiting for %s, got %s",
+        gpushare_msg_type_to_string (type), raw_result_to_string (r));
+    if (msg->type == type)
+      return;
+    fail_if (msg->type == GPUSHARE_MSG_ERROR, "waiting for %s, got ERROR "
+        "%s: %s", gpushare_msg_type_to_string (type),
+        gpushare_error_code_to_string (msg->u.error.code),
+        msg->u.error.text);
+    if (fds && n_fds)
+      gpushare_close_fds (fds, *n_fds);
+  }
+}
+
+/* Reads to the end of the stream, which must come within the timeout;
+ * returns the codes of the ERROR messages seen on the way. */
+static GArray *
+raw_drain (RawPeer * p)
+{
+  GArray *codes = g_array_new (FALSE, FALSE, sizeof (guint32));
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  RawResult r;
+
+  while ((r = raw_recv (p, msg, NULL, NULL, TIMEOUT_MS)) == RAW_MSG) {
+    if (msg->type == GPUSHARE_MSG_ERROR)
+      g_array_append_val (codes, msg->u.error.code);
+  }
+  fail_unless (r == RAW_EOF, "the peer did not hang up: %s",
+      raw_result_to_string (r));
+  g_free (msg);
+  return codes;
+}
+
+static gboolean
+raw_send (gint fd, const guint8 * data, gsize len, const gint * fds,
+    guint n_fds)
+{
+  union
+  {
+    struct cmsghdr hdr;
+    gchar buf[CMSG_SPACE (sizeof (gint) * KERNEL_MAX_FDS)];
+  } cmsg;
+  gsize done = 0;
+
+  g_assert (n_fds <= KERNEL_MAX_FDS);
+  while (done < len) {
+    struct iovec iov;
+    struct msghdr mh;
+    gssize n;
+
+    memset (&mh, 0, sizeof (mh));
+    iov.iov_base = (gpointer) (data + done);
+    iov.iov_len = len - done;
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    /* descriptors ride with the message's first byte, as gpushareconn.c
+     * sends them */
+    if (done == 0 && n_fds > 0) {
+      struct cmsghdr *c;
+
+      memset (&cmsg, 0, sizeof (cmsg));
+      mh.msg_control = cmsg.buf;
+      mh.msg_controllen = CMSG_SPACE (sizeof (gint) * n_fds);
+      c = CMSG_FIRSTHDR (&mh);
+      c->cmsg_level = SOL_SOCKET;
+      c->cmsg_type = SCM_RIGHTS;
+      c->cmsg_len = CMSG_LEN (sizeof (gint) * n_fds);
+      memcpy (CMSG_DATA (c), fds, sizeof (gint) * n_fds);
+    }
+    n = sendmsg (fd, &mh, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR)
+      continue;
+    /* the peer may rightly have dropped us already */
+    if (n <= 0)
+      return FALSE;
+    done += n;
+  }
+  return TRUE;
+}
+
+static GByteArray *
+build (const GpuShareMsg * msg, guint n_fds)
+{
+  GByteArray *b = g_byte_array_new ();
+
+  fail_unless (gpushare_msg_build (msg, n_fds, b), "cannot build %s",
+      gpushare_msg_type_to_string (msg->type));
+  return b;
+}
+
+static gboolean
+raw_send_bytes (RawPeer * p, GByteArray * b, const gint * fds, guint n_fds)
+{
+  gboolean ok = raw_send (p->fd, b->data, b->len, fds, n_fds);
+
+  g_byte_array_unref (b);
+  return ok;
+}
+
+static gboolean
+raw_send_msg (RawPeer * p, const GpuShareMsg * msg, const gint * fds,
+    guint n_fds)
+{
+  return raw_send_bytes (p, build (msg, n_fds), fds, n_fds);
+}
+
+static void
+patch16 (GByteArray * b, gsize offset, guint16 v)
+{
+  v = GUINT16_TO_LE (v);
+  memcpy (b->data + offset, &v, sizeof (v));
+}
+
+static void
+patch32 (GByteArray * b, gsize offset, guint32 v)
+{
+  v = GUINT32_TO_LE (v);
+  memcpy (b->data + offset, &v, sizeof (v));
+}
+
+#define HDR_OFF(field) ((gsize) G_STRUCT_OFFSET (GpuShareHeader, field))
+
+/* A header of any type (the builder refuses unknown ones) and a payload
+ * of counting bytes. */
+static GByteArray *
+raw_message (guint16 type, guint32 payload_len, guint32 n_fds)
+{
+  GByteArray *b = g_byte_array_new ();
+  guint i;
+
+  g_byte_array_set_size (b, GPUSHARE_HEADER_SIZE + payload_len);
+  memset (b->data, 0, b->len);
+  patch32 (b, HDR_OFF (magic), GPUSHARE_MAGIC);
+  patch16 (b, HDR_OFF (version_major), GPUSHARE_VERSION_MAJOR);
+  patch16 (b, HDR_OFF (version_minor), GPUSHARE_VERSION_MINOR);
+  patch16 (b, HDR_OFF (type), type);
+  patch32 (b, HDR_OFF (payload_len), payload_len);
+  patch32 (b, HDR_OFF (n_fds), n_fds);
+  for (i = 0; i < payload_len; i++)
+    b->data[GPUSHARE_HEADER_SIZE + i] = i & 0xff;
+  return b;
+}
+
+static GByteArray *
+random_bytes (guint n)
+{
+  GRand *rand = g_rand_new_with_seed (0x6770u);
+  GByteArray *b = g_byte_array_sized_new (n);
+  guint i;
+
+  for (i = 0; i < n; i++) {
+    guint8 v = g_rand_int_range (rand, 0, 256);
+
+    g_byte_array_append (b, &v, 1);
+  }
+  /* never the magic by chance: "GPSH" starts with 'G' */
+  if (b->data[0] == 'G')
+    b->data[0] = 0;
+  g_rand_free (rand);
+  return b;
+}
+
+static void
+make_layout (GpuShareLayout * l, guint n_slots, guint64 slot_size)
+{
+  GstVideoInfo vi;
+  GstCaps *caps;
+  gchar *str;
+  guint i;
+
+  fail_unless (gst_video_info_set_format (&vi, GST_VIDEO_FORMAT_NV12, 64,
+          48));
+  GST_VIDEO_INFO_FPS_N (&vi) = 30;
+  GST_VIDEO_INFO_FPS_D (&vi) = 1;
+  caps = gst_video_info_to_caps (&vi);
+  str = gst_caps_to_string (caps);
+  memset (l, 0, sizeof (*l));
+  l->epoch = 1;
+  l->frame_size = GST_VIDEO_INFO_SIZE (&vi);
+  l->slot_size = slot_size;
+  l->n_slots = n_slots;
+  l->n_planes = GST_VIDEO_INFO_N_PLANES (&vi);
+  for (i = 0; i < l->n_planes; i++) {
+    l->offsets[i] = GST_VIDEO_INFO_PLANE_OFFSET (&vi, i);
+    l->strides[i] = GST_VIDEO_INFO_PLANE_STRIDE (&vi, i);
+  }
+  fail_unless (gpushare_layout_set_caps (l, str));
+  g_free (str);
+  gst_caps_unref (caps);
+}
+
+static void
+make_announce (GpuShareMsg * m, guint n_slots, guint64 slot_size)
+{
+  GpuShareAnnounce *a = &m->u.announce;
+
+  memset (m, 0, sizeof (*m));
+  m->type = GPUSHARE_MSG_ANNOUNCE;
+  a->schema_major = GPUSHARE_VERSION_MAJOR;
+  a->schema_minor = GPUSHARE_VERSION_MINOR;
+  a->mem_types = GPUSHARE_MEM_SYSTEM;
+  a->pid = getpid ();
+  a->uid = getuid ();
+  a->instance = 0x1234;
+  a->latency = GST_CLOCK_TIME_NONE;
+  make_layout (&a->layout, n_slots, slot_size);
+  a->name_len = strlen ("raw-producer");
+  memcpy (a->name, "raw-producer", a->name_len);
+}
+
+static void
+make_accept (GpuShareMsg * m, guint64 instance)
+{
+  GpuShareAccept *a = &m->u.accept;
+
+  memset (m, 0, sizeof (*m));
+  m->type = GPUSHARE_MSG_ACCEPT;
+  a->schema_major = GPUSHARE_VERSION_MAJOR;
+  a->schema_minor = GPUSHARE_VERSION_MINOR;
+  a->mem_type = GPUSHARE_MEM_SYSTEM;
+  a->pid = getpid ();
+  a->instance = instance;
+  a->name_len = strlen ("raw-consumer");
+  memcpy (a->name, "raw-consumer", a->name_len);
+}
+
+static void
+make_simple (GpuShareMsg * m, GpuShareMsgType type)
+{
+  memset (m, 0, sizeof (*m));
+  m->type = type;
+  if (type == GPUSHARE_MSG_GOODBYE)
+    m->u.goodbye.reason = GPUSHARE_ERR_SHUTDOWN;
+}
+
+static void
+make_frame (GpuShareMsg * m, guint64 epoch, guint32 slot, guint32 generation,
+    guint64 sequence)
+{
+  GpuShareFrame *f = &m->u.frame;
+
+  memset (m, 0, sizeof (*m));
+  m->type = GPUSHARE_MSG_FRAME;
+  f->epoch = epoch;
+  f->slot = slot;
+  f->generation = generation;
+  f->sequence = sequence;
+  f->pts = sequence * (GST_SECOND / 30);
+  f->dts = GST_CLOCK_TIME_NONE;
+  f->duration = GST_SECOND / 30;
+  f->offset = GST_BUFFER_OFFSET_NONE;
+  f->offset_end = GST_BUFFER_OFFSET_NONE;
+}
+
+/* ------------------------------------------------------------------------ */
+/* A producer with a hostile consumer beside a well-behaved one */
+
+typedef struct
+{
+  gchar *path;
+  GstElement *producer;
+  GstElement *sink;
+  ClientLog log;
+  Consumer *consumer;
+} Scene;
+
+static void
+scene_start (Scene * s, gboolean with_consumer)
+{
+  memset (s, 0, sizeof (*s));
+  s->path = socket_path ("scene.sock");
+  s->producer = producer_new (s->path, &s->sink);
+  client_log_init (&s->log, s->sink);
+  producer_start (s->producer, s->sink);
+  if (with_consumer) {
+    s->consumer = consumer_new (s->path, FALSE);
+    consumer_start (s->consumer);
+    fail_unless (consumer_wait (s->consumer, 3), "the consumer gets nothing");
+    fail_unless (client_log_wait (&s->log, FALSE, 1));
+  }
+}
+
+static void
+scene_stop (Scene * s)
+{
+  if (s->consumer)
+    consumer_free (s->consumer);
+  fail_unless_equals_int (gst_element_set_state (s->producer,
+          GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
+  client_log_clear (&s->log, s->sink);
+  gst_object_unref (s->producer);
+  g_free (s->path);
+}
+
+/* connects, and reads the ANNOUNCE every consumer gets first */
+static void
+scene_raw_client (Scene * s, RawPeer * p, GpuShareAnnounce * announce)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+
+  raw_init (p, raw_connect (s->path));
+  raw_expect (p, GPUSHARE_MSG_ANNOUNCE, msg, NULL, NULL);
+  if (announce)
+    *announce = msg->u.announce;
+  g_free (msg);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Fixture */
+
+static void
+warm_up (void)
+{
+  gchar *path = socket_path ("warm-up.sock");
+  GstElement *producer, *sink;
+  GstMessage *msg;
+  Consumer *c;
+
+  producer = launch ("videotestsrc num-buffers=3 ! " CAPS_STR
+      " ! gpusharesink name=sink wait-for-connection=true");
+  sink = child (producer, "sink");
+  g_object_set (sink, "socket-path", path, NULL);
+  fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  c = consumer_new (path, FALSE);
+  consumer_start (c);
+  msg = pop_message (c->pipeline, GST_MESSAGE_EOS | GST_MESSAGE_ERROR,
+      TIMEOUT_MS);
+  fail_unless (msg && GST_MESSAGE_TYPE (msg) == GST_MESSAGE_EOS,
+      "the warm-up exchange failed");
+  gst_message_unref (msg);
+  consumer_free (c);
+  gst_element_set_state (producer, GST_STATE_NULL);
+  gst_object_unref (producer);
+  g_free (path);
+}
+
+static void
+setup (void)
+{
+  GError *error = NULL;
+
+  tmpdir = g_dir_make_tmp ("gpushare-elements-XXXXXX", &error);
+  fail_unless (tmpdir != NULL, "%s", error ? error->message : "?");
+  warm_up ();
+  fd_baseline = count_fds_settled ();
+}
+
+static void
+remove_tree (const gchar * dir)
+{
+  GDir *d = g_dir_open (dir, 0, NULL);
+  const gchar *name;
+
+  while (d && (name = g_dir_read_name (d))) {
+    gchar *p = g_build_filename (dir, name, NULL);
+
+    unlink (p);
+    g_free (p);
+  }
+  if (d)
+    g_dir_close (d);
+  rmdir (dir);
+}
+
+static void
+teardown (void)
+{
+  guint n = wait_fd_count (fd_baseline);
+
+  remove_tree (tmpdir);
+  g_clear_pointer (&tmpdir, g_free);
+  fail_unless_equals_int (n, fd_baseline);
+}
+
+/* ------------------------------------------------------------------------ */
+/* 1. What gst-inspect shows */
+
+static void
+check_properties (const gchar * factory_name, const gchar * const *names,
+    const gchar * const *read_only)
+{
+  GstElementFactory *factory = gst_element_factory_find (factory_name);
+  GstElement *e;
+  GParamSpec **specs;
+  guint n_specs, i;
+
+  fail_unless (factory != NULL, "no %s in the registry", factory_name);
+  for (i = 0; i < 4; i++) {
+    const gchar *keys[] = { GST_ELEMENT_METADATA_LONGNAME,
+      GST_ELEMENT_METADATA_KLASS, GST_ELEMENT_METADATA_DESCRIPTION,
+      GST_ELEMENT_METADATA_AUTHOR
+    };
+    const gchar *v = gst_element_factory_get_metadata (factory, keys[i]);
+
+    fail_unless (v && *v, "%s has no %s", factory_name, keys[i]);
+  }
+  fail_unless_equals_int (gst_element_factory_get_num_pad_templates
+      (factory), 1);
+
+  e = gst_element_factory_create (factory, NULL);
+  fail_unless (e != NULL);
+
+  for (i = 0; names[i]; i++) {
+    GParamSpec *pspec =
+        g_object_class_find_property (G_OBJECT_GET_CLASS (e), names[i]);
+    const gchar *blurb;
+    gboolean ro = g_strv_contains (read_only, names[i]);
+    GValue v = G_VALUE_INIT;
+
+    fail_unless (pspec != NULL, "%s has no property %s", factory_name,
+        names[i]);
+    blurb = g_param_spec_get_blurb (pspec);
+    fail_unless (blurb && *blurb, "%s::%s has no blurb", factory_name,
+        names[i]);
+    fail_unless (g_param_spec_get_nick (pspec) != NULL);
+    fail_unless (pspec->flags & G_PARAM_READABLE);
+    if (ro) {
+      fail_if (pspec->flags & G_PARAM_WRITABLE, "%s::%s is writable",
+          factory_name, names[i]);
+    } else {
+      fail_unless (pspec->flags & G_PARAM_WRITABLE);
+      /* a setting says when it may change (GST_PARAM_MUTABLE_*) */
+      fail_unless (pspec->flags & (GST_PARAM_MUTABLE_READY |
+              GST_PARAM_MUTABLE_PAUSED | GST_PARAM_MUTABLE_PLAYING),
+          "%s::%s does not say when it may change", factory_name, names[i]);
+    }
+    /* reading works in NULL state and gives a value of the declared type */
+    g_value_init (&v, pspec->value_type);
+    g_object_get_property (G_OBJECT (e), names[i], &v);
+    if (g_str_equal (names[i], "stats")) {
+      fail_unless (gst_value_get_structure (&v) != NULL);
+    }
+    g_value_unset (&v);
+  }
+
+  /* and nothing undocumented: every property the element adds is listed */
+  specs = g_object_class_list_properties (G_OBJECT_GET_CLASS (e), &n_specs);
+  for (i = 0; i < n_specs; i++) {
+    if (specs[i]->owner_type != G_OBJECT_TYPE (e))
+      continue;
+    fail_unless (g_strv_contains (names, specs[i]->name),
+        "%s::%s is not in the list this test knows", factory_name,
+        specs[i]->name);
+  }
+  g_free (specs);
+  gst_object_unref (e);
+  gst_object_unref (factory);
+}
+
+static void
+check_enum_nicks (GType type, const gchar * const *nicks)
+{
+  GEnumClass *klass = g_type_class_ref (type);
+  guint i;
+
+  fail_unless (G_IS_ENUM_CLASS (klass));
+  for (i = 0; nicks[i]; i++)
+    fail_unless (g_enum_get_value_by_nick (klass, nicks[i]) != NULL,
+        "%s has no value %s", g_type_name (type), nicks[i]);
+  g_type_class_unref (klass);
+}
+
+GST_START_TEST (test_inspect)
+{
+  static const gchar *const sink_props[] = { "socket-path",
+    "wait-for-connection", "ring-size", "policy", "socket-mode",
+    "max-clients", "num-clients", "stats", NULL
+  };
+  static const gchar *const sink_ro[] = { "num-clients", "stats", NULL };
+  static const gchar *const src_props[] = { "socket-path",
+    "connection-timeout", "is-live", "stats", NULL
+  };
+  static const gchar *const src_ro[] = { "stats", NULL };
+  static const gchar *const reasons[] = { "goodbye", "hangup", "protocol",
+    "version", "not-authorized", "unsupported", "slow", "too-many-clients",
+    "peer-error", "resource", "shutdown", NULL
+  };
+  static const gchar *const policies[] = { "auto", "lossless", "leaky",
+    NULL
+  };
+  GstElement *sink = gst_element_factory_make ("gpusharesink", NULL);
+  GParamSpec *pspec;
+  GSignalQuery query;
+  guint mode = 0;
+
+  check_properties ("gpusharesink", sink_props, sink_ro);
+  check_properties ("gpusharesrc", src_props, src_ro);
+
+  /* the socket is private to its owner unless asked otherwise */
+  fail_unless (sink != NULL);
+  g_object_get (sink, "socket-mode", &mode, NULL);
+  fail_unless_equals_int (mode, 0600);
+  fail_unless_equals_int (num_clients (sink), 0);
+
+  pspec = g_object_class_find_property (G_OBJECT_GET_CLASS (sink), "policy");
+  check_enum_nicks (pspec->value_type, policies);
+
+  g_signal_query (g_signal_lookup ("client-connected", G_OBJECT_TYPE (sink)),
+      &query);
+  fail_unless (query.signal_id != 0, "no client-connected signal");
+  fail_unless_equals_int (query.n_params, 1);
+  fail_unless (query.param_types[0] == G_TYPE_UINT);
+  g_signal_query (g_signal_lookup ("client-removed", G_OBJECT_TYPE (sink)),
+      &query);
+  fail_unless (query.signal_id != 0, "no client-removed signal");
+  fail_unless_equals_int (query.n_params, 2);
+  fail_unless (query.param_types[0] == G_TYPE_UINT);
+  fail_unless (G_TYPE_IS_ENUM (query.param_types[1] &
+          ~G_SIGNAL_TYPE_STATIC_SCOPE));
+  check_enum_nicks (query.param_types[1] & ~G_SIGNAL_TYPE_STATIC_SCOPE,
+      reasons);
+  gst_object_unref (sink);
+}
+
+GST_END_TEST;
+
+/* ------------------------------------------------------------------------ */
+/* 2. The sink alone, in a harness: its pool writes into the slots */
+
+GST_START_TEST (test_sink_harness_pool)
+{
+  gchar *path = socket_path ("harness.sock");
+  GstElement *sink = gst_element_factory_make ("gpusharesink", NULL);
+  GstCaps *caps = gst_caps_from_string (CAPS_STR);
+  GstBufferPool *pool = NULL;
+  GstHarness *h;
+  GstQuery *query;
+  GstBuffer *buf;
+  guint size = 0, min = 0, max = 0, i;
+
+  fail_unless (sink != NULL);
+  gst_object_ref_sink (sink);
+  g_object_set (sink, "socket-path", path, "ring-size", 4, NULL);
+  h = gst_harness_new_with_element (sink, "sink", NULL);
+  gst_harness_play (h);
+  gst_harness_set_src_caps (h, gst_caps_ref (caps));
+
+  query = gst_query_new_allocation (caps, TRUE);
+  fail_unless (gst_pad_peer_query (h->srcpad, query),
+      "the sink did not answer the ALLOCATION query");
+  fail_unless (gst_query_get_n_allocation_pools (query) > 0,
+      "the sink offers no pool");
+  gst_query_parse_nth_allocation_pool (query, 0, &pool, &size, &min, &max);
+  fail_unless (pool != NULL);
+  fail_unless (size >= FRAME_SIZE);
+  fail_unless (gst_query_find_allocation_meta (query,
+          GST_VIDEO_META_API_TYPE, NULL));
+  fail_unless (gst_buffer_pool_set_active (pool, TRUE));
+
+  /* pool buffers are slots: written in place, no copy at render */
+  for (i = 0; i < 3; i++) {
+    GstMapInfo map;
+
+    fail_unless_equals_int (gst_buffer_pool_acquire_buffer (pool, &buf,
+            NULL), GST_FLOW_OK);
+    fail_unless (gst_buffer_get_video_meta (buf) != NULL);
+    fail_unless (gst_buffer_map (buf, &map, GST_MAP_WRITE));
+    memset (map.data, 0x10 + i, map.size);
+    gst_buffer_unmap (buf, &map);
+    GST_BUFFER_PTS (buf) = i * (GST_SECOND / 30);
+    fail_unless_equals_int (gst_harness_push (h, buf), GST_FLOW_OK);
+  }
+  fail_unless_equals_uint64 (stat_u64 (sink, "frames-in-place"), 3);
+  fail_unless_equals_uint64 (stat_u64 (sink, "frames-copied"), 0);
+
+  /* plain buffers are copied into a slot */
+  for (i = 0; i < 2; i++) {
+    buf = gst_buffer_new_allocate (NULL, FRAME_SIZE, NULL);
+    gst_buffer_memset (buf, 0, 0x80 + i, FRAME_SIZE);
+    GST_BUFFER_PTS (buf) = (3 + i) * (GST_SECOND / 30);
+    fail_unless_equals_int (gst_harness_push (h, buf), GST_FLOW_OK);
+  }
+  fail_unless_equals_uint64 (stat_u64 (sink, "frames-in-place"), 3);
+  fail_unless_equals_uint64 (stat_u64 (sink, "frames-copied"), 2);
+  fail_unless_equals_uint64 (stat_u64 (sink, "frames-rendered"), 5);
+  fail_unless_equals_uint64 (stat_u64 (sink, "frames-dropped"), 0);
+  /* nobody holds a frame: every slot is free again */
+  fail_unless_equals_int (stat_uint (sink, "free-slots"), 4);
+
+  /* a slot that upstream takes and drops unrendered comes back */
+  fail_unless_equals_int (gst_buffer_pool_acquire_buffer (pool, &buf, NULL),
+      GST_FLOW_OK);
+  fail_unless_equals_int (stat_uint (sink, "free-slots"), 3);
+  gst_buffer_unref (buf);
+  fail_unless_equals_int (stat_uint (sink, "free-slots"), 4);
+  fail_unless_equals_uint64 (stat_u64 (sink, "frames-rendered"), 5);
+
+  fail_unless (gst_buffer_pool_set_active (pool, FALSE));
+  gst_object_unref (pool);
+  gst_query_unref (query);
+  gst_caps_unref (caps);
+  gst_harness_teardown (h);
+  gst_object_unref (sink);
+  /* the sink removes its own socket file when it stops */
+  fail_if (g_file_test (path, G_FILE_TEST_EXISTS));
+  g_free (path);
+}
+
+GST_END_TEST;
+
+/* ------------------------------------------------------------------------ */
+/* 3. Producer and consumer in this process: the same bytes arrive */
+
+#define N_EXCHANGE 16
+#define N_HELD 3
+#define EXCHANGE_RING 8
+
+typedef struct
+{
+  GMutex lock;
+  GPtrArray *frames;            /* GBytes, as they reached the sink */
+} Captured;
+
+static GstPadProbeReturn
+capture_probe (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
+{
+  Captured *cap = user_data;
+  GstBuffer *buf = GST_PAD_PROBE_INFO_BUFFER (info);
+  gpointer data = NULL;
+  gsize size = 0;
+
+  gst_buffer_extract_dup (buf, 0, FRAME_SIZE, &data, &size);
+  g_mutex_lock (&cap->lock);
+  g_ptr_array_add (cap->frames, g_bytes_new_take (data, size));
+  g_mutex_unlock (&cap->lock);
+  return GST_PAD_PROBE_OK;
+}
+
+/* is the mapping that holds addr writable?  /proc/self/maps knows */
+static gboolean
+mapping_is_writable (gconstpointer addr)
+{
+  gchar *maps = NULL;
+  gchar **lines;
+  gboolean found = FALSE, writable = TRUE;
+  guint i;
+
+  fail_unless (g_file_get_contents ("/proc/self/maps", &maps, NULL, NULL));
+  lines = g_strsplit (maps, "\n", -1);
+  for (i = 0; lines[i] && !found; i++) {
+    guint64 start, end;
+    gchar perms[5] = { 0, };
+
+    if (sscanf (lines[i], "%" G_GINT64_MODIFIER "x-%" G_GINT64_MODIFIER
+            "x %4s", &start, &end, perms) != 3)
+      continue;
+    if ((guint64) (guintptr) addr >= start && (guint64) (guintptr) addr < end) {
+      found = TRUE;
+      writable = perms[1] == 'w';
+    }
+  }
+  g_strfreev (lines);
+  g_free (maps);
+  fail_unless (found, "no mapping holds %p", addr);
+  return writable;
+}
+
+static void
+check_consumer_buffer (GstBuffer * buf, GBytes * expected, GstClockTime pts)
+{
+  GstMemory *mem;
+  GstMapInfo map, wmap;
+  GstVideoMeta *meta;
+  GstBuffer *copy;
+  gsize size;
+  const guint8 *want = g_bytes_get_data (expected, &size);
+
+  fail_unless_equals_int (size, FRAME_SIZE);
+  fail_unless_equals_uint64 (GST_BUFFER_PTS (buf), pts);
+  fail_unless_equals_int (gst_buffer_n_memory (buf), 1);
+
+  meta = gst_buffer_get_video_meta (buf);
+  fail_unless (meta != NULL, "no GstVideoMeta on a consumer buffer");
+  fail_unless_equals_int (meta->format, GST_VIDEO_FORMAT_NV12);
+  fail_unless_equals_int (meta->width, 64);
+  fail_unless_equals_int (meta->height, 48);
+  fail_unless_equals_int (meta->n_planes, 2);
+  fail_unless_equals_int (meta->stride[0], 64);
+  fail_unless_equals_int (meta->offset[1], 64 * 48);
+
+  mem = gst_buffer_peek_memory (buf, 0);
+  fail_unless (GST_MEMORY_FLAG_IS_SET (mem, GST_MEMORY_FLAG_READONLY),
+      "consumer memory is not marked read-only");
+  fail_unless (gst_memory_map (mem, &map, GST_MAP_READ));
+  fail_unless (map.size >= FRAME_SIZE);
+  fail_unless (memcmp (map.data, want, FRAME_SIZE) == 0,
+      "the consumer got other bytes than the producer sent");
+  /* the mapping itself is read-only, not just the flag on it */
+  fail_if (mapping_is_writable (map.data),
+      "the consumer's mapping of a slot is writable");
+  /* write access to the slot is refused outright... */
+  fail_if (gst_memory_map (mem, &wmap, GST_MAP_WRITE),
+      "write map of a consumer slot succeeded");
+  /* ...and a writable buffer around it gets a private copy */
+  copy = gst_buffer_copy (buf);
+  if (gst_buffer_map (copy, &wmap, GST_MAP_WRITE)) {
+    fail_if (wmap.data == map.data, "write map handed out the slot itself");
+    wmap.data[0] ^= 0xff;
+    gst_buffer_unmap (copy, &wmap);
+  }
+  gst_buffer_unref (copy);
+  fail_unless (memcmp (map.data, want, FRAME_SIZE) == 0,
+      "writing a copy changed the slot");
+  gst_memory_unmap (mem, &map);
+}
+
+static void
+run_exchange (gboolean use_appsrc)
+{
+  gchar *path = socket_path ("exchange.sock");
+  GstElement *producer, *sink, *appsrc = NULL;
+  GstBuffer *held[N_HELD];
+  GstMessage *msg;
+  GstPad *pad;
+  Captured cap;
+  Consumer *c;
+  guint i;
+
+  if (use_appsrc) {
+    GstCaps *caps = gst_caps_from_string (CAPS_STR);
+
+    producer = launch ("appsrc name=in format=time ! gpusharesink name=sink");
+    appsrc = child (producer, "in");
+    g_object_set (appsrc, "caps", caps, NULL);
+    gst_caps_unref (caps);
+  } else {
+    /* snow: every frame differs, so a mix-up of slots cannot go unseen */
+    producer = launch ("videotestsrc pattern=snow num-buffers=%d ! " CAPS_STR
+        " ! gpusharesink name=sink", N_EXCHANGE);
+  }
+  sink = child (producer, "sink");
+  /* the consumer must see every frame to compare them all */
+  g_object_set (sink, "socket-path", path, "wait-for-connection", TRUE,
+      "ring-size", EXCHANGE_RING, NULL);
+  gst_util_set_object_arg (G_OBJECT (sink), "policy", "lossless");
+
+  g_mutex_init (&cap.lock);
+  cap.frames = g_ptr_array_new_with_free_func ((GDestroyNotify) g_bytes_unref);
+  pad = gst_element_get_static_pad (sink, "sink");
+  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, capture_probe, &cap,
+      NULL);
+  gst_object_unref (pad);
+
+  fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  c = consumer_new (path, TRUE);
+  consumer_start (c);
+
+  if (use_appsrc) {
+    for (i = 0; i < N_EXCHANGE; i++) {
+      GstBuffer *buf = gst_buffer_new_allocate (NULL, FRAME_SIZE, NULL);
+      GstMapInfo map;
+      guint j;
+
+      fail_unless (gst_buffer_map (buf, &map, GST_MAP_WRITE));
+      for (j = 0; j < FRAME_SIZE; j++)
+        map.data[j] = (i * 31 + j * 7 + (j >> 8)) & 0xff;
+      gst_buffer_unmap (buf, &map);
+      GST_BUFFER_PTS (buf) = gst_util_uint64_scale (i, GST_SECOND, 30);
+      GST_BUFFER_DURATION (buf) = GST_SECOND / 30;
+      fail_unless_equals_int (gst_app_src_push_buffer (GST_APP_SRC (appsrc),
+              buf), GST_FLOW_OK);
+    }
+    gst_app_src_end_of_stream (GST_APP_SRC (appsrc));
+  }
+
+  for (i = 0; i < N_EXCHANGE; i++) {
+    GstBuffer *buf = g_async_queue_timeout_pop (c->buffers,
+        TIMEOUT_MS * 1000);
+    GBytes *expected;
+
+    fail_unless (buf != NULL, "frame %u never arrived", i);
+    g_mutex_lock (&cap.lock);
+    /* a frame reaches the consumer only after it passed the probe */
+    fail_unless (i < cap.frames->len);
+    expected = g_bytes_ref (g_ptr_array_index (cap.frames, i));
+    g_mutex_unlock (&cap.lock);
+    check_consumer_buffer (buf, expected,
+        gst_util_uint64_scale (i, GST_SECOND, 30));
+    g_bytes_unref (expected);
+    if (i < N_HELD)
+      held[i] = buf;
+    else
+      gst_buffer_unref (buf);
+  }
+  msg = pop_message (c->pipeline, GST_MESSAGE_EOS | GST_MESSAGE_ERROR,
+      TIMEOUT_MS);
+  fail_unless (msg && GST_MESSAGE_TYPE (msg) == GST_MESSAGE_EOS,
+      "the consumer did not reach EOS");
+  gst_message_unref (msg);
+
+  /* the buffers still held keep exactly their slots... */
+  fail_unless_equals_int (wait_stat_uint (sink, "free-slots",
+          EXCHANGE_RING - N_HELD), EXCHANGE_RING - N_HELD);
+  fail_unless_equals_int (client_stat_uint (sink, 0, "slots-held"), N_HELD);
+  /* ...and dropping them gives every slot back to the producer */
+  for (i = 0; i < N_HELD; i++)
+    gst_buffer_unref (held[i]);
+  fail_unless_equals_int (wait_stat_uint (sink, "free-slots",
+          EXCHANGE_RING), EXCHANGE_RING);
+  fail_unless_equals_int (client_stat_uint (sink, 0, "slots-held"), 0);
+
+  fail_unless_equals_uint64 (stat_u64 (sink, "frames-rendered"), N_EXCHANGE);
+  fail_unless_equals_uint64 (stat_u64 (sink, "frames-dropped"), 0);
+  if (use_appsrc) {
+    fail_unless_equals_uint64 (stat_u64 (sink, "frames-copied"), N_EXCHANGE);
+  } else {
+    fail_unless_equals_uint64 (stat_u64 (sink, "frames-in-place"),
+        N_EXCHANGE);
+  }
+  fail_unless_equals_uint64 (stat_u64 (c->src, "frames-received"),
+      N_EXCHANGE);
+
+  assert_no_error (producer);
+  assert_no_error (c->pipeline);
+  consumer_free (c);
+  gst_element_set_state (producer, GST_STATE_NULL);
+  gst_object_unref (producer);
+  g_ptr_array_unref (cap.frames);
+  g_mutex_clear (&cap.lock);
+  g_free (path);
+}
+
+GST_START_TEST (test_exchange_copied)
+{
+  run_exchange (TRUE);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_exchange_in_place)
+{
+  run_exchange (FALSE);
+}
+
+GST_END_TEST;
+
+/* ------------------------------------------------------------------------ */
+/* 4. A consumer that sends garbage is dropped, alone */
+
+typedef enum
+{
+  GARBAGE_RANDOM,
+  GARBAGE_MAGIC,
+  GARBAGE_VERSION,
+  GARBAGE_TOO_LARGE,
+  GARBAGE_FRAME,
+  N_GARBAGE
+} Garbage;
+
+static const struct
+{
+  const gchar *name;
+  const gchar *reason;
+  guint32 code;                 /* of an ERROR, if one comes */
+  gboolean error_required;
+} garbage_cases[N_GARBAGE] = {
+  {"random bytes", "protocol", GPUSHARE_ERR_PROTOCOL, FALSE},
+  {"a wrong magic", "protocol", GPUSHARE_ERR_PROTOCOL, FALSE},
+  {"a wrong major version", "version", GPUSHARE_ERR_VERSION, FALSE},
+  {"a payload_len over the cap", "protocol", GPUSHARE_ERR_PROTOCOL, FALSE},
+  /* decoded, then refused by the element: it says why */
+  {"a FRAME, which only producers send", "protocol", GPUSHARE_ERR_PROTOCOL,
+      TRUE},
+};
+
+static GByteArray *
+garbage_bytes (Garbage which, guint64 instance)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  GByteArray *b = NULL;
+
+  switch (which) {
+    case GARBAGE_RANDOM:
+      b = random_bytes (256);
+      break;
+    case GARBAGE_MAGIC:
+      make_accept (msg, instance);
+      b = build (msg, 0);
+      patch32 (b, HDR_OFF (magic), 0xdeadbeef);
+      break;
+    case GARBAGE_VERSION:
+      make_accept (msg, instance);
+      b = build (msg, 0);
+      patch16 (b, HDR_OFF (version_major), GPUSHARE_VERSION_MAJOR + 1);
+      break;
+    case GARBAGE_TOO_LARGE:
+      /* the header alone: the cap is checked before any payload is read */
+      make_simple (msg, GPUSHARE_MSG_GOODBYE);
+      b = build (msg, 0);
+      patch32 (b, HDR_OFF (payload_len), GPUSHARE_MAX_PAYLOAD + 1);
+      g_byte_array_set_size (b, GPUSHARE_HEADER_SIZE);
+      break;
+    case GARBAGE_FRAME:
+      make_frame (msg, 1, 0, 1, 1);
+      b = build (msg, 0);
+      break;
+    default:
+      g_assert_not_reached ();
+  }
+  g_free (msg);
+  return b;
+}
+
+GST_START_TEST (test_consumer_garbage)
+{
+  Garbage which = __i__;
+  GpuShareAnnounce *announce = g_new0 (GpuShareAnnounce, 1);
+  RawPeer raw;
+  GArray *codes;
+  Scene s;
+  guint i;
+
+  GST_INFO ("consumer sends %s", garbage_cases[which].name);
+  scene_start (&s, TRUE);
+  scene_raw_client (&s, &raw, announce);
+  fail_unless_equals_int (num_clients (s.sink), 2);
+
+  raw_send_bytes (&raw, garbage_bytes (which, announce->instance), NULL, 0);
+  codes = raw_drain (&raw);
+  for (i = 0; i < codes->len; i++)
+    fail_unless_equals_int (g_array_index (codes, guint32, i),
+        garbage_cases[which].code);
+  if (garbage_cases[which].error_required)
+    fail_unless (codes->len == 1, "no ERROR before the hang-up");
+  g_array_unref (codes);
+
+  fail_unless (client_log_wait (&s.log, TRUE, 1), "no client-removed");
+  fail_unless_equals_string (client_log_removed_nick (&s.log, 0),
+      garbage_cases[which].reason);
+  fail_unless_equals_int (num_clients (s.sink), 1);
+
+  /* the blast radius is that client: the other one goes on */
+  assert_consumer_alive (s.consumer);
+  fail_unless_equals_int (client_log_n_removed (&s.log), 1);
+  assert_no_error (s.producer);
+
+  raw_clear (&raw);
+  scene_stop (&s);
+  g_free (announce);
+}
+
+GST_END_TEST;
+
+/* An unknown major version is refused at the handshake with a clear error:
+ * the transport answers ERROR VERSION before it hangs up (docs/protocol.md,
+ * "Versioning"). */
+GST_START_TEST (test_sink_answers_version)
+{
+  GpuShareAnnounce *announce = g_new0 (GpuShareAnnounce, 1);
+  RawPeer raw;
+  GArray *codes;
+  Scene s;
+
+  scene_start (&s, FALSE);
+  scene_raw_client (&s, &raw, announce);
+  raw_send_bytes (&raw, garbage_bytes (GARBAGE_VERSION, announce->instance),
+      NULL, 0);
+  codes = raw_drain (&raw);
+  fail_unless (client_log_wait (&s.log, TRUE, 1));
+  fail_unless_equals_string (client_log_removed_nick (&s.log, 0), "version");
+  fail_unless (codes->len == 1,
+      "the consumer got no ERROR VERSION, only the hang-up");
+  fail_unless_equals_int (g_array_index (codes, guint32, 0),
+      GPUSHARE_ERR_VERSION);
+  g_array_unref (codes);
+  raw_clear (&raw);
+  scene_stop (&s);
+  g_free (announce);
+}
+
+GST_END_TEST;
+
+/* ------------------------------------------------------------------------ */
+/* 5. Descriptors from a consumer: none are allowed, all are closed */
+
+typedef enum
+{
+  FDS_UNDECLARED,               /* fds beside a message whose header says 0 */
+  FDS_FORBIDDEN_TYPE,           /* an ACCEPT whose header declares fds */
+  FDS_ON_SLOTS,                 /* a well-formed SLOTS, from a consumer */
+  FDS_LYING_COUNT,              /* header n_fds 4, one fd sent */
+  FDS_OVER_CAP,                 /* 100 fds: the receiver's cmsg truncates */
+  N_FDS_CASES
+} FdsCase;
+
+static const gchar *const fds_case_names[N_FDS_CASES] = {
+  "undeclared fds", "fds on an ACCEPT", "a SLOTS with fds",
+  "a lying fd count", "more fds than the cap",
+};
+
+GST_START_TEST (test_consumer_fds)
+{
+  FdsCase which = __i__;
+  GpuShareAnnounce *announce = g_new0 (GpuShareAnnounce, 1);
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  gint fds[KERNEL_MAX_FDS];
+  guint n_fds = 0, mid, i;
+  GByteArray *b = NULL;
+  gint pipe_fds[2];
+  RawPeer raw;
+  Scene s;
+
+  GST_INFO ("consumer sends %s", fds_case_names[which]);
+  scene_start (&s, FALSE);
+  /* the producer and its ring exist: from here the count must not move */
+  mid = count_fds ();
+  scene_raw_client (&s, &raw, announce);
+
+  /* every fd we send is a write end of this pipe: once each copy is
+   * closed, wherever it went, the read end hangs up */
+  fail_unless (pipe2 (pipe_fds, O_CLOEXEC) == 0);
+  switch (which) {
+    case FDS_UNDECLARED:
+      make_accept (msg, announce->instance);
+      b = build (msg, 0);
+      n_fds = 2;
+      break;
+    case FDS_FORBIDDEN_TYPE:
+      make_accept (msg, announce->instance);
+      b = build (msg, 0);
+      patch32 (b, HDR_OFF (n_fds), 2);
+      n_fds = 2;
+      break;
+    case FDS_ON_SLOTS:
+      msg->type = GPUSHARE_MSG_SLOTS;
+      msg->u.slots.epoch = 1;
+      msg->u.slots.slot_size = 4096;
+      msg->u.slots.n_slots = 2;
+      msg->u.slots.mem_type = GPUSHARE_MEM_SYSTEM;
+      b = build (msg, 2);
+      n_fds = 2;
+      break;
+    case FDS_LYING_COUNT:
+      msg->type = GPUSHARE_MSG_SLOTS;
+      msg->u.slots.epoch = 1;
+      msg->u.slots.slot_size = 4096;
+      msg->u.slots.n_slots = 4;
+      msg->u.slots.mem_type = GPUSHARE_MEM_SYSTEM;
+      b = build (msg, 4);
+      n_fds = 1;
+      break;
+    case FDS_OVER_CAP:
+      /* an unknown type declaring exactly the cap: without the MSG_CTRUNC
+       * check the producer would take the first 64, close them as the
+       * fds of an ignored message and keep the client */
+      b = raw_message (200, 8, GPUSHARE_MAX_FDS);
+      n_fds = 100;
+      break;
+    default:
+      g_assert_not_reached ();
+  }
+  for (i = 0; i < n_fds; i++) {
+    fds[i] = fcntl (pipe_fds[1], F_DUPFD_CLOEXEC, 3);
+    fail_unless (fds[i] >= 0);
+  }
+  close (pipe_fds[1]);
+  raw_send_bytes (&raw, b, fds, n_fds);
+  gpushare_close_fds (fds, n_fds);
+
+  g_array_unref (raw_drain (&raw));
+  fail_unless (client_log_wait (&s.log, TRUE, 1), "the client was not "
+      "dropped");
+  fail_unless_equals_string (client_log_removed_nick (&s.log, 0), "protocol");
+  fail_unless_equals_int (num_clients (s.sink), 0);
+  fail_unless (wait_pipe_hangup (pipe_fds[0]),
+      "the producer kept a descriptor it received");
+  close (pipe_fds[0]);
+  raw_clear (&raw);
+  fail_unless_equals_int (wait_fd_count (mid), mid);
+  assert_no_error (s.producer);
+
+  scene_stop (&s);
+  g_free (msg);
+  g_free (announce);
+}
+
+GST_END_TEST;
+
+/* ------------------------------------------------------------------------ */
+/* 6. Unknown message types are skipped, with whatever they carry */
+
+GST_START_TEST (test_consumer_unknown_type)
+{
+  GpuShareAnnounce *announce = g_new0 (GpuShareAnnounce, 1);
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  gint fds[GPUSHARE_MAX_FDS];
+  gint pipe_fds[2], two[2];
+  guint n_fds = 0, i;
+  guint64 epoch;
+  RawPeer raw;
+  Scene s;
+
+  scene_start (&s, FALSE);
+  scene_raw_client (&s, &raw, announce);
+  epoch = announce->layout.epoch;
+
+  /* a newer minor's message, before and in the middle of the handshake */
+  fail_unless (raw_send_bytes (&raw, raw_message (200, 40, 0), NULL, 0));
+  fail_unless (pipe2 (pipe_fds, O_CLOEXEC) == 0);
+  two[0] = pipe_fds[1];
+  two[1] = fcntl (pipe_fds[1], F_DUPFD_CLOEXEC, 3);
+  fail_unless (raw_send_bytes (&raw, raw_message (201, 16, 2), two, 2));
+  gpushare_close_fds (two, 2);
+
+  make_accept (msg, announce->instance);
+  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+  raw_expect (&raw, GPUSHARE_MSG_SLOTS, msg, fds, &n_fds);
+  fail_unless_equals_int (n_fds, announce->layout.n_slots);
+  for (i = 0; i < n_fds; i++) {
+    struct stat st;
+    gint seals = fcntl (fds[i], F_GET_SEALS);
+
+    /* what a consumer relies on to map without fear of SIGBUS */
+    fail_unless (fstat (fds[i], &st) == 0 && S_ISREG (st.st_mode));
+    fail_unless_equals_uint64 (st.st_size, msg->u.slots.slot_size);
+    fail_unless (seals >= 0 && (seals & (F_SEAL_SHRINK | F_SEAL_GROW)) ==
+        (F_SEAL_SHRINK | F_SEAL_GROW), "slot %u is not sealed", i);
+  }
+  gpushare_close_fds (fds, n_fds);
+
+  make_simple (msg, GPUSHARE_MSG_MAPPED);
+  msg->u.mapped.epoch = epoch;
+  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+  fail_unless (client_log_wait (&s.log, FALSE, 1), "no client-connected");
+
+  /* frames flow, and go back */
+  for (i = 0; i < 3; i++) {
+    GpuShareFrame f;
+
+    raw_expect (&raw, GPUSHARE_MSG_FRAME, msg, NULL, NULL);
+    f = msg->u.frame;
+    memset (msg, 0, sizeof (*msg));
+    msg->type = GPUSHARE_MSG_RELEASE;
+    msg->u.release.epoch = f.epoch;
+    msg->u.release.slot = f.slot;
+    msg->u.release.generation = f.generation;
+    msg->u.release.sequence = f.sequence;
+    fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+    fail_unless (raw_send_bytes (&raw, raw_message (202, 0, 0), NULL, 0));
+  }
+  fail_unless_equals_int (client_log_n_removed (&s.log), 0);
+  fail_unless_equals_int (num_clients (s.sink), 1);
+  fail_unless (wait_pipe_hangup (pipe_fds[0]),
+      "the fds of an ignored message were kept");
+  close (pipe_fds[0]);
+
+  make_simple (msg, GPUSHARE_MSG_GOODBYE);
+  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+  fail_unless (client_log_wait (&s.log, TRUE, 1));
+  fail_unless_equals_string (client_log_removed_nick (&s.log, 0), "goodbye");
+  assert_no_error (s.producer);
+
+  raw_clear (&raw);
+  scene_stop (&s);
+  g_free (msg);
+  g_free (announce);
+}
+
+GST_END_TEST;
+
+/* ------------------------------------------------------------------------ */
+/* 7. Another uid is refused */
+
+#define FOREIGN_UID 65534
+
+typedef struct
+{
+  gint stage;
+  gint connect_errno;           /* 0: connected */
+  gint n_fds;                   /* descriptors received */
+  gint eof;
+  guint32 len;                  /* bytes received, which follow */
+} UidReport;
+
+enum
+{
+  UID_OK,
+  UID_NO_GO,
+  UID_NO_SETUID,
+  UID_NO_DIR,
+};
+
+/* Runs in a child forked from a threaded process: system calls only, no
+ * allocation, no locks. */
+static void G_GNUC_NORETURN
+foreign_uid_child (const struct sockaddr_un *addr, const gchar * dir,
+    gint go_fd, gint report_fd)
+{
+  static guint8 buf[65536];
+  union
+  {
+    struct cmsghdr hdr;
+    gchar b[CMSG_SPACE (sizeof (gint) * KERNEL_MAX_FDS)];
+  } cmsg;
+  UidReport r;
+  struct pollfd pfd;
+  gchar go;
+  gint s;
+
+  memset (&r, 0, sizeof (r));
+  pfd.fd = go_fd;
+  pfd.events = POLLIN;
+  if (poll (&pfd, 1, 20000) != 1 || read (go_fd, &go, 1) != 1) {
+    r.stage = UID_NO_GO;
+    goto report;
+  }
+  if (setgroups (0, NULL) < 0 || setgid (FOREIGN_UID) < 0
+      || setuid (FOREIGN_UID) < 0 || getuid () != FOREIGN_UID) {
+    r.stage = UID_NO_SETUID;
+    goto report;
+  }
+  if (access (dir, X_OK) < 0) {
+    r.stage = UID_NO_DIR;
+    goto report;
+  }
+  s = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (s < 0 || connect (s, (const struct sockaddr *) addr,
+          sizeof (*addr)) < 0) {
+    r.connect_errno = errno;
+    goto report;
+  }
+  while (r.len < sizeof (buf)) {
+    struct iovec iov;
+    struct msghdr mh;
+    struct cmsghdr *c;
+    gssize n;
+
+    pfd.fd = s;
+    pfd.events = POLLIN;
+    if (poll (&pfd, 1, TIMEOUT_MS) != 1)
+      break;
+    memset (&mh, 0, sizeof (mh));
+    iov.iov_base = buf + r.len;
+    iov.iov_len = sizeof (buf) - r.len;
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = cmsg.b;
+    mh.msg_controllen = sizeof (cmsg.b);
+    n = recvmsg (s, &mh, MSG_CMSG_CLOEXEC);
+    for (c = CMSG_FIRSTHDR (&mh); n >= 0 && c; c = CMSG_NXTHDR (&mh, c)) {
+      guint k, count;
+
+      if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+        continue;
+      count = (c->cmsg_len - CMSG_LEN (0)) / sizeof (gint);
+      for (k = 0; k < count; k++) {
+        gint fd;
+
+        memcpy (&fd, CMSG_DATA (c) + k * sizeof (gint), sizeof (gint));
+        close (fd);
+        r.n_fds++;
+      }
+    }
+    if (n <= 0) {
+      r.eof = 1;
+      break;
+    }
+    r.len += n;
+  }
+
+report:
+  if (write (report_fd, &r, sizeof (r)) == sizeof (r) && r.len > 0)
+    while (write (report_fd, buf, r.len) < 0 && errno == EINTR);
+  _exit (0);
+}
+
+/* Forks the child before the producer starts, then lets it connect. */
+static gboolean
+run_foreign_client (guint mode, UidReport * report, GByteArray * bytes,
+    ClientLog * log_out_removed, const gchar ** nick)
+{
+  gchar *path = socket_path ("uid.sock");
+  struct sockaddr_un addr;
+  GstElement *producer, *sink;
+  gint go[2], rep[2];
+  ClientLog log;
+  guint8 chunk[4096];
+  gboolean usable;
+  gint status;
+  pid_t pid;
+
+  memset (&addr, 0, sizeof (addr));
+  addr.sun_family = AF_UNIX;
+  g_strlcpy (addr.sun_path, path, sizeof (addr.sun_path));
+  fail_unless (pipe2 (go, O_CLOEXEC) == 0 && pipe2 (rep, O_CLOEXEC) == 0);
+
+  pid = fork ();
+  fail_unless (pid >= 0);
+  if (pid == 0) {
+    close (go[1]);
+    close (rep[0]);
+    foreign_uid_child (&addr, tmpdir, go[0], rep[1]);
+  }
+  close (go[0]);
+  close (rep[1]);
+
+  producer = producer_new (path, &sink);
+  g_object_set (sink, "socket-mode", mode, NULL);
+  client_log_init (&log, sink);
+  producer_start (producer, sink);
+  fail_unless (write (go[1], "g", 1) == 1);
+  close (go[1]);
+
+  /* the report, then end of file when the child exits */
+  g_byte_array_set_size (bytes, 0);
+  for (;;) {
+    struct pollfd pfd = {.fd = rep[0],.events = POLLIN };
+    gssize n;
+
+    fail_unless (poll (&pfd, 1, 3 * TIMEOUT_MS) == 1, "the child hangs");
+    n = read (rep[0], chunk, sizeof (chunk));
+    if (n < 0 && errno == EINTR)
+      continue;
+    fail_unless (n >= 0);
+    if (n == 0)
+      break;
+    g_byte_array_append (bytes, chunk, n);
+  }
+  close (rep[0]);
+  fail_unless (waitpid (pid, &status, 0) == pid);
+  fail_unless (WIFEXITED (status) && WEXITSTATUS (status) == 0);
+  fail_unless (bytes->len >= sizeof (UidReport));
+  memcpy (report, bytes->data, sizeof (UidReport));
+  g_byte_array_remove_range (bytes, 0, sizeof (UidReport));
+  fail_unless_equals_int (bytes->len, report->len);
+  usable = report->stage == UID_OK;
+
+  *nick = NULL;
+  if (usable && report->connect_errno == 0) {
+    fail_unless (client_log_wait (&log, TRUE, 1),
+        "no client-removed for the refused client");
+    *nick = client_log_removed_nick (&log, 0);
+    fail_unless_equals_int (GPOINTER_TO_UINT (g_ptr_array_index
+            (log.removed_ids, 0)), 0);
+  }
+  /* nobody else was ever let in */
+  fail_unless_equals_int (log.connected, 0);
+  fail_unless_equals_int (num_clients (sink), 0);
+  assert_no_error (producer);
+  gst_element_set_state (producer, GST_STATE_NULL);
+  if (usable && report->connect_errno != 0)
+    fail_unless_equals_int (client_log_n_removed (&log), 0);
+  client_log_clear (&log, sink);
+  gst_object_unref (producer);
+  g_free (path);
+  return usable;
+}
+
+GST_START_TEST (test_foreign_uid_refused)
+{
+  GByteArray *bytes = g_byte_array_new ();
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  GpuShareHeader hdr;
+  const gchar *nick = NULL;
+  UidReport report;
+
+  if (geteuid () != 0) {
+    g_print ("SKIP test_foreign_uid_refused: needs root to run a client "
+        "as uid %d\n", FOREIGN_UID);
+    goto done;
+  }
+  /* the directory must not be what keeps the other uid out */
+  fail_unless (chmod (tmpdir, 0755) == 0);
+
+  /* owner-only socket: the kernel refuses the connect itself */
+  if (!run_foreign_client (0600, &report, bytes, NULL, &nick)) {
+    g_print ("SKIP test_foreign_uid_refused: cannot act as uid %d here "
+        "(stage %d)\n", FOREIGN_UID, report.stage);
+    goto done;
+  }
+  fail_unless_equals_int (report.connect_errno, EACCES);
+
+  /* world-writable socket: SO_PEERCRED refuses it, before anything leaves */
+  fail_unless (run_foreign_client (0666, &report, bytes, NULL, &nick));
+  fail_unless_equals_int (report.connect_errno, 0);
+  fail_unless_equals_int (report.n_fds, 0);
+  fail_unless (report.eof, "the refused client was not hung up on");
+  fail_unless_equals_string (nick, "not-authorized");
+  /* exactly one message: ERROR NOT_AUTHORIZED */
+  fail_unless_equals_int (gpushare_header_parse (bytes->data, bytes->len,
+          &hdr), GPUSHARE_PARSE_OK);
+  fail_unless_equals_int (hdr.type, GPUSHARE_MSG_ERROR);
+  fail_unless_equals_int (hdr.n_fds, 0);
+  fail_unless_equals_int (bytes->len, GPUSHARE_HEADER_SIZE + hdr.payload_len);
+  fail_unless_equals_int (gpushare_msg_parse (&hdr,
+          bytes->data + GPUSHARE_HEADER_SIZE, hdr.payload_len, msg),
+      GPUSHARE_PARSE_OK);
+  fail_unless_equals_int (msg->u.error.code, GPUSHARE_ERR_NOT_AUTHORIZED);
+
+done:
+  g_byte_array_unref (bytes);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
+/* ------------------------------------------------------------------------ */
+/* 8. What may be at the socket path */
+
+static void
+assert_sink_refuses (const gchar * path)
+{
+  GstElement *sink;
+  GstElement *p = producer_new (path, &sink);
+
+  fail_unless_equals_int (gst_element_set_state (p, GST_STATE_PLAYING),
+      GST_STATE_CHANGE_FAILURE);
+  assert_error (p, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_OPEN_READ_WRITE);
+  gst_element_set_state (p, GST_STATE_NULL);
+  gst_object_unref (p);
+}
+
+GST_START_TEST (test_path_symlink)
+{
+  gchar *link = socket_path ("link.sock");
+  gchar *nowhere = socket_path ("nowhere.sock");
+  gchar *file = socket_path ("precious");
+  gchar *contents = NULL;
+  struct stat st;
+
+  /* a dangling link: binding through it would create its target */
+  fail_unless (symlink (nowhere, link) == 0);
+  assert_sink_refuses (link);
+  fail_if (g_file_test (nowhere, G_FILE_TEST_EXISTS),
+      "the sink created a socket through a symlink");
+  fail_unless (lstat (link, &st) == 0 && S_ISLNK (st.st_mode));
+  unlink (link);
+
+  /* a link to a file: neither is touched */
+  fail_unless (g_file_set_contents (file, "precious", -1, NULL));
+  fail_unless (symlink (file, link) == 0);
+  assert_sink_refuses (link);
+  fail_unless (lstat (link, &st) == 0 && S_ISLNK (st.st_mode));
+  fail_unless (g_file_get_contents (file, &contents, NULL, NULL));
+  fail_unless_equals_string (contents, "precious");
+
+  g_free (contents);
+  g_free (file);
+  g_free (nowhere);
+  g_free (link);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_path_regular_file)
+{
+  gchar *path = socket_path ("file.sock");
+  gchar *contents = NULL;
+
+  fail_unless (g_file_set_contents (path, "precious", -1, NULL));
+  assert_sink_refuses (path);
+  fail_unless (g_file_get_contents (path, &contents, NULL, NULL));
+  fail_unless_equals_string (contents, "precious");
+  g_free (contents);
+  g_free (path);
+}
+
+GST_END_TEST;
+
+static gchar *
+path_of_length (gsize len)
+{
+  GString *s = g_string_new (tmpdir);
+
+  g_string_append_c (s, '/');
+  fail_unless (s->len < len, "the temporary directory is too deep");
+  while (s->len < len)
+    g_string_append_c (s, 'p');
+  return g_string_free (s, FALSE);
+}
+
+GST_START_TEST (test_path_too_long)
+{
+  /* sun_path holds 108 bytes with the NUL: 107 fit, 108 do not */
+  gchar *too_long = path_of_length (108);
+  gchar *longest = path_of_length (107);
+  GpuShareAnnounce *announce = g_new0 (GpuShareAnnounce, 1);
+  GstElement *producer, *sink;
+  RawPeer raw;
+
+  assert_sink_refuses (too_long);
+  /* and no cut-off name was bound instead */
+  fail_if (g_file_test (longest, G_FILE_TEST_EXISTS));
+
+  producer = producer_new (longest, &sink);
+  producer_start (producer, sink);
+  raw_init (&raw, raw_connect (longest));
+  {
+    GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+
+    raw_expect (&raw, GPUSHARE_MSG_ANNOUNCE, msg, NULL, NULL);
+    g_free (msg);
+  }
+  raw_clear (&raw);
+  gst_element_set_state (producer, GST_STATE_NULL);
+  gst_object_unref (producer);
+  g_free (announce);
+  g_free (longest);
+  g_free (too_long);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_path_stale_socket)
+{
+  gchar *path = socket_path ("stale.sock");
+  struct sockaddr_un addr;
+  GstElement *producer, *sink;
+  Consumer *c;
+  struct stat st;
+  gint fd;
+
+  /* what a producer that crashed leaves behind */
+  memset (&addr, 0, sizeof (addr));
+  addr.sun_family = AF_UNIX;
+  g_strlcpy (addr.sun_path, path, sizeof (addr.sun_path));
+  fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  fail_unless (fd >= 0);
+  fail_unless (bind (fd, (struct sockaddr *) &addr, sizeof (addr)) == 0);
+  fail_unless (listen (fd, 1) == 0);
+  close (fd);
+  fail_unless (lstat (path, &st) == 0 && S_ISSOCK (st.st_mode));
+
+  producer = producer_new (path, &sink);
+  producer_start (producer, sink);
+  c = consumer_new (path, FALSE);
+  consumer_start (c);
+  fail_unless (consumer_wait (c, 3), "no frames through a replaced socket");
+  assert_no_error (producer);
+  assert_no_error (c->pipeline);
+  consumer_free (c);
+  gst_element_set_state (producer, GST_STATE_NULL);
+  gst_object_unref (producer);
+  g_free (path);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_path_in_use)
+{
+  Consumer *other;
+  struct stat st;
+  Scene s;
+
+  scene_start (&s, TRUE);
+  /* a second producer on a path where a live one listens is refused */
+  assert_sink_refuses (s.path);
+  /* and left the first one's socket in place */
+  fail_unless (lstat (s.path, &st) == 0 && S_ISSOCK (st.st_mode));
+  assert_consumer_alive (s.consumer);
+  other = consumer_new (s.path, FALSE);
+  consumer_start (other);
+  fail_unless (consumer_wait (other, 3),
+      "the first producer no longer takes consumers");
+  fail_unless_equals_int (num_clients (s.sink), 2);
+  assert_no_error (s.producer);
+  consumer_free (other);
+  scene_stop (&s);
+}
+
+GST_END_TEST;
+
+/* ------------------------------------------------------------------------ */
+/* 9. A hostile producer: the consumer errors out, cleanly */
+
+typedef enum
+{
+  HP_GARBAGE,
+  HP_HEADER_VERSION,
+  HP_SCHEMA_VERSION,
+  HP_SLOTS_PIPE,
+  HP_SLOTS_UNSEALED,
+  HP_SLOTS_WRONG_SIZE,
+  HP_FRAME_STALE_GENERATION,
+  HP_FRAME_BAD_SLOT,
+  N_HP
+} HostileProducer;
+
+#define HP_N_SLOTS 2
+#define HP_SLOT_SIZE 8192
+
+static const struct
+{
+  const gchar *name;
+  GQuark (*domain) (void);
+  gint code;
+} hp_cases[N_HP] = {
+  {"garbage bytes", gst_stream_error_quark, GST_STREAM_ERROR_DECODE},
+  {"an ANNOUNCE with a header of major version 2", gst_core_error_quark,
+      GST_CORE_ERROR_NEGOTIATION},
+  {"an ANNOUNCE of schema major version 2", gst_core_error_quark,
+      GST_CORE_ERROR_NEGOTIATION},
+  {"SLOTS that are pipes", gst_resource_error_quark,
+      GST_RESOURCE_ERROR_OPEN_READ},
+  {"SLOTS that are unsealed memfds", gst_resource_error_quark,
+      GST_RESOURCE_ERROR_OPEN_READ},
+  {"SLOTS of the wrong size", gst_resource_error_quark,
+      GST_RESOURCE_ERROR_OPEN_READ},
+  {"a FRAME with a stale generation", gst_stream_error_quark,
+      GST_STREAM_ERROR_DECODE},
+  {"a FRAME for a slot out of range", gst_stream_error_quark,
+      GST_STREAM_ERROR_DECODE},
+};
+
+static gint
+raw_listen (const gchar * path)
+{
+  struct sockaddr_un addr;
+  gint fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+  fail_unless (fd >= 0);
+  memset (&addr, 0, sizeof (addr));
+  addr.sun_family = AF_UNIX;
+  g_strlcpy (addr.sun_path, path, sizeof (addr.sun_path));
+  fail_unless (bind (fd, (struct sockaddr *) &addr, sizeof (addr)) == 0);
+  fail_unless (listen (fd, 4) == 0);
+  return fd;
+}
+
+static gint
+raw_accept (gint listen_fd)
+{
+  struct pollfd pfd = {.fd = listen_fd,.events = POLLIN };
+  gint fd;
+
+  fail_unless (poll (&pfd, 1, TIMEOUT_MS) == 1, "the consumer never "
+      "connected");
+  fd = accept4 (listen_fd, NULL, NULL, SOCK_CLOEXEC);
+  fail_unless (fd >= 0);
+  return fd;
+}
+
+/* a raw producer's side of the handshake, up to the consumer's ACCEPT */
+static void
+raw_announce (RawPeer * p, GpuShareMsg * msg)
+{
+  make_announce (msg, HP_N_SLOTS, HP_SLOT_SIZE);
+  fail_unless (raw_send_msg (p, msg, NULL, 0));
+  raw_expect (p, GPUSHARE_MSG_ACCEPT, msg, NULL, NULL);
+  fail_unless_equals_int (msg->u.accept.mem_type, GPUSHARE_MEM_SYSTEM);
+  fail_unless_equals_uint64 (msg->u.accept.instance, 0x1234);
+}
+
+static void
+raw_send_slots (RawPeer * p, GpuShareMsg * msg, gint * fds)
+{
+  memset (msg, 0, sizeof (*msg));
+  msg->type = GPUSHARE_MSG_SLOTS;
+  msg->u.slots.epoch = 1;
+  msg->u.slots.slot_size = HP_SLOT_SIZE;
+  msg->u.slots.n_slots = HP_N_SLOTS;
+  msg->u.slots.mem_type = GPUSHARE_MEM_SYSTEM;
+  fail_unless (raw_send_msg (p, msg, fds, HP_N_SLOTS));
+  gpushare_close_fds (fds, HP_N_SLOTS);
+}
+
+static GstElement *
+hostile_consumer_start (const gchar * path, gint * listen_fd, RawPeer * raw)
+{
+  GstElement *p;
+
+  *listen_fd = raw_listen (path);
+  /* no last-sample: a consumed frame goes back to the producer at once */
+  p = launch ("gpusharesrc name=src connection-timeout=%d ! fakesink "
+      "sync=false enable-last-sample=false", TIMEOUT_MS);
+  g_object_set (child (p, "src"), "socket-path", path, NULL);
+  fail_if (gst_element_set_state (p, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  raw_init (raw, raw_accept (*listen_fd));
+  return p;
+}
+
+GST_START_TEST (test_hostile_producer)
+{
+  HostileProducer which = __i__;
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  gchar *path = socket_path ("hostile.sock");
+  gint fds[HP_N_SLOTS], pipe_fds[2] = { -1, -1 };
+  guint before_slots = 0, i;
+  GstElement *pipeline;
+  GByteArray *b;
+  gint listen_fd;
+  RawPeer raw;
+
+  GST_INFO ("producer sends %s", hp_cases[which].name);
+  pipeline = hostile_consumer_start (path, &listen_fd, &raw);
+
+  switch (which) {
+    case HP_GARBAGE:
+      raw_send_bytes (&raw, random_bytes (256), NULL, 0);
+      break;
+    case HP_HEADER_VERSION:
+      make_announce (msg, HP_N_SLOTS, HP_SLOT_SIZE);
+      b = build (msg, 0);
+      patch16 (b, HDR_OFF (version_major), GPUSHARE_VERSION_MAJOR + 1);
+      raw_send_bytes (&raw, b, NULL, 0);
+      break;
+    case HP_SCHEMA_VERSION:
+      /* the payload's own major, at offset 0 of the ANNOUNCE payload */
+      make_announce (msg, HP_N_SLOTS, HP_SLOT_SIZE);
+      b = build (msg, 0);
+      patch16 (b, GPUSHARE_HEADER_SIZE, GPUSHARE_VERSION_MAJOR + 1);
+      raw_send_bytes (&raw, b, NULL, 0);
+      break;
+    case HP_SLOTS_PIPE:
+    case HP_SLOTS_UNSEALED:
+    case HP_SLOTS_WRONG_SIZE:
+      raw_announce (&raw, msg);
+      before_slots = count_fds ();
+      for (i = 0; i < HP_N_SLOTS; i++) {
+        if (which == HP_SLOTS_PIPE) {
+          if (i == 0)
+            fail_unless (pipe2 (pipe_fds, O_CLOEXEC) == 0);
+          fds[i] = fcntl (pipe_fds[1], F_DUPFD_CLOEXEC, 3);
+        } else if (which == HP_SLOTS_UNSEALED) {
+          fds[i] = make_memfd (HP_SLOT_SIZE, FALSE);
+        } else {
+          fds[i] = make_memfd (HP_SLOT_SIZE / 2, TRUE);
+        }
+      }
+      if (pipe_fds[1] >= 0) {
+        close (pipe_fds[1]);
+        before_slots++;         /* the read end we keep */
+      }
+      raw_send_slots (&raw, msg, fds);
+      break;
+    case HP_FRAME_STALE_GENERATION:
+    case HP_FRAME_BAD_SLOT:
+      raw_announce (&raw, msg);
+      before_slots = count_fds ();
+      for (i = 0; i < HP_N_SLOTS; i++)
+        fds[i] = make_memfd (HP_SLOT_SIZE, TRUE);
+      raw_send_slots (&raw, msg, fds);
+      raw_expect (&raw, GPUSHARE_MSG_MAPPED, msg, NULL, NULL);
+      fail_unless_equals_uint64 (msg->u.mapped.epoch, 1);
+      /* one good frame, and its release, so the next one is judged on
+       * its own fault */
+      make_frame (msg, 1, 0, 1, 1);
+      fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+      raw_expect (&raw, GPUSHARE_MSG_RELEASE, msg, NULL, NULL);
+      fail_unless_equals_int (msg->u.release.slot, 0);
+      fail_unless_equals_int (msg->u.release.generation, 1);
+      if (which == HP_FRAME_STALE_GENERATION)
+        make_frame (msg, 1, 0, 1, 2);
+      else
+        make_frame (msg, 1, HP_N_SLOTS, 1, 2);
+      fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+      /* the consumer says why before it gives up */
+      raw_expect (&raw, GPUSHARE_MSG_ERROR, msg, NULL, NULL);
+      fail_unless_equals_int (msg->u.error.code, GPUSHARE_ERR_PROTOCOL);
+      break;
+    default:
+      g_assert_not_reached ();
+  }
+
+  assert_error (pipeline, hp_cases[which].domain (), hp_cases[which].code);
+  if (pipe_fds[0] >= 0) {
+    fail_unless (wait_pipe_hangup (pipe_fds[0]),
+        "the consumer kept a descriptor it refused");
+    close (pipe_fds[0]);
+    before_slots--;
+  }
+  /* every received fd is closed already, mapped or refused */
+  if (before_slots)
+    fail_unless_equals_int (wait_fd_count (before_slots), before_slots);
+
+  fail_unless_equals_int (gst_element_set_state (pipeline, GST_STATE_NULL),
+      GST_STATE_CHANGE_SUCCESS);
+  gst_object_unref (pipeline);
+  raw_clear (&raw);
+  close (listen_fd);
+  unlink (path);
+  g_free (path);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
+/* The consumer side of the same promise: a producer that speaks another
+ * major version is told so with ERROR VERSION. */
+GST_START_TEST (test_src_answers_version)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  gchar *path = socket_path ("hostile.sock");
+  GstElement *pipeline;
+  GByteArray *b;
+  GArray *codes;
+  gint listen_fd;
+  RawPeer raw;
+
+  pipeline = hostile_consumer_start (path, &listen_fd, &raw);
+  make_announce (msg, HP_N_SLOTS, HP_SLOT_SIZE);
+  b = build (msg, 0);
+  patch16 (b, HDR_OFF (version_major), GPUSHARE_VERSION_MAJOR + 1);
+  raw_send_bytes (&raw, b, NULL, 0);
+  assert_error (pipeline, GST_CORE_ERROR, GST_CORE_ERROR_NEGOTIATION);
+  codes = raw_drain (&raw);
+  fail_unless (codes->len == 1,
+      "the producer got no ERROR VERSION, only the hang-up");
+  fail_unless_equals_int (g_array_index (codes, guint32, 0),
+      GPUSHARE_ERR_VERSION);
+  g_array_unref (codes);
+
+  gst_element_set_state (pipeline, GST_STATE_NULL);
+  gst_object_unref (pipeline);
+  raw_clear (&raw);
+  close (listen_fd);
+  unlink (path);
+  g_free (path);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
+/* ------------------------------------------------------------------------ */
+/* 10. Start and stop, again and again */
+
+#define N_CYCLES 50
+
+GST_START_TEST (test_cycles)
+{
+  gchar *path = socket_path ("cycles.sock");
+  GstElement *producer, *sink;
+  guint after_first = 0, i;
+  ClientLog log;
+  Consumer *c;
+
+  producer = producer_new (path, &sink);
+  client_log_init (&log, sink);
+  c = consumer_new (path, FALSE);
+  for (i = 0; i < N_CYCLES; i++) {
+    gint frames = g_atomic_int_get (&c->frames);
+
+    producer_start (producer, sink);
+    consumer_start (c);
+    fail_unless (consumer_wait (c, frames + 1), "cycle %u: no frame", i);
+    fail_unless (client_log_wait (&log, FALSE, i + 1));
+    /* the consumer leaves first: a clean goodbye, no error anywhere */
+    fail_unless_equals_int (gst_element_set_state (c->pipeline,
+            GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
+    fail_unless (client_log_wait (&log, TRUE, i + 1), "cycle %u: the "
+        "consumer's leaving went unseen", i);
+    fail_unless_equals_string (client_log_removed_nick (&log, i), "goodbye");
+    fail_unless_equals_int (gst_element_set_state (producer, GST_STATE_NULL),
+        GST_STATE_CHANGE_SUCCESS);
+    assert_no_error (producer);
+    assert_no_error (c->pipeline);
+    fail_if (g_file_test (path, G_FILE_TEST_EXISTS));
+    if (i == 0)
+      after_first = count_fds_settled ();
+    else
+      fail_unless_equals_int (wait_fd_count (after_first), after_first);
+  }
+  consumer_free (c);
+  client_log_clear (&log, sink);
+  gst_object_unref (producer);
+  g_free (path);
+}
+
+GST_END_TEST;
+
+static Suite *
+gpushare_elements_suite (void)
+{
+  Suite *s = suite_create ("gpushare_elements");
+  TCase *tc = tcase_create ("general");
+
+  suite_add_tcase (s, tc);
+  tcase_add_checked_fixture (tc, setup, teardown);
+  tcase_add_test (tc, test_inspect);
+  tcase_add_test (tc, test_sink_harness_pool);
+  tcase_add_test (tc, test_exchange_copied);
+  tcase_add_test (tc, test_exchange_in_place);
+  tcase_add_loop_test (tc, test_consumer_garbage, 0, N_GARBAGE);
+  tcase_add_test (tc, test_sink_answers_version);
+  tcase_add_loop_test (tc, test_consumer_fds, 0, N_FDS_CASES);
+  tcase_add_test (tc, test_consumer_unknown_type);
+  tcase_add_test (tc, test_foreign_uid_refused);
+  tcase_add_test (tc, test_path_symlink);
+  tcase_add_test (tc, test_path_regular_file);
+  tcase_add_test (tc, test_path_too_long);
+  tcase_add_test (tc, test_path_stale_socket);
+  tcase_add_test (tc, test_path_in_use);
+  tcase_add_loop_test (tc, test_hostile_producer, 0, N_HP);
+  tcase_add_test (tc, test_src_answers_version);
+  tcase_add_test (tc, test_cycles);
+  return s;
+}
+
 GST_CHECK_MAIN (gpushare_elements);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The slot ring and the consumer's slot view are pure state (STYLE.md 3),
+ * The slot ring and the consumer's slot view are pure state,
  * so every legal and every illegal transition is tested here without a
  * plugin, a socket or a GPU.  An illegal call must answer the right result
  * and leave every byte of the state as it was.  Three randomized runs with
@@ -87,7 +87,7 @@ make_slot (GpuShareRing * ring, GpuShareSlotState state, guint64 sequence,
   return idx;
 }
 
-/* STYLE.md 19: no test may leak a file descriptor */
+/* no test may leak a file descriptor */
 static gint fds_at_start;
 
 static gint
