@@ -17,18 +17,33 @@ gpushare_backend_get (GpuShareMemType type)
 }
 
 gsize
+gpushare_round_up (gsize size, gsize align)
+{
+  if (size == 0)
+    size = 1;
+  return (size + align - 1) / align * align;
+}
+
+gsize
 gpushare_backend_slot_size (const GpuShareBackend * backend, gsize frame_size)
 {
-  gsize page = (gsize) sysconf (_SC_PAGESIZE);
-
-  if (frame_size == 0)
-    frame_size = 1;
-  return (frame_size + page - 1) / page * page;
+  if (backend->slot_size)
+    return backend->slot_size (0, frame_size);
+  return gpushare_round_up (frame_size, (gsize) sysconf (_SC_PAGESIZE));
 }
 
 GpuShareAllocation *
 gpushare_allocation_new (const GpuShareBackend * backend, guint64 epoch,
     guint n_slots, gsize slot_size, GError ** error)
+{
+  return gpushare_allocation_new_on_device (backend, 0, epoch, n_slots,
+      slot_size, error);
+}
+
+GpuShareAllocation *
+gpushare_allocation_new_on_device (const GpuShareBackend * backend,
+    gint device, guint64 epoch, guint n_slots, gsize slot_size,
+    GError ** error)
 {
   GpuShareAllocation *alloc;
   guint i;
@@ -38,6 +53,7 @@ gpushare_allocation_new (const GpuShareBackend * backend, guint64 epoch,
   alloc = g_new0 (GpuShareAllocation, 1);
   alloc->ref_count = 1;
   alloc->backend = backend;
+  alloc->device = device;
   alloc->epoch = epoch;
   alloc->n_slots = n_slots;
   alloc->slot_size = slot_size;
@@ -79,6 +95,14 @@ GpuShareImport *
 gpushare_import_new (const GpuShareBackend * backend, guint64 epoch,
     guint n_slots, gsize slot_size, gint * fds, GError ** error)
 {
+  return gpushare_import_new_on_device (backend, 0, epoch, n_slots, slot_size,
+      fds, error);
+}
+
+GpuShareImport *
+gpushare_import_new_on_device (const GpuShareBackend * backend, gint device,
+    guint64 epoch, guint n_slots, gsize slot_size, gint * fds, GError ** error)
+{
   GpuShareImport *import;
 
   if (n_slots < 1 || n_slots > GPUSHARE_MAX_SLOTS) {
@@ -91,6 +115,7 @@ gpushare_import_new (const GpuShareBackend * backend, guint64 epoch,
   import = g_new0 (GpuShareImport, 1);
   import->ref_count = 1;
   import->backend = backend;
+  import->device = device;
   import->epoch = epoch;
   import->n_slots = n_slots;
   import->slot_size = slot_size;

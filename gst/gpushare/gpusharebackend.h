@@ -43,6 +43,8 @@ struct _GpuShareBackend
 {
   const gchar *name;
   GpuShareMemType mem_type;
+  /* bytes a slot needs for a frame; NULL: page-rounded */
+  gsize (*slot_size) (gint device, gsize frame_size);
 
   /* producer */
   gboolean (*alloc) (GpuShareAllocation * alloc, GError ** error);
@@ -60,6 +62,7 @@ struct _GpuShareAllocation
 {
   gint ref_count;
   const GpuShareBackend *backend;
+  gint device;                  /* GPU ordinal, for GPU backends */
   guint64 epoch;
   guint n_slots;
   gsize slot_size;
@@ -73,6 +76,7 @@ struct _GpuShareImport
 {
   gint ref_count;
   const GpuShareBackend *backend;
+  gint device;                  /* GPU ordinal, for GPU backends */
   guint64 epoch;
   guint n_slots;
   gsize slot_size;
@@ -87,9 +91,14 @@ extern const GpuShareBackend gpushare_sysmem_backend;
 /* the slot size a frame of frame_size bytes needs with this backend */
 gsize gpushare_backend_slot_size (const GpuShareBackend * backend,
     gsize frame_size);
+/* rounds size up to a multiple of align (a power of two or not) */
+gsize gpushare_round_up (gsize size, gsize align);
 
 GpuShareAllocation *gpushare_allocation_new (const GpuShareBackend * backend,
     guint64 epoch, guint n_slots, gsize slot_size, GError ** error);
+GpuShareAllocation *gpushare_allocation_new_on_device (const GpuShareBackend *
+    backend, gint device, guint64 epoch, guint n_slots, gsize slot_size,
+    GError ** error);
 GpuShareAllocation *gpushare_allocation_ref (GpuShareAllocation * alloc);
 void gpushare_allocation_unref (GpuShareAllocation * alloc);
 gint gpushare_allocation_export (GpuShareAllocation * alloc, guint slot,
@@ -98,6 +107,9 @@ gint gpushare_allocation_export (GpuShareAllocation * alloc, guint slot,
 /* takes ownership of the n_slots fds, closes them on every path */
 GpuShareImport *gpushare_import_new (const GpuShareBackend * backend,
     guint64 epoch, guint n_slots, gsize slot_size, gint * fds,
+    GError ** error);
+GpuShareImport *gpushare_import_new_on_device (const GpuShareBackend * backend,
+    gint device, guint64 epoch, guint n_slots, gsize slot_size, gint * fds,
     GError ** error);
 GpuShareImport *gpushare_import_ref (GpuShareImport * import);
 void gpushare_import_unref (GpuShareImport * import);

@@ -1,0 +1,387 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * CUDA VMM slots.
+ *
+ * Producer: per slot one cuMemCreate allocation with the POSIX-fd handle
+ * type, sized to the allocation granularity, mapped read-write into the
+ * producer's address space.  Each consumer connection gets a fresh fd per
+ * slot from cuMemExportToShareableHandle.
+ *
+ * Consumer: per slot cuMemImportFromShareableHandle once, the fd closed
+ * right after (an open exported fd keeps GPU memory alive), then reserve,
+ * map and cuMemSetAccess read-only (measured to work on the H200: a
+ * consumer cannot write the producer's frames).  Every import is released
+ * exactly once: unmap, free the range, cuMemRelease.
+ *
+ * Never log a handle, a device pointer or an fd: slot indices only.
+ */
+
+#include "gpusharecuda.h"
+
+#include <fcntl.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+#include <gst/gst.h>
+
+GST_DEBUG_CATEGORY_STATIC (gpushare_cuda_debug);
+#define GST_CAT_DEFAULT gpushare_cuda_debug
+
+typedef struct
+{
+  CUcontext ctx;
+  CUmemGenericAllocationHandle handles[GPUSHARE_MAX_SLOTS];
+  CUdeviceptr ptrs[GPUSHARE_MAX_SLOTS];
+  gboolean mapped[GPUSHARE_MAX_SLOTS];
+  gboolean created[GPUSHARE_MAX_SLOTS];
+} VmmPriv;
+
+static void
+ensure_debug (void)
+{
+  static gsize once = 0;
+
+  if (g_once_init_enter (&once)) {
+    GST_DEBUG_CATEGORY_INIT (gpushare_cuda_debug, "gpusharecuda", 0,
+        "gpushare CUDA backend");
+    g_once_init_leave (&once, 1);
+  }
+}
+
+gchar *
+gpushare_cuda_uuid_to_string (const guint8 u[16])
+{
+  return g_strdup_printf ("GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
+      "%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2], u[3], u[4], u[5], u[6],
+      u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+}
+
+static gint
+attr (CUdevice dev, CUdevice_attribute a)
+{
+  gint v = 0;
+
+  if (gpushare_cuda ()->cuDeviceGetAttribute (&v, a, dev) != CUDA_SUCCESS)
+    return 0;
+  return v;
+}
+
+gboolean
+gpushare_cuda_probe (gint device, GpuShareCudaCaps * caps, GError ** error)
+{
+  GpuShareCudaApi *cu;
+  CUdevice dev;
+  CUuuid uuid;
+  gint count = 0;
+  CUmemAllocationProp prop;
+  size_t gran = 0;
+
+  memset (caps, 0, sizeof (*caps));
+  ensure_debug ();
+  if (!gpushare_cuda_load (error))
+    return FALSE;
+  cu = gpushare_cuda ();
+  if (!gpushare_cuda_check (cu->cuDeviceGetCount (&count), "cuDeviceGetCount",
+          error))
+    return FALSE;
+  if (device < 0 || device >= count) {
+    g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_UNSUPPORTED,
+        "no CUDA device %d (this host has %d)", device, count);
+    return FALSE;
+  }
+  if (!gpushare_cuda_check (cu->cuDeviceGet (&dev, device), "cuDeviceGet",
+          error))
+    return FALSE;
+
+  caps->device = device;
+  cu->cuDriverGetVersion (&caps->driver_version);
+  cu->cuDeviceGetName (caps->name, sizeof (caps->name) - 1, dev);
+  if (cu->cuDeviceGetUuid (&uuid, dev) == CUDA_SUCCESS)
+    memcpy (caps->uuid, uuid.bytes, 16);
+  caps->vmm = attr (dev,
+      CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED);
+  caps->posix_fd = attr (dev,
+      CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED);
+  caps->fabric = attr (dev, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED);
+  caps->ipc_event = attr (dev, CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED);
+  caps->unified_addressing = attr (dev,
+      CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING);
+  caps->mem_ops_64 = attr (dev,
+      CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS);
+  caps->compute_mode = attr (dev, CU_DEVICE_ATTRIBUTE_COMPUTE_MODE);
+  /* a MIG compute instance is visible only through its MIG- prefixed UUID
+   * in CUDA_VISIBLE_DEVICES; the driver API has no attribute for it */
+  caps->mig = g_str_has_prefix (g_getenv ("CUDA_VISIBLE_DEVICES") ?
+      g_getenv ("CUDA_VISIBLE_DEVICES") : "", "MIG-");
+
+  if (caps->vmm) {
+    memset (&prop, 0, sizeof (prop));
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = device;
+    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    if (cu->cuMemGetAllocationGranularity (&gran, &prop,
+            CU_MEM_ALLOC_GRANULARITY_MINIMUM) == CUDA_SUCCESS)
+      caps->granularity = gran;
+  }
+  return TRUE;
+}
+
+static gsize
+vmm_slot_size (gint device, gsize frame_size)
+{
+  GpuShareCudaCaps caps;
+
+  if (!gpushare_cuda_probe (device, &caps, NULL) || caps.granularity == 0)
+    return gpushare_round_up (frame_size, 2 * 1024 * 1024);
+  return gpushare_round_up (frame_size, caps.granularity);
+}
+
+static gboolean
+push_ctx (gint device, CUcontext * ctx, GError ** error)
+{
+  GpuShareCudaApi *cu = gpushare_cuda ();
+  CUdevice dev;
+
+  if (!gpushare_cuda_check (cu->cuDeviceGet (&dev, device), "cuDeviceGet",
+          error)
+      || !gpushare_cuda_check (cu->cuDevicePrimaryCtxRetain (ctx, dev),
+          "cuDevicePrimaryCtxRetain", error))
+    return FALSE;
+  if (!gpushare_cuda_check (cu->cuCtxPushCurrent (*ctx), "cuCtxPushCurrent",
+          error)) {
+    cu->cuDevicePrimaryCtxRelease (dev);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static void
+pop_ctx (void)
+{
+  CUcontext dummy;
+
+  gpushare_cuda ()->cuCtxPopCurrent (&dummy);
+}
+
+static void
+release_ctx (gint device)
+{
+  CUdevice dev;
+
+  if (gpushare_cuda ()->cuDeviceGet (&dev, device) == CUDA_SUCCESS)
+    gpushare_cuda ()->cuDevicePrimaryCtxRelease (dev);
+}
+
+/* context pushed.  Undoes whatever of slot i exists, in reverse order. */
+static void
+unmap_slot (VmmPriv * priv, guint i, gsize size)
+{
+  GpuShareCudaApi *cu = gpushare_cuda ();
+
+  if (priv->mapped[i])
+    cu->cuMemUnmap (priv->ptrs[i], size);
+  if (priv->ptrs[i])
+    cu->cuMemAddressFree (priv->ptrs[i], size);
+  if (priv->created[i])
+    cu->cuMemRelease (priv->handles[i]);
+  priv->mapped[i] = FALSE;
+  priv->ptrs[i] = 0;
+  priv->created[i] = FALSE;
+}
+
+/* context pushed: reserve, map and open access to slot i */
+static gboolean
+map_slot (VmmPriv * priv, guint i, gint device, gsize size,
+    CUmemAccess_flags flags, GError ** error)
+{
+  GpuShareCudaApi *cu = gpushare_cuda ();
+  CUmemAccessDesc access;
+
+  if (!gpushare_cuda_check (cu->cuMemAddressReserve (&priv->ptrs[i], size, 0,
+              0, 0), "cuMemAddressReserve", error))
+    return FALSE;
+  if (!gpushare_cuda_check (cu->cuMemMap (priv->ptrs[i], size, 0,
+              priv->handles[i], 0), "cuMemMap", error))
+    return FALSE;
+  priv->mapped[i] = TRUE;
+  memset (&access, 0, sizeof (access));
+  access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  access.location.id = device;
+  access.flags = flags;
+  /* mappings start inaccessible: without this every read faults */
+  return gpushare_cuda_check (cu->cuMemSetAccess (priv->ptrs[i], size,
+          &access, 1), "cuMemSetAccess", error);
+}
+
+static void
+vmm_free (GpuShareAllocation * alloc)
+{
+  VmmPriv *priv = alloc->priv;
+  CUcontext ctx;
+  guint i;
+
+  if (!priv)
+    return;
+  if (gpushare_cuda ()->cuCtxPushCurrent (priv->ctx) == CUDA_SUCCESS) {
+    /* nothing of ours may still be running against these slots */
+    gpushare_cuda ()->cuCtxSynchronize ();
+    for (i = 0; i < alloc->n_slots; i++)
+      unmap_slot (priv, i, alloc->slot_size);
+    gpushare_cuda ()->cuCtxPopCurrent (&ctx);
+  }
+  release_ctx (alloc->device);
+  g_free (priv);
+  alloc->priv = NULL;
+}
+
+static gboolean
+vmm_alloc (GpuShareAllocation * alloc, GError ** error)
+{
+  GpuShareCudaApi *cu;
+  VmmPriv *priv;
+  CUmemAllocationProp prop;
+  guint i;
+
+  ensure_debug ();
+  if (!gpushare_cuda_load (error))
+    return FALSE;
+  cu = gpushare_cuda ();
+  priv = g_new0 (VmmPriv, 1);
+  if (!push_ctx (alloc->device, &priv->ctx, error)) {
+    g_free (priv);
+    return FALSE;
+  }
+  alloc->priv = priv;
+
+  memset (&prop, 0, sizeof (prop));
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = alloc->device;
+  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+
+  for (i = 0; i < alloc->n_slots; i++) {
+    if (!gpushare_cuda_check (cu->cuMemCreate (&priv->handles[i],
+                alloc->slot_size, &prop, 0), "cuMemCreate", error))
+      goto failed;
+    priv->created[i] = TRUE;
+    if (!map_slot (priv, i, alloc->device, alloc->slot_size,
+            CU_MEM_ACCESS_FLAGS_PROT_READWRITE, error))
+      goto failed;
+    alloc->data[i] = (gpointer) (uintptr_t) priv->ptrs[i];
+  }
+  pop_ctx ();
+  GST_DEBUG ("allocated %u VMM slots of %" G_GSIZE_FORMAT " bytes on device "
+      "%d", alloc->n_slots, alloc->slot_size, alloc->device);
+  return TRUE;
+
+failed:
+  pop_ctx ();
+  vmm_free (alloc);
+  return FALSE;
+}
+
+static gint
+vmm_export_slot (GpuShareAllocation * alloc, guint slot, GError ** error)
+{
+  VmmPriv *priv = alloc->priv;
+  int fd = -1;
+  CUresult res;
+
+  res = gpushare_cuda ()->cuMemExportToShareableHandle (&fd,
+      priv->handles[slot], CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+  if (!gpushare_cuda_check (res, "cuMemExportToShareableHandle", error))
+    return -1;
+  /* the driver does not promise CLOEXEC: our fds never leak into exec */
+  fcntl (fd, F_SETFD, FD_CLOEXEC);
+  return fd;
+}
+
+static void
+vmm_unimport (GpuShareImport * import)
+{
+  VmmPriv *priv = import->priv;
+  CUcontext ctx;
+  guint i;
+
+  if (!priv)
+    return;
+  if (gpushare_cuda ()->cuCtxPushCurrent (priv->ctx) == CUDA_SUCCESS) {
+    gpushare_cuda ()->cuCtxSynchronize ();
+    for (i = 0; i < import->n_slots; i++)
+      unmap_slot (priv, i, import->slot_size);
+    gpushare_cuda ()->cuCtxPopCurrent (&ctx);
+  }
+  release_ctx (import->device);
+  g_free (priv);
+  import->priv = NULL;
+}
+
+static gboolean
+vmm_import (GpuShareImport * import, gint * fds, GError ** error)
+{
+  GpuShareCudaApi *cu;
+  VmmPriv *priv;
+  guint i;
+
+  ensure_debug ();
+  if (!gpushare_cuda_load (error)) {
+    gpushare_close_fds (fds, import->n_slots);
+    return FALSE;
+  }
+  cu = gpushare_cuda ();
+  priv = g_new0 (VmmPriv, 1);
+  if (!push_ctx (import->device, &priv->ctx, error)) {
+    gpushare_close_fds (fds, import->n_slots);
+    g_free (priv);
+    return FALSE;
+  }
+  import->priv = priv;
+
+  for (i = 0; i < import->n_slots; i++) {
+    CUresult res = cu->cuMemImportFromShareableHandle (&priv->handles[i],
+        (void *) (uintptr_t) fds[i], CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+
+    /* import each received fd once, then let it go */
+    close (fds[i]);
+    fds[i] = -1;
+    if (!gpushare_cuda_check (res, "cuMemImportFromShareableHandle", error))
+      goto failed;
+    priv->created[i] = TRUE;
+    if (!map_slot (priv, i, import->device, import->slot_size,
+            CU_MEM_ACCESS_FLAGS_PROT_READ, error))
+      goto failed;
+    import->data[i] = (gconstpointer) (uintptr_t) priv->ptrs[i];
+  }
+  pop_ctx ();
+  return TRUE;
+
+failed:
+  gpushare_close_fds (fds, import->n_slots);
+  pop_ctx ();
+  vmm_unimport (import);
+  return FALSE;
+}
+
+CUcontext
+gpushare_cuda_allocation_context (GpuShareAllocation * alloc)
+{
+  return alloc->priv ? ((VmmPriv *) alloc->priv)->ctx : NULL;
+}
+
+CUcontext
+gpushare_cuda_import_context (GpuShareImport * import)
+{
+  return import->priv ? ((VmmPriv *) import->priv)->ctx : NULL;
+}
+
+const GpuShareBackend gpushare_cuda_vmm_backend = {
+  .name = "cuda-vmm",
+  .mem_type = GPUSHARE_MEM_CUDA_VMM,
+  .slot_size = vmm_slot_size,
+  .alloc = vmm_alloc,
+  .export_slot = vmm_export_slot,
+  .free = vmm_free,
+  .import = vmm_import,
+  .unimport = vmm_unimport,
+};

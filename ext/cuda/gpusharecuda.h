@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The CUDA memory backends: VMM allocations exported as POSIX file
+ * descriptors (the default), and the capability probe that the handshake
+ * announces so that a consumer decides before it imports anything.
+ */
+
+#ifndef __GPUSHARE_CUDA_H__
+#define __GPUSHARE_CUDA_H__
+
+#include <glib.h>
+#include "gpusharebackend.h"
+#include "gpusharecudaloader.h"
+
+G_BEGIN_DECLS
+
+typedef struct
+{
+  gint device;
+  gchar name[128];
+  guint8 uuid[16];
+  gint driver_version;
+  gboolean vmm;                 /* virtual memory management */
+  gboolean posix_fd;            /* VMM export as POSIX fd */
+  gboolean fabric;              /* VMM export as fabric handle */
+  gboolean ipc_event;
+  gboolean unified_addressing;  /* needed by legacy cuIpc* memory */
+  gboolean mem_ops_64;          /* cuStreamWriteValue64 / WaitValue64 */
+  gint compute_mode;            /* CUcomputemode */
+  gboolean mig;                 /* a MIG instance (from its UUID) */
+  gsize granularity;            /* minimum VMM granularity, pinned device */
+} GpuShareCudaCaps;
+
+/* FALSE with a reason when there is no driver, no such device, ... */
+gboolean gpushare_cuda_probe (gint device, GpuShareCudaCaps * caps,
+    GError ** error);
+/* "GPU-xxxxxxxx-xxxx-..." as nvidia-smi prints it */
+gchar *gpushare_cuda_uuid_to_string (const guint8 uuid[16]);
+
+extern const GpuShareBackend gpushare_cuda_vmm_backend;
+
+/* the CUDA context of an allocation or import (primary context, retained) */
+CUcontext gpushare_cuda_allocation_context (GpuShareAllocation * alloc);
+CUcontext gpushare_cuda_import_context (GpuShareImport * import);
+
+G_END_DECLS
+
+#endif /* __GPUSHARE_CUDA_H__ */

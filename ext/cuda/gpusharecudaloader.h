@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The CUDA driver API, opened at run time.
+ *
+ * libcuda.so.1 is loaded with GModule and every entry point is taken with
+ * cuGetProcAddress for one fixed API version, so the plugin links against
+ * no CUDA library, loads on hosts without the driver, and gets the entry
+ * point whose signature matches the toolkit headers we compiled against.
+ * GStreamer 1.22's libgstcuda loader exposes none of the VMM, IPC, event or
+ * stream memory calls, which is why this table exists.
+ *
+ * Every CUDA call in gpushare goes through gpushare_cuda(): a test build can
+ * swap single entries (fault injection) without touching the driver.
+ */
+
+#ifndef __GPUSHARE_CUDA_LOADER_H__
+#define __GPUSHARE_CUDA_LOADER_H__
+
+#include <glib.h>
+#include <cuda.h>
+
+G_BEGIN_DECLS
+
+/* the API version whose signatures we ask for: stable since CUDA 12.0 for
+ * every call below */
+#define GPUSHARE_CUDA_API_VERSION 12000
+
+#define GPUSHARE_CUDA_FUNCS(X) \
+  X (cuInit) \
+  X (cuDriverGetVersion) \
+  X (cuGetErrorName) \
+  X (cuGetErrorString) \
+  X (cuDeviceGet) \
+  X (cuDeviceGetCount) \
+  X (cuDeviceGetAttribute) \
+  X (cuDeviceGetName) \
+  X (cuDeviceGetUuid) \
+  X (cuDevicePrimaryCtxRetain) \
+  X (cuDevicePrimaryCtxRelease) \
+  X (cuCtxPushCurrent) \
+  X (cuCtxPopCurrent) \
+  X (cuCtxSetCurrent) \
+  X (cuCtxSynchronize) \
+  X (cuMemGetInfo) \
+  X (cuMemAlloc) \
+  X (cuMemFree) \
+  X (cuMemAllocHost) \
+  X (cuMemFreeHost) \
+  X (cuMemGetAllocationGranularity) \
+  X (cuMemCreate) \
+  X (cuMemRelease) \
+  X (cuMemExportToShareableHandle) \
+  X (cuMemImportFromShareableHandle) \
+  X (cuMemAddressReserve) \
+  X (cuMemAddressFree) \
+  X (cuMemMap) \
+  X (cuMemUnmap) \
+  X (cuMemSetAccess) \
+  X (cuMemcpy2DAsync) \
+  X (cuMemcpyDtoHAsync) \
+  X (cuMemcpyHtoDAsync) \
+  X (cuMemcpyDtoDAsync) \
+  X (cuMemsetD8Async) \
+  X (cuStreamCreate) \
+  X (cuStreamDestroy) \
+  X (cuStreamSynchronize) \
+  X (cuStreamQuery) \
+  X (cuStreamWaitEvent) \
+  X (cuStreamWriteValue64) \
+  X (cuStreamWaitValue64) \
+  X (cuEventCreate) \
+  X (cuEventDestroy) \
+  X (cuEventRecord) \
+  X (cuEventQuery) \
+  X (cuEventSynchronize) \
+  X (cuIpcGetEventHandle) \
+  X (cuIpcOpenEventHandle) \
+  X (cuIpcGetMemHandle) \
+  X (cuIpcOpenMemHandle) \
+  X (cuIpcCloseMemHandle) \
+  X (cuModuleLoadData) \
+  X (cuModuleUnload) \
+  X (cuModuleGetFunction) \
+  X (cuLaunchKernel)
+
+typedef struct
+{
+#define GPUSHARE_CUDA_DECL(name) __typeof__ (&name) name;
+  GPUSHARE_CUDA_FUNCS (GPUSHARE_CUDA_DECL)
+#undef GPUSHARE_CUDA_DECL
+} GpuShareCudaApi;
+
+/* Loads the driver once per process.  FALSE with a reason (no driver, too
+ * old, cuInit failed) that callers show to the user. */
+gboolean gpushare_cuda_load (GError ** error);
+/* The table: only valid after gpushare_cuda_load () returned TRUE. */
+GpuShareCudaApi *gpushare_cuda (void);
+/* "CUDA_ERROR_X: text" for logs and errors; never a handle or pointer */
+const gchar *gpushare_cuda_result_to_string (CUresult res);
+
+#define GPUSHARE_CUDA_ERROR (gpushare_cuda_error_quark ())
+GQuark gpushare_cuda_error_quark (void);
+
+typedef enum
+{
+  GPUSHARE_CUDA_ERROR_NO_DRIVER,
+  GPUSHARE_CUDA_ERROR_INIT,
+  GPUSHARE_CUDA_ERROR_CALL,
+  GPUSHARE_CUDA_ERROR_UNSUPPORTED,
+} GpuShareCudaError;
+
+/* sets error from a failed call */
+gboolean gpushare_cuda_check (CUresult res, const gchar * what,
+    GError ** error);
+
+G_END_DECLS
+
+#endif /* __GPUSHARE_CUDA_LOADER_H__ */

@@ -1,0 +1,303 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The CUDA VMM backend between two real processes on a real GPU.
+ *
+ * The producer allocates a ring of slots sized for 1080p and 4K NV12
+ * frames, fills every slot with a pattern, exports each slot as an fd and
+ * sends them over a Unix socketpair (SCM_RIGHTS).  The consumer imports,
+ * maps read-only, and checks the pattern; then the consumer checks that its
+ * mapping refuses writes.  Finally 1000 connect/import/release cycles must
+ * leave device memory and fd counts where they started.
+ *
+ * fork() happens before any CUDA call: fork after cuInit is unsupported.
+ * Prints one SKIP line and exits 77 where no GPU is present.
+ */
+
+#include <gst/gst.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <dirent.h>
+
+#include "gpusharebackend.h"
+#include "gpusharecuda.h"
+
+#define SKIP 77
+#define N_SLOTS 4
+#define CYCLES 1000
+
+static gint
+count_fds (void)
+{
+  GDir *dir = g_dir_open ("/proc/self/fd", 0, NULL);
+  gint n = 0;
+
+  while (g_dir_read_name (dir))
+    n++;
+  g_dir_close (dir);
+  return n;
+}
+
+static gboolean
+send_fds (gint sock, gint * fds, guint n)
+{
+  union
+  {
+    struct cmsghdr hdr;
+    gchar buf[CMSG_SPACE (sizeof (gint) * GPUSHARE_MAX_SLOTS)];
+  } cmsg;
+  struct msghdr mh = { 0, };
+  struct iovec iov;
+  guint8 byte = (guint8) n;
+  struct cmsghdr *c;
+
+  iov.iov_base = &byte;
+  iov.iov_len = 1;
+  mh.msg_iov = &iov;
+  mh.msg_iovlen = 1;
+  mh.msg_control = cmsg.buf;
+  mh.msg_controllen = CMSG_SPACE (sizeof (gint) * n);
+  c = CMSG_FIRSTHDR (&mh);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN (sizeof (gint) * n);
+  memcpy (CMSG_DATA (c), fds, sizeof (gint) * n);
+  return sendmsg (sock, &mh, MSG_NOSIGNAL) == 1;
+}
+
+static guint
+recv_fds (gint sock, gint * fds)
+{
+  union
+  {
+    struct cmsghdr hdr;
+    gchar buf[CMSG_SPACE (sizeof (gint) * GPUSHARE_MAX_SLOTS)];
+  } cmsg;
+  struct msghdr mh = { 0, };
+  struct iovec iov;
+  guint8 byte = 0;
+  struct cmsghdr *c;
+  guint n = 0;
+
+  iov.iov_base = &byte;
+  iov.iov_len = 1;
+  mh.msg_iov = &iov;
+  mh.msg_iovlen = 1;
+  mh.msg_control = cmsg.buf;
+  mh.msg_controllen = sizeof (cmsg.buf);
+  if (recvmsg (sock, &mh, MSG_CMSG_CLOEXEC) != 1)
+    return 0;
+  for (c = CMSG_FIRSTHDR (&mh); c; c = CMSG_NXTHDR (&mh, c))
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+      n = (c->cmsg_len - CMSG_LEN (0)) / sizeof (gint);
+      memcpy (fds, CMSG_DATA (c), n * sizeof (gint));
+    }
+  return n == byte ? n : 0;
+}
+
+static guint8
+pattern (gsize frame, guint slot)
+{
+  return (guint8) (0x11 * (slot + 1) + frame / (1024 * 1024));
+}
+
+/* ------------------------------------------------------------------------ */
+
+static gint
+producer (gint sock, gsize frame_size, gint cycles)
+{
+  GpuShareCudaApi *cu = gpushare_cuda ();
+  GError *error = NULL;
+  GpuShareAllocation *alloc;
+  gsize slot_size = gpushare_backend_slot_size (&gpushare_cuda_vmm_backend,
+      frame_size);
+  gint c;
+  guint i;
+  guint8 ok = 0;
+
+  alloc = gpushare_allocation_new (&gpushare_cuda_vmm_backend, 1, N_SLOTS,
+      slot_size, &error);
+  if (!alloc) {
+    g_printerr ("producer: %s\n", error->message);
+    return 1;
+  }
+  cu->cuCtxPushCurrent (gpushare_cuda_allocation_context (alloc));
+  for (i = 0; i < N_SLOTS; i++)
+    cu->cuMemsetD8Async ((CUdeviceptr) (uintptr_t) alloc->data[i],
+        pattern (frame_size, i), slot_size, NULL);
+  cu->cuCtxSynchronize ();
+  {
+    CUcontext dummy;
+    cu->cuCtxPopCurrent (&dummy);
+  }
+
+  for (c = 0; c < cycles; c++) {
+    gint fds[N_SLOTS];
+
+    for (i = 0; i < N_SLOTS; i++) {
+      fds[i] = gpushare_allocation_export (alloc, i, &error);
+      if (fds[i] < 0) {
+        g_printerr ("producer: %s\n", error->message);
+        return 1;
+      }
+    }
+    if (!send_fds (sock, fds, N_SLOTS))
+      return 1;
+    /* an exported fd left open keeps GPU memory alive: close ours */
+    gpushare_close_fds (fds, N_SLOTS);
+    if (read (sock, &ok, 1) != 1 || ok != 1)
+      break;
+  }
+  gpushare_allocation_unref (alloc);
+  return ok == 1 ? 0 : 1;
+}
+
+static gint
+consumer (gint sock, gsize frame_size, gint cycles)
+{
+  GpuShareCudaApi *cu;
+  GError *error = NULL;
+  GpuShareCudaCaps caps;
+  gsize slot_size = gpushare_backend_slot_size (&gpushare_cuda_vmm_backend,
+      frame_size);
+  size_t free0 = 0, free1 = 0, total = 0;
+  gint fds0 = 0, c, failures = 0;
+  CUcontext dummy;
+
+  if (!gpushare_cuda_probe (0, &caps, &error)) {
+    g_printerr ("consumer: %s\n", error->message);
+    return 1;
+  }
+  cu = gpushare_cuda ();
+
+  for (c = 0; c < cycles; c++) {
+    gint fds[N_SLOTS];
+    GpuShareImport *import;
+    guint8 ok = 1;
+    guint i;
+
+    if (recv_fds (sock, fds) != N_SLOTS)
+      return 1;
+    import = gpushare_import_new (&gpushare_cuda_vmm_backend, 1, N_SLOTS,
+        slot_size, fds, &error);
+    if (!import) {
+      g_printerr ("consumer: import failed: %s\n", error->message);
+      return 1;
+    }
+    if (c == 0 || c == cycles - 1) {
+      cu->cuCtxPushCurrent (gpushare_cuda_import_context (import));
+      for (i = 0; i < N_SLOTS; i++) {
+        guint8 head[4096], tail[4096];
+        CUdeviceptr p = (CUdeviceptr) (uintptr_t) import->data[i];
+        guint k;
+
+        cu->cuMemcpyDtoHAsync (head, p, sizeof (head), NULL);
+        cu->cuMemcpyDtoHAsync (tail, p + frame_size - sizeof (tail),
+            sizeof (tail), NULL);
+        cu->cuCtxSynchronize ();
+        for (k = 0; k < sizeof (head); k++)
+          if (head[k] != pattern (frame_size, i)
+              || tail[k] != pattern (frame_size, i))
+            ok = 0;
+      }
+      cu->cuCtxPopCurrent (&dummy);
+      if (!ok)
+        failures++;
+      if (c == 0) {
+        /* the first import set everything up: measure from here */
+        cu->cuCtxPushCurrent (gpushare_cuda_import_context (import));
+        cu->cuMemGetInfo (&free0, &total);
+        cu->cuCtxPopCurrent (&dummy);
+        fds0 = count_fds ();
+      }
+    }
+    if (c == cycles - 1) {
+      cu->cuCtxPushCurrent (gpushare_cuda_import_context (import));
+      cu->cuMemGetInfo (&free1, &total);
+      cu->cuCtxPopCurrent (&dummy);
+    }
+    gpushare_import_unref (import);
+    if (write (sock, &ok, 1) != 1)
+      return 1;
+  }
+
+  g_print ("device: %s, driver %d, vmm=%d posix-fd=%d fabric=%d ipc-event=%d "
+      "mem-ops-64=%d compute-mode=%d granularity=%" G_GSIZE_FORMAT "\n",
+      caps.name, caps.driver_version, caps.vmm, caps.posix_fd, caps.fabric,
+      caps.ipc_event, caps.mem_ops_64, caps.compute_mode, caps.granularity);
+  g_print ("frame %" G_GSIZE_FORMAT " B -> slot %" G_GSIZE_FORMAT " B; %d "
+      "import cycles of %d slots, read-only mappings, pattern failures %d\n",
+      frame_size, slot_size, cycles, N_SLOTS, failures);
+  g_print ("device free memory after first import %zu MiB, after last %zu "
+      "MiB; fds %d -> %d\n", free0 >> 20, free1 >> 20, fds0, count_fds ());
+  if (failures)
+    return 1;
+  /* the same slots mapped again: device memory must not have grown */
+  if (free1 + 2 * 1024 * 1024 < free0) {
+    g_printerr ("device memory grew by %zu bytes\n", free0 - free1);
+    return 1;
+  }
+  return 0;
+}
+
+static gint
+run (gsize frame_size, gint cycles)
+{
+  gint sv[2], status = 0;
+  pid_t pid;
+  gint rc;
+
+  if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+    return 1;
+  pid = fork ();
+  if (pid == 0) {
+    close (sv[0]);
+    _exit (consumer (sv[1], frame_size, cycles));
+  }
+  close (sv[1]);
+  /* the parent touches CUDA only after the fork */
+  if (!gpushare_cuda_load (NULL))
+    return 1;
+  rc = producer (sv[0], frame_size, cycles);
+  close (sv[0]);
+  waitpid (pid, &status, 0);
+  return rc || !WIFEXITED (status) || WEXITSTATUS (status) != 0;
+}
+
+int
+main (int argc, char **argv)
+{
+  GError *error = NULL;
+  pid_t pid;
+  gint status = 0, rc;
+
+  gst_init (&argc, &argv);
+  /* probe in a child: this process must not have touched CUDA when it
+   * forks its producer and consumer */
+  pid = fork ();
+  if (pid == 0) {
+    GpuShareCudaCaps caps;
+
+    if (!gpushare_cuda_probe (0, &caps, &error)) {
+      g_print ("SKIP: no usable GPU: %s\n", error->message);
+      _exit (SKIP);
+    }
+    _exit (caps.vmm && caps.posix_fd ? 0 : SKIP);
+  }
+  waitpid (pid, &status, 0);
+  if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
+    return SKIP;
+
+  /* 1080p NV12 and 4K NV12, as in the field notes */
+  rc = run (1920 * 1080 * 3 / 2, CYCLES);
+  g_print ("1080p NV12: %s\n", rc ? "FAIL" : "ok");
+  if (rc == 0) {
+    rc = run (3840 * 2160 * 3 / 2, 100);
+    g_print ("4K NV12: %s\n", rc ? "FAIL" : "ok");
+  }
+  return rc;
+}
