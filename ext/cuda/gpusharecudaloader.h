@@ -61,6 +61,11 @@ G_BEGIN_DECLS
   X (cuMemcpyHtoDAsync) \
   X (cuMemcpyDtoDAsync) \
   X (cuMemsetD8Async) \
+  X (cuMemsetD32Async) \
+  X (cuMemHostRegister) \
+  X (cuMemHostUnregister) \
+  X (cuCtxGetDevice) \
+  X (cuPointerGetAttribute) \
   X (cuStreamCreate) \
   X (cuStreamDestroy) \
   X (cuStreamSynchronize) \
