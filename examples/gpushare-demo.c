@@ -46,6 +46,10 @@ typedef struct
   gint wait_clients;
   gint drain_ms;
   gchar *out;
+  gchar *transport;             /* consumer: gpusharesrc transport */
+  gchar *sync;                  /* consumer: gpusharesrc sync-mode */
+  gboolean gpu_input;           /* producer: cudaupload before the sink */
+  gboolean gpu_output;          /* consumer: CUDA memory, then cudadownload */
 } Options;
 
 static Options opt = {
@@ -370,8 +374,9 @@ run_producer (void)
   if (opt.source && g_str_equal (opt.source, "videotestsrc"))
     desc = g_strdup_printf ("videotestsrc num-buffers=%d pattern=ball "
         "is-live=%d ! video/x-raw,format=%s,width=%d,height=%d,"
-        "framerate=30/1 ! gpusharesink name=sink", opt.frames, opt.live,
-        opt.format ? opt.format : "NV12", opt.width, opt.height);
+        "framerate=30/1 ! %s gpusharesink name=sink", opt.frames, opt.live,
+        opt.format ? opt.format : "NV12", opt.width, opt.height,
+        opt.gpu_input ? "cudaupload ! video/x-raw(memory:CUDAMemory) !" : "");
   else
     desc = g_strdup_printf ("appsrc name=src format=time is-live=%d "
         "max-bytes=0 max-buffers=4 block=true ! gpusharesink name=sink",
@@ -460,9 +465,19 @@ run_consumer (void)
   GstClockTime max_late = 0;
   gint rc = 0;
 
-  pipeline = gst_parse_launch ("gpusharesrc name=src ! appsink name=sink "
+  pipeline = gst_parse_launch (opt.gpu_output ? "gpusharesrc name=src ! "
+      "video/x-raw(memory:CUDAMemory) ! cudadownload ! appsink name=sink "
+      "sync=false max-buffers=2" : "gpusharesrc name=src ! appsink name=sink "
       "sync=false max-buffers=2", NULL);
+  if (!pipeline) {
+    g_printerr ("consumer: cannot build the pipeline\n");
+    return 1;
+  }
   src = gst_bin_get_by_name (GST_BIN (pipeline), "src");
+  if (opt.transport)
+    gst_util_set_object_arg (G_OBJECT (src), "transport", opt.transport);
+  if (opt.sync)
+    gst_util_set_object_arg (G_OBJECT (src), "sync-mode", opt.sync);
   sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
   g_object_set (src, "socket-path", opt.socket, "connection-timeout",
       opt.timeout_ms, "is-live", opt.live, NULL);
@@ -661,6 +676,14 @@ main (int argc, char **argv)
     {"drain-ms", 0, 0, G_OPTION_ARG_INT, &opt.drain_ms,
         "Producer: after the stream, wait up to this long for the consumers "
         "to leave before printing the stats", NULL},
+    {"transport", 0, 0, G_OPTION_ARG_STRING, &opt.transport,
+        "Consumer: auto, system or cuda", NULL},
+    {"sync", 0, 0, G_OPTION_ARG_STRING, &opt.sync,
+        "Consumer: auto, host, semaphore or event", NULL},
+    {"gpu-input", 0, 0, G_OPTION_ARG_NONE, &opt.gpu_input,
+        "Producer: upload to CUDA memory before gpusharesink", NULL},
+    {"gpu-output", 0, 0, G_OPTION_ARG_NONE, &opt.gpu_output,
+        "Consumer: take CUDA memory from gpusharesrc, then download", NULL},
     {"out", 0, 0, G_OPTION_ARG_FILENAME, &opt.out,
         "Write the report here instead of stdout", NULL},
     {NULL}

@@ -527,7 +527,7 @@ read_some (GpuShareConn * conn, gboolean * again, GError ** error)
   gssize n;
   gint got[GPUSHARE_MAX_FDS];
   guint n_got = 0, i;
-  gboolean ok = TRUE;
+  gboolean ok = TRUE, too_many = FALSE;
 
   *again = FALSE;
   memset (&mh, 0, sizeof (mh));
@@ -560,12 +560,22 @@ read_some (GpuShareConn * conn, gboolean * again, GError ** error)
     if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
       continue;
     count = (c->cmsg_len - CMSG_LEN (0)) / sizeof (gint);
-    for (i = 0; i < count && n_got < GPUSHARE_MAX_FDS; i++)
-      memcpy (&got[n_got++], CMSG_DATA (c) + i * sizeof (gint),
-          sizeof (gint));
+    for (i = 0; i < count; i++) {
+      gint fd;
+
+      memcpy (&fd, CMSG_DATA (c) + i * sizeof (gint), sizeof (gint));
+      /* the control buffer is rounded up and may hold a few more than the
+       * cap: those are an error too, and must not leak */
+      if (n_got < GPUSHARE_MAX_FDS) {
+        got[n_got++] = fd;
+      } else {
+        close (fd);
+        too_many = TRUE;
+      }
+    }
   }
 
-  if (mh.msg_flags & MSG_CTRUNC) {
+  if ((mh.msg_flags & MSG_CTRUNC) || too_many) {
     g_set_error (error, GPUSHARE_CONN_ERROR, GPUSHARE_CONN_ERROR_FDS,
         "control data truncated (too many descriptors)");
     ok = FALSE;

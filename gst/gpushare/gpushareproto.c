@@ -88,7 +88,7 @@ WIRE_AT (GpuShareWireLayout, strides, 64);
 WIRE_AT (GpuShareWireLayout, caps_len, 80);
 WIRE_AT (GpuShareWireLayout, reserved, 84);
 
-/* ANNOUNCE, producer -> consumer.  128 bytes, then name_len bytes of name,
+/* ANNOUNCE, producer -> consumer.  160 bytes, then name_len bytes of name,
  * then layout.caps_len bytes of caps.
  *
  *   off size field
@@ -102,6 +102,11 @@ WIRE_AT (GpuShareWireLayout, reserved, 84);
  *    24    8 instance
  *    32    8 latency
  *    40   88 layout           GpuShareWireLayout
+ *   128   16 device_uuid      the producer's GPU, zero if none offered
+ *   144    4 device_caps      GPUSHARE_DEVICE_CAP_*
+ *   148    4 sync_modes       GpuShareSyncMode mask offered
+ *   152    4 compute_mode     CUcomputemode
+ *   156    4 reserved         0 when sent, ignored when received
  */
 typedef struct
 {
@@ -115,9 +120,14 @@ typedef struct
   guint64 instance;
   guint64 latency;
   GpuShareWireLayout layout;
+  guint8 device_uuid[16];
+  guint32 device_caps;
+  guint32 sync_modes;
+  gint32 compute_mode;
+  guint32 reserved;
 } GpuShareWireAnnounce;
 
-G_STATIC_ASSERT (sizeof (GpuShareWireAnnounce) == 128);
+G_STATIC_ASSERT (sizeof (GpuShareWireAnnounce) == 160);
 WIRE_AT (GpuShareWireAnnounce, schema_major, 0);
 WIRE_AT (GpuShareWireAnnounce, schema_minor, 2);
 WIRE_AT (GpuShareWireAnnounce, mem_types, 4);
@@ -128,8 +138,14 @@ WIRE_AT (GpuShareWireAnnounce, name_len, 20);
 WIRE_AT (GpuShareWireAnnounce, instance, 24);
 WIRE_AT (GpuShareWireAnnounce, latency, 32);
 WIRE_AT (GpuShareWireAnnounce, layout, 40);
+WIRE_AT (GpuShareWireAnnounce, device_uuid, 128);
+WIRE_AT (GpuShareWireAnnounce, device_caps, 144);
+WIRE_AT (GpuShareWireAnnounce, sync_modes, 148);
+WIRE_AT (GpuShareWireAnnounce, compute_mode, 152);
+WIRE_AT (GpuShareWireAnnounce, reserved, 156);
 
-/* ACCEPT, consumer -> producer.  32 bytes, then name_len bytes of name.
+/* ACCEPT, consumer -> producer.  56 bytes, then name_len bytes of name,
+ * then reason_len bytes of reason.
  *
  *   off size field
  *     0    2 schema_major
@@ -139,7 +155,10 @@ WIRE_AT (GpuShareWireAnnounce, layout, 40);
  *    12    4 pid
  *    16    8 instance
  *    24    4 name_len
- *    28    4 reserved         0 when sent, ignored when received
+ *    28    4 sync_mode        one GpuShareSyncMode bit, 0 for system memory
+ *    32   16 uuid             the consumer's GPU, zero if none
+ *    48    4 reason_len       why this memory type (for the producer's stats)
+ *    52    4 reserved         0 when sent, ignored when received
  */
 typedef struct
 {
@@ -150,10 +169,13 @@ typedef struct
   guint32 pid;
   guint64 instance;
   guint32 name_len;
+  guint32 sync_mode;
+  guint8 uuid[16];
+  guint32 reason_len;
   guint32 reserved;
 } GpuShareWireAccept;
 
-G_STATIC_ASSERT (sizeof (GpuShareWireAccept) == 32);
+G_STATIC_ASSERT (sizeof (GpuShareWireAccept) == 56);
 WIRE_AT (GpuShareWireAccept, schema_major, 0);
 WIRE_AT (GpuShareWireAccept, schema_minor, 2);
 WIRE_AT (GpuShareWireAccept, mem_type, 4);
@@ -161,15 +183,24 @@ WIRE_AT (GpuShareWireAccept, flags, 8);
 WIRE_AT (GpuShareWireAccept, pid, 12);
 WIRE_AT (GpuShareWireAccept, instance, 16);
 WIRE_AT (GpuShareWireAccept, name_len, 24);
-WIRE_AT (GpuShareWireAccept, reserved, 28);
+WIRE_AT (GpuShareWireAccept, sync_mode, 28);
+WIRE_AT (GpuShareWireAccept, uuid, 32);
+WIRE_AT (GpuShareWireAccept, reason_len, 48);
+WIRE_AT (GpuShareWireAccept, reserved, 52);
 
-/* SLOTS, producer -> consumer, with n_slots fds.  24 bytes.
+/* SLOTS, producer -> consumer, with n_slots + n_sync_fds fds.  48 bytes,
+ * then n_events * 64 bytes of CUDA IPC event handles.
  *
  *   off size field
  *     0    8 epoch
  *     8    8 slot_size
- *    16    4 n_slots          == header n_fds
+ *    16    4 n_slots          the first n_slots fds, one per slot
  *    20    4 mem_type         exactly one GpuShareMemType bit
+ *    24    4 sync_mode        0, or the GpuShareSyncMode bit in use
+ *    28    4 n_sync_fds       0, or 1 with SYNC_SEMAPHORE: the last fd
+ *    32    8 sync_size        bytes of the semaphore block
+ *    40    4 n_events         0, or 2 * n_slots with SYNC_EVENT
+ *    44    4 reserved         0 when sent, ignored when received
  */
 typedef struct
 {
@@ -177,13 +208,23 @@ typedef struct
   guint64 slot_size;
   guint32 n_slots;
   guint32 mem_type;
+  guint32 sync_mode;
+  guint32 n_sync_fds;
+  guint64 sync_size;
+  guint32 n_events;
+  guint32 reserved;
 } GpuShareWireSlots;
 
-G_STATIC_ASSERT (sizeof (GpuShareWireSlots) == 24);
+G_STATIC_ASSERT (sizeof (GpuShareWireSlots) == 48);
 WIRE_AT (GpuShareWireSlots, epoch, 0);
 WIRE_AT (GpuShareWireSlots, slot_size, 8);
 WIRE_AT (GpuShareWireSlots, n_slots, 16);
 WIRE_AT (GpuShareWireSlots, mem_type, 20);
+WIRE_AT (GpuShareWireSlots, sync_mode, 24);
+WIRE_AT (GpuShareWireSlots, n_sync_fds, 28);
+WIRE_AT (GpuShareWireSlots, sync_size, 32);
+WIRE_AT (GpuShareWireSlots, n_events, 40);
+WIRE_AT (GpuShareWireSlots, reserved, 44);
 
 /* MAPPED, consumer -> producer.  8 bytes.
  *
@@ -332,14 +373,16 @@ WIRE_AT (GpuShareWireError, text_len, 4);
  * can never produce a message that a peer refuses as TOO_LARGE. */
 G_STATIC_ASSERT (sizeof (GpuShareWireAnnounce) + GPUSHARE_MAX_NAME_LEN +
     GPUSHARE_MAX_CAPS_LEN <= GPUSHARE_MAX_PAYLOAD);
-G_STATIC_ASSERT (sizeof (GpuShareWireAccept) + GPUSHARE_MAX_NAME_LEN <=
-    GPUSHARE_MAX_PAYLOAD);
+G_STATIC_ASSERT (sizeof (GpuShareWireAccept) + GPUSHARE_MAX_NAME_LEN +
+    GPUSHARE_MAX_REASON_LEN <= GPUSHARE_MAX_PAYLOAD);
+G_STATIC_ASSERT (sizeof (GpuShareWireSlots) + GPUSHARE_MAX_EVENTS *
+    GPUSHARE_EVENT_HANDLE_SIZE <= GPUSHARE_MAX_PAYLOAD);
 G_STATIC_ASSERT (sizeof (GpuShareWireCaps) + GPUSHARE_MAX_CAPS_LEN <=
     GPUSHARE_MAX_PAYLOAD);
 G_STATIC_ASSERT (sizeof (GpuShareWireError) + GPUSHARE_MAX_TEXT_LEN <=
     GPUSHARE_MAX_PAYLOAD);
-/* n_slots travels as the fd count of SLOTS */
-G_STATIC_ASSERT (GPUSHARE_MAX_SLOTS <= GPUSHARE_MAX_FDS);
+/* a slot's fd each, and the semaphore block's */
+G_STATIC_ASSERT (GPUSHARE_MAX_SLOTS + 1 <= GPUSHARE_MAX_FDS);
 
 /* Little-endian accessors.  memcpy, not a cast: p may be unaligned. */
 
@@ -476,7 +519,18 @@ check_announce (const GpuShareAnnounce * a)
   res = check_layout (&a->layout);
   if (res != GPUSHARE_PARSE_OK)
     return res;
+  /* GPU memory offered without a way to synchronise it is useless */
+  if ((a->mem_types & ~GPUSHARE_MEM_SYSTEM & GPUSHARE_MEM_KNOWN_MASK)
+      && (a->device.sync_modes & GPUSHARE_SYNC_KNOWN_MASK) == 0)
+    return GPUSHARE_PARSE_MALFORMED;
   return check_string (a->name, a->name_len, GPUSHARE_MAX_NAME_LEN);
+}
+
+static gboolean
+is_one_known_sync_mode (guint32 mode)
+{
+  return mode != 0 && (mode & (mode - 1)) == 0
+      && (mode & ~GPUSHARE_SYNC_KNOWN_MASK) == 0;
 }
 
 static GpuShareParseResult
@@ -485,6 +539,13 @@ check_accept (const GpuShareAccept * a)
   if (a->schema_major != GPUSHARE_VERSION_MAJOR)
     return GPUSHARE_PARSE_BAD_VERSION;
   if (!is_one_known_mem_type (a->mem_type))
+    return GPUSHARE_PARSE_MALFORMED;
+  /* system memory needs no synchronisation; GPU memory exactly one mode */
+  if (a->mem_type == GPUSHARE_MEM_SYSTEM ? a->sync_mode != 0 :
+      !is_one_known_sync_mode (a->sync_mode))
+    return GPUSHARE_PARSE_MALFORMED;
+  if (check_string (a->reason, a->reason_len, GPUSHARE_MAX_REASON_LEN) !=
+      GPUSHARE_PARSE_OK)
     return GPUSHARE_PARSE_MALFORMED;
   return check_string (a->name, a->name_len, GPUSHARE_MAX_NAME_LEN);
 }
@@ -498,9 +559,22 @@ check_slots (const GpuShareSlots * s, guint32 n_fds)
     return GPUSHARE_PARSE_MALFORMED;
   if (!is_one_known_mem_type (s->mem_type))
     return GPUSHARE_PARSE_MALFORMED;
-  /* one fd per slot, no more, no fewer: a mismatch would leave a slot
-   * without memory or an fd without a slot */
-  if (n_fds != s->n_slots)
+  if (s->mem_type == GPUSHARE_MEM_SYSTEM ? s->sync_mode != 0 :
+      !is_one_known_sync_mode (s->sync_mode))
+    return GPUSHARE_PARSE_MALFORMED;
+  /* a semaphore block with semaphores, event handles with events, and
+   * nothing else */
+  if (s->n_sync_fds != (s->sync_mode == GPUSHARE_SYNC_SEMAPHORE ? 1 : 0))
+    return GPUSHARE_PARSE_MALFORMED;
+  if (s->n_sync_fds && (s->sync_size < 16 * (guint64) s->n_slots
+          || s->sync_size > GPUSHARE_MAX_SLOT_SIZE))
+    return GPUSHARE_PARSE_MALFORMED;
+  if (s->n_events != (s->sync_mode == GPUSHARE_SYNC_EVENT ?
+          2 * s->n_slots : 0))
+    return GPUSHARE_PARSE_MALFORMED;
+  /* one fd per slot and the block's, no more, no fewer: a mismatch would
+   * leave a slot without memory or an fd without a slot */
+  if (n_fds != s->n_slots + s->n_sync_fds)
     return GPUSHARE_PARSE_BAD_FD_COUNT;
   return GPUSHARE_PARSE_OK;
 }
@@ -675,6 +749,11 @@ parse_announce (const guint8 * p, gsize len, GpuShareAnnounce * a)
   a->instance = RD64 (p, GpuShareWireAnnounce, instance);
   a->latency = RD64 (p, GpuShareWireAnnounce, latency);
   read_layout_fixed (lp, &a->layout);
+  memcpy (a->device.uuid, p + OFF (GpuShareWireAnnounce, device_uuid), 16);
+  a->device.caps = RD32 (p, GpuShareWireAnnounce, device_caps);
+  a->device.sync_modes = RD32 (p, GpuShareWireAnnounce, sync_modes);
+  a->device.compute_mode = (gint32) RD32 (p, GpuShareWireAnnounce,
+      compute_mode);
 
   /* caps before use: both lengths are small, so their sum cannot wrap */
   if (a->name_len > GPUSHARE_MAX_NAME_LEN ||
@@ -702,23 +781,40 @@ parse_accept (const guint8 * p, gsize len, GpuShareAccept * a)
   a->pid = RD32 (p, GpuShareWireAccept, pid);
   a->instance = RD64 (p, GpuShareWireAccept, instance);
   a->name_len = RD32 (p, GpuShareWireAccept, name_len);
+  a->sync_mode = RD32 (p, GpuShareWireAccept, sync_mode);
+  memcpy (a->uuid, p + OFF (GpuShareWireAccept, uuid), 16);
+  a->reason_len = RD32 (p, GpuShareWireAccept, reason_len);
 
-  if (a->name_len > GPUSHARE_MAX_NAME_LEN)
+  if (a->name_len > GPUSHARE_MAX_NAME_LEN
+      || a->reason_len > GPUSHARE_MAX_REASON_LEN)
     return GPUSHARE_PARSE_MALFORMED;
   var = sizeof (GpuShareWireAccept);
-  if (len - var < a->name_len)
+  if (len - var < (gsize) a->name_len + a->reason_len)
     return GPUSHARE_PARSE_TRUNCATED;
   read_string (p + var, a->name_len, a->name);
+  read_string (p + var + a->name_len, a->reason_len, a->reason);
   return GPUSHARE_PARSE_OK;
 }
 
-static void
-parse_slots (const guint8 * p, GpuShareSlots * s)
+static GpuShareParseResult
+parse_slots (const guint8 * p, gsize len, GpuShareSlots * s)
 {
+  gsize var = sizeof (GpuShareWireSlots);
+
   s->epoch = RD64 (p, GpuShareWireSlots, epoch);
   s->slot_size = RD64 (p, GpuShareWireSlots, slot_size);
   s->n_slots = RD32 (p, GpuShareWireSlots, n_slots);
   s->mem_type = RD32 (p, GpuShareWireSlots, mem_type);
+  s->sync_mode = RD32 (p, GpuShareWireSlots, sync_mode);
+  s->n_sync_fds = RD32 (p, GpuShareWireSlots, n_sync_fds);
+  s->sync_size = RD64 (p, GpuShareWireSlots, sync_size);
+  s->n_events = RD32 (p, GpuShareWireSlots, n_events);
+  if (s->n_events > GPUSHARE_MAX_EVENTS)
+    return GPUSHARE_PARSE_MALFORMED;
+  if (len - var < (gsize) s->n_events * GPUSHARE_EVENT_HANDLE_SIZE)
+    return GPUSHARE_PARSE_TRUNCATED;
+  memcpy (s->events, p + var, s->n_events * GPUSHARE_EVENT_HANDLE_SIZE);
+  return GPUSHARE_PARSE_OK;
 }
 
 static void
@@ -824,7 +920,7 @@ gpushare_msg_parse (const GpuShareHeader * hdr, const guint8 * payload,
       res = parse_accept (payload, len, &msg->u.accept);
       break;
     case GPUSHARE_MSG_SLOTS:
-      parse_slots (payload, &msg->u.slots);
+      res = parse_slots (payload, len, &msg->u.slots);
       break;
     case GPUSHARE_MSG_MAPPED:
       msg->u.mapped.epoch = RD64 (payload, GpuShareWireMapped, epoch);
@@ -898,6 +994,12 @@ write_payload (guint8 * p, const GpuShareMsg * msg)
       WR64 (p, GpuShareWireAnnounce, instance, a->instance);
       WR64 (p, GpuShareWireAnnounce, latency, a->latency);
       write_layout_fixed (p + OFF (GpuShareWireAnnounce, layout), &a->layout);
+      memcpy (p + OFF (GpuShareWireAnnounce, device_uuid), a->device.uuid, 16);
+      WR32 (p, GpuShareWireAnnounce, device_caps, a->device.caps);
+      WR32 (p, GpuShareWireAnnounce, sync_modes, a->device.sync_modes);
+      WR32 (p, GpuShareWireAnnounce, compute_mode,
+          (guint32) a->device.compute_mode);
+      WR32 (p, GpuShareWireAnnounce, reserved, 0);
       memcpy (p + var, a->name, a->name_len);
       memcpy (p + var + a->name_len, a->layout.caps, a->layout.caps_len);
       break;
@@ -912,8 +1014,13 @@ write_payload (guint8 * p, const GpuShareMsg * msg)
       WR32 (p, GpuShareWireAccept, pid, a->pid);
       WR64 (p, GpuShareWireAccept, instance, a->instance);
       WR32 (p, GpuShareWireAccept, name_len, a->name_len);
+      WR32 (p, GpuShareWireAccept, sync_mode, a->sync_mode);
+      memcpy (p + OFF (GpuShareWireAccept, uuid), a->uuid, 16);
+      WR32 (p, GpuShareWireAccept, reason_len, a->reason_len);
       WR32 (p, GpuShareWireAccept, reserved, 0);
       memcpy (p + sizeof (GpuShareWireAccept), a->name, a->name_len);
+      memcpy (p + sizeof (GpuShareWireAccept) + a->name_len, a->reason,
+          a->reason_len);
       break;
     }
     case GPUSHARE_MSG_SLOTS:{
@@ -923,6 +1030,13 @@ write_payload (guint8 * p, const GpuShareMsg * msg)
       WR64 (p, GpuShareWireSlots, slot_size, s->slot_size);
       WR32 (p, GpuShareWireSlots, n_slots, s->n_slots);
       WR32 (p, GpuShareWireSlots, mem_type, s->mem_type);
+      WR32 (p, GpuShareWireSlots, sync_mode, s->sync_mode);
+      WR32 (p, GpuShareWireSlots, n_sync_fds, s->n_sync_fds);
+      WR64 (p, GpuShareWireSlots, sync_size, s->sync_size);
+      WR32 (p, GpuShareWireSlots, n_events, s->n_events);
+      WR32 (p, GpuShareWireSlots, reserved, 0);
+      memcpy (p + sizeof (GpuShareWireSlots), s->events,
+          s->n_events * GPUSHARE_EVENT_HANDLE_SIZE);
       break;
     }
     case GPUSHARE_MSG_MAPPED:
@@ -995,7 +1109,10 @@ payload_size (const GpuShareMsg * msg)
       size += msg->u.announce.name_len + msg->u.announce.layout.caps_len;
       break;
     case GPUSHARE_MSG_ACCEPT:
-      size += msg->u.accept.name_len;
+      size += msg->u.accept.name_len + msg->u.accept.reason_len;
+      break;
+    case GPUSHARE_MSG_SLOTS:
+      size += (gsize) msg->u.slots.n_events * GPUSHARE_EVENT_HANDLE_SIZE;
       break;
     case GPUSHARE_MSG_CAPS:
       size += msg->u.caps.layout.caps_len;

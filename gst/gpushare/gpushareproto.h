@@ -16,9 +16,10 @@
  *        |  <------------- connect() -----------------|
  *        |  (SO_PEERCRED checked before anything)     |
  *        |--- ANNOUNCE (version, identity, caps, ---->|
- *        |      layout, ring, memory types)           |
- *        |<-- ACCEPT (identity, chosen memory) -------|
- *        |--- SLOTS (epoch, n fds = ring size) ------>|  import + map once
+ *        |      layout, ring, memory types, GPU)      |
+ *        |<-- ACCEPT (identity, chosen memory, sync) -|
+ *        |--- SLOTS (epoch, ring size fds [+ sync  -->|  import + map once
+ *        |      fd or event handles])                 |
  *        |<-- MAPPED (epoch) -------------------------|
  *        |                                            |
  *        |--- FRAME (epoch, slot, generation, seq, -->|  wrap slot, push
@@ -48,7 +49,7 @@ G_BEGIN_DECLS
 #define GPUSHARE_HEADER_SIZE 24
 /* caps, checked before anything is allocated or copied */
 #define GPUSHARE_MAX_PAYLOAD (16 * 1024)
-#define GPUSHARE_MAX_FDS 64             /* per message */
+#define GPUSHARE_MAX_FDS 65             /* per message: slots + 1 sync */
 #define GPUSHARE_MAX_SLOTS 64           /* ring size */
 #define GPUSHARE_MAX_PLANES 4
 #define GPUSHARE_MAX_CAPS_LEN 4096      /* bytes, without NUL */
@@ -61,7 +62,7 @@ typedef enum
 {
   GPUSHARE_MSG_ANNOUNCE = 1,    /* P -> C */
   GPUSHARE_MSG_ACCEPT = 2,      /* C -> P */
-  GPUSHARE_MSG_SLOTS = 3,       /* P -> C, carries n_slots fds */
+  GPUSHARE_MSG_SLOTS = 3,       /* P -> C, slot fds [+ sync fd] */
   GPUSHARE_MSG_MAPPED = 4,      /* C -> P */
   GPUSHARE_MSG_FRAME = 5,       /* P -> C */
   GPUSHARE_MSG_RELEASE = 6,     /* C -> P */
@@ -81,6 +82,40 @@ typedef enum
 } GpuShareMemType;
 
 #define GPUSHARE_MEM_KNOWN_MASK 0xfu
+
+/* synchronisation of a CUDA slot between producer and consumer, a bit each:
+ * offered as a mask in ANNOUNCE, chosen as one bit in ACCEPT */
+typedef enum
+{
+  GPUSHARE_SYNC_HOST = 1 << 0,  /* each side synchronises its stream */
+  GPUSHARE_SYNC_SEMAPHORE = 1 << 1,     /* 64-bit words in shared VMM memory */
+  GPUSHARE_SYNC_EVENT = 1 << 2, /* CUDA IPC events (needs a shared /dev/shm) */
+} GpuShareSyncMode;
+
+#define GPUSHARE_SYNC_KNOWN_MASK 0x7u
+/* bytes of one CUipcEventHandle on the wire */
+#define GPUSHARE_EVENT_HANDLE_SIZE 64
+/* SLOTS carries at most one ready and one done event per slot */
+#define GPUSHARE_MAX_EVENTS (2 * GPUSHARE_MAX_SLOTS)
+#define GPUSHARE_MAX_REASON_LEN 128     /* bytes, without NUL */
+
+/* what the producer's GPU can do, announced so that a consumer decides
+ * before it imports anything */
+#define GPUSHARE_DEVICE_CAP_VMM_FD (1u << 0)    /* VMM export as POSIX fd */
+#define GPUSHARE_DEVICE_CAP_FABRIC (1u << 1)    /* fabric handles */
+#define GPUSHARE_DEVICE_CAP_IPC_EVENT (1u << 2)
+#define GPUSHARE_DEVICE_CAP_MEM_OPS (1u << 3)   /* 64-bit stream mem ops */
+#define GPUSHARE_DEVICE_CAP_LEGACY_IPC (1u << 4)        /* cuIpcGetMemHandle */
+#define GPUSHARE_DEVICE_CAP_MIG (1u << 5)       /* a MIG instance */
+
+/* the producer's GPU; all zero when it offers no GPU memory */
+typedef struct
+{
+  guint8 uuid[16];
+  guint32 caps;                 /* GPUSHARE_DEVICE_CAP_* */
+  guint32 sync_modes;           /* GpuShareSyncMode mask offered */
+  gint32 compute_mode;          /* CUcomputemode */
+} GpuShareDevice;
 
 /* ANNOUNCE / CAPS flags */
 #define GPUSHARE_STREAM_FLAG_LIVE (1u << 0)
@@ -155,6 +190,7 @@ typedef struct
   guint64 instance;             /* random per sink start */
   guint64 latency;              /* ns, GST_CLOCK_TIME_NONE if unknown */
   GpuShareLayout layout;
+  GpuShareDevice device;
   guint32 name_len;
   gchar name[GPUSHARE_MAX_NAME_LEN + 1];
 } GpuShareAnnounce;
@@ -167,16 +203,27 @@ typedef struct
   guint32 flags;                /* reserved, 0 */
   guint32 pid;
   guint64 instance;
+  guint32 sync_mode;            /* one GpuShareSyncMode bit for GPU memory,
+                                 * 0 for system memory */
+  guint8 uuid[16];              /* the consumer's GPU, zero if none */
   guint32 name_len;
   gchar name[GPUSHARE_MAX_NAME_LEN + 1];
+  guint32 reason_len;           /* why the consumer chose mem_type */
+  gchar reason[GPUSHARE_MAX_REASON_LEN + 1];
 } GpuShareAccept;
 
 typedef struct
 {
   guint64 epoch;
   guint64 slot_size;
-  guint32 n_slots;              /* == number of fds */
+  guint32 n_slots;              /* the first n_slots fds */
   guint32 mem_type;             /* exactly one bit */
+  guint32 sync_mode;            /* 0, or the one GpuShareSyncMode bit */
+  guint32 n_sync_fds;           /* 0, or 1: the semaphore block, last fd */
+  guint64 sync_size;            /* bytes of the semaphore block */
+  guint32 n_events;             /* event handles: n_slots ready, then
+                                 * n_slots done; 0 unless SYNC_EVENT */
+  guint8 events[GPUSHARE_MAX_EVENTS][GPUSHARE_EVENT_HANDLE_SIZE];
 } GpuShareSlots;
 
 typedef struct
@@ -251,8 +298,8 @@ typedef struct
 
 /* Header.  Returns NEED_MORE when len < GPUSHARE_HEADER_SIZE.  Checks magic,
  * major version, payload cap and fd count: n_fds <= GPUSHARE_MAX_FDS, and 0
- * for every known type but SLOTS (whose n_fds == n_slots is checked with its
- * payload).  An unknown type is OK here: the caller skips its payload and
+ * for every known type but SLOTS (whose n_fds == n_slots + n_sync_fds is
+ * checked with its payload).  An unknown type is OK here: the caller skips its payload and
  * closes its fds. */
 GpuShareParseResult gpushare_header_parse (const guint8 * buf, gsize len,
     GpuShareHeader * hdr);

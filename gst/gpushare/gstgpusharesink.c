@@ -47,6 +47,10 @@
 #include "gpushareconn.h"
 #include "gpushareproto.h"
 #include "gpusharering.h"
+#ifdef HAVE_CUDA
+#include "gpusharecudaxfer.h"
+#include "gpusharegstcuda.h"
+#endif
 
 GST_DEBUG_CATEGORY_STATIC (gst_gpu_share_sink_debug);
 #define GST_CAT_DEFAULT gst_gpu_share_sink_debug
@@ -57,6 +61,7 @@ GST_DEBUG_CATEGORY_STATIC (gst_gpu_share_sink_debug);
 #define DEFAULT_POLICY GST_GPU_SHARE_POLICY_AUTO
 #define DEFAULT_SOCKET_MODE 0600
 #define DEFAULT_MAX_CLIENTS 16
+#define DEFAULT_CUDA_DEVICE_ID 0
 #define MAX_CLIENTS GPUSHARE_MAX_HOLDERS
 /* a goodbye is best effort: never hold a stopping pipeline for long */
 #define GOODBYE_FLUSH_MS 100
@@ -70,6 +75,7 @@ enum
   PROP_POLICY,
   PROP_SOCKET_MODE,
   PROP_MAX_CLIENTS,
+  PROP_CUDA_DEVICE_ID,
   PROP_NUM_CLIENTS,
   PROP_STATS,
   N_PROPERTIES
@@ -105,7 +111,8 @@ typedef struct
   uid_t uid;
   gchar *name;
   GpuShareMemType mem_type;
-  const gchar *mem_reason;
+  GpuShareSyncMode sync_mode;   /* GPU memory only */
+  gchar *mem_reason;
   gboolean connected_emitted;
   guint64 mapped_epoch;
   guint64 frames_sent;
@@ -131,6 +138,7 @@ struct _GstGpuShareSink
   GstGpuShareSlowPolicy policy;
   guint socket_mode;
   guint max_clients;
+  gint cuda_device_id;
 
   /* control thread */
   GMainContext *context;
@@ -163,6 +171,17 @@ struct _GstGpuShareSink
   guint64 frames_dropped;
   guint64 frames_in_place;      /* upstream wrote into a slot: no copy */
   guint64 frames_copied;
+  guint64 frames_to_gpu;        /* written into a CUDA slot */
+
+  /* the GPU, probed at start; the CUDA ring, made for the first consumer
+   * that takes GPU memory, under lock */
+  gboolean cuda_ok;
+  gchar *cuda_reason;           /* why there is no GPU memory to offer */
+#ifdef HAVE_CUDA
+  GpuShareCudaCaps cuda_caps;
+  GstObject *gst_cuda_ctx;      /* GstCudaContext shared with neighbours */
+  GpuShareCudaRing *cuda_ring;
+#endif
 };
 
 static GQuark slot_tag_quark;
@@ -175,7 +194,13 @@ GST_ELEMENT_REGISTER_DEFINE (gpusharesink, "gpusharesink", GST_RANK_NONE,
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
     GST_PAD_SINK, GST_PAD_ALWAYS,
+#ifdef HAVE_CUDA
+    GST_STATIC_CAPS (GST_VIDEO_CAPS_MAKE_WITH_FEATURES ("memory:CUDAMemory",
+            GST_VIDEO_FORMATS_ALL) "; "
+        GST_VIDEO_CAPS_MAKE (GST_VIDEO_FORMATS_ALL)));
+#else
     GST_STATIC_CAPS (GST_VIDEO_CAPS_MAKE (GST_VIDEO_FORMATS_ALL)));
+#endif
 
 GType
 gst_gpu_share_client_remove_reason_get_type (void)
@@ -262,6 +287,7 @@ client_free (Client * client)
     gpushare_conn_unref (client->conn);
   }
   g_free (client->name);
+  g_free (client->mem_reason);
   g_free (client);
 }
 
@@ -308,6 +334,20 @@ send_announce (GstGpuShareSink * self, Client * client)
   a->schema_major = GPUSHARE_VERSION_MAJOR;
   a->schema_minor = GPUSHARE_VERSION_MINOR;
   a->mem_types = GPUSHARE_MEM_SYSTEM;
+#ifdef HAVE_CUDA
+  if (self->cuda_ok) {
+    a->mem_types |= GPUSHARE_MEM_CUDA_VMM;
+    memcpy (a->device.uuid, self->cuda_caps.uuid, 16);
+    a->device.caps = (self->cuda_caps.posix_fd ? GPUSHARE_DEVICE_CAP_VMM_FD :
+        0) | (self->cuda_caps.fabric ? GPUSHARE_DEVICE_CAP_FABRIC : 0) |
+        (self->cuda_caps.ipc_event ? GPUSHARE_DEVICE_CAP_IPC_EVENT : 0) |
+        (self->cuda_caps.mem_ops_64 ? GPUSHARE_DEVICE_CAP_MEM_OPS : 0) |
+        (self->cuda_caps.unified_addressing ? GPUSHARE_DEVICE_CAP_LEGACY_IPC :
+        0) | (self->cuda_caps.mig ? GPUSHARE_DEVICE_CAP_MIG : 0);
+    a->device.sync_modes = gpushare_cuda_sync_modes (&self->cuda_caps);
+    a->device.compute_mode = self->cuda_caps.compute_mode;
+  }
+#endif
   a->flags = stream_flags (self);
   a->pid = getpid ();
   a->uid = getuid ();
@@ -325,6 +365,57 @@ send_announce (GstGpuShareSink * self, Client * client)
 static void protocol_error (Client * client, GpuShareErrorCode code,
     const gchar * text);
 
+#ifdef HAVE_CUDA
+/* lock held.  The CUDA ring of the current epoch, made on first use. */
+static GpuShareCudaRing *
+ensure_cuda_ring (GstGpuShareSink * self, GError ** error)
+{
+  if (self->cuda_ring
+      && gpushare_cuda_ring_epoch (self->cuda_ring) == self->epoch)
+    return self->cuda_ring;
+  g_clear_pointer (&self->cuda_ring, gpushare_cuda_ring_free);
+  self->cuda_ring = gpushare_cuda_ring_new (self->cuda_device_id,
+      self->gst_cuda_ctx ?
+      gpushare_gst_cuda_context_get_handle (self->gst_cuda_ctx) : NULL,
+      self->epoch, self->alloc->n_slots,
+      gpushare_backend_slot_size (&gpushare_cuda_vmm_backend,
+          GST_VIDEO_INFO_SIZE (&self->vinfo)), error);
+  if (self->cuda_ring)
+    GST_DEBUG_OBJECT (self, "CUDA ring for epoch %" G_GUINT64_FORMAT,
+        self->epoch);
+  return self->cuda_ring;
+}
+
+static gboolean
+send_cuda_slots (GstGpuShareSink * self, Client * client)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  gint fds[GPUSHARE_MAX_FDS];
+  GError *error = NULL;
+  GpuShareCudaRing *ring = ensure_cuda_ring (self, &error);
+  gboolean ok;
+
+  if (!ring || !gpushare_cuda_ring_add_consumer (ring, client->index,
+          client->sync_mode, &error)
+      || !gpushare_cuda_ring_export (ring, client->index, &msg->u.slots, fds,
+          &error)) {
+    GST_WARNING_OBJECT (self, "client %u: %s", client->id, error->message);
+    g_clear_error (&error);
+    g_free (msg);
+    protocol_error (client, GPUSHARE_ERR_RESOURCE,
+        "the producer could not export its GPU slots");
+    return FALSE;
+  }
+  msg->type = GPUSHARE_MSG_SLOTS;
+  ok = gpushare_conn_send (client->conn, msg, fds, msg->u.slots.n_slots +
+      msg->u.slots.n_sync_fds, NULL);
+  g_free (msg);
+  if (ok)
+    client_set_state (client, CLIENT_EXPORTED);
+  return ok;
+}
+#endif
+
 static gboolean
 send_slots (GstGpuShareSink * self, Client * client)
 {
@@ -333,6 +424,10 @@ send_slots (GstGpuShareSink * self, Client * client)
   GError *error = NULL;
   guint i;
 
+#ifdef HAVE_CUDA
+  if (client->mem_type == GPUSHARE_MEM_CUDA_VMM)
+    return send_cuda_slots (self, client);
+#endif
   for (i = 0; i < self->alloc->n_slots; i++) {
     fds[i] = gpushare_allocation_export (self->alloc, i, &error);
     if (fds[i] < 0) {
@@ -400,6 +495,10 @@ drop_client (GstGpuShareSink * self, Client * client,
   self->clients[client->index] = NULL;
   self->n_clients--;
   released = gpushare_ring_release_holder (&self->ring, client->index);
+#ifdef HAVE_CUDA
+  if (self->cuda_ring && client->mem_type == GPUSHARE_MEM_CUDA_VMM)
+    gpushare_cuda_ring_remove_consumer (self->cuda_ring, client->index);
+#endif
   g_cond_broadcast (&self->cond);
   g_mutex_unlock (&self->lock);
 
@@ -446,15 +545,24 @@ handle_accept (GstGpuShareSink * self, Client * client,
   }
   g_free (client->name);
   client->name = g_strndup (acc->name, acc->name_len);
-  if (acc->mem_type != GPUSHARE_MEM_SYSTEM) {
+  g_free (client->mem_reason);
+  client->mem_reason = acc->reason_len ?
+      g_strndup (acc->reason, acc->reason_len) : g_strdup ("not given");
+  if (acc->mem_type == GPUSHARE_MEM_SYSTEM) {
+    client->mem_type = GPUSHARE_MEM_SYSTEM;
+#ifdef HAVE_CUDA
+  } else if (acc->mem_type == GPUSHARE_MEM_CUDA_VMM && self->cuda_ok
+      && (acc->sync_mode & gpushare_cuda_sync_modes (&self->cuda_caps))) {
+    client->mem_type = GPUSHARE_MEM_CUDA_VMM;
+    client->sync_mode = acc->sync_mode;
+#endif
+  } else {
     protocol_error (client, GPUSHARE_ERR_UNSUPPORTED,
-        "the chosen memory type was not offered");
+        "the chosen memory type or synchronisation was not offered");
     return;
   }
-  client->mem_type = GPUSHARE_MEM_SYSTEM;
-  client->mem_reason = "the only memory type this producer offers";
-  GST_DEBUG_OBJECT (self, "client %u accepts %s", client->id,
-      gpushare_mem_type_to_string (client->mem_type));
+  GST_INFO_OBJECT (self, "client %u takes %s memory (%s)", client->id,
+      gpushare_mem_type_to_string (client->mem_type), client->mem_reason);
   send_slots (self, client);
 }
 
@@ -697,6 +805,49 @@ control_thread (gpointer user_data)
 /* ------------------------------------------------------------------------ */
 /* Base class */
 
+/* Finds out, once per start, whether GPU memory can be offered, and says
+ * why not where it cannot. */
+static void
+probe_gpu (GstGpuShareSink * self)
+{
+#ifdef HAVE_CUDA
+  GError *error = NULL;
+  gint device;
+
+  GST_OBJECT_LOCK (self);
+  device = self->cuda_device_id;
+  GST_OBJECT_UNLOCK (self);
+  g_clear_pointer (&self->cuda_reason, g_free);
+  self->cuda_ok = gpushare_cuda_probe (device, &self->cuda_caps, &error);
+  if (self->cuda_ok && !(self->cuda_caps.vmm && self->cuda_caps.posix_fd)) {
+    self->cuda_ok = FALSE;
+    self->cuda_reason = g_strdup ("the GPU cannot export VMM memory as file "
+        "descriptors");
+  } else if (!self->cuda_ok) {
+    self->cuda_reason = g_strdup_printf ("no usable GPU: %s", error->message);
+    g_clear_error (&error);
+  }
+  if (self->cuda_ok) {
+    gchar *uuid = gpushare_cuda_uuid_to_string (self->cuda_caps.uuid);
+
+    GST_INFO_OBJECT (self, "offering GPU memory of %s (%s)",
+        self->cuda_caps.name, uuid);
+    g_free (uuid);
+    /* share a CUDA context with neighbouring CUDA elements, if GStreamer's
+     * CUDA library is here; without it we work in the primary context */
+    if (gpushare_gst_cuda_load (NULL))
+      gpushare_gst_cuda_ensure_element_context (GST_ELEMENT (self), device,
+          &self->gst_cuda_ctx);
+  } else {
+    GST_INFO_OBJECT (self, "system memory only: %s", self->cuda_reason);
+  }
+#else
+  self->cuda_ok = FALSE;
+  g_free (self->cuda_reason);
+  self->cuda_reason = g_strdup ("built without CUDA");
+#endif
+}
+
 static gboolean
 gst_gpu_share_sink_start (GstBaseSink * bsink)
 {
@@ -740,7 +891,9 @@ gst_gpu_share_sink_start (GstBaseSink * bsink)
   self->frames_dropped = 0;
   self->frames_in_place = 0;
   self->frames_copied = 0;
+  self->frames_to_gpu = 0;
   g_mutex_unlock (&self->lock);
+  probe_gpu (self);
 
   self->context = g_main_context_new ();
   self->loop = g_main_loop_new (self->context, FALSE);
@@ -802,6 +955,10 @@ gst_gpu_share_sink_stop (GstBaseSink * bsink)
 
   g_mutex_lock (&self->lock);
   g_clear_pointer (&self->alloc, gpushare_allocation_unref);
+#ifdef HAVE_CUDA
+  g_clear_pointer (&self->cuda_ring, gpushare_cuda_ring_free);
+  gst_clear_object (&self->gst_cuda_ctx);
+#endif
   self->have_layout = FALSE;
   g_mutex_unlock (&self->lock);
   return TRUE;
@@ -993,6 +1150,109 @@ to_monotonic (GstGpuShareSink * self, GstClockTime running)
   return running + base + mono_now - clock_now;
 }
 
+/* lock held: which memory types the consumers of this frame read */
+static void
+memory_needs (GstGpuShareSink * self, gboolean * sys, gboolean * gpu)
+{
+  guint i;
+
+  *sys = *gpu = FALSE;
+  for (i = 0; i < MAX_CLIENTS; i++) {
+    Client *c = self->clients[i];
+
+    if (!c || c->state != CLIENT_READY || c->mapped_epoch != self->epoch)
+      continue;
+    if (c->mem_type == GPUSHARE_MEM_SYSTEM)
+      *sys = TRUE;
+    else
+      *gpu = TRUE;
+  }
+}
+
+static gboolean
+is_gpu_buffer (GstBuffer * buf)
+{
+#ifdef HAVE_CUDA
+  return gst_buffer_n_memory (buf) > 0
+      && gpushare_gst_cuda_is_cuda_memory (gst_buffer_peek_memory (buf, 0));
+#else
+  return FALSE;
+#endif
+}
+
+#ifdef HAVE_CUDA
+static void
+planes_from_info (GpuSharePlanes * p, const GstVideoInfo * info,
+    gboolean device, guintptr base)
+{
+  guint i;
+
+  memset (p, 0, sizeof (*p));
+  p->device = device;
+  p->base = base;
+  for (i = 0; i < GST_VIDEO_INFO_N_PLANES (info); i++) {
+    p->offset[i] = GST_VIDEO_INFO_PLANE_OFFSET (info, i);
+    p->stride[i] = GST_VIDEO_INFO_PLANE_STRIDE (info, i);
+  }
+}
+
+/* lock held.  Writes the frame into the CUDA slot: from upstream's GPU
+ * memory (one copy on the device), from the system-memory slot it is
+ * already in, or from upstream's system memory (one upload). */
+static gboolean
+write_gpu_slot (GstGpuShareSink * self, GstBuffer * buf, guint slot,
+    gboolean in_sys_slot, GError ** error)
+{
+  GpuShareCudaRing *ring = ensure_cuda_ring (self, error);
+  GpuSharePlanes src, dst;
+  GstVideoMeta *meta = gst_buffer_get_video_meta (buf);
+  GstVideoFrame frame;
+  GstMemory *mem = NULL;
+  GstMapInfo map;
+  gboolean ok, mapped_frame = FALSE;
+  guint i;
+
+  if (!ring || !gpushare_cuda_ring_begin (ring, slot, error))
+    return FALSE;
+  planes_from_info (&dst, &self->vinfo, TRUE, 0);
+  if (is_gpu_buffer (buf)) {
+    mem = gst_buffer_peek_memory (buf, 0);
+    if (!gst_memory_map (mem, &map, GST_MAP_READ | GPUSHARE_MAP_CUDA)) {
+      g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_CALL,
+          "could not map upstream's CUDA memory");
+      return FALSE;
+    }
+    planes_from_info (&src, &self->vinfo, TRUE, (guintptr) map.data);
+    for (i = 0; meta && i < meta->n_planes; i++) {
+      src.offset[i] = meta->offset[i];
+      src.stride[i] = meta->stride[i];
+    }
+  } else if (in_sys_slot) {
+    planes_from_info (&src, &self->vinfo, FALSE,
+        (guintptr) self->alloc->data[slot]);
+  } else {
+    if (!gst_video_frame_map (&frame, &self->vinfo, buf, GST_MAP_READ)) {
+      g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_CALL,
+          "could not map the frame");
+      return FALSE;
+    }
+    mapped_frame = TRUE;
+    planes_from_info (&src, &self->vinfo, FALSE, 0);
+    for (i = 0; i < GST_VIDEO_FRAME_N_PLANES (&frame); i++) {
+      src.offset[i] = (gsize) GST_VIDEO_FRAME_PLANE_DATA (&frame, i);
+      src.stride[i] = GST_VIDEO_FRAME_PLANE_STRIDE (&frame, i);
+    }
+  }
+  ok = gpushare_cuda_ring_copy_in (ring, slot, &self->vinfo, &src, &dst,
+      error);
+  if (mem)
+    gst_memory_unmap (mem, &map);
+  if (mapped_frame)
+    gst_video_frame_unmap (&frame);
+  return ok;
+}
+#endif
+
 static void
 learn_liveness (GstGpuShareSink * self)
 {
@@ -1022,7 +1282,7 @@ gst_gpu_share_sink_render (GstBaseSink * bsink, GstBuffer * buf)
   GstGpuShareSlowPolicy policy;
   GpuShareMsg msg = { 0, };
   GpuShareFrame *f = &msg.u.frame;
-  gboolean wait_for_connection;
+  gboolean wait_for_connection, need_sys, need_gpu, in_sys_slot = FALSE;
   guint64 holders = 0;
   guint slot, i, n_ready, quota;
 
@@ -1052,8 +1312,13 @@ gst_gpu_share_sink_render (GstBaseSink * bsink, GstBuffer * buf)
       goto flushing;
   }
 
+  memory_needs (self, &need_sys, &need_gpu);
+  /* with nobody there, keep the system-memory slot current as before */
+  if (!need_sys && !need_gpu && !is_gpu_buffer (buf))
+    need_sys = TRUE;
   if (is_current_slot (self, buf, &slot)) {
     self->frames_in_place++;
+    in_sys_slot = TRUE;
   } else {
     for (;;) {
       if (gpushare_ring_acquire (&self->ring, &slot) == GPUSHARE_RING_OK)
@@ -1068,6 +1333,8 @@ gst_gpu_share_sink_render (GstBaseSink * bsink, GstBuffer * buf)
       if (!wait_locked (self))
         goto flushing;
     }
+  }
+  if (!in_sys_slot && need_sys) {
     g_mutex_unlock (&self->lock);
     /* only we write a slot in WRITING state: copy without the lock */
     if (!copy_into_slot (self, buf, slot)) {
@@ -1080,7 +1347,24 @@ gst_gpu_share_sink_render (GstBaseSink * bsink, GstBuffer * buf)
     }
     g_mutex_lock (&self->lock);
     self->frames_copied++;
+    in_sys_slot = TRUE;
   }
+#ifdef HAVE_CUDA
+  if (need_gpu) {
+    GError *error = NULL;
+
+    if (!write_gpu_slot (self, buf, slot, in_sys_slot, &error)) {
+      gpushare_ring_abort (&self->ring, slot);
+      g_mutex_unlock (&self->lock);
+      GST_ELEMENT_ERROR (self, RESOURCE, WRITE,
+          ("Could not write a frame into GPU memory"), ("%s",
+              error->message));
+      g_clear_error (&error);
+      return GST_FLOW_ERROR;
+    }
+    self->frames_to_gpu++;
+  }
+#endif
 
   self->sequence++;
   gpushare_ring_ready (&self->ring, slot, self->sequence);
@@ -1094,8 +1378,10 @@ gst_gpu_share_sink_render (GstBaseSink * bsink, GstBuffer * buf)
 
     if (!c)
       continue;
-    if (c->state != CLIENT_READY || c->mapped_epoch != self->epoch) {
-      /* still mapping a new ring (leaky only: lossless waited above) */
+    if (c->state != CLIENT_READY || c->mapped_epoch != self->epoch
+        || (c->mem_type == GPUSHARE_MEM_SYSTEM ? !in_sys_slot : !need_gpu)) {
+      /* still mapping a new ring (leaky only: lossless waited above), or
+       * it joined while this frame was being written */
       if (c->connected_emitted)
         c->frames_dropped++;
       continue;
@@ -1109,6 +1395,26 @@ gst_gpu_share_sink_render (GstBaseSink * bsink, GstBuffer * buf)
     holders |= G_GUINT64_CONSTANT (1) << c->index;
   }
   gpushare_ring_publish (&self->ring, slot, holders);
+#ifdef HAVE_CUDA
+  if (need_gpu) {
+    GError *error = NULL;
+    guint64 gpu_holders = 0;
+
+    for (i = 0; i < MAX_CLIENTS; i++)
+      if ((holders & (G_GUINT64_CONSTANT (1) << i)) && self->clients[i]
+          && self->clients[i]->mem_type != GPUSHARE_MEM_SYSTEM)
+        gpu_holders |= G_GUINT64_CONSTANT (1) << i;
+    if (!gpushare_cuda_ring_publish (self->cuda_ring, slot, gpu_holders,
+            self->sequence, &error)) {
+      g_mutex_unlock (&self->lock);
+      GST_ELEMENT_ERROR (self, RESOURCE, WRITE,
+          ("Could not signal a frame to the consumers"), ("%s",
+              error->message));
+      g_clear_error (&error);
+      return GST_FLOW_ERROR;
+    }
+  }
+#endif
 
   msg.type = GPUSHARE_MSG_FRAME;
   f->epoch = self->epoch;
@@ -1401,6 +1707,42 @@ gst_gpu_share_sink_pool_init (GstGpuShareSinkPool * self)
 }
 
 static gboolean
+caps_are_gpu (GstCaps * caps)
+{
+  GstCapsFeatures *f = gst_caps_get_size (caps) ?
+      gst_caps_get_features (caps, 0) : NULL;
+
+  return f && gst_caps_features_contains (f, "memory:CUDAMemory");
+}
+
+static void
+gst_gpu_share_sink_set_context (GstElement * element, GstContext * context)
+{
+#ifdef HAVE_CUDA
+  GstGpuShareSink *self = GST_GPU_SHARE_SINK (element);
+
+  if (gpushare_gst_cuda_load (NULL))
+    gpushare_gst_cuda_handle_set_context (element, context,
+        self->cuda_device_id, &self->gst_cuda_ctx);
+#endif
+  GST_ELEMENT_CLASS (parent_class)->set_context (element, context);
+}
+
+static gboolean
+gst_gpu_share_sink_query (GstBaseSink * bsink, GstQuery * query)
+{
+#ifdef HAVE_CUDA
+  GstGpuShareSink *self = GST_GPU_SHARE_SINK (bsink);
+
+  if (GST_QUERY_TYPE (query) == GST_QUERY_CONTEXT && self->gst_cuda_ctx
+      && gpushare_gst_cuda_handle_context_query (GST_ELEMENT (self), query,
+          self->gst_cuda_ctx))
+    return TRUE;
+#endif
+  return GST_BASE_SINK_CLASS (parent_class)->query (bsink, query);
+}
+
+static gboolean
 gst_gpu_share_sink_propose_allocation (GstBaseSink * bsink, GstQuery * query)
 {
   GstGpuShareSink *self = GST_GPU_SHARE_SINK (bsink);
@@ -1411,6 +1753,12 @@ gst_gpu_share_sink_propose_allocation (GstBaseSink * bsink, GstQuery * query)
   gst_query_parse_allocation (query, &caps, &need_pool);
   if (!caps || !gst_video_info_from_caps (&vinfo, caps))
     return FALSE;
+  /* GPU memory from upstream is copied on the device into a GPU slot:
+   * upstream keeps its own CUDA pool */
+  if (caps_are_gpu (caps)) {
+    gst_query_add_allocation_meta (query, GST_VIDEO_META_API_TYPE, NULL);
+    return TRUE;
+  }
 
   if (need_pool) {
     GstGpuShareSinkPool *pool = g_object_new (GST_TYPE_GPU_SHARE_SINK_POOL,
@@ -1454,6 +1802,9 @@ make_stats (GstGpuShareSink * self)
       "frames-dropped", G_TYPE_UINT64, self->frames_dropped,
       "frames-in-place", G_TYPE_UINT64, self->frames_in_place,
       "frames-copied", G_TYPE_UINT64, self->frames_copied,
+      "frames-to-gpu", G_TYPE_UINT64, self->frames_to_gpu,
+      "gpu-memory", G_TYPE_STRING, self->cuda_ok ? "offered" :
+      self->cuda_reason ? self->cuda_reason : "not probed",
       "free-slots", G_TYPE_UINT, self->alloc ?
       gpushare_ring_n_free (&self->ring) : 0, NULL);
   for (i = 0; i < MAX_CLIENTS; i++) {
@@ -1511,6 +1862,9 @@ gst_gpu_share_sink_set_property (GObject * object, guint prop_id,
     case PROP_MAX_CLIENTS:
       self->max_clients = g_value_get_uint (value);
       break;
+    case PROP_CUDA_DEVICE_ID:
+      self->cuda_device_id = g_value_get_int (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -1561,6 +1915,9 @@ gst_gpu_share_sink_get_property (GObject * object, guint prop_id,
     case PROP_MAX_CLIENTS:
       g_value_set_uint (value, self->max_clients);
       break;
+    case PROP_CUDA_DEVICE_ID:
+      g_value_set_int (value, self->cuda_device_id);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -1574,6 +1931,7 @@ gst_gpu_share_sink_finalize (GObject * object)
   GstGpuShareSink *self = GST_GPU_SHARE_SINK (object);
 
   g_free (self->socket_path);
+  g_free (self->cuda_reason);
   g_mutex_clear (&self->lock);
   g_cond_clear (&self->cond);
   G_OBJECT_CLASS (parent_class)->finalize (object);
@@ -1612,6 +1970,9 @@ gst_gpu_share_sink_class_init (GstGpuShareSinkClass * klass)
   properties[PROP_MAX_CLIENTS] = g_param_spec_uint ("max-clients",
       "Max clients", "Most consumers connected at once", 1, MAX_CLIENTS,
       DEFAULT_MAX_CLIENTS, rw);
+  properties[PROP_CUDA_DEVICE_ID] = g_param_spec_int ("cuda-device-id",
+      "CUDA device id", "GPU whose memory holds the slots offered to "
+      "consumers on the same GPU", 0, G_MAXINT, DEFAULT_CUDA_DEVICE_ID, rw);
   properties[PROP_NUM_CLIENTS] = g_param_spec_uint ("num-clients",
       "Number of clients", "Consumers connected now", 0, MAX_CLIENTS, 0,
       G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
@@ -1646,6 +2007,9 @@ gst_gpu_share_sink_class_init (GstGpuShareSinkClass * klass)
       "Sink/Video", "Shares video frames with other processes through a ring "
       "of shared memory slots", "gpushare developers");
 
+  element_class->set_context =
+      GST_DEBUG_FUNCPTR (gst_gpu_share_sink_set_context);
+  bsink_class->query = GST_DEBUG_FUNCPTR (gst_gpu_share_sink_query);
   bsink_class->start = GST_DEBUG_FUNCPTR (gst_gpu_share_sink_start);
   bsink_class->stop = GST_DEBUG_FUNCPTR (gst_gpu_share_sink_stop);
   bsink_class->set_caps = GST_DEBUG_FUNCPTR (gst_gpu_share_sink_set_caps);
@@ -1675,6 +2039,7 @@ gst_gpu_share_sink_init (GstGpuShareSink * self)
   self->policy = DEFAULT_POLICY;
   self->socket_mode = DEFAULT_SOCKET_MODE;
   self->max_clients = DEFAULT_MAX_CLIENTS;
+  self->cuda_device_id = DEFAULT_CUDA_DEVICE_ID;
   self->listen_fd = -1;
   g_mutex_init (&self->lock);
   g_cond_init (&self->cond);

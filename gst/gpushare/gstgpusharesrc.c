@@ -39,6 +39,10 @@
 #include "gpushareconn.h"
 #include "gpushareproto.h"
 #include "gpusharering.h"
+#ifdef HAVE_CUDA
+#include "gpusharecudaxfer.h"
+#include "gpusharegstcuda.h"
+#endif
 
 GST_DEBUG_CATEGORY_STATIC (gst_gpu_share_src_debug);
 #define GST_CAT_DEFAULT gst_gpu_share_src_debug
@@ -46,6 +50,9 @@ GST_DEBUG_CATEGORY_STATIC (gst_gpu_share_src_debug);
 #define DEFAULT_SOCKET_PATH NULL
 #define DEFAULT_CONNECTION_TIMEOUT 10000
 #define DEFAULT_IS_LIVE FALSE
+#define DEFAULT_TRANSPORT GST_GPU_SHARE_TRANSPORT_AUTO
+#define DEFAULT_SYNC GST_GPU_SHARE_SYNC_AUTO
+#define DEFAULT_CUDA_DEVICE_ID 0
 #define RETRY_MIN_MS 10
 #define RETRY_MAX_MS 250
 #define GOODBYE_FLUSH_MS 100
@@ -56,6 +63,9 @@ enum
   PROP_SOCKET_PATH,
   PROP_CONNECTION_TIMEOUT,
   PROP_IS_LIVE,
+  PROP_TRANSPORT,
+  PROP_SYNC_MODE,
+  PROP_CUDA_DEVICE_ID,
   PROP_STATS,
   N_PROPERTIES
 };
@@ -85,6 +95,17 @@ typedef struct
   GpuShareSlotView view;
 } Session;
 
+/* the consumer's mapping of a CUDA ring: frames queued for the streaming
+ * thread keep it alive across a caps change */
+typedef struct
+{
+  gint ref_count;
+#ifdef HAVE_CUDA
+  GpuShareCudaView *view;
+#endif
+  guint64 epoch;
+} CudaView;
+
 typedef struct
 {
   Session *session;
@@ -109,6 +130,7 @@ typedef struct
   GpuShareLayout *layout;
   GpuShareFrame frame;
   GpuShareImport *import;
+  CudaView *cuda;
 } Item;
 
 struct _GstGpuShareSrc
@@ -119,6 +141,9 @@ struct _GstGpuShareSrc
   gchar *socket_path;
   guint connection_timeout;
   gboolean is_live;
+  GstGpuShareTransport transport;
+  GstGpuShareSync sync;
+  gint cuda_device_id;
 
   /* control thread */
   GMainContext *context;
@@ -141,7 +166,19 @@ struct _GstGpuShareSrc
   GpuShareLayout pending;       /* announced, slots not yet mapped */
   GpuShareImport *import;
   GpuShareMemType mem_type;
-  const gchar *mem_reason;
+  GpuShareSyncMode sync_mode;
+  gchar *mem_reason;
+  CudaView *cuda;               /* current CUDA mapping */
+
+  /* the GPU, probed at start */
+  gboolean cuda_ok;
+  gchar *cuda_reason;
+#ifdef HAVE_CUDA
+  GpuShareCudaCaps cuda_caps;
+  GstObject *gst_cuda_ctx;      /* GstCudaContext shared with neighbours */
+#endif
+  GstBufferPool *out_pool;      /* for copies out of GPU slots */
+  gboolean out_gpu;             /* negotiated memory:CUDAMemory */
   gboolean producer_live;
   guint64 latency;
   guint64 producer_instance;
@@ -162,7 +199,72 @@ GST_ELEMENT_REGISTER_DEFINE (gpusharesrc, "gpusharesrc", GST_RANK_NONE,
 
 static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
     GST_PAD_SRC, GST_PAD_ALWAYS,
+#ifdef HAVE_CUDA
+    GST_STATIC_CAPS (GST_VIDEO_CAPS_MAKE_WITH_FEATURES ("memory:CUDAMemory",
+            GST_VIDEO_FORMATS_ALL) "; "
+        GST_VIDEO_CAPS_MAKE (GST_VIDEO_FORMATS_ALL)));
+#else
     GST_STATIC_CAPS (GST_VIDEO_CAPS_MAKE (GST_VIDEO_FORMATS_ALL)));
+#endif
+
+GType
+gst_gpu_share_transport_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {GST_GPU_SHARE_TRANSPORT_AUTO,
+        "GPU memory on the same GPU, system memory otherwise", "auto"},
+    {GST_GPU_SHARE_TRANSPORT_SYSTEM, "System memory only", "system"},
+    {GST_GPU_SHARE_TRANSPORT_CUDA, "CUDA VMM memory, or an error", "cuda"},
+    {0, NULL, NULL}
+  };
+
+  if (g_once_init_enter (&type)) {
+    GType t = g_enum_register_static ("GstGpuShareTransport", values);
+    g_once_init_leave (&type, t);
+  }
+  return type;
+}
+
+GType
+gst_gpu_share_sync_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {GST_GPU_SHARE_SYNC_AUTO, "The fastest mode both ends support", "auto"},
+    {GST_GPU_SHARE_SYNC_HOST, "Each side synchronises its CUDA stream",
+        "host"},
+    {GST_GPU_SHARE_SYNC_SEMAPHORE, "64-bit words in shared GPU memory",
+        "semaphore"},
+    {GST_GPU_SHARE_SYNC_EVENT, "CUDA IPC events (needs a shared /dev/shm)",
+        "event"},
+    {0, NULL, NULL}
+  };
+
+  if (g_once_init_enter (&type)) {
+    GType t = g_enum_register_static ("GstGpuShareSync", values);
+    g_once_init_leave (&type, t);
+  }
+  return type;
+}
+
+static CudaView *
+cuda_view_ref (CudaView * v)
+{
+  g_atomic_int_inc (&v->ref_count);
+  return v;
+}
+
+static void
+cuda_view_unref (CudaView * v)
+{
+  if (!g_atomic_int_dec_and_test (&v->ref_count))
+    return;
+#ifdef HAVE_CUDA
+  gpushare_cuda_view_free (v->view);
+#endif
+  g_free (v);
+}
 
 static const gchar *
 state_to_string (SrcState state)
@@ -207,6 +309,7 @@ item_free (Item * item)
   gst_clear_caps (&item->caps);
   g_free (item->layout);
   g_clear_pointer (&item->import, gpushare_import_unref);
+  g_clear_pointer (&item->cuda, cuda_view_unref);
   g_free (item);
 }
 
@@ -331,6 +434,66 @@ update_latency (GstGpuShareSrc * self, guint32 flags, guint64 latency)
         gst_message_new_latency (GST_OBJECT (self)));
 }
 
+/* lock held.  Picks this consumer's memory type and synchronisation for
+ * what the producer offers; sets mem_reason either way.  FALSE when
+ * nothing fits (a forced transport that cannot work included). */
+static gboolean
+choose_memory (GstGpuShareSrc * self, const GpuShareAnnounce * a)
+{
+  GstGpuShareTransport transport;
+  GstGpuShareSync sync;
+  const gchar *why_not = NULL;
+
+  GST_OBJECT_LOCK (self);
+  transport = self->transport;
+  sync = self->sync;
+  GST_OBJECT_UNLOCK (self);
+  self->sync_mode = 0;
+
+  if (transport == GST_GPU_SHARE_TRANSPORT_SYSTEM) {
+    why_not = "system memory was asked for (transport=system)";
+  } else if (!(a->mem_types & GPUSHARE_MEM_CUDA_VMM)) {
+    why_not = "the producer offers no GPU memory";
+  } else if (!self->cuda_ok) {
+    why_not = self->cuda_reason;
+#ifdef HAVE_CUDA
+  } else if (memcmp (a->device.uuid, self->cuda_caps.uuid, 16) != 0) {
+    why_not = "the producer's GPU is not this consumer's GPU";
+  } else {
+    guint32 common = a->device.sync_modes &
+        gpushare_cuda_sync_modes (&self->cuda_caps);
+
+    if (sync != GST_GPU_SHARE_SYNC_AUTO)
+      common &= (guint32) sync;
+    if (!common) {
+      why_not = "no synchronisation mode in common";
+    } else {
+      gchar *uuid = gpushare_cuda_uuid_to_string (self->cuda_caps.uuid);
+
+      self->mem_type = GPUSHARE_MEM_CUDA_VMM;
+      self->sync_mode = sync != GST_GPU_SHARE_SYNC_AUTO ? (guint32) sync :
+          gpushare_cuda_sync_mode_pick (common);
+      self->mem_reason = g_strdup_printf ("GPU memory: both ends on %s, %s "
+          "synchronisation", uuid,
+          gpushare_sync_mode_to_string (self->sync_mode));
+      g_free (uuid);
+      return TRUE;
+    }
+#endif
+  }
+  if (!why_not)
+    why_not = "GPU memory is not possible here";
+  if (transport == GST_GPU_SHARE_TRANSPORT_CUDA
+      || !(a->mem_types & GPUSHARE_MEM_SYSTEM)) {
+    self->mem_reason = g_strdup_printf ("GPU memory was asked for but is "
+        "not possible: %s", why_not);
+    return FALSE;
+  }
+  self->mem_type = GPUSHARE_MEM_SYSTEM;
+  self->mem_reason = g_strdup_printf ("system memory: %s", why_not);
+  return TRUE;
+}
+
 static void
 handle_announce (GstGpuShareSrc * self, const GpuShareAnnounce * a)
 {
@@ -341,21 +504,32 @@ handle_announce (GstGpuShareSrc * self, const GpuShareAnnounce * a)
     producer_error (self, "ANNOUNCE out of order");
     return;
   }
-  if (!(a->mem_types & GPUSHARE_MEM_SYSTEM)) {
+  g_clear_pointer (&self->mem_reason, g_free);
+  if (!choose_memory (self, a)) {
     gpushare_conn_send_error (self->session->conn, GPUSHARE_ERR_UNSUPPORTED,
-        "no memory type in common");
+        self->mem_reason);
     fail (self, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_SETTINGS,
-        "The producer offers no memory type this consumer can use", NULL);
+        "The producer offers no memory type this consumer can use",
+        self->mem_reason);
     return;
   }
   if (!queue_caps (self, &a->layout))
     return;
   self->pending = a->layout;
   self->producer_instance = a->instance;
-  self->mem_type = GPUSHARE_MEM_SYSTEM;
-  self->mem_reason = "system memory: the only memory type both ends support";
 
   msg.type = GPUSHARE_MSG_ACCEPT;
+  msg.u.accept.sync_mode = self->sync_mode;
+#ifdef HAVE_CUDA
+  if (self->cuda_ok)
+    memcpy (msg.u.accept.uuid, self->cuda_caps.uuid, 16);
+#endif
+  msg.u.accept.reason_len = MIN (strlen (self->mem_reason),
+      GPUSHARE_MAX_REASON_LEN);
+  while (msg.u.accept.reason_len > 0 && !g_utf8_validate (self->mem_reason,
+          msg.u.accept.reason_len, NULL))
+    msg.u.accept.reason_len--;
+  memcpy (msg.u.accept.reason, self->mem_reason, msg.u.accept.reason_len);
   msg.u.accept.schema_major = GPUSHARE_VERSION_MAJOR;
   msg.u.accept.schema_minor = GPUSHARE_VERSION_MINOR;
   msg.u.accept.mem_type = self->mem_type;
@@ -381,6 +555,45 @@ post_transport (GstGpuShareSrc * self, GpuShareMemType type,
               "reason", G_TYPE_STRING, reason, NULL)));
 }
 
+/* lock held: import a CUDA ring; takes every fd */
+static gboolean
+map_cuda_slots (GstGpuShareSrc * self, const GpuShareSlots * s, gint * fds)
+{
+#ifdef HAVE_CUDA
+  GError *error = NULL;
+  GpuShareCudaView *view;
+  CudaView *v;
+  gint device;
+
+  GST_OBJECT_LOCK (self);
+  device = self->cuda_device_id;
+  GST_OBJECT_UNLOCK (self);
+  view = gpushare_cuda_view_new (device, self->gst_cuda_ctx ?
+      gpushare_gst_cuda_context_get_handle (self->gst_cuda_ctx) : NULL, s, fds,
+      &error);
+  if (!view) {
+    gpushare_conn_send_error (self->session->conn, GPUSHARE_ERR_RESOURCE,
+        "the consumer could not map the GPU slots");
+    fail (self, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_OPEN_READ,
+        "Could not map the producer's GPU slots", error->message);
+    g_clear_error (&error);
+    return FALSE;
+  }
+  v = g_new0 (CudaView, 1);
+  v->ref_count = 1;
+  v->view = view;
+  v->epoch = s->epoch;
+  g_clear_pointer (&self->cuda, cuda_view_unref);
+  self->cuda = v;
+  g_clear_pointer (&self->import, gpushare_import_unref);
+  return TRUE;
+#else
+  gpushare_close_fds (fds, s->n_slots + s->n_sync_fds);
+  producer_error (self, "GPU slots sent to a consumer built without CUDA");
+  return FALSE;
+#endif
+}
+
 static void
 handle_slots (GstGpuShareSrc * self, const GpuShareSlots * s, gint * fds)
 {
@@ -394,11 +607,19 @@ handle_slots (GstGpuShareSrc * self, const GpuShareSlots * s, gint * fds)
   if ((self->state != STATE_ACCEPTED && self->state != STATE_REMAP)
       || s->epoch != self->pending.epoch
       || s->n_slots != self->pending.n_slots
-      || s->slot_size != self->pending.slot_size
-      || s->mem_type != (guint32) self->mem_type) {
-    gpushare_close_fds (fds, s->n_slots);
+      || (s->mem_type == GPUSHARE_MEM_SYSTEM
+          && s->slot_size != self->pending.slot_size)
+      || s->slot_size < self->pending.frame_size
+      || s->mem_type != (guint32) self->mem_type
+      || s->sync_mode != (guint32) self->sync_mode) {
+    gpushare_close_fds (fds, s->n_slots + s->n_sync_fds);
     producer_error (self, "SLOTS do not match the announced ring");
     return;
+  }
+  if (s->mem_type == GPUSHARE_MEM_CUDA_VMM) {
+    if (!map_cuda_slots (self, s, fds))
+      return;
+    goto mapped;
   }
   backend = gpushare_backend_get (s->mem_type);
   import = gpushare_import_new (backend, s->epoch, s->n_slots, s->slot_size,
@@ -414,6 +635,7 @@ handle_slots (GstGpuShareSrc * self, const GpuShareSlots * s, gint * fds)
   g_clear_pointer (&self->import, gpushare_import_unref);
   self->import = import;
 
+mapped:
   g_mutex_lock (&self->session->lock);
   /* sequence continuity spans epochs */
   last_seq = self->session->view.last_sequence;
@@ -478,7 +700,10 @@ handle_frame (GstGpuShareSrc * self, const GpuShareFrame * f)
   item = g_new0 (Item, 1);
   item->type = ITEM_FRAME;
   item->frame = *f;
-  item->import = gpushare_import_ref (self->import);
+  if (self->cuda)
+    item->cuda = cuda_view_ref (self->cuda);
+  else
+    item->import = gpushare_import_ref (self->import);
   g_queue_push_tail (&self->items, item);
   self->frames_received++;
   g_cond_broadcast (&self->cond);
@@ -654,6 +879,41 @@ control_thread (gpointer user_data)
   return NULL;
 }
 
+/* lock held: can this consumer take GPU memory, and if not why */
+static void
+probe_gpu (GstGpuShareSrc * self)
+{
+#ifdef HAVE_CUDA
+  GError *error = NULL;
+  gint device;
+
+  GST_OBJECT_LOCK (self);
+  device = self->cuda_device_id;
+  GST_OBJECT_UNLOCK (self);
+  g_clear_pointer (&self->cuda_reason, g_free);
+  self->cuda_ok = gpushare_cuda_probe (device, &self->cuda_caps, &error);
+  if (!self->cuda_ok) {
+    self->cuda_reason = g_strdup_printf ("no usable GPU here: %s",
+        error->message);
+    g_clear_error (&error);
+  } else if (!(self->cuda_caps.vmm && self->cuda_caps.posix_fd)) {
+    self->cuda_ok = FALSE;
+    self->cuda_reason = g_strdup ("this GPU cannot import VMM memory from "
+        "file descriptors");
+  } else if (!self->gst_cuda_ctx && gpushare_gst_cuda_load (NULL)) {
+    /* unlocked: the context query goes to our neighbours */
+    g_mutex_unlock (&self->lock);
+    gpushare_gst_cuda_ensure_element_context (GST_ELEMENT (self), device,
+        &self->gst_cuda_ctx);
+    g_mutex_lock (&self->lock);
+  }
+#else
+  g_free (self->cuda_reason);
+  self->cuda_ok = FALSE;
+  self->cuda_reason = g_strdup ("built without CUDA");
+#endif
+}
+
 static gboolean
 gst_gpu_share_src_start (GstBaseSrc * bsrc)
 {
@@ -679,8 +939,10 @@ gst_gpu_share_src_start (GstBaseSrc * bsrc)
   self->latency = GST_CLOCK_TIME_NONE;
   self->producer_live = FALSE;
   self->mem_type = 0;
-  self->mem_reason = NULL;
+  self->sync_mode = 0;
+  g_clear_pointer (&self->mem_reason, g_free);
   memset (&self->pending, 0, sizeof (self->pending));
+  probe_gpu (self);
   set_state (self, STATE_CONNECTING);
   g_mutex_unlock (&self->lock);
   self->have_first_abs = FALSE;
@@ -712,6 +974,7 @@ gst_gpu_share_src_stop (GstBaseSrc * bsrc)
   self->session = NULL;
   g_queue_clear_full (&self->items, (GDestroyNotify) item_free);
   g_clear_pointer (&self->import, gpushare_import_unref);
+  g_clear_pointer (&self->cuda, cuda_view_unref);
   set_state (self, STATE_IDLE);
   g_clear_pointer (&self->error_text, g_free);
   g_clear_pointer (&self->error_debug, g_free);
@@ -739,6 +1002,14 @@ gst_gpu_share_src_stop (GstBaseSrc * bsrc)
   g_clear_pointer (&self->loop, g_main_loop_unref);
   g_clear_pointer (&self->context, g_main_context_unref);
   gst_clear_caps (&self->caps);
+  if (self->out_pool) {
+    gst_buffer_pool_set_active (self->out_pool, FALSE);
+    gst_clear_object (&self->out_pool);
+  }
+  self->out_gpu = FALSE;
+#ifdef HAVE_CUDA
+  gst_clear_object (&self->gst_cuda_ctx);
+#endif
   return TRUE;
 }
 
@@ -762,7 +1033,8 @@ slot_ref_free (gpointer data)
     gpushare_conn_send (s->conn, &msg, NULL, 0, NULL);
   }
   g_mutex_unlock (&s->lock);
-  gpushare_import_unref (ref->import);
+  if (ref->import)
+    gpushare_import_unref (ref->import);
   session_unref (s);
   g_free (ref);
 }
@@ -800,6 +1072,9 @@ abs_to_running (GstGpuShareSrc * self, guint64 abs)
   return rt > 0 ? (guint64) rt : 0;
 }
 
+static void set_frame_fields (GstGpuShareSrc * self, GstBuffer * buf,
+    const GpuShareFrame * f);
+
 static GstBuffer *
 make_buffer (GstGpuShareSrc * self, Item * item)
 {
@@ -824,7 +1099,15 @@ make_buffer (GstGpuShareSrc * self, Item * item)
       GST_VIDEO_INFO_FORMAT (vi), GST_VIDEO_INFO_WIDTH (vi),
       GST_VIDEO_INFO_HEIGHT (vi), GST_VIDEO_INFO_N_PLANES (vi), vi->offset,
       vi->stride);
+  set_frame_fields (self, buf, f);
+  return buf;
+}
 
+/* timestamps, offsets and flags of a FRAME onto buf */
+static void
+set_frame_fields (GstGpuShareSrc * self, GstBuffer * buf,
+    const GpuShareFrame * f)
+{
   if (f->flags & GPUSHARE_FRAME_FLAG_ABSOLUTE_TIME) {
     guint64 pts = abs_to_running (self, f->pts);
 
@@ -842,8 +1125,120 @@ make_buffer (GstGpuShareSrc * self, Item * item)
   GST_MINI_OBJECT_FLAGS (buf) |= f->buffer_flags & 0xffff &
       ~(GST_MINI_OBJECT_FLAG_LOCKABLE | GST_MINI_OBJECT_FLAG_LOCK_READONLY |
       GST_MINI_OBJECT_FLAG_MAY_BE_LEAKED);
-  return buf;
 }
+
+#ifdef HAVE_CUDA
+/* One copy out of the GPU slot, on the device into a buffer of a CUDA pool
+ * or downloaded into system memory; the slot goes back to the producer as
+ * soon as the copy is done. */
+static GstFlowReturn
+make_gpu_buffer (GstGpuShareSrc * self, Item * item, GstBuffer ** outbuf)
+{
+  const GpuShareFrame *f = &item->frame;
+  GstVideoInfo *vi = &self->vinfo;
+  SlotRef *ref = g_new0 (SlotRef, 1);
+  GpuSharePlanes src, dst;
+  GstVideoFrame frame;
+  GstBuffer *buf = NULL;
+  GError *error = NULL;
+  gboolean ok;
+  guint i;
+
+  ref->session = session_ref (self->session);
+  ref->epoch = f->epoch;
+  ref->slot = f->slot;
+  ref->generation = f->generation;
+  ref->sequence = f->sequence;
+
+  if (self->out_gpu) {
+    if (!gst_buffer_pool_is_active (self->out_pool))
+      gst_buffer_pool_set_active (self->out_pool, TRUE);
+    if (gst_buffer_pool_acquire_buffer (self->out_pool, &buf, NULL) !=
+        GST_FLOW_OK)
+      buf = NULL;
+  } else {
+    buf = gst_buffer_new_allocate (NULL, GST_VIDEO_INFO_SIZE (vi), NULL);
+    if (buf)
+      gst_buffer_add_video_meta_full (buf, GST_VIDEO_FRAME_FLAG_NONE,
+          GST_VIDEO_INFO_FORMAT (vi), GST_VIDEO_INFO_WIDTH (vi),
+          GST_VIDEO_INFO_HEIGHT (vi), GST_VIDEO_INFO_N_PLANES (vi),
+          vi->offset, vi->stride);
+  }
+  if (!buf || !gst_video_frame_map (&frame, vi, buf, GST_MAP_WRITE |
+          (self->out_gpu ? GPUSHARE_MAP_CUDA : 0))) {
+    /* the producer gets its slot back all the same */
+    gpushare_cuda_view_skip (item->cuda->view, f->slot, f->sequence, NULL);
+    slot_ref_free (ref);
+    gst_clear_buffer (&buf);
+    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
+        ("Could not get an output buffer"), (NULL));
+    return GST_FLOW_ERROR;
+  }
+  memset (&src, 0, sizeof (src));
+  memset (&dst, 0, sizeof (dst));
+  src.device = TRUE;
+  dst.device = self->out_gpu;
+  for (i = 0; i < GST_VIDEO_INFO_N_PLANES (vi); i++) {
+    src.offset[i] = self->layout.offsets[i];
+    src.stride[i] = self->layout.strides[i];
+    dst.offset[i] = (gsize) GST_VIDEO_FRAME_PLANE_DATA (&frame, i);
+    dst.stride[i] = GST_VIDEO_FRAME_PLANE_STRIDE (&frame, i);
+  }
+  ok = gpushare_cuda_view_read (item->cuda->view, f->slot, f->sequence, vi,
+      &src, &dst, &error);
+  gst_video_frame_unmap (&frame);
+  slot_ref_free (ref);
+  if (!ok) {
+    gst_buffer_unref (buf);
+    GST_ELEMENT_ERROR (self, RESOURCE, READ,
+        ("Could not copy a frame out of GPU memory"), ("%s", error->message));
+    g_clear_error (&error);
+    return GST_FLOW_ERROR;
+  }
+  set_frame_fields (self, buf, f);
+  *outbuf = buf;
+  return GST_FLOW_OK;
+}
+
+/* the output caps for the producer's caps: GPU memory when the transport
+ * is GPU memory, GStreamer's CUDA library is here and downstream takes it;
+ * system memory otherwise */
+static GstCaps *
+output_caps (GstGpuShareSrc * self, GstCaps * caps)
+{
+  GstCaps *gpu;
+
+  self->out_gpu = FALSE;
+  if (self->mem_type != GPUSHARE_MEM_CUDA_VMM || !self->gst_cuda_ctx)
+    return gst_caps_ref (caps);
+  gpu = gst_caps_copy (caps);
+  gst_caps_set_features_simple (gpu,
+      gst_caps_features_new ("memory:CUDAMemory", NULL));
+  if (gst_pad_peer_query_accept_caps (GST_BASE_SRC_PAD (self), gpu)) {
+    GstBufferPool *pool =
+        gpushare_gst_cuda_buffer_pool_new (self->gst_cuda_ctx);
+    GstStructure *config;
+
+    if (pool) {
+      config = gst_buffer_pool_get_config (pool);
+      gst_buffer_pool_config_set_params (config, gpu,
+          GST_VIDEO_INFO_SIZE (&self->vinfo), 0, 0);
+      if (gst_buffer_pool_set_config (pool, config)) {
+        if (self->out_pool) {
+          gst_buffer_pool_set_active (self->out_pool, FALSE);
+          gst_object_unref (self->out_pool);
+        }
+        self->out_pool = pool;
+        self->out_gpu = TRUE;
+        return gpu;
+      }
+      gst_object_unref (pool);
+    }
+  }
+  gst_caps_unref (gpu);
+  return gst_caps_ref (caps);
+}
+#endif
 
 static GstFlowReturn
 gst_gpu_share_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
@@ -887,6 +1282,15 @@ gst_gpu_share_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
     self->layout = *item->layout;
     /* validated when queued: this only fills vinfo */
     gst_caps_unref (layout_to_caps (&self->layout, &self->vinfo, &why));
+    {
+#ifdef HAVE_CUDA
+      GstCaps *out = output_caps (self, item->caps);
+#else
+      GstCaps *out = gst_caps_ref (item->caps);
+#endif
+      gst_caps_replace (&item->caps, out);
+      gst_caps_unref (out);
+    }
     if (!self->caps || !gst_caps_is_equal (self->caps, item->caps)) {
       GST_OBJECT_LOCK (self);
       gst_caps_replace (&self->caps, item->caps);
@@ -905,9 +1309,17 @@ gst_gpu_share_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
   }
   g_mutex_unlock (&self->lock);
 
-  *outbuf = make_buffer (self, item);
   GST_LOG_OBJECT (self, "frame %" G_GUINT64_FORMAT " from slot %u",
       item->frame.sequence, item->frame.slot);
+#ifdef HAVE_CUDA
+  if (item->cuda) {
+    GstFlowReturn ret = make_gpu_buffer (self, item, outbuf);
+
+    item_free (item);
+    return ret;
+  }
+#endif
+  *outbuf = make_buffer (self, item);
   item_free (item);
   return GST_FLOW_OK;
 }
@@ -943,10 +1355,30 @@ gst_gpu_share_src_get_caps (GstBaseSrc * bsrc, GstCaps * filter)
   return caps;
 }
 
+static void
+gst_gpu_share_src_set_context (GstElement * element, GstContext * context)
+{
+#ifdef HAVE_CUDA
+  GstGpuShareSrc *self = GST_GPU_SHARE_SRC (element);
+
+  if (gpushare_gst_cuda_load (NULL))
+    gpushare_gst_cuda_handle_set_context (element, context,
+        self->cuda_device_id, &self->gst_cuda_ctx);
+#endif
+  GST_ELEMENT_CLASS (parent_class)->set_context (element, context);
+}
+
 static gboolean
 gst_gpu_share_src_query (GstBaseSrc * bsrc, GstQuery * query)
 {
   GstGpuShareSrc *self = GST_GPU_SHARE_SRC (bsrc);
+
+#ifdef HAVE_CUDA
+  if (GST_QUERY_TYPE (query) == GST_QUERY_CONTEXT && self->gst_cuda_ctx
+      && gpushare_gst_cuda_handle_context_query (GST_ELEMENT (self), query,
+          self->gst_cuda_ctx))
+    return TRUE;
+#endif
 
   if (GST_QUERY_TYPE (query) == GST_QUERY_LATENCY) {
     GstClockTime min = 0;
@@ -1001,6 +1433,13 @@ make_stats (GstGpuShareSrc * self)
       "state", G_TYPE_STRING, state_to_string (self->state),
       "memory-type", G_TYPE_STRING, self->mem_type ?
       gpushare_mem_type_to_string (self->mem_type) : "none",
+      "sync-mode", G_TYPE_STRING, self->sync_mode ?
+#ifdef HAVE_CUDA
+      gpushare_sync_mode_to_string (self->sync_mode) : "none",
+#else
+      "none" : "none",
+#endif
+      "output-memory", G_TYPE_STRING, self->out_gpu ? "CUDAMemory" : "system",
       "memory-reason", G_TYPE_STRING, self->mem_reason ? self->mem_reason :
       "not connected",
       "epoch", G_TYPE_UINT64, self->import ? self->import->epoch : 0,
@@ -1024,6 +1463,15 @@ gst_gpu_share_src_set_property (GObject * object, guint prop_id,
       break;
     case PROP_CONNECTION_TIMEOUT:
       self->connection_timeout = g_value_get_uint (value);
+      break;
+    case PROP_TRANSPORT:
+      self->transport = g_value_get_enum (value);
+      break;
+    case PROP_SYNC_MODE:
+      self->sync = g_value_get_enum (value);
+      break;
+    case PROP_CUDA_DEVICE_ID:
+      self->cuda_device_id = g_value_get_int (value);
       break;
     case PROP_IS_LIVE:
       self->is_live = g_value_get_boolean (value);
@@ -1058,6 +1506,15 @@ gst_gpu_share_src_get_property (GObject * object, guint prop_id,
     case PROP_IS_LIVE:
       g_value_set_boolean (value, self->is_live);
       break;
+    case PROP_TRANSPORT:
+      g_value_set_enum (value, self->transport);
+      break;
+    case PROP_SYNC_MODE:
+      g_value_set_enum (value, self->sync);
+      break;
+    case PROP_CUDA_DEVICE_ID:
+      g_value_set_int (value, self->cuda_device_id);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -1071,6 +1528,8 @@ gst_gpu_share_src_finalize (GObject * object)
   GstGpuShareSrc *self = GST_GPU_SHARE_SRC (object);
 
   g_free (self->socket_path);
+  g_free (self->mem_reason);
+  g_free (self->cuda_reason);
   g_mutex_clear (&self->lock);
   g_cond_clear (&self->cond);
   G_OBJECT_CLASS (parent_class)->finalize (object);
@@ -1100,6 +1559,17 @@ gst_gpu_share_src_class_init (GstGpuShareSrcClass * klass)
   properties[PROP_IS_LIVE] = g_param_spec_boolean ("is-live", "Is live",
       "Act as a live source: map a live producer's timestamps into this "
       "pipeline's running time and report its latency", DEFAULT_IS_LIVE, rw);
+  properties[PROP_TRANSPORT] = g_param_spec_enum ("transport", "Transport",
+      "Memory the frames travel in: auto takes GPU memory when both ends "
+      "are on the same GPU; a forced transport that cannot work is an error",
+      GST_TYPE_GPU_SHARE_TRANSPORT, DEFAULT_TRANSPORT, rw);
+  properties[PROP_SYNC_MODE] = g_param_spec_enum ("sync-mode",
+      "Synchronisation mode", "How GPU slots are handed over: auto picks "
+      "the fastest mode both ends support", GST_TYPE_GPU_SHARE_SYNC,
+      DEFAULT_SYNC, rw);
+  properties[PROP_CUDA_DEVICE_ID] = g_param_spec_int ("cuda-device-id",
+      "CUDA device id", "GPU this consumer reads GPU memory with", 0,
+      G_MAXINT, DEFAULT_CUDA_DEVICE_ID, rw);
   properties[PROP_STATS] = g_param_spec_boxed ("stats", "Statistics",
       "Memory type in use and why, frames received",
       GST_TYPE_STRUCTURE, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
@@ -1110,6 +1580,8 @@ gst_gpu_share_src_class_init (GstGpuShareSrcClass * klass)
       "Source/Video", "Receives video frames a gpusharesink shares, in place",
       "gpushare developers");
 
+  element_class->set_context =
+      GST_DEBUG_FUNCPTR (gst_gpu_share_src_set_context);
   bsrc_class->start = GST_DEBUG_FUNCPTR (gst_gpu_share_src_start);
   bsrc_class->stop = GST_DEBUG_FUNCPTR (gst_gpu_share_src_stop);
   bsrc_class->negotiate = GST_DEBUG_FUNCPTR (gst_gpu_share_src_negotiate);
@@ -1118,6 +1590,9 @@ gst_gpu_share_src_class_init (GstGpuShareSrcClass * klass)
   bsrc_class->unlock = GST_DEBUG_FUNCPTR (gst_gpu_share_src_unlock);
   bsrc_class->unlock_stop = GST_DEBUG_FUNCPTR (gst_gpu_share_src_unlock_stop);
   psrc_class->create = GST_DEBUG_FUNCPTR (gst_gpu_share_src_create);
+
+  gst_type_mark_as_plugin_api (GST_TYPE_GPU_SHARE_TRANSPORT, 0);
+  gst_type_mark_as_plugin_api (GST_TYPE_GPU_SHARE_SYNC, 0);
 
   GST_DEBUG_CATEGORY_INIT (gst_gpu_share_src_debug, "gpusharesrc", 0,
       "gpushare consumer");
@@ -1129,6 +1604,9 @@ gst_gpu_share_src_init (GstGpuShareSrc * self)
   self->socket_path = g_strdup (DEFAULT_SOCKET_PATH);
   self->connection_timeout = DEFAULT_CONNECTION_TIMEOUT;
   self->is_live = DEFAULT_IS_LIVE;
+  self->transport = DEFAULT_TRANSPORT;
+  self->sync = DEFAULT_SYNC;
+  self->cuda_device_id = DEFAULT_CUDA_DEVICE_ID;
   g_mutex_init (&self->lock);
   g_cond_init (&self->cond);
   g_queue_init (&self->items);

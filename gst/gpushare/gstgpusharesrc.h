@@ -13,6 +13,41 @@ G_DECLARE_FINAL_TYPE (GstGpuShareSrc, gst_gpu_share_src, GST, GPU_SHARE_SRC,
 
 GST_ELEMENT_REGISTER_DECLARE (gpusharesrc);
 
+/**
+ * GstGpuShareTransport:
+ * @GST_GPU_SHARE_TRANSPORT_AUTO: GPU memory when both ends are on the same
+ *   GPU, system memory otherwise
+ * @GST_GPU_SHARE_TRANSPORT_SYSTEM: system memory only
+ * @GST_GPU_SHARE_TRANSPORT_CUDA: CUDA VMM memory, or an error
+ */
+typedef enum
+{
+  GST_GPU_SHARE_TRANSPORT_AUTO = 0,
+  GST_GPU_SHARE_TRANSPORT_SYSTEM = 1,
+  GST_GPU_SHARE_TRANSPORT_CUDA = 2,
+} GstGpuShareTransport;
+
+#define GST_TYPE_GPU_SHARE_TRANSPORT (gst_gpu_share_transport_get_type ())
+GType gst_gpu_share_transport_get_type (void);
+
+/**
+ * GstGpuShareSync:
+ * @GST_GPU_SHARE_SYNC_AUTO: the fastest mode both ends support
+ * @GST_GPU_SHARE_SYNC_HOST: each side synchronises its CUDA stream
+ * @GST_GPU_SHARE_SYNC_SEMAPHORE: 64-bit words in shared GPU memory
+ * @GST_GPU_SHARE_SYNC_EVENT: CUDA IPC events (needs a shared /dev/shm)
+ */
+typedef enum
+{
+  GST_GPU_SHARE_SYNC_AUTO = 0,
+  GST_GPU_SHARE_SYNC_HOST = 1,
+  GST_GPU_SHARE_SYNC_SEMAPHORE = 2,
+  GST_GPU_SHARE_SYNC_EVENT = 4,
+} GstGpuShareSync;
+
+#define GST_TYPE_GPU_SHARE_SYNC (gst_gpu_share_sync_get_type ())
+GType gst_gpu_share_sync_get_type (void);
+
 G_END_DECLS
 
 #endif /* __GST_GPU_SHARE_SRC_H__ */

@@ -1201,11 +1201,12 @@ GST_START_TEST (test_inspect)
 {
   static const gchar *const sink_props[] = { "socket-path",
     "wait-for-connection", "ring-size", "policy", "socket-mode",
-    "max-clients", "num-clients", "stats", NULL
+    "max-clients", "cuda-device-id", "num-clients", "stats", NULL
   };
   static const gchar *const sink_ro[] = { "num-clients", "stats", NULL };
   static const gchar *const src_props[] = { "socket-path",
-    "connection-timeout", "is-live", "stats", NULL
+    "connection-timeout", "is-live", "transport", "sync-mode",
+    "cuda-device-id", "stats", NULL
   };
   static const gchar *const src_ro[] = { "stats", NULL };
   static const gchar *const reasons[] = { "goodbye", "hangup", "protocol",

@@ -53,14 +53,38 @@ put64 (guint8 * b, gsize off, guint64 v)
     b[off + i] = (v >> (8 * i)) & 0xff;
 }
 
+static guint32
+get32 (const guint8 * b, gsize off)
+{
+  return b[off] | b[off + 1] << 8 | b[off + 2] << 16 |
+      (guint32) b[off + 3] << 24;
+}
+
 /* wire sizes and offsets, as docs/protocol.md gives them */
 #define HDR_SIZE 24
-#define ANNOUNCE_FIXED 128
+#define ANNOUNCE_FIXED 160
 #define ANNOUNCE_NAME_LEN 20
 #define ANNOUNCE_LAYOUT 40
-#define ACCEPT_FIXED 32
+#define ANNOUNCE_DEVICE_UUID 128
+#define ANNOUNCE_DEVICE_CAPS 144
+#define ANNOUNCE_SYNC_MODES 148
+#define ANNOUNCE_COMPUTE_MODE 152
+#define ANNOUNCE_RESERVED 156
+#define ACCEPT_FIXED 56
 #define ACCEPT_NAME_LEN 24
-#define SLOTS_FIXED 24
+#define ACCEPT_SYNC_MODE 28
+#define ACCEPT_UUID 32
+#define ACCEPT_REASON_LEN 48
+#define ACCEPT_RESERVED 52
+#define SLOTS_FIXED 48
+#define SLOTS_N_SLOTS 16
+#define SLOTS_MEM_TYPE 20
+#define SLOTS_SYNC_MODE 24
+#define SLOTS_N_SYNC_FDS 28
+#define SLOTS_SYNC_SIZE 32
+#define SLOTS_N_EVENTS 40
+#define SLOTS_RESERVED 44
+#define EVENT_SIZE 64
 #define MAPPED_FIXED 8
 #define FRAME_FIXED 72
 #define RELEASE_FIXED 24
@@ -124,6 +148,11 @@ raw_fixed (const GpuShareMsg * msg, guint8 * b)
       put64 (b, 24, a->instance);
       put64 (b, 32, a->latency);
       raw_layout (b + 40, &a->layout);
+      memcpy (b + 128, a->device.uuid, 16);
+      put32 (b, 144, a->device.caps);
+      put32 (b, 148, a->device.sync_modes);
+      put32 (b, 152, (guint32) a->device.compute_mode);
+      put32 (b, 156, 0);
       return ANNOUNCE_FIXED;
     }
     case GPUSHARE_MSG_ACCEPT:{
@@ -136,15 +165,26 @@ raw_fixed (const GpuShareMsg * msg, guint8 * b)
       put32 (b, 12, a->pid);
       put64 (b, 16, a->instance);
       put32 (b, 24, a->name_len);
-      put32 (b, 28, 0);
+      put32 (b, 28, a->sync_mode);
+      memcpy (b + 32, a->uuid, 16);
+      put32 (b, 48, a->reason_len);
+      put32 (b, 52, 0);
       return ACCEPT_FIXED;
     }
-    case GPUSHARE_MSG_SLOTS:
-      put64 (b, 0, msg->u.slots.epoch);
-      put64 (b, 8, msg->u.slots.slot_size);
-      put32 (b, 16, msg->u.slots.n_slots);
-      put32 (b, 20, msg->u.slots.mem_type);
+    case GPUSHARE_MSG_SLOTS:{
+      const GpuShareSlots *s = &msg->u.slots;
+
+      put64 (b, 0, s->epoch);
+      put64 (b, 8, s->slot_size);
+      put32 (b, 16, s->n_slots);
+      put32 (b, 20, s->mem_type);
+      put32 (b, 24, s->sync_mode);
+      put32 (b, 28, s->n_sync_fds);
+      put64 (b, 32, s->sync_size);
+      put32 (b, 40, s->n_events);
+      put32 (b, 44, 0);
       return SLOTS_FIXED;
+    }
     case GPUSHARE_MSG_MAPPED:
       put64 (b, 0, msg->u.mapped.epoch);
       return MAPPED_FIXED;
@@ -192,9 +232,9 @@ raw_fixed (const GpuShareMsg * msg, guint8 * b)
   return 0;
 }
 
-/* Fixed part, then each string's declared length of bytes (declared
- * lengths must fit their buffers here).  b must hold
- * GPUSHARE_MAX_PAYLOAD bytes. */
+/* Fixed part, then each variable part's declared length of bytes
+ * (declared lengths must fit their buffers here): strings, and the event
+ * handles of SLOTS.  b must hold GPUSHARE_MAX_PAYLOAD bytes. */
 static gsize
 raw_payload (const GpuShareMsg * msg, guint8 * b)
 {
@@ -211,6 +251,13 @@ raw_payload (const GpuShareMsg * msg, guint8 * b)
     case GPUSHARE_MSG_ACCEPT:
       memcpy (b + len, msg->u.accept.name, msg->u.accept.name_len);
       len += msg->u.accept.name_len;
+      memcpy (b + len, msg->u.accept.reason, msg->u.accept.reason_len);
+      len += msg->u.accept.reason_len;
+      break;
+    case GPUSHARE_MSG_SLOTS:
+      g_assert (msg->u.slots.n_events <= GPUSHARE_MAX_EVENTS);
+      memcpy (b + len, msg->u.slots.events, msg->u.slots.n_events * EVENT_SIZE);
+      len += msg->u.slots.n_events * EVENT_SIZE;
       break;
     case GPUSHARE_MSG_CAPS:
       memcpy (b + len, msg->u.caps.layout.caps, msg->u.caps.layout.caps_len);
@@ -324,12 +371,56 @@ fill_layout_small (GpuShareLayout * l)
           "width=1920,height=1080,framerate=30/1"));
 }
 
+/* 16 bytes from seed up, so that a swapped or shifted byte shows */
+static void
+fill_uuid (guint8 * uuid, guint8 seed)
+{
+  guint i;
+
+  for (i = 0; i < 16; i++)
+    uuid[i] = seed + i;
+}
+
+/* n event handles, each one different and every byte value present:
+ * handle i holds (i * 64 + j) * 3 + 1, modulo 256, at byte j; the
+ * first and last handles are all 0x00 and all 0xff */
+static void
+fill_events (guint8 events[][GPUSHARE_EVENT_HANDLE_SIZE], guint32 n)
+{
+  guint i, j;
+
+  for (i = 0; i < n; i++) {
+    for (j = 0; j < GPUSHARE_EVENT_HANDLE_SIZE; j++)
+      events[i][j] = ((i * GPUSHARE_EVENT_HANDLE_SIZE + j) * 3 + 1) & 0xff;
+  }
+  if (n > 0)
+    memset (events[0], 0x00, GPUSHARE_EVENT_HANDLE_SIZE);
+  if (n > 1)
+    memset (events[n - 1], 0xff, GPUSHARE_EVENT_HANDLE_SIZE);
+}
+
+/* variant 2, where a type has one: GPU memory with its sync fields */
+static guint
+n_variants (guint type)
+{
+  switch (type) {
+    case GPUSHARE_MSG_ANNOUNCE:
+    case GPUSHARE_MSG_ACCEPT:
+    case GPUSHARE_MSG_SLOTS:
+      return 3;
+    default:
+      return 2;
+  }
+}
+
 /* A valid, non-trivial message of type; variant 0 is the largest and most
- * extreme, variant 1 small or zero values.  *n_fds is what it needs. */
+ * extreme, variant 1 small or zero values (system memory), variant 2 (see
+ * n_variants ()) a realistic CUDA one.  *n_fds is what it needs. */
 static void
 sample_msg (guint type, guint variant, GpuShareMsg * msg, guint32 * n_fds)
 {
   gboolean big = (variant == 0);
+  gboolean gpu = (variant == 2);
 
   memset (msg, 0, sizeof (*msg));
   msg->type = type;
@@ -351,8 +442,29 @@ sample_msg (guint type, guint variant, GpuShareMsg * msg, guint32 * n_fds)
         fill_layout_max (&a->layout);
         fill_utf8 (a->name, GPUSHARE_MAX_NAME_LEN);
         a->name_len = GPUSHARE_MAX_NAME_LEN;
+        memset (a->device.uuid, 0xff, 16);
+        a->device.caps = G_MAXUINT32;
+        a->device.sync_modes = G_MAXUINT32;
+        a->device.compute_mode = G_MININT32;
       } else {
         fill_layout_small (&a->layout);
+      }
+      if (gpu) {
+        a->mem_types = GPUSHARE_MEM_SYSTEM | GPUSHARE_MEM_CUDA_VMM |
+            GPUSHARE_MEM_CUDA_LEGACY;
+        a->pid = 4242;
+        a->uid = 1000;
+        a->instance = G_GUINT64_CONSTANT (0x0123456789abcdef);
+        a->latency = 33333333;
+        fill_uuid (a->device.uuid, 0x10);
+        a->device.caps = GPUSHARE_DEVICE_CAP_VMM_FD |
+            GPUSHARE_DEVICE_CAP_IPC_EVENT | GPUSHARE_DEVICE_CAP_MEM_OPS |
+            GPUSHARE_DEVICE_CAP_LEGACY_IPC;
+        a->device.sync_modes = GPUSHARE_SYNC_HOST | GPUSHARE_SYNC_SEMAPHORE |
+            GPUSHARE_SYNC_EVENT;
+        a->device.compute_mode = 3;     /* EXCLUSIVE_PROCESS */
+        memcpy (a->name, "gpusharesink0", 13);
+        a->name_len = 13;
       }
       break;
     }
@@ -368,6 +480,21 @@ sample_msg (guint type, guint variant, GpuShareMsg * msg, guint32 * n_fds)
       if (big) {
         fill_utf8 (a->name, GPUSHARE_MAX_NAME_LEN);
         a->name_len = GPUSHARE_MAX_NAME_LEN;
+        a->sync_mode = GPUSHARE_SYNC_EVENT;
+        memset (a->uuid, 0xff, 16);
+        fill_utf8 (a->reason, GPUSHARE_MAX_REASON_LEN);
+        a->reason_len = GPUSHARE_MAX_REASON_LEN;
+      }
+      if (gpu) {
+        a->mem_type = GPUSHARE_MEM_CUDA_VMM;
+        a->pid = 4343;
+        a->instance = G_GUINT64_CONSTANT (0xfedcba9876543210);
+        a->sync_mode = GPUSHARE_SYNC_SEMAPHORE;
+        fill_uuid (a->uuid, 0x10);
+        memcpy (a->name, "gpusharesrc0", 12);
+        a->name_len = 12;
+        memcpy (a->reason, "same GPU: VMM fd, 64-bit semaphores", 35);
+        a->reason_len = 35;
       }
       break;
     }
@@ -378,7 +505,23 @@ sample_msg (guint type, guint variant, GpuShareMsg * msg, guint32 * n_fds)
       s->slot_size = big ? GPUSHARE_MAX_SLOT_SIZE : 1;
       s->n_slots = big ? GPUSHARE_MAX_SLOTS : 1;
       s->mem_type = big ? GPUSHARE_MEM_CUDA_VMM : GPUSHARE_MEM_SYSTEM;
-      *n_fds = s->n_slots;
+      if (big) {
+        /* every fd there is room for: one a slot, and the block's */
+        s->sync_mode = GPUSHARE_SYNC_SEMAPHORE;
+        s->n_sync_fds = 1;
+        s->sync_size = GPUSHARE_MAX_SLOT_SIZE;
+      }
+      if (gpu) {
+        /* the largest payload: an event handle pair for every slot */
+        s->epoch = 7;
+        s->slot_size = 4 * 1024 * 1024;
+        s->n_slots = GPUSHARE_MAX_SLOTS;
+        s->mem_type = GPUSHARE_MEM_CUDA_LEGACY;
+        s->sync_mode = GPUSHARE_SYNC_EVENT;
+        s->n_events = 2 * GPUSHARE_MAX_SLOTS;
+        fill_events (s->events, s->n_events);
+      }
+      *n_fds = s->n_slots + s->n_sync_fds;
       break;
     }
     case GPUSHARE_MSG_MAPPED:
@@ -489,6 +632,10 @@ assert_msg_equal (const GpuShareMsg * got, const GpuShareMsg * want)
       fail_unless_equals_uint64 (a->instance, b->instance);
       fail_unless_equals_uint64 (a->latency, b->latency);
       assert_layout_equal (&a->layout, &b->layout);
+      fail_unless (memcmp (a->device.uuid, b->device.uuid, 16) == 0);
+      fail_unless_equals_uint64 (a->device.caps, b->device.caps);
+      fail_unless_equals_uint64 (a->device.sync_modes, b->device.sync_modes);
+      fail_unless_equals_int (a->device.compute_mode, b->device.compute_mode);
       assert_string_equal (a->name, a->name_len, b->name, b->name_len);
       break;
     }
@@ -501,17 +648,28 @@ assert_msg_equal (const GpuShareMsg * got, const GpuShareMsg * want)
       fail_unless_equals_uint64 (a->flags, b->flags);
       fail_unless_equals_uint64 (a->pid, b->pid);
       fail_unless_equals_uint64 (a->instance, b->instance);
+      fail_unless_equals_uint64 (a->sync_mode, b->sync_mode);
+      fail_unless (memcmp (a->uuid, b->uuid, 16) == 0);
       assert_string_equal (a->name, a->name_len, b->name, b->name_len);
+      assert_string_equal (a->reason, a->reason_len, b->reason, b->reason_len);
       break;
     }
-    case GPUSHARE_MSG_SLOTS:
-      fail_unless_equals_uint64 (got->u.slots.epoch, want->u.slots.epoch);
-      fail_unless_equals_uint64 (got->u.slots.slot_size,
-          want->u.slots.slot_size);
-      fail_unless_equals_uint64 (got->u.slots.n_slots, want->u.slots.n_slots);
-      fail_unless_equals_uint64 (got->u.slots.mem_type,
-          want->u.slots.mem_type);
+    case GPUSHARE_MSG_SLOTS:{
+      const GpuShareSlots *a = &got->u.slots, *b = &want->u.slots;
+
+      fail_unless_equals_uint64 (a->epoch, b->epoch);
+      fail_unless_equals_uint64 (a->slot_size, b->slot_size);
+      fail_unless_equals_uint64 (a->n_slots, b->n_slots);
+      fail_unless_equals_uint64 (a->mem_type, b->mem_type);
+      fail_unless_equals_uint64 (a->sync_mode, b->sync_mode);
+      fail_unless_equals_uint64 (a->n_sync_fds, b->n_sync_fds);
+      fail_unless_equals_uint64 (a->sync_size, b->sync_size);
+      fail_unless_equals_uint64 (a->n_events, b->n_events);
+      fail_unless (b->n_events <= GPUSHARE_MAX_EVENTS);
+      fail_unless (memcmp (a->events, b->events,
+              b->n_events * GPUSHARE_EVENT_HANDLE_SIZE) == 0);
       break;
+    }
     case GPUSHARE_MSG_MAPPED:
       fail_unless_equals_uint64 (got->u.mapped.epoch, want->u.mapped.epoch);
       break;
@@ -613,7 +771,7 @@ GST_START_TEST (test_round_trip_every_type)
   guint32 n_fds;
 
   for (i = 0; i < G_N_ELEMENTS (all_types); i++) {
-    for (variant = 0; variant < 2; variant++) {
+    for (variant = 0; variant < n_variants (all_types[i]); variant++) {
       sample_msg (all_types[i], variant, msg, &n_fds);
       round_trip (msg, n_fds);
     }
@@ -635,16 +793,22 @@ GST_START_TEST (test_round_trip_mem_types)
   guint i;
 
   for (i = 0; i < G_N_ELEMENTS (one_bit); i++) {
+    /* GPU memory comes with a sync mode, system memory without */
+    guint32 sync = one_bit[i] == GPUSHARE_MEM_SYSTEM ? 0 : GPUSHARE_SYNC_HOST;
+
     sample_msg (GPUSHARE_MSG_ACCEPT, 1, msg, &n_fds);
     msg->u.accept.mem_type = one_bit[i];
+    msg->u.accept.sync_mode = sync;
     round_trip (msg, n_fds);
     sample_msg (GPUSHARE_MSG_SLOTS, 1, msg, &n_fds);
     msg->u.slots.mem_type = one_bit[i];
+    msg->u.slots.sync_mode = sync;
     round_trip (msg, n_fds);
   }
   for (i = 0; i < G_N_ELEMENTS (offers); i++) {
     sample_msg (GPUSHARE_MSG_ANNOUNCE, 1, msg, &n_fds);
     msg->u.announce.mem_types = offers[i];
+    msg->u.announce.device.sync_modes = GPUSHARE_SYNC_HOST;
     round_trip (msg, n_fds);
   }
   g_free (msg);
@@ -668,6 +832,15 @@ GST_START_TEST (test_round_trip_string_lengths)
     sample_msg (GPUSHARE_MSG_ACCEPT, 0, msg, &n_fds);
     fill_utf8 (msg->u.accept.name, lens[i]);
     msg->u.accept.name_len = lens[i];
+    round_trip (msg, n_fds);
+
+    sample_msg (GPUSHARE_MSG_ACCEPT, 0, msg, &n_fds);
+    fill_utf8 (msg->u.accept.reason, lens[i]);
+    msg->u.accept.reason_len = lens[i];
+    round_trip (msg, n_fds);
+    /* each string in its place when the other is empty */
+    msg->u.accept.name_len = 0;
+    msg->u.accept.name[0] = '\0';
     round_trip (msg, n_fds);
 
     sample_msg (GPUSHARE_MSG_ERROR, 0, msg, &n_fds);
@@ -706,16 +879,55 @@ GST_START_TEST (test_golden_bytes)
     0x08, 0x00, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00,
     'b', 'y', 'e',
   };
+  /* 3 slots of CUDA fabric memory with a semaphore block: 4 fds */
   static const guint8 slots[] = {
     'G', 'P', 'S', 'H', 0x01, 0x00, 0x00, 0x00,
-    0x03, 0x00, 0x00, 0x00, 0x18, 0x00, 0x00, 0x00,
-    0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x03, 0x00, 0x00, 0x00, 0x30, 0x00, 0x00, 0x00,
+    0x04, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x2a, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x40, 0x00, 0x00, 0x00, 0x00, 0x00,
-    0x02, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00,
+    0x03, 0x00, 0x00, 0x00, 0x08, 0x00, 0x00, 0x00,
+    0x02, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00,
+    0x30, 0x01, 0xef, 0xcd, 0xab, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+  };
+  /* 1 slot of legacy CUDA memory with its two event handles: 1 fd; the
+   * 128 bytes of handles follow these */
+  static const guint8 slots_events[] = {
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x00, 0x00,
+    0x03, 0x00, 0x00, 0x00, 0xb0, 0x00, 0x00, 0x00,
+    0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x01, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00,
+    0x04, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+  };
+  static const guint8 accept[] = {
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x00, 0x00,
+    0x02, 0x00, 0x00, 0x00, 0x3d, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x01, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x04, 0x03, 0x02, 0x01,
+    0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11,
+    0x03, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00,
+    0xa0, 0xa1, 0xa2, 0xa3, 0xa4, 0xa5, 0xa6, 0xa7,
+    0xa8, 0xa9, 0xaa, 0xab, 0xac, 0xad, 0xae, 0xaf,
+    0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    's', 'r', 'c', 'o', 'k',
+  };
+  /* ANNOUNCE's device block, payload bytes 128 .. 160 */
+  static const guint8 device[] = {
+    0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17,
+    0x18, 0x19, 0x1a, 0x1b, 0x1c, 0x1d, 0x1e, 0x1f,
+    0x0d, 0x00, 0x00, 0x00, 0x06, 0x00, 0x00, 0x00,
+    0xfe, 0xff, 0xff, 0xff, 0x00, 0x00, 0x00, 0x00,
   };
   GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
   GByteArray *out = g_byte_array_new ();
+  guint32 n_fds;
+  guint i;
 
   /* GPUSHARE_MAGIC reads "GPSH" in memory order */
   fail_unless_equals_uint64 (GPUSHARE_MAGIC,
@@ -744,12 +956,80 @@ GST_START_TEST (test_golden_bytes)
   msg->type = GPUSHARE_MSG_SLOTS;
   msg->u.slots.epoch = 42;
   msg->u.slots.slot_size = 4 * 1024 * 1024;
-  msg->u.slots.n_slots = 2;
-  msg->u.slots.mem_type = GPUSHARE_MEM_CUDA_VMM;
+  msg->u.slots.n_slots = 3;
+  msg->u.slots.mem_type = GPUSHARE_MEM_CUDA_FABRIC;
+  msg->u.slots.sync_mode = GPUSHARE_SYNC_SEMAPHORE;
+  msg->u.slots.n_sync_fds = 1;
+  msg->u.slots.sync_size = G_GUINT64_CONSTANT (0xabcdef0130);
   g_byte_array_set_size (out, 0);
-  fail_unless (gpushare_msg_build (msg, 2, out));
+  fail_unless (gpushare_msg_build (msg, 4, out));
   fail_unless_equals_int (out->len, sizeof (slots));
   fail_unless (memcmp (out->data, slots, sizeof (slots)) == 0);
+
+  memset (msg, 0, sizeof (*msg));
+  msg->type = GPUSHARE_MSG_SLOTS;
+  msg->u.slots.epoch = 5;
+  msg->u.slots.slot_size = 4096;
+  msg->u.slots.n_slots = 1;
+  msg->u.slots.mem_type = GPUSHARE_MEM_CUDA_LEGACY;
+  msg->u.slots.sync_mode = GPUSHARE_SYNC_EVENT;
+  msg->u.slots.n_events = 2;
+  for (i = 0; i < EVENT_SIZE; i++) {
+    msg->u.slots.events[0][i] = i;
+    msg->u.slots.events[1][i] = 0xff - i;
+  }
+  g_byte_array_set_size (out, 0);
+  fail_unless (gpushare_msg_build (msg, 1, out));
+  fail_unless_equals_int (out->len, sizeof (slots_events) + 2 * EVENT_SIZE);
+  fail_unless (memcmp (out->data, slots_events, sizeof (slots_events)) == 0);
+  /* the ready handle, then the done handle, byte for byte */
+  for (i = 0; i < EVENT_SIZE; i++) {
+    fail_unless_equals_int (out->data[sizeof (slots_events) + i], i);
+    fail_unless_equals_int (out->data[sizeof (slots_events) + EVENT_SIZE + i],
+        0xff - i);
+  }
+
+  memset (msg, 0, sizeof (*msg));
+  msg->type = GPUSHARE_MSG_ACCEPT;
+  msg->u.accept.schema_major = 1;
+  msg->u.accept.mem_type = GPUSHARE_MEM_CUDA_VMM;
+  msg->u.accept.pid = 0x01020304;
+  msg->u.accept.instance = G_GUINT64_CONSTANT (0x1122334455667788);
+  msg->u.accept.sync_mode = GPUSHARE_SYNC_EVENT;
+  for (i = 0; i < 16; i++)
+    msg->u.accept.uuid[i] = 0xa0 + i;
+  memcpy (msg->u.accept.name, "src", 4);
+  msg->u.accept.name_len = 3;
+  memcpy (msg->u.accept.reason, "ok", 3);
+  msg->u.accept.reason_len = 2;
+  g_byte_array_set_size (out, 0);
+  fail_unless (gpushare_msg_build (msg, 0, out));
+  fail_unless_equals_int (out->len, sizeof (accept));
+  fail_unless (memcmp (out->data, accept, sizeof (accept)) == 0);
+
+  sample_msg (GPUSHARE_MSG_ANNOUNCE, 1, msg, &n_fds);
+  msg->u.announce.mem_types = GPUSHARE_MEM_CUDA_VMM;
+  for (i = 0; i < 16; i++)
+    msg->u.announce.device.uuid[i] = 0x10 + i;
+  msg->u.announce.device.caps = GPUSHARE_DEVICE_CAP_VMM_FD |
+      GPUSHARE_DEVICE_CAP_IPC_EVENT | GPUSHARE_DEVICE_CAP_MEM_OPS;
+  msg->u.announce.device.sync_modes = GPUSHARE_SYNC_SEMAPHORE |
+      GPUSHARE_SYNC_EVENT;
+  msg->u.announce.device.compute_mode = -2;
+  memcpy (msg->u.announce.name, "sink", 5);
+  msg->u.announce.name_len = 4;
+  g_byte_array_set_size (out, 0);
+  fail_unless (gpushare_msg_build (msg, 0, out));
+  fail_unless_equals_int (out->len, HDR_SIZE + 160 + 4 +
+      msg->u.announce.layout.caps_len);
+  fail_unless_equals_int (get32 (out->data, 12), 160 + 4 +
+      msg->u.announce.layout.caps_len);
+  fail_unless (memcmp (out->data + HDR_SIZE + 128, device,
+          sizeof (device)) == 0);
+  /* the name right after the fixed part, then the caps */
+  fail_unless (memcmp (out->data + HDR_SIZE + 160, "sink", 4) == 0);
+  fail_unless (memcmp (out->data + HDR_SIZE + 164, msg->u.announce.layout.caps,
+          msg->u.announce.layout.caps_len) == 0);
 
   g_byte_array_unref (out);
   g_free (msg);
@@ -768,7 +1048,7 @@ GST_START_TEST (test_raw_encoder_matches_builder)
   guint32 n_fds;
 
   for (i = 0; i < G_N_ELEMENTS (all_types); i++) {
-    for (variant = 0; variant < 2; variant++) {
+    for (variant = 0; variant < n_variants (all_types[i]); variant++) {
       GByteArray *out = g_byte_array_new ();
       gsize len;
 
@@ -788,6 +1068,19 @@ GST_START_TEST (test_raw_encoder_matches_builder)
           GPUSHARE_MAX_NAME_LEN) == 0);
   fail_unless (memcmp (raw + ANNOUNCE_FIXED + GPUSHARE_MAX_NAME_LEN,
           msg->u.announce.layout.caps, GPUSHARE_MAX_CAPS_LEN) == 0);
+  /* name, then reason */
+  sample_msg (GPUSHARE_MSG_ACCEPT, 0, msg, &n_fds);
+  raw_payload (msg, raw);
+  fail_unless (memcmp (raw + ACCEPT_FIXED, msg->u.accept.name,
+          GPUSHARE_MAX_NAME_LEN) == 0);
+  fail_unless (memcmp (raw + ACCEPT_FIXED + GPUSHARE_MAX_NAME_LEN,
+          msg->u.accept.reason, GPUSHARE_MAX_REASON_LEN) == 0);
+  /* the event handles, in index order */
+  sample_msg (GPUSHARE_MSG_SLOTS, 2, msg, &n_fds);
+  fail_unless_equals_int (raw_payload (msg, raw),
+      SLOTS_FIXED + 2 * GPUSHARE_MAX_SLOTS * EVENT_SIZE);
+  fail_unless (memcmp (raw + SLOTS_FIXED, msg->u.slots.events,
+          2 * GPUSHARE_MAX_SLOTS * EVENT_SIZE) == 0);
 
   g_free (raw);
   g_free (msg);
@@ -806,7 +1099,7 @@ GST_START_TEST (test_stream_of_messages)
   guint32 n_fds;
 
   for (i = 0; i < G_N_ELEMENTS (all_types); i++) {
-    for (variant = 0; variant < 2; variant++) {
+    for (variant = 0; variant < n_variants (all_types[i]); variant++) {
       guint before = out->len;
 
       sample_msg (all_types[i], variant, msg, &n_fds);
@@ -817,7 +1110,7 @@ GST_START_TEST (test_stream_of_messages)
   }
 
   for (i = 0; i < G_N_ELEMENTS (all_types); i++) {
-    for (variant = 0; variant < 2; variant++) {
+    for (variant = 0; variant < n_variants (all_types[i]); variant++) {
       GpuShareHeader hdr;
 
       sample_msg (all_types[i], variant, msg, &n_fds);
@@ -1053,7 +1346,7 @@ GST_START_TEST (test_payload_truncated)
   guint32 n_fds;
 
   for (i = 0; i < G_N_ELEMENTS (all_types); i++) {
-    for (variant = 0; variant < 2; variant++) {
+    for (variant = 0; variant < n_variants (all_types[i]); variant++) {
       gsize len, cut;
 
       sample_msg (all_types[i], variant, msg, &n_fds);
@@ -1091,7 +1384,7 @@ GST_START_TEST (test_payload_trailing_bytes)
   guint32 n_fds;
 
   for (i = 0; i < G_N_ELEMENTS (all_types); i++) {
-    for (variant = 0; variant < 2; variant++) {
+    for (variant = 0; variant < n_variants (all_types[i]); variant++) {
       gsize len;
 
       sample_msg (all_types[i], variant, msg, &n_fds);
@@ -1210,6 +1503,7 @@ typedef enum
   STR_ANNOUNCE_NAME,
   STR_ANNOUNCE_CAPS,
   STR_ACCEPT_NAME,
+  STR_ACCEPT_REASON,
   STR_CAPS_CAPS,
   STR_ERROR_TEXT,
   N_STR
@@ -1223,6 +1517,7 @@ str_field_type (StrField f)
     case STR_ANNOUNCE_CAPS:
       return GPUSHARE_MSG_ANNOUNCE;
     case STR_ACCEPT_NAME:
+    case STR_ACCEPT_REASON:
       return GPUSHARE_MSG_ACCEPT;
     case STR_CAPS_CAPS:
       return GPUSHARE_MSG_CAPS;
@@ -1239,6 +1534,8 @@ str_field_cap (StrField f)
     case STR_ANNOUNCE_NAME:
     case STR_ACCEPT_NAME:
       return GPUSHARE_MAX_NAME_LEN;
+    case STR_ACCEPT_REASON:
+      return GPUSHARE_MAX_REASON_LEN;
     case STR_ANNOUNCE_CAPS:
     case STR_CAPS_CAPS:
       return GPUSHARE_MAX_CAPS_LEN;
@@ -1250,8 +1547,10 @@ str_field_cap (StrField f)
 
 /* Writes a raw payload whose string f declares `declared` bytes, of which
  * `present` follow (any other string of the message is left empty or, for
- * caps, one byte), filled from `bytes` (or valid UTF-8 when NULL).
- * Returns the payload length; b holds GPUSHARE_MAX_PAYLOAD * 2. */
+ * caps and the strings around an ACCEPT's, a few bytes; a string after f
+ * is written only when f is whole), filled from `bytes` (or valid UTF-8
+ * when NULL).  Returns the payload length; b holds
+ * GPUSHARE_MAX_PAYLOAD * 2. */
 static gsize
 raw_with_string (StrField f, guint32 declared, gsize present,
     const gchar * bytes, guint8 * b)
@@ -1287,8 +1586,21 @@ raw_with_string (StrField f, guint32 declared, gsize present,
       len += present;
       break;
     case STR_ACCEPT_NAME:
+      msg->u.accept.reason_len = 1;
       len = raw_fixed (msg, b);
       put32 (b, ACCEPT_NAME_LEN, declared);
+      memcpy (b + len, fill, present);
+      len += present;
+      /* the reason after the name */
+      if (present == declared)
+        b[len++] = 'r';
+      break;
+    case STR_ACCEPT_REASON:
+      msg->u.accept.name_len = 3;
+      len = raw_fixed (msg, b);
+      put32 (b, ACCEPT_REASON_LEN, declared);
+      memcpy (b + len, "src", 3);
+      len += 3;
       memcpy (b + len, fill, present);
       len += present;
       break;
@@ -1414,6 +1726,8 @@ GST_START_TEST (test_build_refuses_strings)
 
   sample_msg (GPUSHARE_MSG_ANNOUNCE, 0, msg, &n_fds);
   msg->u.announce.name_len = GPUSHARE_MAX_NAME_LEN + 1;
+  /* no NUL at the cap to give it away: the length alone is refused */
+  msg->u.announce.name[GPUSHARE_MAX_NAME_LEN] = 'x';
   fail_if (gpushare_msg_build (msg, n_fds, out));
   msg->u.announce.name_len = G_MAXUINT32;
   fail_if (gpushare_msg_build (msg, n_fds, out));
@@ -1431,10 +1745,33 @@ GST_START_TEST (test_build_refuses_strings)
 
   sample_msg (GPUSHARE_MSG_ACCEPT, 0, msg, &n_fds);
   msg->u.accept.name_len = GPUSHARE_MAX_NAME_LEN + 1;
+  /* no NUL at the cap to give it away: the length alone is refused */
+  msg->u.accept.name[GPUSHARE_MAX_NAME_LEN] = 'x';
   fail_if (gpushare_msg_build (msg, n_fds, out));
+
+  sample_msg (GPUSHARE_MSG_ACCEPT, 0, msg, &n_fds);
+  msg->u.accept.reason_len = GPUSHARE_MAX_REASON_LEN + 1;
+  /* no NUL at the cap to give it away: the length alone is refused */
+  msg->u.accept.reason[GPUSHARE_MAX_REASON_LEN] = 'x';
+  fail_if (gpushare_msg_build (msg, n_fds, out));
+  msg->u.accept.reason_len = G_MAXUINT32;
+  fail_if (gpushare_msg_build (msg, n_fds, out));
+  msg->u.accept.reason_len = 3;
+  memcpy (msg->u.accept.reason, "ab\0", 4);
+  fail_if (gpushare_msg_build (msg, n_fds, out));
+  memcpy (msg->u.accept.reason, "\x80" "bc", 4);
+  fail_if (gpushare_msg_build (msg, n_fds, out));
+  memcpy (msg->u.accept.reason, "ab\xc3", 4);
+  fail_if (gpushare_msg_build (msg, n_fds, out));
+  /* and the same reason, whole, builds */
+  memcpy (msg->u.accept.reason, "abc", 4);
+  fail_unless (gpushare_msg_build (msg, n_fds, out));
+  g_byte_array_set_size (out, 4);
 
   sample_msg (GPUSHARE_MSG_CAPS, 0, msg, &n_fds);
   msg->u.caps.layout.caps_len = GPUSHARE_MAX_CAPS_LEN + 1;
+  /* no NUL at the cap to give it away: the length alone is refused */
+  msg->u.caps.layout.caps[GPUSHARE_MAX_CAPS_LEN] = 'x';
   fail_if (gpushare_msg_build (msg, n_fds, out));
   msg->u.caps.layout.caps_len = 0;
   fail_if (gpushare_msg_build (msg, n_fds, out));
@@ -1444,6 +1781,8 @@ GST_START_TEST (test_build_refuses_strings)
 
   sample_msg (GPUSHARE_MSG_ERROR, 0, msg, &n_fds);
   msg->u.error.text_len = GPUSHARE_MAX_TEXT_LEN + 1;
+  /* no NUL at the cap to give it away: the length alone is refused */
+  msg->u.error.text[GPUSHARE_MAX_TEXT_LEN] = 'x';
   fail_if (gpushare_msg_build (msg, n_fds, out));
   msg->u.error.text_len = G_MAXUINT32;
   fail_if (gpushare_msg_build (msg, n_fds, out));
@@ -1593,10 +1932,13 @@ GST_START_TEST (test_payload_slots)
   guint i;
 
   for (i = 0; i < G_N_ELEMENTS (table); i++) {
-    sample_msg (GPUSHARE_MSG_SLOTS, 0, msg, &n_fds);
+    sample_msg (GPUSHARE_MSG_SLOTS, 1, msg, &n_fds);
     msg->u.slots.n_slots = table[i].n_slots;
     msg->u.slots.slot_size = table[i].slot_size;
     msg->u.slots.mem_type = table[i].mem_type;
+    /* sync without a block or handles: its rules are tested below */
+    msg->u.slots.sync_mode = table[i].mem_type == GPUSHARE_MEM_SYSTEM ? 0 :
+        GPUSHARE_SYNC_HOST;
     fail_unless (parse_raw_msg (msg, table[i].n_fds, back) == table[i].res,
         "case %u: got %s", i,
         gpushare_parse_result_to_string (parse_raw_msg (msg, table[i].n_fds,
@@ -1650,6 +1992,8 @@ GST_START_TEST (test_payload_mem_types)
 
     sample_msg (GPUSHARE_MSG_ACCEPT, 0, msg, &n_fds);
     msg->u.accept.mem_type = table[i].value;
+    msg->u.accept.sync_mode = table[i].value == GPUSHARE_MEM_SYSTEM ? 0 :
+        GPUSHARE_SYNC_HOST;
     fail_unless_equals_int (parse_raw_msg (msg, 0, back), table[i].choice);
     fail_unless_equals_int (gpushare_msg_build (msg, 0, out),
         table[i].choice == GPUSHARE_PARSE_OK);
@@ -1697,18 +2041,23 @@ GST_START_TEST (test_payload_schema_version)
         guint8 fixed[ANNOUNCE_FIXED];
         gsize len;
 
-        if (t == 0)
+        if (t == 0) {
           msg->u.announce.mem_types = 0;
-        else
+          msg->u.announce.device.sync_modes = 0;
+        } else {
           msg->u.accept.mem_type = 0;
+          msg->u.accept.sync_mode = G_MAXUINT32;
+        }
         fail_unless_equals_int (parse_raw_msg (msg, 0, back), want);
 
         /* a string length this major would call malformed, and no bytes
          * after the fixed part */
-        if (t == 0)
+        if (t == 0) {
           msg->u.announce.name_len = G_MAXUINT32;
-        else
+        } else {
           msg->u.accept.name_len = G_MAXUINT32;
+          msg->u.accept.reason_len = G_MAXUINT32;
+        }
         len = raw_fixed (msg, fixed);
         fail_unless_equals_int (parse_payload (type, 0, fixed, len, back),
             want);
@@ -1738,20 +2087,31 @@ GST_START_TEST (test_payload_reserved_ignored)
   guint8 *raw = g_malloc0 (GPUSHARE_MAX_PAYLOAD);
   gsize len;
   guint32 n_fds;
+  guint variant;
 
   sample_msg (GPUSHARE_MSG_ANNOUNCE, 0, msg, &n_fds);
   len = raw_payload (msg, raw);
   put32 (raw, ANNOUNCE_LAYOUT + 84, G_MAXUINT32);
+  put32 (raw, ANNOUNCE_RESERVED, G_MAXUINT32);
   fail_unless_equals_int (parse_payload (msg->type, 0, raw, len, back),
       GPUSHARE_PARSE_OK);
   assert_msg_equal (back, msg);
 
   sample_msg (GPUSHARE_MSG_ACCEPT, 0, msg, &n_fds);
   len = raw_payload (msg, raw);
-  put32 (raw, 28, G_MAXUINT32);
+  put32 (raw, ACCEPT_RESERVED, G_MAXUINT32);
   fail_unless_equals_int (parse_payload (msg->type, 0, raw, len, back),
       GPUSHARE_PARSE_OK);
   assert_msg_equal (back, msg);
+
+  for (variant = 0; variant < 3; variant++) {
+    sample_msg (GPUSHARE_MSG_SLOTS, variant, msg, &n_fds);
+    len = raw_payload (msg, raw);
+    put32 (raw, SLOTS_RESERVED, G_MAXUINT32);
+    fail_unless_equals_int (parse_payload (msg->type, n_fds, raw, len, back),
+        GPUSHARE_PARSE_OK);
+    assert_msg_equal (back, msg);
+  }
 
   sample_msg (GPUSHARE_MSG_CAPS, 0, msg, &n_fds);
   len = raw_payload (msg, raw);
@@ -1807,48 +2167,731 @@ GST_START_TEST (test_build_refuses)
 
 GST_END_TEST;
 
-/* Every header byte and every payload byte of every message set to each
- * boundary value in turn: the parser returns some result, never crashes,
- * never reads past the end (ASan), and never accepts a string it would not
- * build. */
-GST_START_TEST (test_byte_sweep)
+/* Sets each byte of msg's wire form to each boundary value in turn. */
+static void
+sweep_bytes (const GpuShareMsg * msg, guint32 n_fds, GpuShareMsg * back,
+    GByteArray * out)
 {
   static const guint8 values[] = { 0x00, 0x01, 0x7f, 0x80, 0xff };
+  GByteArray *wire = g_byte_array_new ();
+  gsize pos;
+  guint v;
+
+  fail_unless (gpushare_msg_build (msg, n_fds, wire));
+  for (pos = 0; pos < wire->len; pos++) {
+    for (v = 0; v < G_N_ELEMENTS (values); v++) {
+      guint8 *b = g_memdup2 (wire->data, wire->len);
+      GpuShareHeader hdr;
+      GpuShareParseResult res;
+
+      b[pos] = values[v];
+      res = gpushare_header_parse (b, wire->len, &hdr);
+      if (res == GPUSHARE_PARSE_OK &&
+          hdr.payload_len == wire->len - GPUSHARE_HEADER_SIZE) {
+        res = gpushare_msg_parse (&hdr, b + GPUSHARE_HEADER_SIZE,
+            hdr.payload_len, back);
+        /* what parses also builds, to a prefix-equal message */
+        if (res == GPUSHARE_PARSE_OK) {
+          g_byte_array_set_size (out, 0);
+          fail_unless (gpushare_msg_build (back, hdr.n_fds, out));
+        }
+      }
+      g_free (b);
+    }
+  }
+  g_byte_array_unref (wire);
+}
+
+/* Every header byte and every payload byte of every message (small, and
+ * with GPU memory where the type has such a form) set to each boundary
+ * value in turn: the parser returns some result, never crashes, never
+ * reads past the end (ASan), and never accepts what it would not build. */
+GST_START_TEST (test_byte_sweep)
+{
   GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
   GpuShareMsg *back = g_new0 (GpuShareMsg, 1);
   GByteArray *out = g_byte_array_new ();
-  guint i, v;
-  gsize pos;
+  guint i, variant;
   guint32 n_fds;
 
   for (i = 0; i < G_N_ELEMENTS (all_types); i++) {
-    GByteArray *wire = g_byte_array_new ();
+    for (variant = 1; variant < n_variants (all_types[i]); variant++) {
+      sample_msg (all_types[i], variant, msg, &n_fds);
+      sweep_bytes (msg, n_fds, back, out);
+    }
+  }
+  g_byte_array_unref (out);
+  g_free (back);
+  g_free (msg);
+}
 
-    sample_msg (all_types[i], 1, msg, &n_fds);
-    fail_unless (gpushare_msg_build (msg, n_fds, wire));
-    for (pos = 0; pos < wire->len; pos++) {
-      for (v = 0; v < G_N_ELEMENTS (values); v++) {
-        guint8 *b = g_memdup2 (wire->data, wire->len);
-        GpuShareHeader hdr;
-        GpuShareParseResult res;
+GST_END_TEST;
 
-        b[pos] = values[v];
-        res = gpushare_header_parse (b, wire->len, &hdr);
-        if (res == GPUSHARE_PARSE_OK &&
-            hdr.payload_len == wire->len - GPUSHARE_HEADER_SIZE) {
-          res = gpushare_msg_parse (&hdr, b + GPUSHARE_HEADER_SIZE,
-              hdr.payload_len, back);
-          /* what parses also builds, to a prefix-equal message */
-          if (res == GPUSHARE_PARSE_OK) {
-            g_byte_array_set_size (out, 0);
-            fail_unless (gpushare_msg_build (back, hdr.n_fds, out));
-          }
-        }
-        g_free (b);
+/* ------------------------------------------------------------------ */
+/* GPU memory: device block, sync modes, semaphore block, event handles */
+
+/* The numbers docs/protocol.md gives: a change here is a wire change. */
+GST_START_TEST (test_constants)
+{
+  fail_unless_equals_int (GPUSHARE_MAX_FDS, 65);
+  fail_unless_equals_int (GPUSHARE_MAX_FDS, GPUSHARE_MAX_SLOTS + 1);
+  fail_unless_equals_int (GPUSHARE_MAX_EVENTS, 128);
+  fail_unless_equals_int (GPUSHARE_EVENT_HANDLE_SIZE, EVENT_SIZE);
+  fail_unless_equals_int (GPUSHARE_MAX_REASON_LEN, 128);
+
+  fail_unless_equals_int (GPUSHARE_SYNC_HOST, 1);
+  fail_unless_equals_int (GPUSHARE_SYNC_SEMAPHORE, 2);
+  fail_unless_equals_int (GPUSHARE_SYNC_EVENT, 4);
+  fail_unless_equals_int (GPUSHARE_SYNC_KNOWN_MASK, 0x7);
+
+  fail_unless_equals_int (GPUSHARE_DEVICE_CAP_VMM_FD, 0x01);
+  fail_unless_equals_int (GPUSHARE_DEVICE_CAP_FABRIC, 0x02);
+  fail_unless_equals_int (GPUSHARE_DEVICE_CAP_IPC_EVENT, 0x04);
+  fail_unless_equals_int (GPUSHARE_DEVICE_CAP_MEM_OPS, 0x08);
+  fail_unless_equals_int (GPUSHARE_DEVICE_CAP_LEGACY_IPC, 0x10);
+  fail_unless_equals_int (GPUSHARE_DEVICE_CAP_MIG, 0x20);
+
+  /* the largest payload of all: SLOTS with a handle pair per slot */
+  fail_unless (SLOTS_FIXED + GPUSHARE_MAX_EVENTS * EVENT_SIZE <=
+      GPUSHARE_MAX_PAYLOAD);
+  fail_unless_equals_int (SLOTS_FIXED + GPUSHARE_MAX_EVENTS * EVENT_SIZE,
+      8240);
+  fail_unless_equals_int (ANNOUNCE_FIXED + GPUSHARE_MAX_NAME_LEN +
+      GPUSHARE_MAX_CAPS_LEN, 4384);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_round_trip_announce_device)
+{
+  static const guint32 caps[] = { 0, GPUSHARE_DEVICE_CAP_VMM_FD,
+    GPUSHARE_DEVICE_CAP_FABRIC, GPUSHARE_DEVICE_CAP_IPC_EVENT,
+    GPUSHARE_DEVICE_CAP_MEM_OPS, GPUSHARE_DEVICE_CAP_LEGACY_IPC,
+    GPUSHARE_DEVICE_CAP_MIG, 0x3f,
+    /* bits this version does not know are carried unchanged */
+    0x40, 0x80000000, G_MAXUINT32,
+  };
+  static const guint32 sync_modes[] = { GPUSHARE_SYNC_HOST,
+    GPUSHARE_SYNC_SEMAPHORE, GPUSHARE_SYNC_EVENT, 0x3, 0x5, 0x6, 0x7,
+    /* unknown bits beside a known one: a newer minor's offer */
+    0x9, 0x80000004, G_MAXUINT32,
+  };
+  static const gint32 compute_modes[] = { 0, 1, 2, 3, -1, G_MININT32,
+    G_MAXINT32,
+  };
+  static const guint8 seeds[] = { 0x00, 0x01, 0x80, 0xf0 };
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  GpuShareMsg *back = g_new0 (GpuShareMsg, 1);
+  guint8 *raw = g_malloc0 (GPUSHARE_MAX_PAYLOAD);
+  guint32 n_fds;
+  guint i;
+
+  for (i = 0; i < G_N_ELEMENTS (caps); i++) {
+    sample_msg (GPUSHARE_MSG_ANNOUNCE, 2, msg, &n_fds);
+    msg->u.announce.device.caps = caps[i];
+    round_trip (msg, n_fds);
+  }
+  for (i = 0; i < G_N_ELEMENTS (sync_modes); i++) {
+    sample_msg (GPUSHARE_MSG_ANNOUNCE, 2, msg, &n_fds);
+    msg->u.announce.device.sync_modes = sync_modes[i];
+    round_trip (msg, n_fds);
+  }
+  for (i = 0; i < G_N_ELEMENTS (compute_modes); i++) {
+    sample_msg (GPUSHARE_MSG_ANNOUNCE, 2, msg, &n_fds);
+    msg->u.announce.device.compute_mode = compute_modes[i];
+    round_trip (msg, n_fds);
+  }
+  for (i = 0; i < G_N_ELEMENTS (seeds); i++) {
+    sample_msg (GPUSHARE_MSG_ANNOUNCE, 2, msg, &n_fds);
+    fill_uuid (msg->u.announce.device.uuid, seeds[i]);
+    round_trip (msg, n_fds);
+  }
+  /* system memory alone: the block may be all zero */
+  sample_msg (GPUSHARE_MSG_ANNOUNCE, 1, msg, &n_fds);
+  round_trip (msg, n_fds);
+
+  /* each field read from its own offset */
+  sample_msg (GPUSHARE_MSG_ANNOUNCE, 2, msg, &n_fds);
+  raw_payload (msg, raw);
+  fail_unless (memcmp (raw + ANNOUNCE_DEVICE_UUID, msg->u.announce.device.uuid,
+          16) == 0);
+  put32 (raw, ANNOUNCE_DEVICE_CAPS, 0x11111111);
+  put32 (raw, ANNOUNCE_SYNC_MODES, 0x22222222);
+  put32 (raw, ANNOUNCE_COMPUTE_MODE, 0xfffffffd);
+  raw[ANNOUNCE_DEVICE_UUID + 15] = 0x99;
+  fail_unless_equals_int (parse_payload (GPUSHARE_MSG_ANNOUNCE, 0, raw,
+          ANNOUNCE_FIXED + msg->u.announce.name_len +
+          msg->u.announce.layout.caps_len, back), GPUSHARE_PARSE_OK);
+  fail_unless_equals_uint64 (back->u.announce.device.caps, 0x11111111);
+  fail_unless_equals_uint64 (back->u.announce.device.sync_modes, 0x22222222);
+  fail_unless_equals_int (back->u.announce.device.compute_mode, -3);
+  fail_unless (memcmp (back->u.announce.device.uuid,
+          msg->u.announce.device.uuid, 15) == 0);
+  fail_unless_equals_int (back->u.announce.device.uuid[15], 0x99);
+
+  g_free (raw);
+  g_free (back);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_round_trip_accept_sync)
+{
+  static const guint32 cuda[] = { GPUSHARE_MEM_CUDA_VMM,
+    GPUSHARE_MEM_CUDA_LEGACY, GPUSHARE_MEM_CUDA_FABRIC,
+  };
+  static const guint32 sync[] = { GPUSHARE_SYNC_HOST,
+    GPUSHARE_SYNC_SEMAPHORE, GPUSHARE_SYNC_EVENT,
+  };
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  GpuShareMsg *back = g_new0 (GpuShareMsg, 1);
+  guint8 *raw = g_malloc0 (GPUSHARE_MAX_PAYLOAD);
+  guint32 n_fds;
+  guint i, j;
+
+  for (i = 0; i < G_N_ELEMENTS (cuda); i++) {
+    for (j = 0; j < G_N_ELEMENTS (sync); j++) {
+      sample_msg (GPUSHARE_MSG_ACCEPT, 2, msg, &n_fds);
+      msg->u.accept.mem_type = cuda[i];
+      msg->u.accept.sync_mode = sync[j];
+      fill_uuid (msg->u.accept.uuid, 0x10 * (i * 3 + j));
+      round_trip (msg, n_fds);
+    }
+  }
+  /* system memory, no GPU: sync 0 and a zero uuid, with a reason */
+  sample_msg (GPUSHARE_MSG_ACCEPT, 1, msg, &n_fds);
+  memcpy (msg->u.accept.reason, "other GPU", 10);
+  msg->u.accept.reason_len = 9;
+  round_trip (msg, n_fds);
+  /* the uuid is not checked: a system-memory consumer may still name
+   * its GPU */
+  memset (msg->u.accept.uuid, 0xff, 16);
+  round_trip (msg, n_fds);
+
+  /* each field read from its own offset, the reason right after the
+   * name */
+  sample_msg (GPUSHARE_MSG_ACCEPT, 2, msg, &n_fds);
+  raw_payload (msg, raw);
+  fail_unless_equals_uint64 (get32 (raw, ACCEPT_SYNC_MODE),
+      GPUSHARE_SYNC_SEMAPHORE);
+  fail_unless (memcmp (raw + ACCEPT_UUID, msg->u.accept.uuid, 16) == 0);
+  fail_unless_equals_int (get32 (raw, ACCEPT_REASON_LEN), 35);
+  fail_unless (memcmp (raw + ACCEPT_FIXED + 12, msg->u.accept.reason,
+          35) == 0);
+  put32 (raw, ACCEPT_SYNC_MODE, GPUSHARE_SYNC_EVENT);
+  raw[ACCEPT_UUID] = 0x77;
+  fail_unless_equals_int (parse_payload (GPUSHARE_MSG_ACCEPT, 0, raw,
+          ACCEPT_FIXED + 12 + 35, back), GPUSHARE_PARSE_OK);
+  fail_unless_equals_uint64 (back->u.accept.sync_mode, GPUSHARE_SYNC_EVENT);
+  fail_unless_equals_int (back->u.accept.uuid[0], 0x77);
+  fail_unless (memcmp (back->u.accept.uuid + 1, msg->u.accept.uuid + 1,
+          15) == 0);
+  fail_unless_equals_string (back->u.accept.name, "gpusharesrc0");
+  fail_unless_equals_string (back->u.accept.reason,
+      "same GPU: VMM fd, 64-bit semaphores");
+
+  g_free (raw);
+  g_free (back);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
+/* n_slots fds for the slots, then one for the semaphore block */
+GST_START_TEST (test_round_trip_slots_semaphore)
+{
+  static const guint32 n_slots[] = { 1, 2, 3, GPUSHARE_MAX_SLOTS - 1,
+    GPUSHARE_MAX_SLOTS,
+  };
+  static const guint32 cuda[] = { GPUSHARE_MEM_CUDA_VMM,
+    GPUSHARE_MEM_CUDA_LEGACY, GPUSHARE_MEM_CUDA_FABRIC,
+  };
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  GByteArray *out = g_byte_array_new ();
+  guint32 n_fds;
+  guint i, j, k;
+
+  for (i = 0; i < G_N_ELEMENTS (n_slots); i++) {
+    for (j = 0; j < G_N_ELEMENTS (cuda); j++) {
+      for (k = 0; k < 3; k++) {
+        GpuShareSlots *s = &msg->u.slots;
+        guint64 min = 16 * (guint64) n_slots[i];
+
+        sample_msg (GPUSHARE_MSG_SLOTS, 1, msg, &n_fds);
+        s->slot_size = 2 * 1024 * 1024;
+        s->n_slots = n_slots[i];
+        s->mem_type = cuda[j];
+        s->sync_mode = GPUSHARE_SYNC_SEMAPHORE;
+        s->n_sync_fds = 1;
+        s->sync_size = k == 0 ? min : k == 1 ? min + 1 :
+            GPUSHARE_MAX_SLOT_SIZE;
+        round_trip (msg, n_slots[i] + 1);
+
+        /* off by one either way, and the slots' count alone */
+        g_byte_array_set_size (out, 0);
+        fail_if (gpushare_msg_build (msg, n_slots[i], out));
+        fail_if (gpushare_msg_build (msg, n_slots[i] + 2, out));
+        fail_unless_equals_int (out->len, 0);
       }
     }
-    g_byte_array_unref (wire);
   }
+  g_byte_array_unref (out);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
+/* 2 * n_slots handles after the fixed part, byte for byte */
+GST_START_TEST (test_round_trip_slots_events)
+{
+  static const guint32 n_slots[] = { 1, 2, 3, GPUSHARE_MAX_SLOTS - 1,
+    GPUSHARE_MAX_SLOTS,
+  };
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  GpuShareMsg *back = g_new0 (GpuShareMsg, 1);
+  GByteArray *out = g_byte_array_new ();
+  guint32 n_fds;
+  guint i, e;
+
+  for (i = 0; i < G_N_ELEMENTS (n_slots); i++) {
+    GpuShareSlots *s = &msg->u.slots;
+    GpuShareHeader hdr;
+    gsize handles = 2 * n_slots[i] * EVENT_SIZE;
+
+    sample_msg (GPUSHARE_MSG_SLOTS, 2, msg, &n_fds);
+    s->n_slots = n_slots[i];
+    s->n_events = 2 * n_slots[i];
+    memset (s->events, 0, sizeof (s->events));
+    fill_events (s->events, s->n_events);
+    round_trip (msg, n_slots[i]);
+
+    g_byte_array_set_size (out, 0);
+    fail_unless (gpushare_msg_build (msg, n_slots[i], out));
+    fail_unless_equals_int (out->len, HDR_SIZE + SLOTS_FIXED + handles);
+    /* handle e at its place on the wire: ready ones, then done ones */
+    for (e = 0; e < s->n_events; e++)
+      fail_unless (memcmp (out->data + HDR_SIZE + SLOTS_FIXED +
+              e * EVENT_SIZE, s->events[e], EVENT_SIZE) == 0);
+
+    /* parsed into a dirty message: nothing left past n_events */
+    memset (back, 0xa5, sizeof (*back));
+    fail_unless_equals_int (gpushare_header_parse (out->data, out->len,
+            &hdr), GPUSHARE_PARSE_OK);
+    fail_unless_equals_int (gpushare_msg_parse (&hdr, out->data + HDR_SIZE,
+            hdr.payload_len, back), GPUSHARE_PARSE_OK);
+    fail_unless (memcmp (back->u.slots.events, s->events, handles) == 0);
+    for (e = s->n_events; e < GPUSHARE_MAX_EVENTS; e++) {
+      guint j;
+
+      for (j = 0; j < EVENT_SIZE; j++)
+        fail_unless_equals_int (back->u.slots.events[e][j], 0);
+    }
+
+    /* one fd more or fewer is refused */
+    g_byte_array_set_size (out, 0);
+    fail_if (gpushare_msg_build (msg, n_slots[i] - 1, out));
+    fail_if (gpushare_msg_build (msg, n_slots[i] + 1, out));
+    fail_unless_equals_int (out->len, 0);
+  }
+  g_byte_array_unref (out);
+  g_free (back);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
+/* GPU memory offered needs a way to synchronise it. */
+GST_START_TEST (test_payload_announce_sync)
+{
+  static const struct
+  {
+    guint32 mem_types;
+    guint32 sync_modes;
+    GpuShareParseResult res;
+  } table[] = {
+    {GPUSHARE_MEM_SYSTEM, 0, GPUSHARE_PARSE_OK},
+    {GPUSHARE_MEM_SYSTEM, GPUSHARE_SYNC_HOST, GPUSHARE_PARSE_OK},
+    {GPUSHARE_MEM_SYSTEM, G_MAXUINT32, GPUSHARE_PARSE_OK},
+    /* an unknown memory bit asks nothing of this version */
+    {GPUSHARE_MEM_SYSTEM | 0x10, 0, GPUSHARE_PARSE_OK},
+    {GPUSHARE_MEM_CUDA_VMM, 0, GPUSHARE_PARSE_MALFORMED},
+    {GPUSHARE_MEM_CUDA_LEGACY, 0, GPUSHARE_PARSE_MALFORMED},
+    {GPUSHARE_MEM_CUDA_FABRIC, 0, GPUSHARE_PARSE_MALFORMED},
+    {GPUSHARE_MEM_SYSTEM | GPUSHARE_MEM_CUDA_VMM, 0,
+        GPUSHARE_PARSE_MALFORMED},
+    {GPUSHARE_MEM_KNOWN_MASK, 0, GPUSHARE_PARSE_MALFORMED},
+    {G_MAXUINT32, 0, GPUSHARE_PARSE_MALFORMED},
+    /* only bits this version does not know: no way it can use */
+    {GPUSHARE_MEM_CUDA_VMM, 0x8, GPUSHARE_PARSE_MALFORMED},
+    {GPUSHARE_MEM_CUDA_VMM, 0xfffffff8, GPUSHARE_PARSE_MALFORMED},
+    {GPUSHARE_MEM_CUDA_VMM, GPUSHARE_SYNC_HOST, GPUSHARE_PARSE_OK},
+    {GPUSHARE_MEM_CUDA_VMM, GPUSHARE_SYNC_SEMAPHORE, GPUSHARE_PARSE_OK},
+    {GPUSHARE_MEM_CUDA_LEGACY, GPUSHARE_SYNC_EVENT, GPUSHARE_PARSE_OK},
+    {GPUSHARE_MEM_CUDA_FABRIC, GPUSHARE_SYNC_KNOWN_MASK, GPUSHARE_PARSE_OK},
+    {GPUSHARE_MEM_CUDA_VMM, 0x9, GPUSHARE_PARSE_OK},
+    {G_MAXUINT32, G_MAXUINT32, GPUSHARE_PARSE_OK},
+    /* no known memory type at all: refused for that first */
+    {0x10, 0, GPUSHARE_PARSE_MALFORMED},
+  };
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  GpuShareMsg *back = g_new0 (GpuShareMsg, 1);
+  GByteArray *out = g_byte_array_new ();
+  guint32 n_fds;
+  guint i;
+
+  for (i = 0; i < G_N_ELEMENTS (table); i++) {
+    sample_msg (GPUSHARE_MSG_ANNOUNCE, 2, msg, &n_fds);
+    msg->u.announce.mem_types = table[i].mem_types;
+    msg->u.announce.device.sync_modes = table[i].sync_modes;
+    fail_unless (parse_raw_msg (msg, 0, back) == table[i].res,
+        "case %u: got %s", i,
+        gpushare_parse_result_to_string (parse_raw_msg (msg, 0, back)));
+    g_byte_array_set_size (out, 0);
+    fail_unless_equals_int (gpushare_msg_build (msg, 0, out),
+        table[i].res == GPUSHARE_PARSE_OK);
+    if (table[i].res == GPUSHARE_PARSE_OK)
+      round_trip (msg, 0);
+    else
+      fail_unless_equals_int (out->len, 0);
+  }
+  g_byte_array_unref (out);
+  g_free (back);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
+/* System memory: sync_mode 0.  GPU memory: exactly one known sync bit. */
+GST_START_TEST (test_payload_accept_sync)
+{
+  static const guint32 mem[] = { GPUSHARE_MEM_SYSTEM, GPUSHARE_MEM_CUDA_VMM,
+    GPUSHARE_MEM_CUDA_LEGACY, GPUSHARE_MEM_CUDA_FABRIC,
+  };
+  static const guint32 sync[] = { 0, GPUSHARE_SYNC_HOST,
+    GPUSHARE_SYNC_SEMAPHORE, GPUSHARE_SYNC_EVENT,
+    /* two or three bits */
+    0x3, 0x5, 0x6, 0x7,
+    /* unknown bits, alone or beside a known one */
+    0x8, 0x10, 0x9, 0xc, 0x80000000, 0x80000001, G_MAXUINT32,
+  };
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  GpuShareMsg *back = g_new0 (GpuShareMsg, 1);
+  GByteArray *out = g_byte_array_new ();
+  guint32 n_fds;
+  guint i, j;
+
+  for (i = 0; i < G_N_ELEMENTS (mem); i++) {
+    for (j = 0; j < G_N_ELEMENTS (sync); j++) {
+      gboolean ok;
+      GpuShareParseResult res;
+
+      if (mem[i] == GPUSHARE_MEM_SYSTEM)
+        ok = sync[j] == 0;
+      else
+        ok = sync[j] == GPUSHARE_SYNC_HOST ||
+            sync[j] == GPUSHARE_SYNC_SEMAPHORE ||
+            sync[j] == GPUSHARE_SYNC_EVENT;
+
+      sample_msg (GPUSHARE_MSG_ACCEPT, 2, msg, &n_fds);
+      msg->u.accept.mem_type = mem[i];
+      msg->u.accept.sync_mode = sync[j];
+      res = parse_raw_msg (msg, 0, back);
+      fail_unless (res == (ok ? GPUSHARE_PARSE_OK :
+              GPUSHARE_PARSE_MALFORMED), "%s with sync 0x%x: got %s",
+          gpushare_mem_type_to_string (mem[i]), sync[j],
+          gpushare_parse_result_to_string (res));
+      g_byte_array_set_size (out, 0);
+      fail_unless_equals_int (gpushare_msg_build (msg, 0, out), ok);
+      if (ok)
+        round_trip (msg, 0);
+      else
+        fail_unless_equals_int (out->len, 0);
+    }
+  }
+  g_byte_array_unref (out);
+  g_free (back);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
+/* The reason, after a name: its cap, its bytes, its place. */
+GST_START_TEST (test_payload_accept_reason)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  GpuShareMsg *back = g_new0 (GpuShareMsg, 1);
+  guint8 *b = g_malloc0 (GPUSHARE_MAX_PAYLOAD);
+  gsize len, fixed;
+  guint32 n_fds;
+
+  /* a full name, then the reason */
+  sample_msg (GPUSHARE_MSG_ACCEPT, 0, msg, &n_fds);
+  fixed = raw_fixed (msg, b);
+  memcpy (b + fixed, msg->u.accept.name, GPUSHARE_MAX_NAME_LEN);
+  fixed += GPUSHARE_MAX_NAME_LEN;
+
+  /* at the cap: accepted; the whole payload, nothing more.  One byte
+   * more follows, for the cases over the cap */
+  fill_utf8 ((gchar *) b + fixed, GPUSHARE_MAX_REASON_LEN);
+  b[fixed + GPUSHARE_MAX_REASON_LEN] = 'x';
+  put32 (b, ACCEPT_REASON_LEN, GPUSHARE_MAX_REASON_LEN);
+  len = fixed + GPUSHARE_MAX_REASON_LEN;
+  fail_unless_equals_int (parse_payload (GPUSHARE_MSG_ACCEPT, 0, b, len,
+          back), GPUSHARE_PARSE_OK);
+  fail_unless_equals_int (back->u.accept.reason_len, GPUSHARE_MAX_REASON_LEN);
+  fail_unless (memcmp (back->u.accept.reason, b + fixed,
+          GPUSHARE_MAX_REASON_LEN) == 0);
+  fail_unless_equals_int (back->u.accept.reason[GPUSHARE_MAX_REASON_LEN], 0);
+
+  /* one byte short: truncated, whether the name is whole or not */
+  fail_unless_equals_int (parse_payload (GPUSHARE_MSG_ACCEPT, 0, b, len - 1,
+          back), GPUSHARE_PARSE_TRUNCATED);
+  fail_unless_equals_int (parse_payload (GPUSHARE_MSG_ACCEPT, 0, b, fixed,
+          back), GPUSHARE_PARSE_TRUNCATED);
+  put32 (b, ACCEPT_REASON_LEN, 1);
+  fail_unless_equals_int (parse_payload (GPUSHARE_MSG_ACCEPT, 0, b, fixed,
+          back), GPUSHARE_PARSE_TRUNCATED);
+  fail_unless_equals_int (parse_payload (GPUSHARE_MSG_ACCEPT, 0, b,
+          fixed + 1, back), GPUSHARE_PARSE_OK);
+
+  /* over the cap: malformed, with its bytes present or not, and no sum
+   * of the two lengths wraps */
+  put32 (b, ACCEPT_REASON_LEN, GPUSHARE_MAX_REASON_LEN + 1);
+  fail_unless_equals_int (parse_payload (GPUSHARE_MSG_ACCEPT, 0, b,
+          fixed + GPUSHARE_MAX_REASON_LEN + 1, back),
+      GPUSHARE_PARSE_MALFORMED);
+  fail_unless_equals_int (parse_payload (GPUSHARE_MSG_ACCEPT, 0, b, fixed,
+          back), GPUSHARE_PARSE_MALFORMED);
+  put32 (b, ACCEPT_REASON_LEN, G_MAXUINT32);
+  fail_unless_equals_int (parse_payload (GPUSHARE_MSG_ACCEPT, 0, b, fixed,
+          back), GPUSHARE_PARSE_MALFORMED);
+  put32 (b, ACCEPT_REASON_LEN, G_MAXUINT32 - GPUSHARE_MAX_NAME_LEN + 1);
+  fail_unless_equals_int (parse_payload (GPUSHARE_MSG_ACCEPT, 0, b, fixed,
+          back), GPUSHARE_PARSE_MALFORMED);
+
+  /* not UTF-8, or a NUL: malformed */
+  put32 (b, ACCEPT_REASON_LEN, 4);
+  memcpy (b + fixed, "ok\xc3(", 4);
+  fail_unless_equals_int (parse_payload (GPUSHARE_MSG_ACCEPT, 0, b,
+          fixed + 4, back), GPUSHARE_PARSE_MALFORMED);
+  memcpy (b + fixed, "\xfe" "abc", 4);
+  fail_unless_equals_int (parse_payload (GPUSHARE_MSG_ACCEPT, 0, b,
+          fixed + 4, back), GPUSHARE_PARSE_MALFORMED);
+  memcpy (b + fixed, "ab\0c", 4);
+  fail_unless_equals_int (parse_payload (GPUSHARE_MSG_ACCEPT, 0, b,
+          fixed + 4, back), GPUSHARE_PARSE_MALFORMED);
+  memcpy (b + fixed, "\xe2\x82\xac!", 4);
+  fail_unless_equals_int (parse_payload (GPUSHARE_MSG_ACCEPT, 0, b,
+          fixed + 4, back), GPUSHARE_PARSE_OK);
+  fail_unless_equals_string (back->u.accept.reason, "\xe2\x82\xac!");
+  /* the name before it is still judged on its own */
+  b[ACCEPT_FIXED] = 0xff;
+  fail_unless_equals_int (parse_payload (GPUSHARE_MSG_ACCEPT, 0, b,
+          fixed + 4, back), GPUSHARE_PARSE_MALFORMED);
+
+  g_free (b);
+  g_free (back);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
+static gsize
+handle_bytes (guint32 n_events)
+{
+  return (gsize) n_events * EVENT_SIZE;
+}
+
+/* handle bytes for hostile SLOTS: any pattern, as long as it is known */
+static guint8 slots_pattern[(GPUSHARE_MAX_EVENTS + 2) * EVENT_SIZE];
+
+static void
+init_slots_pattern (void)
+{
+  guint i;
+
+  for (i = 0; i < sizeof (slots_pattern); i++)
+    slots_pattern[i] = (i * 7 + 3) & 0xff;
+}
+
+#define H(n) ((n) * EVENT_SIZE)
+#define SYS GPUSHARE_MEM_SYSTEM
+#define VMM GPUSHARE_MEM_CUDA_VMM
+#define LEG GPUSHARE_MEM_CUDA_LEGACY
+#define FAB GPUSHARE_MEM_CUDA_FABRIC
+#define HOST GPUSHARE_SYNC_HOST
+#define SEM GPUSHARE_SYNC_SEMAPHORE
+#define EVT GPUSHARE_SYNC_EVENT
+#define OK GPUSHARE_PARSE_OK
+#define BAD GPUSHARE_PARSE_MALFORMED
+#define FDS GPUSHARE_PARSE_BAD_FD_COUNT
+#define CUT GPUSHARE_PARSE_TRUNCATED
+
+typedef struct
+{
+  const gchar *what;
+  guint32 n_slots;
+  guint32 mem_type;
+  guint32 sync_mode;
+  guint32 n_sync_fds;
+  guint64 sync_size;
+  guint32 n_events;
+  guint32 present;              /* bytes of handles in the payload */
+  guint32 n_fds;                /* the header's */
+  GpuShareParseResult res;
+} SlotsSyncCase;
+
+static const SlotsSyncCase slots_sync_cases[] = {
+  /* sync_mode and mem_type */
+  {"system", 4, SYS, 0, 0, 0, 0, 0, 4, OK},
+  {"system, host", 4, SYS, HOST, 0, 0, 0, 0, 4, BAD},
+  {"system, semaphore", 4, SYS, SEM, 1, 64, 0, 0, 5, BAD},
+  {"system, event", 4, SYS, EVT, 0, 0, 8, H (8), 4, BAD},
+  {"system, block fd", 4, SYS, 0, 1, 64, 0, 0, 5, BAD},
+  {"system, handles", 4, SYS, 0, 0, 0, 8, H (8), 4, BAD},
+  {"cuda, sync 0", 4, VMM, 0, 0, 0, 0, 0, 4, BAD},
+  {"cuda, host", 4, VMM, HOST, 0, 0, 0, 0, 4, OK},
+  {"cuda, two bits", 4, VMM, HOST | SEM, 0, 0, 0, 0, 4, BAD},
+  {"cuda, semaphore + event", 4, VMM, SEM | EVT, 1, 64, 8, H (8), 5, BAD},
+  {"cuda, every known bit", 4, VMM, 0x7, 0, 0, 0, 0, 4, BAD},
+  {"cuda, unknown bit", 4, VMM, 0x8, 0, 0, 0, 0, 4, BAD},
+  {"cuda, host + unknown", 4, VMM, 0x9, 0, 0, 0, 0, 4, BAD},
+  {"cuda, top bit", 4, VMM, 0x80000000, 0, 0, 0, 0, 4, BAD},
+  {"cuda, every bit", 4, VMM, G_MAXUINT32, 0, 0, 0, 0, 4, BAD},
+  {"host, block fd", 4, VMM, HOST, 1, 64, 0, 0, 5, BAD},
+  {"host, handles", 4, VMM, HOST, 0, 0, 8, H (8), 4, BAD},
+  {"host, n+1 fds", 4, VMM, HOST, 0, 0, 0, 0, 5, FDS},
+  {"host, n-1 fds", 4, VMM, HOST, 0, 0, 0, 0, 3, FDS},
+  /* semaphore: the block is the last fd */
+  {"semaphore", 4, VMM, SEM, 1, 64, 0, 0, 5, OK},
+  {"semaphore, legacy", 4, LEG, SEM, 1, 64, 0, 0, 5, OK},
+  {"semaphore, fabric", 4, FAB, SEM, 1, 64, 0, 0, 5, OK},
+  {"semaphore, 1 slot", 1, VMM, SEM, 1, 16, 0, 0, 2, OK},
+  {"semaphore, max slots", 64, VMM, SEM, 1, 1024, 0, 0, 65, OK},
+  {"semaphore without its fd", 4, VMM, SEM, 0, 64, 0, 0, 4, BAD},
+  {"semaphore without its fd, n+1 fds", 4, VMM, SEM, 0, 64, 0, 0, 5, BAD},
+  {"semaphore, 2 block fds", 4, VMM, SEM, 2, 64, 0, 0, 6, BAD},
+  {"semaphore, n_sync_fds uint32", 4, VMM, SEM, G_MAXUINT32, 64, 0, 0, 3,
+      BAD},
+  {"semaphore, n fds", 4, VMM, SEM, 1, 64, 0, 0, 4, FDS},
+  {"semaphore, n+2 fds", 4, VMM, SEM, 1, 64, 0, 0, 6, FDS},
+  {"semaphore, no fds", 4, VMM, SEM, 1, 64, 0, 0, 0, FDS},
+  {"semaphore, 1 slot, 1 fd", 1, VMM, SEM, 1, 16, 0, 0, 1, FDS},
+  {"semaphore, 1 slot, 3 fds", 1, VMM, SEM, 1, 16, 0, 0, 3, FDS},
+  {"semaphore, max slots, 64 fds", 64, VMM, SEM, 1, 1024, 0, 0, 64, FDS},
+  {"semaphore, max slots, 66 fds", 64, VMM, SEM, 1, 1024, 0, 0, 66, FDS},
+  {"semaphore, handles", 4, VMM, SEM, 1, 64, 8, H (8), 5, BAD},
+  /* the block holds 16 bytes a slot at least */
+  {"sync_size 16n-1", 4, VMM, SEM, 1, 63, 0, 0, 5, BAD},
+  {"sync_size 16n+1", 4, VMM, SEM, 1, 65, 0, 0, 5, OK},
+  {"sync_size 0", 4, VMM, SEM, 1, 0, 0, 0, 5, BAD},
+  {"sync_size 1 slot, 15", 1, VMM, SEM, 1, 15, 0, 0, 2, BAD},
+  {"sync_size max slots, 1023", 64, VMM, SEM, 1, 1023, 0, 0, 65, BAD},
+  {"sync_size max", 4, VMM, SEM, 1, GPUSHARE_MAX_SLOT_SIZE, 0, 0, 5, OK},
+  {"sync_size max+1", 4, VMM, SEM, 1, GPUSHARE_MAX_SLOT_SIZE + 1, 0, 0, 5,
+      BAD},
+  {"sync_size uint64", 4, VMM, SEM, 1, G_MAXUINT64, 0, 0, 5, BAD},
+  /* events: n_slots ready handles, then n_slots done handles */
+  {"event", 4, VMM, EVT, 0, 0, 8, H (8), 4, OK},
+  {"event, legacy", 4, LEG, EVT, 0, 0, 8, H (8), 4, OK},
+  {"event, 1 slot", 1, VMM, EVT, 0, 0, 2, H (2), 1, OK},
+  {"event, max slots", 64, FAB, EVT, 0, 0, 128, H (128), 64, OK},
+  {"event, no handles", 4, VMM, EVT, 0, 0, 0, 0, 4, BAD},
+  {"event, n handles", 4, VMM, EVT, 0, 0, 4, H (4), 4, BAD},
+  {"event, 2n-1 handles", 4, VMM, EVT, 0, 0, 7, H (7), 4, BAD},
+  {"event, 2n+1 handles", 4, VMM, EVT, 0, 0, 9, H (9), 4, BAD},
+  {"event, 1 slot, 1 handle", 1, VMM, EVT, 0, 0, 1, H (1), 1, BAD},
+  {"event, 1 slot, 3 handles", 1, VMM, EVT, 0, 0, 3, H (3), 1, BAD},
+  {"event, max slots, 127", 64, VMM, EVT, 0, 0, 127, H (127), 64, BAD},
+  {"event, block fd", 4, VMM, EVT, 1, 64, 8, H (8), 5, BAD},
+  {"event, n+1 fds", 4, VMM, EVT, 0, 0, 8, H (8), 5, FDS},
+  {"event, n-1 fds", 4, VMM, EVT, 0, 0, 8, H (8), 3, FDS},
+  /* over the cap: refused before their bytes are looked for */
+  {"events max+1", 64, VMM, EVT, 0, 0, 129, H (129), 64, BAD},
+  {"events max+1, absent", 64, VMM, EVT, 0, 0, 129, 0, 64, BAD},
+  {"events max+2", 64, VMM, EVT, 0, 0, 130, H (130), 64, BAD},
+  {"events 2^26 (x64 wraps 32 bits)", 4, VMM, EVT, 0, 0, 1u << 26, 0, 4,
+      BAD},
+  {"events uint32", 4, VMM, EVT, 0, 0, G_MAXUINT32, 0, 4, BAD},
+  /* truncated */
+  {"events cut by a byte", 4, VMM, EVT, 0, 0, 8, H (8) - 1, 4, CUT},
+  {"events cut by a handle", 4, VMM, EVT, 0, 0, 8, H (7), 4, CUT},
+  {"events absent", 4, VMM, EVT, 0, 0, 8, 0, 4, CUT},
+  {"events max, cut by a byte", 64, VMM, EVT, 0, 0, 128, H (128) - 1, 64,
+      CUT},
+  /* lengths come before ranges, as for strings */
+  {"events absent, n_slots 0", 0, VMM, EVT, 0, 0, 2, 0, 0, CUT},
+  /* a byte more: a newer minor's extension */
+  {"events and a byte", 4, VMM, EVT, 0, 0, 8, H (8) + 1, 4, OK},
+};
+
+#undef H
+#undef SYS
+#undef VMM
+#undef LEG
+#undef FAB
+#undef HOST
+#undef SEM
+#undef EVT
+#undef OK
+#undef BAD
+#undef FDS
+#undef CUT
+
+GST_START_TEST (test_payload_slots_sync)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  GpuShareMsg *back = g_new0 (GpuShareMsg, 1);
+  GByteArray *out = g_byte_array_new ();
+  guint8 *b = g_malloc0 (GPUSHARE_MAX_PAYLOAD);
+  guint32 n_fds;
+  guint i;
+
+  init_slots_pattern ();
+  for (i = 0; i < G_N_ELEMENTS (slots_sync_cases); i++) {
+    const SlotsSyncCase *c = &slots_sync_cases[i];
+    GpuShareSlots *s = &msg->u.slots;
+    GpuShareParseResult res;
+    gsize len;
+
+    sample_msg (GPUSHARE_MSG_SLOTS, 1, msg, &n_fds);
+    s->slot_size = 4096;
+    s->n_slots = c->n_slots;
+    s->mem_type = c->mem_type;
+    s->sync_mode = c->sync_mode;
+    s->n_sync_fds = c->n_sync_fds;
+    s->sync_size = c->sync_size;
+    s->n_events = c->n_events;
+    memcpy (s->events, slots_pattern, sizeof (s->events));
+
+    g_assert (c->present <= sizeof (slots_pattern));
+    len = raw_fixed (msg, b);
+    memcpy (b + len, slots_pattern, c->present);
+    len += c->present;
+    res = parse_payload (GPUSHARE_MSG_SLOTS, c->n_fds, b, len, back);
+    fail_unless (res == c->res, "%s: got %s", c->what,
+        gpushare_parse_result_to_string (res));
+
+    if (res == GPUSHARE_PARSE_OK) {
+      fail_unless (memcmp (back->u.slots.events, slots_pattern,
+              handle_bytes (c->n_events)) == 0);
+      assert_msg_equal (back, msg);
+    }
+
+    /* where the payload is whole (or cannot be), the builder agrees */
+    if (c->n_events > GPUSHARE_MAX_EVENTS ||
+        c->present == handle_bytes (c->n_events)) {
+      g_byte_array_set_size (out, 0);
+      fail_unless (gpushare_msg_build (msg, c->n_fds, out) ==
+          (c->res == GPUSHARE_PARSE_OK), "%s: builder disagrees", c->what);
+      if (c->res == GPUSHARE_PARSE_OK)
+        round_trip (msg, c->n_fds);
+      else
+        fail_unless_equals_int (out->len, 0);
+    }
+  }
+  g_free (b);
   g_byte_array_unref (out);
   g_free (back);
   g_free (msg);
@@ -1973,6 +3016,15 @@ gpushareproto_suite (void)
   tcase_add_test (tc, test_payload_reserved_ignored);
   tcase_add_test (tc, test_build_refuses);
   tcase_add_test (tc, test_byte_sweep);
+  tcase_add_test (tc, test_constants);
+  tcase_add_test (tc, test_round_trip_announce_device);
+  tcase_add_test (tc, test_round_trip_accept_sync);
+  tcase_add_test (tc, test_round_trip_slots_semaphore);
+  tcase_add_test (tc, test_round_trip_slots_events);
+  tcase_add_test (tc, test_payload_announce_sync);
+  tcase_add_test (tc, test_payload_accept_sync);
+  tcase_add_test (tc, test_payload_accept_reason);
+  tcase_add_test (tc, test_payload_slots_sync);
   tcase_add_test (tc, test_layout_set_caps);
   tcase_add_test (tc, test_to_string);
 

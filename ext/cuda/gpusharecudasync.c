@@ -1,0 +1,726 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Per-slot synchronisation objects of the CUDA transport: semaphore words
+ * in a small shared VMM block, and CUDA IPC events.  See the header for the
+ * protocol, the frozen block layout and why the forced value is G_MAXINT64.
+ *
+ * The semaphore block is allocated like a frame slot (cuMemCreate, POSIX-fd
+ * handle, one granularity unit), but the consumer maps it read-write: it
+ * must write its done words.  That is why it is a separate allocation from
+ * the read-only frame slots.
+ *
+ * Nothing here calls cuCtxSynchronize or touches the legacy default stream:
+ * a stream blocked on a word that is never written would make either wait
+ * forever.  Never log a handle, a device pointer, an fd or handle bytes.
+ */
+
+#include "gpusharecudasync.h"
+
+#include <fcntl.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+#include <gst/gst.h>
+
+GST_DEBUG_CATEGORY_STATIC (gpushare_cuda_sync_debug);
+#define GST_CAT_DEFAULT gpushare_cuda_sync_debug
+
+/* the wire carries exactly these bytes */
+G_STATIC_ASSERT (sizeof (CUipcEventHandle) == GPUSHARE_CUDA_EVENT_HANDLE_SIZE);
+G_STATIC_ASSERT (GPUSHARE_CUDA_SEM_WORD_SIZE == sizeof (guint64));
+
+/* far more than a ring needs; bounds what a peer's message can ask for */
+#define MAX_EVENTS 1024
+
+struct _GpuShareCudaSem
+{
+  gint device;
+  guint n_slots;
+  gsize size;
+  gboolean imported;
+  CUcontext ctx;
+  CUmemGenericAllocationHandle handle;
+  gboolean have_handle;
+  CUdeviceptr ptr;
+  gboolean mapped;
+};
+
+struct _GpuShareCudaEvents
+{
+  gint device;
+  guint n;
+  gboolean imported;
+  CUcontext ctx;
+  CUevent *events;
+};
+
+static void
+ensure_debug (void)
+{
+  static gsize once = 0;
+
+  if (g_once_init_enter (&once)) {
+    GST_DEBUG_CATEGORY_INIT (gpushare_cuda_sync_debug, "gpusharecudasync", 0,
+        "gpushare CUDA semaphores and IPC events");
+    g_once_init_leave (&once, 1);
+  }
+}
+
+/* retains the primary context of device and makes it current */
+static gboolean
+retain_push_ctx (gint device, CUcontext * ctx, GError ** error)
+{
+  GpuShareCudaApi *cu = gpushare_cuda ();
+  CUdevice dev;
+
+  if (!gpushare_cuda_check (cu->cuDeviceGet (&dev, device), "cuDeviceGet",
+          error)
+      || !gpushare_cuda_check (cu->cuDevicePrimaryCtxRetain (ctx, dev),
+          "cuDevicePrimaryCtxRetain", error))
+    return FALSE;
+  if (!gpushare_cuda_check (cu->cuCtxPushCurrent (*ctx), "cuCtxPushCurrent",
+          error)) {
+    cu->cuDevicePrimaryCtxRelease (dev);
+    *ctx = NULL;
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static void
+pop_ctx (void)
+{
+  CUcontext dummy;
+
+  gpushare_cuda ()->cuCtxPopCurrent (&dummy);
+}
+
+static void
+release_ctx (gint device)
+{
+  CUdevice dev;
+
+  if (gpushare_cuda ()->cuDeviceGet (&dev, device) == CUDA_SUCCESS)
+    gpushare_cuda ()->cuDevicePrimaryCtxRelease (dev);
+}
+
+static gboolean
+device_attr (gint device, CUdevice_attribute a, const gchar * what,
+    GError ** error)
+{
+  GpuShareCudaApi *cu = gpushare_cuda ();
+  CUdevice dev;
+  gint v = 0;
+
+  if (!gpushare_cuda_check (cu->cuDeviceGet (&dev, device), "cuDeviceGet",
+          error))
+    return FALSE;
+  if (cu->cuDeviceGetAttribute (&v, a, dev) != CUDA_SUCCESS || v == 0) {
+    g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_UNSUPPORTED,
+        "CUDA device %d has no %s", device, what);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* ------------------------------------------------------------------------ */
+/* semaphore words */
+
+static gboolean
+sem_device_ok (gint device, GError ** error)
+{
+  return device_attr (device,
+      CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+      "virtual memory management", error)
+      && device_attr (device,
+      CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED,
+      "VMM export as a POSIX file descriptor", error)
+      && device_attr (device,
+      CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS,
+      "64-bit stream memory operations", error);
+}
+
+static void
+sem_prop (gint device, CUmemAllocationProp * prop)
+{
+  memset (prop, 0, sizeof (*prop));
+  prop->type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop->location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop->location.id = device;
+  prop->requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+}
+
+/* Both sides compute the size on their own from the same device's
+ * granularity; a mismatch makes the importer's cuMemMap fail. */
+static gboolean
+sem_alloc_size (gint device, guint n_slots, gsize * size, GError ** error)
+{
+  CUmemAllocationProp prop;
+  size_t gran = 0;
+  gsize need = GPUSHARE_CUDA_SEM_DONE_OFFSET +
+      (gsize) n_slots * GPUSHARE_CUDA_SEM_WORD_SIZE;
+
+  sem_prop (device, &prop);
+  if (!gpushare_cuda_check (gpushare_cuda ()->cuMemGetAllocationGranularity
+          (&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
+          "cuMemGetAllocationGranularity", error))
+    return FALSE;
+  if (gran == 0)
+    gran = 2 * 1024 * 1024;
+  *size = (need + gran - 1) / gran * gran;
+  return TRUE;
+}
+
+/* common start of new and import: checks, retains and pushes the primary
+ * context.  NULL with error set, or a block whose context is current. */
+static GpuShareCudaSem *
+sem_start (gint device, guint n_slots, gboolean imported, GError ** error)
+{
+  GpuShareCudaSem *sem;
+
+  ensure_debug ();
+  if (n_slots == 0 || n_slots > GPUSHARE_CUDA_SEM_MAX_SLOTS) {
+    g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_UNSUPPORTED,
+        "%u semaphore slots asked for, 1 .. %u supported", n_slots,
+        (guint) GPUSHARE_CUDA_SEM_MAX_SLOTS);
+    return NULL;
+  }
+  if (!gpushare_cuda_load (error) || !sem_device_ok (device, error))
+    return NULL;
+
+  sem = g_new0 (GpuShareCudaSem, 1);
+  sem->device = device;
+  sem->n_slots = n_slots;
+  sem->imported = imported;
+  if (!retain_push_ctx (device, &sem->ctx, error)) {
+    g_free (sem);
+    return NULL;
+  }
+  if (!sem_alloc_size (device, n_slots, &sem->size, error)) {
+    pop_ctx ();
+    release_ctx (device);
+    g_free (sem);
+    return NULL;
+  }
+  return sem;
+}
+
+/* context current: reserve, map and open read-write access */
+static gboolean
+sem_map (GpuShareCudaSem * sem, GError ** error)
+{
+  GpuShareCudaApi *cu = gpushare_cuda ();
+  CUmemAccessDesc access;
+
+  if (!gpushare_cuda_check (cu->cuMemAddressReserve (&sem->ptr, sem->size, 0,
+              0, 0), "cuMemAddressReserve", error)) {
+    sem->ptr = 0;
+    return FALSE;
+  }
+  if (!gpushare_cuda_check (cu->cuMemMap (sem->ptr, sem->size, 0,
+              sem->handle, 0), "cuMemMap", error))
+    return FALSE;
+  sem->mapped = TRUE;
+  memset (&access, 0, sizeof (access));
+  access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  access.location.id = sem->device;
+  /* read-write on both sides: the consumer writes its done words.
+   * Mappings start inaccessible: without this every access faults. */
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  return gpushare_cuda_check (cu->cuMemSetAccess (sem->ptr, sem->size,
+          &access, 1), "cuMemSetAccess", error);
+}
+
+/* context current: zero the whole block from a private stream */
+static gboolean
+sem_zero (GpuShareCudaSem * sem, GError ** error)
+{
+  GpuShareCudaApi *cu = gpushare_cuda ();
+  CUstream stream = NULL;
+  gboolean ok;
+
+  if (!gpushare_cuda_check (cu->cuStreamCreate (&stream,
+              CU_STREAM_NON_BLOCKING), "cuStreamCreate", error))
+    return FALSE;
+  ok = gpushare_cuda_check (cu->cuMemsetD32Async (sem->ptr, 0,
+          sem->size / 4, stream), "cuMemsetD32Async", error)
+      && gpushare_cuda_check (cu->cuStreamSynchronize (stream),
+      "cuStreamSynchronize", error);
+  cu->cuStreamDestroy (stream);
+  return ok;
+}
+
+/* context current: undoes whatever exists, in reverse order */
+static void
+sem_unmap (GpuShareCudaSem * sem)
+{
+  GpuShareCudaApi *cu = gpushare_cuda ();
+
+  if (sem->mapped)
+    cu->cuMemUnmap (sem->ptr, sem->size);
+  if (sem->ptr)
+    cu->cuMemAddressFree (sem->ptr, sem->size);
+  if (sem->have_handle)
+    cu->cuMemRelease (sem->handle);
+  sem->mapped = FALSE;
+  sem->ptr = 0;
+  sem->have_handle = FALSE;
+}
+
+GpuShareCudaSem *
+gpushare_cuda_sem_new (gint device, guint n_slots, GError ** error)
+{
+  GpuShareCudaSem *sem;
+  CUmemAllocationProp prop;
+
+  sem = sem_start (device, n_slots, FALSE, error);
+  if (!sem)
+    return NULL;
+
+  sem_prop (device, &prop);
+  if (!gpushare_cuda_check (gpushare_cuda ()->cuMemCreate (&sem->handle,
+              sem->size, &prop, 0), "cuMemCreate", error))
+    goto failed;
+  sem->have_handle = TRUE;
+  /* cuMemCreate does not promise zeroed memory, and a stale word would
+   * satisfy a wait that must block */
+  if (!sem_map (sem, error) || !sem_zero (sem, error))
+    goto failed;
+  pop_ctx ();
+  GST_DEBUG ("semaphore block of %u slots (%" G_GSIZE_FORMAT " bytes) "
+      "created on device %d", n_slots, sem->size, device);
+  return sem;
+
+failed:
+  sem_unmap (sem);
+  pop_ctx ();
+  release_ctx (device);
+  g_free (sem);
+  return NULL;
+}
+
+gint
+gpushare_cuda_sem_export (GpuShareCudaSem * sem, GError ** error)
+{
+  int fd = -1;
+  CUresult res;
+
+  g_return_val_if_fail (sem != NULL, -1);
+  g_return_val_if_fail (!sem->imported, -1);
+
+  res = gpushare_cuda ()->cuMemExportToShareableHandle (&fd, sem->handle,
+      CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+  if (!gpushare_cuda_check (res, "cuMemExportToShareableHandle", error))
+    return -1;
+  /* the driver does not promise CLOEXEC: our fds never leak into exec */
+  if (fcntl (fd, F_SETFD, FD_CLOEXEC) < 0) {
+    close (fd);
+    g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_CALL,
+        "cannot mark the exported semaphore block close-on-exec");
+    return -1;
+  }
+  return fd;
+}
+
+GpuShareCudaSem *
+gpushare_cuda_sem_import (gint device, gint fd, guint n_slots,
+    GError ** error)
+{
+  GpuShareCudaSem *sem;
+  CUresult res;
+
+  if (fd < 0) {
+    g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_CALL,
+        "no file descriptor for the semaphore block");
+    return NULL;
+  }
+  sem = sem_start (device, n_slots, TRUE, error);
+  if (!sem) {
+    close (fd);
+    return NULL;
+  }
+
+  res = gpushare_cuda ()->cuMemImportFromShareableHandle (&sem->handle,
+      (void *) (uintptr_t) fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  /* import a received fd once, then let it go: an open exported fd keeps
+   * the memory alive */
+  close (fd);
+  if (!gpushare_cuda_check (res, "cuMemImportFromShareableHandle", error))
+    goto failed;
+  sem->have_handle = TRUE;
+  if (!sem_map (sem, error))
+    goto failed;
+  pop_ctx ();
+  GST_DEBUG ("semaphore block of %u slots imported on device %d", n_slots,
+      device);
+  return sem;
+
+failed:
+  sem_unmap (sem);
+  pop_ctx ();
+  release_ctx (device);
+  g_free (sem);
+  return NULL;
+}
+
+void
+gpushare_cuda_sem_free (GpuShareCudaSem * sem)
+{
+  GpuShareCudaApi *cu;
+
+  if (!sem)
+    return;
+  cu = gpushare_cuda ();
+  /* No synchronisation here on purpose: a stream still blocked on a word
+   * would make it wait forever.  The caller forced the block first if
+   * anything could still wait on it. */
+  if (cu->cuCtxPushCurrent (sem->ctx) == CUDA_SUCCESS) {
+    sem_unmap (sem);
+    pop_ctx ();
+  } else {
+    GST_ERROR ("cannot make device %d current: semaphore block leaked",
+        sem->device);
+  }
+  release_ctx (sem->device);
+  GST_DEBUG ("semaphore block of %u slots %s", sem->n_slots,
+      sem->imported ? "unimported" : "freed");
+  g_free (sem);
+}
+
+gsize
+gpushare_cuda_sem_size (GpuShareCudaSem * sem)
+{
+  g_return_val_if_fail (sem != NULL, 0);
+
+  return sem->size;
+}
+
+guint
+gpushare_cuda_sem_n_slots (GpuShareCudaSem * sem)
+{
+  g_return_val_if_fail (sem != NULL, 0);
+
+  return sem->n_slots;
+}
+
+CUdeviceptr
+gpushare_cuda_sem_ready (GpuShareCudaSem * sem, guint slot)
+{
+  g_return_val_if_fail (sem != NULL, 0);
+  g_return_val_if_fail (slot < sem->n_slots, 0);
+
+  return sem->ptr + (CUdeviceptr) slot * GPUSHARE_CUDA_SEM_WORD_SIZE;
+}
+
+CUdeviceptr
+gpushare_cuda_sem_done (GpuShareCudaSem * sem, guint slot)
+{
+  g_return_val_if_fail (sem != NULL, 0);
+  g_return_val_if_fail (slot < sem->n_slots, 0);
+
+  return sem->ptr + GPUSHARE_CUDA_SEM_DONE_OFFSET +
+      (CUdeviceptr) slot * GPUSHARE_CUDA_SEM_WORD_SIZE;
+}
+
+/* a value can come from a peer's message: an error, not a critical */
+static gboolean
+check_value (guint64 value, GError ** error)
+{
+  if (value <= GPUSHARE_CUDA_SEM_MAX_VALUE)
+    return TRUE;
+  g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_UNSUPPORTED,
+      "semaphore value out of range (more than 2^63 - 1)");
+  return FALSE;
+}
+
+gboolean
+gpushare_cuda_sem_signal (CUstream stream, CUdeviceptr word, guint64 value,
+    GError ** error)
+{
+  g_return_val_if_fail (stream != NULL && stream != CU_STREAM_LEGACY, FALSE);
+  g_return_val_if_fail (word != 0, FALSE);
+
+  if (!check_value (value, error))
+    return FALSE;
+  /* the default flags keep the memory barrier: what the stream wrote before
+   * (the frame, or the consumer's copy of it) is visible before the word */
+  return gpushare_cuda_check (gpushare_cuda ()->cuStreamWriteValue64 (stream,
+          word, value, CU_STREAM_WRITE_VALUE_DEFAULT), "cuStreamWriteValue64",
+      error);
+}
+
+gboolean
+gpushare_cuda_sem_wait (CUstream stream, CUdeviceptr word, guint64 value,
+    GError ** error)
+{
+  g_return_val_if_fail (stream != NULL && stream != CU_STREAM_LEGACY, FALSE);
+  g_return_val_if_fail (word != 0, FALSE);
+
+  if (!check_value (value, error))
+    return FALSE;
+  /* both writers are on this GPU: no CU_STREAM_WAIT_VALUE_FLUSH needed */
+  return gpushare_cuda_check (gpushare_cuda ()->cuStreamWaitValue64 (stream,
+          word, value, CU_STREAM_WAIT_VALUE_GEQ), "cuStreamWaitValue64",
+      error);
+}
+
+gboolean
+gpushare_cuda_sem_force_timeout (GpuShareCudaSem * sem, guint timeout_ms,
+    GError ** error)
+{
+  GpuShareCudaApi *cu;
+  CUstream stream = NULL;
+  CUresult res = CUDA_SUCCESS;
+  gint64 deadline;
+  gulong pause_us = 10;
+  gboolean ok = TRUE;
+  guint i;
+
+  g_return_val_if_fail (sem != NULL, FALSE);
+
+  cu = gpushare_cuda ();
+  if (!gpushare_cuda_check (cu->cuCtxPushCurrent (sem->ctx),
+          "cuCtxPushCurrent", error))
+    return FALSE;
+  /* A private non-blocking stream: the legacy default stream would queue
+   * behind every blocking stream, and a blocked stream never drains. */
+  if (!gpushare_cuda_check (cu->cuStreamCreate (&stream,
+              CU_STREAM_NON_BLOCKING), "cuStreamCreate", error)) {
+    pop_ctx ();
+    return FALSE;
+  }
+  for (i = 0; ok && i < sem->n_slots; i++) {
+    ok = gpushare_cuda_check (cu->cuStreamWriteValue64 (stream,
+            gpushare_cuda_sem_ready (sem, i), GPUSHARE_CUDA_SEM_FORCED,
+            CU_STREAM_WRITE_VALUE_DEFAULT), "cuStreamWriteValue64", error)
+        && gpushare_cuda_check (cu->cuStreamWriteValue64 (stream,
+            gpushare_cuda_sem_done (sem, i), GPUSHARE_CUDA_SEM_FORCED,
+            CU_STREAM_WRITE_VALUE_DEFAULT), "cuStreamWriteValue64", error);
+  }
+
+  /* wait for our own stream only, by polling: never cuStreamSynchronize on
+   * something that might not come back, never cuCtxSynchronize */
+  deadline = g_get_monotonic_time () + (gint64) timeout_ms * 1000;
+  while (ok) {
+    res = cu->cuStreamQuery (stream);
+    if (res != CUDA_ERROR_NOT_READY) {
+      ok = gpushare_cuda_check (res, "cuStreamQuery", error);
+      break;
+    }
+    if (g_get_monotonic_time () >= deadline) {
+      g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_CALL,
+          "forcing the semaphore words did not complete within %u ms",
+          timeout_ms);
+      ok = FALSE;
+      break;
+    }
+    g_usleep (pause_us);
+    pause_us = MIN (pause_us * 2, 1000);
+  }
+  /* with work still pending, the driver releases the stream once it is
+   * done */
+  cu->cuStreamDestroy (stream);
+  pop_ctx ();
+
+  if (ok)
+    GST_DEBUG ("forced the words of %u semaphore slots", sem->n_slots);
+  else
+    GST_WARNING ("could not force the words of %u semaphore slots",
+        sem->n_slots);
+  return ok;
+}
+
+gboolean
+gpushare_cuda_sem_force (GpuShareCudaSem * sem, GError ** error)
+{
+  return gpushare_cuda_sem_force_timeout (sem,
+      GPUSHARE_CUDA_SEM_FORCE_TIMEOUT_MS, error);
+}
+
+/* ------------------------------------------------------------------------ */
+/* IPC events */
+
+static GpuShareCudaEvents *
+events_start (gint device, guint n, gboolean imported, GError ** error)
+{
+  GpuShareCudaEvents *ev;
+
+  ensure_debug ();
+  if (n == 0 || n > MAX_EVENTS) {
+    g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_UNSUPPORTED,
+        "%u IPC events asked for, 1 .. %u supported", n, (guint) MAX_EVENTS);
+    return NULL;
+  }
+  if (!gpushare_cuda_load (error)
+      || !device_attr (device, CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED,
+          "IPC event support", error))
+    return NULL;
+
+  ev = g_new0 (GpuShareCudaEvents, 1);
+  ev->device = device;
+  ev->n = n;
+  ev->imported = imported;
+  ev->events = g_new0 (CUevent, n);
+  if (!retain_push_ctx (device, &ev->ctx, error)) {
+    g_free (ev->events);
+    g_free (ev);
+    return NULL;
+  }
+  return ev;
+}
+
+/* context current */
+static void
+events_destroy (GpuShareCudaEvents * ev)
+{
+  guint i;
+
+  for (i = 0; i < ev->n; i++) {
+    if (ev->events[i])
+      gpushare_cuda ()->cuEventDestroy (ev->events[i]);
+    ev->events[i] = NULL;
+  }
+}
+
+GpuShareCudaEvents *
+gpushare_cuda_events_new (gint device, guint n, GError ** error)
+{
+  GpuShareCudaEvents *ev;
+  guint i;
+
+  ev = events_start (device, n, FALSE, error);
+  if (!ev)
+    return NULL;
+  for (i = 0; i < n; i++) {
+    /* without timing an event is a plain fence, and interprocess events
+     * must not time */
+    if (!gpushare_cuda_check (gpushare_cuda ()->cuEventCreate (&ev->events[i],
+                CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING),
+            "cuEventCreate", error)) {
+      ev->events[i] = NULL;
+      goto failed;
+    }
+  }
+  pop_ctx ();
+  GST_DEBUG ("%u IPC events created on device %d", n, device);
+  return ev;
+
+failed:
+  events_destroy (ev);
+  pop_ctx ();
+  release_ctx (device);
+  g_free (ev->events);
+  g_free (ev);
+  return NULL;
+}
+
+gboolean
+gpushare_cuda_events_export (GpuShareCudaEvents * ev, guint8 * handles,
+    GError ** error)
+{
+  GpuShareCudaApi *cu;
+  CUipcEventHandle h;
+  gboolean ok = TRUE;
+  guint i;
+
+  g_return_val_if_fail (ev != NULL, FALSE);
+  g_return_val_if_fail (!ev->imported, FALSE);
+  g_return_val_if_fail (handles != NULL, FALSE);
+
+  cu = gpushare_cuda ();
+  if (!gpushare_cuda_check (cu->cuCtxPushCurrent (ev->ctx),
+          "cuCtxPushCurrent", error))
+    return FALSE;
+  for (i = 0; ok && i < ev->n; i++) {
+    ok = gpushare_cuda_check (cu->cuIpcGetEventHandle (&h, ev->events[i]),
+        "cuIpcGetEventHandle", error);
+    if (ok)
+      memcpy (handles + (gsize) i * GPUSHARE_CUDA_EVENT_HANDLE_SIZE, &h,
+          GPUSHARE_CUDA_EVENT_HANDLE_SIZE);
+  }
+  pop_ctx ();
+  memset (&h, 0, sizeof (h));
+  if (!ok)
+    memset (handles, 0, (gsize) ev->n * GPUSHARE_CUDA_EVENT_HANDLE_SIZE);
+  return ok;
+}
+
+GpuShareCudaEvents *
+gpushare_cuda_events_import (gint device, const guint8 * handles, guint n,
+    GError ** error)
+{
+  GpuShareCudaEvents *ev;
+  CUipcEventHandle h;
+  guint i;
+
+  g_return_val_if_fail (handles != NULL, NULL);
+
+  ev = events_start (device, n, TRUE, error);
+  if (!ev)
+    return NULL;
+  for (i = 0; i < n; i++) {
+    memcpy (&h, handles + (gsize) i * GPUSHARE_CUDA_EVENT_HANDLE_SIZE,
+        GPUSHARE_CUDA_EVENT_HANDLE_SIZE);
+    /* CUDA_ERROR_MAP_FAILED here means the two processes do not share
+     * /dev/shm (trap 8 of the field notes) */
+    if (!gpushare_cuda_check (gpushare_cuda ()->cuIpcOpenEventHandle
+            (&ev->events[i], h), "cuIpcOpenEventHandle", error)) {
+      ev->events[i] = NULL;
+      GST_WARNING ("cannot open IPC event %u of %u", i, n);
+      goto failed;
+    }
+  }
+  memset (&h, 0, sizeof (h));
+  pop_ctx ();
+  GST_DEBUG ("%u IPC events opened on device %d", n, device);
+  return ev;
+
+failed:
+  memset (&h, 0, sizeof (h));
+  events_destroy (ev);
+  pop_ctx ();
+  release_ctx (device);
+  g_free (ev->events);
+  g_free (ev);
+  return NULL;
+}
+
+void
+gpushare_cuda_events_free (GpuShareCudaEvents * ev)
+{
+  GpuShareCudaApi *cu;
+
+  if (!ev)
+    return;
+  cu = gpushare_cuda ();
+  /* an event destroyed while a record is pending is released by the driver
+   * once the record completes: no synchronisation needed */
+  if (cu->cuCtxPushCurrent (ev->ctx) == CUDA_SUCCESS) {
+    events_destroy (ev);
+    pop_ctx ();
+  } else {
+    GST_ERROR ("cannot make device %d current: %u IPC events leaked",
+        ev->device, ev->n);
+  }
+  release_ctx (ev->device);
+  GST_DEBUG ("%u IPC events %s", ev->n, ev->imported ? "closed" : "freed");
+  g_free (ev->events);
+  g_free (ev);
+}
+
+guint
+gpushare_cuda_events_count (GpuShareCudaEvents * ev)
+{
+  g_return_val_if_fail (ev != NULL, 0);
+
+  return ev->n;
+}
+
+CUevent
+gpushare_cuda_events_get (GpuShareCudaEvents * ev, guint i)
+{
+  g_return_val_if_fail (ev != NULL, NULL);
+  g_return_val_if_fail (i < ev->n, NULL);
+
+  return ev->events[i];
+}

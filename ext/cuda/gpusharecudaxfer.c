@@ -1,0 +1,677 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Frames through CUDA VMM slots: the producer's ring and the consumer's
+ * view, with the three synchronisation modes.  See gpusharecudaxfer.h.
+ */
+
+#include "gpusharecudaxfer.h"
+#include "gpusharecudasync.h"
+
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+#include <gst/gst.h>
+
+GST_DEBUG_CATEGORY_STATIC (gpushare_xfer_debug);
+#define GST_CAT_DEFAULT gpushare_xfer_debug
+
+#define MAX_HOLDERS 64
+
+static void
+ensure_debug (void)
+{
+  static gsize once = 0;
+
+  if (g_once_init_enter (&once)) {
+    GST_DEBUG_CATEGORY_INIT (gpushare_xfer_debug, "gpusharecudaxfer", 0,
+        "gpushare CUDA frame transfer");
+    g_once_init_leave (&once, 1);
+  }
+}
+
+guint32
+gpushare_cuda_sync_modes (const GpuShareCudaCaps * caps)
+{
+  guint32 modes = GPUSHARE_SYNC_HOST;
+
+  if (caps->mem_ops_64 && caps->vmm && caps->posix_fd)
+    modes |= GPUSHARE_SYNC_SEMAPHORE;
+  if (caps->ipc_event)
+    modes |= GPUSHARE_SYNC_EVENT;
+  return modes;
+}
+
+GpuShareSyncMode
+gpushare_cuda_sync_mode_pick (guint32 modes)
+{
+  /* measured on the H200 (docs/benchmarks.md): semaphore words are the
+   * fastest and need no /dev/shm; events cost a GPU time-slice switch per
+   * dependency without MPS; host synchronisation always works */
+  if (modes & GPUSHARE_SYNC_SEMAPHORE)
+    return GPUSHARE_SYNC_SEMAPHORE;
+  if (modes & GPUSHARE_SYNC_HOST)
+    return GPUSHARE_SYNC_HOST;
+  if (modes & GPUSHARE_SYNC_EVENT)
+    return GPUSHARE_SYNC_EVENT;
+  return 0;
+}
+
+const gchar *
+gpushare_sync_mode_to_string (GpuShareSyncMode mode)
+{
+  switch (mode) {
+    case GPUSHARE_SYNC_HOST:
+      return "host";
+    case GPUSHARE_SYNC_SEMAPHORE:
+      return "semaphore";
+    case GPUSHARE_SYNC_EVENT:
+      return "event";
+    default:
+      return "none";
+  }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Contexts and copies */
+
+/* ctx NULL: retain the primary context of device into *owned */
+static gboolean
+context_init (gint device, CUcontext ctx, CUcontext * out, gboolean * owned,
+    GError ** error)
+{
+  GpuShareCudaApi *cu;
+  CUdevice dev;
+
+  if (!gpushare_cuda_load (error))
+    return FALSE;
+  cu = gpushare_cuda ();
+  *owned = FALSE;
+  if (ctx) {
+    *out = ctx;
+    return TRUE;
+  }
+  if (!gpushare_cuda_check (cu->cuDeviceGet (&dev, device), "cuDeviceGet",
+          error)
+      || !gpushare_cuda_check (cu->cuDevicePrimaryCtxRetain (out, dev),
+          "cuDevicePrimaryCtxRetain", error))
+    return FALSE;
+  *owned = TRUE;
+  return TRUE;
+}
+
+static void
+context_clear (gint device, gboolean owned)
+{
+  CUdevice dev;
+
+  if (owned && gpushare_cuda ()->cuDeviceGet (&dev, device) == CUDA_SUCCESS)
+    gpushare_cuda ()->cuDevicePrimaryCtxRelease (dev);
+}
+
+static gboolean
+push (CUcontext ctx, GError ** error)
+{
+  return gpushare_cuda_check (gpushare_cuda ()->cuCtxPushCurrent (ctx),
+      "cuCtxPushCurrent", error);
+}
+
+static void
+pop (void)
+{
+  CUcontext dummy;
+
+  gpushare_cuda ()->cuCtxPopCurrent (&dummy);
+}
+
+/* bytes of visible data in a row of plane p, and its number of rows */
+static void
+plane_geometry (const GstVideoInfo * info, guint p, gsize * row_bytes,
+    guint * rows)
+{
+  const GstVideoFormatInfo *finfo = info->finfo;
+  gint comp[GST_VIDEO_MAX_COMPONENTS];
+
+  gst_video_format_info_component (finfo, p, comp);
+  if (comp[0] >= 0 && GST_VIDEO_FORMAT_INFO_PSTRIDE (finfo, comp[0]) > 0) {
+    *row_bytes = (gsize) GST_VIDEO_INFO_COMP_WIDTH (info, comp[0]) *
+        GST_VIDEO_INFO_COMP_PSTRIDE (info, comp[0]);
+    *rows = GST_VIDEO_INFO_COMP_HEIGHT (info, comp[0]);
+  } else {
+    /* packed formats without a pixel stride: the whole stride */
+    *row_bytes = GST_VIDEO_INFO_PLANE_STRIDE (info, p);
+    *rows = GST_VIDEO_INFO_COMP_HEIGHT (info, MAX (comp[0], 0));
+  }
+}
+
+/* enqueues one 2D copy per plane on stream */
+static gboolean
+copy_planes (CUstream stream, const GstVideoInfo * info,
+    const GpuSharePlanes * src, const GpuSharePlanes * dst, GError ** error)
+{
+  guint p;
+
+  for (p = 0; p < GST_VIDEO_INFO_N_PLANES (info); p++) {
+    CUDA_MEMCPY2D m;
+    gsize row_bytes;
+    guint rows;
+
+    plane_geometry (info, p, &row_bytes, &rows);
+    row_bytes = MIN (row_bytes, (gsize) MIN (src->stride[p], dst->stride[p]));
+    memset (&m, 0, sizeof (m));
+    if (src->device) {
+      m.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+      m.srcDevice = (CUdeviceptr) (src->base + src->offset[p]);
+    } else {
+      m.srcMemoryType = CU_MEMORYTYPE_HOST;
+      m.srcHost = (const void *) (src->base + src->offset[p]);
+    }
+    m.srcPitch = src->stride[p];
+    if (dst->device) {
+      m.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+      m.dstDevice = (CUdeviceptr) (dst->base + dst->offset[p]);
+    } else {
+      m.dstMemoryType = CU_MEMORYTYPE_HOST;
+      m.dstHost = (void *) (dst->base + dst->offset[p]);
+    }
+    m.dstPitch = dst->stride[p];
+    m.WidthInBytes = row_bytes;
+    m.Height = rows;
+    if (!gpushare_cuda_check (gpushare_cuda ()->cuMemcpy2DAsync (&m, stream),
+            "cuMemcpy2DAsync", error))
+      return FALSE;
+  }
+  return TRUE;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Producer */
+
+typedef struct
+{
+  gboolean present;
+  GpuShareSyncMode mode;
+  GpuShareCudaSem *sem;
+  GpuShareCudaEvents *done;
+} Consumer;
+
+struct _GpuShareCudaRing
+{
+  gint device;
+  CUcontext ctx;
+  gboolean owns_ctx;
+  CUstream stream;
+  GpuShareAllocation *alloc;
+  GpuShareCudaEvents *ready;    /* one per slot, for event consumers */
+  Consumer consumers[MAX_HOLDERS];
+  /* who read each slot's last frame, and which frame */
+  guint64 last_holders[GPUSHARE_MAX_SLOTS];
+  guint64 last_sequence[GPUSHARE_MAX_SLOTS];
+};
+
+GpuShareCudaRing *
+gpushare_cuda_ring_new (gint device, CUcontext ctx, guint64 epoch,
+    guint n_slots, gsize slot_size, GError ** error)
+{
+  GpuShareCudaRing *ring;
+
+  ensure_debug ();
+  ring = g_new0 (GpuShareCudaRing, 1);
+  ring->device = device;
+  if (!context_init (device, ctx, &ring->ctx, &ring->owns_ctx, error)) {
+    g_free (ring);
+    return NULL;
+  }
+  ring->alloc = gpushare_allocation_new_on_device (&gpushare_cuda_vmm_backend,
+      device, epoch, n_slots, slot_size, error);
+  if (!ring->alloc)
+    goto failed;
+  if (!push (ring->ctx, error))
+    goto failed;
+  /* non-blocking: never serialised behind the legacy default stream */
+  if (!gpushare_cuda_check (gpushare_cuda ()->cuStreamCreate (&ring->stream,
+              CU_STREAM_NON_BLOCKING), "cuStreamCreate", error)) {
+    pop ();
+    goto failed;
+  }
+  pop ();
+  GST_DEBUG ("ring of %u CUDA slots, epoch %" G_GUINT64_FORMAT, n_slots,
+      epoch);
+  return ring;
+
+failed:
+  gpushare_cuda_ring_free (ring);
+  return NULL;
+}
+
+static void
+consumer_clear (GpuShareCudaRing * ring, Consumer * c)
+{
+  GError *error = NULL;
+
+  if (c->sem) {
+    /* release our stream if it waits on this consumer's done words, then
+     * let that wait finish before the memory goes */
+    if (!gpushare_cuda_sem_force (c->sem, &error)) {
+      GST_WARNING ("could not release the semaphores: %s", error->message);
+      g_clear_error (&error);
+    }
+    if (ring->stream && push (ring->ctx, NULL)) {
+      gpushare_cuda ()->cuStreamSynchronize (ring->stream);
+      pop ();
+    }
+    gpushare_cuda_sem_free (c->sem);
+  }
+  if (c->done)
+    gpushare_cuda_events_free (c->done);
+  memset (c, 0, sizeof (*c));
+}
+
+/* lets the stream finish what it has, for at most timeout_ms: a wait on a
+ * consumer that will never signal is what would keep it longer */
+static void
+drain (GpuShareCudaRing * ring, gint timeout_ms)
+{
+  gint64 deadline = g_get_monotonic_time () + timeout_ms * 1000;
+
+  if (!ring->stream || !push (ring->ctx, NULL))
+    return;
+  while (gpushare_cuda ()->cuStreamQuery (ring->stream) == CUDA_ERROR_NOT_READY
+      && g_get_monotonic_time () < deadline)
+    g_usleep (100);
+  pop ();
+}
+
+void
+gpushare_cuda_ring_free (GpuShareCudaRing * ring)
+{
+  guint i;
+
+  if (!ring)
+    return;
+  /* frames already published complete before any word is forced, so a
+   * consumer still reading this ring never sees a half-written frame */
+  drain (ring, 1000);
+  for (i = 0; i < MAX_HOLDERS; i++)
+    if (ring->consumers[i].present)
+      consumer_clear (ring, &ring->consumers[i]);
+  if (ring->stream && push (ring->ctx, NULL)) {
+    gpushare_cuda ()->cuStreamSynchronize (ring->stream);
+    gpushare_cuda ()->cuStreamDestroy (ring->stream);
+    pop ();
+  }
+  if (ring->ready)
+    gpushare_cuda_events_free (ring->ready);
+  if (ring->alloc)
+    gpushare_allocation_unref (ring->alloc);
+  context_clear (ring->device, ring->owns_ctx);
+  g_free (ring);
+}
+
+guint64
+gpushare_cuda_ring_epoch (GpuShareCudaRing * ring)
+{
+  return ring->alloc->epoch;
+}
+
+gsize
+gpushare_cuda_ring_slot_size (GpuShareCudaRing * ring)
+{
+  return ring->alloc->slot_size;
+}
+
+gboolean
+gpushare_cuda_ring_add_consumer (GpuShareCudaRing * ring, guint index,
+    GpuShareSyncMode mode, GError ** error)
+{
+  Consumer *c;
+  guint n = ring->alloc->n_slots;
+
+  g_return_val_if_fail (index < MAX_HOLDERS, FALSE);
+  c = &ring->consumers[index];
+  if (c->present)
+    consumer_clear (ring, c);
+  c->mode = mode;
+  switch (mode) {
+    case GPUSHARE_SYNC_HOST:
+      break;
+    case GPUSHARE_SYNC_SEMAPHORE:
+      c->sem = gpushare_cuda_sem_new (ring->device, n, error);
+      if (!c->sem)
+        return FALSE;
+      break;
+    case GPUSHARE_SYNC_EVENT:
+      if (!ring->ready) {
+        ring->ready = gpushare_cuda_events_new (ring->device, n, error);
+        if (!ring->ready)
+          return FALSE;
+      }
+      c->done = gpushare_cuda_events_new (ring->device, n, error);
+      if (!c->done)
+        return FALSE;
+      break;
+    default:
+      g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_UNSUPPORTED,
+          "unknown synchronisation mode");
+      return FALSE;
+  }
+  c->present = TRUE;
+  return TRUE;
+}
+
+void
+gpushare_cuda_ring_remove_consumer (GpuShareCudaRing * ring, guint index)
+{
+  guint i;
+
+  if (index >= MAX_HOLDERS || !ring->consumers[index].present)
+    return;
+  consumer_clear (ring, &ring->consumers[index]);
+  for (i = 0; i < GPUSHARE_MAX_SLOTS; i++)
+    ring->last_holders[i] &= ~(G_GUINT64_CONSTANT (1) << index);
+}
+
+gboolean
+gpushare_cuda_ring_export (GpuShareCudaRing * ring, guint index,
+    GpuShareSlots * slots, gint * fds, GError ** error)
+{
+  Consumer *c = &ring->consumers[index];
+  guint n = ring->alloc->n_slots, i;
+
+  g_return_val_if_fail (index < MAX_HOLDERS && c->present, FALSE);
+  memset (slots, 0, sizeof (*slots));
+  slots->epoch = ring->alloc->epoch;
+  slots->slot_size = ring->alloc->slot_size;
+  slots->n_slots = n;
+  slots->mem_type = GPUSHARE_MEM_CUDA_VMM;
+  slots->sync_mode = c->mode;
+
+  for (i = 0; i < n; i++) {
+    fds[i] = gpushare_allocation_export (ring->alloc, i, error);
+    if (fds[i] < 0)
+      goto failed;
+  }
+  if (c->mode == GPUSHARE_SYNC_SEMAPHORE) {
+    fds[n] = gpushare_cuda_sem_export (c->sem, error);
+    if (fds[n] < 0)
+      goto failed;
+    slots->n_sync_fds = 1;
+    slots->sync_size = gpushare_cuda_sem_size (c->sem);
+  } else if (c->mode == GPUSHARE_SYNC_EVENT) {
+    if (!gpushare_cuda_events_export (ring->ready, slots->events[0], error)
+        || !gpushare_cuda_events_export (c->done, slots->events[n], error))
+      goto failed;
+    slots->n_events = 2 * n;
+  }
+  return TRUE;
+
+failed:
+  gpushare_close_fds (fds, i);
+  return FALSE;
+}
+
+gboolean
+gpushare_cuda_ring_begin (GpuShareCudaRing * ring, guint slot,
+    GError ** error)
+{
+  guint64 holders = ring->last_holders[slot];
+  gboolean ok = TRUE;
+  guint i;
+
+  if (!holders)
+    return TRUE;
+  if (!push (ring->ctx, error))
+    return FALSE;
+  for (i = 0; ok && i < MAX_HOLDERS; i++) {
+    Consumer *c = &ring->consumers[i];
+
+    if (!(holders & (G_GUINT64_CONSTANT (1) << i)) || !c->present)
+      continue;
+    if (c->mode == GPUSHARE_SYNC_SEMAPHORE)
+      ok = gpushare_cuda_sem_wait (ring->stream,
+          gpushare_cuda_sem_done (c->sem, slot), ring->last_sequence[slot],
+          error);
+    else if (c->mode == GPUSHARE_SYNC_EVENT)
+      ok = gpushare_cuda_check (gpushare_cuda ()->cuStreamWaitEvent
+          (ring->stream, gpushare_cuda_events_get (c->done, slot), 0),
+          "cuStreamWaitEvent", error);
+  }
+  pop ();
+  ring->last_holders[slot] = 0;
+  return ok;
+}
+
+gboolean
+gpushare_cuda_ring_copy_in (GpuShareCudaRing * ring, guint slot,
+    const GstVideoInfo * info, const GpuSharePlanes * src,
+    const GpuSharePlanes * slot_layout, GError ** error)
+{
+  GpuSharePlanes dst = *slot_layout;
+  gboolean ok;
+
+  dst.device = TRUE;
+  dst.base = (guintptr) ring->alloc->data[slot];
+  if (!push (ring->ctx, error))
+    return FALSE;
+  ok = copy_planes (ring->stream, info, src, &dst, error);
+  pop ();
+  return ok;
+}
+
+gboolean
+gpushare_cuda_ring_publish (GpuShareCudaRing * ring, guint slot,
+    guint64 holders, guint64 sequence, GError ** error)
+{
+  gboolean ok = TRUE, host = FALSE, event = FALSE;
+  guint i;
+
+  if (!push (ring->ctx, error))
+    return FALSE;
+  for (i = 0; ok && i < MAX_HOLDERS; i++) {
+    Consumer *c = &ring->consumers[i];
+
+    if (!(holders & (G_GUINT64_CONSTANT (1) << i)) || !c->present)
+      continue;
+    if (c->mode == GPUSHARE_SYNC_SEMAPHORE)
+      ok = gpushare_cuda_sem_signal (ring->stream,
+          gpushare_cuda_sem_ready (c->sem, slot), sequence, error);
+    else if (c->mode == GPUSHARE_SYNC_EVENT)
+      event = TRUE;
+    else
+      host = TRUE;
+  }
+  /* the consumer's wait was enqueued before it released the slot's last
+   * frame, so re-recording here cannot move a wait that is pending */
+  if (ok && event)
+    ok = gpushare_cuda_check (gpushare_cuda ()->cuEventRecord
+        (gpushare_cuda_events_get (ring->ready, slot), ring->stream),
+        "cuEventRecord", error);
+  if (ok && host)
+    ok = gpushare_cuda_check (gpushare_cuda ()->cuStreamSynchronize
+        (ring->stream), "cuStreamSynchronize", error);
+  pop ();
+  /* host consumers synchronise before they release: nothing to wait for */
+  for (i = 0; i < MAX_HOLDERS; i++)
+    if ((holders & (G_GUINT64_CONSTANT (1) << i))
+        && ring->consumers[i].present
+        && ring->consumers[i].mode != GPUSHARE_SYNC_HOST)
+      ring->last_holders[slot] |= G_GUINT64_CONSTANT (1) << i;
+  ring->last_sequence[slot] = sequence;
+  return ok;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Consumer */
+
+struct _GpuShareCudaView
+{
+  gint device;
+  CUcontext ctx;
+  gboolean owns_ctx;
+  CUstream stream;
+  GpuShareSyncMode mode;
+  GpuShareImport *import;
+  GpuShareCudaSem *sem;
+  GpuShareCudaEvents *ready;
+  GpuShareCudaEvents *done;
+};
+
+GpuShareCudaView *
+gpushare_cuda_view_new (gint device, CUcontext ctx,
+    const GpuShareSlots * slots, gint * fds, GError ** error)
+{
+  GpuShareCudaView *view;
+  guint n = slots->n_slots;
+  gint sync_fd = slots->n_sync_fds ? fds[n] : -1;
+
+  ensure_debug ();
+  view = g_new0 (GpuShareCudaView, 1);
+  view->device = device;
+  view->mode = slots->sync_mode;
+  if (!context_init (device, ctx, &view->ctx, &view->owns_ctx, error)) {
+    gpushare_close_fds (fds, n + slots->n_sync_fds);
+    g_free (view);
+    return NULL;
+  }
+  /* takes the slot fds */
+  view->import = gpushare_import_new_on_device (&gpushare_cuda_vmm_backend,
+      device, slots->epoch, n, slots->slot_size, fds, error);
+  if (!view->import) {
+    if (sync_fd >= 0)
+      close (sync_fd);
+    goto failed;
+  }
+  switch (view->mode) {
+    case GPUSHARE_SYNC_SEMAPHORE:
+      /* takes the block's fd */
+      view->sem = gpushare_cuda_sem_import (device, sync_fd, n, error);
+      if (!view->sem)
+        goto failed;
+      if (slots->sync_size != gpushare_cuda_sem_size (view->sem)) {
+        g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_CALL,
+            "the semaphore block has an unexpected size");
+        goto failed;
+      }
+      break;
+    case GPUSHARE_SYNC_EVENT:
+      view->ready = gpushare_cuda_events_import (device, slots->events[0], n,
+          error);
+      if (!view->ready)
+        goto failed;
+      view->done = gpushare_cuda_events_import (device, slots->events[n], n,
+          error);
+      if (!view->done)
+        goto failed;
+      break;
+    default:
+      break;
+  }
+  if (!push (view->ctx, error))
+    goto failed;
+  if (!gpushare_cuda_check (gpushare_cuda ()->cuStreamCreate (&view->stream,
+              CU_STREAM_NON_BLOCKING), "cuStreamCreate", error)) {
+    pop ();
+    goto failed;
+  }
+  pop ();
+  GST_DEBUG ("mapped %u CUDA slots, epoch %" G_GUINT64_FORMAT ", %s "
+      "synchronisation", n, slots->epoch,
+      gpushare_sync_mode_to_string (view->mode));
+  return view;
+
+failed:
+  gpushare_cuda_view_free (view);
+  return NULL;
+}
+
+void
+gpushare_cuda_view_free (GpuShareCudaView * view)
+{
+  if (!view)
+    return;
+  /* a stream that waits for a producer that is gone must not wait forever:
+   * force the words, then let the stream drain */
+  if (view->sem)
+    gpushare_cuda_sem_force (view->sem, NULL);
+  if (view->stream && push (view->ctx, NULL)) {
+    gpushare_cuda ()->cuStreamSynchronize (view->stream);
+    gpushare_cuda ()->cuStreamDestroy (view->stream);
+    pop ();
+  }
+  if (view->sem)
+    gpushare_cuda_sem_free (view->sem);
+  if (view->ready)
+    gpushare_cuda_events_free (view->ready);
+  if (view->done)
+    gpushare_cuda_events_free (view->done);
+  if (view->import)
+    gpushare_import_unref (view->import);
+  context_clear (view->device, view->owns_ctx);
+  g_free (view);
+}
+
+static gboolean
+view_wait_ready (GpuShareCudaView * view, guint slot, guint64 sequence,
+    GError ** error)
+{
+  if (view->mode == GPUSHARE_SYNC_SEMAPHORE)
+    return gpushare_cuda_sem_wait (view->stream,
+        gpushare_cuda_sem_ready (view->sem, slot), sequence, error);
+  if (view->mode == GPUSHARE_SYNC_EVENT)
+    return gpushare_cuda_check (gpushare_cuda ()->cuStreamWaitEvent
+        (view->stream, gpushare_cuda_events_get (view->ready, slot), 0),
+        "cuStreamWaitEvent", error);
+  return TRUE;
+}
+
+static gboolean
+view_signal_done (GpuShareCudaView * view, guint slot, guint64 sequence,
+    GError ** error)
+{
+  if (view->mode == GPUSHARE_SYNC_SEMAPHORE)
+    return gpushare_cuda_sem_signal (view->stream,
+        gpushare_cuda_sem_done (view->sem, slot), sequence, error);
+  if (view->mode == GPUSHARE_SYNC_EVENT)
+    return gpushare_cuda_check (gpushare_cuda ()->cuEventRecord
+        (gpushare_cuda_events_get (view->done, slot), view->stream),
+        "cuEventRecord", error);
+  return TRUE;
+}
+
+gboolean
+gpushare_cuda_view_read (GpuShareCudaView * view, guint slot,
+    guint64 sequence, const GstVideoInfo * info,
+    const GpuSharePlanes * slot_layout, const GpuSharePlanes * dst,
+    GError ** error)
+{
+  GpuSharePlanes src = *slot_layout;
+  gboolean ok;
+
+  g_return_val_if_fail (slot < view->import->n_slots, FALSE);
+  src.device = TRUE;
+  src.base = (guintptr) view->import->data[slot];
+  if (!push (view->ctx, error))
+    return FALSE;
+  ok = view_wait_ready (view, slot, sequence, error)
+      && copy_planes (view->stream, info, &src, dst, error)
+      && view_signal_done (view, slot, sequence, error)
+      && gpushare_cuda_check (gpushare_cuda ()->cuStreamSynchronize
+      (view->stream), "cuStreamSynchronize", error);
+  pop ();
+  return ok;
+}
+
+gboolean
+gpushare_cuda_view_skip (GpuShareCudaView * view, guint slot,
+    guint64 sequence, GError ** error)
+{
+  gboolean ok;
+
+  if (view->mode == GPUSHARE_SYNC_HOST)
+    return TRUE;
+  if (!push (view->ctx, error))
+    return FALSE;
+  ok = view_wait_ready (view, slot, sequence, error)
+      && view_signal_done (view, slot, sequence, error);
+  pop ();
+  return ok;
+}

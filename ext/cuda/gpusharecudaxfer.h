@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Moving frames through CUDA VMM slots, with ready/done synchronisation.
+ *
+ * Producer (GpuShareCudaRing): the VMM slots of one ring, a non-blocking
+ * stream, and per consumer the objects of its synchronisation mode:
+ *
+ *   host       the producer synchronises its stream before it sends FRAME;
+ *              the consumer synchronises its own before it sends RELEASE.
+ *   semaphore  one block of 64-bit words per consumer in shared VMM memory:
+ *              ready[slot] written by the producer's stream after the frame,
+ *              done[slot] written by the consumer's stream after its last
+ *              read.  Both values are the frame's sequence number.
+ *   event      CUDA IPC events owned by the producer: ready[slot] shared by
+ *              every event consumer, done[slot] one set per consumer.
+ *
+ * Before a slot is written again, the producer's stream waits (on the GPU)
+ * for the done signal of every consumer that held the slot's last frame.  A
+ * consumer that goes away gets its words forced, so that no stream waits
+ * forever on it.
+ *
+ * Consumer (GpuShareCudaView): the imported slots, mapped read-only, the
+ * consumer's synchronisation objects and its stream.  Reading a frame
+ * waits for ready, copies the planes out (to device or host memory),
+ * signals done and synchronises the stream: GStreamer 1.22's CUDA memory
+ * carries no stream, so what we hand downstream must be complete.
+ *
+ * Nothing here logs a handle, a device pointer or an fd.
+ */
+
+#ifndef __GPUSHARE_CUDA_XFER_H__
+#define __GPUSHARE_CUDA_XFER_H__
+
+#include <gst/video/video.h>
+#include "gpushareproto.h"
+#include "gpusharecuda.h"
+
+G_BEGIN_DECLS
+
+/* where a frame's planes are: base plus per-plane offsets and strides */
+typedef struct
+{
+  gboolean device;              /* CUdeviceptr, else host pointer */
+  guintptr base;
+  gsize offset[GST_VIDEO_MAX_PLANES];
+  gint stride[GST_VIDEO_MAX_PLANES];
+} GpuSharePlanes;
+
+/* the sync modes this device supports, GpuShareSyncMode mask */
+guint32 gpushare_cuda_sync_modes (const GpuShareCudaCaps * caps);
+/* the fastest correct mode of a mask (see docs/design.md) */
+GpuShareSyncMode gpushare_cuda_sync_mode_pick (guint32 modes);
+const gchar *gpushare_sync_mode_to_string (GpuShareSyncMode mode);
+
+typedef struct _GpuShareCudaRing GpuShareCudaRing;
+
+/* ctx: the context for the stream and the copies (a GstCudaContext's,
+ * shared with upstream), or NULL for the device's primary context */
+GpuShareCudaRing *gpushare_cuda_ring_new (gint device, CUcontext ctx,
+    guint64 epoch, guint n_slots, gsize slot_size, GError ** error);
+void gpushare_cuda_ring_free (GpuShareCudaRing * ring);
+guint64 gpushare_cuda_ring_epoch (GpuShareCudaRing * ring);
+gsize gpushare_cuda_ring_slot_size (GpuShareCudaRing * ring);
+
+/* consumer holder index (the ring's bit); creates its sync objects */
+gboolean gpushare_cuda_ring_add_consumer (GpuShareCudaRing * ring,
+    guint index, GpuShareSyncMode mode, GError ** error);
+/* forgets a consumer: forces its words, drops its events */
+void gpushare_cuda_ring_remove_consumer (GpuShareCudaRing * ring,
+    guint index);
+/* fills a SLOTS message and its fds (n_slots + n_sync_fds of them, to be
+ * closed by the caller once sent) for one consumer */
+gboolean gpushare_cuda_ring_export (GpuShareCudaRing * ring, guint index,
+    GpuShareSlots * slots, gint * fds, GError ** error);
+
+/* a frame: begin (waits for the slot's last readers), copy, publish */
+gboolean gpushare_cuda_ring_begin (GpuShareCudaRing * ring, guint slot,
+    GError ** error);
+gboolean gpushare_cuda_ring_copy_in (GpuShareCudaRing * ring, guint slot,
+    const GstVideoInfo * info, const GpuSharePlanes * src,
+    const GpuSharePlanes * slot_layout, GError ** error);
+/* signals ready to the holders; synchronises when a holder uses host mode */
+gboolean gpushare_cuda_ring_publish (GpuShareCudaRing * ring, guint slot,
+    guint64 holders, guint64 sequence, GError ** error);
+
+typedef struct _GpuShareCudaView GpuShareCudaView;
+
+/* takes every fd (closed on every path) */
+GpuShareCudaView *gpushare_cuda_view_new (gint device, CUcontext ctx,
+    const GpuShareSlots * slots, gint * fds, GError ** error);
+void gpushare_cuda_view_free (GpuShareCudaView * view);
+/* waits for ready, copies the frame out, signals done, synchronises */
+gboolean gpushare_cuda_view_read (GpuShareCudaView * view, guint slot,
+    guint64 sequence, const GstVideoInfo * info,
+    const GpuSharePlanes * slot_layout, const GpuSharePlanes * dst,
+    GError ** error);
+/* a frame that will not be read: done is signalled all the same */
+gboolean gpushare_cuda_view_skip (GpuShareCudaView * view, guint slot,
+    guint64 sequence, GError ** error);
+
+G_END_DECLS
+
+#endif /* __GPUSHARE_CUDA_XFER_H__ */

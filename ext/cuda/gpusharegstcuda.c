@@ -1,0 +1,299 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * libgstcuda-1.0.so.0 opened at run time; see gpusharegstcuda.h for what was
+ * checked against GStreamer 1.22 and why each wrapper does what it does.
+ */
+
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "gpusharegstcuda.h"
+#include "gpusharecudaloader.h"
+
+#include <gmodule.h>
+#include <string.h>
+
+GST_DEBUG_CATEGORY_STATIC (gpushare_gst_cuda_debug);
+#define GST_CAT_DEFAULT gpushare_gst_cuda_debug
+
+/* The 1.22 prototypes (gstcudaloader.h, gstcudacontext.h, gstcudautils.h,
+ * gstcudamemory.h, gstcudabufferpool.h), with GstCudaContext * spelled
+ * GstObject *: a GstCudaContext is a GstObject, so the ABI is the same. */
+typedef gboolean (*LoadLibraryFunc) (void);
+typedef GType (*ContextGetTypeFunc) (void);
+typedef GstObject *(*ContextNewFunc) (guint device_id);
+typedef GstObject *(*ContextNewWrappedFunc) (CUcontext handler,
+    CUdevice device);
+typedef gpointer (*ContextGetHandleFunc) (GstObject * ctx);
+typedef gboolean (*EnsureElementContextFunc) (GstElement * element,
+    gint device_id, GstObject ** cuda_ctx);
+typedef gboolean (*HandleSetContextFunc) (GstElement * element,
+    GstContext * context, gint device_id, GstObject ** cuda_ctx);
+typedef gboolean (*HandleContextQueryFunc) (GstElement * element,
+    GstQuery * query, GstObject * cuda_ctx);
+typedef void (*MemoryInitOnceFunc) (void);
+typedef gboolean (*IsCudaMemoryFunc) (GstMemory * mem);
+typedef GstBufferPool *(*BufferPoolNewFunc) (GstObject * context);
+
+#define GPUSHARE_GST_CUDA_FUNCS(X) \
+  X (gst_cuda_load_library, LoadLibraryFunc) \
+  X (gst_cuda_context_get_type, ContextGetTypeFunc) \
+  X (gst_cuda_context_new, ContextNewFunc) \
+  X (gst_cuda_context_new_wrapped, ContextNewWrappedFunc) \
+  X (gst_cuda_context_get_handle, ContextGetHandleFunc) \
+  X (gst_cuda_ensure_element_context, EnsureElementContextFunc) \
+  X (gst_cuda_handle_set_context, HandleSetContextFunc) \
+  X (gst_cuda_handle_context_query, HandleContextQueryFunc) \
+  X (gst_cuda_memory_init_once, MemoryInitOnceFunc) \
+  X (gst_is_cuda_memory, IsCudaMemoryFunc) \
+  X (gst_cuda_buffer_pool_new, BufferPoolNewFunc)
+
+typedef struct
+{
+#define GPUSHARE_GST_CUDA_DECL(name, type) type name;
+  GPUSHARE_GST_CUDA_FUNCS (GPUSHARE_GST_CUDA_DECL)
+#undef GPUSHARE_GST_CUDA_DECL
+} GpuShareGstCudaApi;
+
+/* The public head of GstCudaMemory, unchanged from 1.22 to 1.26:
+ * { GstMemory mem; GstCudaContext *context; GstVideoInfo info; ... }.
+ * Only the context pointer is read. */
+typedef struct
+{
+  GstMemory mem;
+  GstObject *context;
+} GpuShareGstCudaMemoryHead;
+
+static GpuShareGstCudaApi api;
+static gboolean loaded;
+static GError *load_error;
+
+static gboolean
+load_once (GError ** error)
+{
+  GModule *module;
+
+  GST_DEBUG_CATEGORY_INIT (gpushare_gst_cuda_debug, "gpusharegstcuda", 0,
+      "gpushare: GStreamer's libgstcuda, loaded at run time");
+
+  module = g_module_open (GPUSHARE_GST_CUDA_LIBNAME,
+      G_MODULE_BIND_LAZY | G_MODULE_BIND_LOCAL);
+  if (!module) {
+    GST_INFO ("cannot open %s: %s", GPUSHARE_GST_CUDA_LIBNAME,
+        g_module_error ());
+    g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_UNSUPPORTED,
+        "%s not found: install gst-plugins-bad 1.22",
+        GPUSHARE_GST_CUDA_LIBNAME);
+    return FALSE;
+  }
+
+#define GPUSHARE_GST_CUDA_LOAD(name, type) \
+  if (!g_module_symbol (module, #name, (gpointer *) & api.name) \
+      || !api.name) { \
+    g_set_error (error, GPUSHARE_CUDA_ERROR, \
+        GPUSHARE_CUDA_ERROR_UNSUPPORTED, \
+        "%s has no %s: gst-plugins-bad 1.22 or later is needed", \
+        GPUSHARE_GST_CUDA_LIBNAME, #name); \
+    memset (&api, 0, sizeof (api)); \
+    g_module_close (module); \
+    return FALSE; \
+  }
+  GPUSHARE_GST_CUDA_FUNCS (GPUSHARE_GST_CUDA_LOAD)
+#undef GPUSHARE_GST_CUDA_LOAD
+
+  /* the module is never closed: the table and the GTypes registered by the
+   * library live as long as the process */
+  GST_DEBUG ("%s loaded", GPUSHARE_GST_CUDA_LIBNAME);
+  return TRUE;
+}
+
+gboolean
+gpushare_gst_cuda_load (GError ** error)
+{
+  static gsize once = 0;
+
+  if (g_once_init_enter (&once)) {
+    loaded = load_once (&load_error);
+    g_once_init_leave (&once, 1);
+  }
+  if (!loaded && error)
+    *error = g_error_copy (load_error);
+  return loaded;
+}
+
+gboolean
+gpushare_gst_cuda_is_loaded (void)
+{
+  return loaded;
+}
+
+/* TRUE when libgstcuda may call the driver: our own loader ran cuInit
+ * successfully (libgstcuda 1.22 breaks when its cuInit fails: a g_critical,
+ * then a hang on the next call), and gst_cuda_load_library () filled
+ * libgstcuda's function table (its calls assert on it otherwise).  Decided
+ * once per process. */
+static gboolean
+driver_usable (void)
+{
+  static gsize once = 0;
+  static gboolean usable;
+
+  if (!loaded)
+    return FALSE;
+
+  if (g_once_init_enter (&once)) {
+    GError *err = NULL;
+
+    if (!gpushare_cuda_load (&err)) {
+      GST_INFO ("no CUDA context through %s: %s", GPUSHARE_GST_CUDA_LIBNAME,
+          err->message);
+      g_clear_error (&err);
+      usable = FALSE;
+    } else if (!api.gst_cuda_load_library ()) {
+      GST_WARNING ("gst_cuda_load_library () failed although the driver "
+          "loaded");
+      usable = FALSE;
+    } else {
+      usable = TRUE;
+    }
+    g_once_init_leave (&once, 1);
+  }
+  return usable;
+}
+
+gboolean
+gpushare_gst_cuda_ensure_element_context (GstElement * element,
+    gint device_id, GstObject ** cuda_ctx)
+{
+  g_return_val_if_fail (GST_IS_ELEMENT (element), FALSE);
+  g_return_val_if_fail (cuda_ctx != NULL, FALSE);
+
+  if (*cuda_ctx)
+    return TRUE;
+  /* without a driver no neighbour can hold a context either, and the
+   * library would create one (and crash) after its queries */
+  if (!driver_usable ())
+    return FALSE;
+  return api.gst_cuda_ensure_element_context (element, device_id, cuda_ctx);
+}
+
+gboolean
+gpushare_gst_cuda_handle_set_context (GstElement * element,
+    GstContext * context, gint device_id, GstObject ** cuda_ctx)
+{
+  g_return_val_if_fail (GST_IS_ELEMENT (element), FALSE);
+  g_return_val_if_fail (cuda_ctx != NULL, FALSE);
+
+  if (!loaded || !context)
+    return FALSE;
+  /* no driver call: it reads the GstContext's structure only */
+  return api.gst_cuda_handle_set_context (element, context, device_id,
+      cuda_ctx);
+}
+
+gboolean
+gpushare_gst_cuda_handle_context_query (GstElement * element,
+    GstQuery * query, GstObject * cuda_ctx)
+{
+  g_return_val_if_fail (GST_IS_ELEMENT (element), FALSE);
+  g_return_val_if_fail (GST_IS_QUERY (query), FALSE);
+
+  if (!loaded || !cuda_ctx || GST_QUERY_TYPE (query) != GST_QUERY_CONTEXT)
+    return FALSE;
+  /* the library g_return_val_if_fail()s on anything but a GstCudaContext */
+  if (!gpushare_gst_cuda_is_cuda_context (cuda_ctx))
+    return FALSE;
+  return api.gst_cuda_handle_context_query (element, query, cuda_ctx);
+}
+
+GstObject *
+gpushare_gst_cuda_context_new (gint device_id)
+{
+  if (!driver_usable ())
+    return NULL;
+  return api.gst_cuda_context_new (device_id < 0 ? 0 : (guint) device_id);
+}
+
+GstObject *
+gpushare_gst_cuda_context_new_wrapped (CUcontext handle, CUdevice device)
+{
+  g_return_val_if_fail (handle != NULL, NULL);
+  g_return_val_if_fail (device >= 0, NULL);
+
+  if (!driver_usable ())
+    return NULL;
+  return api.gst_cuda_context_new_wrapped (handle, device);
+}
+
+CUcontext
+gpushare_gst_cuda_context_get_handle (GstObject * cuda_ctx)
+{
+  if (!gpushare_gst_cuda_is_cuda_context (cuda_ctx))
+    return NULL;
+  return (CUcontext) api.gst_cuda_context_get_handle (cuda_ctx);
+}
+
+gint
+gpushare_gst_cuda_context_get_device_id (GstObject * cuda_ctx)
+{
+  guint device_id = 0;
+
+  if (!gpushare_gst_cuda_is_cuda_context (cuda_ctx))
+    return -1;
+  g_object_get (cuda_ctx, "cuda-device-id", &device_id, NULL);
+  return device_id > G_MAXINT ? -1 : (gint) device_id;
+}
+
+GType
+gpushare_gst_cuda_context_get_type (void)
+{
+  if (!loaded)
+    return G_TYPE_INVALID;
+  return api.gst_cuda_context_get_type ();
+}
+
+gboolean
+gpushare_gst_cuda_is_cuda_context (GstObject * obj)
+{
+  if (!loaded || !obj)
+    return FALSE;
+  return G_TYPE_CHECK_INSTANCE_TYPE (obj, api.gst_cuda_context_get_type ());
+}
+
+gboolean
+gpushare_gst_cuda_is_cuda_memory (GstMemory * mem)
+{
+  if (!loaded || !mem)
+    return FALSE;
+  return api.gst_is_cuda_memory (mem);
+}
+
+GstObject *
+gpushare_gst_cuda_memory_get_context (GstMemory * mem)
+{
+  GstObject *ctx;
+
+  if (!gpushare_gst_cuda_is_cuda_memory (mem))
+    return NULL;
+  ctx = ((GpuShareGstCudaMemoryHead *) mem)->context;
+  /* a sanity check on the layout assumption, cheap enough to keep */
+  if (!gpushare_gst_cuda_is_cuda_context (ctx)) {
+    GST_ERROR ("a CUDA memory whose context field is no GstCudaContext: "
+        "unexpected GstCudaMemory layout");
+    return NULL;
+  }
+  return ctx;
+}
+
+GstBufferPool *
+gpushare_gst_cuda_buffer_pool_new (GstObject * cuda_ctx)
+{
+  if (!gpushare_gst_cuda_is_cuda_context (cuda_ctx))
+    return NULL;
+  /* registers the "gst.cuda.memory" allocator that the 1.22 pool's
+   * set_config looks up; the nvcodec plugin does this at its init, but
+   * nvcodec need not be loaded in this process */
+  api.gst_cuda_memory_init_once ();
+  return api.gst_cuda_buffer_pool_new (cuda_ctx);
+}

@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * GStreamer's own CUDA library (libgstcuda-1.0.so.0 from gst-plugins-bad),
+ * opened at run time.
+ *
+ * What for: to take and give `video/x-raw(memory:CUDAMemory)` buffers and to
+ * share a GstCudaContext with nvh264dec, cudaupload, cudadownload (nvcodec).
+ * Why at run time: the -dev package of gst-plugins-bad pulls in 169 packages
+ * on Debian 12, and the plugin must load, and run on system memory, where
+ * gst-plugins-bad is not installed.  So no bad header is included: the few
+ * functions below are declared here with the exact 1.22 prototypes, and a
+ * GstCudaContext is handled as a GstObject *.
+ *
+ * Checked against GStreamer 1.22 (gst-plugins-bad/gst-libs/gst/cuda/
+ * gstcudacontext.[ch], gstcudautils.[ch], gstcudamemory.[ch],
+ * gstcudabufferpool.[ch], gstcudaloader.[ch]) and against the Debian 12
+ * binary libgstcuda-1.0.so.0.2200.0 (exported symbols, strings and code):
+ *
+ * - GST_MAP_CUDA is (GST_MAP_FLAG_LAST << 1) = 1 << 17 = 0x20000.
+ * - GST_CAPS_FEATURE_MEMORY_CUDA_MEMORY is "memory:CUDAMemory",
+ *   GST_CUDA_CONTEXT_TYPE is "gst.cuda.context", the context's device
+ *   property is "cuda-device-id" (guint, construct-only), and the GstContext
+ *   structure holds the context under the field "gst.cuda.context" and the
+ *   device under "cuda-device-id" (G_TYPE_UINT).
+ * - libgstcuda loads libcuda itself, lazily, in gst_cuda_load_library ().
+ *   gst_cuda_context_new (), gst_cuda_context_new_wrapped () and
+ *   gst_cuda_ensure_element_context () do NOT call it: without it their
+ *   first driver call hits g_assert (gst_cuda_vtable.CuInit != NULL) and
+ *   aborts.  Worse, when cuInit fails inside libgstcuda 1.22, it passes 0 to
+ *   g_once_init_leave (): a g_critical, and the next call blocks forever.
+ *   So the wrappers that can reach the driver first check that our own
+ *   loader (gpushare_cuda_load, which runs cuInit) succeeds, then call
+ *   gst_cuda_load_library (); only then do they call libgstcuda.
+ * - A GstCudaMemory (1.22) is one cuMemAllocPitch allocation holding every
+ *   plane, in a GstCudaContext made with cuCtxCreate (its own CUcontext, not
+ *   the primary one).  gst_memory_map (mem, &map, GST_MAP_READ |
+ *   GST_MAP_CUDA) returns the CUdeviceptr of the allocation in map.data
+ *   (cast it: (CUdeviceptr) map.data) and map.size = pitch * rows; if a CPU
+ *   write is pending it is uploaded first (a synchronous cuMemcpy2D).
+ *   GST_MAP_WRITE | GST_MAP_CUDA marks the staging copy stale, so a later CPU
+ *   map downloads again.  A map without GST_MAP_CUDA gives a host staging
+ *   copy, downloaded once and then cached; only the visible bytes of each
+ *   row are copied, not the padding up to the pitch (seen on the H200).
+ * - Plane layout: every plane has the same pitch (stride[i] = pitch, e.g. for
+ *   NV12 and I420 too) and plane i starts at offset[i] = pitch * rows of the
+ *   planes before it; this is not the default GstVideoInfo layout (on the
+ *   H200: I420 1920x1080 has pitch 2048 for all three planes, offsets 0,
+ *   2211840, 3317760; NV12 70x46 pitch 512, offsets 0, 23552).  It is
+ *   held in the memory's own GstVideoInfo (GstCudaMemory.info), and
+ *   GstCudaBufferPool copies it into a GstVideoMeta that it adds to every
+ *   buffer, unconditionally.  So map the buffer with gst_video_frame_map
+ *   (&frame, &info, buf, GST_MAP_READ | GST_MAP_CUDA) (GstVideoMeta is used
+ *   when present): GST_VIDEO_FRAME_PLANE_DATA (&frame, i) is the plane's
+ *   CUdeviceptr and GST_VIDEO_FRAME_PLANE_STRIDE (&frame, i) its pitch, which
+ *   is what cuMemcpy2DAsync needs (this is exactly what 1.22's own
+ *   gst_cuda_buffer_copy does).  A CUDA memory without a GstVideoMeta did not
+ *   come from the pool: refuse it rather than guess its layout.
+ * - GstCudaBufferPool (1.22) needs gst_cuda_memory_init_once () to have run
+ *   (its set_config looks the allocator up with gst_allocator_find
+ *   ("gst.cuda.memory") and fails with "CudaAllocator is unavailable"
+ *   otherwise; the nvcodec plugin calls it at plugin init, we call it in
+ *   gpushare_gst_cuda_buffer_pool_new ()).  Its config must carry caps
+ *   (gst_buffer_pool_config_set_params with video caps): it fails with "no
+ *   caps in config" otherwise, and it rewrites the size to the pitched one.
+ *   It announces GST_BUFFER_POOL_OPTION_VIDEO_META and adds a GstVideoMeta to
+ *   every buffer whether or not the option is set.  Each buffer holds one
+ *   GstCudaMemory.
+ * - 1.22 has no CUDA stream in its memory: nvcodec elements synchronise
+ *   before they push, and they read with synchronous copies.  So an element
+ *   that writes into a GstCudaMemory with cuMemcpy2DAsync must synchronise its
+ *   stream before the buffer leaves it; one that reads from one may copy
+ *   on its own stream.  The memory belongs to its GstCudaContext's CUcontext
+ *   (gpushare_gst_cuda_memory_get_context, then _context_get_handle), but
+ *   with unified addressing a copy from it with our primary context current
+ *   (cuMemcpyDtoDAsync, cuMemcpy2DAsync on our own stream) worked on the
+ *   H200, same device.  To keep one context in the pipeline instead, answer
+ *   the neighbours' context query with a context wrapped around our primary
+ *   context (gpushare_gst_cuda_context_new_wrapped).
+ * - The same prototypes hold in 1.24 and later under the same soname; we call
+ *   neither gst_cuda_allocator_alloc (its signature changed in 1.24) nor
+ *   anything that depends on allocator struct sizes.
+ *
+ * Every wrapper returns FALSE, NULL or -1 when the library is not loaded.
+ * Call gpushare_gst_cuda_load () first (once per process is enough).
+ */
+
+#ifndef __GPUSHARE_GST_CUDA_H__
+#define __GPUSHARE_GST_CUDA_H__
+
+#include <gst/gst.h>
+#include <cuda.h>
+
+G_BEGIN_DECLS
+
+/* GST_CAPS_FEATURE_MEMORY_CUDA_MEMORY of 1.22 */
+#define GPUSHARE_CAPS_FEATURE_MEMORY_CUDA "memory:CUDAMemory"
+/* GST_MAP_CUDA of 1.22: map.data is then a CUdeviceptr */
+#define GPUSHARE_MAP_CUDA (GST_MAP_FLAG_LAST << 1)
+/* GST_CUDA_CONTEXT_TYPE of 1.22: the GstContext type and structure field */
+#define GPUSHARE_CUDA_CONTEXT_TYPE "gst.cuda.context"
+/* GST_CUDA_MEMORY_TYPE_NAME of 1.22: the allocator's memory type */
+#define GPUSHARE_CUDA_MEMORY_TYPE_NAME "gst.cuda.memory"
+/* the soname we open */
+#define GPUSHARE_GST_CUDA_LIBNAME "libgstcuda-1.0.so.0"
+
+/* Opens libgstcuda-1.0.so.0 once per process and resolves the functions
+ * below.  FALSE with a reason (not installed, a function missing).  It does
+ * not need a GPU or the NVIDIA driver: the wrappers that do check for them
+ * themselves. */
+gboolean gpushare_gst_cuda_load (GError ** error);
+/* TRUE once gpushare_gst_cuda_load () succeeded */
+gboolean gpushare_gst_cuda_is_loaded (void);
+
+/* gst_cuda_ensure_element_context (): looks for a context downstream,
+ * upstream, then with a need-context message; creates one for @device_id
+ * (-1: any, that is device 0) when none is found and posts have-context.
+ * The element's set_context vfunc must call
+ * gpushare_gst_cuda_handle_set_context () on the very same @cuda_ctx
+ * location: the neighbours' answer reaches it that way.  FALSE (and nothing
+ * created) without a usable driver. */
+gboolean gpushare_gst_cuda_ensure_element_context (GstElement * element,
+    gint device_id, GstObject ** cuda_ctx);
+/* gst_cuda_handle_set_context (): for the set_context vfunc; takes the
+ * context from a "gst.cuda.context" GstContext (transfer full into
+ * @cuda_ctx) when @cuda_ctx is still NULL and the device matches (-1: any).
+ * TRUE when @cuda_ctx holds a context afterwards. */
+gboolean gpushare_gst_cuda_handle_set_context (GstElement * element,
+    GstContext * context, gint device_id, GstObject ** cuda_ctx);
+/* gst_cuda_handle_context_query (): answers a "gst.cuda.context" context
+ * query with @cuda_ctx (transfer none, may be NULL: then FALSE). */
+gboolean gpushare_gst_cuda_handle_context_query (GstElement * element,
+    GstQuery * query, GstObject * cuda_ctx);
+
+/* gst_cuda_context_new (): a new context (its own CUcontext, made with
+ * cuCtxCreate) on @device_id (< 0: device 0); NULL without a usable driver
+ * or device.  Transfer full. */
+GstObject *gpushare_gst_cuda_context_new (gint device_id);
+/* gst_cuda_context_new_wrapped (): a context around an existing @handle
+ * (e.g. our retained primary context) of @device; the caller keeps @handle
+ * alive as long as the returned object lives.  Transfer full. */
+GstObject *gpushare_gst_cuda_context_new_wrapped (CUcontext handle,
+    CUdevice device);
+/* gst_cuda_context_get_handle (): the CUcontext, owned by @cuda_ctx */
+CUcontext gpushare_gst_cuda_context_get_handle (GstObject * cuda_ctx);
+/* the "cuda-device-id" property; -1 when @cuda_ctx is no GstCudaContext */
+gint gpushare_gst_cuda_context_get_device_id (GstObject * cuda_ctx);
+/* G_TYPE_CHECK_INSTANCE_TYPE against gst_cuda_context_get_type () */
+gboolean gpushare_gst_cuda_is_cuda_context (GstObject * obj);
+/* gst_cuda_context_get_type (); G_TYPE_INVALID when not loaded */
+GType gpushare_gst_cuda_context_get_type (void);
+
+/* gst_is_cuda_memory (): allocated by a GstCudaAllocator */
+gboolean gpushare_gst_cuda_is_cuda_memory (GstMemory * mem);
+/* the GstCudaContext a CUDA memory belongs to (GstCudaMemory.context, a
+ * public field at the same place since 1.22); transfer none; NULL when @mem
+ * is no CUDA memory */
+GstObject *gpushare_gst_cuda_memory_get_context (GstMemory * mem);
+
+/* gst_cuda_buffer_pool_new (), after gst_cuda_memory_init_once (); see the
+ * notes above for its config.  Transfer full. */
+GstBufferPool *gpushare_gst_cuda_buffer_pool_new (GstObject * cuda_ctx);
+
+G_END_DECLS
+
+#endif /* __GPUSHARE_GST_CUDA_H__ */

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# Frames through GPU memory between real processes: gpushare-demo as the
+# producer and as one or more consumers, each case checking every frame
+# (checksum of every plane, timestamps, offsets, flags) and the transport
+# the consumer reports.
+#
+# usage: gpu-transfer.sh DEMO [FRAMES]
+set -u
+demo=$1
+frames=${2:-300}
+
+if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
+  echo "SKIP: no GPU here (nvidia-smi finds none)"
+  exit 77
+fi
+if ! gst-inspect-1.0 cudaupload >/dev/null 2>&1; then
+  echo "SKIP: GStreamer's nvcodec plugin (cudaupload, cudadownload) is missing"
+  exit 77
+fi
+
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+failures=0
+
+# compare DESC PRODUCER_LOG CONSUMER_LOG WANT_TRANSPORT
+compare() {
+  local desc=$1 plog=$2 clog=$3 want=$4 sent recv transport
+  sent=$(grep -c '^sent ' "$plog")
+  recv=$(grep -c '^recv ' "$clog")
+  transport=$(grep -m1 '^transport ' "$clog" | sed 's/^transport //')
+  if [ "$sent" -ne "$frames" ] || [ "$recv" -ne "$sent" ] \
+      || ! cmp -s <(grep '^sent ' "$plog" | cut -c6-) \
+                  <(grep '^recv ' "$clog" | cut -c6-) \
+      || [[ "$transport" != *"memory-type=$want"* ]]; then
+    echo "FAIL $desc: sent $sent, received $recv, transport: $transport"
+    grep -h '^error' "$plog" "$clog" | head -3
+    failures=$((failures + 1))
+  else
+    echo "PASS $desc: $recv/$sent frames identical; $transport"
+  fi
+}
+
+# run DESC N_CONSUMERS WANT PRODUCER_ARGS -- CONSUMER_ARGS
+run() {
+  local desc=$1 n=$2 want=$3 pargs=() cargs=() i pids=() seen=0
+  shift 3
+  for a in "$@"; do
+    if [ "$a" = "--" ]; then seen=1; continue; fi
+    if [ $seen -eq 0 ]; then pargs+=("$a"); else cargs+=("$a"); fi
+  done
+  local sock="$dir/$RANDOM.sock"
+  for ((i = 0; i < n; i++)); do
+    "$demo" consumer --socket "$sock" --timeout 30000 --out "$dir/c$i.log" \
+      "${cargs[@]}" & pids+=($!)
+  done
+  "$demo" producer --socket "$sock" --frames "$frames" --wait \
+    --wait-clients "$n" --source videotestsrc --policy lossless \
+    --timeout 30000 --out "$dir/p.log" "${pargs[@]}"
+  for p in "${pids[@]}"; do wait "$p"; done
+  for ((i = 0; i < n; i++)); do
+    compare "$desc${n:+ (consumer $((i + 1))/$n)}" "$dir/p.log" "$dir/c$i.log" \
+      "$want"
+  done
+  rm -f "$dir"/*.log
+}
+
+for sync in host semaphore event; do
+  run "1080p NV12, $sync" 1 cuda-vmm --width 1920 --height 1080 -- \
+    --transport cuda --sync "$sync"
+  run "4K NV12, $sync" 1 cuda-vmm --width 3840 --height 2160 -- \
+    --transport cuda --sync "$sync"
+done
+run "1080p, CUDA memory in and out" 1 cuda-vmm --width 1920 --height 1080 \
+  --gpu-input -- --transport cuda --gpu-output
+run "1080p, CUDA memory in, system memory out" 1 cuda-vmm --width 1920 \
+  --height 1080 --gpu-input -- --transport cuda
+run "1080p, three consumers" 3 cuda-vmm --width 1920 --height 1080 -- \
+  --transport cuda
+run "1080p, system memory asked for" 1 system --width 1920 --height 1080 -- \
+  --transport system
+run "1080p, CUDA memory in, system transport" 1 system --width 1920 \
+  --height 1080 --gpu-input -- --transport system
+
+if [ $failures -ne 0 ]; then
+  echo "$failures case(s) failed"
+  exit 1
+fi
+echo "all cases passed"
