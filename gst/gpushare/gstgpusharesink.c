@@ -374,9 +374,10 @@ ensure_cuda_ring (GstGpuShareSink * self, GError ** error)
       && gpushare_cuda_ring_epoch (self->cuda_ring) == self->epoch)
     return self->cuda_ring;
   g_clear_pointer (&self->cuda_ring, gpushare_cuda_ring_free);
-  self->cuda_ring = gpushare_cuda_ring_new (self->cuda_device_id,
-      self->gst_cuda_ctx ?
-      gpushare_gst_cuda_context_get_handle (self->gst_cuda_ctx) : NULL,
+  /* the primary context: the IPC events and semaphore blocks live there,
+   * and an event is recorded only on a stream of its own context; copies
+   * from neighbours' CUDA memory work across contexts of one device */
+  self->cuda_ring = gpushare_cuda_ring_new (self->cuda_device_id, NULL,
       self->epoch, self->alloc->n_slots,
       gpushare_backend_slot_size (&gpushare_cuda_vmm_backend,
           GST_VIDEO_INFO_SIZE (&self->vinfo)), error);

@@ -568,9 +568,8 @@ map_cuda_slots (GstGpuShareSrc * self, const GpuShareSlots * s, gint * fds)
   GST_OBJECT_LOCK (self);
   device = self->cuda_device_id;
   GST_OBJECT_UNLOCK (self);
-  view = gpushare_cuda_view_new (device, self->gst_cuda_ctx ?
-      gpushare_gst_cuda_context_get_handle (self->gst_cuda_ctx) : NULL, s, fds,
-      &error);
+  /* the primary context, as the producer's ring: see ensure_cuda_ring () */
+  view = gpushare_cuda_view_new (device, NULL, s, fds, &error);
   if (!view) {
     gpushare_conn_send_error (self->session->conn, GPUSHARE_ERR_RESOURCE,
         "the consumer could not map the GPU slots");
