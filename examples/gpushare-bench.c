@@ -180,7 +180,7 @@ static Options opt = {
   .frames = 600,
   .ring = 8,
   .repeat = 3,
-  .timeout_s = 15,
+  .timeout_s = 10,
   .width = 1920,
   .height = 1080,
 };
@@ -447,8 +447,8 @@ typedef struct
   gint width, height;
   gchar *skipped;               /* not run, and why */
   gchar *failed;                /* run, and what went wrong */
-  gint frames;                  /* frames the consumer saw */
   gint runs, runs_ok;           /* --repeat */
+  gdouble *v;                   /* each figure of each good run */
   gdouble fps;
   gdouble p50_us, p99_us;       /* < 0: no latency (one process) */
   gdouble cpu_producer_us, cpu_consumer_us;     /* per frame, < 0: none */
@@ -656,7 +656,6 @@ run_row (const gchar * self, Row * row)
   if (two)
     read_side (cfile, &cr);
   last = two ? &cr : &pr;
-  row->frames = last->n;
   row->stats = g_strdup (pr.stats);
 
   if (!row->failed && error)
@@ -718,6 +717,21 @@ run_row (const gchar * self, Row * row)
   g_free (dir);
 }
 
+static gint
+cmp_gdouble (gconstpointer a, gconstpointer b)
+{
+  gdouble x = *(const gdouble *) a, y = *(const gdouble *) b;
+
+  return x < y ? -1 : x > y;
+}
+
+static gdouble
+median (gdouble * v, gint n)
+{
+  qsort (v, n, sizeof (gdouble), cmp_gdouble);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 /* ------------------------------------------------------------------------ */
 /* host facts */
 
@@ -771,30 +785,33 @@ mps_running (void)
   return found;
 }
 
-/* what one host memcpy of a frame costs here, for scale: each transport
- * row above it either copies the frame once or not at all */
+/* what one host memcpy of a frame costs here, for scale: every row copies
+ * the frame once (the source or the sink does) or not at all.  The median
+ * of single copies between two warm buffers, so a best case. */
 static gdouble
 memcpy_us (gsize size)
 {
   guint8 *a = g_malloc (size), *b = g_malloc (size);
-  gint64 t0;
-  gint i, n = 20;
+  gdouble t[31];
+  guint i;
 
   memset (a, 1, size);
   memset (b, 2, size);
-  memcpy (b, a, size);
-  t0 = now_ns ();
-  for (i = 0; i < n; i++) {
+  for (i = 0; i < 3; i++)
+    memcpy (b, a, size);
+  for (i = 0; i < G_N_ELEMENTS (t); i++) {
+    gint64 t0 = now_ns ();
+
     a[i] = (guint8) i;
     memcpy (b, a, size);
+    t[i] = (now_ns () - t0) / 1e3;
   }
-  t0 = now_ns () - t0;
   /* keep the copies */
-  if (b[0] == 42)
+  if (b[size / 2] == 42)
     g_printerr (" ");
   g_free (a);
   g_free (b);
-  return t0 / 1e3 / n;
+  return median (t, G_N_ELEMENTS (t));
 }
 
 static void
@@ -907,68 +924,53 @@ print_row (const Row * r)
   g_free (note);
 }
 
-static gint
-cmp_gdouble (gconstpointer a, gconstpointer b)
-{
-  gdouble x = *(const gdouble *) a, y = *(const gdouble *) b;
-
-  return x < y ? -1 : x > y;
-}
-
-static gdouble
-median (gdouble * v, gint n)
-{
-  qsort (v, n, sizeof (gdouble), cmp_gdouble);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-/* --repeat: every figure is the median of the runs that completed; two
- * processes on a small machine make single runs noisy, and a transport
- * that hangs now and then (shmsink / shmsrc does) still gets its figures,
- * with the failures counted beside them */
+/* --repeat: every figure is the median of the runs that completed.  Two
+ * processes on a small machine make single runs noisy, so the repeats go
+ * round the whole table rather than row by row: a slow spell of the host
+ * then weighs on every row alike.  A transport that hangs now and then
+ * (shmsink / shmsrc does) still gets its figures, with its failures
+ * counted beside them. */
 static void
-run_repeated (const gchar * self, Row * row)
+add_run (Row * row, Row * one)
 {
-  gdouble *v = g_new0 (gdouble, 5 * opt.repeat);
-  gint r, n = 0;
+  gint n = row->runs_ok;
 
-  for (r = 0; r < opt.repeat; r++) {
-    Row one = { 0, };
+  if (one->skipped) {
+    row->skipped = one->skipped;
+    return;
+  }
+  row->runs++;
+  if (one->stats) {
+    g_free (row->stats);
+    row->stats = one->stats;
+  }
+  if (one->failed) {
+    g_free (row->failed);
+    row->failed = one->failed;
+    return;
+  }
+  if (!row->v)
+    row->v = g_new0 (gdouble, 5 * opt.repeat);
+  row->v[0 * opt.repeat + n] = one->fps;
+  row->v[1 * opt.repeat + n] = one->p50_us;
+  row->v[2 * opt.repeat + n] = one->p99_us;
+  row->v[3 * opt.repeat + n] = one->cpu_producer_us;
+  row->v[4 * opt.repeat + n] = one->cpu_consumer_us;
+  row->runs_ok++;
+}
 
-    one.mode = row->mode;
-    one.width = row->width;
-    one.height = row->height;
-    run_row (self, &one);
-    if (one.skipped) {
-      row->skipped = one.skipped;
-      break;
-    }
-    row->runs++;
-    if (one.stats) {
-      g_free (row->stats);
-      row->stats = one.stats;
-    }
-    if (one.failed) {
-      g_free (row->failed);
-      row->failed = one.failed;
-      continue;
-    }
-    v[0 * opt.repeat + n] = one.fps;
-    v[1 * opt.repeat + n] = one.p50_us;
-    v[2 * opt.repeat + n] = one.p99_us;
-    v[3 * opt.repeat + n] = one.cpu_producer_us;
-    v[4 * opt.repeat + n] = one.cpu_consumer_us;
-    n++;
-  }
-  row->runs_ok = n;
-  if (n > 0) {
-    row->fps = median (v, n);
-    row->p50_us = median (v + opt.repeat, n);
-    row->p99_us = median (v + 2 * opt.repeat, n);
-    row->cpu_producer_us = median (v + 3 * opt.repeat, n);
-    row->cpu_consumer_us = median (v + 4 * opt.repeat, n);
-  }
-  g_free (v);
+static void
+finish_row (Row * row)
+{
+  gint n = row->runs_ok;
+
+  if (n == 0)
+    return;
+  row->fps = median (row->v, n);
+  row->p50_us = median (row->v + opt.repeat, n);
+  row->p99_us = median (row->v + 2 * opt.repeat, n);
+  row->cpu_producer_us = median (row->v + 3 * opt.repeat, n);
+  row->cpu_consumer_us = median (row->v + 4 * opt.repeat, n);
 }
 
 static gboolean
@@ -995,7 +997,8 @@ run_parent (const gchar * self)
 {
   gchar **sizes = g_strsplit (opt.sizes ? opt.sizes : "1080p,4k", ",", -1);
   gchar **names = g_strsplit (opt.modes, ",", -1);
-  gint n_sizes = g_strv_length (sizes), i, j, failed = 0;
+  gint n_sizes = g_strv_length (sizes), n_rows, i, j, k, r, failed = 0;
+  Row *rows;
   gint *ws = g_new0 (gint, n_sizes), *hs = g_new0 (gint, n_sizes);
 
   for (i = 0; i < n_sizes; i++)
@@ -1009,23 +1012,45 @@ run_parent (const gchar * self)
       return 64;
     }
 
-  print_host (n_sizes, ws, hs);
-  print_header ();
-  for (j = 0; names[j]; j++) {
+  n_rows = g_strv_length (names) * n_sizes;
+  rows = g_new0 (Row, n_rows);
+  for (j = 0; names[j]; j++)
     for (i = 0; i < n_sizes; i++) {
-      Row row = { 0, };
+      Row *row = &rows[j * n_sizes + i];
 
-      row.mode = find_mode (names[j]);
-      row.width = ws[i];
-      row.height = hs[i];
-      run_repeated (self, &row);
-      print_row (&row);
-      failed += row.runs_ok == 0 && !row.skipped;
-      g_free (row.skipped);
-      g_free (row.failed);
-      g_free (row.stats);
+      row->mode = find_mode (names[j]);
+      row->width = ws[i];
+      row->height = hs[i];
+    }
+
+  print_host (n_sizes, ws, hs);
+  /* the rounds report progress on stderr: keep stdout in order */
+  fflush (stdout);
+  for (r = 0; r < opt.repeat; r++) {
+    g_printerr ("gpushare-bench: round %d of %d\n", r + 1, opt.repeat);
+    for (k = 0; k < n_rows; k++) {
+      Row one = { 0, };
+
+      if (rows[k].skipped)
+        continue;
+      one.mode = rows[k].mode;
+      one.width = rows[k].width;
+      one.height = rows[k].height;
+      run_row (self, &one);
+      add_run (&rows[k], &one);
     }
   }
+  print_header ();
+  for (k = 0; k < n_rows; k++) {
+    finish_row (&rows[k]);
+    print_row (&rows[k]);
+    failed += rows[k].runs_ok == 0 && !rows[k].skipped;
+    g_free (rows[k].skipped);
+    g_free (rows[k].failed);
+    g_free (rows[k].stats);
+    g_free (rows[k].v);
+  }
+  g_free (rows);
   g_strfreev (sizes);
   g_strfreev (names);
   g_free (ws);
@@ -1057,7 +1082,7 @@ main (int argc, char **argv)
     {"list", 0, 0, G_OPTION_ARG_NONE, &opt.list,
         "List the modes and their pipelines", NULL},
     {"timeout", 0, 0, G_OPTION_ARG_INT, &opt.timeout_s,
-        "Seconds one run may take (default 15)", "S"},
+        "Seconds one run may take (default 10)", "S"},
     {"mode", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_STRING, &opt.mode,
         "Child: the mode", NULL},
     {"socket", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_FILENAME, &opt.socket,

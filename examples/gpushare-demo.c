@@ -50,6 +50,7 @@ typedef struct
   gchar *sync;                  /* consumer: gpusharesrc sync-mode */
   gboolean gpu_input;           /* producer: cudaupload before the sink */
   gboolean gpu_output;          /* consumer: CUDA memory, then cudadownload */
+  gchar *decode;                /* consumer: decode this file in-process */
 } Options;
 
 static Options opt = {
@@ -334,8 +335,9 @@ bus_done (GstElement * pipeline, const gchar * role, gint timeout_ms,
         gchar *dbg = NULL;
 
         gst_message_parse_error (msg, &err, &dbg);
-        fprintf (out, "error domain=%s code=%d message=%s\n",
-            g_quark_to_string (err->domain), err->code, err->message);
+        fprintf (out, "error domain=%s code=%d message=%s debug=%s\n",
+            g_quark_to_string (err->domain), err->code, err->message,
+            dbg ? dbg : "");
         g_error_free (err);
         g_free (dbg);
         *rc = 2;
@@ -371,7 +373,11 @@ run_producer (void)
   gchar *desc, *str;
   gint rc = 0;
 
-  if (opt.source && g_str_equal (opt.source, "videotestsrc"))
+  if (opt.source && g_str_has_prefix (opt.source, "file:"))
+    /* an H.264 clip decoded on the GPU: CUDA memory into the sink */
+    desc = g_strdup_printf ("filesrc location=\"%s\" ! qtdemux ! h264parse ! "
+        "nvh264dec ! gpusharesink name=sink", opt.source + 5);
+  else if (opt.source && g_str_equal (opt.source, "videotestsrc"))
     desc = g_strdup_printf ("videotestsrc num-buffers=%d pattern=ball "
         "is-live=%d ! video/x-raw,format=%s,width=%d,height=%d,"
         "framerate=30/1 ! %s gpusharesink name=sink", opt.frames, opt.live,
@@ -465,22 +471,35 @@ run_consumer (void)
   GstClockTime max_late = 0;
   gint rc = 0;
 
-  pipeline = gst_parse_launch (opt.gpu_output ? "gpusharesrc name=src ! "
-      "video/x-raw(memory:CUDAMemory) ! cudadownload ! appsink name=sink "
-      "sync=false max-buffers=2" : "gpusharesrc name=src ! appsink name=sink "
-      "sync=false max-buffers=2", NULL);
+  if (opt.decode) {
+    /* the reference: the same clip decoded in this one process */
+    gchar *desc = g_strdup_printf ("filesrc location=\"%s\" ! qtdemux ! "
+        "h264parse ! nvh264dec ! cudadownload ! appsink name=sink "
+        "sync=false", opt.decode);
+
+    pipeline = gst_parse_launch (desc, NULL);
+    g_free (desc);
+  } else {
+    pipeline = gst_parse_launch (opt.gpu_output ? "gpusharesrc name=src ! "
+        "video/x-raw(memory:CUDAMemory) ! cudadownload ! appsink name=sink "
+        "sync=false max-buffers=2" : "gpusharesrc name=src ! appsink "
+        "name=sink sync=false max-buffers=2", NULL);
+  }
   if (!pipeline) {
     g_printerr ("consumer: cannot build the pipeline\n");
     return 1;
   }
   src = gst_bin_get_by_name (GST_BIN (pipeline), "src");
-  if (opt.transport)
+  if (!src)
+    src = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
+  if (!opt.decode && opt.transport)
     gst_util_set_object_arg (G_OBJECT (src), "transport", opt.transport);
-  if (opt.sync)
+  if (!opt.decode && opt.sync)
     gst_util_set_object_arg (G_OBJECT (src), "sync-mode", opt.sync);
   sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
-  g_object_set (src, "socket-path", opt.socket, "connection-timeout",
-      opt.timeout_ms, "is-live", opt.live, NULL);
+  if (!opt.decode)
+    g_object_set (src, "socket-path", opt.socket, "connection-timeout",
+        opt.timeout_ms, "is-live", opt.live, NULL);
   pad = gst_element_get_static_pad (sink, "sink");
   gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM |
       GST_PAD_PROBE_TYPE_BUFFER, consumer_caps_probe, NULL, NULL);
@@ -532,11 +551,13 @@ run_consumer (void)
     GstStructure *stats;
     gchar *str;
 
-    g_object_get (src, "stats", &stats, NULL);
-    str = gst_structure_to_string (stats);
-    fprintf (out, "stats %s\n", str);
-    g_free (str);
-    gst_structure_free (stats);
+    if (!opt.decode) {
+      g_object_get (src, "stats", &stats, NULL);
+      str = gst_structure_to_string (stats);
+      fprintf (out, "stats %s\n", str);
+      g_free (str);
+      gst_structure_free (stats);
+    }
   }
   gst_element_set_state (pipeline, GST_STATE_NULL);
   gst_object_unref (src);
@@ -682,6 +703,8 @@ main (int argc, char **argv)
         "Consumer: auto, host, semaphore or event", NULL},
     {"gpu-input", 0, 0, G_OPTION_ARG_NONE, &opt.gpu_input,
         "Producer: upload to CUDA memory before gpusharesink", NULL},
+    {"decode", 0, 0, G_OPTION_ARG_FILENAME, &opt.decode,
+        "Consumer: decode this H.264 clip in this process instead", NULL},
     {"gpu-output", 0, 0, G_OPTION_ARG_NONE, &opt.gpu_output,
         "Consumer: take CUDA memory from gpusharesrc, then download", NULL},
     {"out", 0, 0, G_OPTION_ARG_FILENAME, &opt.out,

@@ -184,6 +184,216 @@ copy_planes (CUstream stream, const GstVideoInfo * info,
 }
 
 /* ------------------------------------------------------------------------ */
+/* Slot memory that travels as handles: legacy CUDA IPC and fabric */
+
+typedef struct
+{
+  GpuShareMemType type;
+  guint n;
+  gsize size;
+  CUdeviceptr ptrs[GPUSHARE_MAX_SLOTS];
+  CUmemGenericAllocationHandle handles[GPUSHARE_MAX_SLOTS];
+  gboolean created[GPUSHARE_MAX_SLOTS];
+  gboolean mapped[GPUSHARE_MAX_SLOTS];
+  gboolean reserved[GPUSHARE_MAX_SLOTS];
+  gboolean opened[GPUSHARE_MAX_SLOTS];  /* legacy, consumer side */
+} HandleMem;
+
+/* context pushed; undoes slot i, whichever side made it */
+static void
+handle_mem_clear_slot (HandleMem * m, guint i)
+{
+  GpuShareCudaApi *cu = gpushare_cuda ();
+
+  if (m->type == GPUSHARE_MEM_CUDA_LEGACY) {
+    if (m->opened[i])
+      cu->cuIpcCloseMemHandle (m->ptrs[i]);
+    else if (m->ptrs[i])
+      cu->cuMemFree (m->ptrs[i]);
+  } else {
+    if (m->mapped[i])
+      cu->cuMemUnmap (m->ptrs[i], m->size);
+    if (m->reserved[i])
+      cu->cuMemAddressFree (m->ptrs[i], m->size);
+    if (m->created[i])
+      cu->cuMemRelease (m->handles[i]);
+  }
+  m->ptrs[i] = 0;
+  m->opened[i] = m->mapped[i] = m->reserved[i] = m->created[i] = FALSE;
+}
+
+static void
+handle_mem_free (HandleMem * m, CUcontext ctx)
+{
+  guint i;
+
+  if (!m)
+    return;
+  if (push (ctx, NULL)) {
+    gpushare_cuda ()->cuCtxSynchronize ();
+    for (i = 0; i < m->n; i++)
+      handle_mem_clear_slot (m, i);
+    pop ();
+  }
+  g_free (m);
+}
+
+/* context pushed: reserve, map and give the device access to slot i */
+static gboolean
+handle_mem_map (HandleMem * m, guint i, gint device, CUmemAccess_flags flags,
+    GError ** error)
+{
+  GpuShareCudaApi *cu = gpushare_cuda ();
+  CUmemAccessDesc access;
+
+  if (!gpushare_cuda_check (cu->cuMemAddressReserve (&m->ptrs[i], m->size, 0,
+              0, 0), "cuMemAddressReserve", error))
+    return FALSE;
+  m->reserved[i] = TRUE;
+  if (!gpushare_cuda_check (cu->cuMemMap (m->ptrs[i], m->size, 0,
+              m->handles[i], 0), "cuMemMap", error))
+    return FALSE;
+  m->mapped[i] = TRUE;
+  memset (&access, 0, sizeof (access));
+  access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  access.location.id = device;
+  access.flags = flags;
+  return gpushare_cuda_check (cu->cuMemSetAccess (m->ptrs[i], m->size,
+          &access, 1), "cuMemSetAccess", error);
+}
+
+/* producer: n slots of legacy (cuMemAlloc) or fabric (VMM, fabric handle
+ * type) memory; handles are exported for every consumer from these */
+static HandleMem *
+handle_mem_new (GpuShareMemType type, gint device, CUcontext ctx, guint n,
+    gsize size, GError ** error)
+{
+  GpuShareCudaApi *cu = gpushare_cuda ();
+  HandleMem *m = g_new0 (HandleMem, 1);
+  guint i;
+
+  m->type = type;
+  m->n = n;
+  m->size = size;
+  if (!push (ctx, error)) {
+    g_free (m);
+    return NULL;
+  }
+  for (i = 0; i < n; i++) {
+    if (type == GPUSHARE_MEM_CUDA_LEGACY) {
+      if (!gpushare_cuda_check (cu->cuMemAlloc (&m->ptrs[i], size),
+              "cuMemAlloc", error))
+        goto failed;
+    } else {
+      CUmemAllocationProp prop;
+
+      memset (&prop, 0, sizeof (prop));
+      prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+      prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+      prop.location.id = device;
+      prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_FABRIC;
+      if (!gpushare_cuda_check (cu->cuMemCreate (&m->handles[i], size, &prop,
+                  0), "cuMemCreate (fabric handle type)", error))
+        goto failed;
+      m->created[i] = TRUE;
+      if (!handle_mem_map (m, i, device, CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+              error))
+        goto failed;
+    }
+  }
+  pop ();
+  return m;
+
+failed:
+  pop ();
+  handle_mem_free (m, ctx);
+  return NULL;
+}
+
+/* producer: the handle of slot i, into 64 bytes */
+static gboolean
+handle_mem_export (HandleMem * m, CUcontext ctx, guint i, guint8 * out,
+    GError ** error)
+{
+  GpuShareCudaApi *cu = gpushare_cuda ();
+  gboolean ok;
+
+  G_STATIC_ASSERT (sizeof (CUipcMemHandle) == GPUSHARE_HANDLE_SIZE);
+  G_STATIC_ASSERT (sizeof (CUmemFabricHandle) == GPUSHARE_HANDLE_SIZE);
+  if (!push (ctx, error))
+    return FALSE;
+  if (m->type == GPUSHARE_MEM_CUDA_LEGACY) {
+    CUipcMemHandle h;
+
+    ok = gpushare_cuda_check (cu->cuIpcGetMemHandle (&h, m->ptrs[i]),
+        "cuIpcGetMemHandle", error);
+    if (ok)
+      memcpy (out, &h, sizeof (h));
+  } else {
+    CUmemFabricHandle h;
+
+    ok = gpushare_cuda_check (cu->cuMemExportToShareableHandle (&h,
+            m->handles[i], CU_MEM_HANDLE_TYPE_FABRIC, 0),
+        "cuMemExportToShareableHandle (fabric: needs an IMEX channel)",
+        error);
+    if (ok)
+      memcpy (out, &h, sizeof (h));
+  }
+  pop ();
+  return ok;
+}
+
+/* consumer: opens or imports and maps every slot from its handle */
+static HandleMem *
+handle_mem_import (GpuShareMemType type, gint device, CUcontext ctx,
+    guint n, gsize size, const guint8 (*handles)[GPUSHARE_HANDLE_SIZE],
+    GError ** error)
+{
+  GpuShareCudaApi *cu = gpushare_cuda ();
+  HandleMem *m = g_new0 (HandleMem, 1);
+  guint i;
+
+  m->type = type;
+  m->n = n;
+  m->size = size;
+  if (!push (ctx, error)) {
+    g_free (m);
+    return NULL;
+  }
+  for (i = 0; i < n; i++) {
+    if (type == GPUSHARE_MEM_CUDA_LEGACY) {
+      CUipcMemHandle h;
+
+      memcpy (&h, handles[i], sizeof (h));
+      if (!gpushare_cuda_check (cu->cuIpcOpenMemHandle (&m->ptrs[i], h,
+                  CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS), "cuIpcOpenMemHandle",
+              error))
+        goto failed;
+      m->opened[i] = TRUE;
+    } else {
+      CUmemFabricHandle h;
+
+      memcpy (&h, handles[i], sizeof (h));
+      if (!gpushare_cuda_check (cu->cuMemImportFromShareableHandle
+              (&m->handles[i], &h, CU_MEM_HANDLE_TYPE_FABRIC),
+              "cuMemImportFromShareableHandle (fabric)", error))
+        goto failed;
+      m->created[i] = TRUE;
+      if (!handle_mem_map (m, i, device, CU_MEM_ACCESS_FLAGS_PROT_READ,
+              error))
+        goto failed;
+    }
+  }
+  pop ();
+  return m;
+
+failed:
+  pop ();
+  handle_mem_free (m, ctx);
+  return NULL;
+}
+
+/* ------------------------------------------------------------------------ */
 /* Producer */
 
 typedef struct
@@ -200,7 +410,13 @@ struct _GpuShareCudaRing
   CUcontext ctx;
   gboolean owns_ctx;
   CUstream stream;
-  GpuShareAllocation *alloc;
+  GpuShareMemType mem_type;
+  guint64 epoch;
+  guint n_slots;
+  gsize slot_size;
+  CUdeviceptr ptrs[GPUSHARE_MAX_SLOTS];
+  GpuShareAllocation *alloc;    /* VMM */
+  HandleMem *hmem;              /* legacy, fabric */
   GpuShareCudaEvents *ready;    /* one per slot, for event consumers */
   Consumer consumers[MAX_HOLDERS];
   /* who read each slot's last frame, and which frame */
@@ -209,22 +425,38 @@ struct _GpuShareCudaRing
 };
 
 GpuShareCudaRing *
-gpushare_cuda_ring_new (gint device, CUcontext ctx, guint64 epoch,
-    guint n_slots, gsize slot_size, GError ** error)
+gpushare_cuda_ring_new (gint device, CUcontext ctx, GpuShareMemType mem_type,
+    guint64 epoch, guint n_slots, gsize slot_size, GError ** error)
 {
   GpuShareCudaRing *ring;
+  guint i;
 
   ensure_debug ();
   ring = g_new0 (GpuShareCudaRing, 1);
   ring->device = device;
+  ring->mem_type = mem_type;
+  ring->epoch = epoch;
+  ring->n_slots = n_slots;
+  ring->slot_size = slot_size;
   if (!context_init (device, ctx, &ring->ctx, &ring->owns_ctx, error)) {
     g_free (ring);
     return NULL;
   }
-  ring->alloc = gpushare_allocation_new_on_device (&gpushare_cuda_vmm_backend,
-      device, epoch, n_slots, slot_size, error);
-  if (!ring->alloc)
-    goto failed;
+  if (mem_type == GPUSHARE_MEM_CUDA_VMM) {
+    ring->alloc =
+        gpushare_allocation_new_on_device (&gpushare_cuda_vmm_backend, device,
+        epoch, n_slots, slot_size, error);
+    if (!ring->alloc)
+      goto failed;
+    for (i = 0; i < n_slots; i++)
+      ring->ptrs[i] = (CUdeviceptr) (guintptr) ring->alloc->data[i];
+  } else {
+    ring->hmem = handle_mem_new (mem_type, device, ring->ctx, n_slots,
+        slot_size, error);
+    if (!ring->hmem)
+      goto failed;
+    memcpy (ring->ptrs, ring->hmem->ptrs, sizeof (ring->ptrs));
+  }
   if (!push (ring->ctx, error))
     goto failed;
   /* non-blocking: never serialised behind the legacy default stream */
@@ -303,6 +535,7 @@ gpushare_cuda_ring_free (GpuShareCudaRing * ring)
     gpushare_cuda_events_free (ring->ready);
   if (ring->alloc)
     gpushare_allocation_unref (ring->alloc);
+  handle_mem_free (ring->hmem, ring->ctx);
   context_clear (ring->device, ring->owns_ctx);
   g_free (ring);
 }
@@ -310,13 +543,13 @@ gpushare_cuda_ring_free (GpuShareCudaRing * ring)
 guint64
 gpushare_cuda_ring_epoch (GpuShareCudaRing * ring)
 {
-  return ring->alloc->epoch;
+  return ring->epoch;
 }
 
 gsize
 gpushare_cuda_ring_slot_size (GpuShareCudaRing * ring)
 {
-  return ring->alloc->slot_size;
+  return ring->slot_size;
 }
 
 gboolean
@@ -324,7 +557,7 @@ gpushare_cuda_ring_add_consumer (GpuShareCudaRing * ring, guint index,
     GpuShareSyncMode mode, GError ** error)
 {
   Consumer *c;
-  guint n = ring->alloc->n_slots;
+  guint n = ring->n_slots;
 
   g_return_val_if_fail (index < MAX_HOLDERS, FALSE);
   c = &ring->consumers[index];
@@ -375,37 +608,48 @@ gpushare_cuda_ring_export (GpuShareCudaRing * ring, guint index,
     GpuShareSlots * slots, gint * fds, GError ** error)
 {
   Consumer *c = &ring->consumers[index];
-  guint n = ring->alloc->n_slots, i;
+  guint n = ring->n_slots, i, n_fds = 0, h = 0;
 
   g_return_val_if_fail (index < MAX_HOLDERS && c->present, FALSE);
   memset (slots, 0, sizeof (*slots));
-  slots->epoch = ring->alloc->epoch;
-  slots->slot_size = ring->alloc->slot_size;
+  slots->epoch = ring->epoch;
+  slots->slot_size = ring->slot_size;
   slots->n_slots = n;
-  slots->mem_type = GPUSHARE_MEM_CUDA_VMM;
+  slots->mem_type = ring->mem_type;
   slots->sync_mode = c->mode;
 
-  for (i = 0; i < n; i++) {
-    fds[i] = gpushare_allocation_export (ring->alloc, i, error);
-    if (fds[i] < 0)
-      goto failed;
+  if (ring->alloc) {
+    for (i = 0; i < n; i++, n_fds++) {
+      fds[i] = gpushare_allocation_export (ring->alloc, i, error);
+      if (fds[i] < 0)
+        goto failed;
+    }
+  } else {
+    /* legacy and fabric memory travel as handles, not fds */
+    for (h = 0; h < n; h++)
+      if (!handle_mem_export (ring->hmem, ring->ctx, h, slots->handles[h],
+              error))
+        goto failed;
   }
   if (c->mode == GPUSHARE_SYNC_SEMAPHORE) {
-    fds[n] = gpushare_cuda_sem_export (c->sem, error);
-    if (fds[n] < 0)
+    fds[n_fds] = gpushare_cuda_sem_export (c->sem, error);
+    if (fds[n_fds] < 0)
       goto failed;
+    n_fds++;
     slots->n_sync_fds = 1;
     slots->sync_size = gpushare_cuda_sem_size (c->sem);
   } else if (c->mode == GPUSHARE_SYNC_EVENT) {
-    if (!gpushare_cuda_events_export (ring->ready, slots->events[0], error)
-        || !gpushare_cuda_events_export (c->done, slots->events[n], error))
+    if (!gpushare_cuda_events_export (ring->ready, slots->handles[h], error)
+        || !gpushare_cuda_events_export (c->done, slots->handles[h + n],
+            error))
       goto failed;
-    slots->n_events = 2 * n;
+    h += 2 * n;
   }
+  slots->n_handles = h;
   return TRUE;
 
 failed:
-  gpushare_close_fds (fds, i);
+  gpushare_close_fds (fds, n_fds);
   return FALSE;
 }
 
@@ -449,7 +693,7 @@ gpushare_cuda_ring_copy_in (GpuShareCudaRing * ring, guint slot,
   gboolean ok;
 
   dst.device = TRUE;
-  dst.base = (guintptr) ring->alloc->data[slot];
+  dst.base = (guintptr) ring->ptrs[slot];
   if (!push (ring->ctx, error))
     return FALSE;
   ok = copy_planes (ring->stream, info, src, &dst, error);
@@ -509,7 +753,10 @@ struct _GpuShareCudaView
   gboolean owns_ctx;
   CUstream stream;
   GpuShareSyncMode mode;
-  GpuShareImport *import;
+  guint n_slots;
+  CUdeviceptr ptrs[GPUSHARE_MAX_SLOTS];
+  GpuShareImport *import;       /* VMM */
+  HandleMem *hmem;              /* legacy, fabric */
   GpuShareCudaSem *sem;
   GpuShareCudaEvents *ready;
   GpuShareCudaEvents *done;
@@ -520,22 +767,37 @@ gpushare_cuda_view_new (gint device, CUcontext ctx,
     const GpuShareSlots * slots, gint * fds, GError ** error)
 {
   GpuShareCudaView *view;
-  guint n = slots->n_slots;
-  gint sync_fd = slots->n_sync_fds ? fds[n] : -1;
+  guint n = slots->n_slots, i;
+  gboolean vmm = slots->mem_type == GPUSHARE_MEM_CUDA_VMM;
+  guint n_slot_fds = vmm ? n : 0;
+  guint h = vmm ? 0 : n;        /* first event handle */
+  gint sync_fd = slots->n_sync_fds ? fds[n_slot_fds] : -1;
 
   ensure_debug ();
   view = g_new0 (GpuShareCudaView, 1);
   view->device = device;
   view->mode = slots->sync_mode;
+  view->n_slots = n;
   if (!context_init (device, ctx, &view->ctx, &view->owns_ctx, error)) {
-    gpushare_close_fds (fds, n + slots->n_sync_fds);
+    gpushare_close_fds (fds, n_slot_fds + slots->n_sync_fds);
     g_free (view);
     return NULL;
   }
-  /* takes the slot fds */
-  view->import = gpushare_import_new_on_device (&gpushare_cuda_vmm_backend,
-      device, slots->epoch, n, slots->slot_size, fds, error);
-  if (!view->import) {
+  if (vmm) {
+    /* takes the slot fds */
+    view->import = gpushare_import_new_on_device (&gpushare_cuda_vmm_backend,
+        device, slots->epoch, n, slots->slot_size, fds, error);
+    if (view->import)
+      for (i = 0; i < n; i++)
+        view->ptrs[i] = (CUdeviceptr) (guintptr) view->import->data[i];
+  } else {
+    view->hmem = handle_mem_import (slots->mem_type, device, view->ctx, n,
+        slots->slot_size, (const guint8 (*)[GPUSHARE_HANDLE_SIZE])
+        slots->handles, error);
+    if (view->hmem)
+      memcpy (view->ptrs, view->hmem->ptrs, sizeof (view->ptrs));
+  }
+  if (!view->import && !view->hmem) {
     if (sync_fd >= 0)
       close (sync_fd);
     goto failed;
@@ -553,12 +815,12 @@ gpushare_cuda_view_new (gint device, CUcontext ctx,
       }
       break;
     case GPUSHARE_SYNC_EVENT:
-      view->ready = gpushare_cuda_events_import (device, slots->events[0], n,
+      view->ready = gpushare_cuda_events_import (device, slots->handles[h], n,
           error);
       if (!view->ready)
         goto failed;
-      view->done = gpushare_cuda_events_import (device, slots->events[n], n,
-          error);
+      view->done = gpushare_cuda_events_import (device,
+          slots->handles[h + n], n, error);
       if (!view->done)
         goto failed;
       break;
@@ -605,6 +867,7 @@ gpushare_cuda_view_free (GpuShareCudaView * view)
     gpushare_cuda_events_free (view->done);
   if (view->import)
     gpushare_import_unref (view->import);
+  handle_mem_free (view->hmem, view->ctx);
   context_clear (view->device, view->owns_ctx);
   g_free (view);
 }
@@ -646,9 +909,9 @@ gpushare_cuda_view_read (GpuShareCudaView * view, guint slot,
   GpuSharePlanes src = *slot_layout;
   gboolean ok;
 
-  g_return_val_if_fail (slot < view->import->n_slots, FALSE);
+  g_return_val_if_fail (slot < view->n_slots, FALSE);
   src.device = TRUE;
-  src.base = (guintptr) view->import->data[slot];
+  src.base = (guintptr) view->ptrs[slot];
   if (!push (view->ctx, error))
     return FALSE;
   ok = view_wait_ready (view, slot, sequence, error)

@@ -56,8 +56,11 @@ typedef struct _GpuShareCudaRing GpuShareCudaRing;
 
 /* ctx: the context for the stream and the copies (a GstCudaContext's,
  * shared with upstream), or NULL for the device's primary context */
+/* mem_type: CUDA_VMM (fds), CUDA_LEGACY (cuMemAlloc + cuIpcGetMemHandle)
+ * or CUDA_FABRIC (VMM with fabric handles: needs an IMEX channel) */
 GpuShareCudaRing *gpushare_cuda_ring_new (gint device, CUcontext ctx,
-    guint64 epoch, guint n_slots, gsize slot_size, GError ** error);
+    GpuShareMemType mem_type, guint64 epoch, guint n_slots, gsize slot_size,
+    GError ** error);
 void gpushare_cuda_ring_free (GpuShareCudaRing * ring);
 guint64 gpushare_cuda_ring_epoch (GpuShareCudaRing * ring);
 gsize gpushare_cuda_ring_slot_size (GpuShareCudaRing * ring);
@@ -85,7 +88,8 @@ gboolean gpushare_cuda_ring_publish (GpuShareCudaRing * ring, guint slot,
 
 typedef struct _GpuShareCudaView GpuShareCudaView;
 
-/* takes every fd (closed on every path) */
+/* takes every fd (closed on every path); legacy and fabric slots come as
+ * handles in slots, VMM slots as the first n_slots fds */
 GpuShareCudaView *gpushare_cuda_view_new (gint device, CUcontext ctx,
     const GpuShareSlots * slots, gint * fds, GError ** error);
 void gpushare_cuda_view_free (GpuShareCudaView * view);

@@ -188,18 +188,21 @@ WIRE_AT (GpuShareWireAccept, uuid, 32);
 WIRE_AT (GpuShareWireAccept, reason_len, 48);
 WIRE_AT (GpuShareWireAccept, reserved, 52);
 
-/* SLOTS, producer -> consumer, with n_slots + n_sync_fds fds.  48 bytes,
- * then n_events * 64 bytes of CUDA IPC event handles.
+/* SLOTS, producer -> consumer, with n_slots fds for VMM and system memory,
+ * then n_sync_fds.  48 bytes,
+ * then n_handles * 64 bytes of opaque CUDA handles: a memory handle per
+ * slot for legacy and fabric memory, then the event handles.
  *
  *   off size field
  *     0    8 epoch
  *     8    8 slot_size
- *    16    4 n_slots          the first n_slots fds, one per slot
+ *    16    4 n_slots          VMM and system memory: the first n_slots fds
  *    20    4 mem_type         exactly one GpuShareMemType bit
  *    24    4 sync_mode        0, or the GpuShareSyncMode bit in use
  *    28    4 n_sync_fds       0, or 1 with SYNC_SEMAPHORE: the last fd
  *    32    8 sync_size        bytes of the semaphore block
- *    40    4 n_events         0, or 2 * n_slots with SYNC_EVENT
+ *    40    4 n_handles        n_slots for legacy and fabric memory, plus
+ *                             2 * n_slots with SYNC_EVENT
  *    44    4 reserved         0 when sent, ignored when received
  */
 typedef struct
@@ -211,7 +214,7 @@ typedef struct
   guint32 sync_mode;
   guint32 n_sync_fds;
   guint64 sync_size;
-  guint32 n_events;
+  guint32 n_handles;
   guint32 reserved;
 } GpuShareWireSlots;
 
@@ -223,7 +226,7 @@ WIRE_AT (GpuShareWireSlots, mem_type, 20);
 WIRE_AT (GpuShareWireSlots, sync_mode, 24);
 WIRE_AT (GpuShareWireSlots, n_sync_fds, 28);
 WIRE_AT (GpuShareWireSlots, sync_size, 32);
-WIRE_AT (GpuShareWireSlots, n_events, 40);
+WIRE_AT (GpuShareWireSlots, n_handles, 40);
 WIRE_AT (GpuShareWireSlots, reserved, 44);
 
 /* MAPPED, consumer -> producer.  8 bytes.
@@ -375,7 +378,7 @@ G_STATIC_ASSERT (sizeof (GpuShareWireAnnounce) + GPUSHARE_MAX_NAME_LEN +
     GPUSHARE_MAX_CAPS_LEN <= GPUSHARE_MAX_PAYLOAD);
 G_STATIC_ASSERT (sizeof (GpuShareWireAccept) + GPUSHARE_MAX_NAME_LEN +
     GPUSHARE_MAX_REASON_LEN <= GPUSHARE_MAX_PAYLOAD);
-G_STATIC_ASSERT (sizeof (GpuShareWireSlots) + GPUSHARE_MAX_EVENTS *
+G_STATIC_ASSERT (sizeof (GpuShareWireSlots) + GPUSHARE_MAX_HANDLES *
     GPUSHARE_EVENT_HANDLE_SIZE <= GPUSHARE_MAX_PAYLOAD);
 G_STATIC_ASSERT (sizeof (GpuShareWireCaps) + GPUSHARE_MAX_CAPS_LEN <=
     GPUSHARE_MAX_PAYLOAD);
@@ -550,6 +553,14 @@ check_accept (const GpuShareAccept * a)
   return check_string (a->name, a->name_len, GPUSHARE_MAX_NAME_LEN);
 }
 
+/* legacy and fabric memory travel as one opaque handle per slot */
+static guint32
+slot_handles (const GpuShareSlots * s)
+{
+  return s->mem_type == GPUSHARE_MEM_CUDA_LEGACY
+      || s->mem_type == GPUSHARE_MEM_CUDA_FABRIC ? s->n_slots : 0;
+}
+
 static GpuShareParseResult
 check_slots (const GpuShareSlots * s, guint32 n_fds)
 {
@@ -569,12 +580,13 @@ check_slots (const GpuShareSlots * s, guint32 n_fds)
   if (s->n_sync_fds && (s->sync_size < 16 * (guint64) s->n_slots
           || s->sync_size > GPUSHARE_MAX_SLOT_SIZE))
     return GPUSHARE_PARSE_MALFORMED;
-  if (s->n_events != (s->sync_mode == GPUSHARE_SYNC_EVENT ?
+  if (s->n_handles != slot_handles (s) + (s->sync_mode == GPUSHARE_SYNC_EVENT ?
           2 * s->n_slots : 0))
     return GPUSHARE_PARSE_MALFORMED;
-  /* one fd per slot and the block's, no more, no fewer: a mismatch would
-   * leave a slot without memory or an fd without a slot */
-  if (n_fds != s->n_slots + s->n_sync_fds)
+  /* one fd per slot (unless its memory travels as handles) and the
+   * block's, no more, no fewer: a mismatch would leave a slot without
+   * memory or an fd without a slot */
+  if (n_fds != (slot_handles (s) ? 0 : s->n_slots) + s->n_sync_fds)
     return GPUSHARE_PARSE_BAD_FD_COUNT;
   return GPUSHARE_PARSE_OK;
 }
@@ -808,12 +820,12 @@ parse_slots (const guint8 * p, gsize len, GpuShareSlots * s)
   s->sync_mode = RD32 (p, GpuShareWireSlots, sync_mode);
   s->n_sync_fds = RD32 (p, GpuShareWireSlots, n_sync_fds);
   s->sync_size = RD64 (p, GpuShareWireSlots, sync_size);
-  s->n_events = RD32 (p, GpuShareWireSlots, n_events);
-  if (s->n_events > GPUSHARE_MAX_EVENTS)
+  s->n_handles = RD32 (p, GpuShareWireSlots, n_handles);
+  if (s->n_handles > GPUSHARE_MAX_HANDLES)
     return GPUSHARE_PARSE_MALFORMED;
-  if (len - var < (gsize) s->n_events * GPUSHARE_EVENT_HANDLE_SIZE)
+  if (len - var < (gsize) s->n_handles * GPUSHARE_EVENT_HANDLE_SIZE)
     return GPUSHARE_PARSE_TRUNCATED;
-  memcpy (s->events, p + var, s->n_events * GPUSHARE_EVENT_HANDLE_SIZE);
+  memcpy (s->handles, p + var, s->n_handles * GPUSHARE_EVENT_HANDLE_SIZE);
   return GPUSHARE_PARSE_OK;
 }
 
@@ -1033,10 +1045,10 @@ write_payload (guint8 * p, const GpuShareMsg * msg)
       WR32 (p, GpuShareWireSlots, sync_mode, s->sync_mode);
       WR32 (p, GpuShareWireSlots, n_sync_fds, s->n_sync_fds);
       WR64 (p, GpuShareWireSlots, sync_size, s->sync_size);
-      WR32 (p, GpuShareWireSlots, n_events, s->n_events);
+      WR32 (p, GpuShareWireSlots, n_handles, s->n_handles);
       WR32 (p, GpuShareWireSlots, reserved, 0);
-      memcpy (p + sizeof (GpuShareWireSlots), s->events,
-          s->n_events * GPUSHARE_EVENT_HANDLE_SIZE);
+      memcpy (p + sizeof (GpuShareWireSlots), s->handles,
+          s->n_handles * GPUSHARE_EVENT_HANDLE_SIZE);
       break;
     }
     case GPUSHARE_MSG_MAPPED:
@@ -1112,7 +1124,7 @@ payload_size (const GpuShareMsg * msg)
       size += msg->u.accept.name_len + msg->u.accept.reason_len;
       break;
     case GPUSHARE_MSG_SLOTS:
-      size += (gsize) msg->u.slots.n_events * GPUSHARE_EVENT_HANDLE_SIZE;
+      size += (gsize) msg->u.slots.n_handles * GPUSHARE_EVENT_HANDLE_SIZE;
       break;
     case GPUSHARE_MSG_CAPS:
       size += msg->u.caps.layout.caps_len;

@@ -18,8 +18,8 @@
  *        |--- ANNOUNCE (version, identity, caps, ---->|
  *        |      layout, ring, memory types, GPU)      |
  *        |<-- ACCEPT (identity, chosen memory, sync) -|
- *        |--- SLOTS (epoch, ring size fds [+ sync  -->|  import + map once
- *        |      fd or event handles])                 |
+ *        |--- SLOTS (epoch, slot fds or memory ---->|  import + map once
+ *        |      handles [+ sync fd or event handles]) |
  *        |<-- MAPPED (epoch) -------------------------|
  *        |                                            |
  *        |--- FRAME (epoch, slot, generation, seq, -->|  wrap slot, push
@@ -93,10 +93,13 @@ typedef enum
 } GpuShareSyncMode;
 
 #define GPUSHARE_SYNC_KNOWN_MASK 0x7u
-/* bytes of one CUipcEventHandle on the wire */
-#define GPUSHARE_EVENT_HANDLE_SIZE 64
-/* SLOTS carries at most one ready and one done event per slot */
-#define GPUSHARE_MAX_EVENTS (2 * GPUSHARE_MAX_SLOTS)
+/* bytes of one opaque CUDA handle on the wire: a CUipcEventHandle, a
+ * CUipcMemHandle or a CUmemFabricHandle */
+#define GPUSHARE_HANDLE_SIZE 64
+#define GPUSHARE_EVENT_HANDLE_SIZE GPUSHARE_HANDLE_SIZE
+/* SLOTS carries at most a memory handle per slot (legacy and fabric
+ * memory) and a ready and a done event per slot */
+#define GPUSHARE_MAX_HANDLES (3 * GPUSHARE_MAX_SLOTS)
 #define GPUSHARE_MAX_REASON_LEN 128     /* bytes, without NUL */
 
 /* what the producer's GPU can do, announced so that a consumer decides
@@ -216,14 +219,17 @@ typedef struct
 {
   guint64 epoch;
   guint64 slot_size;
-  guint32 n_slots;              /* the first n_slots fds */
+  guint32 n_slots;              /* VMM and system memory: the first
+                                 * n_slots fds, one per slot */
   guint32 mem_type;             /* exactly one bit */
   guint32 sync_mode;            /* 0, or the one GpuShareSyncMode bit */
   guint32 n_sync_fds;           /* 0, or 1: the semaphore block, last fd */
   guint64 sync_size;            /* bytes of the semaphore block */
-  guint32 n_events;             /* event handles: n_slots ready, then
-                                 * n_slots done; 0 unless SYNC_EVENT */
-  guint8 events[GPUSHARE_MAX_EVENTS][GPUSHARE_EVENT_HANDLE_SIZE];
+  guint32 n_handles;            /* opaque handles: n_slots memory handles
+                                 * for legacy and fabric memory, then with
+                                 * SYNC_EVENT n_slots ready and n_slots
+                                 * done events */
+  guint8 handles[GPUSHARE_MAX_HANDLES][GPUSHARE_HANDLE_SIZE];
 } GpuShareSlots;
 
 typedef struct
@@ -298,8 +304,8 @@ typedef struct
 
 /* Header.  Returns NEED_MORE when len < GPUSHARE_HEADER_SIZE.  Checks magic,
  * major version, payload cap and fd count: n_fds <= GPUSHARE_MAX_FDS, and 0
- * for every known type but SLOTS (whose n_fds == n_slots + n_sync_fds is
- * checked with its payload).  An unknown type is OK here: the caller skips its payload and
+ * for every known type but SLOTS (whose fd count, slot fds for VMM and
+ * system memory plus n_sync_fds, is checked with its payload).  An unknown type is OK here: the caller skips its payload and
  * closes its fds. */
 GpuShareParseResult gpushare_header_parse (const guint8 * buf, gsize len,
     GpuShareHeader * hdr);

@@ -180,7 +180,8 @@ struct _GstGpuShareSink
 #ifdef HAVE_CUDA
   GpuShareCudaCaps cuda_caps;
   GstObject *gst_cuda_ctx;      /* GstCudaContext shared with neighbours */
-  GpuShareCudaRing *cuda_ring;
+  /* one ring per kind of GPU memory consumers chose: VMM, legacy, fabric */
+  GpuShareCudaRing *cuda_rings[3];
 #endif
 };
 
@@ -323,6 +324,10 @@ stream_flags (GstGpuShareSink * self)
   return self->live ? GPUSHARE_STREAM_FLAG_LIVE : 0;
 }
 
+#ifdef HAVE_CUDA
+static guint32 gpu_mem_types (GstGpuShareSink * self);
+#endif
+
 static gboolean
 send_announce (GstGpuShareSink * self, Client * client)
 {
@@ -336,7 +341,7 @@ send_announce (GstGpuShareSink * self, Client * client)
   a->mem_types = GPUSHARE_MEM_SYSTEM;
 #ifdef HAVE_CUDA
   if (self->cuda_ok) {
-    a->mem_types |= GPUSHARE_MEM_CUDA_VMM;
+    a->mem_types |= gpu_mem_types (self);
     memcpy (a->device.uuid, self->cuda_caps.uuid, 16);
     a->device.caps = (self->cuda_caps.posix_fd ? GPUSHARE_DEVICE_CAP_VMM_FD :
         0) | (self->cuda_caps.fabric ? GPUSHARE_DEVICE_CAP_FABRIC : 0) |
@@ -366,25 +371,46 @@ static void protocol_error (Client * client, GpuShareErrorCode code,
     const gchar * text);
 
 #ifdef HAVE_CUDA
-/* lock held.  The CUDA ring of the current epoch, made on first use. */
-static GpuShareCudaRing *
-ensure_cuda_ring (GstGpuShareSink * self, GError ** error)
+static guint
+gpu_index (GpuShareMemType type)
 {
-  if (self->cuda_ring
-      && gpushare_cuda_ring_epoch (self->cuda_ring) == self->epoch)
-    return self->cuda_ring;
-  g_clear_pointer (&self->cuda_ring, gpushare_cuda_ring_free);
+  return type == GPUSHARE_MEM_CUDA_LEGACY ? 1 :
+      type == GPUSHARE_MEM_CUDA_FABRIC ? 2 : 0;
+}
+
+/* the GPU memory types this GPU can offer */
+static guint32
+gpu_mem_types (GstGpuShareSink * self)
+{
+  if (!self->cuda_ok)
+    return 0;
+  return (self->cuda_caps.posix_fd ? GPUSHARE_MEM_CUDA_VMM : 0) |
+      (self->cuda_caps.unified_addressing ? GPUSHARE_MEM_CUDA_LEGACY : 0) |
+      (self->cuda_caps.fabric ? GPUSHARE_MEM_CUDA_FABRIC : 0);
+}
+
+/* lock held.  The ring of that GPU memory type for the current epoch,
+ * made on first use. */
+static GpuShareCudaRing *
+ensure_cuda_ring (GstGpuShareSink * self, GpuShareMemType type,
+    GError ** error)
+{
+  GpuShareCudaRing **ring = &self->cuda_rings[gpu_index (type)];
+
+  if (*ring && gpushare_cuda_ring_epoch (*ring) == self->epoch)
+    return *ring;
+  g_clear_pointer (ring, gpushare_cuda_ring_free);
   /* the primary context: the IPC events and semaphore blocks live there,
    * and an event is recorded only on a stream of its own context; copies
    * from neighbours' CUDA memory work across contexts of one device */
-  self->cuda_ring = gpushare_cuda_ring_new (self->cuda_device_id, NULL,
+  *ring = gpushare_cuda_ring_new (self->cuda_device_id, NULL, type,
       self->epoch, self->alloc->n_slots,
       gpushare_backend_slot_size (&gpushare_cuda_vmm_backend,
           GST_VIDEO_INFO_SIZE (&self->vinfo)), error);
-  if (self->cuda_ring)
-    GST_DEBUG_OBJECT (self, "CUDA ring for epoch %" G_GUINT64_FORMAT,
-        self->epoch);
-  return self->cuda_ring;
+  if (*ring)
+    GST_DEBUG_OBJECT (self, "%s ring for epoch %" G_GUINT64_FORMAT,
+        gpushare_mem_type_to_string (type), self->epoch);
+  return *ring;
 }
 
 static gboolean
@@ -393,23 +419,27 @@ send_cuda_slots (GstGpuShareSink * self, Client * client)
   GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
   gint fds[GPUSHARE_MAX_FDS];
   GError *error = NULL;
-  GpuShareCudaRing *ring = ensure_cuda_ring (self, &error);
+  GpuShareCudaRing *ring = ensure_cuda_ring (self, client->mem_type, &error);
   gboolean ok;
 
   if (!ring || !gpushare_cuda_ring_add_consumer (ring, client->index,
           client->sync_mode, &error)
       || !gpushare_cuda_ring_export (ring, client->index, &msg->u.slots, fds,
           &error)) {
-    GST_WARNING_OBJECT (self, "client %u: %s", client->id, error->message);
+    gchar *text = g_strdup_printf ("the producer could not export its %s "
+        "slots: %s", gpushare_mem_type_to_string (client->mem_type),
+        error->message);
+
     g_clear_error (&error);
     g_free (msg);
-    protocol_error (client, GPUSHARE_ERR_RESOURCE,
-        "the producer could not export its GPU slots");
+    protocol_error (client, GPUSHARE_ERR_RESOURCE, text);
+    g_free (text);
     return FALSE;
   }
   msg->type = GPUSHARE_MSG_SLOTS;
-  ok = gpushare_conn_send (client->conn, msg, fds, msg->u.slots.n_slots +
-      msg->u.slots.n_sync_fds, NULL);
+  ok = gpushare_conn_send (client->conn, msg, fds,
+      (msg->u.slots.mem_type == GPUSHARE_MEM_CUDA_VMM ? msg->u.slots.n_slots :
+          0) + msg->u.slots.n_sync_fds, NULL);
   g_free (msg);
   if (ok)
     client_set_state (client, CLIENT_EXPORTED);
@@ -426,7 +456,7 @@ send_slots (GstGpuShareSink * self, Client * client)
   guint i;
 
 #ifdef HAVE_CUDA
-  if (client->mem_type == GPUSHARE_MEM_CUDA_VMM)
+  if (client->mem_type != GPUSHARE_MEM_SYSTEM)
     return send_cuda_slots (self, client);
 #endif
   for (i = 0; i < self->alloc->n_slots; i++) {
@@ -497,8 +527,10 @@ drop_client (GstGpuShareSink * self, Client * client,
   self->n_clients--;
   released = gpushare_ring_release_holder (&self->ring, client->index);
 #ifdef HAVE_CUDA
-  if (self->cuda_ring && client->mem_type == GPUSHARE_MEM_CUDA_VMM)
-    gpushare_cuda_ring_remove_consumer (self->cuda_ring, client->index);
+  if (client->mem_type != GPUSHARE_MEM_SYSTEM
+      && self->cuda_rings[gpu_index (client->mem_type)])
+    gpushare_cuda_ring_remove_consumer (self->cuda_rings[gpu_index
+            (client->mem_type)], client->index);
 #endif
   g_cond_broadcast (&self->cond);
   g_mutex_unlock (&self->lock);
@@ -552,9 +584,9 @@ handle_accept (GstGpuShareSink * self, Client * client,
   if (acc->mem_type == GPUSHARE_MEM_SYSTEM) {
     client->mem_type = GPUSHARE_MEM_SYSTEM;
 #ifdef HAVE_CUDA
-  } else if (acc->mem_type == GPUSHARE_MEM_CUDA_VMM && self->cuda_ok
+  } else if ((acc->mem_type & gpu_mem_types (self))
       && (acc->sync_mode & gpushare_cuda_sync_modes (&self->cuda_caps))) {
-    client->mem_type = GPUSHARE_MEM_CUDA_VMM;
+    client->mem_type = acc->mem_type;
     client->sync_mode = acc->sync_mode;
 #endif
   } else {
@@ -957,7 +989,8 @@ gst_gpu_share_sink_stop (GstBaseSink * bsink)
   g_mutex_lock (&self->lock);
   g_clear_pointer (&self->alloc, gpushare_allocation_unref);
 #ifdef HAVE_CUDA
-  g_clear_pointer (&self->cuda_ring, gpushare_cuda_ring_free);
+  for (i = 0; i < G_N_ELEMENTS (self->cuda_rings); i++)
+    g_clear_pointer (&self->cuda_rings[i], gpushare_cuda_ring_free);
   gst_clear_object (&self->gst_cuda_ctx);
 #endif
   self->have_layout = FALSE;
@@ -1153,11 +1186,12 @@ to_monotonic (GstGpuShareSink * self, GstClockTime running)
 
 /* lock held: which memory types the consumers of this frame read */
 static void
-memory_needs (GstGpuShareSink * self, gboolean * sys, gboolean * gpu)
+memory_needs (GstGpuShareSink * self, gboolean * sys, guint32 * gpu)
 {
   guint i;
 
-  *sys = *gpu = FALSE;
+  *sys = FALSE;
+  *gpu = 0;
   for (i = 0; i < MAX_CLIENTS; i++) {
     Client *c = self->clients[i];
 
@@ -1166,7 +1200,7 @@ memory_needs (GstGpuShareSink * self, gboolean * sys, gboolean * gpu)
     if (c->mem_type == GPUSHARE_MEM_SYSTEM)
       *sys = TRUE;
     else
-      *gpu = TRUE;
+      *gpu |= c->mem_type;
   }
 }
 
@@ -1201,10 +1235,10 @@ planes_from_info (GpuSharePlanes * p, const GstVideoInfo * info,
  * memory (one copy on the device), from the system-memory slot it is
  * already in, or from upstream's system memory (one upload). */
 static gboolean
-write_gpu_slot (GstGpuShareSink * self, GstBuffer * buf, guint slot,
-    gboolean in_sys_slot, GError ** error)
+write_gpu_slot (GstGpuShareSink * self, GpuShareMemType type, GstBuffer * buf,
+    guint slot, gboolean in_sys_slot, GError ** error)
 {
-  GpuShareCudaRing *ring = ensure_cuda_ring (self, error);
+  GpuShareCudaRing *ring = ensure_cuda_ring (self, type, error);
   GpuSharePlanes src, dst;
   GstVideoMeta *meta = gst_buffer_get_video_meta (buf);
   GstVideoFrame frame;
@@ -1217,6 +1251,12 @@ write_gpu_slot (GstGpuShareSink * self, GstBuffer * buf, guint slot,
     return FALSE;
   planes_from_info (&dst, &self->vinfo, TRUE, 0);
   if (is_gpu_buffer (buf)) {
+    if (!meta) {
+      /* CUDA memory is pitched: without its meta its layout is unknown */
+      g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_CALL,
+          "CUDA memory without a GstVideoMeta");
+      return FALSE;
+    }
     mem = gst_buffer_peek_memory (buf, 0);
     if (!gst_memory_map (mem, &map, GST_MAP_READ | GPUSHARE_MAP_CUDA)) {
       g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_CALL,
@@ -1283,7 +1323,8 @@ gst_gpu_share_sink_render (GstBaseSink * bsink, GstBuffer * buf)
   GstGpuShareSlowPolicy policy;
   GpuShareMsg msg = { 0, };
   GpuShareFrame *f = &msg.u.frame;
-  gboolean wait_for_connection, need_sys, need_gpu, in_sys_slot = FALSE;
+  gboolean wait_for_connection, need_sys, in_sys_slot = FALSE;
+  guint32 need_gpu;             /* GPU memory types to write */
   guint64 holders = 0;
   guint slot, i, n_ready, quota;
 
@@ -1351,10 +1392,12 @@ gst_gpu_share_sink_render (GstBaseSink * bsink, GstBuffer * buf)
     in_sys_slot = TRUE;
   }
 #ifdef HAVE_CUDA
-  if (need_gpu) {
+  for (i = 0; i < 32; i++) {
     GError *error = NULL;
 
-    if (!write_gpu_slot (self, buf, slot, in_sys_slot, &error)) {
+    if (!(need_gpu & (1u << i)))
+      continue;
+    if (!write_gpu_slot (self, 1u << i, buf, slot, in_sys_slot, &error)) {
       gpushare_ring_abort (&self->ring, slot);
       g_mutex_unlock (&self->lock);
       GST_ELEMENT_ERROR (self, RESOURCE, WRITE,
@@ -1363,8 +1406,9 @@ gst_gpu_share_sink_render (GstBaseSink * bsink, GstBuffer * buf)
       g_clear_error (&error);
       return GST_FLOW_ERROR;
     }
-    self->frames_to_gpu++;
   }
+  if (need_gpu)
+    self->frames_to_gpu++;
 #endif
 
   self->sequence++;
@@ -1380,7 +1424,8 @@ gst_gpu_share_sink_render (GstBaseSink * bsink, GstBuffer * buf)
     if (!c)
       continue;
     if (c->state != CLIENT_READY || c->mapped_epoch != self->epoch
-        || (c->mem_type == GPUSHARE_MEM_SYSTEM ? !in_sys_slot : !need_gpu)) {
+        || (c->mem_type == GPUSHARE_MEM_SYSTEM ? !in_sys_slot :
+            !(need_gpu & c->mem_type))) {
       /* still mapping a new ring (leaky only: lossless waited above), or
        * it joined while this frame was being written */
       if (c->connected_emitted)
@@ -1397,16 +1442,19 @@ gst_gpu_share_sink_render (GstBaseSink * bsink, GstBuffer * buf)
   }
   gpushare_ring_publish (&self->ring, slot, holders);
 #ifdef HAVE_CUDA
-  if (need_gpu) {
+  for (i = 0; i < 32; i++) {
     GError *error = NULL;
     guint64 gpu_holders = 0;
+    guint j;
 
-    for (i = 0; i < MAX_CLIENTS; i++)
-      if ((holders & (G_GUINT64_CONSTANT (1) << i)) && self->clients[i]
-          && self->clients[i]->mem_type != GPUSHARE_MEM_SYSTEM)
-        gpu_holders |= G_GUINT64_CONSTANT (1) << i;
-    if (!gpushare_cuda_ring_publish (self->cuda_ring, slot, gpu_holders,
-            self->sequence, &error)) {
+    if (!(need_gpu & (1u << i)))
+      continue;
+    for (j = 0; j < MAX_CLIENTS; j++)
+      if ((holders & (G_GUINT64_CONSTANT (1) << j)) && self->clients[j]
+          && self->clients[j]->mem_type == (1u << i))
+        gpu_holders |= G_GUINT64_CONSTANT (1) << j;
+    if (!gpushare_cuda_ring_publish (self->cuda_rings[gpu_index (1u << i)],
+            slot, gpu_holders, self->sequence, &error)) {
       g_mutex_unlock (&self->lock);
       GST_ELEMENT_ERROR (self, RESOURCE, WRITE,
           ("Could not signal a frame to the consumers"), ("%s",

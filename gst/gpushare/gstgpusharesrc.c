@@ -216,6 +216,11 @@ gst_gpu_share_transport_get_type (void)
         "GPU memory on the same GPU, system memory otherwise", "auto"},
     {GST_GPU_SHARE_TRANSPORT_SYSTEM, "System memory only", "system"},
     {GST_GPU_SHARE_TRANSPORT_CUDA, "CUDA VMM memory, or an error", "cuda"},
+    {GST_GPU_SHARE_TRANSPORT_CUDA_LEGACY,
+        "Legacy CUDA IPC memory handles, or an error", "cuda-legacy"},
+    {GST_GPU_SHARE_TRANSPORT_CUDA_FABRIC,
+        "CUDA fabric handles (needs an IMEX channel), or an error",
+        "cuda-fabric"},
     {0, NULL, NULL}
   };
 
@@ -434,6 +439,52 @@ update_latency (GstGpuShareSrc * self, guint32 flags, guint64 latency)
         gst_message_new_latency (GST_OBJECT (self)));
 }
 
+#ifdef HAVE_CUDA
+/* The GPU memory type to take, 0 if none; *note says why legacy memory was
+ * taken in auto mode, or why nothing was.  Fabric memory is only ever
+ * taken when asked for. */
+static GpuShareMemType
+pick_gpu_memory (GstGpuShareSrc * self, const GpuShareAnnounce * a,
+    GstGpuShareTransport transport, const gchar ** note)
+{
+  gboolean vmm = (a->mem_types & GPUSHARE_MEM_CUDA_VMM)
+      && self->cuda_caps.posix_fd;
+  gboolean legacy = (a->mem_types & GPUSHARE_MEM_CUDA_LEGACY)
+      && self->cuda_caps.unified_addressing;
+  gboolean fabric = (a->mem_types & GPUSHARE_MEM_CUDA_FABRIC)
+      && self->cuda_caps.fabric;
+
+  *note = NULL;
+  switch (transport) {
+    case GST_GPU_SHARE_TRANSPORT_AUTO:
+      if (vmm)
+        return GPUSHARE_MEM_CUDA_VMM;
+      if (legacy) {
+        *note = "legacy CUDA IPC, because VMM file descriptors are not "
+            "possible between these ends";
+        return GPUSHARE_MEM_CUDA_LEGACY;
+      }
+      *note = "neither VMM nor legacy CUDA IPC is possible between these "
+          "ends";
+      return 0;
+    case GST_GPU_SHARE_TRANSPORT_CUDA:
+      if (!vmm)
+        *note = "VMM file descriptors are not possible between these ends";
+      return vmm ? GPUSHARE_MEM_CUDA_VMM : 0;
+    case GST_GPU_SHARE_TRANSPORT_CUDA_LEGACY:
+      if (!legacy)
+        *note = "legacy CUDA IPC is not possible between these ends";
+      return legacy ? GPUSHARE_MEM_CUDA_LEGACY : 0;
+    case GST_GPU_SHARE_TRANSPORT_CUDA_FABRIC:
+      if (!fabric)
+        *note = "the GPUs do not support fabric handles";
+      return fabric ? GPUSHARE_MEM_CUDA_FABRIC : 0;
+    default:
+      return 0;
+  }
+}
+#endif
+
 /* lock held.  Picks this consumer's memory type and synchronisation for
  * what the producer offers; sets mem_reason either way.  FALSE when
  * nothing fits (a forced transport that cannot work included). */
@@ -452,7 +503,7 @@ choose_memory (GstGpuShareSrc * self, const GpuShareAnnounce * a)
 
   if (transport == GST_GPU_SHARE_TRANSPORT_SYSTEM) {
     why_not = "system memory was asked for (transport=system)";
-  } else if (!(a->mem_types & GPUSHARE_MEM_CUDA_VMM)) {
+  } else if (!(a->mem_types & ~GPUSHARE_MEM_SYSTEM)) {
     why_not = "the producer offers no GPU memory";
   } else if (!self->cuda_ok) {
     why_not = self->cuda_reason;
@@ -462,20 +513,22 @@ choose_memory (GstGpuShareSrc * self, const GpuShareAnnounce * a)
   } else {
     guint32 common = a->device.sync_modes &
         gpushare_cuda_sync_modes (&self->cuda_caps);
+    GpuShareMemType type = pick_gpu_memory (self, a, transport, &why_not);
 
     if (sync != GST_GPU_SHARE_SYNC_AUTO)
       common &= (guint32) sync;
     if (!common) {
       why_not = "no synchronisation mode in common";
-    } else {
+    } else if (type) {
       gchar *uuid = gpushare_cuda_uuid_to_string (self->cuda_caps.uuid);
 
-      self->mem_type = GPUSHARE_MEM_CUDA_VMM;
+      self->mem_type = type;
       self->sync_mode = sync != GST_GPU_SHARE_SYNC_AUTO ? (guint32) sync :
           gpushare_cuda_sync_mode_pick (common);
-      self->mem_reason = g_strdup_printf ("GPU memory: both ends on %s, %s "
-          "synchronisation", uuid,
-          gpushare_sync_mode_to_string (self->sync_mode));
+      self->mem_reason = g_strdup_printf ("GPU memory (%s): both ends on %s, "
+          "%s synchronisation%s%s", gpushare_mem_type_to_string (type), uuid,
+          gpushare_sync_mode_to_string (self->sync_mode),
+          why_not ? "; " : "", why_not ? why_not : "");
       g_free (uuid);
       return TRUE;
     }
@@ -483,7 +536,8 @@ choose_memory (GstGpuShareSrc * self, const GpuShareAnnounce * a)
   }
   if (!why_not)
     why_not = "GPU memory is not possible here";
-  if (transport == GST_GPU_SHARE_TRANSPORT_CUDA
+  if ((transport != GST_GPU_SHARE_TRANSPORT_AUTO
+          && transport != GST_GPU_SHARE_TRANSPORT_SYSTEM)
       || !(a->mem_types & GPUSHARE_MEM_SYSTEM)) {
     self->mem_reason = g_strdup_printf ("GPU memory was asked for but is "
         "not possible: %s", why_not);
@@ -555,6 +609,15 @@ post_transport (GstGpuShareSrc * self, GpuShareMemType type,
               "reason", G_TYPE_STRING, reason, NULL)));
 }
 
+/* the fds a SLOTS message came with (the codec checked the count) */
+static guint
+slots_n_fds (const GpuShareSlots * s)
+{
+  return (s->mem_type == GPUSHARE_MEM_CUDA_LEGACY
+      || s->mem_type == GPUSHARE_MEM_CUDA_FABRIC ? 0 : s->n_slots) +
+      s->n_sync_fds;
+}
+
 /* lock held: import a CUDA ring; takes every fd */
 static gboolean
 map_cuda_slots (GstGpuShareSrc * self, const GpuShareSlots * s, gint * fds)
@@ -587,7 +650,7 @@ map_cuda_slots (GstGpuShareSrc * self, const GpuShareSlots * s, gint * fds)
   g_clear_pointer (&self->import, gpushare_import_unref);
   return TRUE;
 #else
-  gpushare_close_fds (fds, s->n_slots + s->n_sync_fds);
+  gpushare_close_fds (fds, slots_n_fds (s));
   producer_error (self, "GPU slots sent to a consumer built without CUDA");
   return FALSE;
 #endif
@@ -611,11 +674,11 @@ handle_slots (GstGpuShareSrc * self, const GpuShareSlots * s, gint * fds)
       || s->slot_size < self->pending.frame_size
       || s->mem_type != (guint32) self->mem_type
       || s->sync_mode != (guint32) self->sync_mode) {
-    gpushare_close_fds (fds, s->n_slots + s->n_sync_fds);
+    gpushare_close_fds (fds, slots_n_fds (s));
     producer_error (self, "SLOTS do not match the announced ring");
     return;
   }
-  if (s->mem_type == GPUSHARE_MEM_CUDA_VMM) {
+  if (s->mem_type != GPUSHARE_MEM_SYSTEM) {
     if (!map_cuda_slots (self, s, fds))
       return;
     goto mapped;
@@ -1208,7 +1271,7 @@ output_caps (GstGpuShareSrc * self, GstCaps * caps)
   GstCaps *gpu;
 
   self->out_gpu = FALSE;
-  if (self->mem_type != GPUSHARE_MEM_CUDA_VMM || !self->gst_cuda_ctx)
+  if (self->mem_type == GPUSHARE_MEM_SYSTEM || !self->gst_cuda_ctx)
     return gst_caps_ref (caps);
   gpu = gst_caps_copy (caps);
   gst_caps_set_features_simple (gpu,

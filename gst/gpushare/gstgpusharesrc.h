@@ -19,12 +19,18 @@ GST_ELEMENT_REGISTER_DECLARE (gpusharesrc);
  *   GPU, system memory otherwise
  * @GST_GPU_SHARE_TRANSPORT_SYSTEM: system memory only
  * @GST_GPU_SHARE_TRANSPORT_CUDA: CUDA VMM memory, or an error
+ * @GST_GPU_SHARE_TRANSPORT_CUDA_LEGACY: legacy CUDA IPC memory handles, or
+ *   an error
+ * @GST_GPU_SHARE_TRANSPORT_CUDA_FABRIC: CUDA fabric handles (needs an IMEX
+ *   channel), or an error
  */
 typedef enum
 {
   GST_GPU_SHARE_TRANSPORT_AUTO = 0,
   GST_GPU_SHARE_TRANSPORT_SYSTEM = 1,
   GST_GPU_SHARE_TRANSPORT_CUDA = 2,
+  GST_GPU_SHARE_TRANSPORT_CUDA_LEGACY = 3,
+  GST_GPU_SHARE_TRANSPORT_CUDA_FABRIC = 4,
 } GstGpuShareTransport;
 
 #define GST_TYPE_GPU_SHARE_TRANSPORT (gst_gpu_share_transport_get_type ())

@@ -82,9 +82,9 @@ get32 (const guint8 * b, gsize off)
 #define SLOTS_SYNC_MODE 24
 #define SLOTS_N_SYNC_FDS 28
 #define SLOTS_SYNC_SIZE 32
-#define SLOTS_N_EVENTS 40
+#define SLOTS_N_HANDLES 40
 #define SLOTS_RESERVED 44
-#define EVENT_SIZE 64
+#define HANDLE_SIZE 64
 #define MAPPED_FIXED 8
 #define FRAME_FIXED 72
 #define RELEASE_FIXED 24
@@ -181,7 +181,7 @@ raw_fixed (const GpuShareMsg * msg, guint8 * b)
       put32 (b, 24, s->sync_mode);
       put32 (b, 28, s->n_sync_fds);
       put64 (b, 32, s->sync_size);
-      put32 (b, 40, s->n_events);
+      put32 (b, SLOTS_N_HANDLES, s->n_handles);
       put32 (b, 44, 0);
       return SLOTS_FIXED;
     }
@@ -233,7 +233,7 @@ raw_fixed (const GpuShareMsg * msg, guint8 * b)
 }
 
 /* Fixed part, then each variable part's declared length of bytes
- * (declared lengths must fit their buffers here): strings, and the event
+ * (declared lengths must fit their buffers here): strings, and the opaque
  * handles of SLOTS.  b must hold GPUSHARE_MAX_PAYLOAD bytes. */
 static gsize
 raw_payload (const GpuShareMsg * msg, guint8 * b)
@@ -255,9 +255,10 @@ raw_payload (const GpuShareMsg * msg, guint8 * b)
       len += msg->u.accept.reason_len;
       break;
     case GPUSHARE_MSG_SLOTS:
-      g_assert (msg->u.slots.n_events <= GPUSHARE_MAX_EVENTS);
-      memcpy (b + len, msg->u.slots.events, msg->u.slots.n_events * EVENT_SIZE);
-      len += msg->u.slots.n_events * EVENT_SIZE;
+      g_assert (msg->u.slots.n_handles <= GPUSHARE_MAX_HANDLES);
+      memcpy (b + len, msg->u.slots.handles,
+          msg->u.slots.n_handles * HANDLE_SIZE);
+      len += msg->u.slots.n_handles * HANDLE_SIZE;
       break;
     case GPUSHARE_MSG_CAPS:
       memcpy (b + len, msg->u.caps.layout.caps, msg->u.caps.layout.caps_len);
@@ -381,32 +382,58 @@ fill_uuid (guint8 * uuid, guint8 seed)
     uuid[i] = seed + i;
 }
 
-/* n event handles, each one different and every byte value present:
- * handle i holds (i * 64 + j) * 3 + 1, modulo 256, at byte j; the
- * first and last handles are all 0x00 and all 0xff */
+/* n opaque handles (memory or event), each one different and every byte
+ * value present: handle i holds (i * 64 + j) * 3 + 1, modulo 256, at
+ * byte j; the first and last handles are all 0x00 and all 0xff */
 static void
-fill_events (guint8 events[][GPUSHARE_EVENT_HANDLE_SIZE], guint32 n)
+fill_handles (guint8 handles[][GPUSHARE_HANDLE_SIZE], guint32 n)
 {
   guint i, j;
 
   for (i = 0; i < n; i++) {
-    for (j = 0; j < GPUSHARE_EVENT_HANDLE_SIZE; j++)
-      events[i][j] = ((i * GPUSHARE_EVENT_HANDLE_SIZE + j) * 3 + 1) & 0xff;
+    for (j = 0; j < GPUSHARE_HANDLE_SIZE; j++)
+      handles[i][j] = ((i * GPUSHARE_HANDLE_SIZE + j) * 3 + 1) & 0xff;
   }
   if (n > 0)
-    memset (events[0], 0x00, GPUSHARE_EVENT_HANDLE_SIZE);
+    memset (handles[0], 0x00, GPUSHARE_HANDLE_SIZE);
   if (n > 1)
-    memset (events[n - 1], 0xff, GPUSHARE_EVENT_HANDLE_SIZE);
+    memset (handles[n - 1], 0xff, GPUSHARE_HANDLE_SIZE);
 }
 
-/* variant 2, where a type has one: GPU memory with its sync fields */
+/* What docs/protocol.md asks of a SLOTS, written from the document and
+ * not from the codec: legacy and fabric slots travel as one memory handle
+ * each, at the start of the handles, and then without an fd; event sync
+ * adds a ready and a done handle per slot. */
+static gboolean
+slots_in_handles (guint32 mem_type)
+{
+  return mem_type == GPUSHARE_MEM_CUDA_LEGACY ||
+      mem_type == GPUSHARE_MEM_CUDA_FABRIC;
+}
+
+static guint32
+want_handles (guint32 mem_type, guint32 sync_mode, guint32 n_slots)
+{
+  return (slots_in_handles (mem_type) ? n_slots : 0) +
+      (sync_mode == GPUSHARE_SYNC_EVENT ? 2 * n_slots : 0);
+}
+
+static guint32
+want_fds (guint32 mem_type, guint32 n_slots, guint32 n_sync_fds)
+{
+  return (slots_in_handles (mem_type) ? 0 : n_slots) + n_sync_fds;
+}
+
+/* variant 2, where a type has one: GPU memory with its sync fields;
+ * variant 3, SLOTS only: legacy memory handles and a semaphore block */
 static guint
 n_variants (guint type)
 {
   switch (type) {
+    case GPUSHARE_MSG_SLOTS:
+      return 4;
     case GPUSHARE_MSG_ANNOUNCE:
     case GPUSHARE_MSG_ACCEPT:
-    case GPUSHARE_MSG_SLOTS:
       return 3;
     default:
       return 2;
@@ -415,12 +442,14 @@ n_variants (guint type)
 
 /* A valid, non-trivial message of type; variant 0 is the largest and most
  * extreme, variant 1 small or zero values (system memory), variant 2 (see
- * n_variants ()) a realistic CUDA one.  *n_fds is what it needs. */
+ * n_variants ()) a realistic CUDA one, variant 3 a second CUDA SLOTS.
+ * *n_fds is what it needs. */
 static void
 sample_msg (guint type, guint variant, GpuShareMsg * msg, guint32 * n_fds)
 {
   gboolean big = (variant == 0);
   gboolean gpu = (variant == 2);
+  gboolean legacy = (variant == 3);
 
   memset (msg, 0, sizeof (*msg));
   msg->type = type;
@@ -505,6 +534,8 @@ sample_msg (guint type, guint variant, GpuShareMsg * msg, guint32 * n_fds)
       s->slot_size = big ? GPUSHARE_MAX_SLOT_SIZE : 1;
       s->n_slots = big ? GPUSHARE_MAX_SLOTS : 1;
       s->mem_type = big ? GPUSHARE_MEM_CUDA_VMM : GPUSHARE_MEM_SYSTEM;
+      /* a slot's fd each */
+      *n_fds = big ? GPUSHARE_MAX_SLOTS + 1 : 1;
       if (big) {
         /* every fd there is room for: one a slot, and the block's */
         s->sync_mode = GPUSHARE_SYNC_SEMAPHORE;
@@ -512,16 +543,31 @@ sample_msg (guint type, guint variant, GpuShareMsg * msg, guint32 * n_fds)
         s->sync_size = GPUSHARE_MAX_SLOT_SIZE;
       }
       if (gpu) {
-        /* the largest payload: an event handle pair for every slot */
+        /* the largest payload: for every slot a fabric memory handle,
+         * then a ready and a done event handle; no fd at all */
         s->epoch = 7;
         s->slot_size = 4 * 1024 * 1024;
         s->n_slots = GPUSHARE_MAX_SLOTS;
-        s->mem_type = GPUSHARE_MEM_CUDA_LEGACY;
+        s->mem_type = GPUSHARE_MEM_CUDA_FABRIC;
         s->sync_mode = GPUSHARE_SYNC_EVENT;
-        s->n_events = 2 * GPUSHARE_MAX_SLOTS;
-        fill_events (s->events, s->n_events);
+        s->n_handles = 3 * GPUSHARE_MAX_SLOTS;
+        fill_handles (s->handles, s->n_handles);
+        *n_fds = 0;
       }
-      *n_fds = s->n_slots + s->n_sync_fds;
+      if (legacy) {
+        /* a legacy memory handle a slot, and the semaphore block: its fd
+         * is the only one */
+        s->epoch = 8;
+        s->slot_size = 2 * 1024 * 1024;
+        s->n_slots = 3;
+        s->mem_type = GPUSHARE_MEM_CUDA_LEGACY;
+        s->sync_mode = GPUSHARE_SYNC_SEMAPHORE;
+        s->n_sync_fds = 1;
+        s->sync_size = 3 * 16;
+        s->n_handles = 3;
+        fill_handles (s->handles, s->n_handles);
+        *n_fds = 1;
+      }
       break;
     }
     case GPUSHARE_MSG_MAPPED:
@@ -664,10 +710,10 @@ assert_msg_equal (const GpuShareMsg * got, const GpuShareMsg * want)
       fail_unless_equals_uint64 (a->sync_mode, b->sync_mode);
       fail_unless_equals_uint64 (a->n_sync_fds, b->n_sync_fds);
       fail_unless_equals_uint64 (a->sync_size, b->sync_size);
-      fail_unless_equals_uint64 (a->n_events, b->n_events);
-      fail_unless (b->n_events <= GPUSHARE_MAX_EVENTS);
-      fail_unless (memcmp (a->events, b->events,
-              b->n_events * GPUSHARE_EVENT_HANDLE_SIZE) == 0);
+      fail_unless_equals_uint64 (a->n_handles, b->n_handles);
+      fail_unless (b->n_handles <= GPUSHARE_MAX_HANDLES);
+      fail_unless (memcmp (a->handles, b->handles,
+              b->n_handles * GPUSHARE_HANDLE_SIZE) == 0);
       break;
     }
     case GPUSHARE_MSG_MAPPED:
@@ -800,9 +846,15 @@ GST_START_TEST (test_round_trip_mem_types)
     msg->u.accept.mem_type = one_bit[i];
     msg->u.accept.sync_mode = sync;
     round_trip (msg, n_fds);
+    /* legacy and fabric memory: the slot's handle, and no fd */
     sample_msg (GPUSHARE_MSG_SLOTS, 1, msg, &n_fds);
     msg->u.slots.mem_type = one_bit[i];
     msg->u.slots.sync_mode = sync;
+    if (slots_in_handles (one_bit[i])) {
+      msg->u.slots.n_handles = 1;
+      fill_handles (msg->u.slots.handles, 1);
+      n_fds = 0;
+    }
     round_trip (msg, n_fds);
   }
   for (i = 0; i < G_N_ELEMENTS (offers); i++) {
@@ -879,19 +931,32 @@ GST_START_TEST (test_golden_bytes)
     0x08, 0x00, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00,
     'b', 'y', 'e',
   };
-  /* 3 slots of CUDA fabric memory with a semaphore block: 4 fds */
+  /* 3 slots of CUDA VMM memory with a semaphore block: 4 fds */
   static const guint8 slots[] = {
     'G', 'P', 'S', 'H', 0x01, 0x00, 0x00, 0x00,
     0x03, 0x00, 0x00, 0x00, 0x30, 0x00, 0x00, 0x00,
     0x04, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x2a, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x40, 0x00, 0x00, 0x00, 0x00, 0x00,
-    0x03, 0x00, 0x00, 0x00, 0x08, 0x00, 0x00, 0x00,
+    0x03, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00,
     0x02, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00,
     0x30, 0x01, 0xef, 0xcd, 0xab, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
   };
-  /* 1 slot of legacy CUDA memory with its two event handles: 1 fd; the
+  /* the same 3 slots of CUDA fabric memory: 3 memory handles, and the
+   * block's fd alone; the 192 bytes of handles follow these */
+  static const guint8 slots_fabric[] = {
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x00, 0x00,
+    0x03, 0x00, 0x00, 0x00, 0xf0, 0x00, 0x00, 0x00,
+    0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x2a, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x40, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x03, 0x00, 0x00, 0x00, 0x08, 0x00, 0x00, 0x00,
+    0x02, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00,
+    0x30, 0x01, 0xef, 0xcd, 0xab, 0x00, 0x00, 0x00,
+    0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+  };
+  /* 1 slot of CUDA VMM memory with its two event handles: 1 fd; the
    * 128 bytes of handles follow these */
   static const guint8 slots_events[] = {
     'G', 'P', 'S', 'H', 0x01, 0x00, 0x00, 0x00,
@@ -899,10 +964,24 @@ GST_START_TEST (test_golden_bytes)
     0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x00, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
-    0x01, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00,
+    0x01, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00,
     0x04, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+  };
+  /* 1 slot of legacy CUDA memory with events: its memory handle, then
+   * the ready and the done handle, and no fd; the 192 bytes of handles
+   * follow these */
+  static const guint8 slots_legacy_events[] = {
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x00, 0x00,
+    0x03, 0x00, 0x00, 0x00, 0xf0, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x01, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00,
+    0x04, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
   };
   static const guint8 accept[] = {
     'G', 'P', 'S', 'H', 0x01, 0x00, 0x00, 0x00,
@@ -957,7 +1036,7 @@ GST_START_TEST (test_golden_bytes)
   msg->u.slots.epoch = 42;
   msg->u.slots.slot_size = 4 * 1024 * 1024;
   msg->u.slots.n_slots = 3;
-  msg->u.slots.mem_type = GPUSHARE_MEM_CUDA_FABRIC;
+  msg->u.slots.mem_type = GPUSHARE_MEM_CUDA_VMM;
   msg->u.slots.sync_mode = GPUSHARE_SYNC_SEMAPHORE;
   msg->u.slots.n_sync_fds = 1;
   msg->u.slots.sync_size = G_GUINT64_CONSTANT (0xabcdef0130);
@@ -966,27 +1045,70 @@ GST_START_TEST (test_golden_bytes)
   fail_unless_equals_int (out->len, sizeof (slots));
   fail_unless (memcmp (out->data, slots, sizeof (slots)) == 0);
 
+  msg->u.slots.mem_type = GPUSHARE_MEM_CUDA_FABRIC;
+  msg->u.slots.n_handles = 3;
+  for (i = 0; i < HANDLE_SIZE; i++) {
+    msg->u.slots.handles[0][i] = 0x40 + i;
+    msg->u.slots.handles[1][i] = 0x80 + i;
+    msg->u.slots.handles[2][i] = 0xc0 ^ i;
+  }
+  g_byte_array_set_size (out, 0);
+  fail_unless (gpushare_msg_build (msg, 1, out));
+  fail_unless_equals_int (out->len, sizeof (slots_fabric) + 3 * HANDLE_SIZE);
+  fail_unless (memcmp (out->data, slots_fabric, sizeof (slots_fabric)) == 0);
+  /* slot 0's handle, then slot 1's, then slot 2's, byte for byte */
+  for (i = 0; i < HANDLE_SIZE; i++) {
+    fail_unless_equals_int (out->data[sizeof (slots_fabric) + i], 0x40 + i);
+    fail_unless_equals_int (out->data[sizeof (slots_fabric) + HANDLE_SIZE +
+            i], 0x80 + i);
+    fail_unless_equals_int (out->data[sizeof (slots_fabric) +
+            2 * HANDLE_SIZE + i], 0xc0 ^ i);
+  }
+
   memset (msg, 0, sizeof (*msg));
   msg->type = GPUSHARE_MSG_SLOTS;
   msg->u.slots.epoch = 5;
   msg->u.slots.slot_size = 4096;
   msg->u.slots.n_slots = 1;
-  msg->u.slots.mem_type = GPUSHARE_MEM_CUDA_LEGACY;
+  msg->u.slots.mem_type = GPUSHARE_MEM_CUDA_VMM;
   msg->u.slots.sync_mode = GPUSHARE_SYNC_EVENT;
-  msg->u.slots.n_events = 2;
-  for (i = 0; i < EVENT_SIZE; i++) {
-    msg->u.slots.events[0][i] = i;
-    msg->u.slots.events[1][i] = 0xff - i;
+  msg->u.slots.n_handles = 2;
+  for (i = 0; i < HANDLE_SIZE; i++) {
+    msg->u.slots.handles[0][i] = i;
+    msg->u.slots.handles[1][i] = 0xff - i;
   }
   g_byte_array_set_size (out, 0);
   fail_unless (gpushare_msg_build (msg, 1, out));
-  fail_unless_equals_int (out->len, sizeof (slots_events) + 2 * EVENT_SIZE);
+  fail_unless_equals_int (out->len, sizeof (slots_events) + 2 * HANDLE_SIZE);
   fail_unless (memcmp (out->data, slots_events, sizeof (slots_events)) == 0);
   /* the ready handle, then the done handle, byte for byte */
-  for (i = 0; i < EVENT_SIZE; i++) {
+  for (i = 0; i < HANDLE_SIZE; i++) {
     fail_unless_equals_int (out->data[sizeof (slots_events) + i], i);
-    fail_unless_equals_int (out->data[sizeof (slots_events) + EVENT_SIZE + i],
+    fail_unless_equals_int (out->data[sizeof (slots_events) + HANDLE_SIZE + i],
         0xff - i);
+  }
+
+  msg->u.slots.mem_type = GPUSHARE_MEM_CUDA_LEGACY;
+  msg->u.slots.n_handles = 3;
+  for (i = 0; i < HANDLE_SIZE; i++) {
+    msg->u.slots.handles[0][i] = 0x55 ^ i;
+    msg->u.slots.handles[1][i] = i;
+    msg->u.slots.handles[2][i] = 0xff - i;
+  }
+  g_byte_array_set_size (out, 0);
+  fail_unless (gpushare_msg_build (msg, 0, out));
+  fail_unless_equals_int (out->len, sizeof (slots_legacy_events) +
+      3 * HANDLE_SIZE);
+  fail_unless (memcmp (out->data, slots_legacy_events,
+          sizeof (slots_legacy_events)) == 0);
+  /* the memory handle, then the ready handle, then the done handle */
+  for (i = 0; i < HANDLE_SIZE; i++) {
+    fail_unless_equals_int (out->data[sizeof (slots_legacy_events) + i],
+        0x55 ^ i);
+    fail_unless_equals_int (out->data[sizeof (slots_legacy_events) +
+            HANDLE_SIZE + i], i);
+    fail_unless_equals_int (out->data[sizeof (slots_legacy_events) +
+            2 * HANDLE_SIZE + i], 0xff - i);
   }
 
   memset (msg, 0, sizeof (*msg));
@@ -1075,12 +1197,15 @@ GST_START_TEST (test_raw_encoder_matches_builder)
           GPUSHARE_MAX_NAME_LEN) == 0);
   fail_unless (memcmp (raw + ACCEPT_FIXED + GPUSHARE_MAX_NAME_LEN,
           msg->u.accept.reason, GPUSHARE_MAX_REASON_LEN) == 0);
-  /* the event handles, in index order */
+  /* the handles, in index order: 64 memory handles, 64 ready and 64
+   * done event handles */
   sample_msg (GPUSHARE_MSG_SLOTS, 2, msg, &n_fds);
   fail_unless_equals_int (raw_payload (msg, raw),
-      SLOTS_FIXED + 2 * GPUSHARE_MAX_SLOTS * EVENT_SIZE);
-  fail_unless (memcmp (raw + SLOTS_FIXED, msg->u.slots.events,
-          2 * GPUSHARE_MAX_SLOTS * EVENT_SIZE) == 0);
+      SLOTS_FIXED + 3 * GPUSHARE_MAX_SLOTS * HANDLE_SIZE);
+  fail_unless_equals_int (get32 (raw, SLOTS_N_HANDLES),
+      3 * GPUSHARE_MAX_SLOTS);
+  fail_unless (memcmp (raw + SLOTS_FIXED, msg->u.slots.handles,
+          3 * GPUSHARE_MAX_SLOTS * HANDLE_SIZE) == 0);
 
   g_free (raw);
   g_free (msg);
@@ -1918,12 +2043,23 @@ GST_START_TEST (test_payload_slots)
     {4, 4, G_MAXUINT64, 1, GPUSHARE_PARSE_MALFORMED},
     /* memory types: exactly one known bit */
     {4, 4, 4096, 0, GPUSHARE_PARSE_MALFORMED},
-    {4, 4, 4096, GPUSHARE_MEM_CUDA_FABRIC, GPUSHARE_PARSE_OK},
+    {4, 4, 4096, GPUSHARE_MEM_CUDA_VMM, GPUSHARE_PARSE_OK},
+    {4, 0, 4096, GPUSHARE_MEM_CUDA_LEGACY, GPUSHARE_PARSE_OK},
+    {4, 0, 4096, GPUSHARE_MEM_CUDA_FABRIC, GPUSHARE_PARSE_OK},
     {4, 4, 4096, 0x3, GPUSHARE_PARSE_MALFORMED},
     {4, 4, 4096, 0x10, GPUSHARE_PARSE_MALFORMED},
     {4, 4, 4096, 0x11, GPUSHARE_PARSE_MALFORMED},
     {4, 4, 4096, 0x80000000, GPUSHARE_PARSE_MALFORMED},
     {4, 4, 4096, G_MAXUINT32, GPUSHARE_PARSE_MALFORMED},
+    /* legacy and fabric slots travel as handles, never as fds */
+    {4, 4, 4096, GPUSHARE_MEM_CUDA_LEGACY, GPUSHARE_PARSE_BAD_FD_COUNT},
+    {4, 1, 4096, GPUSHARE_MEM_CUDA_LEGACY, GPUSHARE_PARSE_BAD_FD_COUNT},
+    {4, 4, 4096, GPUSHARE_MEM_CUDA_FABRIC, GPUSHARE_PARSE_BAD_FD_COUNT},
+    {4, 5, 4096, GPUSHARE_MEM_CUDA_FABRIC, GPUSHARE_PARSE_BAD_FD_COUNT},
+    {GPUSHARE_MAX_SLOTS, GPUSHARE_MAX_SLOTS, 4096, GPUSHARE_MEM_CUDA_FABRIC,
+        GPUSHARE_PARSE_BAD_FD_COUNT},
+    {GPUSHARE_MAX_SLOTS, 0, 4096, GPUSHARE_MEM_CUDA_FABRIC,
+        GPUSHARE_PARSE_OK},
   };
   GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
   GpuShareMsg *back = g_new0 (GpuShareMsg, 1);
@@ -1936,9 +2072,16 @@ GST_START_TEST (test_payload_slots)
     msg->u.slots.n_slots = table[i].n_slots;
     msg->u.slots.slot_size = table[i].slot_size;
     msg->u.slots.mem_type = table[i].mem_type;
-    /* sync without a block or handles: its rules are tested below */
+    /* sync without a block or event handles: its rules are tested
+     * below */
     msg->u.slots.sync_mode = table[i].mem_type == GPUSHARE_MEM_SYSTEM ? 0 :
         GPUSHARE_SYNC_HOST;
+    /* legacy and fabric slots: their memory handles */
+    if (slots_in_handles (table[i].mem_type)) {
+      g_assert (table[i].n_slots <= GPUSHARE_MAX_SLOTS);
+      msg->u.slots.n_handles = table[i].n_slots;
+      fill_handles (msg->u.slots.handles, table[i].n_slots);
+    }
     fail_unless (parse_raw_msg (msg, table[i].n_fds, back) == table[i].res,
         "case %u: got %s", i,
         gpushare_parse_result_to_string (parse_raw_msg (msg, table[i].n_fds,
@@ -2104,7 +2247,7 @@ GST_START_TEST (test_payload_reserved_ignored)
       GPUSHARE_PARSE_OK);
   assert_msg_equal (back, msg);
 
-  for (variant = 0; variant < 3; variant++) {
+  for (variant = 0; variant < n_variants (GPUSHARE_MSG_SLOTS); variant++) {
     sample_msg (GPUSHARE_MSG_SLOTS, variant, msg, &n_fds);
     len = raw_payload (msg, raw);
     put32 (raw, SLOTS_RESERVED, G_MAXUINT32);
@@ -2235,8 +2378,10 @@ GST_START_TEST (test_constants)
 {
   fail_unless_equals_int (GPUSHARE_MAX_FDS, 65);
   fail_unless_equals_int (GPUSHARE_MAX_FDS, GPUSHARE_MAX_SLOTS + 1);
-  fail_unless_equals_int (GPUSHARE_MAX_EVENTS, 128);
-  fail_unless_equals_int (GPUSHARE_EVENT_HANDLE_SIZE, EVENT_SIZE);
+  fail_unless_equals_int (GPUSHARE_MAX_HANDLES, 192);
+  fail_unless_equals_int (GPUSHARE_MAX_HANDLES, 3 * GPUSHARE_MAX_SLOTS);
+  fail_unless_equals_int (GPUSHARE_HANDLE_SIZE, HANDLE_SIZE);
+  fail_unless_equals_int (GPUSHARE_EVENT_HANDLE_SIZE, HANDLE_SIZE);
   fail_unless_equals_int (GPUSHARE_MAX_REASON_LEN, 128);
 
   fail_unless_equals_int (GPUSHARE_SYNC_HOST, 1);
@@ -2251,11 +2396,12 @@ GST_START_TEST (test_constants)
   fail_unless_equals_int (GPUSHARE_DEVICE_CAP_LEGACY_IPC, 0x10);
   fail_unless_equals_int (GPUSHARE_DEVICE_CAP_MIG, 0x20);
 
-  /* the largest payload of all: SLOTS with a handle pair per slot */
-  fail_unless (SLOTS_FIXED + GPUSHARE_MAX_EVENTS * EVENT_SIZE <=
+  /* the largest payload of all: SLOTS of legacy or fabric memory with
+   * events, a memory, a ready and a done handle per slot */
+  fail_unless (SLOTS_FIXED + GPUSHARE_MAX_HANDLES * HANDLE_SIZE <=
       GPUSHARE_MAX_PAYLOAD);
-  fail_unless_equals_int (SLOTS_FIXED + GPUSHARE_MAX_EVENTS * EVENT_SIZE,
-      8240);
+  fail_unless_equals_int (SLOTS_FIXED + GPUSHARE_MAX_HANDLES * HANDLE_SIZE,
+      12336);
   fail_unless_equals_int (ANNOUNCE_FIXED + GPUSHARE_MAX_NAME_LEN +
       GPUSHARE_MAX_CAPS_LEN, 4384);
 }
@@ -2398,7 +2544,8 @@ GST_START_TEST (test_round_trip_accept_sync)
 
 GST_END_TEST;
 
-/* n_slots fds for the slots, then one for the semaphore block */
+/* n_slots fds for VMM slots, then one for the semaphore block; legacy
+ * and fabric slots as handles, and the block's fd alone */
 GST_START_TEST (test_round_trip_slots_semaphore)
 {
   static const guint32 n_slots[] = { 1, 2, 3, GPUSHARE_MAX_SLOTS - 1,
@@ -2417,6 +2564,8 @@ GST_START_TEST (test_round_trip_slots_semaphore)
       for (k = 0; k < 3; k++) {
         GpuShareSlots *s = &msg->u.slots;
         guint64 min = 16 * (guint64) n_slots[i];
+        gboolean vmm = cuda[j] == GPUSHARE_MEM_CUDA_VMM;
+        guint32 fds = vmm ? n_slots[i] + 1 : 1;
 
         sample_msg (GPUSHARE_MSG_SLOTS, 1, msg, &n_fds);
         s->slot_size = 2 * 1024 * 1024;
@@ -2426,12 +2575,26 @@ GST_START_TEST (test_round_trip_slots_semaphore)
         s->n_sync_fds = 1;
         s->sync_size = k == 0 ? min : k == 1 ? min + 1 :
             GPUSHARE_MAX_SLOT_SIZE;
-        round_trip (msg, n_slots[i] + 1);
+        s->n_handles = vmm ? 0 : n_slots[i];
+        fill_handles (s->handles, s->n_handles);
+        round_trip (msg, fds);
 
-        /* off by one either way, and the slots' count alone */
         g_byte_array_set_size (out, 0);
-        fail_if (gpushare_msg_build (msg, n_slots[i], out));
-        fail_if (gpushare_msg_build (msg, n_slots[i] + 2, out));
+        fail_unless (gpushare_msg_build (msg, fds, out));
+        fail_unless_equals_int (get32 (out->data, 16), fds);
+        fail_unless_equals_int (out->len, HDR_SIZE + SLOTS_FIXED +
+            s->n_handles * HANDLE_SIZE);
+
+        /* off by one either way; for legacy and fabric also an fd per
+         * slot, with the block's or (where that is not 1) without */
+        g_byte_array_set_size (out, 0);
+        fail_if (gpushare_msg_build (msg, fds - 1, out));
+        fail_if (gpushare_msg_build (msg, fds + 1, out));
+        if (!vmm) {
+          fail_if (gpushare_msg_build (msg, n_slots[i] + 1, out));
+          if (n_slots[i] > 1)
+            fail_if (gpushare_msg_build (msg, n_slots[i], out));
+        }
         fail_unless_equals_int (out->len, 0);
       }
     }
@@ -2442,58 +2605,243 @@ GST_START_TEST (test_round_trip_slots_semaphore)
 
 GST_END_TEST;
 
-/* 2 * n_slots handles after the fixed part, byte for byte */
-GST_START_TEST (test_round_trip_slots_events)
+/* Checks a built SLOTS against s, from the documented offsets: the
+ * header's counts, the fixed part's n_handles, and handle e at 48 + 64 e. */
+static void
+assert_slots_wire (const GByteArray * out, const GpuShareSlots * s,
+    guint32 fds)
+{
+  guint e;
+
+  fail_unless_equals_int (out->len, HDR_SIZE + SLOTS_FIXED +
+      s->n_handles * HANDLE_SIZE);
+  fail_unless_equals_int (get32 (out->data, 12), SLOTS_FIXED +
+      s->n_handles * HANDLE_SIZE);
+  fail_unless_equals_int (get32 (out->data, 16), fds);
+  fail_unless_equals_int (get32 (out->data, HDR_SIZE + SLOTS_N_HANDLES),
+      s->n_handles);
+  for (e = 0; e < s->n_handles; e++)
+    fail_unless (memcmp (out->data + HDR_SIZE + SLOTS_FIXED +
+            e * HANDLE_SIZE, s->handles[e], HANDLE_SIZE) == 0);
+}
+
+/* Parses out into a dirty message: the handles come back, and nothing is
+ * left past n_handles. */
+static void
+assert_slots_parse_clean (const GByteArray * out, const GpuShareSlots * s,
+    GpuShareMsg * back)
+{
+  GpuShareHeader hdr;
+  guint e, j;
+
+  memset (back, 0xa5, sizeof (*back));
+  fail_unless_equals_int (gpushare_header_parse (out->data, out->len, &hdr),
+      GPUSHARE_PARSE_OK);
+  fail_unless_equals_int (gpushare_msg_parse (&hdr, out->data + HDR_SIZE,
+          hdr.payload_len, back), GPUSHARE_PARSE_OK);
+  fail_unless_equals_int (back->u.slots.n_handles, s->n_handles);
+  fail_unless (memcmp (back->u.slots.handles, s->handles,
+          s->n_handles * HANDLE_SIZE) == 0);
+  for (e = s->n_handles; e < GPUSHARE_MAX_HANDLES; e++) {
+    for (j = 0; j < HANDLE_SIZE; j++)
+      fail_unless_equals_int (back->u.slots.handles[e][j], 0);
+  }
+}
+
+/* Legacy and fabric slots without event sync: n_slots memory handles
+ * after the fixed part, in slot order, and no fd at all. */
+GST_START_TEST (test_round_trip_slots_memory_handles)
 {
   static const guint32 n_slots[] = { 1, 2, 3, GPUSHARE_MAX_SLOTS - 1,
     GPUSHARE_MAX_SLOTS,
+  };
+  static const guint32 mem[] = { GPUSHARE_MEM_CUDA_LEGACY,
+    GPUSHARE_MEM_CUDA_FABRIC,
   };
   GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
   GpuShareMsg *back = g_new0 (GpuShareMsg, 1);
   GByteArray *out = g_byte_array_new ();
   guint32 n_fds;
-  guint i, e;
+  guint i, j;
 
   for (i = 0; i < G_N_ELEMENTS (n_slots); i++) {
+    for (j = 0; j < G_N_ELEMENTS (mem); j++) {
+      GpuShareSlots *s = &msg->u.slots;
+
+      sample_msg (GPUSHARE_MSG_SLOTS, 1, msg, &n_fds);
+      s->slot_size = 2 * 1024 * 1024;
+      s->n_slots = n_slots[i];
+      s->mem_type = mem[j];
+      s->sync_mode = GPUSHARE_SYNC_HOST;
+      s->n_handles = n_slots[i];
+      memset (s->handles, 0, sizeof (s->handles));
+      fill_handles (s->handles, s->n_handles);
+      fail_unless_equals_int (s->n_handles, want_handles (mem[j],
+              GPUSHARE_SYNC_HOST, n_slots[i]));
+      fail_unless_equals_int (want_fds (mem[j], n_slots[i], 0), 0);
+      round_trip (msg, 0);
+
+      g_byte_array_set_size (out, 0);
+      fail_unless (gpushare_msg_build (msg, 0, out));
+      assert_slots_wire (out, s, 0);
+      assert_slots_parse_clean (out, s, back);
+
+      /* an fd, or one a slot as VMM memory would have, is refused */
+      g_byte_array_set_size (out, 0);
+      fail_if (gpushare_msg_build (msg, 1, out));
+      fail_if (gpushare_msg_build (msg, n_slots[i], out));
+      fail_if (gpushare_msg_build (msg, n_slots[i] + 1, out));
+      /* and so are these handles with VMM memory, fds or not */
+      s->mem_type = GPUSHARE_MEM_CUDA_VMM;
+      fail_if (gpushare_msg_build (msg, 0, out));
+      fail_if (gpushare_msg_build (msg, n_slots[i], out));
+      fail_unless_equals_int (out->len, 0);
+    }
+  }
+  g_byte_array_unref (out);
+  g_free (back);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
+/* With EVENT, 2 * n_slots event handles, after the memory handles of
+ * legacy and fabric slots, byte for byte; fds only for VMM slots. */
+GST_START_TEST (test_round_trip_slots_events)
+{
+  static const guint32 n_slots[] = { 1, 2, 3, GPUSHARE_MAX_SLOTS - 1,
+    GPUSHARE_MAX_SLOTS,
+  };
+  static const guint32 cuda[] = { GPUSHARE_MEM_CUDA_VMM,
+    GPUSHARE_MEM_CUDA_LEGACY, GPUSHARE_MEM_CUDA_FABRIC,
+  };
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  GpuShareMsg *back = g_new0 (GpuShareMsg, 1);
+  GByteArray *out = g_byte_array_new ();
+  guint32 n_fds;
+  guint i, j;
+
+  for (i = 0; i < G_N_ELEMENTS (n_slots); i++) {
+    for (j = 0; j < G_N_ELEMENTS (cuda); j++) {
+      GpuShareSlots *s = &msg->u.slots;
+      gboolean vmm = cuda[j] == GPUSHARE_MEM_CUDA_VMM;
+      guint32 n_mem = vmm ? 0 : n_slots[i];
+      guint32 fds = vmm ? n_slots[i] : 0;
+
+      sample_msg (GPUSHARE_MSG_SLOTS, 2, msg, &n_fds);
+      s->n_slots = n_slots[i];
+      s->mem_type = cuda[j];
+      s->n_handles = n_mem + 2 * n_slots[i];
+      memset (s->handles, 0, sizeof (s->handles));
+      fill_handles (s->handles, s->n_handles);
+      fail_unless_equals_int (s->n_handles, want_handles (cuda[j],
+              GPUSHARE_SYNC_EVENT, n_slots[i]));
+      fail_unless_equals_int (fds, want_fds (cuda[j], n_slots[i], 0));
+      round_trip (msg, fds);
+
+      /* memory handles, then ready ones, then done ones, each at its
+       * place on the wire */
+      g_byte_array_set_size (out, 0);
+      fail_unless (gpushare_msg_build (msg, fds, out));
+      assert_slots_wire (out, s, fds);
+      assert_slots_parse_clean (out, s, back);
+
+      /* one fd more or fewer is refused, and so are the slots' fds with
+       * legacy and fabric memory */
+      g_byte_array_set_size (out, 0);
+      if (fds > 0)
+        fail_if (gpushare_msg_build (msg, fds - 1, out));
+      fail_if (gpushare_msg_build (msg, fds + 1, out));
+      if (!vmm)
+        fail_if (gpushare_msg_build (msg, n_slots[i], out));
+      /* the event handles alone, without the memory handles, or VMM
+       * memory with memory handles */
+      if (!vmm) {
+        s->n_handles = 2 * n_slots[i];
+        fail_if (gpushare_msg_build (msg, 0, out));
+        fail_if (gpushare_msg_build (msg, n_slots[i], out));
+      } else {
+        s->n_handles = 3 * n_slots[i];
+        fail_if (gpushare_msg_build (msg, n_slots[i], out));
+        fail_if (gpushare_msg_build (msg, 0, out));
+      }
+      fail_unless_equals_int (out->len, 0);
+    }
+  }
+  g_byte_array_unref (out);
+  g_free (back);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
+/* The largest message of all: 64 slots of fabric (or legacy) memory with
+ * events, GPUSHARE_MAX_HANDLES handles and no fd.  It fits the payload
+ * cap, is byte for byte what the raw encoder writes, and comes back
+ * unchanged. */
+GST_START_TEST (test_round_trip_slots_largest)
+{
+  static const guint32 mem[] = { GPUSHARE_MEM_CUDA_FABRIC,
+    GPUSHARE_MEM_CUDA_LEGACY,
+  };
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  GpuShareMsg *back = g_new0 (GpuShareMsg, 1);
+  GByteArray *out = g_byte_array_new ();
+  guint8 *raw = g_malloc0 (GPUSHARE_MAX_PAYLOAD);
+  guint32 n_fds;
+  guint i, k;
+
+  for (i = 0; i < G_N_ELEMENTS (mem); i++) {
     GpuShareSlots *s = &msg->u.slots;
-    GpuShareHeader hdr;
-    gsize handles = 2 * n_slots[i] * EVENT_SIZE;
+    const guint8 *h;
 
     sample_msg (GPUSHARE_MSG_SLOTS, 2, msg, &n_fds);
-    s->n_slots = n_slots[i];
-    s->n_events = 2 * n_slots[i];
-    memset (s->events, 0, sizeof (s->events));
-    fill_events (s->events, s->n_events);
-    round_trip (msg, n_slots[i]);
+    s->mem_type = mem[i];
+    fail_unless_equals_int (n_fds, 0);
+    fail_unless_equals_int (s->n_slots, 64);
+    fail_unless_equals_int (s->n_handles, 192);
+    fail_unless_equals_int (s->n_handles, GPUSHARE_MAX_HANDLES);
 
     g_byte_array_set_size (out, 0);
-    fail_unless (gpushare_msg_build (msg, n_slots[i], out));
-    fail_unless_equals_int (out->len, HDR_SIZE + SLOTS_FIXED + handles);
-    /* handle e at its place on the wire: ready ones, then done ones */
-    for (e = 0; e < s->n_events; e++)
-      fail_unless (memcmp (out->data + HDR_SIZE + SLOTS_FIXED +
-              e * EVENT_SIZE, s->events[e], EVENT_SIZE) == 0);
+    fail_unless (gpushare_msg_build (msg, 0, out));
+    fail_unless_equals_int (out->len, HDR_SIZE + 48 + 192 * 64);
+    fail_unless_equals_int (out->len - HDR_SIZE, 12336);
+    fail_unless (out->len - HDR_SIZE <= GPUSHARE_MAX_PAYLOAD);
+    assert_slots_wire (out, s, 0);
+    fail_unless_equals_int (raw_payload (msg, raw), out->len - HDR_SIZE);
+    fail_unless (memcmp (out->data + HDR_SIZE, raw, out->len - HDR_SIZE)
+        == 0);
 
-    /* parsed into a dirty message: nothing left past n_events */
-    memset (back, 0xa5, sizeof (*back));
-    fail_unless_equals_int (gpushare_header_parse (out->data, out->len,
-            &hdr), GPUSHARE_PARSE_OK);
-    fail_unless_equals_int (gpushare_msg_parse (&hdr, out->data + HDR_SIZE,
-            hdr.payload_len, back), GPUSHARE_PARSE_OK);
-    fail_unless (memcmp (back->u.slots.events, s->events, handles) == 0);
-    for (e = s->n_events; e < GPUSHARE_MAX_EVENTS; e++) {
-      guint j;
-
-      for (j = 0; j < EVENT_SIZE; j++)
-        fail_unless_equals_int (back->u.slots.events[e][j], 0);
+    /* slot k's memory handle at 48 + 64 k, its ready event 64 handles
+     * later, its done event 128 handles later */
+    h = out->data + HDR_SIZE + SLOTS_FIXED;
+    for (k = 0; k < 64; k++) {
+      fail_unless (memcmp (h + k * HANDLE_SIZE, s->handles[k],
+              HANDLE_SIZE) == 0);
+      fail_unless (memcmp (h + (64 + k) * HANDLE_SIZE, s->handles[64 + k],
+              HANDLE_SIZE) == 0);
+      fail_unless (memcmp (h + (128 + k) * HANDLE_SIZE, s->handles[128 + k],
+              HANDLE_SIZE) == 0);
+    }
+    /* the first and the last handle on the wire, as fill_handles () made
+     * them */
+    for (k = 0; k < HANDLE_SIZE; k++) {
+      fail_unless_equals_int (h[k], 0x00);
+      fail_unless_equals_int (h[191 * HANDLE_SIZE + k], 0xff);
     }
 
-    /* one fd more or fewer is refused */
-    g_byte_array_set_size (out, 0);
-    fail_if (gpushare_msg_build (msg, n_slots[i] - 1, out));
-    fail_if (gpushare_msg_build (msg, n_slots[i] + 1, out));
-    fail_unless_equals_int (out->len, 0);
+    round_trip (msg, 0);
+    assert_slots_parse_clean (out, s, back);
+
+    /* and the raw bytes of the largest message, with every byte of slack
+     * the payload cap leaves as a newer minor's extension */
+    memset (raw + out->len - HDR_SIZE, 0x5a,
+        GPUSHARE_MAX_PAYLOAD - (out->len - HDR_SIZE));
+    fail_unless_equals_int (parse_payload (GPUSHARE_MSG_SLOTS, 0, raw,
+            GPUSHARE_MAX_PAYLOAD, back), GPUSHARE_PARSE_OK);
+    assert_msg_equal (back, msg);
   }
+  g_free (raw);
   g_byte_array_unref (out);
   g_free (back);
   g_free (msg);
@@ -2698,13 +3046,13 @@ GST_START_TEST (test_payload_accept_reason)
 GST_END_TEST;
 
 static gsize
-handle_bytes (guint32 n_events)
+handle_bytes (guint32 n_handles)
 {
-  return (gsize) n_events * EVENT_SIZE;
+  return (gsize) n_handles * HANDLE_SIZE;
 }
 
 /* handle bytes for hostile SLOTS: any pattern, as long as it is known */
-static guint8 slots_pattern[(GPUSHARE_MAX_EVENTS + 2) * EVENT_SIZE];
+static guint8 slots_pattern[(GPUSHARE_MAX_HANDLES + 2) * HANDLE_SIZE];
 
 static void
 init_slots_pattern (void)
@@ -2715,7 +3063,7 @@ init_slots_pattern (void)
     slots_pattern[i] = (i * 7 + 3) & 0xff;
 }
 
-#define H(n) ((n) * EVENT_SIZE)
+#define H(n) ((n) * HANDLE_SIZE)
 #define SYS GPUSHARE_MEM_SYSTEM
 #define VMM GPUSHARE_MEM_CUDA_VMM
 #define LEG GPUSHARE_MEM_CUDA_LEGACY
@@ -2736,7 +3084,7 @@ typedef struct
   guint32 sync_mode;
   guint32 n_sync_fds;
   guint64 sync_size;
-  guint32 n_events;
+  guint32 n_handles;
   guint32 present;              /* bytes of handles in the payload */
   guint32 n_fds;                /* the header's */
   GpuShareParseResult res;
@@ -2765,8 +3113,8 @@ static const SlotsSyncCase slots_sync_cases[] = {
   {"host, n-1 fds", 4, VMM, HOST, 0, 0, 0, 0, 3, FDS},
   /* semaphore: the block is the last fd */
   {"semaphore", 4, VMM, SEM, 1, 64, 0, 0, 5, OK},
-  {"semaphore, legacy", 4, LEG, SEM, 1, 64, 0, 0, 5, OK},
-  {"semaphore, fabric", 4, FAB, SEM, 1, 64, 0, 0, 5, OK},
+  {"semaphore, legacy", 4, LEG, SEM, 1, 64, 4, H (4), 1, OK},
+  {"semaphore, fabric", 4, FAB, SEM, 1, 64, 4, H (4), 1, OK},
   {"semaphore, 1 slot", 1, VMM, SEM, 1, 16, 0, 0, 2, OK},
   {"semaphore, max slots", 64, VMM, SEM, 1, 1024, 0, 0, 65, OK},
   {"semaphore without its fd", 4, VMM, SEM, 0, 64, 0, 0, 4, BAD},
@@ -2794,9 +3142,10 @@ static const SlotsSyncCase slots_sync_cases[] = {
   {"sync_size uint64", 4, VMM, SEM, 1, G_MAXUINT64, 0, 0, 5, BAD},
   /* events: n_slots ready handles, then n_slots done handles */
   {"event", 4, VMM, EVT, 0, 0, 8, H (8), 4, OK},
-  {"event, legacy", 4, LEG, EVT, 0, 0, 8, H (8), 4, OK},
+  {"event, legacy", 4, LEG, EVT, 0, 0, 12, H (12), 0, OK},
+  {"event, fabric", 4, FAB, EVT, 0, 0, 12, H (12), 0, OK},
   {"event, 1 slot", 1, VMM, EVT, 0, 0, 2, H (2), 1, OK},
-  {"event, max slots", 64, FAB, EVT, 0, 0, 128, H (128), 64, OK},
+  {"event, max slots", 64, VMM, EVT, 0, 0, 128, H (128), 64, OK},
   {"event, no handles", 4, VMM, EVT, 0, 0, 0, 0, 4, BAD},
   {"event, n handles", 4, VMM, EVT, 0, 0, 4, H (4), 4, BAD},
   {"event, 2n-1 handles", 4, VMM, EVT, 0, 0, 7, H (7), 4, BAD},
@@ -2804,26 +3153,119 @@ static const SlotsSyncCase slots_sync_cases[] = {
   {"event, 1 slot, 1 handle", 1, VMM, EVT, 0, 0, 1, H (1), 1, BAD},
   {"event, 1 slot, 3 handles", 1, VMM, EVT, 0, 0, 3, H (3), 1, BAD},
   {"event, max slots, 127", 64, VMM, EVT, 0, 0, 127, H (127), 64, BAD},
+  {"event, max slots, 129", 64, VMM, EVT, 0, 0, 129, H (129), 64, BAD},
   {"event, block fd", 4, VMM, EVT, 1, 64, 8, H (8), 5, BAD},
   {"event, n+1 fds", 4, VMM, EVT, 0, 0, 8, H (8), 5, FDS},
   {"event, n-1 fds", 4, VMM, EVT, 0, 0, 8, H (8), 3, FDS},
+  /* legacy and fabric memory: a memory handle a slot, then no slot fds */
+  {"legacy, host", 4, LEG, HOST, 0, 0, 4, H (4), 0, OK},
+  {"fabric, host", 4, FAB, HOST, 0, 0, 4, H (4), 0, OK},
+  {"legacy, 1 slot", 1, LEG, HOST, 0, 0, 1, H (1), 0, OK},
+  {"fabric, max slots", 64, FAB, HOST, 0, 0, 64, H (64), 0, OK},
+  {"legacy, semaphore, 1 slot", 1, LEG, SEM, 1, 16, 1, H (1), 1, OK},
+  {"fabric, semaphore, max slots", 64, FAB, SEM, 1, 1024, 64, H (64), 1,
+      OK},
+  {"legacy + event, 1 slot", 1, LEG, EVT, 0, 0, 3, H (3), 0, OK},
+  {"fabric + event, max slots", 64, FAB, EVT, 0, 0, 192, H (192), 0, OK},
+  {"legacy + event, max slots", 64, LEG, EVT, 0, 0, 192, H (192), 0, OK},
+  /* ... with slot fds as VMM memory has them */
+  {"legacy, slot fds", 4, LEG, HOST, 0, 0, 4, H (4), 4, FDS},
+  {"legacy, 1 fd", 4, LEG, HOST, 0, 0, 4, H (4), 1, FDS},
+  {"legacy, n-1 fds", 4, LEG, HOST, 0, 0, 4, H (4), 3, FDS},
+  {"legacy, 1 slot, 1 fd", 1, LEG, HOST, 0, 0, 1, H (1), 1, FDS},
+  {"fabric, slot fds", 4, FAB, HOST, 0, 0, 4, H (4), 4, FDS},
+  {"fabric, max slots, slot fds", 64, FAB, HOST, 0, 0, 64, H (64), 64,
+      FDS},
+  {"fabric, max slots, max fds", 64, FAB, HOST, 0, 0, 64, H (64), 65, FDS},
+  {"legacy, semaphore, slot fds + block", 4, LEG, SEM, 1, 64, 4, H (4), 5,
+      FDS},
+  {"legacy, semaphore, no fd", 4, LEG, SEM, 1, 64, 4, H (4), 0, FDS},
+  {"fabric, semaphore, 2 fds", 4, FAB, SEM, 1, 64, 4, H (4), 2, FDS},
+  {"legacy + event, slot fds", 4, LEG, EVT, 0, 0, 12, H (12), 4, FDS},
+  {"legacy + event, 1 fd", 4, LEG, EVT, 0, 0, 12, H (12), 1, FDS},
+  {"fabric + event, max slots, slot fds", 64, FAB, EVT, 0, 0, 192,
+      H (192), 64, FDS},
+  /* ... with a handle count off by one, or without the memory handles:
+   * the count is judged before the fds */
+  {"legacy, no handles", 4, LEG, HOST, 0, 0, 0, 0, 0, BAD},
+  {"legacy, no handles, slot fds", 4, LEG, HOST, 0, 0, 0, 0, 4, BAD},
+  {"legacy, n-1 handles", 4, LEG, HOST, 0, 0, 3, H (3), 0, BAD},
+  {"legacy, n+1 handles", 4, LEG, HOST, 0, 0, 5, H (5), 0, BAD},
+  {"legacy, 1 slot, 0 handles", 1, LEG, HOST, 0, 0, 0, 0, 0, BAD},
+  {"legacy, 1 slot, 2 handles", 1, LEG, HOST, 0, 0, 2, H (2), 0, BAD},
+  {"fabric, n-1 handles", 4, FAB, HOST, 0, 0, 3, H (3), 0, BAD},
+  {"fabric, n+1 handles", 4, FAB, HOST, 0, 0, 5, H (5), 0, BAD},
+  {"fabric, max slots, 63 handles", 64, FAB, HOST, 0, 0, 63, H (63), 0,
+      BAD},
+  {"fabric, max slots, 65 handles", 64, FAB, HOST, 0, 0, 65, H (65), 0,
+      BAD},
+  {"legacy, semaphore, n-1 handles", 4, LEG, SEM, 1, 64, 3, H (3), 1, BAD},
+  {"legacy, semaphore, n+1 handles", 4, LEG, SEM, 1, 64, 5, H (5), 1, BAD},
+  {"legacy + event, 3n-1 handles", 4, LEG, EVT, 0, 0, 11, H (11), 0, BAD},
+  {"legacy + event, 3n+1 handles", 4, LEG, EVT, 0, 0, 13, H (13), 0, BAD},
+  {"legacy + event, 2n handles", 4, LEG, EVT, 0, 0, 8, H (8), 0, BAD},
+  {"legacy + event, 2n handles, slot fds", 4, LEG, EVT, 0, 0, 8, H (8), 4,
+      BAD},
+  {"fabric + event, 1 slot, 2 handles", 1, FAB, EVT, 0, 0, 2, H (2), 0,
+      BAD},
+  {"fabric + event, 1 slot, 4 handles", 1, FAB, EVT, 0, 0, 4, H (4), 0,
+      BAD},
+  {"fabric + event, max slots, 191", 64, FAB, EVT, 0, 0, 191, H (191), 0,
+      BAD},
+  /* VMM and system memory with memory handles: their slots are fds */
+  {"vmm, memory handles", 4, VMM, HOST, 0, 0, 4, H (4), 0, BAD},
+  {"vmm, memory handles and fds", 4, VMM, HOST, 0, 0, 4, H (4), 4, BAD},
+  {"vmm, 1 slot, memory handle", 1, VMM, HOST, 0, 0, 1, H (1), 1, BAD},
+  {"vmm, max slots, memory handles", 64, VMM, HOST, 0, 0, 64, H (64), 64,
+      BAD},
+  {"vmm, semaphore, memory handles", 4, VMM, SEM, 1, 64, 4, H (4), 5, BAD},
+  {"vmm, semaphore, memory handles, block fd", 4, VMM, SEM, 1, 64, 4,
+      H (4), 1, BAD},
+  {"vmm + event, 3n handles", 4, VMM, EVT, 0, 0, 12, H (12), 4, BAD},
+  {"vmm + event, 3n handles, no fds", 4, VMM, EVT, 0, 0, 12, H (12), 0,
+      BAD},
+  {"system, memory handles", 4, SYS, 0, 0, 0, 4, H (4), 4, BAD},
+  {"system, memory handles, no fds", 4, SYS, 0, 0, 0, 4, H (4), 0, BAD},
   /* over the cap: refused before their bytes are looked for */
-  {"events max+1", 64, VMM, EVT, 0, 0, 129, H (129), 64, BAD},
-  {"events max+1, absent", 64, VMM, EVT, 0, 0, 129, 0, 64, BAD},
-  {"events max+2", 64, VMM, EVT, 0, 0, 130, H (130), 64, BAD},
+  {"handles max+1", 64, FAB, EVT, 0, 0, 193, H (193), 0, BAD},
+  {"handles max+1, absent", 64, FAB, EVT, 0, 0, 193, 0, 0, BAD},
+  {"handles max+1, legacy", 64, LEG, EVT, 0, 0, 193, H (193), 0, BAD},
+  {"handles max+2", 64, FAB, EVT, 0, 0, 194, H (194), 0, BAD},
+  {"handles max+1, vmm", 64, VMM, EVT, 0, 0, 193, H (193), 64, BAD},
   {"events 2^26 (x64 wraps 32 bits)", 4, VMM, EVT, 0, 0, 1u << 26, 0, 4,
       BAD},
+  {"handles 2^26, fabric", 4, FAB, EVT, 0, 0, 1u << 26, 0, 0, BAD},
   {"events uint32", 4, VMM, EVT, 0, 0, G_MAXUINT32, 0, 4, BAD},
+  {"handles uint32, legacy", 4, LEG, HOST, 0, 0, G_MAXUINT32, 0, 0, BAD},
   /* truncated */
   {"events cut by a byte", 4, VMM, EVT, 0, 0, 8, H (8) - 1, 4, CUT},
   {"events cut by a handle", 4, VMM, EVT, 0, 0, 8, H (7), 4, CUT},
   {"events absent", 4, VMM, EVT, 0, 0, 8, 0, 4, CUT},
   {"events max, cut by a byte", 64, VMM, EVT, 0, 0, 128, H (128) - 1, 64,
       CUT},
+  {"legacy handles cut by a byte", 4, LEG, HOST, 0, 0, 4, H (4) - 1, 0,
+      CUT},
+  {"legacy handles cut by a handle", 4, LEG, HOST, 0, 0, 4, H (3), 0, CUT},
+  {"legacy handles absent", 4, LEG, HOST, 0, 0, 4, 0, 0, CUT},
+  {"fabric handles, 1 slot, cut by a byte", 1, FAB, HOST, 0, 0, 1,
+      H (1) - 1, 0, CUT},
+  {"fabric + event, max, cut by a byte", 64, FAB, EVT, 0, 0, 192,
+      H (192) - 1, 0, CUT},
+  {"fabric + event, max, cut by a handle", 64, FAB, EVT, 0, 0, 192,
+      H (191), 0, CUT},
+  {"fabric + event, max, only the memory handles", 64, FAB, EVT, 0, 0, 192,
+      H (64), 0, CUT},
+  {"legacy + semaphore, handles absent", 4, LEG, SEM, 1, 64, 4, 0, 1, CUT},
   /* lengths come before ranges, as for strings */
   {"events absent, n_slots 0", 0, VMM, EVT, 0, 0, 2, 0, 0, CUT},
+  {"max slots, 129 events absent", 64, VMM, EVT, 0, 0, 129, 0, 64, CUT},
+  {"legacy handles absent, slot fds", 4, LEG, HOST, 0, 0, 4, 0, 4, CUT},
+  {"legacy, n+1 handles absent", 4, LEG, HOST, 0, 0, 5, 0, 0, CUT},
   /* a byte more: a newer minor's extension */
   {"events and a byte", 4, VMM, EVT, 0, 0, 8, H (8) + 1, 4, OK},
+  {"legacy handles and a byte", 4, LEG, HOST, 0, 0, 4, H (4) + 1, 0, OK},
+  {"fabric + event, max, and a handle", 64, FAB, EVT, 0, 0, 192, H (193), 0,
+      OK},
 };
 
 #undef H
@@ -2862,8 +3304,8 @@ GST_START_TEST (test_payload_slots_sync)
     s->sync_mode = c->sync_mode;
     s->n_sync_fds = c->n_sync_fds;
     s->sync_size = c->sync_size;
-    s->n_events = c->n_events;
-    memcpy (s->events, slots_pattern, sizeof (s->events));
+    s->n_handles = c->n_handles;
+    memcpy (s->handles, slots_pattern, sizeof (s->handles));
 
     g_assert (c->present <= sizeof (slots_pattern));
     len = raw_fixed (msg, b);
@@ -2874,14 +3316,14 @@ GST_START_TEST (test_payload_slots_sync)
         gpushare_parse_result_to_string (res));
 
     if (res == GPUSHARE_PARSE_OK) {
-      fail_unless (memcmp (back->u.slots.events, slots_pattern,
-              handle_bytes (c->n_events)) == 0);
+      fail_unless (memcmp (back->u.slots.handles, slots_pattern,
+              handle_bytes (c->n_handles)) == 0);
       assert_msg_equal (back, msg);
     }
 
     /* where the payload is whole (or cannot be), the builder agrees */
-    if (c->n_events > GPUSHARE_MAX_EVENTS ||
-        c->present == handle_bytes (c->n_events)) {
+    if (c->n_handles > GPUSHARE_MAX_HANDLES ||
+        c->present == handle_bytes (c->n_handles)) {
       g_byte_array_set_size (out, 0);
       fail_unless (gpushare_msg_build (msg, c->n_fds, out) ==
           (c->res == GPUSHARE_PARSE_OK), "%s: builder disagrees", c->what);
@@ -3020,7 +3462,9 @@ gpushareproto_suite (void)
   tcase_add_test (tc, test_round_trip_announce_device);
   tcase_add_test (tc, test_round_trip_accept_sync);
   tcase_add_test (tc, test_round_trip_slots_semaphore);
+  tcase_add_test (tc, test_round_trip_slots_memory_handles);
   tcase_add_test (tc, test_round_trip_slots_events);
+  tcase_add_test (tc, test_round_trip_slots_largest);
   tcase_add_test (tc, test_payload_announce_sync);
   tcase_add_test (tc, test_payload_accept_sync);
   tcase_add_test (tc, test_payload_accept_reason);
