@@ -5,7 +5,8 @@
  * GStreamer 1.22 already has (shmsink / shmsrc).  It prints figures; it is
  * not a test.
  *
- *   gpushare-bench [--sizes 1080p,4k] [--frames 600] [--modes a,b,...]
+ *   gpushare-bench [--sizes 1080p,4k] [--frames 600] [--repeat 3]
+ *                  [--modes a,b,...] [--ring 8] [--timeout 10]
  *                  [--markdown] [--verbose]
  *   gpushare-bench --list
  *   gpushare-bench producer|consumer|single --mode M ...  (one side only)
@@ -32,7 +33,9 @@
  * stamps, the CPU time per frame is each process's getrusage () at its
  * last frame minus that at its first, divided by (frames - 1).
  *
- * A mode whose elements are not installed is printed as skipped.
+ * Each figure is the median of --repeat runs, taken in rounds over the
+ * whole table.  A mode whose elements are not installed is printed as
+ * skipped.  docs/benchmarks.md has results and what they mean.
  */
 
 #include <gio/gio.h>
@@ -80,12 +83,21 @@
 
 #define GPUSHARE_SINK "gpusharesink name=in socket-path=@SOCKET@ " \
   "policy=lossless wait-for-connection=true ring-size=@RING@ sync=false"
-#define GPUSHARE_SRC "gpusharesrc name=out socket-path=@SOCKET@"
-#define SHM_SINK "shmsink name=in socket-path=@SOCKET@ " \
-  "wait-for-connection=true shm-size=@SHMSIZE@ sync=false"
+/* transport=system: with a GPU on the host, transport=auto could carry even
+ * system-memory input in GPU slots; these rows measure system memory */
+#define GPUSHARE_SRC "gpusharesrc name=out socket-path=@SOCKET@ " \
+  "transport=system"
+/* GPU rows force the transport, so that a fallback fails the row instead
+ * of measuring something else, and keep the frames in GPU memory */
+#define GPUSHARE_SRC_CUDA(sync) "gpusharesrc name=out socket-path=@SOCKET@ " \
+  "transport=cuda sync-mode=" sync " ! video/x-raw(memory:CUDAMemory)"
+#define SHM_SINK_OPTS "socket-path=@SOCKET@ wait-for-connection=true " \
+  "shm-size=@SHMSIZE@ sync=false"
+#define SHM_SINK "shmsink name=in " SHM_SINK_OPTS
 /* shmsrc carries no caps: give them, as a gpusharesrc consumer gets them
  * from the handshake */
-#define SHM_SRC "shmsrc name=out socket-path=@SOCKET@ is-live=false ! @CAPS@"
+#define SHM_SRC_OPTS "socket-path=@SOCKET@ is-live=false ! @CAPS@"
+#define SHM_SRC "shmsrc name=out " SHM_SRC_OPTS
 #define FAKESINK "fakesink sync=false"
 
 typedef enum
@@ -142,15 +154,25 @@ static const BenchMode modes[] = {
   {"one-process-inplace", "the source writes every frame, one process",
         "videotestsrc", NULL, NULL,
       SOURCE_INPLACE " ! " FAKESINK " name=in", NULL, KEY_OFFSET},
-  /* the frame starts and ends in GPU memory */
-  {"gpushare-cuda", "gpusharesink / gpusharesrc, CUDA slots",
-        "imagefreeze cudaupload gpusharesink gpusharesrc",
-        "gpusharesink", "video/x-raw(memory:CUDAMemory)",
-      CUDA_SOURCE " ! " GPUSHARE_SINK, GPUSHARE_SRC " ! " FAKESINK, KEY_OFFSET},
+  /* The frame starts and ends in GPU memory.  Run these on the GPU machine
+   * with and without MPS (the header says whether an MPS daemon runs). */
+#define CUDA_ROW(name, sync, what) \
+  {name, what, "imagefreeze cudaupload gpusharesink gpusharesrc", \
+        "gpusharesink", "video/x-raw(memory:CUDAMemory)", \
+        CUDA_SOURCE " ! " GPUSHARE_SINK, \
+      GPUSHARE_SRC_CUDA (sync) " ! " FAKESINK, KEY_OFFSET}
+  CUDA_ROW ("gpushare-cuda", "auto", "gpushare, CUDA VMM slots"),
+  CUDA_ROW ("gpushare-cuda-host", "host",
+      "gpushare, CUDA slots, each side syncs its stream"),
+  CUDA_ROW ("gpushare-cuda-semaphore", "semaphore",
+      "gpushare, CUDA slots, semaphore words in GPU memory"),
+  CUDA_ROW ("gpushare-cuda-event", "event",
+      "gpushare, CUDA slots, CUDA IPC events"),
+#undef CUDA_ROW
   {"cuda-shm", "cudadownload ! shmsink / shmsrc ! cudaupload",
         "imagefreeze cudaupload cudadownload shmsink shmsrc", NULL, NULL,
-        CUDA_SOURCE " ! cudadownload name=in ! " SHM_SINK,
-      SHM_SRC " ! cudaupload name=out ! " FAKESINK, KEY_ORDER},
+        CUDA_SOURCE " ! cudadownload name=in ! shmsink " SHM_SINK_OPTS,
+      "shmsrc " SHM_SRC_OPTS " ! cudaupload name=out ! " FAKESINK, KEY_ORDER},
 };
 
 /* ------------------------------------------------------------------------ */

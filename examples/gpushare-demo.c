@@ -335,6 +335,9 @@ bus_done (GstElement * pipeline, const gchar * role, gint timeout_ms,
         gchar *dbg = NULL;
 
         gst_message_parse_error (msg, &err, &dbg);
+        /* one line per error, whatever the debug text holds */
+        if (dbg)
+          g_strdelimit (dbg, "\n", ' ');
         fprintf (out, "error domain=%s code=%d message=%s debug=%s\n",
             g_quark_to_string (err->domain), err->code, err->message,
             dbg ? dbg : "");
@@ -734,7 +737,7 @@ main (int argc, char **argv)
 
   if (g_str_equal (role, "producer") && opt.socket)
     rc = run_producer ();
-  else if (g_str_equal (role, "consumer") && opt.socket)
+  else if (g_str_equal (role, "consumer") && (opt.socket || opt.decode))
     rc = run_consumer ();
   else if (g_str_equal (role, "both")) {
     gchar *exe = g_file_read_link ("/proc/self/exe", NULL);

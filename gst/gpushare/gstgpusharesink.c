@@ -299,9 +299,15 @@ static void
 fill_layout (GstGpuShareSink * self, GstCaps * caps)
 {
   GpuShareLayout *l = &self->layout;
-  gchar *str = gst_caps_to_string (caps);
+  GstCaps *plain = gst_caps_copy (caps);
+  gchar *str;
   guint i;
 
+  /* the caps describe the picture; which memory it travels in is each
+   * consumer's own choice, so the announced caps carry no memory feature */
+  gst_caps_set_features (plain, 0, NULL);
+  str = gst_caps_to_string (plain);
+  gst_caps_unref (plain);
   memset (l, 0, sizeof (*l));
   l->epoch = self->epoch;
   l->frame_size = GST_VIDEO_INFO_SIZE (&self->vinfo);

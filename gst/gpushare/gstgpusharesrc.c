@@ -1653,6 +1653,9 @@ gst_gpu_share_src_class_init (GstGpuShareSrcClass * klass)
   bsrc_class->unlock_stop = GST_DEBUG_FUNCPTR (gst_gpu_share_src_unlock_stop);
   psrc_class->create = GST_DEBUG_FUNCPTR (gst_gpu_share_src_create);
 
+  /* producers' caps may carry a multiview flag set: its type must be known
+   * before gst_caps_from_string () meets it */
+  g_type_ensure (GST_TYPE_VIDEO_MULTIVIEW_FLAGSET);
   gst_type_mark_as_plugin_api (GST_TYPE_GPU_SHARE_TRANSPORT, 0);
   gst_type_mark_as_plugin_api (GST_TYPE_GPU_SHARE_SYNC, 0);
 

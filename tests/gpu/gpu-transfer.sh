@@ -92,11 +92,11 @@ done
 # process, gpusharesrc in another, gives the frames a one-process decode gives
 clip=$(dirname "$0")/../media/clip-h264.mp4
 if gst-inspect-1.0 nvh264dec >/dev/null 2>&1; then
-  "$demo" consumer --decode "$clip" --out "$dir/ref.log"
+  timeout 60 "$demo" consumer --decode "$clip" --out "$dir/ref.log"
   sock="$dir/decode.sock"
-  "$demo" consumer --socket "$sock" --timeout 30000 --transport cuda \
-    --out "$dir/c.log" & cpid=$!
-  "$demo" producer --socket "$sock" --wait --source "file:$clip" \
+  timeout 60 "$demo" consumer --socket "$sock" --timeout 30000 \
+    --transport cuda --out "$dir/c.log" & cpid=$!
+  timeout 60 "$demo" producer --socket "$sock" --wait --source "file:$clip" \
     --policy lossless --timeout 30000 --out "$dir/p.log"
   wait $cpid
   # pts, size and checksum of every picture; the reference's buffers are
@@ -125,10 +125,10 @@ sock="$dir/fabric.sock"
 "$demo" producer --socket "$sock" --frames 100000 --live --source videotestsrc \
   --width 640 --height 360 --timeout 30000 --out "$dir/p.log" &
 ppid=$!
-"$demo" consumer --socket "$sock" --timeout 10000 --transport cuda-fabric \
+timeout 60 "$demo" consumer --socket "$sock" --timeout 10000 --transport cuda-fabric \
   --out "$dir/fabric.log"
 frc=$?
-"$demo" consumer --socket "$sock" --timeout 10000 --transport cuda \
+timeout 60 "$demo" consumer --socket "$sock" --timeout 10000 --transport cuda \
   --die-after 20 --out "$dir/after.log"
 if [ $frc -ne 0 ] && grep -q '^error .*fabric' "$dir/fabric.log" \
     && [ "$(grep -c '^recv ' "$dir/after.log")" -ge 20 ] \
