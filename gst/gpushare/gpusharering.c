@@ -13,36 +13,55 @@ generation_newer (guint32 a, guint32 b)
 void
 gpushare_ring_init (GpuShareRing * ring, guint n_slots, guint64 epoch)
 {
+  guint i;
+
   g_return_if_fail (n_slots >= 1 && n_slots <= GPUSHARE_MAX_SLOTS);
 
   memset (ring, 0, sizeof (*ring));
   ring->epoch = epoch;
   ring->n_slots = n_slots;
+  /* never used: slot 0 counts as freed last, so a fresh ring hands its
+   * slots out in order */
+  for (i = 0; i < n_slots; i++)
+    ring->slots[i].freed = n_slots - i;
+  ring->clock = n_slots;
 }
 
 GpuShareRingResult
 gpushare_ring_acquire (GpuShareRing * ring, guint * slot)
 {
-  guint i;
+  GpuShareSlot *s = NULL;
+  guint i, idx = 0;
 
-  /* round robin from the last acquired slot, so that a slot just released
-   * by a consumer is the last one to be overwritten */
+  /* the slot that came free last: its memory is the most likely to still
+   * be in the CPU's cache (measured: at 1080p NV12 a ring of 8 cycled in
+   * turn does not fit in cache, and copies into it run at half speed).
+   * A consumer released it, so nobody reads it any more. */
   for (i = 0; i < ring->n_slots; i++) {
-    guint idx = (ring->next + i) % ring->n_slots;
-    GpuShareSlot *s = &ring->slots[idx];
+    GpuShareSlot *c = &ring->slots[i];
 
-    if (s->state != GPUSHARE_SLOT_FREE)
-      continue;
-    s->state = GPUSHARE_SLOT_WRITING;
-    s->generation++;
-    if (s->generation == 0)
-      s->generation = 1;        /* 0 means "never written" */
-    s->holders = 0;
-    ring->next = (idx + 1) % ring->n_slots;
-    *slot = idx;
-    return GPUSHARE_RING_OK;
+    if (c->state == GPUSHARE_SLOT_FREE && (!s || c->freed > s->freed)) {
+      s = c;
+      idx = i;
+    }
   }
-  return GPUSHARE_RING_NO_SLOT;
+  if (!s)
+    return GPUSHARE_RING_NO_SLOT;
+  s->state = GPUSHARE_SLOT_WRITING;
+  s->generation++;
+  if (s->generation == 0)
+    s->generation = 1;          /* 0 means "never written" */
+  s->holders = 0;
+  *slot = idx;
+  return GPUSHARE_RING_OK;
+}
+
+/* the one place a slot comes free */
+static void
+set_free (GpuShareRing * ring, GpuShareSlot * s)
+{
+  s->state = GPUSHARE_SLOT_FREE;
+  s->freed = ++ring->clock;
 }
 
 static GpuShareRingResult
@@ -61,7 +80,7 @@ gpushare_ring_abort (GpuShareRing * ring, guint slot)
   GpuShareRingResult res = check_slot (ring, slot, GPUSHARE_SLOT_WRITING);
 
   if (res == GPUSHARE_RING_OK)
-    ring->slots[slot].state = GPUSHARE_SLOT_FREE;
+    set_free (ring, &ring->slots[slot]);
   return res;
 }
 
@@ -84,8 +103,10 @@ gpushare_ring_publish (GpuShareRing * ring, guint slot, guint64 holders)
 
   if (res == GPUSHARE_RING_OK) {
     ring->slots[slot].holders = holders;
-    ring->slots[slot].state =
-        holders ? GPUSHARE_SLOT_HELD : GPUSHARE_SLOT_FREE;
+    if (holders)
+      ring->slots[slot].state = GPUSHARE_SLOT_HELD;
+    else
+      set_free (ring, &ring->slots[slot]);
   }
   return res;
 }
@@ -109,7 +130,7 @@ gpushare_ring_release (GpuShareRing * ring, guint64 epoch, guint slot,
     return GPUSHARE_RING_NOT_HELD;
   s->holders &= ~bit;
   if (s->holders == 0)
-    s->state = GPUSHARE_SLOT_FREE;
+    set_free (ring, s);
   return GPUSHARE_RING_OK;
 }
 
@@ -129,7 +150,7 @@ gpushare_ring_release_holder (GpuShareRing * ring, guint holder)
       continue;
     s->holders &= ~bit;
     if (s->holders == 0)
-      s->state = GPUSHARE_SLOT_FREE;
+      set_free (ring, s);
     n++;
   }
   return n;

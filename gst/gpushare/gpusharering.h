@@ -56,13 +56,14 @@ typedef struct
   guint32 generation;           /* 0 = never written */
   guint64 sequence;             /* of the frame in the slot */
   guint64 holders;              /* bit per consumer index */
+  guint64 freed;                /* when it last came free (ring->clock) */
 } GpuShareSlot;
 
 typedef struct
 {
   guint64 epoch;
   guint n_slots;
-  guint next;                   /* where the next acquire starts looking */
+  guint64 clock;                /* counts slots coming free */
   GpuShareSlot slots[GPUSHARE_MAX_SLOTS];
 } GpuShareRing;
 

@@ -68,6 +68,9 @@ make_slot (GpuShareRing * ring, GpuShareSlotState state, guint64 sequence,
   switch (state) {
     case GPUSHARE_SLOT_FREE:
       assert_result (gpushare_ring_abort (ring, idx), GPUSHARE_RING_OK);
+      /* colder than any slot never used: the next make_slot () takes the
+       * next slot */
+      ring->slots[idx].freed = 0;
       break;
     case GPUSHARE_SLOT_WRITING:
       break;
@@ -625,26 +628,28 @@ GST_START_TEST (test_ring_no_slot)
 
 GST_END_TEST;
 
-GST_START_TEST (test_ring_round_robin)
+GST_START_TEST (test_ring_most_recently_freed)
 {
   GpuShareRing ring;
   guint i, idx;
 
   gpushare_ring_init (&ring, 4, EPOCH);
+  /* a fresh ring hands out its slots in order */
   for (i = 0; i < 3; i++) {
     assert_result (gpushare_ring_acquire (&ring, &idx), GPUSHARE_RING_OK);
     fail_unless_equals_int (idx, i);
   }
-  /* slot 0 comes free, but acquire goes on from where it stopped */
+  /* slot 0 comes free: it was freed after 3 (never used), so it comes
+   * first, then 3 */
   assert_result (gpushare_ring_abort (&ring, 0), GPUSHARE_RING_OK);
   assert_result (gpushare_ring_acquire (&ring, &idx), GPUSHARE_RING_OK);
-  fail_unless_equals_int (idx, 3);
-  assert_result (gpushare_ring_acquire (&ring, &idx), GPUSHARE_RING_OK);
   fail_unless_equals_int (idx, 0);
+  assert_result (gpushare_ring_acquire (&ring, &idx), GPUSHARE_RING_OK);
+  fail_unless_equals_int (idx, 3);
   assert_ring_rejects (&ring, gpushare_ring_acquire (&ring, &idx),
       GPUSHARE_RING_NO_SLOT);
 
-  /* 2 then 1 come free: the search starts after 0, so 1 first */
+  /* 2 then 1 come free: 1 came free last, so 1 first */
   assert_result (gpushare_ring_abort (&ring, 2), GPUSHARE_RING_OK);
   assert_result (gpushare_ring_abort (&ring, 1), GPUSHARE_RING_OK);
   assert_result (gpushare_ring_acquire (&ring, &idx), GPUSHARE_RING_OK);
@@ -652,12 +657,36 @@ GST_START_TEST (test_ring_round_robin)
   assert_result (gpushare_ring_acquire (&ring, &idx), GPUSHARE_RING_OK);
   fail_unless_equals_int (idx, 2);
 
-  /* a ring that always comes straight back cycles through every slot */
+  /* every way of coming free counts: release by the last holder, a
+   * holder dropped, a publish to nobody */
+  gpushare_ring_init (&ring, 3, EPOCH);
+  for (i = 0; i < 3; i++) {
+    assert_result (gpushare_ring_acquire (&ring, &idx), GPUSHARE_RING_OK);
+    assert_result (gpushare_ring_ready (&ring, idx, i), GPUSHARE_RING_OK);
+    assert_result (gpushare_ring_publish (&ring, idx, i == 2 ? 0 : 0x3),
+        GPUSHARE_RING_OK);
+  }
+  /* slot 2 is free already; holder 0 lets go of 1, then 0 and 1 come free
+   * when holder 1 goes, 0 first (slot order) */
+  assert_result (gpushare_ring_release (&ring, EPOCH, 1,
+          ring.slots[1].generation, 0), GPUSHARE_RING_OK);
+  assert_result (gpushare_ring_release (&ring, EPOCH, 0,
+          ring.slots[0].generation, 0), GPUSHARE_RING_OK);
+  fail_unless_equals_int (gpushare_ring_release_holder (&ring, 1), 2);
+  assert_result (gpushare_ring_acquire (&ring, &idx), GPUSHARE_RING_OK);
+  fail_unless_equals_int (idx, 1);
+  assert_result (gpushare_ring_acquire (&ring, &idx), GPUSHARE_RING_OK);
+  fail_unless_equals_int (idx, 0);
+  assert_result (gpushare_ring_acquire (&ring, &idx), GPUSHARE_RING_OK);
+  fail_unless_equals_int (idx, 2);
+
+  /* a ring whose frames always come straight back keeps one hot slot,
+   * with a new generation each time */
   gpushare_ring_init (&ring, 3, EPOCH);
   for (i = 0; i < 9; i++) {
     assert_result (gpushare_ring_acquire (&ring, &idx), GPUSHARE_RING_OK);
-    fail_unless_equals_int (idx, i % 3);
-    fail_unless_equals_int (ring.slots[idx].generation, i / 3 + 1);
+    fail_unless_equals_int (idx, 0);
+    fail_unless_equals_int (ring.slots[idx].generation, i + 1);
     assert_result (gpushare_ring_ready (&ring, idx, i), GPUSHARE_RING_OK);
     assert_result (gpushare_ring_publish (&ring, idx, 0), GPUSHARE_RING_OK);
   }
@@ -806,10 +835,11 @@ GST_START_TEST (test_ring_size_max)
   }
   fail_unless_equals_int (gpushare_ring_n_free (&ring), GPUSHARE_MAX_SLOTS);
 
-  /* the second lap wraps to slot 0 and bumps every generation */
+  /* the second lap takes the slot freed last first, and bumps every
+   * generation */
   for (i = 0; i < GPUSHARE_MAX_SLOTS; i++) {
     assert_result (gpushare_ring_acquire (&ring, &idx), GPUSHARE_RING_OK);
-    fail_unless_equals_int (idx, i);
+    fail_unless_equals_int (idx, GPUSHARE_MAX_SLOTS - 1 - i);
     fail_unless_equals_int (ring.slots[idx].generation, 2);
     assert_result (gpushare_ring_ready (&ring, idx, 100 + i),
         GPUSHARE_RING_OK);
@@ -1131,17 +1161,34 @@ typedef struct
 {
   guint64 epoch;
   guint n_slots;
-  guint last;                   /* the slot acquired last */
+  /* every slot index, the one that came free last at the end: the ring
+   * hands out the free slot that came free last */
+  guint recency[GPUSHARE_MAX_SLOTS];
   ModelSlot slot[GPUSHARE_MAX_SLOTS];
 } RingModel;
 
 static void
+ring_model_came_free (RingModel * m, guint idx)
+{
+  guint i, j = 0;
+
+  for (i = 0; i < m->n_slots; i++)
+    if (m->recency[i] != idx)
+      m->recency[j++] = m->recency[i];
+  m->recency[j] = idx;
+}
+
+static void
 ring_model_init (RingModel * m, guint n_slots, guint64 epoch)
 {
+  guint i;
+
   memset (m, 0, sizeof (*m));
   m->epoch = epoch;
   m->n_slots = n_slots;
-  m->last = n_slots - 1;        /* so that the first acquire takes slot 0 */
+  /* never used: slot 0 first, then 1, ... */
+  for (i = 0; i < n_slots; i++)
+    m->recency[i] = n_slots - 1 - i;
 }
 
 static GpuShareRingResult
@@ -1149,8 +1196,8 @@ ring_model_acquire (RingModel * m, guint * idx)
 {
   guint k;
 
-  for (k = 1; k <= m->n_slots; k++) {
-    guint i = (m->last + k) % m->n_slots;
+  for (k = m->n_slots; k > 0; k--) {
+    guint i = m->recency[k - 1];
     ModelSlot *s = &m->slot[i];
 
     if (s->state != GPUSHARE_SLOT_FREE)
@@ -1158,7 +1205,6 @@ ring_model_acquire (RingModel * m, guint * idx)
     s->state = GPUSHARE_SLOT_WRITING;
     s->generation = s->generation == G_MAXUINT32 ? 1 : s->generation + 1;
     s->holders = 0;
-    m->last = i;
     *idx = i;
     return GPUSHARE_RING_OK;
   }
@@ -1174,6 +1220,8 @@ ring_model_move (RingModel * m, guint idx, GpuShareSlotState from,
   if (m->slot[idx].state != from)
     return GPUSHARE_RING_BAD_STATE;
   m->slot[idx].state = to;
+  if (to == GPUSHARE_SLOT_FREE)
+    ring_model_came_free (m, idx);
   return GPUSHARE_RING_OK;
 }
 
@@ -1193,8 +1241,10 @@ ring_model_release (RingModel * m, guint64 epoch, guint idx, guint32 gen,
   if (s->state != GPUSHARE_SLOT_HELD || !(s->holders & BIT (holder)))
     return GPUSHARE_RING_NOT_HELD;
   s->holders &= ~BIT (holder);
-  if (s->holders == 0)
+  if (s->holders == 0) {
     s->state = GPUSHARE_SLOT_FREE;
+    ring_model_came_free (m, idx);
+  }
   return GPUSHARE_RING_OK;
 }
 
@@ -1690,7 +1740,7 @@ gpusharering_suite (void)
   tcase_add_test (tc_ring, test_ring_transition_table);
   tcase_add_test (tc_ring, test_ring_bad_slot);
   tcase_add_test (tc_ring, test_ring_no_slot);
-  tcase_add_test (tc_ring, test_ring_round_robin);
+  tcase_add_test (tc_ring, test_ring_most_recently_freed);
   tcase_add_test (tc_ring, test_ring_release_holder);
   tcase_add_test (tc_ring, test_ring_counts);
   tcase_add_test (tc_ring, test_ring_size_one);
