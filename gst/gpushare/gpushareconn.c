@@ -46,6 +46,7 @@ struct _GpuShareConn
   gint fd;
   gboolean failed;
   gboolean closed;
+  gboolean out_dead;            /* the peer hung up: nothing more to send */
   GError *error;
   GSource *in_source;
   GSource *out_source;
@@ -253,6 +254,27 @@ fail_locked (GpuShareConn * conn, GError * error)
   g_source_attach (conn->fail_source, conn->context);
 }
 
+/* lock held.  A send failed.  A peer that hung up may have said goodbye
+ * (or ERROR) in bytes we have not read yet: while a reader runs, stop
+ * sending and let it deliver them; it reports the hang-up itself when it
+ * meets the end of the stream.  Anything else fails the connection. */
+static void
+send_failed_locked (GpuShareConn * conn, GError * error)
+{
+  if (error->domain == GPUSHARE_CONN_ERROR
+      && error->code == GPUSHARE_CONN_ERROR_HANGUP && conn->in_source
+      && !conn->failed && !conn->closed) {
+    GST_DEBUG ("peer hung up; reading what it sent before");
+    conn->out_dead = TRUE;
+    g_queue_clear_full (&conn->out_fds, free_out_fds);
+    conn->out_base += conn->out->len;
+    g_byte_array_set_size (conn->out, 0);
+    g_error_free (error);
+    return;
+  }
+  fail_locked (conn, error);
+}
+
 void
 gpushare_conn_fail (GpuShareConn * conn, const GError * error)
 {
@@ -358,10 +380,10 @@ out_dispatch (gint fd, GIOCondition cond, gpointer user_data)
   gboolean ret = G_SOURCE_CONTINUE;
 
   g_mutex_lock (&conn->lock);
-  if (conn->closed || conn->failed) {
+  if (conn->closed || conn->failed || conn->out_dead) {
     ret = G_SOURCE_REMOVE;
   } else if (!flush_locked (conn, &error)) {
-    fail_locked (conn, error);
+    send_failed_locked (conn, error);
     ret = G_SOURCE_REMOVE;
   } else if (conn->out->len == 0) {
     ret = G_SOURCE_REMOVE;
@@ -384,7 +406,7 @@ gpushare_conn_send (GpuShareConn * conn, const GpuShareMsg * msg, gint * fds,
   g_return_val_if_fail (n_fds <= GPUSHARE_MAX_FDS, FALSE);
 
   g_mutex_lock (&conn->lock);
-  if (conn->closed || conn->failed) {
+  if (conn->closed || conn->failed || conn->out_dead) {
     g_set_error (error, GPUSHARE_CONN_ERROR, GPUSHARE_CONN_ERROR_CLOSED,
         "connection is closed");
     goto failed;
@@ -416,7 +438,7 @@ gpushare_conn_send (GpuShareConn * conn, const GpuShareMsg * msg, gint * fds,
   if (!conn->out_source) {
     if (!flush_locked (conn, &err)) {
       g_propagate_error (error, g_error_copy (err));
-      fail_locked (conn, err);
+      send_failed_locked (conn, err);
       g_mutex_unlock (&conn->lock);
       return FALSE;
     }
@@ -465,12 +487,12 @@ gpushare_conn_flush (GpuShareConn * conn, gint timeout_ms)
     gint64 left;
 
     g_mutex_lock (&conn->lock);
-    if (conn->closed || conn->failed) {
+    if (conn->closed || conn->failed || conn->out_dead) {
       g_mutex_unlock (&conn->lock);
       return FALSE;
     }
     if (!flush_locked (conn, &error)) {
-      fail_locked (conn, error);
+      send_failed_locked (conn, error);
       g_mutex_unlock (&conn->lock);
       return FALSE;
     }
