@@ -137,8 +137,8 @@ vmm_slot_size (gint device, gsize frame_size)
   return gpushare_round_up (frame_size, caps.granularity);
 }
 
-static gboolean
-push_ctx (gint device, CUcontext * ctx, GError ** error)
+gboolean
+gpushare_cuda_primary_push (gint device, CUcontext * ctx, GError ** error)
 {
   GpuShareCudaApi *cu = gpushare_cuda ();
   CUdevice dev;
@@ -151,21 +151,22 @@ push_ctx (gint device, CUcontext * ctx, GError ** error)
   if (!gpushare_cuda_check (cu->cuCtxPushCurrent (*ctx), "cuCtxPushCurrent",
           error)) {
     cu->cuDevicePrimaryCtxRelease (dev);
+    *ctx = NULL;
     return FALSE;
   }
   return TRUE;
 }
 
-static void
-pop_ctx (void)
+void
+gpushare_cuda_pop (void)
 {
   CUcontext dummy;
 
   gpushare_cuda ()->cuCtxPopCurrent (&dummy);
 }
 
-static void
-release_ctx (gint device)
+void
+gpushare_cuda_primary_release (gint device)
 {
   CUdevice dev;
 
@@ -230,7 +231,7 @@ vmm_free (GpuShareAllocation * alloc)
       unmap_slot (priv, i, alloc->slot_size);
     gpushare_cuda ()->cuCtxPopCurrent (&ctx);
   }
-  release_ctx (alloc->device);
+  gpushare_cuda_primary_release (alloc->device);
   g_free (priv);
   alloc->priv = NULL;
 }
@@ -248,7 +249,7 @@ vmm_alloc (GpuShareAllocation * alloc, GError ** error)
     return FALSE;
   cu = gpushare_cuda ();
   priv = g_new0 (VmmPriv, 1);
-  if (!push_ctx (alloc->device, &priv->ctx, error)) {
+  if (!gpushare_cuda_primary_push (alloc->device, &priv->ctx, error)) {
     g_free (priv);
     return FALSE;
   }
@@ -270,13 +271,13 @@ vmm_alloc (GpuShareAllocation * alloc, GError ** error)
       goto failed;
     alloc->data[i] = (gpointer) (uintptr_t) priv->ptrs[i];
   }
-  pop_ctx ();
+  gpushare_cuda_pop ();
   GST_DEBUG ("allocated %u VMM slots of %" G_GSIZE_FORMAT " bytes on device "
       "%d", alloc->n_slots, alloc->slot_size, alloc->device);
   return TRUE;
 
 failed:
-  pop_ctx ();
+  gpushare_cuda_pop ();
   vmm_free (alloc);
   return FALSE;
 }
@@ -312,7 +313,7 @@ vmm_unimport (GpuShareImport * import)
       unmap_slot (priv, i, import->slot_size);
     gpushare_cuda ()->cuCtxPopCurrent (&ctx);
   }
-  release_ctx (import->device);
+  gpushare_cuda_primary_release (import->device);
   g_free (priv);
   import->priv = NULL;
 }
@@ -331,7 +332,7 @@ vmm_import (GpuShareImport * import, gint * fds, GError ** error)
   }
   cu = gpushare_cuda ();
   priv = g_new0 (VmmPriv, 1);
-  if (!push_ctx (import->device, &priv->ctx, error)) {
+  if (!gpushare_cuda_primary_push (import->device, &priv->ctx, error)) {
     gpushare_close_fds (fds, import->n_slots);
     g_free (priv);
     return FALSE;
@@ -353,12 +354,12 @@ vmm_import (GpuShareImport * import, gint * fds, GError ** error)
       goto failed;
     import->data[i] = (gconstpointer) (uintptr_t) priv->ptrs[i];
   }
-  pop_ctx ();
+  gpushare_cuda_pop ();
   return TRUE;
 
 failed:
   gpushare_close_fds (fds, import->n_slots);
-  pop_ctx ();
+  gpushare_cuda_pop ();
   vmm_unimport (import);
   return FALSE;
 }

@@ -37,6 +37,13 @@ gboolean gpushare_cuda_probe (gint device, GpuShareCudaCaps * caps,
 /* "GPU-xxxxxxxx-xxxx-..." as nvidia-smi prints it */
 gchar *gpushare_cuda_uuid_to_string (const guint8 uuid[16]);
 
+/* retains the primary context of device and makes it current; undo with
+ * gpushare_cuda_pop () and gpushare_cuda_primary_release () */
+gboolean gpushare_cuda_primary_push (gint device, CUcontext * ctx,
+    GError ** error);
+void gpushare_cuda_pop (void);
+void gpushare_cuda_primary_release (gint device);
+
 extern const GpuShareBackend gpushare_cuda_vmm_backend;
 
 /* the CUDA context of an allocation or import (primary context, retained) */

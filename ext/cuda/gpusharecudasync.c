@@ -15,6 +15,7 @@
  */
 
 #include "gpusharecudasync.h"
+#include "gpusharecuda.h"
 
 #include <fcntl.h>
 #include <stdint.h>
@@ -66,43 +67,6 @@ ensure_debug (void)
   }
 }
 
-/* retains the primary context of device and makes it current */
-static gboolean
-retain_push_ctx (gint device, CUcontext * ctx, GError ** error)
-{
-  GpuShareCudaApi *cu = gpushare_cuda ();
-  CUdevice dev;
-
-  if (!gpushare_cuda_check (cu->cuDeviceGet (&dev, device), "cuDeviceGet",
-          error)
-      || !gpushare_cuda_check (cu->cuDevicePrimaryCtxRetain (ctx, dev),
-          "cuDevicePrimaryCtxRetain", error))
-    return FALSE;
-  if (!gpushare_cuda_check (cu->cuCtxPushCurrent (*ctx), "cuCtxPushCurrent",
-          error)) {
-    cu->cuDevicePrimaryCtxRelease (dev);
-    *ctx = NULL;
-    return FALSE;
-  }
-  return TRUE;
-}
-
-static void
-pop_ctx (void)
-{
-  CUcontext dummy;
-
-  gpushare_cuda ()->cuCtxPopCurrent (&dummy);
-}
-
-static void
-release_ctx (gint device)
-{
-  CUdevice dev;
-
-  if (gpushare_cuda ()->cuDeviceGet (&dev, device) == CUDA_SUCCESS)
-    gpushare_cuda ()->cuDevicePrimaryCtxRelease (dev);
-}
 
 static gboolean
 device_attr (gint device, CUdevice_attribute a, const gchar * what,
@@ -192,13 +156,13 @@ sem_start (gint device, guint n_slots, gboolean imported, GError ** error)
   sem->device = device;
   sem->n_slots = n_slots;
   sem->imported = imported;
-  if (!retain_push_ctx (device, &sem->ctx, error)) {
+  if (!gpushare_cuda_primary_push (device, &sem->ctx, error)) {
     g_free (sem);
     return NULL;
   }
   if (!sem_alloc_size (device, n_slots, &sem->size, error)) {
-    pop_ctx ();
-    release_ctx (device);
+    gpushare_cuda_pop ();
+    gpushare_cuda_primary_release (device);
     g_free (sem);
     return NULL;
   }
@@ -286,15 +250,15 @@ gpushare_cuda_sem_new (gint device, guint n_slots, GError ** error)
    * satisfy a wait that must block */
   if (!sem_map (sem, error) || !sem_zero (sem, error))
     goto failed;
-  pop_ctx ();
+  gpushare_cuda_pop ();
   GST_DEBUG ("semaphore block of %u slots (%" G_GSIZE_FORMAT " bytes) "
       "created on device %d", n_slots, sem->size, device);
   return sem;
 
 failed:
   sem_unmap (sem);
-  pop_ctx ();
-  release_ctx (device);
+  gpushare_cuda_pop ();
+  gpushare_cuda_primary_release (device);
   g_free (sem);
   return NULL;
 }
@@ -350,15 +314,15 @@ gpushare_cuda_sem_import (gint device, gint fd, guint n_slots,
   sem->have_handle = TRUE;
   if (!sem_map (sem, error))
     goto failed;
-  pop_ctx ();
+  gpushare_cuda_pop ();
   GST_DEBUG ("semaphore block of %u slots imported on device %d", n_slots,
       device);
   return sem;
 
 failed:
   sem_unmap (sem);
-  pop_ctx ();
-  release_ctx (device);
+  gpushare_cuda_pop ();
+  gpushare_cuda_primary_release (device);
   g_free (sem);
   return NULL;
 }
@@ -376,12 +340,12 @@ gpushare_cuda_sem_free (GpuShareCudaSem * sem)
    * anything could still wait on it. */
   if (cu->cuCtxPushCurrent (sem->ctx) == CUDA_SUCCESS) {
     sem_unmap (sem);
-    pop_ctx ();
+    gpushare_cuda_pop ();
   } else {
     GST_ERROR ("cannot make device %d current: semaphore block leaked",
         sem->device);
   }
-  release_ctx (sem->device);
+  gpushare_cuda_primary_release (sem->device);
   GST_DEBUG ("semaphore block of %u slots %s", sem->n_slots,
       sem->imported ? "unimported" : "freed");
   g_free (sem);
@@ -486,7 +450,7 @@ gpushare_cuda_sem_force_timeout (GpuShareCudaSem * sem, guint timeout_ms,
    * behind every blocking stream, and a blocked stream never drains. */
   if (!gpushare_cuda_check (cu->cuStreamCreate (&stream,
               CU_STREAM_NON_BLOCKING), "cuStreamCreate", error)) {
-    pop_ctx ();
+    gpushare_cuda_pop ();
     return FALSE;
   }
   for (i = 0; ok && i < sem->n_slots; i++) {
@@ -520,7 +484,7 @@ gpushare_cuda_sem_force_timeout (GpuShareCudaSem * sem, guint timeout_ms,
   /* with work still pending, the driver releases the stream once it is
    * done */
   cu->cuStreamDestroy (stream);
-  pop_ctx ();
+  gpushare_cuda_pop ();
 
   if (ok)
     GST_DEBUG ("forced the words of %u semaphore slots", sem->n_slots);
@@ -561,7 +525,7 @@ events_start (gint device, guint n, gboolean imported, GError ** error)
   ev->n = n;
   ev->imported = imported;
   ev->events = g_new0 (CUevent, n);
-  if (!retain_push_ctx (device, &ev->ctx, error)) {
+  if (!gpushare_cuda_primary_push (device, &ev->ctx, error)) {
     g_free (ev->events);
     g_free (ev);
     return NULL;
@@ -601,14 +565,14 @@ gpushare_cuda_events_new (gint device, guint n, GError ** error)
       goto failed;
     }
   }
-  pop_ctx ();
+  gpushare_cuda_pop ();
   GST_DEBUG ("%u IPC events created on device %d", n, device);
   return ev;
 
 failed:
   events_destroy (ev);
-  pop_ctx ();
-  release_ctx (device);
+  gpushare_cuda_pop ();
+  gpushare_cuda_primary_release (device);
   g_free (ev->events);
   g_free (ev);
   return NULL;
@@ -638,7 +602,7 @@ gpushare_cuda_events_export (GpuShareCudaEvents * ev, guint8 * handles,
       memcpy (handles + (gsize) i * GPUSHARE_CUDA_EVENT_HANDLE_SIZE, &h,
           GPUSHARE_CUDA_EVENT_HANDLE_SIZE);
   }
-  pop_ctx ();
+  gpushare_cuda_pop ();
   memset (&h, 0, sizeof (h));
   if (!ok)
     memset (handles, 0, (gsize) ev->n * GPUSHARE_CUDA_EVENT_HANDLE_SIZE);
@@ -671,15 +635,15 @@ gpushare_cuda_events_import (gint device, const guint8 * handles, guint n,
     }
   }
   memset (&h, 0, sizeof (h));
-  pop_ctx ();
+  gpushare_cuda_pop ();
   GST_DEBUG ("%u IPC events opened on device %d", n, device);
   return ev;
 
 failed:
   memset (&h, 0, sizeof (h));
   events_destroy (ev);
-  pop_ctx ();
-  release_ctx (device);
+  gpushare_cuda_pop ();
+  gpushare_cuda_primary_release (device);
   g_free (ev->events);
   g_free (ev);
   return NULL;
@@ -697,12 +661,12 @@ gpushare_cuda_events_free (GpuShareCudaEvents * ev)
    * once the record completes: no synchronisation needed */
   if (cu->cuCtxPushCurrent (ev->ctx) == CUDA_SUCCESS) {
     events_destroy (ev);
-    pop_ctx ();
+    gpushare_cuda_pop ();
   } else {
     GST_ERROR ("cannot make device %d current: %u IPC events leaked",
         ev->device, ev->n);
   }
-  release_ctx (ev->device);
+  gpushare_cuda_primary_release (ev->device);
   GST_DEBUG ("%u IPC events %s", ev->n, ev->imported ? "closed" : "freed");
   g_free (ev->events);
   g_free (ev);

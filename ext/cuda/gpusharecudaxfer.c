@@ -102,10 +102,8 @@ context_init (gint device, CUcontext ctx, CUcontext * out, gboolean * owned,
 static void
 context_clear (gint device, gboolean owned)
 {
-  CUdevice dev;
-
-  if (owned && gpushare_cuda ()->cuDeviceGet (&dev, device) == CUDA_SUCCESS)
-    gpushare_cuda ()->cuDevicePrimaryCtxRelease (dev);
+  if (owned)
+    gpushare_cuda_primary_release (device);
 }
 
 static gboolean
@@ -115,13 +113,6 @@ push (CUcontext ctx, GError ** error)
       "cuCtxPushCurrent", error);
 }
 
-static void
-pop (void)
-{
-  CUcontext dummy;
-
-  gpushare_cuda ()->cuCtxPopCurrent (&dummy);
-}
 
 /* bytes of visible data in a row of plane p, and its number of rows */
 static void
@@ -233,7 +224,7 @@ handle_mem_free (HandleMem * m, CUcontext ctx)
     gpushare_cuda ()->cuCtxSynchronize ();
     for (i = 0; i < m->n; i++)
       handle_mem_clear_slot (m, i);
-    pop ();
+    gpushare_cuda_pop ();
   }
   g_free (m);
 }
@@ -301,11 +292,11 @@ handle_mem_new (GpuShareMemType type, gint device, CUcontext ctx, guint n,
         goto failed;
     }
   }
-  pop ();
+  gpushare_cuda_pop ();
   return m;
 
 failed:
-  pop ();
+  gpushare_cuda_pop ();
   handle_mem_free (m, ctx);
   return NULL;
 }
@@ -339,7 +330,7 @@ handle_mem_export (HandleMem * m, CUcontext ctx, guint i, guint8 * out,
     if (ok)
       memcpy (out, &h, sizeof (h));
   }
-  pop ();
+  gpushare_cuda_pop ();
   return ok;
 }
 
@@ -384,11 +375,11 @@ handle_mem_import (GpuShareMemType type, gint device, CUcontext ctx,
         goto failed;
     }
   }
-  pop ();
+  gpushare_cuda_pop ();
   return m;
 
 failed:
-  pop ();
+  gpushare_cuda_pop ();
   handle_mem_free (m, ctx);
   return NULL;
 }
@@ -462,10 +453,10 @@ gpushare_cuda_ring_new (gint device, CUcontext ctx, GpuShareMemType mem_type,
   /* non-blocking: never serialised behind the legacy default stream */
   if (!gpushare_cuda_check (gpushare_cuda ()->cuStreamCreate (&ring->stream,
               CU_STREAM_NON_BLOCKING), "cuStreamCreate", error)) {
-    pop ();
+    gpushare_cuda_pop ();
     goto failed;
   }
-  pop ();
+  gpushare_cuda_pop ();
   GST_DEBUG ("ring of %u CUDA slots, epoch %" G_GUINT64_FORMAT, n_slots,
       epoch);
   return ring;
@@ -489,7 +480,7 @@ consumer_clear (GpuShareCudaRing * ring, Consumer * c)
     }
     if (ring->stream && push (ring->ctx, NULL)) {
       gpushare_cuda ()->cuStreamSynchronize (ring->stream);
-      pop ();
+      gpushare_cuda_pop ();
     }
     gpushare_cuda_sem_free (c->sem);
   }
@@ -510,7 +501,7 @@ drain (GpuShareCudaRing * ring, gint timeout_ms)
   while (gpushare_cuda ()->cuStreamQuery (ring->stream) == CUDA_ERROR_NOT_READY
       && g_get_monotonic_time () < deadline)
     g_usleep (100);
-  pop ();
+  gpushare_cuda_pop ();
 }
 
 void
@@ -529,7 +520,7 @@ gpushare_cuda_ring_free (GpuShareCudaRing * ring)
   if (ring->stream && push (ring->ctx, NULL)) {
     gpushare_cuda ()->cuStreamSynchronize (ring->stream);
     gpushare_cuda ()->cuStreamDestroy (ring->stream);
-    pop ();
+    gpushare_cuda_pop ();
   }
   if (ring->ready)
     gpushare_cuda_events_free (ring->ready);
@@ -679,7 +670,7 @@ gpushare_cuda_ring_begin (GpuShareCudaRing * ring, guint slot,
           (ring->stream, gpushare_cuda_events_get (c->done, slot), 0),
           "cuStreamWaitEvent", error);
   }
-  pop ();
+  gpushare_cuda_pop ();
   ring->last_holders[slot] = 0;
   return ok;
 }
@@ -697,7 +688,7 @@ gpushare_cuda_ring_copy_in (GpuShareCudaRing * ring, guint slot,
   if (!push (ring->ctx, error))
     return FALSE;
   ok = copy_planes (ring->stream, info, src, &dst, error);
-  pop ();
+  gpushare_cuda_pop ();
   return ok;
 }
 
@@ -732,7 +723,7 @@ gpushare_cuda_ring_publish (GpuShareCudaRing * ring, guint slot,
   if (ok && host)
     ok = gpushare_cuda_check (gpushare_cuda ()->cuStreamSynchronize
         (ring->stream), "cuStreamSynchronize", error);
-  pop ();
+  gpushare_cuda_pop ();
   /* host consumers synchronise before they release: nothing to wait for */
   for (i = 0; i < MAX_HOLDERS; i++)
     if ((holders & (G_GUINT64_CONSTANT (1) << i))
@@ -831,10 +822,10 @@ gpushare_cuda_view_new (gint device, CUcontext ctx,
     goto failed;
   if (!gpushare_cuda_check (gpushare_cuda ()->cuStreamCreate (&view->stream,
               CU_STREAM_NON_BLOCKING), "cuStreamCreate", error)) {
-    pop ();
+    gpushare_cuda_pop ();
     goto failed;
   }
-  pop ();
+  gpushare_cuda_pop ();
   GST_DEBUG ("mapped %u CUDA slots, epoch %" G_GUINT64_FORMAT ", %s "
       "synchronisation", n, slots->epoch,
       gpushare_sync_mode_to_string (view->mode));
@@ -857,7 +848,7 @@ gpushare_cuda_view_free (GpuShareCudaView * view)
   if (view->stream && push (view->ctx, NULL)) {
     gpushare_cuda ()->cuStreamSynchronize (view->stream);
     gpushare_cuda ()->cuStreamDestroy (view->stream);
-    pop ();
+    gpushare_cuda_pop ();
   }
   if (view->sem)
     gpushare_cuda_sem_free (view->sem);
@@ -919,7 +910,7 @@ gpushare_cuda_view_read (GpuShareCudaView * view, guint slot,
       && view_signal_done (view, slot, sequence, error)
       && gpushare_cuda_check (gpushare_cuda ()->cuStreamSynchronize
       (view->stream), "cuStreamSynchronize", error);
-  pop ();
+  gpushare_cuda_pop ();
   return ok;
 }
 
@@ -935,6 +926,6 @@ gpushare_cuda_view_skip (GpuShareCudaView * view, guint slot,
     return FALSE;
   ok = view_wait_ready (view, slot, sequence, error)
       && view_signal_done (view, slot, sequence, error);
-  pop ();
+  gpushare_cuda_pop ();
   return ok;
 }

@@ -305,8 +305,9 @@ typedef struct
 /* Header.  Returns NEED_MORE when len < GPUSHARE_HEADER_SIZE.  Checks magic,
  * major version, payload cap and fd count: n_fds <= GPUSHARE_MAX_FDS, and 0
  * for every known type but SLOTS (whose fd count, slot fds for VMM and
- * system memory plus n_sync_fds, is checked with its payload).  An unknown type is OK here: the caller skips its payload and
- * closes its fds. */
+ * system memory plus n_sync_fds, is checked with its payload).  An
+ * unknown type is OK here: the caller skips its payload and closes its
+ * fds. */
 GpuShareParseResult gpushare_header_parse (const guint8 * buf, gsize len,
     GpuShareHeader * hdr);
 

@@ -1024,7 +1024,8 @@ gst_gpu_share_sink_set_caps (GstBaseSink * bsink, GstCaps * caps)
   ring_size = self->ring_size;
   GST_OBJECT_UNLOCK (self);
 
-  slot_size = gpushare_backend_slot_size (backend, GST_VIDEO_INFO_SIZE (&vinfo));
+  slot_size = gpushare_backend_slot_size (backend,
+      GST_VIDEO_INFO_SIZE (&vinfo));
 
   g_mutex_lock (&self->lock);
   new_ring = !self->alloc || slot_size > self->alloc->slot_size;
