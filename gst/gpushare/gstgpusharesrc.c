@@ -492,7 +492,7 @@ static gboolean
 choose_memory (GstGpuShareSrc * self, const GpuShareAnnounce * a)
 {
   GstGpuShareTransport transport;
-  GstGpuShareSync sync;
+  GstGpuShareSync sync G_GNUC_UNUSED;   /* GPU memory only */
   const gchar *why_not = NULL;
 
   GST_OBJECT_LOCK (self);
