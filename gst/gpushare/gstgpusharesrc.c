@@ -503,10 +503,12 @@ choose_memory (GstGpuShareSrc * self, const GpuShareAnnounce * a)
 
   if (transport == GST_GPU_SHARE_TRANSPORT_SYSTEM) {
     why_not = "system memory was asked for (transport=system)";
+  } else if (!self->cuda_ok) {
+    /* this end's own reason first: on a host without the driver it is
+     * the one that matters */
+    why_not = self->cuda_reason;
   } else if (!(a->mem_types & ~GPUSHARE_MEM_SYSTEM)) {
     why_not = "the producer offers no GPU memory";
-  } else if (!self->cuda_ok) {
-    why_not = self->cuda_reason;
 #ifdef HAVE_CUDA
   } else if (memcmp (a->device.uuid, self->cuda_caps.uuid, 16) != 0) {
     why_not = "the producer's GPU is not this consumer's GPU";

@@ -23,6 +23,7 @@
 #endif
 
 #include <gst/check/gstcheck.h>
+#include <gmodule.h>
 #include <gst/check/gstharness.h>
 #include <gst/app/app.h>
 #include <gst/video/video.h>
@@ -269,6 +270,35 @@ stat_uint (GstElement * element, const gchar * field)
       GST_PTR_FORMAT, field, s);
   gst_structure_free (s);
   return v;
+}
+
+/* Where there is no NVIDIA driver, system memory is used and both ends
+ * say why: the consumer names its own missing driver, the producer says
+ * it offers no GPU memory and why.  Where a driver is present this test
+ * does not judge the reason (the gpu suite does). */
+static void
+check_transport_reason (GstElement * src, GstElement * sink)
+{
+  GModule *cuda = g_module_open ("libcuda.so.1", G_MODULE_BIND_LAZY);
+  GstStructure *s;
+  const gchar *reason;
+
+  if (cuda) {
+    g_module_close (cuda);
+    return;
+  }
+  s = get_stats (src);
+  fail_unless_equals_string (gst_structure_get_string (s, "memory-type"),
+      "system");
+  reason = gst_structure_get_string (s, "memory-reason");
+  fail_unless (reason && strstr (reason, "libcuda.so.1"),
+      "the consumer does not say why it uses system memory: %s", reason);
+  gst_structure_free (s);
+  s = get_stats (sink);
+  reason = gst_structure_get_string (s, "gpu-memory");
+  fail_unless (reason && strstr (reason, "libcuda.so.1"),
+      "the producer does not say why it offers no GPU memory: %s", reason);
+  gst_structure_free (s);
 }
 
 /* slots go back when a RELEASE crosses the socket: poll for it */
@@ -1548,6 +1578,7 @@ run_exchange (gboolean use_appsrc)
   }
   fail_unless_equals_uint64 (stat_u64 (c->src, "frames-received"),
       N_EXCHANGE);
+  check_transport_reason (c->src, sink);
 
   assert_no_error (producer);
   assert_no_error (c->pipeline);
