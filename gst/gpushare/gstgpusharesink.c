@@ -75,6 +75,8 @@ enum
   PROP_POLICY,
   PROP_SOCKET_MODE,
   PROP_MAX_CLIENTS,
+  PROP_ALLOWED_UIDS,
+  PROP_ALLOWED_GIDS,
   PROP_CUDA_DEVICE_ID,
   PROP_NUM_CLIENTS,
   PROP_STATS,
@@ -138,6 +140,8 @@ struct _GstGpuShareSink
   GstGpuShareSlowPolicy policy;
   guint socket_mode;
   guint max_clients;
+  GArray *allowed_uids;         /* guint; our own uid is always allowed */
+  GArray *allowed_gids;         /* guint: a peer's primary gid */
   gint cuda_device_id;
 
   /* control thread */
@@ -765,6 +769,32 @@ refuse_connection (GstGpuShareSink * self, gint fd, GpuShareErrorCode code,
 }
 
 static gboolean
+in_array (GArray * a, guint v)
+{
+  guint i;
+
+  for (i = 0; a && i < a->len; i++)
+    if (g_array_index (a, guint, i) == v)
+      return TRUE;
+  return FALSE;
+}
+
+/* our own uid, an allowed uid, or an allowed primary gid */
+static gboolean
+peer_allowed (GstGpuShareSink * self, const struct ucred *cred)
+{
+  gboolean ok;
+
+  if (cred->uid == getuid ())
+    return TRUE;
+  GST_OBJECT_LOCK (self);
+  ok = in_array (self->allowed_uids, cred->uid)
+      || in_array (self->allowed_gids, cred->gid);
+  GST_OBJECT_UNLOCK (self);
+  return ok;
+}
+
+static gboolean
 listen_dispatch (gint fd, GIOCondition cond, gpointer user_data)
 {
   GstGpuShareSink *self = user_data;
@@ -780,9 +810,9 @@ listen_dispatch (gint fd, GIOCondition cond, gpointer user_data)
 
   /* credentials before anything else leaves this process */
   if (getsockopt (cfd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0
-      || cred.uid != getuid ()) {
-    GST_WARNING_OBJECT (self, "refused a consumer: pid %d uid %u is not "
-        "allowed", (gint) cred.pid, (guint) cred.uid);
+      || !peer_allowed (self, &cred)) {
+    GST_WARNING_OBJECT (self, "refused a consumer: pid %d uid %u gid %u is "
+        "not allowed", (gint) cred.pid, (guint) cred.uid, (guint) cred.gid);
     refuse_connection (self, cfd, GPUSHARE_ERR_NOT_AUTHORIZED,
         "not authorized");
     g_signal_emit (self, signals[SIGNAL_CLIENT_REMOVED], 0, 0,
@@ -1891,6 +1921,35 @@ make_stats (GstGpuShareSink * self)
   return s;
 }
 
+/* a GstValueArray of uints <-> our GArray */
+static void
+ids_from_value (GArray ** ids, const GValue * value)
+{
+  guint i, n = gst_value_array_get_size (value);
+
+  g_clear_pointer (ids, g_array_unref);
+  *ids = g_array_sized_new (FALSE, FALSE, sizeof (guint), n);
+  for (i = 0; i < n; i++) {
+    guint id = g_value_get_uint (gst_value_array_get_value (value, i));
+
+    g_array_append_val (*ids, id);
+  }
+}
+
+static void
+ids_to_value (GArray * ids, GValue * value)
+{
+  guint i;
+
+  for (i = 0; ids && i < ids->len; i++) {
+    GValue v = G_VALUE_INIT;
+
+    g_value_init (&v, G_TYPE_UINT);
+    g_value_set_uint (&v, g_array_index (ids, guint, i));
+    gst_value_array_append_and_take_value (value, &v);
+  }
+}
+
 static void
 gst_gpu_share_sink_set_property (GObject * object, guint prop_id,
     const GValue * value, GParamSpec * pspec)
@@ -1920,6 +1979,12 @@ gst_gpu_share_sink_set_property (GObject * object, guint prop_id,
       break;
     case PROP_CUDA_DEVICE_ID:
       self->cuda_device_id = g_value_get_int (value);
+      break;
+    case PROP_ALLOWED_UIDS:
+      ids_from_value (&self->allowed_uids, value);
+      break;
+    case PROP_ALLOWED_GIDS:
+      ids_from_value (&self->allowed_gids, value);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -1974,6 +2039,12 @@ gst_gpu_share_sink_get_property (GObject * object, guint prop_id,
     case PROP_CUDA_DEVICE_ID:
       g_value_set_int (value, self->cuda_device_id);
       break;
+    case PROP_ALLOWED_UIDS:
+      ids_to_value (self->allowed_uids, value);
+      break;
+    case PROP_ALLOWED_GIDS:
+      ids_to_value (self->allowed_gids, value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -1988,6 +2059,8 @@ gst_gpu_share_sink_finalize (GObject * object)
 
   g_free (self->socket_path);
   g_free (self->cuda_reason);
+  g_clear_pointer (&self->allowed_uids, g_array_unref);
+  g_clear_pointer (&self->allowed_gids, g_array_unref);
   g_mutex_clear (&self->lock);
   g_cond_clear (&self->cond);
   G_OBJECT_CLASS (parent_class)->finalize (object);
@@ -2026,6 +2099,15 @@ gst_gpu_share_sink_class_init (GstGpuShareSinkClass * klass)
   properties[PROP_MAX_CLIENTS] = g_param_spec_uint ("max-clients",
       "Max clients", "Most consumers connected at once", 1, MAX_CLIENTS,
       DEFAULT_MAX_CLIENTS, rw);
+  properties[PROP_ALLOWED_UIDS] = gst_param_spec_array ("allowed-uids",
+      "Allowed uids", "Consumers of these uids may connect, beside those of "
+      "this process's own uid (which always may), e.g. <1000,1001>",
+      g_param_spec_uint ("uid", "uid", "A uid", 0, G_MAXUINT32, 0,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS), rw);
+  properties[PROP_ALLOWED_GIDS] = gst_param_spec_array ("allowed-gids",
+      "Allowed gids", "Consumers whose primary group is one of these may "
+      "connect, e.g. <44>", g_param_spec_uint ("gid", "gid", "A gid", 0,
+          G_MAXUINT32, 0, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS), rw);
   properties[PROP_CUDA_DEVICE_ID] = g_param_spec_int ("cuda-device-id",
       "CUDA device id", "GPU whose memory holds the slots offered to "
       "consumers on the same GPU", 0, G_MAXINT, DEFAULT_CUDA_DEVICE_ID, rw);

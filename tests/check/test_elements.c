@@ -1231,7 +1231,8 @@ GST_START_TEST (test_inspect)
 {
   static const gchar *const sink_props[] = { "socket-path",
     "wait-for-connection", "ring-size", "policy", "socket-mode",
-    "max-clients", "cuda-device-id", "num-clients", "stats", NULL
+    "max-clients", "allowed-uids", "allowed-gids", "cuda-device-id",
+    "num-clients", "stats", NULL
   };
   static const gchar *const sink_ro[] = { "num-clients", "stats", NULL };
   static const gchar *const src_props[] = { "socket-path",
@@ -1950,6 +1951,20 @@ enum
   UID_NO_DIR,
 };
 
+/* a whole message at the start of buf?  (payload_len, little-endian, at
+ * byte 12 of the frozen header) */
+static gboolean
+first_message_in (const guint8 * buf, guint32 len)
+{
+  guint32 payload;
+
+  if (len < GPUSHARE_HEADER_SIZE)
+    return FALSE;
+  payload = buf[12] | (buf[13] << 8) | (buf[14] << 16) | ((guint32) buf[15]
+      << 24);
+  return len - GPUSHARE_HEADER_SIZE >= payload;
+}
+
 /* Runs in a child forked from a threaded process: system calls only, no
  * allocation, no locks. */
 static void G_GNUC_NORETURN
@@ -1997,7 +2012,9 @@ foreign_uid_child (const struct sockaddr_un *addr, const gchar * dir,
 
     pfd.fd = s;
     pfd.events = POLLIN;
-    if (poll (&pfd, 1, TIMEOUT_MS) != 1)
+    /* once a whole first message is here, a refused client sees the end
+     * of the stream at once; an admitted one waits for nothing more */
+    if (poll (&pfd, 1, first_message_in (buf, r.len) ? 500 : TIMEOUT_MS) != 1)
       break;
     memset (&mh, 0, sizeof (mh));
     iov.iov_base = buf + r.len;
@@ -2036,7 +2053,8 @@ report:
 
 /* Forks the child before the producer starts, then lets it connect. */
 static gboolean
-run_foreign_client (guint mode, UidReport * report, GByteArray * bytes,
+run_foreign_client (guint mode, const gchar * allow_prop,
+    const gchar * allow_value, UidReport * report, GByteArray * bytes,
     ClientLog * log_out_removed, const gchar ** nick)
 {
   gchar *path = socket_path ("uid.sock");
@@ -2066,6 +2084,8 @@ run_foreign_client (guint mode, UidReport * report, GByteArray * bytes,
 
   producer = producer_new (path, &sink);
   g_object_set (sink, "socket-mode", mode, NULL);
+  if (allow_prop)
+    gst_util_set_object_arg (G_OBJECT (sink), allow_prop, allow_value);
   client_log_init (&log, sink);
   producer_start (producer, sink);
   fail_unless (write (go[1], "g", 1) == 1);
@@ -2100,8 +2120,10 @@ run_foreign_client (guint mode, UidReport * report, GByteArray * bytes,
     fail_unless (client_log_wait (&log, TRUE, 1),
         "no client-removed for the refused client");
     *nick = client_log_removed_nick (&log, 0);
-    fail_unless_equals_int (GPOINTER_TO_UINT (g_ptr_array_index
-            (log.removed_ids, 0)), 0);
+    /* a refused peer never became a client: it has no id */
+    if (g_str_equal (*nick, "not-authorized"))
+      fail_unless_equals_int (GPOINTER_TO_UINT (g_ptr_array_index
+              (log.removed_ids, 0)), 0);
   }
   /* nobody else was ever let in */
   fail_unless_equals_int (log.connected, 0);
@@ -2116,11 +2138,32 @@ run_foreign_client (guint mode, UidReport * report, GByteArray * bytes,
   return usable;
 }
 
+static void
+assert_refused (UidReport * report, GByteArray * bytes, GpuShareMsg * msg,
+    const gchar * nick)
+{
+  GpuShareHeader hdr;
+
+  fail_unless_equals_int (report->connect_errno, 0);
+  fail_unless_equals_int (report->n_fds, 0);
+  fail_unless (report->eof, "the refused client was not hung up on");
+  fail_unless_equals_string (nick, "not-authorized");
+  /* exactly one message: ERROR NOT_AUTHORIZED */
+  fail_unless_equals_int (gpushare_header_parse (bytes->data, bytes->len,
+          &hdr), GPUSHARE_PARSE_OK);
+  fail_unless_equals_int (hdr.type, GPUSHARE_MSG_ERROR);
+  fail_unless_equals_int (hdr.n_fds, 0);
+  fail_unless_equals_int (bytes->len, GPUSHARE_HEADER_SIZE + hdr.payload_len);
+  fail_unless_equals_int (gpushare_msg_parse (&hdr,
+          bytes->data + GPUSHARE_HEADER_SIZE, hdr.payload_len, msg),
+      GPUSHARE_PARSE_OK);
+  fail_unless_equals_int (msg->u.error.code, GPUSHARE_ERR_NOT_AUTHORIZED);
+}
+
 GST_START_TEST (test_foreign_uid_refused)
 {
   GByteArray *bytes = g_byte_array_new ();
   GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
-  GpuShareHeader hdr;
   const gchar *nick = NULL;
   UidReport report;
 
@@ -2133,7 +2176,7 @@ GST_START_TEST (test_foreign_uid_refused)
   fail_unless (chmod (tmpdir, 0755) == 0);
 
   /* owner-only socket: the kernel refuses the connect itself */
-  if (!run_foreign_client (0600, &report, bytes, NULL, &nick)) {
+  if (!run_foreign_client (0600, NULL, NULL, &report, bytes, NULL, &nick)) {
     g_print ("SKIP test_foreign_uid_refused: cannot act as uid %d here "
         "(stage %d)\n", FOREIGN_UID, report.stage);
     goto done;
@@ -2141,21 +2184,13 @@ GST_START_TEST (test_foreign_uid_refused)
   fail_unless_equals_int (report.connect_errno, EACCES);
 
   /* world-writable socket: SO_PEERCRED refuses it, before anything leaves */
-  fail_unless (run_foreign_client (0666, &report, bytes, NULL, &nick));
-  fail_unless_equals_int (report.connect_errno, 0);
-  fail_unless_equals_int (report.n_fds, 0);
-  fail_unless (report.eof, "the refused client was not hung up on");
-  fail_unless_equals_string (nick, "not-authorized");
-  /* exactly one message: ERROR NOT_AUTHORIZED */
-  fail_unless_equals_int (gpushare_header_parse (bytes->data, bytes->len,
-          &hdr), GPUSHARE_PARSE_OK);
-  fail_unless_equals_int (hdr.type, GPUSHARE_MSG_ERROR);
-  fail_unless_equals_int (hdr.n_fds, 0);
-  fail_unless_equals_int (bytes->len, GPUSHARE_HEADER_SIZE + hdr.payload_len);
-  fail_unless_equals_int (gpushare_msg_parse (&hdr,
-          bytes->data + GPUSHARE_HEADER_SIZE, hdr.payload_len, msg),
-      GPUSHARE_PARSE_OK);
-  fail_unless_equals_int (msg->u.error.code, GPUSHARE_ERR_NOT_AUTHORIZED);
+  fail_unless (run_foreign_client (0666, NULL, NULL, &report, bytes, NULL,
+          &nick));
+  assert_refused (&report, bytes, msg, nick);
+  /* a gid that is not the peer's lets nobody in */
+  fail_unless (run_foreign_client (0666, "allowed-gids", "<12345>", &report,
+          bytes, NULL, &nick));
+  assert_refused (&report, bytes, msg, nick);
 
 done:
   g_byte_array_unref (bytes);
@@ -2163,6 +2198,55 @@ done:
 }
 
 GST_END_TEST;
+
+/* allowed-uids and allowed-gids let another uid in: it gets the ANNOUNCE,
+ * and still no descriptor before it accepts */
+GST_START_TEST (test_foreign_uid_allowed)
+{
+  static const gchar *const allow[][2] = {
+    {"allowed-uids", "<65534>"},
+    {"allowed-uids", "<1, 65534, 7>"},
+    {"allowed-gids", "<65534>"},
+  };
+  GByteArray *bytes = g_byte_array_new ();
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  GpuShareHeader hdr;
+  const gchar *nick = NULL;
+  UidReport report;
+  guint i;
+
+  if (geteuid () != 0) {
+    g_print ("SKIP test_foreign_uid_allowed: needs root to run a client "
+        "as uid %d\n", FOREIGN_UID);
+    goto done;
+  }
+  fail_unless (chmod (tmpdir, 0755) == 0);
+  for (i = 0; i < G_N_ELEMENTS (allow); i++) {
+    if (!run_foreign_client (0666, allow[i][0], allow[i][1], &report, bytes,
+            NULL, &nick)) {
+      g_print ("SKIP test_foreign_uid_allowed: cannot act as uid %d here "
+          "(stage %d)\n", FOREIGN_UID, report.stage);
+      goto done;
+    }
+    fail_unless_equals_int (report.connect_errno, 0);
+    fail_unless_equals_int (report.n_fds, 0);
+    /* it let the handshake time out and left: not a refusal */
+    fail_unless_equals_string (nick, "hangup");
+    fail_unless_equals_int (gpushare_header_parse (bytes->data, bytes->len,
+            &hdr), GPUSHARE_PARSE_OK);
+    fail_unless_equals_int (hdr.type, GPUSHARE_MSG_ANNOUNCE);
+    fail_unless_equals_int (gpushare_msg_parse (&hdr,
+            bytes->data + GPUSHARE_HEADER_SIZE, hdr.payload_len, msg),
+        GPUSHARE_PARSE_OK);
+  }
+
+done:
+  g_byte_array_unref (bytes);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
 
 /* ------------------------------------------------------------------------ */
 /* 8. What may be at the socket path */
@@ -2646,6 +2730,7 @@ gpushare_elements_suite (void)
   tcase_add_loop_test (tc, test_consumer_fds, 0, N_FDS_CASES);
   tcase_add_test (tc, test_consumer_unknown_type);
   tcase_add_test (tc, test_foreign_uid_refused);
+  tcase_add_test (tc, test_foreign_uid_allowed);
   tcase_add_test (tc, test_path_symlink);
   tcase_add_test (tc, test_path_regular_file);
   tcase_add_test (tc, test_path_too_long);
