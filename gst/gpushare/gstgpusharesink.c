@@ -62,6 +62,9 @@ GST_DEBUG_CATEGORY_STATIC (gst_gpu_share_sink_debug);
 #define DEFAULT_SOCKET_MODE 0600
 #define DEFAULT_MAX_CLIENTS 16
 #define DEFAULT_CUDA_DEVICE_ID 0
+#define DEFAULT_HANDSHAKE_TIMEOUT 5000  /* ms */
+/* how often handshake deadlines are looked at */
+#define HOUSEKEEPING_MS 50
 #define MAX_CLIENTS GPUSHARE_MAX_HOLDERS
 /* a goodbye is best effort: never hold a stopping pipeline for long */
 #define GOODBYE_FLUSH_MS 100
@@ -75,6 +78,7 @@ enum
   PROP_POLICY,
   PROP_SOCKET_MODE,
   PROP_MAX_CLIENTS,
+  PROP_HANDSHAKE_TIMEOUT,
   PROP_ALLOWED_UIDS,
   PROP_ALLOWED_GIDS,
   PROP_CUDA_DEVICE_ID,
@@ -116,6 +120,7 @@ typedef struct
   GpuShareSyncMode sync_mode;   /* GPU memory only */
   gchar *mem_reason;
   gboolean connected_emitted;
+  gint64 deadline;              /* monotonic us: its next step is due; 0 */
   guint64 mapped_epoch;
   guint64 frames_sent;
   guint64 frames_released;
@@ -140,6 +145,7 @@ struct _GstGpuShareSink
   GstGpuShareSlowPolicy policy;
   guint socket_mode;
   guint max_clients;
+  guint handshake_timeout;      /* ms, 0: none */
   GArray *allowed_uids;         /* guint; our own uid is always allowed */
   GArray *allowed_gids;         /* guint: a peer's primary gid */
   gint cuda_device_id;
@@ -149,6 +155,7 @@ struct _GstGpuShareSink
   GMainLoop *loop;
   GThread *thread;
   GSource *listen_source;
+  GSource *housekeeping;
   gint listen_fd;
   gchar *bound_path;
 
@@ -228,6 +235,8 @@ gst_gpu_share_client_remove_reason_get_type (void)
     {GST_GPU_SHARE_REMOVE_RESOURCE, "Exporting the slots failed",
         "resource"},
     {GST_GPU_SHARE_REMOVE_SHUTDOWN, "The sink stopped", "shutdown"},
+    {GST_GPU_SHARE_REMOVE_TIMEOUT, "The consumer did not finish its "
+          "handshake in time", "timeout"},
     {0, NULL, NULL}
   };
 
@@ -279,9 +288,21 @@ client_state_to_string (ClientState state)
 static void
 client_set_state (Client * client, ClientState state)
 {
-  GST_DEBUG_OBJECT (client->sink, "client %u: %s -> %s", client->id,
+  GstGpuShareSink *self = client->sink;
+  guint timeout;
+
+  GST_DEBUG_OBJECT (self, "client %u: %s -> %s", client->id,
       client_state_to_string (client->state), client_state_to_string (state));
   client->state = state;
+  /* waiting for the consumer's ACCEPT or MAPPED: that step has a deadline;
+   * waiting for our own caps, or streaming, has none */
+  GST_OBJECT_LOCK (self);
+  timeout = self->handshake_timeout;
+  GST_OBJECT_UNLOCK (self);
+  if (timeout && (state == CLIENT_ANNOUNCED || state == CLIENT_EXPORTED))
+    client->deadline = g_get_monotonic_time () + (gint64) timeout * 1000;
+  else
+    client->deadline = 0;
 }
 
 static void
@@ -768,6 +789,40 @@ refuse_connection (GstGpuShareSink * self, gint fd, GpuShareErrorCode code,
   gpushare_conn_unref (conn);
 }
 
+/* Drops the consumers whose handshake step is overdue: a half-open
+ * handshake must not hold a client place, and a lossless producer must not
+ * wait forever for a consumer that never maps a new ring. */
+static gboolean
+housekeeping (gpointer user_data)
+{
+  GstGpuShareSink *self = user_data;
+  Client *late[MAX_CLIENTS];
+  gint64 now = g_get_monotonic_time ();
+  guint i, n = 0;
+
+  g_mutex_lock (&self->lock);
+  for (i = 0; i < MAX_CLIENTS; i++) {
+    Client *c = self->clients[i];
+
+    if (c && c->deadline && now > c->deadline) {
+      c->deadline = 0;
+      late[n++] = c;
+    }
+  }
+  g_mutex_unlock (&self->lock);
+  for (i = 0; i < n; i++) {
+    GST_WARNING_OBJECT (self, "client %u (pid %d): handshake timed out in "
+        "state %s", late[i]->id, (gint) late[i]->pid,
+        client_state_to_string (late[i]->state));
+    gpushare_conn_send_error (late[i]->conn, GPUSHARE_ERR_TIMEOUT,
+        "handshake timed out");
+    gpushare_conn_flush (late[i]->conn, 10);
+    drop_client (self, late[i], GST_GPU_SHARE_REMOVE_TIMEOUT,
+        "handshake timed out");
+  }
+  return G_SOURCE_CONTINUE;
+}
+
 static gboolean
 in_array (GArray * a, guint v)
 {
@@ -970,6 +1025,9 @@ gst_gpu_share_sink_start (GstBaseSink * bsink)
   g_source_set_callback (self->listen_source, G_SOURCE_FUNC (listen_dispatch),
       self, NULL);
   g_source_attach (self->listen_source, self->context);
+  self->housekeeping = g_timeout_source_new (HOUSEKEEPING_MS);
+  g_source_set_callback (self->housekeeping, housekeeping, self, NULL);
+  g_source_attach (self->housekeeping, self->context);
   self->thread = g_thread_new ("gpusharesink", control_thread, self);
   GST_DEBUG_OBJECT (self, "listening");
   return TRUE;
@@ -989,6 +1047,10 @@ gst_gpu_share_sink_stop (GstBaseSink * bsink)
   if (self->listen_source) {
     g_source_destroy (self->listen_source);
     g_clear_pointer (&self->listen_source, g_source_unref);
+  }
+  if (self->housekeeping) {
+    g_source_destroy (self->housekeeping);
+    g_clear_pointer (&self->housekeeping, g_source_unref);
   }
 
   /* the control thread is gone: nobody else touches the clients now */
@@ -1980,6 +2042,9 @@ gst_gpu_share_sink_set_property (GObject * object, guint prop_id,
     case PROP_CUDA_DEVICE_ID:
       self->cuda_device_id = g_value_get_int (value);
       break;
+    case PROP_HANDSHAKE_TIMEOUT:
+      self->handshake_timeout = g_value_get_uint (value);
+      break;
     case PROP_ALLOWED_UIDS:
       ids_from_value (&self->allowed_uids, value);
       break;
@@ -2038,6 +2103,9 @@ gst_gpu_share_sink_get_property (GObject * object, guint prop_id,
       break;
     case PROP_CUDA_DEVICE_ID:
       g_value_set_int (value, self->cuda_device_id);
+      break;
+    case PROP_HANDSHAKE_TIMEOUT:
+      g_value_set_uint (value, self->handshake_timeout);
       break;
     case PROP_ALLOWED_UIDS:
       ids_to_value (self->allowed_uids, value);
@@ -2099,6 +2167,10 @@ gst_gpu_share_sink_class_init (GstGpuShareSinkClass * klass)
   properties[PROP_MAX_CLIENTS] = g_param_spec_uint ("max-clients",
       "Max clients", "Most consumers connected at once", 1, MAX_CLIENTS,
       DEFAULT_MAX_CLIENTS, rw);
+  properties[PROP_HANDSHAKE_TIMEOUT] = g_param_spec_uint ("handshake-timeout",
+      "Handshake timeout", "Milliseconds a consumer has for each step of "
+      "its handshake, and to map the ring of a caps change, before it is "
+      "dropped (0 = forever)", 0, G_MAXUINT, DEFAULT_HANDSHAKE_TIMEOUT, rw);
   properties[PROP_ALLOWED_UIDS] = gst_param_spec_array ("allowed-uids",
       "Allowed uids", "Consumers of these uids may connect, beside those of "
       "this process's own uid (which always may), e.g. <1000,1001>",
@@ -2178,6 +2250,7 @@ gst_gpu_share_sink_init (GstGpuShareSink * self)
   self->socket_mode = DEFAULT_SOCKET_MODE;
   self->max_clients = DEFAULT_MAX_CLIENTS;
   self->cuda_device_id = DEFAULT_CUDA_DEVICE_ID;
+  self->handshake_timeout = DEFAULT_HANDSHAKE_TIMEOUT;
   self->listen_fd = -1;
   g_mutex_init (&self->lock);
   g_cond_init (&self->cond);

@@ -24,6 +24,8 @@ G_DECLARE_FINAL_TYPE (GstGpuShareSink, gst_gpu_share_sink, GST, GPU_SHARE_SINK,
  * @GST_GPU_SHARE_REMOVE_PEER_ERROR: the consumer reported an error
  * @GST_GPU_SHARE_REMOVE_RESOURCE: exporting the slots failed
  * @GST_GPU_SHARE_REMOVE_SHUTDOWN: the sink stopped
+ * @GST_GPU_SHARE_REMOVE_TIMEOUT: the consumer did not finish its handshake
+ *   (or the mapping of a new ring) within handshake-timeout
  */
 typedef enum
 {
@@ -38,6 +40,7 @@ typedef enum
   GST_GPU_SHARE_REMOVE_PEER_ERROR,
   GST_GPU_SHARE_REMOVE_RESOURCE,
   GST_GPU_SHARE_REMOVE_SHUTDOWN,
+  GST_GPU_SHARE_REMOVE_TIMEOUT,
 } GstGpuShareClientRemoveReason;
 
 #define GST_TYPE_GPU_SHARE_CLIENT_REMOVE_REASON \

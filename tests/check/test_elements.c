@@ -1231,7 +1231,8 @@ GST_START_TEST (test_inspect)
 {
   static const gchar *const sink_props[] = { "socket-path",
     "wait-for-connection", "ring-size", "policy", "socket-mode",
-    "max-clients", "allowed-uids", "allowed-gids", "cuda-device-id",
+    "max-clients", "handshake-timeout", "allowed-uids", "allowed-gids",
+    "cuda-device-id",
     "num-clients", "stats", NULL
   };
   static const gchar *const sink_ro[] = { "num-clients", "stats", NULL };
@@ -1242,7 +1243,7 @@ GST_START_TEST (test_inspect)
   static const gchar *const src_ro[] = { "stats", NULL };
   static const gchar *const reasons[] = { "goodbye", "hangup", "protocol",
     "version", "not-authorized", "unsupported", "slow", "too-many-clients",
-    "peer-error", "resource", "shutdown", NULL
+    "peer-error", "resource", "shutdown", "timeout", NULL
   };
   static const gchar *const policies[] = { "auto", "lossless", "leaky",
     NULL
@@ -1703,6 +1704,44 @@ GST_START_TEST (test_consumer_garbage)
   /* the blast radius is that client: the other one goes on */
   assert_consumer_alive (s.consumer);
   fail_unless_equals_int (client_log_n_removed (&s.log), 1);
+  assert_no_error (s.producer);
+
+  raw_clear (&raw);
+  scene_stop (&s);
+  g_free (announce);
+}
+
+GST_END_TEST;
+
+/* A consumer that connects and never answers is dropped when its
+ * handshake step is overdue, with ERROR TIMEOUT; the others go on. */
+GST_START_TEST (test_handshake_timeout)
+{
+  GpuShareAnnounce *announce = g_new0 (GpuShareAnnounce, 1);
+  RawPeer raw;
+  GArray *codes;
+  gint64 t0, elapsed;
+  Scene s;
+
+  scene_start (&s, TRUE);
+  g_object_set (s.sink, "handshake-timeout", 300, NULL);
+  t0 = g_get_monotonic_time ();
+  scene_raw_client (&s, &raw, announce);
+  fail_unless_equals_int (num_clients (s.sink), 2);
+  /* no ACCEPT: wait for what the producer does about it */
+  codes = raw_drain (&raw);
+  elapsed = (g_get_monotonic_time () - t0) / 1000;
+  fail_unless_equals_int (codes->len, 1);
+  fail_unless_equals_int (g_array_index (codes, guint32, 0),
+      GPUSHARE_ERR_TIMEOUT);
+  fail_unless (elapsed >= 250 && elapsed < 3000, "dropped after %"
+      G_GINT64_FORMAT " ms, not after about 300", elapsed);
+  g_array_unref (codes);
+
+  fail_unless (client_log_wait (&s.log, TRUE, 1), "no client-removed");
+  fail_unless_equals_string (client_log_removed_nick (&s.log, 0), "timeout");
+  fail_unless_equals_int (num_clients (s.sink), 1);
+  assert_consumer_alive (s.consumer);
   assert_no_error (s.producer);
 
   raw_clear (&raw);
@@ -2727,6 +2766,7 @@ gpushare_elements_suite (void)
   tcase_add_test (tc, test_exchange_in_place);
   tcase_add_loop_test (tc, test_consumer_garbage, 0, N_GARBAGE);
   tcase_add_test (tc, test_sink_answers_version);
+  tcase_add_test (tc, test_handshake_timeout);
   tcase_add_loop_test (tc, test_consumer_fds, 0, N_FDS_CASES);
   tcase_add_test (tc, test_consumer_unknown_type);
   tcase_add_test (tc, test_foreign_uid_refused);
