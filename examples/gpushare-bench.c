@@ -7,6 +7,7 @@
  *
  *   gpushare-bench [--sizes 1080p,4k] [--frames 600] [--repeat 3]
  *                  [--modes a,b,...] [--ring 8] [--timeout 10]
+ *                  [--mps] [--targets] [--max-time S]
  *                  [--markdown] [--verbose]
  *   gpushare-bench --list
  *   gpushare-bench producer|consumer|single --mode M ...  (one side only)
@@ -36,6 +37,14 @@
  * Each figure is the median of --repeat runs, taken in rounds over the
  * whole table.  A mode whose elements are not installed is printed as
  * skipped.  docs/benchmarks.md has results and what they mean.
+ *
+ * GPU rows also get the device memory of each process, from nvidia-smi,
+ * sampled while both processes still hold everything they allocated: with
+ * --hold each child stops after its last frame, pipeline still PLAYING,
+ * until the parent has sampled and written <hold>.go.  --mps runs the GPU
+ * rows once more, in every round, under an MPS daemon that this program
+ * starts with private pipe and log folders and stops again, on every path
+ * out (a signal included).  --targets says which targets were met.
  */
 
 #include <gio/gio.h>
@@ -43,6 +52,7 @@
 #include <gst/gst.h>
 #include <gst/video/video.h>
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,45 +132,59 @@ typedef struct
   /* NULL: one process, the "in" stamps alone */
   const gchar *consumer;
   FrameKey key;
+  /* the frames live in GPU memory: device memory is sampled, and --mps runs
+   * the row again under MPS */
+  gboolean gpu;
 } BenchMode;
 
-/* New rows (CUDA with and without MPS, other transports) go here.  A mode
- * whose elements are missing is skipped, so rows for the GPU machine can
- * stay in the table everywhere. */
+/* New rows (other transports) go here.  A mode whose elements are missing
+ * is skipped, so rows for the GPU machine can stay in the table
+ * everywhere. */
 static const BenchMode modes[] = {
   {"one-process", "source ! fakesink in one process: the ceiling",
         "imagefreeze", NULL, NULL,
-      SOURCE " ! " FAKESINK " name=in", NULL, KEY_OFFSET},
+      SOURCE " ! " FAKESINK " name=in", NULL, KEY_OFFSET, FALSE},
   {"gpushare-sysmem", "gpusharesink / gpusharesrc, memfd slots, lossless",
         "imagefreeze gpusharesink gpusharesrc", NULL, NULL,
-      SOURCE " ! " GPUSHARE_SINK, GPUSHARE_SRC " ! " FAKESINK, KEY_OFFSET},
+      SOURCE " ! " GPUSHARE_SINK, GPUSHARE_SRC " ! " FAKESINK, KEY_OFFSET,
+      FALSE},
   {"shm", "shmsink / shmsrc, GStreamer 1.22's own",
         "imagefreeze shmsink shmsrc", NULL, NULL,
-      SOURCE " ! " SHM_SINK, SHM_SRC " ! " FAKESINK, KEY_ORDER},
+      SOURCE " ! " SHM_SINK, SHM_SRC " ! " FAKESINK, KEY_ORDER, FALSE},
   {"gpushare-sysmem-nopool", "gpushare-sysmem, the sink copies every frame",
         "imagefreeze identity gpusharesink gpusharesrc", NULL, NULL,
         SOURCE_NOPOOL " ! " GPUSHARE_SINK,
-      GPUSHARE_SRC " ! " FAKESINK, KEY_OFFSET},
+      GPUSHARE_SRC " ! " FAKESINK, KEY_OFFSET, FALSE},
   {"shm-nopool", "shm, the sink copies every frame",
         "imagefreeze identity shmsink shmsrc", NULL, NULL,
-      SOURCE_NOPOOL " ! " SHM_SINK, SHM_SRC " ! " FAKESINK, KEY_ORDER},
+      SOURCE_NOPOOL " ! " SHM_SINK, SHM_SRC " ! " FAKESINK, KEY_ORDER, FALSE},
   {"gpushare-sysmem-inplace", "the source writes every frame into a slot",
         "gpusharesink gpusharesrc", NULL, NULL,
         SOURCE_INPLACE " ! " GPUSHARE_SINK,
-      GPUSHARE_SRC " ! " FAKESINK, KEY_OFFSET},
+      GPUSHARE_SRC " ! " FAKESINK, KEY_OFFSET, FALSE},
   {"shm-inplace", "the source writes every frame into shmsink's area",
         "shmsink shmsrc", NULL, NULL,
-      SOURCE_INPLACE " ! " SHM_SINK, SHM_SRC " ! " FAKESINK, KEY_ORDER},
+      SOURCE_INPLACE " ! " SHM_SINK, SHM_SRC " ! " FAKESINK, KEY_ORDER, FALSE},
   {"one-process-inplace", "the source writes every frame, one process",
         "videotestsrc", NULL, NULL,
-      SOURCE_INPLACE " ! " FAKESINK " name=in", NULL, KEY_OFFSET},
-  /* The frame starts and ends in GPU memory.  Run these on the GPU machine
-   * with and without MPS (the header says whether an MPS daemon runs). */
+      SOURCE_INPLACE " ! " FAKESINK " name=in", NULL, KEY_OFFSET, FALSE},
+  /* The frame starts and ends in GPU memory; --mps runs these rows once
+   * more under MPS.  The ceiling is the same pipeline in one process, the
+   * "in" stamp at the same place as gpusharesink's (the first element
+   * after imagefreeze): throughput is comparable, and a handoff latency
+   * does not exist there (the buffer goes from one pad to the next by a
+   * function call), so it prints '-'.  It moves no frame data per frame,
+   * where gpusharesink copies every frame on the device into a slot of its
+   * own (upstream keeps its CUDA pool): a bound, not a figure a transport
+   * can reach. */
+  {"one-process-cuda", "cudaupload ! imagefreeze ! fakesink in one process: "
+        "the GPU ceiling", "imagefreeze cudaupload", NULL, NULL,
+      CUDA_SOURCE " ! " FAKESINK " name=in", NULL, KEY_OFFSET, TRUE},
 #define CUDA_ROW(name, sync, what) \
   {name, what, "imagefreeze cudaupload gpusharesink gpusharesrc", \
         "gpusharesink", "video/x-raw(memory:CUDAMemory)", \
         CUDA_SOURCE " ! " GPUSHARE_SINK, \
-      GPUSHARE_SRC_CUDA (sync) " ! " FAKESINK, KEY_OFFSET}
+      GPUSHARE_SRC_CUDA (sync) " ! " FAKESINK, KEY_OFFSET, TRUE}
   CUDA_ROW ("gpushare-cuda", "auto", "gpushare, CUDA VMM slots"),
   CUDA_ROW ("gpushare-cuda-host", "host",
       "gpushare, CUDA slots, each side syncs its stream"),
@@ -172,7 +196,8 @@ static const BenchMode modes[] = {
   {"cuda-shm", "cudadownload ! shmsink / shmsrc ! cudaupload",
         "imagefreeze cudaupload cudadownload shmsink shmsrc", NULL, NULL,
         CUDA_SOURCE " ! cudadownload name=in ! shmsink " SHM_SINK_OPTS,
-      "shmsrc " SHM_SRC_OPTS " ! cudaupload name=out ! " FAKESINK, KEY_ORDER},
+      "shmsrc " SHM_SRC_OPTS " ! cudaupload name=out ! " FAKESINK, KEY_ORDER,
+      TRUE},
 };
 
 /* ------------------------------------------------------------------------ */
@@ -186,6 +211,9 @@ typedef struct
   gboolean markdown;
   gboolean verbose;
   gboolean list;
+  gboolean mps;
+  gboolean targets;
+  gint max_time_s;
   /* both */
   gint frames;
   gint ring;
@@ -195,6 +223,7 @@ typedef struct
   gchar *mode;
   gchar *socket;
   gchar *stamps;
+  gchar *hold;
   gint width, height;
 } Options;
 
@@ -276,6 +305,9 @@ cpu_ns (void)
 
 /* ------------------------------------------------------------------------ */
 /* one side: producer, consumer, or single */
+
+/* How long a child waits, at most, for the parent to sample its memory */
+#define HOLD_TIMEOUT_US (5 * G_USEC_PER_SEC)
 
 typedef struct
 {
@@ -404,6 +436,21 @@ run_side (const gchar * role)
       break;
   }
 
+  /* --hold: the parent samples the device memory of both sides while they
+   * still have everything allocated (pipeline PLAYING, ring mapped), then
+   * writes <hold>.go.  After the last frame, so the figures are not
+   * disturbed; bounded, so a parent that never looks costs seconds only. */
+  if (rc == 0 && opt.hold && g_file_set_contents (opt.hold, "held\n", -1,
+          NULL)) {
+    gchar *go = g_strconcat (opt.hold, ".go", NULL);
+    gint64 until = g_get_monotonic_time () + HOLD_TIMEOUT_US;
+
+    while (!g_file_test (go, G_FILE_TEST_EXISTS)
+        && g_get_monotonic_time () < until)
+      g_usleep (1000);
+    g_free (go);
+  }
+
   /* the sink's own figures (gpusharesink: frames copied, in place) */
   if (!consumer && g_object_class_find_property (G_OBJECT_GET_CLASS (el),
           "stats")) {
@@ -467,6 +514,7 @@ typedef struct
 {
   const BenchMode *mode;
   gint width, height;
+  gboolean mps;                 /* run under the MPS daemon of --mps */
   gchar *skipped;               /* not run, and why */
   gchar *failed;                /* run, and what went wrong */
   gint runs, runs_ok;           /* --repeat */
@@ -475,6 +523,11 @@ typedef struct
   gdouble p50_us, p99_us;       /* < 0: no latency (one process) */
   gdouble cpu_producer_us, cpu_consumer_us;     /* per frame, < 0: none */
   gchar *stats;
+  /* device memory in MiB as nvidia-smi lists it, sampled in the first good
+   * run of a GPU row; < 0: not listed */
+  gboolean want_mem;            /* this run: hold the children, sample */
+  gboolean have_mem;
+  gdouble mem_producer, mem_consumer, mem_mps_server;
 } Row;
 
 static void
@@ -565,27 +618,70 @@ missing_requirement (const BenchMode * mode)
   return why;
 }
 
-static GSubprocess *
-spawn (const gchar * self, const gchar * role, const BenchMode * mode,
-    const gchar * sock, const gchar * stamps, gint w, gint h, GError ** error)
-{
-  gchar *frames = g_strdup_printf ("%d", opt.frames);
-  gchar *ring = g_strdup_printf ("%d", opt.ring);
-  gchar *timeout = g_strdup_printf ("%d", opt.timeout_s);
-  gchar *ws = g_strdup_printf ("%d", w);
-  gchar *hs = g_strdup_printf ("%d", h);
-  const gchar *argv[] = { self, role, "--mode", mode->name, "--socket", sock,
-    "--stamps", stamps, "--frames", frames, "--ring", ring, "--timeout",
-    timeout, "--width", ws, "--height", hs, NULL
-  };
-  GSubprocess *p = g_subprocess_newv (argv, G_SUBPROCESS_FLAGS_NONE, error);
+/* ------------------------------------------------------------------------ */
+/* CUDA MPS */
 
-  g_free (frames);
-  g_free (ring);
-  g_free (timeout);
-  g_free (ws);
-  g_free (hs);
-  return p;
+/* --mps: one daemon of our own, with private pipe and log folders.  The
+ * variables go to the children of MPS rows only, through their launcher:
+ * the parent's own environment is never changed. */
+typedef struct
+{
+  gchar *control;               /* nvidia-cuda-mps-control; NULL: none */
+  gchar *pipe_dir, *log_dir;
+  gchar *why_not;               /* MPS rows are skipped, and why */
+  gboolean up;                  /* ours, started and not yet stopped */
+  gint starts;                  /* times it came up */
+  gboolean server_seen;         /* an MPS server ran during our rows */
+  gboolean stop_failed;
+} Mps;
+
+static Mps mps;
+
+enum
+{
+  MPS_CONTROL = 1 << 0,
+  MPS_SERVER = 1 << 1,
+};
+
+/* which MPS processes run on this host, whoever started them */
+static guint
+mps_processes (void)
+{
+  GDir *d = g_dir_open ("/proc", 0, NULL);
+  const gchar *name;
+  guint found = 0;
+
+  while (d && (name = g_dir_read_name (d))) {
+    gchar *path, *cmdline = NULL;
+
+    if (!g_ascii_isdigit (name[0]))
+      continue;
+    path = g_build_filename ("/proc", name, "cmdline", NULL);
+    /* argv[0] is the first NUL-terminated string */
+    if (g_file_get_contents (path, &cmdline, NULL, NULL)) {
+      const gchar *base = strrchr (cmdline, '/');
+
+      base = base ? base + 1 : cmdline;
+      if (g_str_equal (base, "nvidia-cuda-mps-control"))
+        found |= MPS_CONTROL;
+      else if (g_str_equal (base, "nvidia-cuda-mps-server"))
+        found |= MPS_SERVER;
+    }
+    g_free (cmdline);
+    g_free (path);
+  }
+  if (d)
+    g_dir_close (d);
+  return found;
+}
+
+static void
+mps_set_env (GSubprocessLauncher * l)
+{
+  g_subprocess_launcher_setenv (l, "CUDA_MPS_PIPE_DIRECTORY", mps.pipe_dir,
+      TRUE);
+  g_subprocess_launcher_setenv (l, "CUDA_MPS_LOG_DIRECTORY", mps.log_dir,
+      TRUE);
 }
 
 /* GSubprocess reaps its child from GLib's worker thread, so the identifier
@@ -594,6 +690,279 @@ static gboolean
 running (GSubprocess * p)
 {
   return p && g_subprocess_get_identifier (p) != NULL;
+}
+
+static gboolean
+wait_exit (GSubprocess * p, gint64 timeout_us)
+{
+  gint64 until = g_get_monotonic_time () + timeout_us;
+
+  while (running (p) && g_get_monotonic_time () < until)
+    g_usleep (10000);
+  return !running (p);
+}
+
+/* whether MPS rows can run here at all; before the first round */
+static void
+mps_prepare (void)
+{
+  GError *error = NULL;
+
+  mps.control = g_find_program_in_path ("nvidia-cuda-mps-control");
+  if (!mps.control) {
+    mps.why_not = g_strdup ("nvidia-cuda-mps-control not in PATH");
+    return;
+  }
+  /* a second daemon would not be ours to stop, nor would the rows without
+   * MPS run without it */
+  if (mps_processes ()) {
+    mps.why_not = g_strdup ("an MPS daemon that gpushare-bench did not "
+        "start is running");
+    return;
+  }
+  mps.pipe_dir = g_dir_make_tmp ("gpushare-bench-mps-pipe-XXXXXX", &error);
+  if (mps.pipe_dir)
+    mps.log_dir = g_dir_make_tmp ("gpushare-bench-mps-log-XXXXXX", &error);
+  if (!mps.log_dir) {
+    mps.why_not = g_strdup_printf ("no folder for MPS: %s", error->message);
+    g_clear_error (&error);
+  }
+}
+
+/* echo quit | nvidia-cuda-mps-control, then wait until no MPS process is
+ * left, so that the next rows really run without MPS */
+static void
+mps_stop (void)
+{
+  GSubprocessLauncher *l;
+  GSubprocess *p;
+  gint64 until;
+
+  if (!mps.up)
+    return;
+  mps.up = FALSE;
+  l = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDIN_PIPE |
+      G_SUBPROCESS_FLAGS_STDOUT_SILENCE | G_SUBPROCESS_FLAGS_STDERR_SILENCE);
+  mps_set_env (l);
+  p = g_subprocess_launcher_spawn (l, NULL, mps.control, NULL);
+  if (p) {
+    GOutputStream *in = g_subprocess_get_stdin_pipe (p);
+
+    g_output_stream_write_all (in, "quit\n", 5, NULL, NULL, NULL);
+    g_output_stream_close (in, NULL, NULL);
+    if (!wait_exit (p, 10 * G_USEC_PER_SEC))
+      g_subprocess_force_exit (p);
+    g_subprocess_wait (p, NULL, NULL);
+  }
+  g_clear_object (&p);
+  g_clear_object (&l);
+  until = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
+  while (mps_processes () && g_get_monotonic_time () < until)
+    g_usleep (20000);
+  if (mps_processes ()) {
+    mps.stop_failed = TRUE;
+    g_printerr ("gpushare-bench: an MPS process still runs 10 s after "
+        "'quit'\n");
+  }
+}
+
+static gchar *
+last_log_line (const gchar * dir, const gchar * file)
+{
+  gchar *path = g_build_filename (dir, file, NULL), *text = NULL, *ret = NULL;
+
+  if (g_file_get_contents (path, &text, NULL, NULL)) {
+    gchar **lines = g_strsplit (g_strstrip (text), "\n", -1);
+    guint n = g_strv_length (lines);
+
+    if (n > 0)
+      ret = g_strdup (lines[n - 1]);
+    g_strfreev (lines);
+  }
+  g_free (text);
+  g_free (path);
+  return ret;
+}
+
+/* nvidia-cuda-mps-control -d; FALSE and why if the daemon did not come */
+static gboolean
+mps_start (gchar ** why)
+{
+  GSubprocessLauncher *l;
+  GSubprocess *p;
+  GError *error = NULL;
+  gint64 until;
+
+  /* -d forks the daemon and returns.  Its output goes nowhere: no pipe of
+   * ours may stay open in a daemon. */
+  l = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_SILENCE |
+      G_SUBPROCESS_FLAGS_STDERR_SILENCE);
+  mps_set_env (l);
+  p = g_subprocess_launcher_spawn (l, &error, mps.control, "-d", NULL);
+  g_clear_object (&l);
+  /* from here on, every path out stops it */
+  mps.up = TRUE;
+  if (p && !wait_exit (p, 10 * G_USEC_PER_SEC))
+    g_set_error (&error, G_IO_ERROR, G_IO_ERROR_TIMED_OUT,
+        "did not return in 10 s");
+  if (p && !error)
+    g_subprocess_wait_check (p, NULL, &error);
+  g_clear_object (&p);
+  until = g_get_monotonic_time () + 5 * G_USEC_PER_SEC;
+  while (!error && !(mps_processes () & MPS_CONTROL)
+      && g_get_monotonic_time () < until)
+    g_usleep (10000);
+  if (!error && !(mps_processes () & MPS_CONTROL))
+    g_set_error (&error, G_IO_ERROR, G_IO_ERROR_FAILED,
+        "no control daemon after 5 s");
+  if (error) {
+    gchar *log = last_log_line (mps.log_dir, "control.log");
+
+    *why = g_strdup_printf ("nvidia-cuda-mps-control -d: %s%s%s",
+        error->message, log ? "; control.log: " : "", log ? log : "");
+    g_free (log);
+    g_clear_error (&error);
+    mps_stop ();
+    return FALSE;
+  }
+  mps.starts++;
+  return TRUE;
+}
+
+static void
+remove_dir (const gchar * path)
+{
+  GDir *d = path ? g_dir_open (path, 0, NULL) : NULL;
+  const gchar *name;
+
+  while (d && (name = g_dir_read_name (d))) {
+    gchar *f = g_build_filename (path, name, NULL);
+
+    g_unlink (f);
+    g_free (f);
+  }
+  if (d)
+    g_dir_close (d);
+  if (path)
+    g_rmdir (path);
+}
+
+static void
+mps_cleanup (void)
+{
+  mps_stop ();
+  remove_dir (mps.pipe_dir);
+  remove_dir (mps.log_dir);
+  g_clear_pointer (&mps.pipe_dir, g_free);
+  g_clear_pointer (&mps.log_dir, g_free);
+  g_clear_pointer (&mps.control, g_free);
+}
+
+/* ------------------------------------------------------------------------ */
+/* device memory */
+
+/* nvidia-smi lists each process that holds a CUDA context with its device
+ * memory.  Under MPS a client may be listed without its memory, or not at
+ * all, and the server with what it holds for all of them: keep that too. */
+static void
+sample_gpu_memory (Row * row, const gchar * prod_pid, const gchar * cons_pid)
+{
+  const gchar *argv[] = { "nvidia-smi",
+    "--query-compute-apps=pid,process_name,used_memory",
+    "--format=csv,noheader,nounits", NULL
+  };
+  gchar *out = NULL, **lines, **l;
+  gint status = 0;
+
+  row->mem_producer = row->mem_consumer = row->mem_mps_server = -1;
+  if (!g_spawn_sync (NULL, (gchar **) argv, NULL, G_SPAWN_SEARCH_PATH |
+          G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, &out, NULL, &status, NULL)
+      || !g_spawn_check_wait_status (status, NULL)) {
+    g_free (out);
+    return;
+  }
+  row->have_mem = TRUE;
+  lines = g_strsplit (out, "\n", -1);
+  for (l = lines; *l; l++) {
+    gchar **f = g_strsplit (*l, ",", -1);
+    guint n = g_strv_length (f);
+    gdouble *sum = NULL;
+    gdouble mib;
+    gchar *end;
+
+    if (n < 3) {
+      g_strfreev (f);
+      continue;
+    }
+    g_strstrip (f[0]);
+    g_strstrip (f[n - 1]);
+    mib = g_ascii_strtod (f[n - 1], &end);
+    /* "[N/A]" where the driver does not say */
+    if (end == f[n - 1] || mib < 0)
+      mib = -1;
+    if (strstr (*l, "nvidia-cuda-mps-server")) {
+      sum = &row->mem_mps_server;
+      mps.server_seen = TRUE;
+    } else if (prod_pid && g_str_equal (f[0], prod_pid)) {
+      sum = &row->mem_producer;
+    } else if (cons_pid && g_str_equal (f[0], cons_pid)) {
+      sum = &row->mem_consumer;
+    }
+    if (sum && mib >= 0)
+      *sum = MAX (*sum, 0) + mib;
+    g_strfreev (f);
+  }
+  g_strfreev (lines);
+  g_free (out);
+}
+
+/* ------------------------------------------------------------------------ */
+/* one run of one row */
+
+/* SIGINT, SIGTERM, SIGHUP in the parent: end the run in flight, stop the
+ * MPS daemon, print what there is */
+static volatile sig_atomic_t interrupted;
+
+static void
+on_signal (int sig)
+{
+  interrupted = sig;
+}
+
+static GSubprocess *
+spawn (const gchar * self, const gchar * role, const Row * row,
+    const gchar * sock, const gchar * stamps, const gchar * hold,
+    GError ** error)
+{
+  GSubprocessLauncher *l = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_NONE);
+  GPtrArray *argv = g_ptr_array_new_with_free_func (g_free);
+  GSubprocess *p;
+
+  g_ptr_array_add (argv, g_strdup (self));
+  g_ptr_array_add (argv, g_strdup (role));
+  g_ptr_array_add (argv, g_strdup ("--mode"));
+  g_ptr_array_add (argv, g_strdup (row->mode->name));
+  g_ptr_array_add (argv, g_strdup ("--socket"));
+  g_ptr_array_add (argv, g_strdup (sock));
+  g_ptr_array_add (argv, g_strdup ("--stamps"));
+  g_ptr_array_add (argv, g_strdup (stamps));
+  g_ptr_array_add (argv, g_strdup_printf ("--frames=%d", opt.frames));
+  g_ptr_array_add (argv, g_strdup_printf ("--ring=%d", opt.ring));
+  g_ptr_array_add (argv, g_strdup_printf ("--timeout=%d", opt.timeout_s));
+  g_ptr_array_add (argv, g_strdup_printf ("--width=%d", row->width));
+  g_ptr_array_add (argv, g_strdup_printf ("--height=%d", row->height));
+  if (hold) {
+    g_ptr_array_add (argv, g_strdup ("--hold"));
+    g_ptr_array_add (argv, g_strdup (hold));
+  }
+  g_ptr_array_add (argv, NULL);
+  if (row->mps)
+    mps_set_env (l);
+  p = g_subprocess_launcher_spawnv (l, (const gchar * const *) argv->pdata,
+      error);
+  g_ptr_array_unref (argv);
+  g_object_unref (l);
+  return p;
 }
 
 static gint
@@ -613,12 +982,34 @@ cmp_gint64 (gconstpointer a, gconstpointer b)
   return x < y ? -1 : x > y;
 }
 
+/* let a child that holds, or will, go on: see run_side () */
+static void
+release_hold (const gchar * hold)
+{
+  gchar *go = g_strconcat (hold, ".go", NULL);
+
+  g_file_set_contents (go, "go\n", -1, NULL);
+  g_free (go);
+}
+
+static void
+remove_hold (const gchar * hold)
+{
+  gchar *go = g_strconcat (hold, ".go", NULL);
+
+  g_unlink (hold);
+  g_unlink (go);
+  g_free (go);
+}
+
 static void
 run_row (const gchar * self, Row * row)
 {
   const BenchMode *mode = row->mode;
   gboolean two = mode->consumer != NULL;
-  gchar *dir, *sock, *pfile, *cfile;
+  gchar *dir, *sock, *pfile, *cfile, *phold = NULL, *chold = NULL;
+  gchar *prod_pid = NULL, *cons_pid = NULL;
+  gboolean sampled = FALSE;
   GSubprocess *prod = NULL, *cons = NULL;
   SideResult pr = { 0, }, cr = { 0, };
   SideResult *last;
@@ -629,9 +1020,6 @@ run_row (const gchar * self, Row * row)
 
   row->p50_us = row->p99_us = -1;
   row->cpu_producer_us = row->cpu_consumer_us = -1;
-  row->skipped = missing_requirement (mode);
-  if (row->skipped)
-    return;
 
   dir = g_dir_make_tmp ("gpushare-bench-XXXXXX", &error);
   if (!dir) {
@@ -642,24 +1030,54 @@ run_row (const gchar * self, Row * row)
   sock = g_build_filename (dir, "bench.sock", NULL);
   pfile = g_build_filename (dir, "producer.txt", NULL);
   cfile = g_build_filename (dir, "consumer.txt", NULL);
+  if (row->want_mem) {
+    phold = g_build_filename (dir, "producer.hold", NULL);
+    chold = g_build_filename (dir, "consumer.hold", NULL);
+  }
   deadline = g_get_monotonic_time () + (gint64) opt.timeout_s *
       G_USEC_PER_SEC;
 
   /* producer first: shmsrc does not wait for its socket to appear */
-  prod = spawn (self, two ? "producer" : "single", mode, sock, pfile,
-      row->width, row->height, &error);
+  prod = spawn (self, two ? "producer" : "single", row, sock, pfile, phold,
+      &error);
+  prod_pid = prod ? g_strdup (g_subprocess_get_identifier (prod)) : NULL;
   if (prod && two) {
     while (running (prod) && !g_file_test (sock, G_FILE_TEST_EXISTS)
-        && g_get_monotonic_time () < deadline)
+        && g_get_monotonic_time () < deadline && !interrupted)
       g_usleep (2000);
-    if (g_file_test (sock, G_FILE_TEST_EXISTS))
-      cons = spawn (self, "consumer", mode, sock, cfile, row->width,
-          row->height, &error);
+    if (g_file_test (sock, G_FILE_TEST_EXISTS) && !interrupted)
+      cons = spawn (self, "consumer", row, sock, cfile, chold, &error);
+    cons_pid = cons ? g_strdup (g_subprocess_get_identifier (cons)) : NULL;
   }
   while ((running (prod) || running (cons))
-      && g_get_monotonic_time () < deadline)
+      && g_get_monotonic_time () < deadline && !interrupted) {
+    /* Sample when the last side holds after its last frame (or is gone),
+     * then let both go.  The consumer, not both: a producer may only see
+     * EOS once the consumer lets go of its last buffer (shmsink waits for
+     * every block back, and fakesink keeps the last one), and until its
+     * own hold it has freed nothing either.  nvidia-smi's time is not the
+     * run's. */
+    if (phold && !sampled && (two ? !running (cons)
+            || g_file_test (chold, G_FILE_TEST_EXISTS) : !running (prod)
+            || g_file_test (phold, G_FILE_TEST_EXISTS))) {
+      gint64 t0 = g_get_monotonic_time ();
+
+      sample_gpu_memory (row, prod_pid, cons_pid);
+      release_hold (phold);
+      release_hold (chold);
+      sampled = TRUE;
+      deadline += g_get_monotonic_time () - t0;
+    }
     g_usleep (5000);
-  if (running (prod) || running (cons)) {
+  }
+  if (interrupted && (running (prod) || running (cons))) {
+    row->failed = g_strdup_printf ("interrupted by signal %d",
+        (gint) interrupted);
+    if (prod)
+      g_subprocess_force_exit (prod);
+    if (cons)
+      g_subprocess_force_exit (cons);
+  } else if (running (prod) || running (cons)) {
     row->failed = g_strdup_printf ("timeout after %d s, %s%s%s still "
         "running", opt.timeout_s, running (prod) ? "producer" : "",
         running (prod) && running (cons) ? " and " : "",
@@ -732,9 +1150,17 @@ run_row (const gchar * self, Row * row)
   g_unlink (pfile);
   g_unlink (cfile);
   g_unlink (sock);
+  if (phold) {
+    remove_hold (phold);
+    remove_hold (chold);
+  }
   g_rmdir (dir);
   g_free (pfile);
   g_free (cfile);
+  g_free (phold);
+  g_free (chold);
+  g_free (prod_pid);
+  g_free (cons_pid);
   g_free (sock);
   g_free (dir);
 }
@@ -784,27 +1210,66 @@ first_line_with (const gchar * path, const gchar * key)
   return ret;
 }
 
-static gboolean
-mps_running (void)
+/* nvidia-smi's banner: "... Driver Version: 580.159.04  CUDA Version: 13.0"
+ * (the highest CUDA version the driver supports); the query interface has
+ * no field for it */
+static gchar *
+cuda_version (void)
 {
-  GDir *d = g_dir_open ("/proc", 0, NULL);
-  const gchar *name;
-  gboolean found = FALSE;
+  const gchar *argv[] = { "nvidia-smi", NULL };
+  gchar *out = NULL, *ret = NULL;
+  const gchar *at;
+  gint status = 0;
 
-  while (d && !found && (name = g_dir_read_name (d))) {
-    gchar *path, *comm = NULL;
-
-    if (!g_ascii_isdigit (name[0]))
-      continue;
-    path = g_build_filename ("/proc", name, "comm", NULL);
-    if (g_file_get_contents (path, &comm, NULL, NULL))
-      found = g_str_has_prefix (comm, "nvidia-cuda-mps");
-    g_free (comm);
-    g_free (path);
+  if (g_spawn_sync (NULL, (gchar **) argv, NULL, G_SPAWN_SEARCH_PATH |
+          G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, &out, NULL, &status, NULL)
+      && out && (at = strstr (out, "CUDA Version:"))) {
+    at += strlen ("CUDA Version:");
+    while (*at == ' ')
+      at++;
+    ret = g_strndup (at, strcspn (at, " |\n"));
   }
-  if (d)
-    g_dir_close (d);
-  return found;
+  g_free (out);
+  return ret;
+}
+
+static void
+print_gpus (const gchar * p)
+{
+  const gchar *argv[] = { "nvidia-smi",
+    "--query-gpu=name,driver_version,memory.total,compute_mode",
+    "--format=csv,noheader", NULL
+  };
+  gchar *out = NULL, **lines, **l, *cuda = cuda_version ();
+  gint status = 0, n = 0;
+
+  if (!g_spawn_sync (NULL, (gchar **) argv, NULL, G_SPAWN_SEARCH_PATH |
+          G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, &out, NULL, &status, NULL)
+      || !g_spawn_check_wait_status (status, NULL)) {
+    g_print ("%sGPU: nvidia-smi failed\n", p);
+    g_free (out);
+    g_free (cuda);
+    return;
+  }
+  lines = g_strsplit (g_strstrip (out), "\n", -1);
+  for (l = lines; *l; l++) {
+    gchar **f = g_strsplit (*l, ", ", -1);
+
+    if (g_strv_length (f) == 4)
+      g_print ("%sGPU %d: %s, driver %s, CUDA %s (nvidia-smi), %s, "
+          "compute mode %s\n", p, n, f[0], f[1], cuda ? cuda : "?", f[2],
+          f[3]);
+    else
+      g_print ("%sGPU %d: %s, CUDA %s (nvidia-smi)\n", p, n, *l,
+          cuda ? cuda : "?");
+    g_strfreev (f);
+    n++;
+  }
+  if (n == 0)
+    g_print ("%sGPU: none listed by nvidia-smi\n", p);
+  g_strfreev (lines);
+  g_free (out);
+  g_free (cuda);
 }
 
 /* what one host memcpy of a frame costs here, for scale: every row copies
@@ -852,17 +1317,14 @@ print_host (gint n_sizes, gint * ws, gint * hs)
       kernel ? kernel : "?", g_get_num_processors (), cpu ? cpu : "?");
   g_print ("%s%s\n", p, gst);
   smi = g_find_program_in_path ("nvidia-smi");
-  if (smi) {
-    gchar *out = NULL;
-
-    g_spawn_command_line_sync ("nvidia-smi --query-gpu=name,driver_version "
-        "--format=csv,noheader", &out, NULL, NULL, NULL);
-    g_print ("%sGPU: %s\n", p, out ? g_strstrip (out) : "nvidia-smi failed");
-    g_print ("%sCUDA MPS: %s\n", p, mps_running ()? "running" : "not running");
-    g_free (out);
-  } else {
-    g_print ("%sGPU: none (no nvidia-smi)\n", p);
-  }
+  if (smi)
+    print_gpus (p);
+  else
+    g_print ("%sGPU: none (no nvidia-smi in PATH)\n", p);
+  if (opt.mps)
+    g_print ("%sCUDA MPS (--mps): %s\n", p, mps.why_not ? mps.why_not :
+        "nvidia-cuda-mps-control found: GPU rows run again under a daemon "
+        "of our own, started before and stopped after them in every round");
   for (i = 0; i < n_sizes; i++) {
     gsize size = frame_size (ws[i], hs[i]);
     gdouble us = memcpy_us (size);
@@ -889,53 +1351,105 @@ fmt_num (gdouble v)
   return v < 0 ? g_strdup ("-") : g_strdup_printf ("%.0f", v);
 }
 
+static gchar *
+row_name (const Row * r)
+{
+  return g_strdup_printf ("%s%s", r->mode->name, r->mps ? " +MPS" : "");
+}
+
+/* "producer/consumer" in MiB, one figure for one process, or the MPS
+ * server's where nvidia-smi lists none of the clients */
+static gchar *
+fmt_mem (const Row * r, const gchar ** note)
+{
+  gboolean two = r->mode->consumer != NULL;
+  gchar *p, *c, *ret;
+
+  *note = NULL;
+  if (!r->mode->gpu)
+    return g_strdup ("");
+  if (!r->have_mem)
+    return g_strdup ("-");
+  if (r->mem_producer < 0 && (!two || r->mem_consumer < 0)) {
+    if (r->mem_mps_server < 0)
+      return g_strdup ("-");
+    *note = "nvidia-smi listed no memory for the clients: the figure is "
+        "the MPS server's";
+    return g_strdup_printf ("server %.0f", r->mem_mps_server);
+  }
+  p = fmt_num (r->mem_producer);
+  if (!two)
+    return p;
+  c = fmt_num (r->mem_consumer);
+  ret = g_strdup_printf ("%s/%s", p, c);
+  g_free (p);
+  g_free (c);
+  return ret;
+}
+
 static void
-print_header (void)
+print_header (const gchar * title, const gchar * detail)
 {
   if (opt.markdown) {
+    g_print ("\n**%s**: %s\n", title, detail);
     g_print ("\n| mode | size | runs ok | fps | latency p50 (us) | "
         "latency p99 (us) | producer CPU (us/frame) | "
-        "consumer CPU (us/frame) | notes |\n");
-    g_print ("|---|---|---:|---:|---:|---:|---:|---:|---|\n");
+        "consumer CPU (us/frame) | GPU memory (MiB, producer/consumer) | "
+        "notes |\n");
+    g_print ("|---|---|---:|---:|---:|---:|---:|---:|---:|---|\n");
   } else {
-    g_print ("\n%-23s %-10s %5s %9s %9s %9s %10s %10s\n", "mode", "size",
-        "runs", "fps", "p50 us", "p99 us", "prod us/f", "cons us/f");
+    g_print ("\n== %s: %s ==\n", title, detail);
+    g_print ("%-28s %-10s %5s %9s %9s %9s %10s %10s %12s\n", "mode", "size",
+        "runs", "fps", "p50 us", "p99 us", "prod us/f", "cons us/f",
+        "GPU MiB p/c");
   }
 }
 
 static void
 print_row (const Row * r)
 {
+  gchar *name = row_name (r);
   gchar *size = g_strdup_printf ("%dx%d", r->width, r->height);
   gchar *runs = g_strdup_printf ("%d/%d", r->runs_ok, r->runs);
-  gchar *fps, *p50, *p99, *cp, *cc, *note = NULL;
+  gchar *fps, *p50, *p99, *cp, *cc, *mem, *failed = NULL, *note;
+  const gchar *mem_note;
 
   if (r->skipped) {
     if (opt.markdown)
-      g_print ("| %s | %s | | | | | | | skipped: %s |\n", r->mode->name,
-          size, r->skipped);
+      g_print ("| %s | %s | | | | | | | | skipped: %s |\n", name, size,
+          r->skipped);
     else
-      g_print ("%-23s %-10s skipped: %s\n", r->mode->name, size, r->skipped);
+      g_print ("%-28s %-10s skipped: %s\n", name, size, r->skipped);
+    g_free (name);
     g_free (size);
     g_free (runs);
     return;
   }
   if (r->failed)
-    note = g_strdup_printf ("%d of %d runs failed, last: %s",
+    failed = g_strdup_printf ("%d of %d runs failed, last: %s",
         r->runs - r->runs_ok, r->runs, r->failed);
+  else if (r->runs == 0)
+    failed = g_strdup ("not run: stopped early");
   fps = fmt_num (r->runs_ok && r->fps > 0 ? r->fps : -1);
   p50 = fmt_num (r->runs_ok ? r->p50_us : -1);
   p99 = fmt_num (r->runs_ok ? r->p99_us : -1);
   cp = fmt_num (r->runs_ok ? r->cpu_producer_us : -1);
   cc = fmt_num (r->runs_ok ? r->cpu_consumer_us : -1);
+  mem = fmt_mem (r, &mem_note);
+  note = g_strjoin ("; ", failed ? failed : mem_note, failed ? mem_note :
+      NULL, NULL);
   if (opt.markdown)
-    g_print ("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
-        r->mode->name, size, runs, fps, p50, p99, cp, cc, note ? note : "");
+    g_print ("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", name,
+        size, runs, fps, p50, p99, cp, cc, mem, note);
+  else if (!*mem && !*note)
+    g_print ("%-28s %-10s %5s %9s %9s %9s %10s %10s\n", name, size, runs,
+        fps, p50, p99, cp, cc);
   else
-    g_print ("%-23s %-10s %5s %9s %9s %9s %10s %10s%s%s\n", r->mode->name,
-        size, runs, fps, p50, p99, cp, cc, note ? "  " : "", note ? note : "");
+    g_print ("%-28s %-10s %5s %9s %9s %9s %10s %10s %12s%s%s\n", name, size,
+        runs, fps, p50, p99, cp, cc, mem, *note ? "  " : "", note);
   if (opt.verbose && r->stats)
     g_print ("    producer stats: %s\n", r->stats);
+  g_free (name);
   g_free (size);
   g_free (runs);
   g_free (fps);
@@ -943,6 +1457,8 @@ print_row (const Row * r)
   g_free (p99);
   g_free (cp);
   g_free (cc);
+  g_free (mem);
+  g_free (failed);
   g_free (note);
 }
 
@@ -965,6 +1481,13 @@ add_run (Row * row, Row * one)
   if (one->stats) {
     g_free (row->stats);
     row->stats = one->stats;
+  }
+  /* a child holds for the sample only after all its frames went well */
+  if (one->have_mem && !row->have_mem) {
+    row->have_mem = TRUE;
+    row->mem_producer = one->mem_producer;
+    row->mem_consumer = one->mem_consumer;
+    row->mem_mps_server = one->mem_mps_server;
   }
   if (one->failed) {
     g_free (row->failed);
@@ -995,6 +1518,162 @@ finish_row (Row * row)
   row->cpu_consumer_us = median (row->v + 4 * opt.repeat, n);
 }
 
+/* ------------------------------------------------------------------------ */
+/* --targets */
+
+/* the gpushare GPU modes the targets are about */
+static const gchar *const target_modes[] = {
+  "gpushare-cuda", "gpushare-cuda-host", "gpushare-cuda-semaphore",
+  "gpushare-cuda-event",
+};
+
+static const Row *
+find_row (const Row * rows, gint n, const gchar * name, gint w, gint h,
+    gboolean with_mps)
+{
+  gint k;
+
+  for (k = 0; k < n; k++)
+    if (g_str_equal (rows[k].mode->name, name) && rows[k].width == w
+        && rows[k].height == h && rows[k].mps == with_mps)
+      return &rows[k];
+  return NULL;
+}
+
+/* NULL if the row has a figure to read, else why not */
+static gchar *
+unusable (const Row * r, const gchar * mode, gboolean with_mps)
+{
+  const gchar *tag = with_mps ? " +MPS" : "";
+
+  if (!r)
+    return g_strdup_printf ("%s%s not run (not in --modes)", mode, tag);
+  if (r->skipped)
+    return g_strdup_printf ("%s%s skipped (%s)", mode, tag, r->skipped);
+  if (r->runs_ok == 0 || r->fps <= 0)
+    return g_strdup_printf ("%s%s had no good run", mode, tag);
+  return NULL;
+}
+
+static void
+print_target (const gchar * target, const gchar * mode, gboolean with_mps,
+    const gchar * size, const gchar * figure, const gchar * result)
+{
+  gchar *name = g_strdup_printf ("%s%s", mode, with_mps ? " +MPS" : "");
+
+  if (opt.markdown)
+    g_print ("| %s | %s | %s | %s | %s |\n", target, name, size, figure,
+        result);
+  else
+    g_print ("  %-32s %-28s %-10s %-32s %s\n", target, name, size, figure,
+        result);
+  g_free (name);
+}
+
+static void
+target_ratio (const Row * rows, gint n, const gchar * target,
+    const gchar * mode, const gchar * base, gint w, gint h,
+    gboolean with_mps, gdouble goal)
+{
+  const Row *a = find_row (rows, n, mode, w, h, with_mps);
+  const Row *b = find_row (rows, n, base, w, h, with_mps);
+  gchar *why_a = unusable (a, mode, with_mps);
+  gchar *why_b = unusable (b, base, with_mps);
+  gchar *size = g_strdup_printf ("%dx%d", w, h), *figure, *result;
+
+  if (why_a || why_b) {
+    figure = g_strdup ("-");
+    result = g_strdup_printf ("not measured: %s", why_a ? why_a : why_b);
+  } else {
+    gdouble ratio = a->fps / b->fps;
+
+    figure = g_strdup_printf ("%.2fx (%.0f / %.0f fps)", ratio, a->fps,
+        b->fps);
+    result = g_strdup (ratio >= goal ? "met" : "not met");
+  }
+  print_target (target, mode, with_mps, size, figure, result);
+  g_free (why_a);
+  g_free (why_b);
+  g_free (size);
+  g_free (figure);
+  g_free (result);
+}
+
+static void
+target_latency (const Row * rows, gint n, const gchar * mode, gint w, gint h,
+    gboolean with_mps)
+{
+  const Row *a = find_row (rows, n, mode, w, h, with_mps);
+  gchar *why = unusable (a, mode, with_mps);
+  gchar *size = g_strdup_printf ("%dx%d", w, h), *figure, *result;
+
+  if (!why && a->p50_us < 0)
+    why = g_strdup ("no latency");
+  if (why) {
+    figure = g_strdup ("-");
+    result = g_strdup_printf ("not measured: %s", why);
+  } else {
+    figure = g_strdup_printf ("p50 %.1f us (p99 %.1f)", a->p50_us,
+        a->p99_us);
+    if (a->p50_us < 50)
+      result = g_strdup ("met");
+    else if (!with_mps && g_str_equal (mode, "gpushare-cuda-event"))
+      /* each cross-process event wait switches GPU contexts without MPS:
+       * ~300 us a round trip in the gpu suite's cuda_sync */
+      result = g_strdup ("not met (the mode does not allow it without "
+          "MPS)");
+    else
+      result = g_strdup ("not met");
+  }
+  print_target ("latency p50 < 50 us", mode, with_mps, size, figure, result);
+  g_free (why);
+  g_free (size);
+  g_free (figure);
+  g_free (result);
+}
+
+static void
+print_targets (const Row * rows, gint n, gint n_sizes, const gint * ws,
+    const gint * hs)
+{
+  gint b, i, m, k4 = -1;
+
+  for (i = 0; i < n_sizes; i++)
+    if (ws[i] == 3840 && hs[i] == 2160)
+      k4 = i;
+  if (opt.markdown) {
+    g_print ("\n**Targets**: 4K throughput of each gpushare GPU mode at "
+        "least 0.9x one-process-cuda and at least 10x cuda-shm, in the same "
+        "block (with or without MPS); handoff latency p50 under 50 us where "
+        "the mode allows it (not gpushare-cuda-event without MPS); "
+        "gpushare-sysmem-nopool at least as fast as shm-nopool.\n\n");
+    g_print ("| target | mode | size | figure | result |\n");
+    g_print ("|---|---|---|---|---|\n");
+  } else {
+    g_print ("\nTargets (the ratios within one block, with or without "
+        "MPS):\n");
+  }
+  for (b = 0; b <= (opt.mps ? 1 : 0); b++) {
+    for (m = 0; m < (gint) G_N_ELEMENTS (target_modes); m++) {
+      if (k4 < 0) {
+        print_target ("4K fps targets", target_modes[m], b, "3840x2160", "-",
+            "not measured: --sizes has no 4k");
+        continue;
+      }
+      target_ratio (rows, n, "4K fps >= 0.9x one-process-cuda",
+          target_modes[m], "one-process-cuda", ws[k4], hs[k4], b, 0.9);
+      target_ratio (rows, n, "4K fps >= 10x cuda-shm", target_modes[m],
+          "cuda-shm", ws[k4], hs[k4], b, 10);
+    }
+    for (i = 0; i < n_sizes; i++)
+      for (m = 0; m < (gint) G_N_ELEMENTS (target_modes); m++)
+        target_latency (rows, n, target_modes[m], ws[i], hs[i], b);
+  }
+  for (i = 0; i < n_sizes; i++)
+    target_ratio (rows, n, "fps >= 1.0x shm-nopool",
+        "gpushare-sysmem-nopool", "shm-nopool", ws[i], hs[i], FALSE, 1.0);
+}
+
 static gboolean
 parse_size (const gchar * s, gint * w, gint * h)
 {
@@ -1014,14 +1693,71 @@ parse_size (const gchar * s, gint * w, gint * h)
   return TRUE;
 }
 
+/* NULL while the rounds may go on, else why they stop */
+static const gchar *
+stop_reason (gint64 t0)
+{
+  if (interrupted)
+    return "interrupted by a signal";
+  if (opt.max_time_s > 0 && g_get_monotonic_time () - t0 >
+      (gint64) opt.max_time_s * G_USEC_PER_SEC)
+    return "--max-time reached";
+  return NULL;
+}
+
+static void
+run_one (const gchar * self, Row * row, gboolean have_smi)
+{
+  Row one = { 0, };
+
+  one.mode = row->mode;
+  one.width = row->width;
+  one.height = row->height;
+  one.mps = row->mps;
+  one.want_mem = have_smi && row->mode->gpu && !row->have_mem;
+  run_row (self, &one);
+  if (row->mps && (mps_processes () & MPS_SERVER))
+    mps.server_seen = TRUE;
+  add_run (row, &one);
+}
+
+/* the daemon did not come up: before any MPS row ran, the rows are
+ * skipped; later, this round counts as a failed run of each */
+static void
+mps_rows_fail (Row * rows, gint n, const gchar * why)
+{
+  gint k;
+
+  for (k = 0; k < n; k++) {
+    Row one = { 0, };
+
+    if (rows[k].skipped)
+      continue;
+    if (mps.starts == 0) {
+      rows[k].skipped = g_strdup_printf ("MPS did not start: %s", why);
+      continue;
+    }
+    one.failed = g_strdup_printf ("MPS did not start: %s", why);
+    add_run (&rows[k], &one);
+  }
+  if (mps.starts == 0 && !mps.why_not)
+    mps.why_not = g_strdup (why);
+}
+
 static gint
 run_parent (const gchar * self)
 {
   gchar **sizes = g_strsplit (opt.sizes ? opt.sizes : "1080p,4k", ",", -1);
   gchar **names = g_strsplit (opt.modes, ",", -1);
-  gint n_sizes = g_strv_length (sizes), n_rows, i, j, k, r, failed = 0;
-  Row *rows;
+  gint n_sizes = g_strv_length (sizes), n_plain, n_rows, i, j, k, r;
+  gint failed = 0, rounds = 0;
   gint *ws = g_new0 (gint, n_sizes), *hs = g_new0 (gint, n_sizes);
+  gboolean have_smi, any_gpu = FALSE, mps_rows = FALSE, mps_in_plain = FALSE;
+  gchar *smi, *detail;
+  const gchar *stopped = NULL;
+  gint64 t0 = g_get_monotonic_time ();
+  struct sigaction sa, old_int, old_term, old_hup;
+  Row *rows;
 
   for (i = 0; i < n_sizes; i++)
     if (!parse_size (sizes[i], &ws[i], &hs[i])) {
@@ -1034,38 +1770,127 @@ run_parent (const gchar * self)
       return 64;
     }
 
-  n_rows = g_strv_length (names) * n_sizes;
+  /* every mode at every size, then, with --mps, the GPU modes once more */
+  n_plain = n_rows = g_strv_length (names) * n_sizes;
+  for (j = 0; opt.mps && names[j]; j++)
+    if (find_mode (names[j])->gpu)
+      n_rows += n_sizes;
   rows = g_new0 (Row, n_rows);
+  k = 0;
   for (j = 0; names[j]; j++)
-    for (i = 0; i < n_sizes; i++) {
-      Row *row = &rows[j * n_sizes + i];
-
-      row->mode = find_mode (names[j]);
-      row->width = ws[i];
-      row->height = hs[i];
+    for (i = 0; i < n_sizes; i++, k++) {
+      rows[k].mode = find_mode (names[j]);
+      rows[k].width = ws[i];
+      rows[k].height = hs[i];
     }
+  for (j = 0; k < n_rows && names[j]; j++)
+    for (i = 0; i < n_sizes && find_mode (names[j])->gpu; i++, k++) {
+      rows[k].mps = TRUE;
+      rows[k].mode = find_mode (names[j]);
+      rows[k].width = ws[i];
+      rows[k].height = hs[i];
+    }
+  for (k = 0; k < n_rows; k++) {
+    rows[k].skipped = missing_requirement (rows[k].mode);
+    any_gpu |= rows[k].mode->gpu;
+  }
+  if (n_rows > n_plain) {
+    mps_prepare ();
+    for (k = n_plain; k < n_rows; k++) {
+      if (mps.why_not) {
+        g_free (rows[k].skipped);
+        rows[k].skipped = g_strdup_printf ("MPS: %s", mps.why_not);
+      }
+      mps_rows |= !rows[k].skipped;
+    }
+  }
+  smi = g_find_program_in_path ("nvidia-smi");
+  have_smi = smi != NULL;
+  g_free (smi);
+
+  /* from here on, the MPS daemon is stopped on every way out */
+  memset (&sa, 0, sizeof (sa));
+  sa.sa_handler = on_signal;
+  sigemptyset (&sa.sa_mask);
+  sigaction (SIGINT, &sa, &old_int);
+  sigaction (SIGTERM, &sa, &old_term);
+  sigaction (SIGHUP, &sa, &old_hup);
 
   print_host (n_sizes, ws, hs);
   /* the rounds report progress on stderr: keep stdout in order */
   fflush (stdout);
-  for (r = 0; r < opt.repeat; r++) {
+  for (r = 0; r < opt.repeat && !stopped; r++) {
     g_printerr ("gpushare-bench: round %d of %d\n", r + 1, opt.repeat);
-    for (k = 0; k < n_rows; k++) {
-      Row one = { 0, };
+    mps_in_plain |= mps_processes () != 0;
+    for (k = 0; k < n_plain && !(stopped = stop_reason (t0)); k++)
+      if (!rows[k].skipped)
+        run_one (self, &rows[k], have_smi);
+    mps_in_plain |= mps_processes () != 0;
+    if (mps_rows && !stopped) {
+      gchar *why = NULL;
 
-      if (rows[k].skipped)
-        continue;
-      one.mode = rows[k].mode;
-      one.width = rows[k].width;
-      one.height = rows[k].height;
-      run_row (self, &one);
-      add_run (&rows[k], &one);
+      g_printerr ("gpushare-bench: round %d of %d, under MPS\n", r + 1,
+          opt.repeat);
+      if (mps_start (&why)) {
+        for (k = n_plain; k < n_rows && !(stopped = stop_reason (t0)); k++)
+          if (!rows[k].skipped)
+            run_one (self, &rows[k], have_smi);
+        mps_stop ();
+      } else {
+        g_printerr ("gpushare-bench: %s\n", why);
+        mps_rows_fail (rows + n_plain, n_rows - n_plain, why);
+        mps_rows = mps.starts > 0;
+      }
+      g_free (why);
     }
+    if (!stopped)
+      rounds++;
   }
-  print_header ();
-  for (k = 0; k < n_rows; k++) {
+  mps_cleanup ();
+  sigaction (SIGINT, &old_int, NULL);
+  sigaction (SIGTERM, &old_term, NULL);
+  sigaction (SIGHUP, &old_hup, NULL);
+
+  for (k = 0; k < n_rows; k++)
     finish_row (&rows[k]);
+  if (stopped)
+    g_print ("\nStopped early, after %d of %d rounds: %s.\n", rounds,
+        opt.repeat, stopped);
+
+  detail = g_strdup (mps_in_plain ? "an MPS daemon not started by "
+      "gpushare-bench was RUNNING during these rows" :
+      "MPS daemon not running during these rows");
+  print_header (opt.mps ? "Without MPS" : "Rows", detail);
+  g_free (detail);
+  for (k = 0; k < n_plain; k++)
     print_row (&rows[k]);
+  if (n_rows > n_plain) {
+    if (mps.starts > 0)
+      detail = g_strdup_printf ("MPS daemon running during these rows, "
+          "started by gpushare-bench before them and stopped after them in "
+          "each round (private CUDA_MPS_PIPE_DIRECTORY); MPS server seen: "
+          "%s%s", mps.server_seen ? "yes" : "no", mps.stop_failed ?
+          "; an MPS process outlived 'quit'" : "");
+    else
+      detail = g_strdup_printf ("not run, no MPS daemon of ours: %s",
+          mps.why_not ? mps.why_not : "every row skipped");
+    print_header ("With MPS (+MPS)", detail);
+    g_free (detail);
+    for (k = n_plain; k < n_rows; k++)
+      print_row (&rows[k]);
+  }
+  if (any_gpu)
+    g_print ("\nGPU memory: %s\n",
+        have_smi ? "device memory of the producer / consumer process in "
+        "MiB, as nvidia-smi --query-compute-apps lists it, sampled once per "
+        "row after the last frame with both pipelines still PLAYING (the "
+        "children wait for the sample); under MPS, where nvidia-smi lists "
+        "no client memory, the MPS server's figure (shared by all "
+        "clients) or '-'" : "'-': no nvidia-smi in PATH");
+  if (opt.targets)
+    print_targets (rows, n_rows, n_sizes, ws, hs);
+
+  for (k = 0; k < n_rows; k++) {
     failed += rows[k].runs_ok == 0 && !rows[k].skipped;
     g_free (rows[k].skipped);
     g_free (rows[k].failed);
@@ -1077,6 +1902,9 @@ run_parent (const gchar * self)
   g_strfreev (names);
   g_free (ws);
   g_free (hs);
+  g_free (mps.why_not);
+  if (interrupted)
+    return 128 + interrupted;
   return failed ? 1 : 0;
 }
 
@@ -1105,12 +1933,21 @@ main (int argc, char **argv)
         "List the modes and their pipelines", NULL},
     {"timeout", 0, 0, G_OPTION_ARG_INT, &opt.timeout_s,
         "Seconds one run may take (default 10)", "S"},
+    {"mps", 0, 0, G_OPTION_ARG_NONE, &opt.mps,
+        "Run the GPU rows once more under an MPS daemon of our own", NULL},
+    {"targets", 0, 0, G_OPTION_ARG_NONE, &opt.targets,
+        "Say which targets were met, after the table", NULL},
+    {"max-time", 0, 0, G_OPTION_ARG_INT, &opt.max_time_s,
+        "Start no run after S seconds; print what there is (default: no "
+        "limit)", "S"},
     {"mode", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_STRING, &opt.mode,
         "Child: the mode", NULL},
     {"socket", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_FILENAME, &opt.socket,
         "Child: socket path", NULL},
     {"stamps", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_FILENAME, &opt.stamps,
         "Child: where to write the stamps", NULL},
+    {"hold", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_FILENAME, &opt.hold,
+        "Child: after the last frame, wait until this file is gone", NULL},
     {"width", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_INT, &opt.width,
         "Child: width", NULL},
     {"height", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_INT, &opt.height,
@@ -1128,9 +1965,10 @@ main (int argc, char **argv)
     return 64;
   }
   g_option_context_free (ctx);
-  if (opt.frames < 2 || opt.ring < 1 || opt.repeat < 1 || opt.timeout_s < 1) {
+  if (opt.frames < 2 || opt.ring < 1 || opt.repeat < 1 || opt.timeout_s < 1
+      || opt.max_time_s < 0) {
     g_printerr ("--frames must be at least 2, --ring, --repeat and --timeout "
-        "at least 1\n");
+        "at least 1, --max-time at least 0\n");
     return 64;
   }
   if (!opt.modes) {
@@ -1152,7 +1990,8 @@ main (int argc, char **argv)
     guint i;
 
     for (i = 0; i < G_N_ELEMENTS (modes); i++) {
-      g_print ("%s: %s\n  producer: %s\n", modes[i].name, modes[i].what,
+      g_print ("%s: %s%s\n  producer: %s\n", modes[i].name, modes[i].what,
+          modes[i].gpu ? " (GPU row: --mps runs it again under MPS)" : "",
           modes[i].producer);
       if (modes[i].consumer)
         g_print ("  consumer: %s\n", modes[i].consumer);
@@ -1168,7 +2007,7 @@ main (int argc, char **argv)
     g_free (exe);
   } else {
     g_printerr ("usage: %s [--sizes LIST] [--frames N] [--modes LIST] "
-        "[--markdown]\n", argv[0]);
+        "[--mps] [--targets] [--markdown]\n", argv[0]);
     rc = 64;
   }
   gst_deinit ();

@@ -51,6 +51,7 @@ typedef struct
   gboolean gpu_input;           /* producer: cudaupload before the sink */
   gboolean gpu_output;          /* consumer: CUDA memory, then cudadownload */
   gchar *decode;                /* consumer: decode this file in-process */
+  gchar *producer_lost;         /* consumer: gpusharesrc producer-lost */
 } Options;
 
 static Options opt = {
@@ -497,6 +498,9 @@ run_consumer (void)
     src = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
   if (!opt.decode && opt.transport)
     gst_util_set_object_arg (G_OBJECT (src), "transport", opt.transport);
+  if (!opt.decode && opt.producer_lost)
+    gst_util_set_object_arg (G_OBJECT (src), "producer-lost",
+        opt.producer_lost);
   if (!opt.decode && opt.sync)
     gst_util_set_object_arg (G_OBJECT (src), "sync-mode", opt.sync);
   sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
@@ -706,6 +710,8 @@ main (int argc, char **argv)
         "Consumer: auto, host, semaphore or event", NULL},
     {"gpu-input", 0, 0, G_OPTION_ARG_NONE, &opt.gpu_input,
         "Producer: upload to CUDA memory before gpusharesink", NULL},
+    {"producer-lost", 0, 0, G_OPTION_ARG_STRING, &opt.producer_lost,
+        "Consumer: error, eos or reconnect", NULL},
     {"decode", 0, 0, G_OPTION_ARG_FILENAME, &opt.decode,
         "Consumer: decode this H.264 clip in this process instead", NULL},
     {"gpu-output", 0, 0, G_OPTION_ARG_NONE, &opt.gpu_output,

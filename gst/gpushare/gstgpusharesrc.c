@@ -53,6 +53,7 @@ GST_DEBUG_CATEGORY_STATIC (gst_gpu_share_src_debug);
 #define DEFAULT_TRANSPORT GST_GPU_SHARE_TRANSPORT_AUTO
 #define DEFAULT_SYNC GST_GPU_SHARE_SYNC_AUTO
 #define DEFAULT_CUDA_DEVICE_ID 0
+#define DEFAULT_PRODUCER_LOST GST_GPU_SHARE_PRODUCER_LOST_ERROR
 #define RETRY_MIN_MS 10
 #define RETRY_MAX_MS 250
 #define GOODBYE_FLUSH_MS 100
@@ -63,6 +64,7 @@ enum
   PROP_SOCKET_PATH,
   PROP_CONNECTION_TIMEOUT,
   PROP_IS_LIVE,
+  PROP_PRODUCER_LOST,
   PROP_TRANSPORT,
   PROP_SYNC_MODE,
   PROP_CUDA_DEVICE_ID,
@@ -141,6 +143,7 @@ struct _GstGpuShareSrc
   gchar *socket_path;
   guint connection_timeout;
   gboolean is_live;
+  GstGpuShareProducerLost producer_lost;
   GstGpuShareTransport transport;
   GstGpuShareSync sync;
   gint cuda_device_id;
@@ -183,6 +186,8 @@ struct _GstGpuShareSrc
   guint64 latency;
   guint64 producer_instance;
   guint64 frames_received;
+  guint reconnects;
+  gboolean discont;             /* the next buffer starts a new producer */
 
   /* streaming thread only */
   GstCaps *caps;
@@ -226,6 +231,25 @@ gst_gpu_share_transport_get_type (void)
 
   if (g_once_init_enter (&type)) {
     GType t = g_enum_register_static ("GstGpuShareTransport", values);
+    g_once_init_leave (&type, t);
+  }
+  return type;
+}
+
+GType
+gst_gpu_share_producer_lost_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {GST_GPU_SHARE_PRODUCER_LOST_ERROR, "Post an error", "error"},
+    {GST_GPU_SHARE_PRODUCER_LOST_EOS, "End the stream", "eos"},
+    {GST_GPU_SHARE_PRODUCER_LOST_RECONNECT,
+        "Connect again within connection-timeout and go on", "reconnect"},
+    {0, NULL, NULL}
+  };
+
+  if (g_once_init_enter (&type)) {
+    GType t = g_enum_register_static ("GstGpuShareProducerLost", values);
     g_once_init_leave (&type, t);
   }
   return type;
@@ -773,6 +797,9 @@ handle_frame (GstGpuShareSrc * self, const GpuShareFrame * f)
   g_cond_broadcast (&self->cond);
 }
 
+static void producer_lost (GstGpuShareSrc * self, const gchar * text,
+    const gchar * debug);
+
 static void
 conn_message (GpuShareConn * conn, const GpuShareMsg * msg, gint * fds,
     guint n_fds, gpointer user_data)
@@ -820,8 +847,8 @@ conn_message (GpuShareConn * conn, const GpuShareMsg * msg, gint * fds,
     }
     case GPUSHARE_MSG_GOODBYE:
       if (self->state != STATE_DONE)
-        fail (self, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_READ,
-            "The producer stopped before the end of the stream", NULL);
+        producer_lost (self, "The producer stopped before the end of the "
+            "stream", NULL);
       break;
     case GPUSHARE_MSG_ERROR:{
       const GpuShareError *e = &msg->u.error;
@@ -852,6 +879,80 @@ conn_message (GpuShareConn * conn, const GpuShareMsg * msg, gint * fds,
   g_mutex_unlock (&self->lock);
 }
 
+static gboolean try_connect (gpointer user_data);
+
+/* lock held.  Forgets the session: its connection, every frame still
+ * queued from it and its mappings (buffers already pushed keep theirs). */
+static void
+drop_session (GstGpuShareSrc * self)
+{
+  Session *old = self->session;
+  GpuShareConn *conn = NULL;
+
+  self->session = NULL;
+  if (old) {
+    g_mutex_lock (&old->lock);
+    conn = old->conn;
+    old->conn = NULL;
+    g_mutex_unlock (&old->lock);
+    session_unref (old);
+  }
+  if (conn) {
+    gpushare_conn_close (conn);
+    gpushare_conn_unref (conn);
+  }
+  g_queue_clear_full (&self->items, (GDestroyNotify) item_free);
+  g_clear_pointer (&self->import, gpushare_import_unref);
+  g_clear_pointer (&self->cuda, cuda_view_unref);
+  memset (&self->pending, 0, sizeof (self->pending));
+}
+
+/* lock held, control thread.  The producer went away before the end of
+ * the stream: what happens is the producer-lost setting. */
+static void
+producer_lost (GstGpuShareSrc * self, const gchar * text, const gchar * debug)
+{
+  GstGpuShareProducerLost what;
+  guint timeout;
+
+  GST_OBJECT_LOCK (self);
+  what = self->producer_lost;
+  timeout = self->connection_timeout;
+  GST_OBJECT_UNLOCK (self);
+
+  switch (what) {
+    case GST_GPU_SHARE_PRODUCER_LOST_EOS:{
+      Item *item = g_new0 (Item, 1);
+
+      GST_WARNING_OBJECT (self, "%s: ending the stream", text);
+      item->type = ITEM_EOS;
+      g_queue_push_tail (&self->items, item);
+      set_state (self, STATE_DONE);
+      break;
+    }
+    case GST_GPU_SHARE_PRODUCER_LOST_RECONNECT:{
+      GSource *retry;
+
+      GST_WARNING_OBJECT (self, "%s: connecting again", text);
+      drop_session (self);
+      self->reconnects++;
+      self->discont = TRUE;
+      self->deadline = timeout ? g_get_monotonic_time () +
+          timeout * 1000ll : 0;
+      self->retry_ms = RETRY_MIN_MS;
+      set_state (self, STATE_CONNECTING);
+      retry = g_timeout_source_new (self->retry_ms);
+      g_source_set_callback (retry, try_connect, self, NULL);
+      g_source_attach (retry, self->context);
+      g_source_unref (retry);
+      break;
+    }
+    default:
+      fail (self, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_READ, text, debug);
+      break;
+  }
+}
+
 static void
 conn_closed (GpuShareConn * conn, const GError * error, gpointer user_data)
 {
@@ -870,8 +971,8 @@ conn_closed (GpuShareConn * conn, const GError * error, gpointer user_data)
       fail (self, GST_STREAM_ERROR, GST_STREAM_ERROR_DECODE,
           "The producer sent an invalid message", error->message);
     } else {
-      fail (self, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_READ,
-          "The producer went away", error ? error->message : NULL);
+      producer_lost (self, "The producer went away",
+          error ? error->message : NULL);
     }
   }
   g_mutex_unlock (&self->lock);
@@ -1000,6 +1101,8 @@ gst_gpu_share_src_start (GstBaseSrc * bsrc)
   self->retry_ms = RETRY_MIN_MS;
   self->flushing = FALSE;
   self->frames_received = 0;
+  self->reconnects = 0;
+  self->discont = FALSE;
   self->latency = GST_CLOCK_TIME_NONE;
   self->producer_live = FALSE;
   self->mem_type = 0;
@@ -1186,6 +1289,11 @@ set_frame_fields (GstGpuShareSrc * self, GstBuffer * buf,
   GST_BUFFER_DURATION (buf) = f->duration;
   GST_BUFFER_OFFSET (buf) = f->offset;
   GST_BUFFER_OFFSET_END (buf) = f->offset_end;
+  if (self->discont) {
+    /* the first frame of a new producer */
+    GST_BUFFER_FLAG_SET (buf, GST_BUFFER_FLAG_DISCONT);
+    self->discont = FALSE;
+  }
   GST_MINI_OBJECT_FLAGS (buf) |= f->buffer_flags & 0xffff &
       ~(GST_MINI_OBJECT_FLAG_LOCKABLE | GST_MINI_OBJECT_FLAG_LOCK_READONLY |
       GST_MINI_OBJECT_FLAG_MAY_BE_LEAKED);
@@ -1508,6 +1616,7 @@ make_stats (GstGpuShareSrc * self)
       "not connected",
       "epoch", G_TYPE_UINT64, self->import ? self->import->epoch : 0,
       "frames-received", G_TYPE_UINT64, self->frames_received,
+      "reconnects", G_TYPE_UINT, self->reconnects,
       "producer-live", G_TYPE_BOOLEAN, self->producer_live, NULL);
   g_mutex_unlock (&self->lock);
   return s;
@@ -1530,6 +1639,9 @@ gst_gpu_share_src_set_property (GObject * object, guint prop_id,
       break;
     case PROP_TRANSPORT:
       self->transport = g_value_get_enum (value);
+      break;
+    case PROP_PRODUCER_LOST:
+      self->producer_lost = g_value_get_enum (value);
       break;
     case PROP_SYNC_MODE:
       self->sync = g_value_get_enum (value);
@@ -1572,6 +1684,9 @@ gst_gpu_share_src_get_property (GObject * object, guint prop_id,
       break;
     case PROP_TRANSPORT:
       g_value_set_enum (value, self->transport);
+      break;
+    case PROP_PRODUCER_LOST:
+      g_value_set_enum (value, self->producer_lost);
       break;
     case PROP_SYNC_MODE:
       g_value_set_enum (value, self->sync);
@@ -1623,6 +1738,12 @@ gst_gpu_share_src_class_init (GstGpuShareSrcClass * klass)
   properties[PROP_IS_LIVE] = g_param_spec_boolean ("is-live", "Is live",
       "Act as a live source: map a live producer's timestamps into this "
       "pipeline's running time and report its latency", DEFAULT_IS_LIVE, rw);
+  properties[PROP_PRODUCER_LOST] = g_param_spec_enum ("producer-lost",
+      "Producer lost", "What to do when the producer goes away before the "
+      "end of the stream: post an error, end the stream, or connect again "
+      "(with back-off, within connection-timeout) and go on with the next "
+      "producer", GST_TYPE_GPU_SHARE_PRODUCER_LOST, DEFAULT_PRODUCER_LOST,
+      rw);
   properties[PROP_TRANSPORT] = g_param_spec_enum ("transport", "Transport",
       "Memory the frames travel in: auto takes GPU memory when both ends "
       "are on the same GPU; a forced transport that cannot work is an error",
@@ -1659,6 +1780,7 @@ gst_gpu_share_src_class_init (GstGpuShareSrcClass * klass)
    * before gst_caps_from_string () meets it */
   g_type_ensure (GST_TYPE_VIDEO_MULTIVIEW_FLAGSET);
   gst_type_mark_as_plugin_api (GST_TYPE_GPU_SHARE_TRANSPORT, 0);
+  gst_type_mark_as_plugin_api (GST_TYPE_GPU_SHARE_PRODUCER_LOST, 0);
   gst_type_mark_as_plugin_api (GST_TYPE_GPU_SHARE_SYNC, 0);
 
   GST_DEBUG_CATEGORY_INIT (gst_gpu_share_src_debug, "gpusharesrc", 0,
@@ -1672,6 +1794,7 @@ gst_gpu_share_src_init (GstGpuShareSrc * self)
   self->connection_timeout = DEFAULT_CONNECTION_TIMEOUT;
   self->is_live = DEFAULT_IS_LIVE;
   self->transport = DEFAULT_TRANSPORT;
+  self->producer_lost = DEFAULT_PRODUCER_LOST;
   self->sync = DEFAULT_SYNC;
   self->cuda_device_id = DEFAULT_CUDA_DEVICE_ID;
   g_mutex_init (&self->lock);

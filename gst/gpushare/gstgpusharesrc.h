@@ -54,6 +54,24 @@ typedef enum
 #define GST_TYPE_GPU_SHARE_SYNC (gst_gpu_share_sync_get_type ())
 GType gst_gpu_share_sync_get_type (void);
 
+/**
+ * GstGpuShareProducerLost:
+ * @GST_GPU_SHARE_PRODUCER_LOST_ERROR: post an error
+ * @GST_GPU_SHARE_PRODUCER_LOST_EOS: end the stream
+ * @GST_GPU_SHARE_PRODUCER_LOST_RECONNECT: connect again, with back-off,
+ *   within connection-timeout, and go on with the next producer
+ */
+typedef enum
+{
+  GST_GPU_SHARE_PRODUCER_LOST_ERROR = 0,
+  GST_GPU_SHARE_PRODUCER_LOST_EOS = 1,
+  GST_GPU_SHARE_PRODUCER_LOST_RECONNECT = 2,
+} GstGpuShareProducerLost;
+
+#define GST_TYPE_GPU_SHARE_PRODUCER_LOST \
+  (gst_gpu_share_producer_lost_get_type ())
+GType gst_gpu_share_producer_lost_get_type (void);
+
 G_END_DECLS
 
 #endif /* __GST_GPU_SHARE_SRC_H__ */

@@ -1237,7 +1237,8 @@ GST_START_TEST (test_inspect)
   };
   static const gchar *const sink_ro[] = { "num-clients", "stats", NULL };
   static const gchar *const src_props[] = { "socket-path",
-    "connection-timeout", "is-live", "transport", "sync-mode",
+    "connection-timeout", "is-live", "producer-lost", "transport",
+    "sync-mode",
     "cuda-device-id", "stats", NULL
   };
   static const gchar *const src_ro[] = { "stats", NULL };
