@@ -5,7 +5,8 @@ set -euo pipefail
 pkgs=(meson ninja-build gcc pkg-config
   libglib2.0-dev libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev
   gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good
-  gstreamer1.0-plugins-bad)
+  gstreamer1.0-plugins-bad
+  clang libclang-rt-dev)  # the codec fuzzer: libFuzzer is in libclang-rt
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" \

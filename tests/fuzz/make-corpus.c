@@ -1,0 +1,647 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Writes the seed corpus of the codec fuzz target (format: fuzz_proto.h):
+ *
+ *   make-corpus DIR
+ *
+ * One seed-* file per message type and variant, built by the codec's own
+ * builder: small and maximal values, every memory type and sync mode of
+ * SLOTS with and without fds and handles, every string at its cap; whole
+ * sessions read at once, byte by byte and in odd pieces; then a few
+ * broken ones (truncated, bad magic or version, over a cap, wrong fd
+ * counts, bad UTF-8, garbage), patched at the offsets docs/protocol.md
+ * gives.  tests/fuzz/corpus/proto/ holds these files and what the fuzzer
+ * added to them (run-fuzzer.sh -u); rerun this when the protocol changes.
+ */
+
+#include "fuzz_proto.h"
+
+#include <string.h>
+
+static const gchar *out_dir;
+
+/* offsets within a message, from docs/protocol.md */
+#define HDR_MAGIC 0
+#define HDR_VERSION_MAJOR 4
+#define HDR_VERSION_MINOR 6
+#define HDR_TYPE 8
+#define HDR_FLAGS 10
+#define HDR_PAYLOAD_LEN 12
+#define HDR_N_FDS 16
+#define HDR_RESERVED 20
+#define P(off) (GPUSHARE_HEADER_SIZE + (off))
+#define ANNOUNCE_NAME_LEN P (20)
+#define ANNOUNCE_CAPS_LEN P (40 + 80)
+#define ANNOUNCE_NAME P (160)
+#define SLOTS_N_HANDLES P (40)
+#define ERROR_TEXT P (8)
+
+static void
+put16 (GByteArray * s, gsize off, guint16 v)
+{
+  g_assert (off + 2 <= s->len);
+  s->data[off] = v & 0xff;
+  s->data[off + 1] = v >> 8;
+}
+
+static void
+put32 (GByteArray * s, gsize off, guint32 v)
+{
+  guint i;
+
+  g_assert (off + 4 <= s->len);
+  for (i = 0; i < 4; i++)
+    s->data[off + i] = (v >> (8 * i)) & 0xff;
+}
+
+/* a new input: fds that arrive with the first read, bytes per read */
+static GByteArray *
+start (guint8 n_fds, guint8 per_read)
+{
+  GByteArray *s = g_byte_array_new ();
+  guint8 prefix[FUZZ_PREFIX_SIZE] = { n_fds, per_read };
+
+  g_byte_array_append (s, prefix, sizeof (prefix));
+  return s;
+}
+
+static void
+add (GByteArray * s, const GpuShareMsg * msg, guint32 n_fds)
+{
+  if (!gpushare_msg_build (msg, n_fds, s))
+    g_error ("the builder refuses seed message %s",
+        gpushare_msg_type_to_string (msg->type));
+}
+
+static void
+save (const gchar * name, GByteArray * s)
+{
+  g_autoptr (GError) error = NULL;
+  g_autofree gchar *fname = g_strconcat ("seed-", name, NULL);
+  g_autofree gchar *path = g_build_filename (out_dir, fname, NULL);
+
+  if (!g_file_set_contents (path, (const gchar *) s->data, s->len, &error))
+    g_error ("%s", error->message);
+  g_byte_array_unref (s);
+}
+
+/* one message alone, read at once */
+static void
+save_one (const gchar * name, const GpuShareMsg * msg, guint32 n_fds)
+{
+  GByteArray *s = start (n_fds, 0);
+
+  add (s, msg, n_fds);
+  save (name, s);
+}
+
+/* exactly len bytes of valid UTF-8 with 1- to 4-byte sequences */
+static void
+fill_utf8 (gchar * dst, gsize len)
+{
+  static const gchar *const seqs[] = { "g", "\xc3\xa9", "\xe2\x82\xac",
+    "\xf0\x9f\x8e\xa5", "=",
+  };
+  gsize pos = 0;
+  guint i = 0;
+
+  while (pos < len) {
+    const gchar *seq = seqs[i++ % G_N_ELEMENTS (seqs)];
+    gsize n = strlen (seq);
+
+    if (n > len - pos) {
+      seq = "x";
+      n = 1;
+    }
+    memcpy (dst + pos, seq, n);
+    pos += n;
+  }
+  dst[len] = '\0';
+}
+
+static void
+set_string (gchar * dst, guint32 * len, const gchar * s)
+{
+  *len = strlen (s);
+  memcpy (dst, s, *len + 1);
+}
+
+static void
+layout_small (GpuShareLayout * l, guint32 n_slots)
+{
+  l->epoch = 1;
+  l->frame_size = 1920 * 1080 * 3 / 2;
+  l->slot_size = 4 * 1024 * 1024;
+  l->n_slots = n_slots;
+  l->n_planes = 2;
+  l->offsets[1] = 1920 * 1080;
+  l->strides[0] = 1920;
+  l->strides[1] = 1920;
+  if (!gpushare_layout_set_caps (l, "video/x-raw,format=NV12,width=1920,"
+          "height=1080,framerate=30/1"))
+    g_assert_not_reached ();
+}
+
+static void
+layout_max (GpuShareLayout * l)
+{
+  l->epoch = G_MAXUINT64;
+  l->frame_size = GPUSHARE_MAX_SLOT_SIZE;
+  l->slot_size = GPUSHARE_MAX_SLOT_SIZE;
+  l->n_slots = GPUSHARE_MAX_SLOTS;
+  l->n_planes = GPUSHARE_MAX_PLANES;
+  l->offsets[1] = 1;
+  l->offsets[2] = GPUSHARE_MAX_SLOT_SIZE / 2;
+  l->offsets[3] = GPUSHARE_MAX_SLOT_SIZE - 1;
+  l->strides[0] = G_MININT32;
+  l->strides[1] = -1;
+  l->strides[3] = G_MAXINT32;
+  fill_utf8 (l->caps, GPUSHARE_MAX_CAPS_LEN);
+  l->caps_len = GPUSHARE_MAX_CAPS_LEN;
+}
+
+static void
+init (GpuShareMsg * msg, GpuShareMsgType type)
+{
+  memset (msg, 0, sizeof (*msg));
+  msg->type = type;
+}
+
+static void
+announce (GpuShareMsg * msg, guint variant)
+{
+  GpuShareAnnounce *a = &msg->u.announce;
+  guint i;
+
+  init (msg, GPUSHARE_MSG_ANNOUNCE);
+  a->schema_major = GPUSHARE_VERSION_MAJOR;
+  a->mem_types = GPUSHARE_MEM_SYSTEM;
+  a->pid = 1234;
+  a->uid = 1000;
+  a->instance = G_GUINT64_CONSTANT (0x0123456789abcdef);
+  a->latency = 33333333;
+  layout_small (&a->layout, 4);
+  set_string (a->name, &a->name_len, "gpusharesink0");
+  if (variant >= 1) {
+    a->mem_types |= GPUSHARE_MEM_CUDA_VMM | GPUSHARE_MEM_CUDA_LEGACY |
+        GPUSHARE_MEM_CUDA_FABRIC;
+    for (i = 0; i < 16; i++)
+      a->device.uuid[i] = 0xa0 + i;
+    a->device.caps = GPUSHARE_DEVICE_CAP_VMM_FD | GPUSHARE_DEVICE_CAP_FABRIC |
+        GPUSHARE_DEVICE_CAP_IPC_EVENT | GPUSHARE_DEVICE_CAP_MEM_OPS |
+        GPUSHARE_DEVICE_CAP_LEGACY_IPC;
+    a->device.sync_modes = GPUSHARE_SYNC_KNOWN_MASK;
+  }
+  if (variant >= 2) {
+    a->schema_minor = G_MAXUINT16;
+    a->mem_types = G_MAXUINT32;
+    a->flags = G_MAXUINT32;
+    a->pid = G_MAXUINT32;
+    a->uid = G_MAXUINT32;
+    a->instance = G_MAXUINT64;
+    a->latency = G_MAXUINT64;
+    layout_max (&a->layout);
+    a->device.caps = G_MAXUINT32;
+    a->device.sync_modes = G_MAXUINT32;
+    a->device.compute_mode = G_MININT32;
+    fill_utf8 (a->name, GPUSHARE_MAX_NAME_LEN);
+    a->name_len = GPUSHARE_MAX_NAME_LEN;
+  }
+}
+
+static void
+accept_msg (GpuShareMsg * msg, guint32 mem_type, guint32 sync_mode,
+    gboolean max)
+{
+  GpuShareAccept *a = &msg->u.accept;
+  guint i;
+
+  init (msg, GPUSHARE_MSG_ACCEPT);
+  a->schema_major = GPUSHARE_VERSION_MAJOR;
+  a->mem_type = mem_type;
+  a->sync_mode = sync_mode;
+  a->pid = 4321;
+  a->instance = G_GUINT64_CONSTANT (0x0123456789abcdef);
+  if (mem_type != GPUSHARE_MEM_SYSTEM) {
+    for (i = 0; i < 16; i++)
+      a->uuid[i] = 0xa0 + i;
+  }
+  set_string (a->name, &a->name_len, "gpusharesrc0");
+  set_string (a->reason, &a->reason_len, "same GPU");
+  if (max) {
+    a->schema_minor = G_MAXUINT16;
+    a->flags = G_MAXUINT32;
+    a->pid = G_MAXUINT32;
+    a->instance = G_MAXUINT64;
+    fill_utf8 (a->name, GPUSHARE_MAX_NAME_LEN);
+    a->name_len = GPUSHARE_MAX_NAME_LEN;
+    fill_utf8 (a->reason, GPUSHARE_MAX_REASON_LEN);
+    a->reason_len = GPUSHARE_MAX_REASON_LEN;
+  }
+}
+
+/* a valid SLOTS and the fds it needs, as docs/protocol.md counts them */
+static guint32
+slots (GpuShareMsg * msg, guint32 mem_type, guint32 sync_mode, guint32 n_slots)
+{
+  GpuShareSlots *s = &msg->u.slots;
+  gboolean in_handles = mem_type == GPUSHARE_MEM_CUDA_LEGACY ||
+      mem_type == GPUSHARE_MEM_CUDA_FABRIC;
+  guint i, j;
+
+  init (msg, GPUSHARE_MSG_SLOTS);
+  s->epoch = n_slots == GPUSHARE_MAX_SLOTS ? G_MAXUINT64 : 1;
+  s->slot_size = n_slots == GPUSHARE_MAX_SLOTS ? GPUSHARE_MAX_SLOT_SIZE :
+      4 * 1024 * 1024;
+  s->n_slots = n_slots;
+  s->mem_type = mem_type;
+  s->sync_mode = sync_mode;
+  if (sync_mode == GPUSHARE_SYNC_SEMAPHORE) {
+    s->n_sync_fds = 1;
+    s->sync_size = 16 * n_slots;
+  }
+  s->n_handles = (in_handles ? n_slots : 0) +
+      (sync_mode == GPUSHARE_SYNC_EVENT ? 2 * n_slots : 0);
+  for (i = 0; i < s->n_handles; i++) {
+    for (j = 0; j < GPUSHARE_HANDLE_SIZE; j++)
+      s->handles[i][j] = (i * GPUSHARE_HANDLE_SIZE + j) * 7 + 1;
+  }
+  return (in_handles ? 0 : n_slots) + s->n_sync_fds;
+}
+
+static void
+frame (GpuShareMsg * msg, gboolean max)
+{
+  GpuShareFrame *f = &msg->u.frame;
+
+  init (msg, GPUSHARE_MSG_FRAME);
+  f->epoch = max ? G_MAXUINT64 : 1;
+  f->slot = max ? G_MAXUINT32 : 2;
+  f->generation = max ? G_MAXUINT32 : 3;
+  f->sequence = max ? G_MAXUINT64 : 4;
+  f->pts = max ? G_MAXUINT64 : 1000000000;
+  f->dts = max ? G_MAXUINT64 : 1000000000;
+  f->duration = max ? G_MAXUINT64 : 33333333;
+  f->offset = max ? G_MAXUINT64 : 4;
+  f->offset_end = max ? G_MAXUINT64 : 5;
+  f->buffer_flags = max ? G_MAXUINT32 : 0;
+  f->flags = max ? G_MAXUINT32 : GPUSHARE_FRAME_FLAG_ABSOLUTE_TIME;
+}
+
+static void
+release (GpuShareMsg * msg, gboolean max)
+{
+  GpuShareRelease *r = &msg->u.release;
+
+  init (msg, GPUSHARE_MSG_RELEASE);
+  r->epoch = max ? G_MAXUINT64 : 1;
+  r->slot = max ? G_MAXUINT32 : 2;
+  r->generation = max ? G_MAXUINT32 : 3;
+  r->sequence = max ? G_MAXUINT64 : 4;
+}
+
+static void
+caps (GpuShareMsg * msg, gboolean max)
+{
+  GpuShareCaps *c = &msg->u.caps;
+
+  init (msg, GPUSHARE_MSG_CAPS);
+  c->flags = max ? G_MAXUINT32 : GPUSHARE_STREAM_FLAG_LIVE;
+  c->latency = max ? G_MAXUINT64 : 0;
+  if (max)
+    layout_max (&c->layout);
+  else
+    layout_small (&c->layout, 4);
+}
+
+static void
+error_msg (GpuShareMsg * msg, gboolean max)
+{
+  GpuShareError *e = &msg->u.error;
+
+  init (msg, GPUSHARE_MSG_ERROR);
+  e->code = max ? G_MAXUINT32 : GPUSHARE_ERR_PROTOCOL;
+  if (max) {
+    fill_utf8 (e->text, GPUSHARE_MAX_TEXT_LEN);
+    e->text_len = GPUSHARE_MAX_TEXT_LEN;
+  } else {
+    set_string (e->text, &e->text_len, "bad FRAME message");
+  }
+}
+
+/* the small messages, each in its minimal and maximal form */
+static void
+write_simple (GpuShareMsg * msg)
+{
+  init (msg, GPUSHARE_MSG_MAPPED);
+  save_one ("mapped", msg, 0);
+  msg->u.mapped.epoch = G_MAXUINT64;
+  save_one ("mapped-max", msg, 0);
+
+  frame (msg, FALSE);
+  save_one ("frame", msg, 0);
+  frame (msg, TRUE);
+  save_one ("frame-max", msg, 0);
+
+  release (msg, FALSE);
+  save_one ("release", msg, 0);
+  release (msg, TRUE);
+  save_one ("release-max", msg, 0);
+
+  caps (msg, FALSE);
+  save_one ("caps", msg, 0);
+  caps (msg, TRUE);
+  save_one ("caps-max", msg, 0);
+
+  init (msg, GPUSHARE_MSG_EOS);
+  msg->u.eos.last_sequence = 41;
+  save_one ("eos", msg, 0);
+  msg->u.eos.last_sequence = G_MAXUINT64;
+  save_one ("eos-max", msg, 0);
+
+  init (msg, GPUSHARE_MSG_GOODBYE);
+  msg->u.goodbye.reason = GPUSHARE_ERR_SHUTDOWN;
+  save_one ("goodbye", msg, 0);
+  msg->u.goodbye.reason = G_MAXUINT32;
+  save_one ("goodbye-max", msg, 0);
+
+  error_msg (msg, FALSE);
+  save_one ("error", msg, 0);
+  error_msg (msg, TRUE);
+  save_one ("error-max", msg, 0);
+  init (msg, GPUSHARE_MSG_ERROR);
+  save_one ("error-empty", msg, 0);
+}
+
+static void
+write_handshake (GpuShareMsg * msg)
+{
+  static const struct
+  {
+    const gchar *name;
+    guint32 mem_type, sync_mode, n_slots;
+  } s[] = {
+    {"slots-system", GPUSHARE_MEM_SYSTEM, 0, 1},
+    {"slots-system-max", GPUSHARE_MEM_SYSTEM, 0, GPUSHARE_MAX_SLOTS},
+    {"slots-vmm-host", GPUSHARE_MEM_CUDA_VMM, GPUSHARE_SYNC_HOST, 4},
+    {"slots-vmm-semaphore", GPUSHARE_MEM_CUDA_VMM, GPUSHARE_SYNC_SEMAPHORE,
+        4},
+    {"slots-vmm-semaphore-max", GPUSHARE_MEM_CUDA_VMM,
+        GPUSHARE_SYNC_SEMAPHORE, GPUSHARE_MAX_SLOTS},
+    {"slots-vmm-event", GPUSHARE_MEM_CUDA_VMM, GPUSHARE_SYNC_EVENT, 4},
+    {"slots-legacy-host", GPUSHARE_MEM_CUDA_LEGACY, GPUSHARE_SYNC_HOST, 3},
+    {"slots-legacy-semaphore", GPUSHARE_MEM_CUDA_LEGACY,
+        GPUSHARE_SYNC_SEMAPHORE, 3},
+    {"slots-legacy-event", GPUSHARE_MEM_CUDA_LEGACY, GPUSHARE_SYNC_EVENT, 2},
+    {"slots-fabric-event-max", GPUSHARE_MEM_CUDA_FABRIC,
+        GPUSHARE_SYNC_EVENT, GPUSHARE_MAX_SLOTS},
+  };
+  guint i;
+
+  announce (msg, 0);
+  save_one ("announce-system", msg, 0);
+  announce (msg, 1);
+  save_one ("announce-cuda", msg, 0);
+  announce (msg, 2);
+  save_one ("announce-max", msg, 0);
+
+  accept_msg (msg, GPUSHARE_MEM_SYSTEM, 0, FALSE);
+  save_one ("accept-system", msg, 0);
+  accept_msg (msg, GPUSHARE_MEM_CUDA_VMM, GPUSHARE_SYNC_SEMAPHORE, FALSE);
+  save_one ("accept-vmm-semaphore", msg, 0);
+  accept_msg (msg, GPUSHARE_MEM_CUDA_FABRIC, GPUSHARE_SYNC_EVENT, TRUE);
+  save_one ("accept-max", msg, 0);
+
+  for (i = 0; i < G_N_ELEMENTS (s); i++) {
+    guint32 n_fds = slots (msg, s[i].mem_type, s[i].sync_mode, s[i].n_slots);
+
+    save_one (s[i].name, msg, n_fds);
+  }
+}
+
+/* a whole system-memory session, then a CUDA one, in one stream */
+static GByteArray *
+session (guint8 per_read)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  GByteArray *s = start (2 + 5, per_read);
+  guint32 n_fds;
+
+  announce (msg, 1);
+  add (s, msg, 0);
+  accept_msg (msg, GPUSHARE_MEM_SYSTEM, 0, FALSE);
+  add (s, msg, 0);
+  n_fds = slots (msg, GPUSHARE_MEM_SYSTEM, 0, 2);
+  add (s, msg, n_fds);
+  init (msg, GPUSHARE_MSG_MAPPED);
+  msg->u.mapped.epoch = 1;
+  add (s, msg, 0);
+  frame (msg, FALSE);
+  add (s, msg, 0);
+  release (msg, FALSE);
+  add (s, msg, 0);
+  caps (msg, FALSE);
+  add (s, msg, 0);
+  n_fds = slots (msg, GPUSHARE_MEM_CUDA_VMM, GPUSHARE_SYNC_SEMAPHORE, 4);
+  add (s, msg, n_fds);
+  init (msg, GPUSHARE_MSG_EOS);
+  add (s, msg, 0);
+  init (msg, GPUSHARE_MSG_GOODBYE);
+  msg->u.goodbye.reason = GPUSHARE_ERR_SHUTDOWN;
+  add (s, msg, 0);
+  g_free (msg);
+  return s;
+}
+
+static void
+write_streams (GpuShareMsg * msg)
+{
+  GByteArray *s;
+  guint len;
+  guint8 ext[32];
+
+  save ("session", session (0));
+  save ("session-bytewise", session (1));
+  save ("session-pieces-7", session (7));
+
+  /* a newer minor: header flags and reserved set, a FRAME with a longer
+   * payload, then an unknown type with fds, then a known message */
+  s = start (3, 0);
+  frame (msg, FALSE);
+  add (s, msg, 0);
+  memset (ext, 0x5a, sizeof (ext));
+  g_byte_array_append (s, ext, sizeof (ext));
+  put16 (s, FUZZ_PREFIX_SIZE + HDR_VERSION_MINOR, 9);
+  put16 (s, FUZZ_PREFIX_SIZE + HDR_FLAGS, 0xffff);
+  put32 (s, FUZZ_PREFIX_SIZE + HDR_RESERVED, G_MAXUINT32);
+  put32 (s, FUZZ_PREFIX_SIZE + HDR_PAYLOAD_LEN,
+      s->len - FUZZ_PREFIX_SIZE - GPUSHARE_HEADER_SIZE);
+  len = s->len;
+  init (msg, GPUSHARE_MSG_MAPPED);
+  add (s, msg, 0);
+  g_byte_array_append (s, ext, sizeof (ext));
+  put16 (s, len + HDR_TYPE, 0x7fff);
+  put32 (s, len + HDR_PAYLOAD_LEN, 8 + sizeof (ext));
+  put32 (s, len + HDR_N_FDS, 3);
+  add (s, msg, 0);
+  save ("newer-minor", s);
+}
+
+/* one message of type built by the builder, then broken */
+static GByteArray *
+broken (guint8 n_fds, void (*fill) (GpuShareMsg *), guint32 msg_fds)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  GByteArray *s = start (n_fds, 0);
+
+  fill (msg);
+  add (s, msg, msg_fds);
+  g_free (msg);
+  return s;
+}
+
+static void
+fill_announce (GpuShareMsg * msg)
+{
+  announce (msg, 1);
+}
+
+static void
+fill_frame (GpuShareMsg * msg)
+{
+  frame (msg, FALSE);
+}
+
+static void
+fill_error (GpuShareMsg * msg)
+{
+  error_msg (msg, FALSE);
+}
+
+static void
+fill_slots_vmm (GpuShareMsg * msg)
+{
+  slots (msg, GPUSHARE_MEM_CUDA_VMM, GPUSHARE_SYNC_HOST, 4);
+}
+
+static void
+fill_slots_fabric (GpuShareMsg * msg)
+{
+  slots (msg, GPUSHARE_MEM_CUDA_FABRIC, GPUSHARE_SYNC_EVENT, 2);
+}
+
+static void
+write_broken (void)
+{
+  GByteArray *s;
+  guint8 junk[256];
+  guint32 state = 0x9e3779b9;
+  guint i;
+
+  /* half a payload: the connection waits for the rest */
+  s = broken (0, fill_announce, 0);
+  g_byte_array_set_size (s, s->len / 2);
+  save ("announce-cut", s);
+
+  /* half a header */
+  s = broken (0, fill_frame, 0);
+  g_byte_array_set_size (s, FUZZ_PREFIX_SIZE + GPUSHARE_HEADER_SIZE / 2);
+  save ("header-cut", s);
+
+  /* payload_len shorter than the fixed part */
+  s = broken (0, fill_frame, 0);
+  put32 (s, FUZZ_PREFIX_SIZE + HDR_PAYLOAD_LEN, 16);
+  g_byte_array_set_size (s, FUZZ_PREFIX_SIZE + GPUSHARE_HEADER_SIZE + 16);
+  save ("frame-short", s);
+
+  /* strings longer than the payload */
+  s = broken (0, fill_announce, 0);
+  put32 (s, FUZZ_PREFIX_SIZE + ANNOUNCE_NAME_LEN, GPUSHARE_MAX_NAME_LEN);
+  save ("announce-name-past-end", s);
+
+  s = broken (0, fill_announce, 0);
+  put32 (s, FUZZ_PREFIX_SIZE + ANNOUNCE_CAPS_LEN, GPUSHARE_MAX_CAPS_LEN + 1);
+  save ("announce-caps-over-cap", s);
+
+  s = broken (0, fill_announce, 0);
+  s->data[FUZZ_PREFIX_SIZE + ANNOUNCE_NAME + 3] = '\0';
+  save ("announce-nul-in-name", s);
+
+  s = broken (0, fill_error, 0);
+  s->data[FUZZ_PREFIX_SIZE + ERROR_TEXT + 1] = 0xc3;
+  save ("error-bad-utf8", s);
+
+  s = broken (0, fill_frame, 0);
+  put32 (s, FUZZ_PREFIX_SIZE + HDR_MAGIC, 0x48535048);
+  save ("bad-magic", s);
+
+  s = broken (0, fill_frame, 0);
+  put16 (s, FUZZ_PREFIX_SIZE + HDR_VERSION_MAJOR, GPUSHARE_VERSION_MAJOR + 1);
+  save ("bad-version", s);
+
+  s = broken (0, fill_frame, 0);
+  put32 (s, FUZZ_PREFIX_SIZE + HDR_PAYLOAD_LEN, GPUSHARE_MAX_PAYLOAD + 1);
+  save ("payload-over-cap", s);
+
+  /* fds on a type that carries none */
+  s = broken (1, fill_frame, 0);
+  put32 (s, FUZZ_PREFIX_SIZE + HDR_N_FDS, 1);
+  save ("frame-with-fd", s);
+
+  /* fewer fds arrived than the header claims */
+  s = broken (3, fill_slots_vmm, 4);
+  save ("slots-fd-missing", s);
+
+  /* the header claims one more fd than the slots need */
+  s = broken (5, fill_slots_vmm, 4);
+  put32 (s, FUZZ_PREFIX_SIZE + HDR_N_FDS, 5);
+  save ("slots-fd-extra", s);
+
+  /* fds with handle-borne slots */
+  s = broken (2, fill_slots_fabric, 0);
+  put32 (s, FUZZ_PREFIX_SIZE + HDR_N_FDS, 2);
+  save ("slots-fabric-with-fds", s);
+
+  s = broken (0, fill_slots_fabric, 0);
+  put32 (s, FUZZ_PREFIX_SIZE + SLOTS_N_HANDLES, GPUSHARE_MAX_HANDLES + 1);
+  save ("slots-handles-over-cap", s);
+
+  /* more fds than the transport queues */
+  s = broken (FUZZ_IN_FD_CAP + 1, fill_slots_vmm, 4);
+  save ("fds-over-queue", s);
+
+  /* garbage, from a fixed xorshift so that it is the same every time */
+  s = start (0, 0);
+  for (i = 0; i < sizeof (junk); i++) {
+    state ^= state << 13;
+    state ^= state >> 17;
+    state ^= state << 5;
+    junk[i] = state & 0xff;
+  }
+  g_byte_array_append (s, junk, sizeof (junk));
+  save ("garbage", s);
+}
+
+int
+main (int argc, char **argv)
+{
+  GpuShareMsg *msg;
+
+  if (argc != 2) {
+    g_printerr ("usage: %s DIR\n", argv[0]);
+    return 2;
+  }
+  out_dir = argv[1];
+  if (g_mkdir_with_parents (out_dir, 0755) != 0) {
+    g_printerr ("%s: cannot create %s\n", argv[0], out_dir);
+    return 1;
+  }
+
+  msg = g_new0 (GpuShareMsg, 1);
+  write_handshake (msg);
+  write_simple (msg);
+  write_streams (msg);
+  write_broken ();
+  g_free (msg);
+  return 0;
+}
