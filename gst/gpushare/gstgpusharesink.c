@@ -63,6 +63,7 @@ GST_DEBUG_CATEGORY_STATIC (gst_gpu_share_sink_debug);
 #define DEFAULT_MAX_CLIENTS 16
 #define DEFAULT_CUDA_DEVICE_ID 0
 #define DEFAULT_HANDSHAKE_TIMEOUT 5000  /* ms */
+#define DEFAULT_MAX_PENDING 8
 /* how often handshake deadlines are looked at */
 #define HOUSEKEEPING_MS 50
 #define MAX_CLIENTS GPUSHARE_MAX_HOLDERS
@@ -79,6 +80,7 @@ enum
   PROP_SOCKET_MODE,
   PROP_MAX_CLIENTS,
   PROP_HANDSHAKE_TIMEOUT,
+  PROP_MAX_PENDING,
   PROP_ALLOWED_UIDS,
   PROP_ALLOWED_GIDS,
   PROP_CUDA_DEVICE_ID,
@@ -146,6 +148,7 @@ struct _GstGpuShareSink
   guint socket_mode;
   guint max_clients;
   guint handshake_timeout;      /* ms, 0: none */
+  guint max_pending;            /* consumers not streaming yet, at most */
   GArray *allowed_uids;         /* guint; our own uid is always allowed */
   GArray *allowed_gids;         /* guint: a peer's primary gid */
   gint cuda_device_id;
@@ -823,6 +826,18 @@ housekeeping (gpointer user_data)
   return G_SOURCE_CONTINUE;
 }
 
+/* lock held: consumers connected that do not stream yet */
+static guint
+n_pending_clients (GstGpuShareSink * self)
+{
+  guint i, n = 0;
+
+  for (i = 0; i < MAX_CLIENTS; i++)
+    if (self->clients[i] && self->clients[i]->state != CLIENT_READY)
+      n++;
+  return n;
+}
+
 static gboolean
 in_array (GArray * a, guint v)
 {
@@ -857,7 +872,7 @@ listen_dispatch (gint fd, GIOCondition cond, gpointer user_data)
   struct ucred cred;
   socklen_t len = sizeof (cred);
   Client *client;
-  guint i, max_clients;
+  guint i, max_clients, max_pending;
 
   cfd = accept4 (fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
   if (cfd < 0)
@@ -877,9 +892,20 @@ listen_dispatch (gint fd, GIOCondition cond, gpointer user_data)
 
   GST_OBJECT_LOCK (self);
   max_clients = self->max_clients;
+  max_pending = self->max_pending;
   GST_OBJECT_UNLOCK (self);
 
   g_mutex_lock (&self->lock);
+  if (n_pending_clients (self) >= max_pending) {
+    g_mutex_unlock (&self->lock);
+    GST_WARNING_OBJECT (self, "refused a consumer (pid %d): %u handshakes "
+        "are pending already", (gint) cred.pid, max_pending);
+    refuse_connection (self, cfd, GPUSHARE_ERR_TOO_MANY_CLIENTS,
+        "too many pending handshakes");
+    g_signal_emit (self, signals[SIGNAL_CLIENT_REMOVED], 0, 0,
+        GST_GPU_SHARE_REMOVE_TOO_MANY);
+    return G_SOURCE_CONTINUE;
+  }
   for (i = 0; i < MAX_CLIENTS; i++)
     if (!self->clients[i])
       break;
@@ -2045,6 +2071,9 @@ gst_gpu_share_sink_set_property (GObject * object, guint prop_id,
     case PROP_HANDSHAKE_TIMEOUT:
       self->handshake_timeout = g_value_get_uint (value);
       break;
+    case PROP_MAX_PENDING:
+      self->max_pending = g_value_get_uint (value);
+      break;
     case PROP_ALLOWED_UIDS:
       ids_from_value (&self->allowed_uids, value);
       break;
@@ -2106,6 +2135,9 @@ gst_gpu_share_sink_get_property (GObject * object, guint prop_id,
       break;
     case PROP_HANDSHAKE_TIMEOUT:
       g_value_set_uint (value, self->handshake_timeout);
+      break;
+    case PROP_MAX_PENDING:
+      g_value_set_uint (value, self->max_pending);
       break;
     case PROP_ALLOWED_UIDS:
       ids_to_value (self->allowed_uids, value);
@@ -2171,6 +2203,10 @@ gst_gpu_share_sink_class_init (GstGpuShareSinkClass * klass)
       "Handshake timeout", "Milliseconds a consumer has for each step of "
       "its handshake, and to map the ring of a caps change, before it is "
       "dropped (0 = forever)", 0, G_MAXUINT, DEFAULT_HANDSHAKE_TIMEOUT, rw);
+  properties[PROP_MAX_PENDING] = g_param_spec_uint ("max-pending",
+      "Max pending handshakes", "Consumers connected that do not stream "
+      "yet, at most: a flood of connections is refused beyond this", 1,
+      MAX_CLIENTS, DEFAULT_MAX_PENDING, rw);
   properties[PROP_ALLOWED_UIDS] = gst_param_spec_array ("allowed-uids",
       "Allowed uids", "Consumers of these uids may connect, beside those of "
       "this process's own uid (which always may), e.g. <1000,1001>",
@@ -2251,6 +2287,7 @@ gst_gpu_share_sink_init (GstGpuShareSink * self)
   self->max_clients = DEFAULT_MAX_CLIENTS;
   self->cuda_device_id = DEFAULT_CUDA_DEVICE_ID;
   self->handshake_timeout = DEFAULT_HANDSHAKE_TIMEOUT;
+  self->max_pending = DEFAULT_MAX_PENDING;
   self->listen_fd = -1;
   g_mutex_init (&self->lock);
   g_cond_init (&self->cond);

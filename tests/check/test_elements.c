@@ -1231,7 +1231,8 @@ GST_START_TEST (test_inspect)
 {
   static const gchar *const sink_props[] = { "socket-path",
     "wait-for-connection", "ring-size", "policy", "socket-mode",
-    "max-clients", "handshake-timeout", "allowed-uids", "allowed-gids",
+    "max-clients", "handshake-timeout", "max-pending", "allowed-uids",
+    "allowed-gids",
     "cuda-device-id",
     "num-clients", "stats", NULL
   };
@@ -1746,6 +1747,49 @@ GST_START_TEST (test_handshake_timeout)
   assert_no_error (s.producer);
 
   raw_clear (&raw);
+  scene_stop (&s);
+  g_free (announce);
+}
+
+GST_END_TEST;
+
+/* A flood of connections that never finish their handshake: beyond
+ * max-pending they are refused at once; a real consumer keeps streaming,
+ * and once the pending ones time out a new one gets in. */
+GST_START_TEST (test_max_pending)
+{
+  GpuShareAnnounce *announce = g_new0 (GpuShareAnnounce, 1);
+  RawPeer raw[3];
+  GArray *codes;
+  Scene s;
+  guint i;
+
+  scene_start (&s, TRUE);
+  g_object_set (s.sink, "max-pending", 2, "handshake-timeout", 500, NULL);
+  for (i = 0; i < 2; i++)
+    scene_raw_client (&s, &raw[i], announce);
+  fail_unless_equals_int (num_clients (s.sink), 3);
+  /* the third pending one: one ERROR TOO_MANY_CLIENTS, then the end */
+  raw_init (&raw[2], raw_connect (s.path));
+  codes = raw_drain (&raw[2]);
+  fail_unless_equals_int (codes->len, 1);
+  fail_unless_equals_int (g_array_index (codes, guint32, 0),
+      GPUSHARE_ERR_TOO_MANY_CLIENTS);
+  g_array_unref (codes);
+  fail_unless (client_log_wait (&s.log, TRUE, 1));
+  fail_unless_equals_string (client_log_removed_nick (&s.log, 0),
+      "too-many-clients");
+  assert_consumer_alive (s.consumer);
+
+  /* the two time out; then there is room again */
+  fail_unless (client_log_wait (&s.log, TRUE, 3));
+  raw_clear (&raw[2]);
+  scene_raw_client (&s, &raw[2], announce);
+  fail_unless_equals_int (num_clients (s.sink), 2);
+  assert_no_error (s.producer);
+
+  for (i = 0; i < 3; i++)
+    raw_clear (&raw[i]);
   scene_stop (&s);
   g_free (announce);
 }
@@ -2768,6 +2812,7 @@ gpushare_elements_suite (void)
   tcase_add_loop_test (tc, test_consumer_garbage, 0, N_GARBAGE);
   tcase_add_test (tc, test_sink_answers_version);
   tcase_add_test (tc, test_handshake_timeout);
+  tcase_add_test (tc, test_max_pending);
   tcase_add_loop_test (tc, test_consumer_fds, 0, N_FDS_CASES);
   tcase_add_test (tc, test_consumer_unknown_type);
   tcase_add_test (tc, test_foreign_uid_refused);
