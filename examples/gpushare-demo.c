@@ -52,6 +52,7 @@ typedef struct
   gboolean gpu_output;          /* consumer: CUDA memory, then cudadownload */
   gchar *decode;                /* consumer: decode this file in-process */
   gchar *producer_lost;         /* consumer: gpusharesrc producer-lost */
+  gchar *die_at;                /* GPUSHARE_TEST_DIE_AT for this process */
 } Options;
 
 static Options opt = {
@@ -710,6 +711,8 @@ main (int argc, char **argv)
         "Consumer: auto, host, semaphore or event", NULL},
     {"gpu-input", 0, 0, G_OPTION_ARG_NONE, &opt.gpu_input,
         "Producer: upload to CUDA memory before gpusharesink", NULL},
+    {"die-at", 0, 0, G_OPTION_ARG_STRING, &opt.die_at,
+        "Test only: crash (SIGKILL) at side:step[:n] of the protocol", NULL},
     {"producer-lost", 0, 0, G_OPTION_ARG_STRING, &opt.producer_lost,
         "Consumer: error, eos or reconnect", NULL},
     {"decode", 0, 0, G_OPTION_ARG_FILENAME, &opt.decode,
@@ -731,6 +734,8 @@ main (int argc, char **argv)
     return 64;
   }
   g_option_context_free (ctx);
+  if (opt.die_at)
+    g_setenv ("GPUSHARE_TEST_DIE_AT", opt.die_at, TRUE);
   out = opt.out ? fopen (opt.out, "w") : stdout;
   if (!out)
     return 64;

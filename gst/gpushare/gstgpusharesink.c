@@ -47,6 +47,7 @@
 #include "gpushareconn.h"
 #include "gpushareproto.h"
 #include "gpusharering.h"
+#include "gpusharetest.h"
 #ifdef HAVE_CUDA
 #include "gpusharecudaxfer.h"
 #include "gpusharegstcuda.h"
@@ -398,6 +399,7 @@ send_announce (GstGpuShareSink * self, Client * client)
   if (!gpushare_conn_send (client->conn, &msg, NULL, 0, NULL))
     return FALSE;
   client_set_state (client, CLIENT_ANNOUNCED);
+  gpushare_test_point ("sink", "announce");
   return TRUE;
 }
 
@@ -475,8 +477,10 @@ send_cuda_slots (GstGpuShareSink * self, Client * client)
       (msg->u.slots.mem_type == GPUSHARE_MEM_CUDA_VMM ? msg->u.slots.n_slots :
           0) + msg->u.slots.n_sync_fds, NULL);
   g_free (msg);
-  if (ok)
+  if (ok) {
     client_set_state (client, CLIENT_EXPORTED);
+    gpushare_test_point ("sink", "export");
+  }
   return ok;
 }
 #endif
@@ -513,6 +517,7 @@ send_slots (GstGpuShareSink * self, Client * client)
           NULL))
     return FALSE;
   client_set_state (client, CLIENT_EXPORTED);
+  gpushare_test_point ("sink", "export");
   return TRUE;
 }
 
@@ -655,6 +660,7 @@ handle_mapped (GstGpuShareSink * self, Client * client,
   connected = !client->connected_emitted;
   client->connected_emitted = TRUE;
   client_set_state (client, CLIENT_READY);
+  gpushare_test_point ("sink", "ready");
   /* a consumer that joins after the end still learns it ended */
   if (self->eos)
     send_simple (client, GPUSHARE_MSG_EOS, self->sequence);
@@ -1629,6 +1635,7 @@ gst_gpu_share_sink_render (GstBaseSink * bsink, GstBuffer * buf)
       c->frames_sent++;
   }
   self->frames_rendered++;
+  gpushare_test_point ("sink", "frame");
   GST_LOG_OBJECT (self, "frame %" G_GUINT64_FORMAT " in slot %u for %u "
       "consumers", self->sequence, slot, (guint) __builtin_popcountll
       (holders));

@@ -39,6 +39,7 @@
 #include "gpushareconn.h"
 #include "gpushareproto.h"
 #include "gpusharering.h"
+#include "gpusharetest.h"
 #ifdef HAVE_CUDA
 #include "gpusharecudaxfer.h"
 #include "gpusharegstcuda.h"
@@ -619,6 +620,7 @@ handle_announce (GstGpuShareSrc * self, const GpuShareAnnounce * a)
   memcpy (msg.u.accept.name, name, msg.u.accept.name_len);
   gpushare_conn_send (self->session->conn, &msg, NULL, 0, NULL);
   set_state (self, STATE_ACCEPTED);
+  gpushare_test_point ("src", "accept");
   GST_INFO_OBJECT (self, "transport: %s (%s)",
       gpushare_mem_type_to_string (self->mem_type), self->mem_reason);
 }
@@ -733,6 +735,7 @@ mapped:
   self->session->view.have_sequence = have_seq;
   g_mutex_unlock (&self->session->lock);
 
+  gpushare_test_point ("src", "map");
   msg.type = GPUSHARE_MSG_MAPPED;
   msg.u.mapped.epoch = s->epoch;
   gpushare_conn_send (self->session->conn, &msg, NULL, 0, NULL);
@@ -742,6 +745,7 @@ mapped:
     g_mutex_lock (&self->lock);
   }
   set_state (self, STATE_READY);
+  gpushare_test_point ("src", "ready");
 }
 
 static void
@@ -1483,6 +1487,8 @@ gst_gpu_share_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
 
   GST_LOG_OBJECT (self, "frame %" G_GUINT64_FORMAT " from slot %u",
       item->frame.sequence, item->frame.slot);
+  /* a crash here leaves the slot of this frame held */
+  gpushare_test_point ("src", "frame");
 #ifdef HAVE_CUDA
   if (item->cuda) {
     GstFlowReturn ret = make_gpu_buffer (self, item, outbuf);

@@ -942,6 +942,105 @@ GST_START_TEST (test_producer_restart)
 
 GST_END_TEST;
 
+/* The consumer's last frames are the last ones the producer sent, each
+ * line identical but for the buffer flags (the first frame after a
+ * reconnect is DISCONT), and at least min of them. */
+static void
+assert_frames_tail (Child * producer, Child * consumer, guint min)
+{
+  GPtrArray *sent = lines_with (producer, "sent ");
+  GPtrArray *recv = lines_with (consumer, "recv ");
+  guint i, n = MIN (sent->len, recv->len);
+
+  fail_unless (n >= min, "%s received %u frames, %s sent %u",
+      consumer->name, recv->len, producer->name, sent->len);
+  for (i = 0; i < n; i++) {
+    const gchar *r = g_ptr_array_index (recv, recv->len - n + i);
+    const gchar *w = g_ptr_array_index (sent, sent->len - n + i);
+    const gchar *fr = strstr (r, " flags="), *fw = strstr (w, " flags=");
+
+    fail_unless (fr && fw && fr - r == fw - w && strncmp (r, w, fr - r) == 0
+        && g_str_equal (strstr (fr, " size="), strstr (fw, " size=")),
+        "%s frame %u:\n sent %s\n recv %s", consumer->name, i, w, r);
+  }
+  g_ptr_array_free (sent, TRUE);
+  g_ptr_array_free (recv, TRUE);
+}
+
+/* Crash at every step: either side is killed (SIGKILL, through the
+ * test-only GPUSHARE_TEST_DIE_AT hook) after each step of the handshake
+ * and in mid-stream; the survivor recovers and the next start is clean.
+ * A dead producer: the consumer (producer-lost=reconnect) takes every
+ * frame of the next producer.  A dead consumer: the producer goes on and
+ * the next consumer takes the rest of the stream, intact. */
+static const gchar *const producer_steps[] = {
+  "sink:announce", "sink:export", "sink:ready", "sink:frame:5", NULL
+};
+static const gchar *const consumer_steps[] = {
+  "src:accept", "src:map", "src:ready", "src:frame:5", NULL
+};
+
+GST_START_TEST (test_crash_drill_producer)
+{
+  const gchar *step = producer_steps[__i__];
+  gchar *timeout = g_strdup_printf ("%d", CONSUMER_TIMEOUT_MS);
+  E2e *t = e2e_new ();
+  Child *c, *p1, *p2;
+
+  GST_INFO ("producer dies at %s", step);
+  c = spawn (t, "consumer", "consumer", "--timeout", timeout,
+      "--producer-lost", "reconnect", NULL);
+  p1 = spawn (t, "producer-1", "producer", "--frames", "100", "--width",
+      "320", "--height", "240", "--wait", "--die-at", step, NULL);
+  fail_unless (wait_exit (p1, STEP_TIMEOUT_MS), "producer-1 did not die "
+      "at %s", step);
+  p2 = spawn (t, "producer-2", "producer", "--frames", "20", "--width",
+      "320", "--height", "240", "--wait", NULL);
+  e2e_finish (t, RUN_TIMEOUT_MS);
+  g_free (timeout);
+
+  assert_exit (p1, -SIGKILL);
+  assert_exit (p2, 0);
+  assert_exit (c, 0);
+  fail_if (has_line (c, "error "), "%s", line_with (c, "error "));
+  assert_eos (c);
+  /* the new producer's frames are all there, at the end */
+  assert_frames_tail (p2, c, 20);
+  e2e_free (t);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_crash_drill_consumer)
+{
+  const gchar *step = consumer_steps[__i__];
+  gchar *timeout = g_strdup_printf ("%d", CONSUMER_TIMEOUT_MS);
+  E2e *t = e2e_new ();
+  Child *c1, *c2, *p;
+
+  GST_INFO ("consumer dies at %s", step);
+  c1 = spawn (t, "consumer-1", "consumer", "--timeout", timeout, "--die-at",
+      step, NULL);
+  p = spawn (t, "producer", "producer", "--frames", "40", "--width", "320",
+      "--height", "240", "--wait", "--policy", "lossless", NULL);
+  fail_unless (wait_exit (c1, STEP_TIMEOUT_MS), "consumer-1 did not die "
+      "at %s", step);
+  c2 = spawn (t, "consumer-2", "consumer", "--timeout", timeout, NULL);
+  e2e_finish (t, RUN_TIMEOUT_MS);
+  g_free (timeout);
+
+  assert_exit (c1, -SIGKILL);
+  assert_exit (p, 0);
+  assert_exit (c2, 0);
+  fail_if (has_line (p, "error "), "%s", line_with (p, "error "));
+  assert_eos (c2);
+  /* the rest of the stream reached the next consumer, intact */
+  assert_frames_tail (p, c2, 1);
+  e2e_free (t);
+}
+
+GST_END_TEST;
+
 /* A live producer and a live consumer: the consumer runs 1.5 s before the
  * producer, so unmapped timestamps (the producer's running time, or
  * restarted at 0) would be more than a second late in the consumer's
@@ -1060,6 +1159,10 @@ gpushare_e2e_suite (void)
   tcase_add_test (tc, test_consumer_killed);
   tcase_add_test (tc, test_producer_killed);
   tcase_add_test (tc, test_producer_restart);
+  tcase_add_loop_test (tc, test_crash_drill_producer, 0,
+      G_N_ELEMENTS (producer_steps) - 1);
+  tcase_add_loop_test (tc, test_crash_drill_consumer, 0,
+      G_N_ELEMENTS (consumer_steps) - 1);
   tcase_add_test (tc, test_live);
   tcase_add_test (tc, test_wait_for_connection);
   return s;

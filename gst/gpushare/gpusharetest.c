@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "gpusharetest.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+static gchar *die_side, *die_step;
+static gint die_after = 1;
+static gint reached;
+
+static void
+parse_once (void)
+{
+  static gsize once = 0;
+
+  if (g_once_init_enter (&once)) {
+    const gchar *spec = g_getenv ("GPUSHARE_TEST_DIE_AT");
+
+    if (spec && *spec) {
+      gchar **parts = g_strsplit (spec, ":", 3);
+
+      if (parts[0] && parts[1]) {
+        die_side = g_strdup (parts[0]);
+        die_step = g_strdup (parts[1]);
+        if (parts[2])
+          die_after = MAX (1, atoi (parts[2]));
+      }
+      g_strfreev (parts);
+    }
+    g_once_init_leave (&once, 1);
+  }
+}
+
+void
+gpushare_test_point (const gchar * side, const gchar * step)
+{
+  parse_once ();
+  if (!die_side || strcmp (side, die_side) != 0 || strcmp (step, die_step))
+    return;
+  if (g_atomic_int_add (&reached, 1) + 1 == die_after)
+    raise (SIGKILL);
+}
