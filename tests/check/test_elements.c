@@ -2797,6 +2797,89 @@ GST_START_TEST (test_cycles)
 
 GST_END_TEST;
 
+/* kB of resident memory of this process */
+static guint
+rss_kb (void)
+{
+  gchar *status = NULL, *line;
+  guint kb = 0;
+
+  fail_unless (g_file_get_contents ("/proc/self/status", &status, NULL,
+          NULL));
+  line = strstr (status, "VmRSS:");
+  fail_unless (line != NULL);
+  kb = strtoul (line + 6, NULL, 10);
+  g_free (status);
+  return kb;
+}
+
+#define N_LONG_CYCLES 1000
+#define N_RESTARTS 100
+
+/* A consumer connects to a live producer and leaves, 1000 times; then the
+ * producer restarts 100 times under a consumer that reconnects each time.
+ * Neither leaves a descriptor, a client place or host memory behind. */
+GST_START_TEST (test_long_cycles)
+{
+  gchar *path = socket_path ("long.sock");
+  GstElement *producer, *sink;
+  guint fds = 0, rss = 0, i;
+  Consumer *c;
+
+  producer = producer_new (path, &sink);
+  producer_start (producer, sink);
+  c = consumer_new (path, FALSE);
+  for (i = 0; i < N_LONG_CYCLES; i++) {
+    gint frames = g_atomic_int_get (&c->frames);
+
+    consumer_start (c);
+    fail_unless (consumer_wait (c, frames + 1), "cycle %u: no frame", i);
+    fail_unless_equals_int (gst_element_set_state (c->pipeline,
+            GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
+    if (i == 49) {
+      fds = count_fds_settled ();
+      rss = rss_kb ();
+    }
+  }
+  fail_unless_equals_int (wait_fd_count (fds), fds);
+  /* a leak of one small allocation per cycle would show as 950 of them */
+  fail_unless (rss_kb () < rss + 2048, "resident memory grew from %u kB to "
+      "%u kB over %u cycles", rss, rss_kb (), N_LONG_CYCLES - 50);
+  fail_unless_equals_int (num_clients (sink), 0);
+  fail_unless (stat_uint (sink, "free-slots") >= 7);
+  assert_no_error (producer);
+  consumer_free (c);
+
+  /* the producer restarts; the consumer goes on with each new one */
+  c = consumer_new (path, FALSE);
+  g_object_set (c->src, "producer-lost", 2 /* reconnect */ , NULL);
+  consumer_start (c);
+  for (i = 0; i < N_RESTARTS; i++) {
+    gint frames = g_atomic_int_get (&c->frames);
+
+    fail_unless (consumer_wait (c, frames + 1), "restart %u: no frame", i);
+    fail_unless_equals_int (gst_element_set_state (producer,
+            GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
+    producer_start (producer, sink);
+    if (i == 9) {
+      fds = count_fds_settled ();
+      rss = rss_kb ();
+    }
+  }
+  fail_unless (consumer_wait (c, g_atomic_int_get (&c->frames) + 1));
+  fail_unless_equals_uint64 (stat_uint (c->src, "reconnects"), N_RESTARTS);
+  fail_unless_equals_int (wait_fd_count (fds), fds);
+  fail_unless (rss_kb () < rss + 2048, "resident memory grew from %u kB to "
+      "%u kB over %u restarts", rss, rss_kb (), N_RESTARTS - 10);
+  assert_no_error (c->pipeline);
+  consumer_free (c);
+  gst_element_set_state (producer, GST_STATE_NULL);
+  gst_object_unref (producer);
+  g_free (path);
+}
+
+GST_END_TEST;
+
 static Suite *
 gpushare_elements_suite (void)
 {
@@ -2825,6 +2908,7 @@ gpushare_elements_suite (void)
   tcase_add_loop_test (tc, test_hostile_producer, 0, N_HP);
   tcase_add_test (tc, test_src_answers_version);
   tcase_add_test (tc, test_cycles);
+  tcase_add_test (tc, test_long_cycles);
   return s;
 }
 
