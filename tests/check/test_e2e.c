@@ -1041,6 +1041,68 @@ GST_START_TEST (test_crash_drill_consumer)
 
 GST_END_TEST;
 
+/* SIGKILL at a random frame of a 1000-frame stream, of the producer or of
+ * the consumer, a few times each (the seed is printed): every frame that
+ * reaches a consumer is intact and in order; a consumer whose producer
+ * died ends cleanly (producer-lost=eos) with every frame sent before the
+ * death; a producer whose consumer died serves the rest of the stream to
+ * the next consumer. */
+GST_START_TEST (test_random_kills)
+{
+  guint32 seed = g_random_int ();
+  GRand *rand = g_rand_new_with_seed (seed);
+  gchar *timeout = g_strdup_printf ("%d", CONSUMER_TIMEOUT_MS);
+  guint round;
+
+  g_print ("test_random_kills: seed %u\n", seed);
+  for (round = 0; round < 6; round++) {
+    gboolean kill_producer = round % 2 == 0;
+    gchar *at = g_strdup_printf ("%d", g_rand_int_range (rand, 1, 1000));
+    E2e *t = e2e_new ();
+    Child *c, *p, *c2;
+
+    if (kill_producer) {
+      c = spawn (t, "consumer", "consumer", "--timeout", timeout,
+          "--producer-lost", "eos", NULL);
+      p = spawn (t, "producer", "producer", "--frames", "1000", "--width",
+          "160", "--height", "120", "--wait", "--policy", "lossless",
+          "--die-after", at, NULL);
+      e2e_finish (t, RUN_TIMEOUT_MS);
+      assert_exit (p, -SIGKILL);
+      assert_exit (c, 0);
+      assert_eos (c);
+      /* frames 0 .. at - 1 were sent before the death: all arrive */
+      assert_all_frames (p, c, atoi (at));
+    } else {
+      GPtrArray *recv;
+
+      c = spawn (t, "consumer-1", "consumer", "--timeout", timeout,
+          "--die-after", at, NULL);
+      p = spawn (t, "producer", "producer", "--frames", "1000", "--width",
+          "160", "--height", "120", "--wait", "--policy", "lossless", NULL);
+      fail_unless (wait_exit (c, STEP_TIMEOUT_MS), "round %u: consumer-1 "
+          "did not die", round);
+      c2 = spawn (t, "consumer-2", "consumer", "--timeout", timeout, NULL);
+      e2e_finish (t, RUN_TIMEOUT_MS);
+      assert_exit (c, -SIGKILL);
+      assert_exit (p, 0);
+      assert_exit (c2, 0);
+      assert_eos (c2);
+      /* what the dead consumer got was intact, from the first frame on */
+      recv = lines_with (c, "recv ");
+      assert_all_frames (p, c, recv->len);
+      g_ptr_array_free (recv, TRUE);
+      assert_frames_tail (p, c2, 1);
+    }
+    e2e_free (t);
+    g_free (at);
+  }
+  g_free (timeout);
+  g_rand_free (rand);
+}
+
+GST_END_TEST;
+
 /* A live producer and a live consumer: the consumer runs 1.5 s before the
  * producer, so unmapped timestamps (the producer's running time, or
  * restarted at 0) would be more than a second late in the consumer's
@@ -1163,6 +1225,7 @@ gpushare_e2e_suite (void)
       G_N_ELEMENTS (producer_steps) - 1);
   tcase_add_loop_test (tc, test_crash_drill_consumer, 0,
       G_N_ELEMENTS (consumer_steps) - 1);
+  tcase_add_test (tc, test_random_kills);
   tcase_add_test (tc, test_live);
   tcase_add_test (tc, test_wait_for_connection);
   return s;
