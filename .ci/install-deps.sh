@@ -6,7 +6,8 @@ pkgs=(meson ninja-build gcc pkg-config
   libglib2.0-dev libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev
   gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good
   gstreamer1.0-plugins-bad
-  clang libclang-rt-dev)  # the codec fuzzer: libFuzzer is in libclang-rt
+  clang libclang-rt-dev  # the codec fuzzer: libFuzzer is in libclang-rt
+  valgrind)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" \
