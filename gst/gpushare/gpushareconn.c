@@ -52,6 +52,14 @@ struct _GpuShareConn
   GSource *out_source;
   GSource *fail_source;
 
+  /* heartbeat, under lock; times are g_get_monotonic_time () */
+  guint heartbeat_ms;           /* 0: off */
+  GSource *heartbeat_source;
+  gint64 heartbeat_since;       /* silence counts from here at the earliest */
+  gint64 last_received;
+  gint64 last_sent;
+  gboolean peer_without_ping;   /* its headers say minor 0 */
+
   /* send side, under lock */
   GByteArray *out;
   guint64 out_base;
@@ -96,6 +104,7 @@ gpushare_conn_new (gint fd, GMainContext * context,
   g_queue_init (&conn->out_fds);
   conn->in = g_malloc (IN_CAP);
   conn->msg = g_new0 (GpuShareMsg, 1);
+  conn->last_received = conn->last_sent = g_get_monotonic_time ();
   g_unix_set_fd_nonblocking (fd, TRUE, NULL);
   return conn;
 }
@@ -141,6 +150,11 @@ close_locked (GpuShareConn * conn)
     g_source_destroy (conn->out_source);
     g_source_unref (conn->out_source);
     conn->out_source = NULL;
+  }
+  if (conn->heartbeat_source) {
+    g_source_destroy (conn->heartbeat_source);
+    g_source_unref (conn->heartbeat_source);
+    conn->heartbeat_source = NULL;
   }
   if (conn->fd >= 0) {
     close (conn->fd);
@@ -218,6 +232,10 @@ parting_error_locked (GpuShareConn * conn, const GError * error)
     case GPUSHARE_CONN_ERROR_FDS:
       msg.u.error.code = GPUSHARE_ERR_PROTOCOL;
       text = "malformed message";
+      break;
+    case GPUSHARE_CONN_ERROR_TIMEOUT:
+      msg.u.error.code = GPUSHARE_ERR_TIMEOUT;
+      text = "no heartbeat";
       break;
     default:
       return;
@@ -363,6 +381,8 @@ flush_locked (GpuShareConn * conn, GError ** error)
           GPUSHARE_CONN_ERROR_IO, "send failed: %s", g_strerror (err));
       return FALSE;
     }
+    if (n > 0)
+      conn->last_sent = g_get_monotonic_time ();
     /* the kernel took the fds with the first byte: ours are done */
     if (with_fds)
       free_out_fds (g_queue_pop_head (&conn->out_fds));
@@ -620,6 +640,9 @@ read_some (GpuShareConn * conn, gboolean * again, GError ** error)
   }
   conn->in_len += n;
   *again = conn->in_len < IN_CAP;
+  g_mutex_lock (&conn->lock);
+  conn->last_received = g_get_monotonic_time ();
+  g_mutex_unlock (&conn->lock);
   return TRUE;
 }
 
@@ -658,6 +681,13 @@ process_input (GpuShareConn * conn, GError ** error)
     total = GPUSHARE_HEADER_SIZE + hdr.payload_len;
     if (conn->in_len < total)
       break;
+    if (hdr.version_minor < 1 && !conn->peer_without_ping) {
+      GST_DEBUG ("peer speaks minor version %u: no heartbeat expected",
+          hdr.version_minor);
+      g_mutex_lock (&conn->lock);
+      conn->peer_without_ping = TRUE;
+      g_mutex_unlock (&conn->lock);
+    }
     /* a message's fds come with its first byte: by now they are here */
     if (hdr.n_fds > conn->n_in_fds) {
       g_set_error (error, GPUSHARE_CONN_ERROR, GPUSHARE_CONN_ERROR_FDS,
@@ -690,6 +720,9 @@ process_input (GpuShareConn * conn, GError ** error)
     }
 
     GST_LOG ("received %s", gpushare_msg_type_to_string (hdr.type));
+    /* a heartbeat: its bytes were the point, already counted */
+    if (conn->msg->type == GPUSHARE_MSG_PING)
+      continue;
     conn->message_func (conn, conn->msg, fds, hdr.n_fds, conn->user_data);
     if (gpushare_conn_is_closed (conn))
       return TRUE;
@@ -746,6 +779,85 @@ gpushare_conn_start (GpuShareConn * conn)
   }
   g_mutex_unlock (&conn->lock);
 }
+
+/* lock held: bytes wait on the socket that in_dispatch has not read yet
+ * (it may run right after us in this very iteration) */
+static gboolean
+input_pending_locked (GpuShareConn * conn)
+{
+  struct pollfd pfd;
+
+  if (conn->fd < 0)
+    return FALSE;
+  pfd.fd = conn->fd;
+  pfd.events = POLLIN;
+  pfd.revents = 0;
+  return poll (&pfd, 1, 0) > 0;
+}
+
+static gboolean
+heartbeat_dispatch (gpointer user_data)
+{
+  GpuShareConn *conn = user_data;
+  gint64 now = g_get_monotonic_time ();
+  gint64 interval, silent;
+  gboolean ping = FALSE;
+
+  g_mutex_lock (&conn->lock);
+  if (conn->closed || conn->failed || conn->heartbeat_ms == 0) {
+    g_mutex_unlock (&conn->lock);
+    return G_SOURCE_CONTINUE;
+  }
+  interval = (gint64) conn->heartbeat_ms * 1000;
+  silent = now - MAX (conn->last_received, conn->heartbeat_since);
+  if (!conn->peer_without_ping
+      && silent >= GPUSHARE_CONN_HEARTBEAT_MISSES * interval
+      && !input_pending_locked (conn)) {
+    GError *error = g_error_new (GPUSHARE_CONN_ERROR,
+        GPUSHARE_CONN_ERROR_TIMEOUT, "nothing received for %" G_GINT64_FORMAT
+        " ms (heartbeat interval %u ms)", silent / 1000, conn->heartbeat_ms);
+
+    parting_error_locked (conn, error);
+    fail_locked (conn, error);
+    g_mutex_unlock (&conn->lock);
+    return G_SOURCE_CONTINUE;
+  }
+  /* queued bytes are not moving: a PING behind them would not either */
+  ping = !conn->out_dead && conn->out->len == 0
+      && now - conn->last_sent >= interval;
+  g_mutex_unlock (&conn->lock);
+
+  if (ping) {
+    GpuShareMsg msg = { 0, };
+
+    msg.type = GPUSHARE_MSG_PING;
+    GST_LOG ("sending PING");
+    gpushare_conn_send (conn, &msg, NULL, 0, NULL);
+  }
+  return G_SOURCE_CONTINUE;
+}
+
+void
+gpushare_conn_set_heartbeat (GpuShareConn * conn, guint interval_ms)
+{
+  g_mutex_lock (&conn->lock);
+  if (conn->heartbeat_source) {
+    g_source_destroy (conn->heartbeat_source);
+    g_clear_pointer (&conn->heartbeat_source, g_source_unref);
+  }
+  conn->heartbeat_ms = interval_ms;
+  conn->heartbeat_since = g_get_monotonic_time ();
+  if (interval_ms > 0 && conn->fd >= 0 && !conn->closed && !conn->failed) {
+    /* a few looks per interval: a PING leaves within 1.25 intervals of
+     * the last byte sent, and a silent peer is caught within 3.25 */
+    conn->heartbeat_source = g_timeout_source_new (MAX (interval_ms / 4, 1));
+    g_source_set_callback (conn->heartbeat_source, heartbeat_dispatch,
+        gpushare_conn_ref (conn), (GDestroyNotify) gpushare_conn_unref);
+    g_source_attach (conn->heartbeat_source, conn->context);
+  }
+  g_mutex_unlock (&conn->lock);
+}
+
 
 static gboolean
 fill_addr (const gchar * path, struct sockaddr_un *addr, GError ** error)

@@ -36,10 +36,13 @@ typedef enum
   GPUSHARE_CONN_ERROR_CLOSED,   /* closed locally */
   GPUSHARE_CONN_ERROR_PATH,     /* socket path refused */
   GPUSHARE_CONN_ERROR_IN_USE,   /* someone listens on the path already */
+  GPUSHARE_CONN_ERROR_TIMEOUT,  /* nothing received for 3 heartbeats */
 } GpuShareConnError;
 
 /* bytes waiting to be sent to one peer before it counts as not reading */
 #define GPUSHARE_CONN_MAX_QUEUED (1024 * 1024)
+/* heartbeat intervals without a byte from the peer before it is gone */
+#define GPUSHARE_CONN_HEARTBEAT_MISSES 3
 
 typedef struct _GpuShareConn GpuShareConn;
 
@@ -78,6 +81,17 @@ gboolean gpushare_conn_is_closed (GpuShareConn * conn);
 
 gboolean gpushare_conn_get_peer (GpuShareConn * conn, pid_t * pid,
     uid_t * uid, gid_t * gid);
+
+/* Heartbeat on an idle link, every interval_ms (0: off, the default).  A
+ * timer on the context sends PING when nothing was sent for an interval,
+ * and fails the connection with GPUSHARE_CONN_ERROR_TIMEOUT (telling the
+ * peer, ERROR TIMEOUT) when nothing was received for
+ * GPUSHARE_CONN_HEARTBEAT_MISSES intervals, counted from the last byte
+ * received or from this call, whichever is later.  A peer whose headers
+ * say minor version 0 knows no PING: it gets them (and ignores them), but
+ * its silence is not held against it.  Received PINGs never reach
+ * message_func.  Any thread. */
+void gpushare_conn_set_heartbeat (GpuShareConn * conn, guint interval_ms);
 
 /* Listening socket at path with the given mode.  A symlink or a non-socket
  * at the path is refused; a socket file nobody listens on is replaced; a

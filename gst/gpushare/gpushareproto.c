@@ -372,6 +372,11 @@ G_STATIC_ASSERT (sizeof (GpuShareWireError) == 8);
 WIRE_AT (GpuShareWireError, code, 0);
 WIRE_AT (GpuShareWireError, text_len, 4);
 
+/* PING, either direction, since minor 1.  0 bytes: no wire struct.  Sent
+ * on a link that was idle for a heartbeat interval; a longer payload is a
+ * newer minor's and is ignored, fds are refused as for every known type
+ * but SLOTS. */
+
 /* The largest message of each type fits the payload cap, so the builder
  * can never produce a message that a peer refuses as TOO_LARGE. */
 G_STATIC_ASSERT (sizeof (GpuShareWireAnnounce) + GPUSHARE_MAX_NAME_LEN +
@@ -450,7 +455,7 @@ wr64 (guint8 * p, guint64 v)
 static gboolean
 is_known_type (guint type)
 {
-  return type >= GPUSHARE_MSG_ANNOUNCE && type <= GPUSHARE_MSG_ERROR;
+  return type >= GPUSHARE_MSG_ANNOUNCE && type <= GPUSHARE_MSG_PING;
 }
 
 /* A chosen memory type is one bit we know: a consumer cannot pick a
@@ -632,6 +637,7 @@ check_msg (guint type, const GpuShareMsg * msg, guint32 n_fds)
     case GPUSHARE_MSG_RELEASE:
     case GPUSHARE_MSG_EOS:
     case GPUSHARE_MSG_GOODBYE:
+    case GPUSHARE_MSG_PING:
     default:
       /* any value of their fields is meaningful at this layer: slots,
        * epochs and sequences are checked against the ring's state */
@@ -639,7 +645,8 @@ check_msg (guint type, const GpuShareMsg * msg, guint32 n_fds)
   }
 }
 
-/* Size of the fixed part, or 0 for an unknown type. */
+/* Size of the fixed part; 0 for PING, which has none, and for an unknown
+ * type (is_known_type () tells them apart). */
 static gsize
 fixed_size (guint type)
 {
@@ -916,9 +923,9 @@ gpushare_msg_parse (const GpuShareHeader * hdr, const guint8 * payload,
    * survives in fields this one does not set */
   memset (msg, 0, sizeof (*msg));
 
-  fixed = fixed_size (hdr->type);
-  if (fixed == 0)
+  if (!is_known_type (hdr->type))
     return GPUSHARE_PARSE_UNKNOWN_TYPE;
+  fixed = fixed_size (hdr->type);
   msg->type = (GpuShareMsgType) hdr->type;
   /* bytes past what this version reads are a newer minor's extension */
   if (len < fixed)
@@ -955,6 +962,9 @@ gpushare_msg_parse (const GpuShareHeader * hdr, const guint8 * payload,
       break;
     case GPUSHARE_MSG_ERROR:
       res = parse_error (payload, len, &msg->u.error);
+      break;
+    case GPUSHARE_MSG_PING:
+      /* nothing to read; a newer minor's payload is ignored */
       break;
     default:
       g_assert_not_reached ();
@@ -1104,6 +1114,8 @@ write_payload (guint8 * p, const GpuShareMsg * msg)
       memcpy (p + sizeof (GpuShareWireError), e->text, e->text_len);
       break;
     }
+    case GPUSHARE_MSG_PING:
+      break;
     default:
       g_assert_not_reached ();
   }
@@ -1223,6 +1235,8 @@ gpushare_msg_type_to_string (guint type)
       return "GOODBYE";
     case GPUSHARE_MSG_ERROR:
       return "ERROR";
+    case GPUSHARE_MSG_PING:
+      return "PING";
     default:
       return "UNKNOWN";
   }

@@ -32,6 +32,11 @@
  *        |--- EOS ----------------------------------->|
  *        |--- GOODBYE / ERROR (code, text) ---------->|  either direction
  *
+ *   at any time after connect(), either direction (minor 1):
+ *        |--- PING (empty) -------------------------->|  idle for an interval
+ *        |<-- PING (empty) ---------------------------|
+ *   a peer silent for 3 intervals is gone (dropped: timeout)
+ *
  * docs/protocol.md describes every field.
  */
 
@@ -44,7 +49,7 @@ G_BEGIN_DECLS
 
 #define GPUSHARE_MAGIC 0x48535047u      /* "GPSH" as little-endian bytes */
 #define GPUSHARE_VERSION_MAJOR 1
-#define GPUSHARE_VERSION_MINOR 0
+#define GPUSHARE_VERSION_MINOR 1
 
 #define GPUSHARE_HEADER_SIZE 24
 /* caps, checked before anything is allocated or copied */
@@ -70,6 +75,7 @@ typedef enum
   GPUSHARE_MSG_EOS = 8,         /* P -> C */
   GPUSHARE_MSG_GOODBYE = 9,     /* both */
   GPUSHARE_MSG_ERROR = 10,      /* both */
+  GPUSHARE_MSG_PING = 11,       /* both, empty; since minor 1 */
 } GpuShareMsgType;
 
 /* memory types, a bit each: offered as a mask, chosen as one bit */

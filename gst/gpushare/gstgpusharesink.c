@@ -65,6 +65,7 @@ GST_DEBUG_CATEGORY_STATIC (gst_gpu_share_sink_debug);
 #define DEFAULT_CUDA_DEVICE_ID 0
 #define DEFAULT_HANDSHAKE_TIMEOUT 5000  /* ms */
 #define DEFAULT_MAX_PENDING 8
+#define DEFAULT_HEARTBEAT_INTERVAL 1000 /* ms */
 /* how often handshake deadlines are looked at */
 #define HOUSEKEEPING_MS 50
 #define MAX_CLIENTS GPUSHARE_MAX_HOLDERS
@@ -82,6 +83,7 @@ enum
   PROP_MAX_CLIENTS,
   PROP_HANDSHAKE_TIMEOUT,
   PROP_MAX_PENDING,
+  PROP_HEARTBEAT_INTERVAL,
   PROP_ALLOWED_UIDS,
   PROP_ALLOWED_GIDS,
   PROP_CUDA_DEVICE_ID,
@@ -150,6 +152,7 @@ struct _GstGpuShareSink
   guint max_clients;
   guint handshake_timeout;      /* ms, 0: none */
   guint max_pending;            /* consumers not streaming yet, at most */
+  guint heartbeat_interval;     /* ms, 0: none */
   GArray *allowed_uids;         /* guint; our own uid is always allowed */
   GArray *allowed_gids;         /* guint: a peer's primary gid */
   gint cuda_device_id;
@@ -240,7 +243,7 @@ gst_gpu_share_client_remove_reason_get_type (void)
         "resource"},
     {GST_GPU_SHARE_REMOVE_SHUTDOWN, "The sink stopped", "shutdown"},
     {GST_GPU_SHARE_REMOVE_TIMEOUT, "The consumer did not finish its "
-          "handshake in time", "timeout"},
+          "handshake in time, or fell silent", "timeout"},
     {0, NULL, NULL}
   };
 
@@ -770,6 +773,8 @@ reason_from_error (const GError * error)
       return GST_GPU_SHARE_REMOVE_SLOW;
     case GPUSHARE_CONN_ERROR_CLOSED:
       return GST_GPU_SHARE_REMOVE_UNSUPPORTED;
+    case GPUSHARE_CONN_ERROR_TIMEOUT:
+      return GST_GPU_SHARE_REMOVE_TIMEOUT;
     default:
       return GST_GPU_SHARE_REMOVE_PROTOCOL;
   }
@@ -878,7 +883,7 @@ listen_dispatch (gint fd, GIOCondition cond, gpointer user_data)
   struct ucred cred;
   socklen_t len = sizeof (cred);
   Client *client;
-  guint i, max_clients, max_pending;
+  guint i, max_clients, max_pending, heartbeat;
 
   cfd = accept4 (fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
   if (cfd < 0)
@@ -899,6 +904,7 @@ listen_dispatch (gint fd, GIOCondition cond, gpointer user_data)
   GST_OBJECT_LOCK (self);
   max_clients = self->max_clients;
   max_pending = self->max_pending;
+  heartbeat = self->heartbeat_interval;
   GST_OBJECT_UNLOCK (self);
 
   g_mutex_lock (&self->lock);
@@ -935,6 +941,9 @@ listen_dispatch (gint fd, GIOCondition cond, gpointer user_data)
   client->state = CLIENT_CONNECTED;
   client->conn = gpushare_conn_new (cfd, self->context, client_message,
       client_closed, client);
+  /* from the first byte on: a consumer that hangs mid-handshake is caught
+   * even with handshake-timeout 0 */
+  gpushare_conn_set_heartbeat (client->conn, heartbeat);
   self->clients[i] = client;
   self->n_clients++;
   GST_DEBUG_OBJECT (self, "client %u connected (pid %d)", client->id,
@@ -2081,6 +2090,9 @@ gst_gpu_share_sink_set_property (GObject * object, guint prop_id,
     case PROP_MAX_PENDING:
       self->max_pending = g_value_get_uint (value);
       break;
+    case PROP_HEARTBEAT_INTERVAL:
+      self->heartbeat_interval = g_value_get_uint (value);
+      break;
     case PROP_ALLOWED_UIDS:
       ids_from_value (&self->allowed_uids, value);
       break;
@@ -2145,6 +2157,9 @@ gst_gpu_share_sink_get_property (GObject * object, guint prop_id,
       break;
     case PROP_MAX_PENDING:
       g_value_set_uint (value, self->max_pending);
+      break;
+    case PROP_HEARTBEAT_INTERVAL:
+      g_value_set_uint (value, self->heartbeat_interval);
       break;
     case PROP_ALLOWED_UIDS:
       ids_to_value (self->allowed_uids, value);
@@ -2214,6 +2229,11 @@ gst_gpu_share_sink_class_init (GstGpuShareSinkClass * klass)
       "Max pending handshakes", "Consumers connected that do not stream "
       "yet, at most: a flood of connections is refused beyond this", 1,
       MAX_CLIENTS, DEFAULT_MAX_PENDING, rw);
+  properties[PROP_HEARTBEAT_INTERVAL] =
+      g_param_spec_uint ("heartbeat-interval", "Heartbeat interval",
+      "Milliseconds of silence after which a PING goes to a consumer; a "
+      "consumer silent for 3 intervals is dropped (0 = no heartbeat)", 0,
+      G_MAXUINT / 4, DEFAULT_HEARTBEAT_INTERVAL, rw);
   properties[PROP_ALLOWED_UIDS] = gst_param_spec_array ("allowed-uids",
       "Allowed uids", "Consumers of these uids may connect, beside those of "
       "this process's own uid (which always may), e.g. <1000,1001>",
@@ -2295,6 +2315,7 @@ gst_gpu_share_sink_init (GstGpuShareSink * self)
   self->cuda_device_id = DEFAULT_CUDA_DEVICE_ID;
   self->handshake_timeout = DEFAULT_HANDSHAKE_TIMEOUT;
   self->max_pending = DEFAULT_MAX_PENDING;
+  self->heartbeat_interval = DEFAULT_HEARTBEAT_INTERVAL;
   self->listen_fd = -1;
   g_mutex_init (&self->lock);
   g_cond_init (&self->cond);

@@ -25,7 +25,8 @@ G_DECLARE_FINAL_TYPE (GstGpuShareSink, gst_gpu_share_sink, GST, GPU_SHARE_SINK,
  * @GST_GPU_SHARE_REMOVE_RESOURCE: exporting the slots failed
  * @GST_GPU_SHARE_REMOVE_SHUTDOWN: the sink stopped
  * @GST_GPU_SHARE_REMOVE_TIMEOUT: the consumer did not finish its handshake
- *   (or the mapping of a new ring) within handshake-timeout
+ *   (or the mapping of a new ring) within handshake-timeout, or sent
+ *   nothing, not even a PING, for 3 heartbeat-interval
  */
 typedef enum
 {

@@ -55,6 +55,7 @@ GST_DEBUG_CATEGORY_STATIC (gst_gpu_share_src_debug);
 #define DEFAULT_SYNC GST_GPU_SHARE_SYNC_AUTO
 #define DEFAULT_CUDA_DEVICE_ID 0
 #define DEFAULT_PRODUCER_LOST GST_GPU_SHARE_PRODUCER_LOST_ERROR
+#define DEFAULT_HEARTBEAT_INTERVAL 1000 /* ms */
 #define RETRY_MIN_MS 10
 #define RETRY_MAX_MS 250
 #define GOODBYE_FLUSH_MS 100
@@ -69,6 +70,7 @@ enum
   PROP_TRANSPORT,
   PROP_SYNC_MODE,
   PROP_CUDA_DEVICE_ID,
+  PROP_HEARTBEAT_INTERVAL,
   PROP_STATS,
   N_PROPERTIES
 };
@@ -148,6 +150,7 @@ struct _GstGpuShareSrc
   GstGpuShareTransport transport;
   GstGpuShareSync sync;
   gint cuda_device_id;
+  guint heartbeat_interval;     /* ms, 0: none */
 
   /* control thread */
   GMainContext *context;
@@ -970,6 +973,11 @@ conn_closed (GpuShareConn * conn, const GError * error, gpointer user_data)
       fail (self, GST_CORE_ERROR, GST_CORE_ERROR_NEGOTIATION,
           "The producer speaks another protocol version", error->message);
     } else if (error && error->domain == GPUSHARE_CONN_ERROR
+        && error->code == GPUSHARE_CONN_ERROR_TIMEOUT) {
+      /* alive maybe, but hung: as good as gone */
+      producer_lost (self, "The producer stopped responding",
+          error->message);
+    } else if (error && error->domain == GPUSHARE_CONN_ERROR
         && error->code != GPUSHARE_CONN_ERROR_HANGUP
         && error->code != GPUSHARE_CONN_ERROR_IO) {
       fail (self, GST_STREAM_ERROR, GST_STREAM_ERROR_DECODE,
@@ -989,9 +997,11 @@ try_connect (gpointer user_data)
   GError *error = NULL;
   gchar *path;
   gint fd;
+  guint heartbeat;
 
   GST_OBJECT_LOCK (self);
   path = g_strdup (self->socket_path);
+  heartbeat = self->heartbeat_interval;
   GST_OBJECT_UNLOCK (self);
 
   fd = gpushare_connect_path (path, &error);
@@ -1008,6 +1018,7 @@ try_connect (gpointer user_data)
     g_mutex_init (&s->lock);
     s->conn = gpushare_conn_new (fd, self->context, conn_message,
         conn_closed, self);
+    gpushare_conn_set_heartbeat (s->conn, heartbeat);
     self->session = s;
     set_state (self, STATE_CONNECTED);
     gpushare_conn_start (s->conn);
@@ -1655,6 +1666,9 @@ gst_gpu_share_src_set_property (GObject * object, guint prop_id,
     case PROP_CUDA_DEVICE_ID:
       self->cuda_device_id = g_value_get_int (value);
       break;
+    case PROP_HEARTBEAT_INTERVAL:
+      self->heartbeat_interval = g_value_get_uint (value);
+      break;
     case PROP_IS_LIVE:
       self->is_live = g_value_get_boolean (value);
       GST_OBJECT_UNLOCK (self);
@@ -1699,6 +1713,9 @@ gst_gpu_share_src_get_property (GObject * object, guint prop_id,
       break;
     case PROP_CUDA_DEVICE_ID:
       g_value_set_int (value, self->cuda_device_id);
+      break;
+    case PROP_HEARTBEAT_INTERVAL:
+      g_value_set_uint (value, self->heartbeat_interval);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -1761,6 +1778,12 @@ gst_gpu_share_src_class_init (GstGpuShareSrcClass * klass)
   properties[PROP_CUDA_DEVICE_ID] = g_param_spec_int ("cuda-device-id",
       "CUDA device id", "GPU this consumer reads GPU memory with", 0,
       G_MAXINT, DEFAULT_CUDA_DEVICE_ID, rw);
+  properties[PROP_HEARTBEAT_INTERVAL] =
+      g_param_spec_uint ("heartbeat-interval", "Heartbeat interval",
+      "Milliseconds of silence after which a PING goes to the producer; a "
+      "producer silent for 3 intervals is lost, as if it went away (see "
+      "producer-lost; 0 = no heartbeat)", 0, G_MAXUINT / 4,
+      DEFAULT_HEARTBEAT_INTERVAL, rw);
   properties[PROP_STATS] = g_param_spec_boxed ("stats", "Statistics",
       "Memory type in use and why, frames received",
       GST_TYPE_STRUCTURE, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
@@ -1803,6 +1826,7 @@ gst_gpu_share_src_init (GstGpuShareSrc * self)
   self->producer_lost = DEFAULT_PRODUCER_LOST;
   self->sync = DEFAULT_SYNC;
   self->cuda_device_id = DEFAULT_CUDA_DEVICE_ID;
+  self->heartbeat_interval = DEFAULT_HEARTBEAT_INTERVAL;
   g_mutex_init (&self->lock);
   g_cond_init (&self->cond);
   g_queue_init (&self->items);

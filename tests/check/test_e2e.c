@@ -96,11 +96,13 @@ count_fds_settled (void)
   return n;
 }
 
-/* the count at the end, given a moment to come back to what it was */
+/* the count at the end, given a moment to come back to what it was (GLib
+ * closes the pidfds of exited children from its worker thread, which a
+ * loaded machine may run late) */
 static guint
 count_fds_after (guint before)
 {
-  gint64 deadline = g_get_monotonic_time () + 2 * G_USEC_PER_SEC;
+  gint64 deadline = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
   guint n;
 
   while ((n = count_fds ()) != before && g_get_monotonic_time () < deadline)

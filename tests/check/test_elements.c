@@ -779,22 +779,33 @@ raw_expect (RawPeer * p, GpuShareMsgType type, GpuShareMsg * msg,
 }
 
 /* Reads to the end of the stream, which must come within the timeout;
- * returns the codes of the ERROR messages seen on the way. */
+ * returns the codes of the ERROR messages seen on the way, and counts the
+ * PINGs in n_pings (if not NULL). */
 static GArray *
-raw_drain (RawPeer * p)
+raw_drain_pings (RawPeer * p, guint * n_pings)
 {
   GArray *codes = g_array_new (FALSE, FALSE, sizeof (guint32));
   GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
   RawResult r;
 
+  if (n_pings)
+    *n_pings = 0;
   while ((r = raw_recv (p, msg, NULL, NULL, TIMEOUT_MS)) == RAW_MSG) {
     if (msg->type == GPUSHARE_MSG_ERROR)
       g_array_append_val (codes, msg->u.error.code);
+    else if (msg->type == GPUSHARE_MSG_PING && n_pings)
+      (*n_pings)++;
   }
   fail_unless (r == RAW_EOF, "the peer did not hang up: %s",
       raw_result_to_string (r));
   g_free (msg);
   return codes;
+}
+
+static GArray *
+raw_drain (RawPeer * p)
+{
+  return raw_drain_pings (p, NULL);
 }
 
 static gboolean
@@ -1233,14 +1244,14 @@ GST_START_TEST (test_inspect)
     "wait-for-connection", "ring-size", "policy", "socket-mode",
     "max-clients", "handshake-timeout", "max-pending", "allowed-uids",
     "allowed-gids",
-    "cuda-device-id",
+    "cuda-device-id", "heartbeat-interval",
     "num-clients", "stats", NULL
   };
   static const gchar *const sink_ro[] = { "num-clients", "stats", NULL };
   static const gchar *const src_props[] = { "socket-path",
     "connection-timeout", "is-live", "producer-lost", "transport",
     "sync-mode",
-    "cuda-device-id", "stats", NULL
+    "cuda-device-id", "heartbeat-interval", "stats", NULL
   };
   static const gchar *const src_ro[] = { "stats", NULL };
   static const gchar *const reasons[] = { "goodbye", "hangup", "protocol",
@@ -1749,6 +1760,87 @@ GST_START_TEST (test_handshake_timeout)
   raw_clear (&raw);
   scene_stop (&s);
   g_free (announce);
+}
+
+GST_END_TEST;
+
+/* Heartbeat, producer side: a consumer that connects, reads ANNOUNCE and
+ * then sends nothing at all, not even PING, is dropped as "timeout" after
+ * 3 heartbeat intervals (handshake-timeout 0 leaves the heartbeat alone to
+ * catch it); it got PINGs meanwhile, and the real consumer streams on. */
+GST_START_TEST (test_heartbeat_silent_consumer)
+{
+  RawPeer raw;
+  GArray *codes;
+  gint64 t0, elapsed;
+  guint n_pings;
+  Scene s;
+
+  scene_start (&s, TRUE);
+  g_object_set (s.sink, "heartbeat-interval", 100, "handshake-timeout", 0,
+      NULL);
+  t0 = g_get_monotonic_time ();
+  scene_raw_client (&s, &raw, NULL);
+  fail_unless_equals_int (num_clients (s.sink), 2);
+  codes = raw_drain_pings (&raw, &n_pings);
+  elapsed = (g_get_monotonic_time () - t0) / 1000;
+  fail_unless_equals_int (codes->len, 1);
+  fail_unless_equals_int (g_array_index (codes, guint32, 0),
+      GPUSHARE_ERR_TIMEOUT);
+  fail_unless (elapsed >= 250 && elapsed < 1500, "dropped after %"
+      G_GINT64_FORMAT " ms, not after about 300", elapsed);
+  fail_unless (n_pings >= 1, "the producer sent no PING on an idle link");
+  g_array_unref (codes);
+
+  fail_unless (client_log_wait (&s.log, TRUE, 1), "no client-removed");
+  fail_unless_equals_string (client_log_removed_nick (&s.log, 0), "timeout");
+  fail_unless_equals_int (num_clients (s.sink), 1);
+  assert_consumer_alive (s.consumer);
+  assert_no_error (s.producer);
+
+  raw_clear (&raw);
+  scene_stop (&s);
+}
+
+GST_END_TEST;
+
+/* A consumer that never finishes its handshake but answers with PINGs is
+ * alive: with handshake-timeout 0 nothing drops it, here for 1 s (10
+ * heartbeat intervals). */
+GST_START_TEST (test_heartbeat_pings_keep_alive)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  RawPeer raw;
+  gint64 end;
+  Scene s;
+
+  scene_start (&s, TRUE);
+  g_object_set (s.sink, "heartbeat-interval", 100, "handshake-timeout", 0,
+      NULL);
+  scene_raw_client (&s, &raw, NULL);
+  make_simple (msg, GPUSHARE_MSG_PING);
+  end = g_get_monotonic_time () + 1000 * 1000;
+  while (g_get_monotonic_time () < end) {
+    fail_unless (raw_send_msg (&raw, msg, NULL, 0), "the producer hung up");
+    /* read what came (PINGs), so the socket never fills */
+    while (raw_recv (&raw, msg, NULL, NULL, 0) == RAW_MSG)
+      fail_if (msg->type == GPUSHARE_MSG_ERROR, "ERROR %s: %s",
+          gpushare_error_code_to_string (msg->u.error.code),
+          msg->u.error.text);
+    make_simple (msg, GPUSHARE_MSG_PING);
+    g_usleep (50 * 1000);
+  }
+  fail_unless_equals_int (client_log_n_removed (&s.log), 0);
+  fail_unless_equals_int (num_clients (s.sink), 2);
+  assert_consumer_alive (s.consumer);
+
+  /* and once it goes, it is for the reason it went */
+  raw_clear (&raw);
+  fail_unless (client_log_wait (&s.log, TRUE, 1), "no client-removed");
+  fail_unless_equals_string (client_log_removed_nick (&s.log, 0), "hangup");
+  assert_no_error (s.producer);
+  scene_stop (&s);
+  g_free (msg);
 }
 
 GST_END_TEST;
@@ -2750,6 +2842,72 @@ GST_START_TEST (test_src_answers_version)
 
 GST_END_TEST;
 
+/* Heartbeat, consumer side: a producer that sends ANNOUNCE, reads the
+ * ACCEPT and then hangs (socket open, nothing sent) is lost after 3
+ * heartbeat intervals: producer-lost=error posts an ERROR, eos ends the
+ * stream; the consumer PINGed it meanwhile and says why it leaves. */
+GST_START_TEST (test_heartbeat_silent_producer)
+{
+  gboolean eos = (__i__ == 1);
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  gchar *path = socket_path ("silent.sock");
+  GstElement *pipeline;
+  GstMessage *m;
+  GArray *codes;
+  gint64 t0, elapsed;
+  guint n_pings;
+  gint listen_fd;
+  RawPeer raw;
+
+  listen_fd = raw_listen (path);
+  pipeline = launch ("gpusharesrc name=src connection-timeout=%d "
+      "heartbeat-interval=100 producer-lost=%s ! fakesink sync=false",
+      TIMEOUT_MS, eos ? "eos" : "error");
+  g_object_set (child (pipeline, "src"), "socket-path", path, NULL);
+  fail_if (gst_element_set_state (pipeline, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  raw_init (&raw, raw_accept (listen_fd));
+  raw_announce (&raw, msg);
+  t0 = g_get_monotonic_time ();
+
+  m = pop_message (pipeline, GST_MESSAGE_ERROR | GST_MESSAGE_EOS,
+      TIMEOUT_MS);
+  elapsed = (g_get_monotonic_time () - t0) / 1000;
+  fail_unless (m != NULL, "the consumer never noticed the silence");
+  if (eos) {
+    fail_unless_equals_int (GST_MESSAGE_TYPE (m), GST_MESSAGE_EOS);
+  } else {
+    GError *error = NULL;
+
+    fail_unless_equals_int (GST_MESSAGE_TYPE (m), GST_MESSAGE_ERROR);
+    gst_message_parse_error (m, &error, NULL);
+    fail_unless (g_error_matches (error, GST_RESOURCE_ERROR,
+            GST_RESOURCE_ERROR_READ), "%s", error->message);
+    g_error_free (error);
+  }
+  gst_message_unref (m);
+  fail_unless (elapsed >= 250 && elapsed < 1500, "lost after %"
+      G_GINT64_FORMAT " ms, not after about 300", elapsed);
+
+  codes = raw_drain_pings (&raw, &n_pings);
+  fail_unless (n_pings >= 1, "the consumer sent no PING on an idle link");
+  fail_unless_equals_int (codes->len, 1);
+  fail_unless_equals_int (g_array_index (codes, guint32, 0),
+      GPUSHARE_ERR_TIMEOUT);
+  g_array_unref (codes);
+
+  fail_unless_equals_int (gst_element_set_state (pipeline, GST_STATE_NULL),
+      GST_STATE_CHANGE_SUCCESS);
+  gst_object_unref (pipeline);
+  raw_clear (&raw);
+  close (listen_fd);
+  unlink (path);
+  g_free (path);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
 /* ------------------------------------------------------------------------ */
 /* 10. Start and stop, again and again */
 
@@ -2797,14 +2955,19 @@ GST_START_TEST (test_cycles)
 
 GST_END_TEST;
 
-/* kB of resident memory of this process; 0 under valgrind, which keeps
- * freed memory for itself and so grows whatever the program does */
+/* kB of resident memory of this process; 0 under valgrind or
+ * AddressSanitizer, which keep freed memory for themselves and so grow
+ * whatever the program does */
 static guint
 rss_kb (void)
 {
   gchar *status = NULL, *line;
   guint kb = 0;
 
+#ifdef __SANITIZE_ADDRESS__
+  /* AddressSanitizer keeps freed memory in quarantine, as valgrind does */
+  return 0;
+#endif
   if (g_getenv ("GPUSHARE_UNDER_VALGRIND"))
     return 0;
   fail_unless (g_file_get_contents ("/proc/self/status", &status, NULL,
@@ -2899,6 +3062,8 @@ gpushare_elements_suite (void)
   tcase_add_test (tc, test_sink_answers_version);
   tcase_add_test (tc, test_handshake_timeout);
   tcase_add_test (tc, test_max_pending);
+  tcase_add_test (tc, test_heartbeat_silent_consumer);
+  tcase_add_test (tc, test_heartbeat_pings_keep_alive);
   tcase_add_loop_test (tc, test_consumer_fds, 0, N_FDS_CASES);
   tcase_add_test (tc, test_consumer_unknown_type);
   tcase_add_test (tc, test_foreign_uid_refused);
@@ -2910,6 +3075,7 @@ gpushare_elements_suite (void)
   tcase_add_test (tc, test_path_in_use);
   tcase_add_loop_test (tc, test_hostile_producer, 0, N_HP);
   tcase_add_test (tc, test_src_answers_version);
+  tcase_add_loop_test (tc, test_heartbeat_silent_producer, 0, 2);
   tcase_add_test (tc, test_cycles);
   tcase_add_test (tc, test_long_cycles);
   return s;

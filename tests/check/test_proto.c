@@ -22,8 +22,11 @@ static const guint all_types[] = {
   GPUSHARE_MSG_ANNOUNCE, GPUSHARE_MSG_ACCEPT, GPUSHARE_MSG_SLOTS,
   GPUSHARE_MSG_MAPPED, GPUSHARE_MSG_FRAME, GPUSHARE_MSG_RELEASE,
   GPUSHARE_MSG_CAPS, GPUSHARE_MSG_EOS, GPUSHARE_MSG_GOODBYE,
-  GPUSHARE_MSG_ERROR,
+  GPUSHARE_MSG_ERROR, GPUSHARE_MSG_PING,
 };
+
+/* the first type this version does not know */
+#define FIRST_UNKNOWN_TYPE 12
 
 /* ------------------------------------------------------------------ */
 /* raw little-endian writers, independent of the codec's own           */
@@ -94,6 +97,7 @@ get32 (const guint8 * b, gsize off)
 #define GOODBYE_FIXED 4
 #define ERROR_FIXED 8
 #define ERROR_TEXT_LEN 4
+#define PING_FIXED 0
 #define LAYOUT_CAPS_LEN 80
 
 static void
@@ -226,6 +230,8 @@ raw_fixed (const GpuShareMsg * msg, guint8 * b)
       put32 (b, 0, msg->u.error.code);
       put32 (b, 4, msg->u.error.text_len);
       return ERROR_FIXED;
+    case GPUSHARE_MSG_PING:
+      return PING_FIXED;
     default:
       g_assert_not_reached ();
   }
@@ -625,6 +631,9 @@ sample_msg (guint type, guint variant, GpuShareMsg * msg, guint32 * n_fds)
       }
       break;
     }
+    case GPUSHARE_MSG_PING:
+      /* nothing to fill: the empty heartbeat */
+      break;
     default:
       g_assert_not_reached ();
   }
@@ -761,6 +770,8 @@ assert_msg_equal (const GpuShareMsg * got, const GpuShareMsg * want)
       fail_unless_equals_uint64 (got->u.error.code, want->u.error.code);
       assert_string_equal (got->u.error.text, got->u.error.text_len,
           want->u.error.text, want->u.error.text_len);
+      break;
+    case GPUSHARE_MSG_PING:
       break;
     default:
       g_assert_not_reached ();
@@ -917,7 +928,7 @@ GST_END_TEST;
 GST_START_TEST (test_golden_bytes)
 {
   static const guint8 release[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x00, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x01, 0x00,
     0x06, 0x00, 0x00, 0x00, 0x18, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,
@@ -925,7 +936,7 @@ GST_START_TEST (test_golden_bytes)
     0x00, 0xff, 0xee, 0xdd, 0xcc, 0xbb, 0xaa, 0x99,
   };
   static const guint8 error[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x00, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x01, 0x00,
     0x0a, 0x00, 0x00, 0x00, 0x0b, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x08, 0x00, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00,
@@ -933,7 +944,7 @@ GST_START_TEST (test_golden_bytes)
   };
   /* 3 slots of CUDA VMM memory with a semaphore block: 4 fds */
   static const guint8 slots[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x00, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x01, 0x00,
     0x03, 0x00, 0x00, 0x00, 0x30, 0x00, 0x00, 0x00,
     0x04, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x2a, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -946,7 +957,7 @@ GST_START_TEST (test_golden_bytes)
   /* the same 3 slots of CUDA fabric memory: 3 memory handles, and the
    * block's fd alone; the 192 bytes of handles follow these */
   static const guint8 slots_fabric[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x00, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x01, 0x00,
     0x03, 0x00, 0x00, 0x00, 0xf0, 0x00, 0x00, 0x00,
     0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x2a, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -959,7 +970,7 @@ GST_START_TEST (test_golden_bytes)
   /* 1 slot of CUDA VMM memory with its two event handles: 1 fd; the
    * 128 bytes of handles follow these */
   static const guint8 slots_events[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x00, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x01, 0x00,
     0x03, 0x00, 0x00, 0x00, 0xb0, 0x00, 0x00, 0x00,
     0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -973,7 +984,7 @@ GST_START_TEST (test_golden_bytes)
    * the ready and the done handle, and no fd; the 192 bytes of handles
    * follow these */
   static const guint8 slots_legacy_events[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x00, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x01, 0x00,
     0x03, 0x00, 0x00, 0x00, 0xf0, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -984,7 +995,7 @@ GST_START_TEST (test_golden_bytes)
     0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
   };
   static const guint8 accept[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x00, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x01, 0x00,
     0x02, 0x00, 0x00, 0x00, 0x3d, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x01, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00,
@@ -1425,7 +1436,7 @@ GST_START_TEST (test_header_fd_count)
   static const guint32 counts[] = { 0, 1, 2, GPUSHARE_MAX_FDS - 1,
     GPUSHARE_MAX_FDS, GPUSHARE_MAX_FDS + 1, 0x80000000, G_MAXUINT32,
   };
-  static const guint16 unknown[] = { 0, GPUSHARE_MSG_ERROR + 1, 0x7fff,
+  static const guint16 unknown[] = { 0, FIRST_UNKNOWN_TYPE, 0x7fff,
     G_MAXUINT16,
   };
   guint8 b[HDR_SIZE];
@@ -1566,7 +1577,7 @@ GST_END_TEST;
 
 GST_START_TEST (test_payload_unknown_type)
 {
-  static const guint16 types[] = { 0, GPUSHARE_MSG_ERROR + 1, 0x100, 0x7fff,
+  static const guint16 types[] = { 0, FIRST_UNKNOWN_TYPE, 0x100, 0x7fff,
     G_MAXUINT16,
   };
   static const gsize lens[] = { 0, 1, 24, GPUSHARE_MAX_PAYLOAD };
@@ -2275,7 +2286,7 @@ GST_START_TEST (test_build_refuses)
 {
   GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
   GByteArray *out = g_byte_array_new ();
-  static const guint types[] = { 0, GPUSHARE_MSG_ERROR + 1, G_MAXUINT16 };
+  static const guint types[] = { 0, FIRST_UNKNOWN_TYPE, G_MAXUINT16 };
   guint32 n_fds;
   guint i;
 
@@ -2376,6 +2387,8 @@ GST_END_TEST;
 /* The numbers docs/protocol.md gives: a change here is a wire change. */
 GST_START_TEST (test_constants)
 {
+  guint i;
+
   fail_unless_equals_int (GPUSHARE_MAX_FDS, 65);
   fail_unless_equals_int (GPUSHARE_MAX_FDS, GPUSHARE_MAX_SLOTS + 1);
   fail_unless_equals_int (GPUSHARE_MAX_HANDLES, 192);
@@ -2383,6 +2396,13 @@ GST_START_TEST (test_constants)
   fail_unless_equals_int (GPUSHARE_HANDLE_SIZE, HANDLE_SIZE);
   fail_unless_equals_int (GPUSHARE_EVENT_HANDLE_SIZE, HANDLE_SIZE);
   fail_unless_equals_int (GPUSHARE_MAX_REASON_LEN, 128);
+
+  /* minor 1 added PING; the types this version knows, in wire order */
+  fail_unless_equals_int (GPUSHARE_VERSION_MAJOR, 1);
+  fail_unless_equals_int (GPUSHARE_VERSION_MINOR, 1);
+  for (i = 0; i < G_N_ELEMENTS (all_types); i++)
+    fail_unless_equals_int (all_types[i], i + 1);
+  fail_unless_equals_int (G_N_ELEMENTS (all_types), FIRST_UNKNOWN_TYPE - 1);
 
   fail_unless_equals_int (GPUSHARE_SYNC_HOST, 1);
   fail_unless_equals_int (GPUSHARE_SYNC_SEMAPHORE, 2);
@@ -3370,12 +3390,80 @@ GST_START_TEST (test_layout_set_caps)
 
 GST_END_TEST;
 
+/* PING (minor 1): the empty heartbeat, either direction.  Exactly a
+ * header on the wire; a longer payload is a newer minor's and ignored;
+ * fds are refused as on every known type but SLOTS. */
+GST_START_TEST (test_ping)
+{
+  static const guint8 golden[] = {
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x01, 0x00,
+    0x0b, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+  };
+  static const gsize extra[] = { 1, 4, 8, 100, GPUSHARE_MAX_PAYLOAD };
+  static const guint32 counts[] = { 1, 2, GPUSHARE_MAX_FDS };
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  GpuShareMsg *back = g_new0 (GpuShareMsg, 1);
+  GByteArray *out = g_byte_array_new ();
+  guint8 *raw = g_malloc (GPUSHARE_MAX_PAYLOAD);
+  guint8 b[HDR_SIZE];
+  GpuShareHeader hdr;
+  guint i;
+
+  fail_unless_equals_int (GPUSHARE_MSG_PING, 11);
+  fail_unless_equals_string (gpushare_msg_type_to_string (11), "PING");
+
+  /* round trip, and the bytes themselves */
+  msg->type = GPUSHARE_MSG_PING;
+  round_trip (msg, 0);
+  fail_unless (gpushare_msg_build (msg, 0, out));
+  fail_unless_equals_int (out->len, sizeof (golden));
+  fail_unless (memcmp (out->data, golden, sizeof (golden)) == 0);
+  fail_unless_equals_int (parse_payload (GPUSHARE_MSG_PING, 0, NULL, 0,
+          back), GPUSHARE_PARSE_OK);
+  fail_unless_equals_int (back->type, GPUSHARE_MSG_PING);
+
+  /* a payload: a newer minor's extension, ignored */
+  memset (raw, 0x5a, GPUSHARE_MAX_PAYLOAD);
+  for (i = 0; i < G_N_ELEMENTS (extra); i++) {
+    valid_header (b, GPUSHARE_MSG_PING, extra[i], 0);
+    fail_unless_equals_int (parse_header_bytes (b, sizeof (b), &hdr),
+        GPUSHARE_PARSE_OK);
+    fail_unless_equals_int (parse_payload (GPUSHARE_MSG_PING, 0, raw,
+            extra[i], back), GPUSHARE_PARSE_OK);
+    fail_unless_equals_int (back->type, GPUSHARE_MSG_PING);
+  }
+  /* over the cap like any other type */
+  valid_header (b, GPUSHARE_MSG_PING, GPUSHARE_MAX_PAYLOAD + 1, 0);
+  fail_unless_equals_int (parse_header_bytes (b, sizeof (b), &hdr),
+      GPUSHARE_PARSE_TOO_LARGE);
+
+  /* fds: refused at the header, at the payload and by the builder */
+  g_byte_array_set_size (out, 0);
+  for (i = 0; i < G_N_ELEMENTS (counts); i++) {
+    valid_header (b, GPUSHARE_MSG_PING, 0, counts[i]);
+    fail_unless_equals_int (parse_header_bytes (b, sizeof (b), &hdr),
+        GPUSHARE_PARSE_BAD_FD_COUNT);
+    fail_unless_equals_int (parse_payload (GPUSHARE_MSG_PING, counts[i],
+            NULL, 0, back), GPUSHARE_PARSE_BAD_FD_COUNT);
+    fail_if (gpushare_msg_build (msg, counts[i], out));
+  }
+  fail_unless_equals_int (out->len, 0);
+
+  g_free (raw);
+  g_byte_array_unref (out);
+  g_free (back);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_to_string)
 {
   GHashTable *seen = g_hash_table_new (g_str_hash, g_str_equal);
   guint i;
 
-  for (i = GPUSHARE_MSG_ANNOUNCE; i <= GPUSHARE_MSG_ERROR; i++) {
+  for (i = GPUSHARE_MSG_ANNOUNCE; i <= GPUSHARE_MSG_PING; i++) {
     const gchar *s = gpushare_msg_type_to_string (i);
 
     fail_unless (s != NULL);
@@ -3470,6 +3558,7 @@ gpushareproto_suite (void)
   tcase_add_test (tc, test_payload_accept_reason);
   tcase_add_test (tc, test_payload_slots_sync);
   tcase_add_test (tc, test_layout_set_caps);
+  tcase_add_test (tc, test_ping);
   tcase_add_test (tc, test_to_string);
 
   return s;

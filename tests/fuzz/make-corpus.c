@@ -371,6 +371,10 @@ write_simple (GpuShareMsg * msg)
   save_one ("error-max", msg, 0);
   init (msg, GPUSHARE_MSG_ERROR);
   save_one ("error-empty", msg, 0);
+
+  /* the heartbeat: nothing but a header */
+  init (msg, GPUSHARE_MSG_PING);
+  save_one ("ping", msg, 0);
 }
 
 static void
@@ -438,6 +442,8 @@ session (guint8 per_read)
   add (s, msg, 0);
   frame (msg, FALSE);
   add (s, msg, 0);
+  init (msg, GPUSHARE_MSG_PING);
+  add (s, msg, 0);
   release (msg, FALSE);
   add (s, msg, 0);
   caps (msg, FALSE);
@@ -485,6 +491,18 @@ write_streams (GpuShareMsg * msg)
   put32 (s, len + HDR_N_FDS, 3);
   add (s, msg, 0);
   save ("newer-minor", s);
+
+  /* a newer minor's PING with a payload, between two pings */
+  s = start (0, 0);
+  init (msg, GPUSHARE_MSG_PING);
+  add (s, msg, 0);
+  len = s->len;
+  add (s, msg, 0);
+  g_byte_array_append (s, ext, sizeof (ext));
+  put16 (s, len + HDR_VERSION_MINOR, 9);
+  put32 (s, len + HDR_PAYLOAD_LEN, sizeof (ext));
+  add (s, msg, 0);
+  save ("ping-payload", s);
 }
 
 /* one message of type built by the builder, then broken */
@@ -510,6 +528,12 @@ static void
 fill_frame (GpuShareMsg * msg)
 {
   frame (msg, FALSE);
+}
+
+static void
+fill_ping (GpuShareMsg * msg)
+{
+  init (msg, GPUSHARE_MSG_PING);
 }
 
 static void
@@ -587,6 +611,10 @@ write_broken (void)
   s = broken (1, fill_frame, 0);
   put32 (s, FUZZ_PREFIX_SIZE + HDR_N_FDS, 1);
   save ("frame-with-fd", s);
+
+  s = broken (1, fill_ping, 0);
+  put32 (s, FUZZ_PREFIX_SIZE + HDR_N_FDS, 1);
+  save ("ping-with-fd", s);
 
   /* fewer fds arrived than the header claims */
   s = broken (3, fill_slots_vmm, 4);
