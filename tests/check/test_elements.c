@@ -1605,6 +1605,59 @@ run_exchange (gboolean use_appsrc)
   g_free (path);
 }
 
+/* Nothing in our logs is a capability: no fd number, no pointer-like
+ * hex (handles, device pointers).  Every gpushare category at its most
+ * verbose, through a whole exchange. */
+typedef struct
+{
+  GMutex lock;
+  GRegex *bad;
+  guint n_lines;
+  gchar *first_bad;
+} LogScan;
+
+static void
+log_scan_func (GstDebugCategory * category, GstDebugLevel level,
+    const gchar * file, const gchar * function, gint line, GObject * object,
+    GstDebugMessage * message, gpointer user_data)
+{
+  LogScan *scan = user_data;
+  const gchar *text;
+
+  if (!g_str_has_prefix (gst_debug_category_get_name (category), "gpushare"))
+    return;
+  text = gst_debug_message_get (message);
+  g_mutex_lock (&scan->lock);
+  scan->n_lines++;
+  if (!scan->first_bad && text && g_regex_match (scan->bad, text, 0, NULL))
+    scan->first_bad = g_strdup_printf ("%s: %s", function, text);
+  g_mutex_unlock (&scan->lock);
+}
+
+static void run_exchange (gboolean use_appsrc);
+
+GST_START_TEST (test_logs_carry_no_handles)
+{
+  LogScan scan = { 0, };
+
+  g_mutex_init (&scan.lock);
+  scan.bad = g_regex_new ("\\bfds?\\s*[=:#]?\\s*[0-9]|0x[0-9a-fA-F]{6,}",
+      0, 0, NULL);
+  gst_debug_add_log_function (log_scan_func, &scan, NULL);
+  gst_debug_set_threshold_from_string ("gpushare*:9", FALSE);
+  run_exchange (FALSE);
+  gst_debug_set_threshold_from_string ("gpushare*:3", TRUE);
+  gst_debug_remove_log_function (log_scan_func);
+  fail_unless (scan.n_lines > 100, "only %u log lines were seen",
+      scan.n_lines);
+  fail_unless (scan.first_bad == NULL, "a log line carries a number that "
+      "looks like an fd or a handle: %s", scan.first_bad);
+  g_regex_unref (scan.bad);
+  g_mutex_clear (&scan.lock);
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_exchange_copied)
 {
   run_exchange (TRUE);
@@ -3058,6 +3111,7 @@ gpushare_elements_suite (void)
   tcase_add_test (tc, test_sink_harness_pool);
   tcase_add_test (tc, test_exchange_copied);
   tcase_add_test (tc, test_exchange_in_place);
+  tcase_add_test (tc, test_logs_carry_no_handles);
   tcase_add_loop_test (tc, test_consumer_garbage, 0, N_GARBAGE);
   tcase_add_test (tc, test_sink_answers_version);
   tcase_add_test (tc, test_handshake_timeout);
