@@ -32,7 +32,6 @@ typedef struct
   CUcontext ctx;
   CUmemGenericAllocationHandle handles[GPUSHARE_MAX_SLOTS];
   CUdeviceptr ptrs[GPUSHARE_MAX_SLOTS];
-  gboolean mapped[GPUSHARE_MAX_SLOTS];
   gboolean created[GPUSHARE_MAX_SLOTS];
 } VmmPriv;
 
@@ -174,45 +173,55 @@ gpushare_cuda_primary_release (gint device)
     gpushare_cuda ()->cuDevicePrimaryCtxRelease (dev);
 }
 
-/* context pushed.  Undoes whatever of slot i exists, in reverse order. */
-static void
-unmap_slot (VmmPriv * priv, guint i, gsize size)
-{
-  GpuShareCudaApi *cu = gpushare_cuda ();
-
-  if (priv->mapped[i])
-    cu->cuMemUnmap (priv->ptrs[i], size);
-  if (priv->ptrs[i])
-    cu->cuMemAddressFree (priv->ptrs[i], size);
-  if (priv->created[i])
-    cu->cuMemRelease (priv->handles[i]);
-  priv->mapped[i] = FALSE;
-  priv->ptrs[i] = 0;
-  priv->created[i] = FALSE;
-}
-
-/* context pushed: reserve, map and open access to slot i */
-static gboolean
-map_slot (VmmPriv * priv, guint i, gint device, gsize size,
-    CUmemAccess_flags flags, GError ** error)
+gboolean
+gpushare_cuda_map_handle (CUmemGenericAllocationHandle handle, gsize size,
+    gint device, CUmemAccess_flags flags, CUdeviceptr * ptr, GError ** error)
 {
   GpuShareCudaApi *cu = gpushare_cuda ();
   CUmemAccessDesc access;
+  CUdeviceptr p = 0;
 
-  if (!gpushare_cuda_check (cu->cuMemAddressReserve (&priv->ptrs[i], size, 0,
-              0, 0), "cuMemAddressReserve", error))
+  *ptr = 0;
+  if (!gpushare_cuda_check (cu->cuMemAddressReserve (&p, size, 0, 0, 0),
+          "cuMemAddressReserve", error))
     return FALSE;
-  if (!gpushare_cuda_check (cu->cuMemMap (priv->ptrs[i], size, 0,
-              priv->handles[i], 0), "cuMemMap", error))
+  if (!gpushare_cuda_check (cu->cuMemMap (p, size, 0, handle, 0), "cuMemMap",
+          error)) {
+    cu->cuMemAddressFree (p, size);
     return FALSE;
-  priv->mapped[i] = TRUE;
+  }
   memset (&access, 0, sizeof (access));
   access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   access.location.id = device;
   access.flags = flags;
-  /* mappings start inaccessible: without this every read faults */
-  return gpushare_cuda_check (cu->cuMemSetAccess (priv->ptrs[i], size,
-          &access, 1), "cuMemSetAccess", error);
+  /* mappings start inaccessible: without this every access faults */
+  if (!gpushare_cuda_check (cu->cuMemSetAccess (p, size, &access, 1),
+          "cuMemSetAccess", error)) {
+    gpushare_cuda_unmap_handle (p, size);
+    return FALSE;
+  }
+  *ptr = p;
+  return TRUE;
+}
+
+void
+gpushare_cuda_unmap_handle (CUdeviceptr ptr, gsize size)
+{
+  if (!ptr)
+    return;
+  gpushare_cuda ()->cuMemUnmap (ptr, size);
+  gpushare_cuda ()->cuMemAddressFree (ptr, size);
+}
+
+/* context pushed.  Undoes whatever of slot i exists, in reverse order. */
+static void
+unmap_slot (VmmPriv * priv, guint i, gsize size)
+{
+  gpushare_cuda_unmap_handle (priv->ptrs[i], size);
+  if (priv->created[i])
+    gpushare_cuda ()->cuMemRelease (priv->handles[i]);
+  priv->ptrs[i] = 0;
+  priv->created[i] = FALSE;
 }
 
 static void
@@ -266,8 +275,9 @@ vmm_alloc (GpuShareAllocation * alloc, GError ** error)
                 alloc->slot_size, &prop, 0), "cuMemCreate", error))
       goto failed;
     priv->created[i] = TRUE;
-    if (!map_slot (priv, i, alloc->device, alloc->slot_size,
-            CU_MEM_ACCESS_FLAGS_PROT_READWRITE, error))
+    if (!gpushare_cuda_map_handle (priv->handles[i], alloc->slot_size,
+            alloc->device, CU_MEM_ACCESS_FLAGS_PROT_READWRITE, &priv->ptrs[i],
+            error))
       goto failed;
     alloc->data[i] = (gpointer) (uintptr_t) priv->ptrs[i];
   }
@@ -349,8 +359,9 @@ vmm_import (GpuShareImport * import, gint * fds, GError ** error)
     if (!gpushare_cuda_check (res, "cuMemImportFromShareableHandle", error))
       goto failed;
     priv->created[i] = TRUE;
-    if (!map_slot (priv, i, import->device, import->slot_size,
-            CU_MEM_ACCESS_FLAGS_PROT_READ, error))
+    if (!gpushare_cuda_map_handle (priv->handles[i], import->slot_size,
+            import->device, CU_MEM_ACCESS_FLAGS_PROT_READ, &priv->ptrs[i],
+            error))
       goto failed;
     import->data[i] = (gconstpointer) (uintptr_t) priv->ptrs[i];
   }

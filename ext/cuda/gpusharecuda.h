@@ -44,6 +44,15 @@ gboolean gpushare_cuda_primary_push (gint device, CUcontext * ctx,
 void gpushare_cuda_pop (void);
 void gpushare_cuda_primary_release (gint device);
 
+/* context current.  Reserves an address range of size bytes, maps handle
+ * into it and gives device the access flags.  On failure nothing is left
+ * behind and *ptr is 0.  gpushare_cuda_unmap_handle () undoes it (a ptr
+ * of 0 is a no-op); releasing the handle is the caller's. */
+gboolean gpushare_cuda_map_handle (CUmemGenericAllocationHandle handle,
+    gsize size, gint device, CUmemAccess_flags flags, CUdeviceptr * ptr,
+    GError ** error);
+void gpushare_cuda_unmap_handle (CUdeviceptr ptr, gsize size);
+
 extern const GpuShareBackend gpushare_cuda_vmm_backend;
 
 /* the CUDA context of an allocation or import (primary context, retained) */

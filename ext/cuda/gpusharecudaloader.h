@@ -58,13 +58,9 @@ G_BEGIN_DECLS
   X (cuMemSetAccess) \
   X (cuMemcpy2DAsync) \
   X (cuMemcpyDtoHAsync) \
-  X (cuMemcpyHtoDAsync) \
   X (cuMemcpyDtoDAsync) \
   X (cuMemsetD8Async) \
   X (cuMemsetD32Async) \
-  X (cuMemHostRegister) \
-  X (cuMemHostUnregister) \
-  X (cuCtxGetDevice) \
   X (cuPointerGetAttribute) \
   X (cuStreamCreate) \
   X (cuStreamDestroy) \
@@ -76,8 +72,6 @@ G_BEGIN_DECLS
   X (cuEventCreate) \
   X (cuEventDestroy) \
   X (cuEventRecord) \
-  X (cuEventQuery) \
-  X (cuEventSynchronize) \
   X (cuIpcGetEventHandle) \
   X (cuIpcOpenEventHandle) \
   X (cuIpcGetMemHandle) \

@@ -43,7 +43,6 @@ struct _GpuShareCudaSem
   CUmemGenericAllocationHandle handle;
   gboolean have_handle;
   CUdeviceptr ptr;
-  gboolean mapped;
 };
 
 struct _GpuShareCudaEvents
@@ -169,30 +168,13 @@ sem_start (gint device, guint n_slots, gboolean imported, GError ** error)
   return sem;
 }
 
-/* context current: reserve, map and open read-write access */
+/* context current: map read-write on both sides (the consumer writes its
+ * done words) */
 static gboolean
 sem_map (GpuShareCudaSem * sem, GError ** error)
 {
-  GpuShareCudaApi *cu = gpushare_cuda ();
-  CUmemAccessDesc access;
-
-  if (!gpushare_cuda_check (cu->cuMemAddressReserve (&sem->ptr, sem->size, 0,
-              0, 0), "cuMemAddressReserve", error)) {
-    sem->ptr = 0;
-    return FALSE;
-  }
-  if (!gpushare_cuda_check (cu->cuMemMap (sem->ptr, sem->size, 0,
-              sem->handle, 0), "cuMemMap", error))
-    return FALSE;
-  sem->mapped = TRUE;
-  memset (&access, 0, sizeof (access));
-  access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  access.location.id = sem->device;
-  /* read-write on both sides: the consumer writes its done words.
-   * Mappings start inaccessible: without this every access faults. */
-  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-  return gpushare_cuda_check (cu->cuMemSetAccess (sem->ptr, sem->size,
-          &access, 1), "cuMemSetAccess", error);
+  return gpushare_cuda_map_handle (sem->handle, sem->size, sem->device,
+      CU_MEM_ACCESS_FLAGS_PROT_READWRITE, &sem->ptr, error);
 }
 
 /* context current: zero the whole block from a private stream */
@@ -218,15 +200,9 @@ sem_zero (GpuShareCudaSem * sem, GError ** error)
 static void
 sem_unmap (GpuShareCudaSem * sem)
 {
-  GpuShareCudaApi *cu = gpushare_cuda ();
-
-  if (sem->mapped)
-    cu->cuMemUnmap (sem->ptr, sem->size);
-  if (sem->ptr)
-    cu->cuMemAddressFree (sem->ptr, sem->size);
+  gpushare_cuda_unmap_handle (sem->ptr, sem->size);
   if (sem->have_handle)
-    cu->cuMemRelease (sem->handle);
-  sem->mapped = FALSE;
+    gpushare_cuda ()->cuMemRelease (sem->handle);
   sem->ptr = 0;
   sem->have_handle = FALSE;
 }

@@ -185,8 +185,6 @@ typedef struct
   CUdeviceptr ptrs[GPUSHARE_MAX_SLOTS];
   CUmemGenericAllocationHandle handles[GPUSHARE_MAX_SLOTS];
   gboolean created[GPUSHARE_MAX_SLOTS];
-  gboolean mapped[GPUSHARE_MAX_SLOTS];
-  gboolean reserved[GPUSHARE_MAX_SLOTS];
   gboolean opened[GPUSHARE_MAX_SLOTS];  /* legacy, consumer side */
 } HandleMem;
 
@@ -202,15 +200,12 @@ handle_mem_clear_slot (HandleMem * m, guint i)
     else if (m->ptrs[i])
       cu->cuMemFree (m->ptrs[i]);
   } else {
-    if (m->mapped[i])
-      cu->cuMemUnmap (m->ptrs[i], m->size);
-    if (m->reserved[i])
-      cu->cuMemAddressFree (m->ptrs[i], m->size);
+    gpushare_cuda_unmap_handle (m->ptrs[i], m->size);
     if (m->created[i])
       cu->cuMemRelease (m->handles[i]);
   }
   m->ptrs[i] = 0;
-  m->opened[i] = m->mapped[i] = m->reserved[i] = m->created[i] = FALSE;
+  m->opened[i] = m->created[i] = FALSE;
 }
 
 static void
@@ -227,30 +222,6 @@ handle_mem_free (HandleMem * m, CUcontext ctx)
     gpushare_cuda_pop ();
   }
   g_free (m);
-}
-
-/* context pushed: reserve, map and give the device access to slot i */
-static gboolean
-handle_mem_map (HandleMem * m, guint i, gint device, CUmemAccess_flags flags,
-    GError ** error)
-{
-  GpuShareCudaApi *cu = gpushare_cuda ();
-  CUmemAccessDesc access;
-
-  if (!gpushare_cuda_check (cu->cuMemAddressReserve (&m->ptrs[i], m->size, 0,
-              0, 0), "cuMemAddressReserve", error))
-    return FALSE;
-  m->reserved[i] = TRUE;
-  if (!gpushare_cuda_check (cu->cuMemMap (m->ptrs[i], m->size, 0,
-              m->handles[i], 0), "cuMemMap", error))
-    return FALSE;
-  m->mapped[i] = TRUE;
-  memset (&access, 0, sizeof (access));
-  access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  access.location.id = device;
-  access.flags = flags;
-  return gpushare_cuda_check (cu->cuMemSetAccess (m->ptrs[i], m->size,
-          &access, 1), "cuMemSetAccess", error);
 }
 
 /* producer: n slots of legacy (cuMemAlloc) or fabric (VMM, fabric handle
@@ -287,8 +258,8 @@ handle_mem_new (GpuShareMemType type, gint device, CUcontext ctx, guint n,
                   0), "cuMemCreate (fabric handle type)", error))
         goto failed;
       m->created[i] = TRUE;
-      if (!handle_mem_map (m, i, device, CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
-              error))
+      if (!gpushare_cuda_map_handle (m->handles[i], size, device,
+              CU_MEM_ACCESS_FLAGS_PROT_READWRITE, &m->ptrs[i], error))
         goto failed;
     }
   }
@@ -370,8 +341,8 @@ handle_mem_import (GpuShareMemType type, gint device, CUcontext ctx,
               "cuMemImportFromShareableHandle (fabric)", error))
         goto failed;
       m->created[i] = TRUE;
-      if (!handle_mem_map (m, i, device, CU_MEM_ACCESS_FLAGS_PROT_READ,
-              error))
+      if (!gpushare_cuda_map_handle (m->handles[i], size, device,
+              CU_MEM_ACCESS_FLAGS_PROT_READ, &m->ptrs[i], error))
         goto failed;
     }
   }
