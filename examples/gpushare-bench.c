@@ -98,9 +98,13 @@
 #define GPUSHARE_SRC "gpusharesrc name=out socket-path=@SOCKET@ " \
   "transport=system"
 /* GPU rows force the transport, so that a fallback fails the row instead
- * of measuring something else, and keep the frames in GPU memory */
+ * of measuring something else, and keep the frames in GPU memory; the
+ * producer is on GPU 0, the peer rows' consumer on GPU 1 */
 #define GPUSHARE_SRC_CUDA(sync) "gpusharesrc name=out socket-path=@SOCKET@ " \
   "transport=cuda sync-mode=" sync " ! video/x-raw(memory:CUDAMemory)"
+#define GPUSHARE_SRC_PEER(sync) "gpusharesrc name=out " \
+  "socket-path=@SOCKET@ cuda-device-id=1 transport=cuda sync-mode=" sync \
+  " ! video/x-raw(memory:CUDAMemory)"
 #define SHM_SINK_OPTS "socket-path=@SOCKET@ wait-for-connection=true " \
   "shm-size=@SHMSIZE@ sync=false"
 #define SHM_SINK "shmsink name=in " SHM_SINK_OPTS
@@ -135,6 +139,8 @@ typedef struct
   /* the frames live in GPU memory: device memory is sampled, and --mps runs
    * the row again under MPS */
   gboolean gpu;
+  /* GPUs the row needs (0: none asked for); skipped on fewer */
+  gint gpus;
 } BenchMode;
 
 /* New rows (other transports) go here.  A mode whose elements are missing
@@ -193,6 +199,24 @@ static const BenchMode modes[] = {
   CUDA_ROW ("gpushare-cuda-event", "event",
       "gpushare, CUDA slots, CUDA IPC events"),
 #undef CUDA_ROW
+  /* A consumer on a second GPU: reading in place over peer access, and
+   * what it gets without (system memory, uploaded to its GPU) */
+#define CUDA_PEER_ROW(name, sync, what) \
+  {name, what, "imagefreeze cudaupload gpusharesink gpusharesrc", \
+        "gpusharesink", "video/x-raw(memory:CUDAMemory)", \
+        CUDA_SOURCE " ! " GPUSHARE_SINK, \
+      GPUSHARE_SRC_PEER (sync) " ! " FAKESINK, KEY_OFFSET, TRUE, 2}
+  CUDA_PEER_ROW ("gpushare-cuda-peer", "auto",
+      "gpushare, consumer on GPU 1 reads GPU 0's slots over peer access"),
+  CUDA_PEER_ROW ("gpushare-cuda-peer-host", "host",
+      "gpushare-cuda-peer, each side syncs its stream"),
+#undef CUDA_PEER_ROW
+  {"gpushare-sysmem-peer", "consumer on GPU 1 without peer access: "
+        "system memory, cudaupload to GPU 1",
+        "imagefreeze cudaupload gpusharesink gpusharesrc", NULL, NULL,
+        CUDA_SOURCE " ! " GPUSHARE_SINK,
+        GPUSHARE_SRC " cuda-device-id=1 ! cudaupload cuda-device-id=1 ! "
+        "video/x-raw(memory:CUDAMemory) ! " FAKESINK, KEY_OFFSET, TRUE, 2},
   {"cuda-shm", "cudadownload ! shmsink / shmsrc ! cudaupload",
         "imagefreeze cudaupload cudadownload shmsink shmsrc", NULL, NULL,
         CUDA_SOURCE " ! cudadownload name=in ! shmsink " SHM_SINK_OPTS,
@@ -575,11 +599,41 @@ read_side (const gchar * path, SideResult * r)
   g_free (text);
 }
 
+/* the GPUs nvidia-smi lists, 0 without it */
+static gint
+gpu_count (void)
+{
+  static gint count = -1;
+  const gchar *argv[] = { "nvidia-smi", "-L", NULL };
+  gchar *out = NULL, **l, **lines;
+  gint status = 0;
+
+  if (count >= 0)
+    return count;
+  count = 0;
+  if (g_spawn_sync (NULL, (gchar **) argv, NULL, G_SPAWN_SEARCH_PATH |
+          G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, &out, NULL, &status, NULL)
+      && g_spawn_check_wait_status (status, NULL)) {
+    lines = g_strsplit (out, "\n", -1);
+    for (l = lines; *l; l++)
+      count += g_str_has_prefix (*l, "GPU ");
+    g_strfreev (lines);
+  }
+  g_free (out);
+  return count;
+}
+
 static gchar *
 missing_requirement (const BenchMode * mode)
 {
   gchar **names = g_strsplit (mode->needs, " ", -1), **n;
   gchar *why = NULL;
+
+  if (mode->gpus > 0 && gpu_count () < mode->gpus) {
+    g_strfreev (names);
+    return g_strdup_printf ("needs %d GPUs, this host has %d", mode->gpus,
+        gpu_count ());
+  }
 
   for (n = names; *n && !why; n++) {
     GstElementFactory *f;

@@ -53,6 +53,7 @@ typedef struct
   gchar *decode;                /* consumer: decode this file in-process */
   gchar *producer_lost;         /* consumer: gpusharesrc producer-lost */
   gchar *die_at;                /* GPUSHARE_TEST_DIE_AT for this process */
+  gint cuda_device;             /* both: the GPU of this side, -1: default */
 } Options;
 
 static Options opt = {
@@ -63,6 +64,7 @@ static Options opt = {
   .ring_size = 8,
   .die_after = -1,
   .timeout_ms = 10000,
+  .cuda_device = -1,
 };
 
 static FILE *out;
@@ -368,6 +370,21 @@ bus_done (GstElement * pipeline, const gchar * role, gint timeout_ms,
   return *rc == 0;
 }
 
+/* --cuda-device: the GPU of the named element, if it is in the pipeline */
+static void
+set_cuda_device (GstElement * pipeline, const gchar * name)
+{
+  GstElement *e;
+
+  if (opt.cuda_device < 0)
+    return;
+  e = gst_bin_get_by_name (GST_BIN (pipeline), name);
+  if (e) {
+    g_object_set (e, "cuda-device-id", opt.cuda_device, NULL);
+    gst_object_unref (e);
+  }
+}
+
 static gint
 run_producer (void)
 {
@@ -387,7 +404,8 @@ run_producer (void)
         "is-live=%d ! video/x-raw,format=%s,width=%d,height=%d,"
         "framerate=30/1 ! %s gpusharesink name=sink", opt.frames, opt.live,
         opt.format ? opt.format : "NV12", opt.width, opt.height,
-        opt.gpu_input ? "cudaupload ! video/x-raw(memory:CUDAMemory) !" : "");
+        opt.gpu_input ? "cudaupload name=up ! video/x-raw(memory:CUDAMemory) !"
+        : "");
   else
     desc = g_strdup_printf ("appsrc name=src format=time is-live=%d "
         "max-bytes=0 max-buffers=4 block=true ! gpusharesink name=sink",
@@ -397,6 +415,8 @@ run_producer (void)
   sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
   g_object_set (sink, "socket-path", opt.socket, "ring-size", opt.ring_size,
       "wait-for-connection", opt.wait, NULL);
+  set_cuda_device (pipeline, "sink");
+  set_cuda_device (pipeline, "up");
   if (opt.policy)
     gst_util_set_object_arg (G_OBJECT (sink), "policy", opt.policy);
   pad = gst_element_get_static_pad (sink, "sink");
@@ -486,7 +506,8 @@ run_consumer (void)
     g_free (desc);
   } else {
     pipeline = gst_parse_launch (opt.gpu_output ? "gpusharesrc name=src ! "
-        "video/x-raw(memory:CUDAMemory) ! cudadownload ! appsink name=sink "
+        "video/x-raw(memory:CUDAMemory) ! cudadownload name=down ! "
+        "appsink name=sink "
         "sync=false max-buffers=2" : "gpusharesrc name=src ! appsink "
         "name=sink sync=false max-buffers=2", NULL);
   }
@@ -504,6 +525,10 @@ run_consumer (void)
         opt.producer_lost);
   if (!opt.decode && opt.sync)
     gst_util_set_object_arg (G_OBJECT (src), "sync-mode", opt.sync);
+  if (!opt.decode) {
+    set_cuda_device (pipeline, "src");
+    set_cuda_device (pipeline, "down");
+  }
   sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
   if (!opt.decode)
     g_object_set (src, "socket-path", opt.socket, "connection-timeout",
@@ -719,6 +744,9 @@ main (int argc, char **argv)
         "Consumer: decode this H.264 clip in this process instead", NULL},
     {"gpu-output", 0, 0, G_OPTION_ARG_NONE, &opt.gpu_output,
         "Consumer: take CUDA memory from gpusharesrc, then download", NULL},
+    {"cuda-device", 0, 0, G_OPTION_ARG_INT, &opt.cuda_device,
+        "Both: the GPU of this side (gpusharesink or gpusharesrc, "
+        "cudaupload, cudadownload)", NULL},
     {"out", 0, 0, G_OPTION_ARG_FILENAME, &opt.out,
         "Write the report here instead of stdout", NULL},
     {NULL}

@@ -126,6 +126,66 @@ gpushare_cuda_probe (gint device, GpuShareCudaCaps * caps, GError ** error)
   return TRUE;
 }
 
+gint
+gpushare_cuda_find_device (const guint8 want[16])
+{
+  GpuShareCudaApi *cu;
+  gint count = 0, i;
+
+  if (!gpushare_cuda_load (NULL))
+    return -1;
+  cu = gpushare_cuda ();
+  if (cu->cuDeviceGetCount (&count) != CUDA_SUCCESS)
+    return -1;
+  for (i = 0; i < count; i++) {
+    CUdevice dev;
+    CUuuid uuid;
+
+    if (cu->cuDeviceGet (&dev, i) == CUDA_SUCCESS
+        && cu->cuDeviceGetUuid (&uuid, dev) == CUDA_SUCCESS
+        && memcmp (uuid.bytes, want, 16) == 0)
+      return i;
+  }
+  return -1;
+}
+
+gboolean
+gpushare_cuda_peer_probe (gint reader, gint owner, gboolean * atomics,
+    gint * rank, GError ** error)
+{
+  GpuShareCudaApi *cu;
+  CUdevice r, o;
+  gint can = 0, v = 0;
+
+  *atomics = FALSE;
+  *rank = 0;
+  if (!gpushare_cuda_load (error))
+    return FALSE;
+  cu = gpushare_cuda ();
+  if (!gpushare_cuda_check (cu->cuDeviceGet (&r, reader), "cuDeviceGet",
+          error) || !gpushare_cuda_check (cu->cuDeviceGet (&o, owner),
+          "cuDeviceGet", error))
+    return FALSE;
+  if (!gpushare_cuda_check (cu->cuDeviceCanAccessPeer (&can, r, o),
+          "cuDeviceCanAccessPeer", error))
+    return FALSE;
+  if (!can) {
+    g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_UNSUPPORTED,
+        "GPU %d cannot access the memory of GPU %d (no peer access between "
+        "them)", reader, owner);
+    return FALSE;
+  }
+  /* srcDevice accesses dstDevice's memory */
+  if (cu->cuDeviceGetP2PAttribute (&v,
+          CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED, r, o)
+      == CUDA_SUCCESS)
+    *atomics = v != 0;
+  if (cu->cuDeviceGetP2PAttribute (&v,
+          CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK, r, o) == CUDA_SUCCESS)
+    *rank = v;
+  return TRUE;
+}
+
 static gsize
 vmm_slot_size (gint device, gsize frame_size)
 {

@@ -34,6 +34,17 @@ typedef struct
 /* FALSE with a reason when there is no driver, no such device, ... */
 gboolean gpushare_cuda_probe (gint device, GpuShareCudaCaps * caps,
     GError ** error);
+/* the ordinal of the device with this UUID among the devices this
+ * process sees (CUDA_VISIBLE_DEVICES applies), or -1 */
+gint gpushare_cuda_find_device (const guint8 uuid[16]);
+
+/* Can GPU reader map memory that lives on GPU owner and read it in place
+ * (peer access: NVLink or PCIe)?  FALSE with the reason otherwise.  On
+ * TRUE, *atomics says whether the link carries native atomics and *rank
+ * is the driver's relative performance rank of the link (0 is best). */
+gboolean gpushare_cuda_peer_probe (gint reader, gint owner,
+    gboolean * atomics, gint * rank, GError ** error);
+
 /* "GPU-xxxxxxxx-xxxx-..." as nvidia-smi prints it */
 gchar *gpushare_cuda_uuid_to_string (const guint8 uuid[16]);
 

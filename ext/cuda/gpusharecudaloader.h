@@ -35,6 +35,8 @@ G_BEGIN_DECLS
   X (cuDeviceGetAttribute) \
   X (cuDeviceGetName) \
   X (cuDeviceGetUuid) \
+  X (cuDeviceCanAccessPeer) \
+  X (cuDeviceGetP2PAttribute) \
   X (cuDevicePrimaryCtxRetain) \
   X (cuDevicePrimaryCtxRelease) \
   X (cuCtxPushCurrent) \

@@ -175,6 +175,7 @@ struct _GstGpuShareSrc
   GpuShareMemType mem_type;
   GpuShareSyncMode sync_mode;
   gchar *mem_reason;
+  gint peer_device;             /* the producer's GPU when not ours, or -1 */
   CudaView *cuda;               /* current CUDA mapping */
 
   /* the GPU, probed at start */
@@ -513,6 +514,43 @@ pick_gpu_memory (GstGpuShareSrc * self, const GpuShareAnnounce * a,
 }
 #endif
 
+#ifdef HAVE_CUDA
+/* The producer's GPU is another one: can this consumer read its memory in
+ * place?  Returns the sync modes that stay possible (an event is recorded
+ * only on a stream of its own GPU, and a consumer records its done events
+ * on its stream: they belong to the producer's GPU), sets *peer_note for
+ * the reason, or returns 0 with *why_not. */
+static guint32
+peer_sync_modes (GstGpuShareSrc * self, const GpuShareAnnounce * a,
+    guint32 modes, gchar ** peer_note, gchar ** why_not)
+{
+  GError *error = NULL;
+  gchar *uuid = gpushare_cuda_uuid_to_string (a->device.uuid);
+  gboolean atomics;
+  gint owner, rank;
+
+  owner = gpushare_cuda_find_device (a->device.uuid);
+  if (owner < 0) {
+    *why_not = g_strdup_printf ("the producer's GPU (%s) is not visible to "
+        "this consumer (another host's GPU, or hidden by "
+        "CUDA_VISIBLE_DEVICES)", uuid);
+  } else if (!gpushare_cuda_peer_probe (self->cuda_device_id, owner,
+          &atomics, &rank, &error)) {
+    *why_not = g_strdup_printf ("the producer is on another GPU (%s): %s",
+        uuid, error->message);
+    g_clear_error (&error);
+  } else {
+    self->peer_device = owner;
+    modes &= ~(guint32) GPUSHARE_SYNC_EVENT;
+    *peer_note = g_strdup_printf ("producer on %s (device %d here), read "
+        "over peer access by device %d (link rank %d%s)", uuid, owner,
+        self->cuda_device_id, rank, atomics ? ", native atomics" : "");
+  }
+  g_free (uuid);
+  return *peer_note ? modes : 0;
+}
+#endif
+
 /* lock held.  Picks this consumer's memory type and synchronisation for
  * what the producer offers; sets mem_reason either way.  FALSE when
  * nothing fits (a forced transport that cannot work included). */
@@ -522,12 +560,15 @@ choose_memory (GstGpuShareSrc * self, const GpuShareAnnounce * a)
   GstGpuShareTransport transport;
   GstGpuShareSync sync G_GNUC_UNUSED;   /* GPU memory only */
   const gchar *why_not = NULL;
+  gchar *why_owned = NULL;
+  gboolean ok;
 
   GST_OBJECT_LOCK (self);
   transport = self->transport;
   sync = self->sync;
   GST_OBJECT_UNLOCK (self);
   self->sync_mode = 0;
+  self->peer_device = -1;
 
   if (transport == GST_GPU_SHARE_TRANSPORT_SYSTEM) {
     why_not = "system memory was asked for (transport=system)";
@@ -537,31 +578,53 @@ choose_memory (GstGpuShareSrc * self, const GpuShareAnnounce * a)
     why_not = self->cuda_reason;
   } else if (!(a->mem_types & ~GPUSHARE_MEM_SYSTEM)) {
     why_not = "the producer offers no GPU memory";
-#ifdef HAVE_CUDA
-  } else if (memcmp (a->device.uuid, self->cuda_caps.uuid, 16) != 0) {
-    why_not = "the producer's GPU is not this consumer's GPU";
   } else {
+#ifdef HAVE_CUDA
     guint32 common = a->device.sync_modes &
         gpushare_cuda_sync_modes (&self->cuda_caps);
-    GpuShareMemType type = pick_gpu_memory (self, a, transport, &why_not);
+    gchar *peer_note = NULL;
+    GpuShareMemType type = 0;
 
-    if (sync != GST_GPU_SHARE_SYNC_AUTO)
-      common &= (guint32) sync;
-    if (!common) {
-      why_not = "no synchronisation mode in common";
-    } else if (type) {
-      gchar *uuid = gpushare_cuda_uuid_to_string (self->cuda_caps.uuid);
+    if (memcmp (a->device.uuid, self->cuda_caps.uuid, 16) != 0) {
+      guint32 all = common;
 
-      self->mem_type = type;
-      self->sync_mode = sync != GST_GPU_SHARE_SYNC_AUTO ? (guint32) sync :
-          gpushare_cuda_sync_mode_pick (common);
-      self->mem_reason = g_strdup_printf ("GPU memory (%s): both ends on %s, "
-          "%s synchronisation%s%s", gpushare_mem_type_to_string (type), uuid,
-          gpushare_sync_mode_to_string (self->sync_mode),
-          why_not ? "; " : "", why_not ? why_not : "");
-      g_free (uuid);
-      return TRUE;
+      common = peer_sync_modes (self, a, common, &peer_note, &why_owned);
+      why_not = why_owned;
+      if (peer_note && sync == GST_GPU_SHARE_SYNC_EVENT
+          && (all & GPUSHARE_SYNC_EVENT))
+        why_not = "event synchronisation is not possible across GPUs (an "
+            "event can only be recorded on its own GPU's streams)";
     }
+    if (!why_not) {
+      const gchar *note = NULL;
+
+      type = pick_gpu_memory (self, a, transport, &note);
+      if (sync != GST_GPU_SHARE_SYNC_AUTO)
+        common &= (guint32) sync;
+      if (!type)
+        why_not = note;
+      else if (!common)
+        why_not = "no synchronisation mode in common";
+      else {
+        gchar *uuid = gpushare_cuda_uuid_to_string (self->cuda_caps.uuid);
+        gchar *where = peer_note ? g_strdup (peer_note) :
+            g_strdup_printf ("both ends on %s", uuid);
+
+        self->mem_type = type;
+        self->sync_mode = sync != GST_GPU_SHARE_SYNC_AUTO ? (guint32) sync :
+            gpushare_cuda_sync_mode_pick (common);
+        self->mem_reason = g_strdup_printf ("GPU memory (%s): %s, %s "
+            "synchronisation%s%s", gpushare_mem_type_to_string (type), where,
+            gpushare_sync_mode_to_string (self->sync_mode),
+            note ? "; " : "", note ? note : "");
+        g_free (where);
+        g_free (uuid);
+        g_free (peer_note);
+        g_free (why_owned);
+        return TRUE;
+      }
+    }
+    g_free (peer_note);
 #endif
   }
   if (!why_not)
@@ -571,11 +634,15 @@ choose_memory (GstGpuShareSrc * self, const GpuShareAnnounce * a)
       || !(a->mem_types & GPUSHARE_MEM_SYSTEM)) {
     self->mem_reason = g_strdup_printf ("GPU memory was asked for but is "
         "not possible: %s", why_not);
-    return FALSE;
+    ok = FALSE;
+  } else {
+    self->mem_type = GPUSHARE_MEM_SYSTEM;
+    self->mem_reason = g_strdup_printf ("system memory: %s", why_not);
+    ok = TRUE;
   }
-  self->mem_type = GPUSHARE_MEM_SYSTEM;
-  self->mem_reason = g_strdup_printf ("system memory: %s", why_not);
-  return TRUE;
+  self->peer_device = -1;
+  g_free (why_owned);
+  return ok;
 }
 
 static void
@@ -1629,6 +1696,7 @@ make_stats (GstGpuShareSrc * self)
       "none" : "none",
 #endif
       "output-memory", G_TYPE_STRING, self->out_gpu ? "CUDAMemory" : "system",
+      "peer-device", G_TYPE_INT, self->peer_device,
       "memory-reason", G_TYPE_STRING, self->mem_reason ? self->mem_reason :
       "not connected",
       "epoch", G_TYPE_UINT64, self->import ? self->import->epoch : 0,
@@ -1826,6 +1894,7 @@ gst_gpu_share_src_init (GstGpuShareSrc * self)
   self->producer_lost = DEFAULT_PRODUCER_LOST;
   self->sync = DEFAULT_SYNC;
   self->cuda_device_id = DEFAULT_CUDA_DEVICE_ID;
+  self->peer_device = -1;
   self->heartbeat_interval = DEFAULT_HEARTBEAT_INTERVAL;
   g_mutex_init (&self->lock);
   g_cond_init (&self->cond);

@@ -11,60 +11,7 @@ set -u
 demo=$1
 frames=${2:-300}
 
-if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
-  echo "SKIP: no GPU here (nvidia-smi finds none)"
-  exit 77
-fi
-if ! gst-inspect-1.0 cudaupload >/dev/null 2>&1; then
-  echo "SKIP: GStreamer's nvcodec plugin (cudaupload, cudadownload) is missing"
-  exit 77
-fi
-
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-failures=0
-
-# compare DESC PRODUCER_LOG CONSUMER_LOG WANT_TRANSPORT
-compare() {
-  local desc=$1 plog=$2 clog=$3 want=$4 sent recv transport
-  sent=$(grep -c '^sent ' "$plog")
-  recv=$(grep -c '^recv ' "$clog")
-  transport=$(grep -m1 '^transport ' "$clog" | sed 's/^transport //')
-  if [ "$sent" -ne "$frames" ] || [ "$recv" -ne "$sent" ] \
-      || ! cmp -s <(grep '^sent ' "$plog" | cut -c6-) \
-                  <(grep '^recv ' "$clog" | cut -c6-) \
-      || [[ "$transport" != *"memory-type=$want"* ]]; then
-    echo "FAIL $desc: sent $sent, received $recv, transport: $transport"
-    grep -h '^error' "$plog" "$clog" | head -3
-    failures=$((failures + 1))
-  else
-    echo "PASS $desc: $recv/$sent frames identical; $transport"
-  fi
-}
-
-# run DESC N_CONSUMERS WANT PRODUCER_ARGS -- CONSUMER_ARGS
-run() {
-  local desc=$1 n=$2 want=$3 pargs=() cargs=() i pids=() seen=0
-  shift 3
-  for a in "$@"; do
-    if [ "$a" = "--" ]; then seen=1; continue; fi
-    if [ $seen -eq 0 ]; then pargs+=("$a"); else cargs+=("$a"); fi
-  done
-  local sock="$dir/$RANDOM.sock"
-  for ((i = 0; i < n; i++)); do
-    "$demo" consumer --socket "$sock" --timeout 30000 --out "$dir/c$i.log" \
-      "${cargs[@]}" & pids+=($!)
-  done
-  "$demo" producer --socket "$sock" --frames "$frames" --wait \
-    --wait-clients "$n" --source videotestsrc --policy lossless \
-    --timeout 30000 --out "$dir/p.log" "${pargs[@]}"
-  for p in "${pids[@]}"; do wait "$p"; done
-  for ((i = 0; i < n; i++)); do
-    compare "$desc${n:+ (consumer $((i + 1))/$n)}" "$dir/p.log" "$dir/c$i.log" \
-      "$want"
-  done
-  rm -f "$dir"/*.log
-}
+. "$(dirname "$0")/gpu-lib.sh"
 
 for sync in host semaphore event; do
   run "1080p NV12, $sync" 1 cuda-vmm --width 1920 --height 1080 -- \
@@ -106,17 +53,15 @@ if gst-inspect-1.0 nvh264dec >/dev/null 2>&1; then
   ngot=$(grep -c '^recv ' "$dir/c.log")
   if [ "$nref" -gt 0 ] && cmp -s <(key "$dir/ref.log") <(key "$dir/c.log") \
       && grep -q 'memory-type=cuda-vmm' "$dir/c.log"; then
-    echo "PASS decode: nvh264dec -> gpusharesink | gpusharesrc gives the $nref pictures a one-process decode gives ($(grep -m1 '^transport' "$dir/c.log" | cut -c1-80))"
+    pass "decode: nvh264dec -> gpusharesink | gpusharesrc gives the $nref pictures a one-process decode gives ($(grep -m1 '^transport' "$dir/c.log" | cut -c1-80))"
   else
-    echo "FAIL decode: reference $nref pictures, received $ngot"
+    fail "decode: reference $nref pictures, received $ngot"
     diff <(key "$dir/ref.log") <(key "$dir/c.log") | head -5
     grep -h '^error' "$dir"/*.log | head -3
-    failures=$((failures + 1))
   fi
   rm -f "$dir"/*.log
 else
-  echo "FAIL decode: nvh264dec is missing"
-  failures=$((failures + 1))
+  fail "decode: nvh264dec is missing"
 fi
 
 # fabric handles need an IMEX channel: where there is none, a consumer that
@@ -133,19 +78,14 @@ timeout 60 "$demo" consumer --socket "$sock" --timeout 10000 --transport cuda \
 if [ $frc -ne 0 ] && grep -q '^error .*fabric' "$dir/fabric.log" \
     && [ "$(grep -c '^recv ' "$dir/after.log")" -ge 20 ] \
     && kill -0 $ppid 2>/dev/null; then
-  echo "PASS fabric refused cleanly: $(grep -m1 '^error' "$dir/fabric.log" | cut -c1-300)"
+  pass "fabric refused cleanly: $(grep -m1 '^error' "$dir/fabric.log" | cut -c1-300)"
 elif [ $frc -eq 0 ] && grep -q 'memory-type=cuda-fabric' "$dir/fabric.log"; then
-  echo "PASS fabric handles work here (an IMEX channel exists)"
+  pass "fabric handles work here (an IMEX channel exists)"
 else
-  echo "FAIL fabric: consumer exit $frc; $(head -c 400 "$dir/fabric.log")"
-  failures=$((failures + 1))
+  fail "fabric: consumer exit $frc; $(head -c 400 "$dir/fabric.log")"
 fi
 kill $ppid 2>/dev/null
 wait $ppid 2>/dev/null
 rm -f "$dir"/*.log
 
-if [ $failures -ne 0 ]; then
-  echo "$failures case(s) failed"
-  exit 1
-fi
-echo "all cases passed"
+finish

@@ -1,0 +1,83 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# Shared by the gpu suite's shell tests: the skip checks and running
+# gpushare-demo as a producer and N consumers, every frame compared.
+#
+# The caller sets: demo (gpushare-demo), frames; this file sets dir (a
+# temporary folder, removed on exit) and failures.
+
+if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
+  echo "SKIP: no GPU here (nvidia-smi finds none)"
+  exit 77
+fi
+if ! gst-inspect-1.0 cudaupload >/dev/null 2>&1; then
+  echo "SKIP: GStreamer's nvcodec plugin (cudaupload, cudadownload) is missing"
+  exit 77
+fi
+
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+failures=0
+
+# the number of GPUs this process sees
+gpu_count() {
+  nvidia-smi -L | grep -c '^GPU '
+}
+
+pass() { echo "PASS $*"; }
+fail() { echo "FAIL $*"; failures=$((failures + 1)); }
+
+# compare DESC PRODUCER_LOG CONSUMER_LOG WANT_TRANSPORT [REASON_PATTERN]
+compare() {
+  local desc=$1 plog=$2 clog=$3 want=$4 pattern=${5:-} sent recv transport
+  sent=$(grep -c '^sent ' "$plog")
+  recv=$(grep -c '^recv ' "$clog")
+  transport=$(grep -m1 '^transport ' "$clog" | sed 's/^transport //')
+  if [ "$sent" -ne "$frames" ] || [ "$recv" -ne "$sent" ] \
+      || ! cmp -s <(grep '^sent ' "$plog" | cut -c6-) \
+                  <(grep '^recv ' "$clog" | cut -c6-) \
+      || [[ "$transport" != *"memory-type=$want"* ]] \
+      || { [ -n "$pattern" ] && [[ "$transport" != *$pattern* ]]; }; then
+    fail "$desc: sent $sent, received $recv, transport: $transport"
+    grep -h '^error' "$plog" "$clog" | head -3
+  else
+    pass "$desc: $recv/$sent frames identical; $transport"
+  fi
+}
+
+# run DESC N_CONSUMERS WANT PRODUCER_ARGS -- CONSUMER_ARGS
+#   every consumer takes CONSUMER_ARGS; CONSUMER_ENV, if set, is put in
+#   front of each consumer's command (env VAR=value ...); REASON, if set,
+#   must appear in each consumer's transport line
+run() {
+  local desc=$1 n=$2 want=$3 pargs=() cargs=() i pids=() seen=0
+  shift 3
+  for a in "$@"; do
+    if [ "$a" = "--" ]; then seen=1; continue; fi
+    if [ $seen -eq 0 ]; then pargs+=("$a"); else cargs+=("$a"); fi
+  done
+  local sock="$dir/$RANDOM.sock"
+  for ((i = 0; i < n; i++)); do
+    env ${CONSUMER_ENV:-} "$demo" consumer --socket "$sock" --timeout 30000 \
+      --out "$dir/c$i.log" "${cargs[@]}" & pids+=($!)
+  done
+  "$demo" producer --socket "$sock" --frames "$frames" --wait \
+    --wait-clients "$n" --source videotestsrc --policy lossless \
+    --timeout 30000 --out "$dir/p.log" "${pargs[@]}"
+  for p in "${pids[@]}"; do wait "$p"; done
+  for ((i = 0; i < n; i++)); do
+    compare "$desc${n:+ (consumer $((i + 1))/$n)}" "$dir/p.log" "$dir/c$i.log" \
+      "$want" "${REASON:-}"
+  done
+  rm -f "$dir"/*.log
+}
+
+# the end of every script
+finish() {
+  if [ $failures -ne 0 ]; then
+    echo "$failures case(s) failed"
+    exit 1
+  fi
+  echo "all cases passed"
+  exit 0
+}
