@@ -88,8 +88,12 @@
  * nothing, the copy is the source's. */
 #define SOURCE_INPLACE "videotestsrc num-buffers=@FRAMES@ " \
   "pattern=solid-color ! @CAPS@"
+/* The frame in CUDA memory.  The caps after cudaupload are needed: without
+ * them cudaupload prefers system memory wherever downstream takes it too,
+ * and passes the frame through without uploading anything. */
 #define CUDA_SOURCE "videotestsrc num-buffers=1 pattern=smpte ! @CAPS@ ! " \
-  "cudaupload ! imagefreeze num-buffers=@FRAMES@"
+  "cudaupload ! video/x-raw(memory:CUDAMemory) ! " \
+  "imagefreeze num-buffers=@FRAMES@"
 
 #define GPUSHARE_SINK "gpusharesink name=in socket-path=@SOCKET@ " \
   "policy=lossless wait-for-connection=true ring-size=@RING@ sync=false"
@@ -220,7 +224,8 @@ static const BenchMode modes[] = {
   {"cuda-shm", "cudadownload ! shmsink / shmsrc ! cudaupload",
         "imagefreeze cudaupload cudadownload shmsink shmsrc", NULL, NULL,
         CUDA_SOURCE " ! cudadownload name=in ! shmsink " SHM_SINK_OPTS,
-      "shmsrc " SHM_SRC_OPTS " ! cudaupload name=out ! " FAKESINK, KEY_ORDER,
+      "shmsrc " SHM_SRC_OPTS " ! cudaupload ! capsfilter name=out "
+        "caps=video/x-raw(memory:CUDAMemory) ! " FAKESINK, KEY_ORDER,
       TRUE},
 };
 
@@ -458,6 +463,21 @@ run_side (const gchar * role)
     gst_message_unref (msg);
     if (stop)
       break;
+  }
+
+  /* a GPU row whose frames reached the transport in system memory would
+   * measure something else: fail it */
+  if (rc == 0 && !consumer && mode->gpu) {
+    GstCaps *caps = gst_pad_get_current_caps (pad);
+    GstCapsFeatures *f = caps && gst_caps_get_size (caps) > 0 ?
+        gst_caps_get_features (caps, 0) : NULL;
+
+    if (!f || !gst_caps_features_contains (f, "memory:CUDAMemory")) {
+      errmsg = g_strdup_printf ("the frames reached %s in system memory, "
+          "not CUDA memory", GST_OBJECT_NAME (el));
+      rc = 2;
+    }
+    gst_clear_caps (&caps);
   }
 
   /* --hold: the parent samples the device memory of both sides while they
