@@ -247,6 +247,7 @@ typedef struct
   gint frames;
   gint ring;
   gint repeat;
+  gint pace_us;
   gint timeout_s;
   /* children */
   gchar *mode;
@@ -310,6 +311,24 @@ expand (const gchar * tmpl, gint w, gint h)
   g_free (ring);
   g_free (shmsize);
   return g_string_free (s, FALSE);
+}
+
+/* --pace-us: identity sleep-time=N in front of the element named "in" */
+static gchar *
+pace (gchar * desc)
+{
+  const gchar *in = strstr (desc, "name=in");
+  const gchar *at = NULL, *p;
+  gchar *out;
+
+  for (p = desc; in && (p = strstr (p, " ! ")) && p < in; p += 3)
+    at = p + 3;
+  if (!at)
+    return desc;
+  out = g_strdup_printf ("%.*sidentity sleep-time=%d ! %s", (gint) (at - desc),
+      desc, opt.pace_us, at);
+  g_free (desc);
+  return out;
 }
 
 static gint64
@@ -399,6 +418,8 @@ run_side (const gchar * role)
   }
   desc = expand (consumer ? mode->consumer : mode->producer, opt.width,
       opt.height);
+  if (!consumer && opt.pace_us > 0)
+    desc = pace (desc);
   s.pipeline = gst_parse_launch (desc, &error);
   g_free (desc);
   if (!s.pipeline || error) {
@@ -1022,6 +1043,7 @@ spawn (const gchar * self, const gchar * role, const Row * row,
   g_ptr_array_add (argv, g_strdup (stamps));
   g_ptr_array_add (argv, g_strdup_printf ("--frames=%d", opt.frames));
   g_ptr_array_add (argv, g_strdup_printf ("--ring=%d", opt.ring));
+  g_ptr_array_add (argv, g_strdup_printf ("--pace-us=%d", opt.pace_us));
   g_ptr_array_add (argv, g_strdup_printf ("--timeout=%d", opt.timeout_s));
   g_ptr_array_add (argv, g_strdup_printf ("--width=%d", row->width));
   g_ptr_array_add (argv, g_strdup_printf ("--height=%d", row->height));
@@ -1409,6 +1431,10 @@ print_host (gint n_sizes, gint * ws, gint * hs)
   }
   g_print ("%s%d frames per run, %d runs per row (medians), ring of %d\n", p,
       opt.frames, opt.repeat, opt.ring);
+  if (opt.pace_us > 0)
+    g_print ("%spaced: at most one frame every %d us (identity sleep-time in "
+        "front of the transport): the latency columns are the handoff "
+        "alone, fps is the pace, not the transport's\n", p, opt.pace_us);
   g_free (os);
   g_free (cpu);
   g_free (kernel);
@@ -1729,6 +1755,11 @@ print_targets (const Row * rows, gint n, gint n_sizes, const gint * ws,
   }
   for (b = 0; b <= (opt.mps ? 1 : 0); b++) {
     for (m = 0; m < (gint) G_N_ELEMENTS (target_modes); m++) {
+      if (opt.pace_us > 0) {
+        print_target ("4K fps targets", target_modes[m], b, "3840x2160", "-",
+            "not judged: a paced run (--pace-us)");
+        continue;
+      }
       if (k4 < 0) {
         print_target ("4K fps targets", target_modes[m], b, "3840x2160", "-",
             "not measured: --sizes has no 4k");
@@ -1743,7 +1774,7 @@ print_targets (const Row * rows, gint n, gint n_sizes, const gint * ws,
       for (m = 0; m < (gint) G_N_ELEMENTS (target_modes); m++)
         target_latency (rows, n, target_modes[m], ws[i], hs[i], b);
   }
-  for (i = 0; i < n_sizes; i++)
+  for (i = 0; i < n_sizes && opt.pace_us <= 0; i++)
     target_ratio (rows, n, "fps >= 1.0x shm-nopool",
         "gpushare-sysmem-nopool", "shm-nopool", ws[i], hs[i], FALSE, 1.0);
 }
@@ -1996,6 +2027,12 @@ main (int argc, char **argv)
         "Modes to run, comma separated (default: all)", "LIST"},
     {"ring", 0, 0, G_OPTION_ARG_INT, &opt.ring,
         "Frames in flight: gpusharesink ring-size, shmsink area (default 8)",
+        "N"},
+    {"pace-us", 0, 0, G_OPTION_ARG_INT, &opt.pace_us,
+        "Latency runs: the producer sends one frame every N us at most "
+          "(identity sleep-time in front of the transport), so that no "
+          "frame waits for a slot and the latency is the handoff alone; the "
+          "fps targets are then not judged (default 0: as fast as possible)",
         "N"},
     {"repeat", 0, 0, G_OPTION_ARG_INT, &opt.repeat,
         "Runs per row; each figure is their median (default 3)", "N"},

@@ -28,6 +28,7 @@ typedef struct
   gboolean mem_ops_64;          /* cuStreamWriteValue64 / WaitValue64 */
   gint compute_mode;            /* CUcomputemode */
   gboolean mig;                 /* a MIG instance (from its UUID) */
+  gboolean mps;                 /* this process's contexts go through MPS */
   gsize granularity;            /* minimum VMM granularity, pinned device */
 } GpuShareCudaCaps;
 

@@ -65,6 +65,7 @@ load_once (GError ** error)
         version / 1000, version % 1000 / 10);
     return FALSE;
   }
+  gpushare_cuda_fault_install (&api);
   /* the module is never closed: the table is for the process lifetime */
   return TRUE;
 }

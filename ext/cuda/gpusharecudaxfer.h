@@ -48,8 +48,9 @@ typedef struct
 
 /* the sync modes this device supports, GpuShareSyncMode mask */
 guint32 gpushare_cuda_sync_modes (const GpuShareCudaCaps * caps);
-/* the fastest correct mode of a mask (see docs/design.md) */
-GpuShareSyncMode gpushare_cuda_sync_mode_pick (guint32 modes);
+/* the fastest correct mode of a mask, with or without MPS (see
+ * docs/design.md) */
+GpuShareSyncMode gpushare_cuda_sync_mode_pick (guint32 modes, gboolean mps);
 const gchar *gpushare_sync_mode_to_string (GpuShareSyncMode mode);
 
 typedef struct _GpuShareCudaRing GpuShareCudaRing;

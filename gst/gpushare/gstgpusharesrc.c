@@ -612,10 +612,12 @@ choose_memory (GstGpuShareSrc * self, const GpuShareAnnounce * a)
 
         self->mem_type = type;
         self->sync_mode = sync != GST_GPU_SHARE_SYNC_AUTO ? (guint32) sync :
-            gpushare_cuda_sync_mode_pick (common);
+            gpushare_cuda_sync_mode_pick (common, self->cuda_caps.mps);
         self->mem_reason = g_strdup_printf ("GPU memory (%s): %s, %s "
-            "synchronisation%s%s", gpushare_mem_type_to_string (type), where,
+            "synchronisation%s%s%s", gpushare_mem_type_to_string (type), where,
             gpushare_sync_mode_to_string (self->sync_mode),
+            sync != GST_GPU_SHARE_SYNC_AUTO ? "" : self->cuda_caps.mps ?
+            " (auto: MPS is on)" : " (auto: no MPS)",
             note ? "; " : "", note ? note : "");
         g_free (where);
         g_free (uuid);
