@@ -56,10 +56,14 @@ gpushare_ring_acquire (GpuShareRing * ring, guint * slot)
   return GPUSHARE_RING_OK;
 }
 
-/* the one place a slot comes free */
+/* the one place a slot comes free, or goes into quarantine */
 static void
 set_free (GpuShareRing * ring, GpuShareSlot * s)
 {
+  if (s->tainted) {
+    s->state = GPUSHARE_SLOT_QUARANTINED;
+    return;
+  }
   s->state = GPUSHARE_SLOT_FREE;
   s->freed = ++ring->clock;
 }
@@ -134,8 +138,8 @@ gpushare_ring_release (GpuShareRing * ring, guint64 epoch, guint slot,
   return GPUSHARE_RING_OK;
 }
 
-guint
-gpushare_ring_release_holder (GpuShareRing * ring, guint holder)
+static guint
+drop_holder (GpuShareRing * ring, guint holder, gboolean taint)
 {
   guint64 bit;
   guint i, n = 0;
@@ -149,10 +153,33 @@ gpushare_ring_release_holder (GpuShareRing * ring, guint holder)
     if (s->state != GPUSHARE_SLOT_HELD || !(s->holders & bit))
       continue;
     s->holders &= ~bit;
+    s->tainted |= taint;
     if (s->holders == 0)
       set_free (ring, s);
     n++;
   }
+  return n;
+}
+
+guint
+gpushare_ring_release_holder (GpuShareRing * ring, guint holder)
+{
+  return drop_holder (ring, holder, FALSE);
+}
+
+guint
+gpushare_ring_quarantine_holder (GpuShareRing * ring, guint holder)
+{
+  return drop_holder (ring, holder, TRUE);
+}
+
+guint
+gpushare_ring_n_tainted (const GpuShareRing * ring)
+{
+  guint i, n = 0;
+
+  for (i = 0; i < ring->n_slots; i++)
+    n += ring->slots[i].tainted ? 1 : 0;
   return n;
 }
 
@@ -219,6 +246,8 @@ gpushare_slot_state_to_string (GpuShareSlotState state)
       return "ready";
     case GPUSHARE_SLOT_HELD:
       return "held";
+    case GPUSHARE_SLOT_QUARANTINED:
+      return "quarantined";
   }
   return "unknown";
 }

@@ -12,6 +12,13 @@
  *     +-----------------------------------------------------+       |
  *     +----------- release by the last of its k holders ------------+
  *
+ *   A holder that is dropped without giving its slots back properly (its
+ *   reads cannot be confirmed done: a GPU consumer that vanished, a lease
+ *   that expired) taints them: such a slot becomes QUARANTINED instead of
+ *   FREE once its last holder is gone, and is never handed out again in
+ *   this epoch.  The producer replaces the whole ring (a new epoch) to get
+ *   its slots back.
+ *
  * Every acquire bumps the slot's generation, so a release or a frame that
  * names an older generation is recognised as stale.  The epoch names one
  * allocation of the ring: a new allocation (caps change that needs larger
@@ -36,6 +43,7 @@ typedef enum
   GPUSHARE_SLOT_WRITING,
   GPUSHARE_SLOT_READY,
   GPUSHARE_SLOT_HELD,
+  GPUSHARE_SLOT_QUARANTINED,
 } GpuShareSlotState;
 
 typedef enum
@@ -57,6 +65,7 @@ typedef struct
   guint64 sequence;             /* of the frame in the slot */
   guint64 holders;              /* bit per consumer index */
   guint64 freed;                /* when it last came free (ring->clock) */
+  gboolean tainted;             /* quarantined once its holders are gone */
 } GpuShareSlot;
 
 typedef struct
@@ -77,6 +86,10 @@ GpuShareRingResult gpushare_ring_publish (GpuShareRing * ring, guint slot,
 GpuShareRingResult gpushare_ring_release (GpuShareRing * ring, guint64 epoch,
     guint slot, guint32 generation, guint holder);
 guint gpushare_ring_release_holder (GpuShareRing * ring, guint holder);
+/* like release_holder, but taints every slot the holder held */
+guint gpushare_ring_quarantine_holder (GpuShareRing * ring, guint holder);
+/* slots tainted in this epoch, quarantined already or still held */
+guint gpushare_ring_n_tainted (const GpuShareRing * ring);
 guint gpushare_ring_n_free (const GpuShareRing * ring);
 guint gpushare_ring_n_held_by (const GpuShareRing * ring, guint holder);
 const gchar *gpushare_ring_result_to_string (GpuShareRingResult res);

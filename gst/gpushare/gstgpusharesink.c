@@ -66,6 +66,7 @@ GST_DEBUG_CATEGORY_STATIC (gst_gpu_share_sink_debug);
 #define DEFAULT_HANDSHAKE_TIMEOUT 5000  /* ms */
 #define DEFAULT_MAX_PENDING 8
 #define DEFAULT_HEARTBEAT_INTERVAL 1000 /* ms */
+#define DEFAULT_LEASE_TIMEOUT 5000      /* ms */
 /* how often handshake deadlines are looked at */
 #define HOUSEKEEPING_MS 50
 #define MAX_CLIENTS GPUSHARE_MAX_HOLDERS
@@ -82,6 +83,7 @@ enum
   PROP_SOCKET_MODE,
   PROP_MAX_CLIENTS,
   PROP_HANDSHAKE_TIMEOUT,
+  PROP_LEASE_TIMEOUT,
   PROP_MAX_PENDING,
   PROP_HEARTBEAT_INTERVAL,
   PROP_ALLOWED_UIDS,
@@ -151,6 +153,7 @@ struct _GstGpuShareSink
   guint socket_mode;
   guint max_clients;
   guint handshake_timeout;      /* ms, 0: none */
+  guint lease_timeout;          /* ms, 0: none */
   guint max_pending;            /* consumers not streaming yet, at most */
   guint heartbeat_interval;     /* ms, 0: none */
   GArray *allowed_uids;         /* guint; our own uid is always allowed */
@@ -190,6 +193,10 @@ struct _GstGpuShareSink
   guint64 frames_in_place;      /* upstream wrote into a slot: no copy */
   guint64 frames_copied;
   guint64 frames_to_gpu;        /* written into a CUDA slot */
+  gint64 sent_at[GPUSHARE_MAX_SLOTS];   /* when the slot's frame went out */
+  gint64 waiting_since;         /* render waits for a free slot, or 0 */
+  guint64 slots_quarantined;
+  guint64 rings_replaced;
 
   /* the GPU, probed at start; the CUDA ring, made for the first consumer
    * that takes GPU memory, under lock */
@@ -244,6 +251,8 @@ gst_gpu_share_client_remove_reason_get_type (void)
     {GST_GPU_SHARE_REMOVE_SHUTDOWN, "The sink stopped", "shutdown"},
     {GST_GPU_SHARE_REMOVE_TIMEOUT, "The consumer did not finish its "
           "handshake in time, or fell silent", "timeout"},
+    {GST_GPU_SHARE_REMOVE_LEASE, "The consumer held a slot longer than "
+          "lease-timeout while the producer waited for one", "lease"},
     {0, NULL, NULL}
   };
 
@@ -559,6 +568,7 @@ drop_client (GstGpuShareSink * self, Client * client,
   GEnumValue *ev = g_enum_get_value (remove_reason_class, reason);
   guint id = client->id;
   guint released;
+  gboolean quarantine;
 
   g_mutex_lock (&self->lock);
   if (self->clients[client->index] != client) {
@@ -567,7 +577,19 @@ drop_client (GstGpuShareSink * self, Client * client,
   }
   self->clients[client->index] = NULL;
   self->n_clients--;
-  released = gpushare_ring_release_holder (&self->ring, client->index);
+  /* a consumer whose reads of its slots cannot be confirmed done (one whose
+   * lease expired, a GPU consumer that did not say goodbye) may still read
+   * them: they are never written again, the ring is replaced instead */
+  quarantine = reason == GST_GPU_SHARE_REMOVE_LEASE
+      || (client->mem_type != GPUSHARE_MEM_SYSTEM && client->mem_type != 0
+      && reason != GST_GPU_SHARE_REMOVE_GOODBYE
+      && reason != GST_GPU_SHARE_REMOVE_SHUTDOWN);
+  if (quarantine) {
+    released = gpushare_ring_quarantine_holder (&self->ring, client->index);
+    self->slots_quarantined += released;
+  } else {
+    released = gpushare_ring_release_holder (&self->ring, client->index);
+  }
 #ifdef HAVE_CUDA
   if (client->mem_type != GPUSHARE_MEM_SYSTEM
       && self->cuda_rings[gpu_index (client->mem_type)])
@@ -588,6 +610,17 @@ drop_client (GstGpuShareSink * self, Client * client,
         "reclaimed", id, ev ? ev->value_nick : "?", detail ? detail : "",
         released);
 
+  if (quarantine && released > 0) {
+    GST_WARNING_OBJECT (self, "client %u: %u slots quarantined (its reads "
+        "cannot be confirmed done); the ring is replaced at the next frame",
+        id, released);
+    gst_element_post_message (GST_ELEMENT (self),
+        gst_message_new_element (GST_OBJECT (self),
+            gst_structure_new ("gpushare-quarantine",
+                "client-id", G_TYPE_UINT, id,
+                "slots", G_TYPE_UINT, released,
+                "reason", G_TYPE_STRING, ev ? ev->value_nick : "?", NULL)));
+  }
   client_free (client);
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_NUM_CLIENTS]);
   g_signal_emit (self, signals[SIGNAL_CLIENT_REMOVED], 0, id, reason);
@@ -814,6 +847,13 @@ housekeeping (gpointer user_data)
   gint64 now = g_get_monotonic_time ();
   guint i, n = 0;
 
+  guint lease_ms;
+  guint64 expired = 0;
+
+  GST_OBJECT_LOCK (self);
+  lease_ms = self->lease_timeout;
+  GST_OBJECT_UNLOCK (self);
+
   g_mutex_lock (&self->lock);
   for (i = 0; i < MAX_CLIENTS; i++) {
     Client *c = self->clients[i];
@@ -823,7 +863,35 @@ housekeeping (gpointer user_data)
       late[n++] = c;
     }
   }
+  /* leases: only while the producer waits for a slot, and only for frames
+   * held longer than lease-timeout (a paused consumer keeps its last frame
+   * for as long as the producer does not need the slot back) */
+  if (lease_ms && self->waiting_since
+      && now - self->waiting_since > (gint64) lease_ms * 1000) {
+    for (i = 0; i < self->ring.n_slots; i++)
+      if (self->ring.slots[i].state == GPUSHARE_SLOT_HELD
+          && now - self->sent_at[i] > (gint64) lease_ms * 1000)
+        expired |= self->ring.slots[i].holders;
+  }
   g_mutex_unlock (&self->lock);
+  for (i = 0; i < MAX_CLIENTS && expired; i++) {
+    Client *c;
+
+    if (!(expired & (G_GUINT64_CONSTANT (1) << i)))
+      continue;
+    g_mutex_lock (&self->lock);
+    c = self->clients[i];
+    g_mutex_unlock (&self->lock);
+    if (!c)
+      continue;
+    GST_WARNING_OBJECT (self, "client %u (pid %d): held a frame for more "
+        "than lease-timeout (%u ms) while the producer waited for a slot",
+        c->id, (gint) c->pid, lease_ms);
+    gpushare_conn_send_error (c->conn, GPUSHARE_ERR_TIMEOUT,
+        "slot lease expired: a frame was held longer than lease-timeout");
+    gpushare_conn_flush (c->conn, 10);
+    drop_client (self, c, GST_GPU_SHARE_REMOVE_LEASE, "slot lease expired");
+  }
   for (i = 0; i < n; i++) {
     GST_WARNING_OBJECT (self, "client %u (pid %d): handshake timed out in "
         "state %s", late[i]->id, (gint) late[i]->pid,
@@ -1456,6 +1524,44 @@ learn_liveness (GstGpuShareSink * self)
   g_mutex_unlock (&self->lock);
 }
 
+/* lock held.  A ring with quarantined slots is replaced by a new one of
+ * the same layout (a new epoch, as for a caps change): every consumer maps
+ * the new ring, the old one lives on only in the mappings of those that
+ * still read it. */
+static gboolean
+replace_ring (GstGpuShareSink * self, GError ** error)
+{
+  GpuShareAllocation *alloc;
+  guint n_slots = self->ring.n_slots, tainted, i;
+
+  tainted = gpushare_ring_n_tainted (&self->ring);
+  alloc = gpushare_allocation_new (&gpushare_sysmem_backend, self->epoch + 1,
+      n_slots, self->alloc->slot_size, error);
+  if (!alloc)
+    return FALSE;
+  g_clear_pointer (&self->alloc, gpushare_allocation_unref);
+  self->alloc = alloc;
+  self->epoch = alloc->epoch;
+  gpushare_ring_init (&self->ring, n_slots, self->epoch);
+  memset (self->sent_at, 0, sizeof (self->sent_at));
+  self->rings_replaced++;
+  GST_WARNING_OBJECT (self, "ring replaced (epoch %" G_GUINT64_FORMAT "): %u "
+      "of its %u slots were quarantined", self->epoch, tainted, n_slots);
+  /* as for a caps change: the new ring's layout, then its slots */
+  self->layout.epoch = self->epoch;
+  for (i = 0; i < MAX_CLIENTS; i++) {
+    Client *c = self->clients[i];
+
+    if (!c || c->state == CLIENT_CONNECTED)
+      continue;
+    send_caps (self, c);
+    if (c->state == CLIENT_EXPORTED || c->state == CLIENT_READY)
+      send_slots (self, c);
+  }
+  g_cond_broadcast (&self->cond);
+  return TRUE;
+}
+
 static GstFlowReturn
 gst_gpu_share_sink_render (GstBaseSink * bsink, GstBuffer * buf)
 {
@@ -1487,6 +1593,18 @@ gst_gpu_share_sink_render (GstBaseSink * bsink, GstBuffer * buf)
     if (!wait_locked (self))
       goto flushing;
   }
+again:
+  if (gpushare_ring_n_tainted (&self->ring) > 0) {
+    GError *error = NULL;
+
+    if (!replace_ring (self, &error)) {
+      g_mutex_unlock (&self->lock);
+      GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
+          ("Could not replace the slot ring"), ("%s", error->message));
+      g_clear_error (&error);
+      return GST_FLOW_ERROR;
+    }
+  }
   while (policy == GST_GPU_SHARE_POLICY_LOSSLESS
       && n_remapping_clients (self) > 0) {
     GST_LOG_OBJECT (self, "waiting for consumers to map the new ring");
@@ -1505,6 +1623,11 @@ gst_gpu_share_sink_render (GstBaseSink * bsink, GstBuffer * buf)
     for (;;) {
       if (gpushare_ring_acquire (&self->ring, &slot) == GPUSHARE_RING_OK)
         break;
+      if (gpushare_ring_n_tainted (&self->ring) > 0) {
+        /* a consumer was dropped meanwhile: its slots are quarantined */
+        self->waiting_since = 0;
+        goto again;
+      }
       if (policy == GST_GPU_SHARE_POLICY_LEAKY) {
         /* every slot is taken: drop this frame, never wait */
         self->frames_dropped++;
@@ -1512,9 +1635,14 @@ gst_gpu_share_sink_render (GstBaseSink * bsink, GstBuffer * buf)
         GST_LOG_OBJECT (self, "no free slot: frame dropped");
         return GST_FLOW_OK;
       }
-      if (!wait_locked (self))
+      if (!self->waiting_since)
+        self->waiting_since = g_get_monotonic_time ();
+      if (!wait_locked (self)) {
+        self->waiting_since = 0;
         goto flushing;
+      }
     }
+    self->waiting_since = 0;
   }
   if (!in_sys_slot && need_sys) {
     g_mutex_unlock (&self->lock);
@@ -1581,6 +1709,7 @@ gst_gpu_share_sink_render (GstBaseSink * bsink, GstBuffer * buf)
     holders |= G_GUINT64_CONSTANT (1) << c->index;
   }
   gpushare_ring_publish (&self->ring, slot, holders);
+  self->sent_at[slot] = g_get_monotonic_time ();
 #ifdef HAVE_CUDA
   for (i = 0; i < 32; i++) {
     GError *error = NULL;
@@ -1794,16 +1923,23 @@ pool_acquire_buffer (GstBufferPool * pool, GstBuffer ** buffer,
     }
     if (gpushare_ring_acquire (&sink->ring, &slot) == GPUSHARE_RING_OK)
       goto got_slot;
-    if (leaky || !pool_may_wait (sink))
+    /* quarantined slots: render replaces the ring, give it a frame */
+    if (leaky || !pool_may_wait (sink)
+        || gpushare_ring_n_tainted (&sink->ring) > 0)
       break;
+    /* the producer waits for a slot: leases run */
+    if (!sink->waiting_since)
+      sink->waiting_since = g_get_monotonic_time ();
     g_cond_wait (&sink->cond, &sink->lock);
   }
+  sink->waiting_since = 0;
   g_mutex_unlock (&sink->lock);
   /* no slot to hand out: a plain buffer, copied in at render */
   buf = gst_buffer_new_allocate (NULL, GST_VIDEO_INFO_SIZE (vi), NULL);
   goto done;
 
 got_slot:
+  sink->waiting_since = 0;
   tag = g_new0 (SlotTag, 1);
   tag->alloc = gpushare_allocation_ref (sink->alloc);
   tag->slot = slot;
@@ -1988,6 +2124,8 @@ make_stats (GstGpuShareSink * self)
   g_mutex_lock (&self->lock);
   s = gst_structure_new ("application/x-gpushare-sink-stats",
       "epoch", G_TYPE_UINT64, self->epoch,
+      "slots-quarantined", G_TYPE_UINT64, self->slots_quarantined,
+      "rings-replaced", G_TYPE_UINT64, self->rings_replaced,
       "frames-rendered", G_TYPE_UINT64, self->frames_rendered,
       "frames-dropped", G_TYPE_UINT64, self->frames_dropped,
       "frames-in-place", G_TYPE_UINT64, self->frames_in_place,
@@ -2084,6 +2222,9 @@ gst_gpu_share_sink_set_property (GObject * object, guint prop_id,
     case PROP_CUDA_DEVICE_ID:
       self->cuda_device_id = g_value_get_int (value);
       break;
+    case PROP_LEASE_TIMEOUT:
+      self->lease_timeout = g_value_get_uint (value);
+      break;
     case PROP_HANDSHAKE_TIMEOUT:
       self->handshake_timeout = g_value_get_uint (value);
       break;
@@ -2151,6 +2292,9 @@ gst_gpu_share_sink_get_property (GObject * object, guint prop_id,
       break;
     case PROP_CUDA_DEVICE_ID:
       g_value_set_int (value, self->cuda_device_id);
+      break;
+    case PROP_LEASE_TIMEOUT:
+      g_value_set_uint (value, self->lease_timeout);
       break;
     case PROP_HANDSHAKE_TIMEOUT:
       g_value_set_uint (value, self->handshake_timeout);
@@ -2225,6 +2369,11 @@ gst_gpu_share_sink_class_init (GstGpuShareSinkClass * klass)
       "Handshake timeout", "Milliseconds a consumer has for each step of "
       "its handshake, and to map the ring of a caps change, before it is "
       "dropped (0 = forever)", 0, G_MAXUINT, DEFAULT_HANDSHAKE_TIMEOUT, rw);
+  properties[PROP_LEASE_TIMEOUT] = g_param_spec_uint ("lease-timeout",
+      "Slot lease timeout", "Milliseconds a consumer may hold a frame's "
+      "slot while the producer waits for a free slot; a consumer that holds "
+      "one longer is dropped and the slots it held are quarantined (0 = "
+      "forever)", 0, G_MAXUINT, DEFAULT_LEASE_TIMEOUT, rw);
   properties[PROP_MAX_PENDING] = g_param_spec_uint ("max-pending",
       "Max pending handshakes", "Consumers connected that do not stream "
       "yet, at most: a flood of connections is refused beyond this", 1,
@@ -2314,6 +2463,7 @@ gst_gpu_share_sink_init (GstGpuShareSink * self)
   self->max_clients = DEFAULT_MAX_CLIENTS;
   self->cuda_device_id = DEFAULT_CUDA_DEVICE_ID;
   self->handshake_timeout = DEFAULT_HANDSHAKE_TIMEOUT;
+  self->lease_timeout = DEFAULT_LEASE_TIMEOUT;
   self->max_pending = DEFAULT_MAX_PENDING;
   self->heartbeat_interval = DEFAULT_HEARTBEAT_INTERVAL;
   self->listen_fd = -1;

@@ -27,6 +27,9 @@ G_DECLARE_FINAL_TYPE (GstGpuShareSink, gst_gpu_share_sink, GST, GPU_SHARE_SINK,
  * @GST_GPU_SHARE_REMOVE_TIMEOUT: the consumer did not finish its handshake
  *   (or the mapping of a new ring) within handshake-timeout, or sent
  *   nothing, not even a PING, for 3 heartbeat-interval
+ * @GST_GPU_SHARE_REMOVE_LEASE: the consumer held a frame's slot for longer
+ *   than lease-timeout while the producer waited for a free slot; the slots
+ *   it held are quarantined
  */
 typedef enum
 {
@@ -42,6 +45,7 @@ typedef enum
   GST_GPU_SHARE_REMOVE_RESOURCE,
   GST_GPU_SHARE_REMOVE_SHUTDOWN,
   GST_GPU_SHARE_REMOVE_TIMEOUT,
+  GST_GPU_SHARE_REMOVE_LEASE,
 } GstGpuShareClientRemoveReason;
 
 #define GST_TYPE_GPU_SHARE_CLIENT_REMOVE_REASON \

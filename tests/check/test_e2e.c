@@ -176,6 +176,8 @@ spawn (E2e * t, const gchar * name, const gchar * role, ...)
   GError *error = NULL;
   Child *c = g_new0 (Child, 1);
   const gchar *arg;
+  gchar **extra;
+  guint i;
   va_list ap;
 
   c->name = g_strdup (name);
@@ -190,6 +192,16 @@ spawn (E2e * t, const gchar * name, const gchar * role, ...)
   while ((arg = va_arg (ap, const gchar *)))
     g_ptr_array_add (argv, (gpointer) arg);
   va_end (ap);
+  /* the gpu suite runs these drills again over GPU memory: extra arguments
+   * for each role, e.g. "--gpu-input" and "--transport cuda" */
+  extra = g_strsplit (g_getenv (g_str_equal (role, "producer") ?
+          "GPUSHARE_E2E_PRODUCER_ARGS" : "GPUSHARE_E2E_CONSUMER_ARGS") ?
+      g_getenv (g_str_equal (role, "producer") ?
+          "GPUSHARE_E2E_PRODUCER_ARGS" : "GPUSHARE_E2E_CONSUMER_ARGS") : "",
+      " ", -1);
+  for (i = 0; extra[i]; i++)
+    if (*extra[i])
+      g_ptr_array_add (argv, extra[i]);
   g_ptr_array_add (argv, NULL);
 
   launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_NONE);
@@ -198,6 +210,7 @@ spawn (E2e * t, const gchar * name, const gchar * role, ...)
       (const gchar * const *) argv->pdata, &error);
   g_object_unref (launcher);
   g_ptr_array_free (argv, TRUE);
+  g_strfreev (extra);
   fail_unless (c->proc != NULL, "spawning %s: %s", name,
       error ? error->message : "?");
   /* the pid is gone from GSubprocess once the child is reaped */
@@ -537,7 +550,16 @@ assert_frames_subset (Child * producer, Child * consumer,
 static void
 assert_eos (Child * c)
 {
+  const gchar *want = g_getenv ("GPUSHARE_E2E_WANT_TRANSPORT");
+
   fail_unless (has_line (c, "eos"), "%s saw no EOS", c->name);
+  /* run over GPU memory by the gpu suite: the consumer took it */
+  if (want && *want) {
+    const gchar *t = line_with (c, "transport memory-type=");
+
+    fail_unless (t && g_str_has_prefix (t, want), "%s: transport %s, not %s",
+        c->name, t ? t : "none", want);
+  }
 }
 
 static void

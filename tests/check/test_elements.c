@@ -1242,7 +1242,7 @@ GST_START_TEST (test_inspect)
 {
   static const gchar *const sink_props[] = { "socket-path",
     "wait-for-connection", "ring-size", "policy", "socket-mode",
-    "max-clients", "handshake-timeout", "max-pending", "allowed-uids",
+    "max-clients", "handshake-timeout", "lease-timeout", "max-pending", "allowed-uids",
     "allowed-gids",
     "cuda-device-id", "heartbeat-interval",
     "num-clients", "stats", NULL
@@ -1781,6 +1781,99 @@ GST_END_TEST;
 
 /* A consumer that connects and never answers is dropped when its
  * handshake step is overdue, with ERROR TIMEOUT; the others go on. */
+/* A consumer that holds its frames while a lossless producer waits for a
+ * slot loses its lease: it is dropped (reason "lease"), the slots it held
+ * are quarantined, never written again, and the ring is replaced; the next
+ * consumer streams from the new ring. */
+GST_START_TEST (test_lease_quarantine)
+{
+  gchar *path = socket_path ("lease");
+  GstElement *producer, *sink;
+  Consumer *steady, *stuck, *next;
+  ClientLog log;
+  GstMessage *msg;
+  GPtrArray *held = g_ptr_array_new_with_free_func ((GDestroyNotify)
+      gst_buffer_unref);
+  GPtrArray *before = g_ptr_array_new_with_free_func ((GDestroyNotify)
+      g_bytes_unref);
+  GstBuffer *buf;
+  guint i;
+
+  producer = launch ("videotestsrc pattern=snow ! " CAPS_STR
+      " ! gpusharesink name=sink");
+  sink = child (producer, "sink");
+  g_object_set (sink, "socket-path", path, "wait-for-connection", TRUE,
+      "ring-size", 4, "lease-timeout", 1000, NULL);
+  gst_util_set_object_arg (G_OBJECT (sink), "policy", "lossless");
+  client_log_init (&log, sink);
+  fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+
+  /* a healthy consumer streams through it all */
+  steady = consumer_new (path, FALSE);
+  consumer_start (steady);
+  fail_unless (consumer_wait (steady, 5));
+  stuck = consumer_new (path, TRUE);
+  consumer_start (stuck);
+  fail_unless (client_log_wait (&log, TRUE, 1), "the lease never expired");
+  fail_unless_equals_string (client_log_removed_nick (&log, 0), "lease");
+  fail_unless (stat_u64 (sink, "slots-quarantined") >= 1);
+  fail_unless (stat_u64 (sink, "slots-quarantined") <= 4);
+
+  /* the dropped consumer is told why */
+  msg = pop_message (stuck->pipeline, GST_MESSAGE_ERROR, TIMEOUT_MS);
+  fail_unless (msg != NULL, "the dropped consumer posted no error");
+  gst_message_unref (msg);
+
+  /* what it holds, as it was when it was dropped */
+  while ((buf = g_async_queue_try_pop (stuck->buffers))) {
+    GstMapInfo map;
+
+    fail_unless (gst_buffer_map (buf, &map, GST_MAP_READ));
+    g_ptr_array_add (before, g_bytes_new (map.data, map.size));
+    gst_buffer_unmap (buf, &map);
+    g_ptr_array_add (held, buf);
+  }
+  fail_unless (held->len >= 1);
+
+  /* the producer goes on with a new ring for the next consumer */
+  next = consumer_new (path, FALSE);
+  consumer_start (next);
+  fail_unless (consumer_wait (next, 40), "the next consumer got no frames");
+  fail_unless_equals_uint64 (stat_u64 (sink, "rings-replaced"), 1);
+  assert_consumer_alive (steady);
+  fail_unless_equals_int (client_log_n_removed (&log), 1);
+  assert_no_error (producer);
+  assert_no_error (next->pipeline);
+
+  /* 40 snow frames later, the quarantined slots are unchanged */
+  for (i = 0; i < held->len; i++) {
+    GstMapInfo map;
+    GBytes *now;
+
+    fail_unless (gst_buffer_map (g_ptr_array_index (held, i), &map,
+            GST_MAP_READ));
+    now = g_bytes_new (map.data, map.size);
+    gst_buffer_unmap (g_ptr_array_index (held, i), &map);
+    fail_unless (g_bytes_equal (now, g_ptr_array_index (before, i)),
+        "held frame %u was overwritten", i);
+    g_bytes_unref (now);
+  }
+
+  g_ptr_array_unref (held);
+  g_ptr_array_unref (before);
+  consumer_free (next);
+  consumer_free (stuck);
+  consumer_free (steady);
+  client_log_clear (&log, sink);
+  fail_unless_equals_int (gst_element_set_state (producer, GST_STATE_NULL),
+      GST_STATE_CHANGE_SUCCESS);
+  gst_object_unref (producer);
+  g_free (path);
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_handshake_timeout)
 {
   GpuShareAnnounce *announce = g_new0 (GpuShareAnnounce, 1);
@@ -3115,6 +3208,7 @@ gpushare_elements_suite (void)
   tcase_add_loop_test (tc, test_consumer_garbage, 0, N_GARBAGE);
   tcase_add_test (tc, test_sink_answers_version);
   tcase_add_test (tc, test_handshake_timeout);
+  tcase_add_test (tc, test_lease_quarantine);
   tcase_add_test (tc, test_max_pending);
   tcase_add_test (tc, test_heartbeat_silent_consumer);
   tcase_add_test (tc, test_heartbeat_pings_keep_alive);

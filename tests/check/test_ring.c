@@ -85,6 +85,13 @@ make_slot (GpuShareRing * ring, GpuShareSlotState state, guint64 sequence,
       assert_result (gpushare_ring_publish (ring, idx, holders),
           GPUSHARE_RING_OK);
       break;
+    case GPUSHARE_SLOT_QUARANTINED:
+      assert_result (gpushare_ring_ready (ring, idx, sequence),
+          GPUSHARE_RING_OK);
+      assert_result (gpushare_ring_publish (ring, idx, BIT (0)),
+          GPUSHARE_RING_OK);
+      gpushare_ring_quarantine_holder (ring, 0);
+      break;
   }
   fail_unless (ring->slots[idx].state == state);
   return idx;
@@ -690,6 +697,63 @@ GST_START_TEST (test_ring_most_recently_freed)
     assert_result (gpushare_ring_ready (&ring, idx, i), GPUSHARE_RING_OK);
     assert_result (gpushare_ring_publish (&ring, idx, 0), GPUSHARE_RING_OK);
   }
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_ring_quarantine_holder)
+{
+  GpuShareRing ring;
+  guint slot, i;
+
+  gpushare_ring_init (&ring, 4, EPOCH);
+  make_slot (&ring, GPUSHARE_SLOT_HELD, 0, BIT (1));
+  make_slot (&ring, GPUSHARE_SLOT_HELD, 1, BIT (1) | BIT (2));
+  make_slot (&ring, GPUSHARE_SLOT_HELD, 2, BIT (2));
+  fail_unless_equals_int (gpushare_ring_n_tainted (&ring), 0);
+
+  /* holder 1 is dropped unconfirmed: slot 0 goes into quarantine at once,
+   * slot 1 once holder 2 is done with it; slot 2 is untouched */
+  fail_unless_equals_int (gpushare_ring_quarantine_holder (&ring, 1), 2);
+  fail_unless_equals_int (ring.slots[0].state, GPUSHARE_SLOT_QUARANTINED);
+  fail_unless_equals_int (ring.slots[1].state, GPUSHARE_SLOT_HELD);
+  fail_unless_equals_int (ring.slots[2].state, GPUSHARE_SLOT_HELD);
+  fail_unless_equals_int (gpushare_ring_n_tainted (&ring), 2);
+  fail_unless_equals_int (gpushare_ring_release (&ring, EPOCH, 1,
+          ring.slots[1].generation, 2), GPUSHARE_RING_OK);
+  fail_unless_equals_int (ring.slots[1].state, GPUSHARE_SLOT_QUARANTINED);
+  fail_unless_equals_int (gpushare_ring_release (&ring, EPOCH, 2,
+          ring.slots[2].generation, 2), GPUSHARE_RING_OK);
+  fail_unless_equals_int (ring.slots[2].state, GPUSHARE_SLOT_FREE);
+  fail_unless_equals_string (gpushare_slot_state_to_string
+      (GPUSHARE_SLOT_QUARANTINED), "quarantined");
+
+  /* a quarantined slot is never handed out again, nor released */
+  for (i = 0; i < 2; i++) {
+    fail_unless_equals_int (gpushare_ring_acquire (&ring, &slot),
+        GPUSHARE_RING_OK);
+    fail_unless (slot == 2 || slot == 3);
+    fail_unless_equals_int (gpushare_ring_ready (&ring, slot, 10 + i),
+        GPUSHARE_RING_OK);
+    fail_unless_equals_int (gpushare_ring_publish (&ring, slot, BIT (3)),
+        GPUSHARE_RING_OK);
+  }
+  fail_unless_equals_int (gpushare_ring_acquire (&ring, &slot),
+      GPUSHARE_RING_NO_SLOT);
+  fail_unless_equals_int (gpushare_ring_release (&ring, EPOCH, 0,
+          ring.slots[0].generation, 1), GPUSHARE_RING_NOT_HELD);
+  fail_unless_equals_int (gpushare_ring_abort (&ring, 0),
+      GPUSHARE_RING_BAD_STATE);
+
+  /* an ordinary release of the holder taints nothing */
+  fail_unless_equals_int (gpushare_ring_release_holder (&ring, 3), 2);
+  fail_unless_equals_int (gpushare_ring_n_free (&ring), 2);
+  fail_unless_equals_int (gpushare_ring_n_tainted (&ring), 2);
+
+  /* a new epoch starts clean */
+  gpushare_ring_init (&ring, 4, EPOCH + 1);
+  fail_unless_equals_int (gpushare_ring_n_tainted (&ring), 0);
+  fail_unless_equals_int (gpushare_ring_n_free (&ring), 4);
 }
 
 GST_END_TEST;
@@ -1734,6 +1798,7 @@ gpusharering_suite (void)
   tcase_add_test (tc_ring, test_ring_abort);
   tcase_add_test (tc_ring, test_ring_ready);
   tcase_add_test (tc_ring, test_ring_publish);
+  tcase_add_test (tc_ring, test_ring_quarantine_holder);
   tcase_add_test (tc_ring, test_ring_release_each_holder);
   tcase_add_test (tc_ring, test_ring_release_illegal);
   tcase_add_test (tc_ring, test_ring_release_after_reuse);
