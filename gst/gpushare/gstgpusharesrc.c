@@ -1392,6 +1392,7 @@ make_gpu_buffer (GstGpuShareSrc * self, Item * item, GstBuffer ** outbuf)
 {
   const GpuShareFrame *f = &item->frame;
   GstVideoInfo *vi = &self->vinfo;
+  GstVideoInfo tight;
   SlotRef *ref = g_new0 (SlotRef, 1);
   GpuSharePlanes src, dst;
   GstVideoFrame frame;
@@ -1413,6 +1414,11 @@ make_gpu_buffer (GstGpuShareSrc * self, Item * item, GstBuffer ** outbuf)
         GST_FLOW_OK)
       buf = NULL;
   } else {
+    /* downloaded into GStreamer's default layout for these caps, not the
+     * slot's pitched one: downstream may not read a GstVideoMeta */
+    gst_video_info_set_format (&tight, GST_VIDEO_INFO_FORMAT (vi),
+        GST_VIDEO_INFO_WIDTH (vi), GST_VIDEO_INFO_HEIGHT (vi));
+    vi = &tight;
     buf = gst_buffer_new_allocate (NULL, GST_VIDEO_INFO_SIZE (vi), NULL);
     if (buf)
       gst_buffer_add_video_meta_full (buf, GST_VIDEO_FRAME_FLAG_NONE,
