@@ -3057,43 +3057,67 @@ GST_END_TEST;
 /* ------------------------------------------------------------------------ */
 /* 10. Start and stop, again and again */
 
-#define N_CYCLES 50
+#define N_CYCLES 200
 
+/* NULL <-> PLAYING cycles of the producer with consumers joining and
+ * leaving: one consumer every cycle, a second one every other cycle, the
+ * two leaving in either order; no error, a clean goodbye each, no fd
+ * left.  50 cycles under valgrind, which is some 20 times slower. */
 GST_START_TEST (test_cycles)
 {
   gchar *path = socket_path ("cycles.sock");
   GstElement *producer, *sink;
-  guint after_first = 0, i;
+  guint after_first = 0, connected = 0, removed = 0, n_cycles, i, k;
   ClientLog log;
-  Consumer *c;
+  Consumer *c[2];
 
+  n_cycles = g_getenv ("GPUSHARE_UNDER_VALGRIND") ? 50 : N_CYCLES;
   producer = producer_new (path, &sink);
   client_log_init (&log, sink);
-  c = consumer_new (path, FALSE);
-  for (i = 0; i < N_CYCLES; i++) {
-    gint frames = g_atomic_int_get (&c->frames);
+  c[0] = consumer_new (path, FALSE);
+  c[1] = consumer_new (path, FALSE);
+  for (i = 0; i < n_cycles; i++) {
+    guint n = i % 2 ? 2 : 1;
+    gint frames[2];
 
     producer_start (producer, sink);
-    consumer_start (c);
-    fail_unless (consumer_wait (c, frames + 1), "cycle %u: no frame", i);
-    fail_unless (client_log_wait (&log, FALSE, i + 1));
-    /* the consumer leaves first: a clean goodbye, no error anywhere */
-    fail_unless_equals_int (gst_element_set_state (c->pipeline,
-            GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
-    fail_unless (client_log_wait (&log, TRUE, i + 1), "cycle %u: the "
-        "consumer's leaving went unseen", i);
-    fail_unless_equals_string (client_log_removed_nick (&log, i), "goodbye");
+    for (k = 0; k < n; k++) {
+      frames[k] = g_atomic_int_get (&c[k]->frames);
+      consumer_start (c[k]);
+    }
+    for (k = 0; k < n; k++)
+      fail_unless (consumer_wait (c[k], frames[k] + 1), "cycle %u: no frame "
+          "for consumer %u", i, k);
+    connected += n;
+    fail_unless (client_log_wait (&log, FALSE, connected));
+    /* the consumers leave first, in either order: a clean goodbye each,
+     * no error anywhere */
+    for (k = 0; k < n; k++) {
+      Consumer *leaving = c[i % 4 == 3 ? n - 1 - k : k];
+
+      fail_unless_equals_int (gst_element_set_state (leaving->pipeline,
+              GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
+      removed++;
+      fail_unless (client_log_wait (&log, TRUE, removed), "cycle %u: the "
+          "consumer's leaving went unseen", i);
+      fail_unless_equals_string (client_log_removed_nick (&log, removed - 1),
+          "goodbye");
+    }
     fail_unless_equals_int (gst_element_set_state (producer, GST_STATE_NULL),
         GST_STATE_CHANGE_SUCCESS);
     assert_no_error (producer);
-    assert_no_error (c->pipeline);
+    for (k = 0; k < 2; k++)
+      assert_no_error (c[k]->pipeline);
     fail_if (g_file_test (path, G_FILE_TEST_EXISTS));
-    if (i == 0)
+    /* from the second cycle on, both consumers have run once */
+    if (i == 1)
       after_first = count_fds_settled ();
-    else
+    else if (i > 1)
       fail_unless_equals_int (wait_fd_count (after_first), after_first);
   }
-  consumer_free (c);
+  fail_unless_equals_int (client_log_n_removed (&log), removed);
+  consumer_free (c[0]);
+  consumer_free (c[1]);
   client_log_clear (&log, sink);
   gst_object_unref (producer);
   g_free (path);
