@@ -2587,6 +2587,82 @@ assert_sink_refuses (const gchar * path)
   gst_object_unref (p);
 }
 
+/* Several producers for several tenants: each its own socket and its own
+ * allocation (no slot in common: the memfds a consumer of one gets are
+ * none of the other's), and one producer going away leaves the other's
+ * consumers streaming. */
+GST_START_TEST (test_tenants)
+{
+  gchar *path[2] = { socket_path ("tenant-a.sock"),
+    socket_path ("tenant-b.sock")
+  };
+  GstElement *producer[2], *sink[2];
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  GArray *seen[2];
+  gint fds[GPUSHARE_MAX_FDS];
+  Consumer *c[2];
+  guint k, i, j, n_fds;
+
+  for (k = 0; k < 2; k++) {
+    producer[k] = producer_new (path[k], &sink[k]);
+    producer_start (producer[k], sink[k]);
+  }
+  /* what a consumer of each tenant is given: the slots' memfds */
+  for (k = 0; k < 2; k++) {
+    GpuShareAnnounce announce;
+    RawPeer raw;
+
+    seen[k] = g_array_new (FALSE, FALSE, sizeof (guint64));
+    raw_init (&raw, raw_connect (path[k]));
+    raw_expect (&raw, GPUSHARE_MSG_ANNOUNCE, msg, NULL, NULL);
+    announce = msg->u.announce;
+    make_accept (msg, announce.instance);
+    fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+    n_fds = 0;
+    raw_expect (&raw, GPUSHARE_MSG_SLOTS, msg, fds, &n_fds);
+    fail_unless_equals_int (n_fds, announce.layout.n_slots);
+    for (i = 0; i < n_fds; i++) {
+      struct stat st;
+      guint64 id;
+
+      fail_unless (fstat (fds[i], &st) == 0);
+      id = ((guint64) st.st_dev << 40) ^ (guint64) st.st_ino;
+      g_array_append_val (seen[k], id);
+    }
+    gpushare_close_fds (fds, n_fds);
+    raw_clear (&raw);
+  }
+  for (i = 0; i < seen[0]->len; i++)
+    for (j = 0; j < seen[1]->len; j++)
+      fail_if (g_array_index (seen[0], guint64, i) ==
+          g_array_index (seen[1], guint64, j), "tenants share slot memory");
+
+  /* each tenant's consumer streams; one producer stops, the other's
+   * consumer streams on */
+  for (k = 0; k < 2; k++) {
+    c[k] = consumer_new (path[k], FALSE);
+    consumer_start (c[k]);
+    fail_unless (consumer_wait (c[k], 3), "tenant %u's consumer gets "
+        "nothing", k);
+  }
+  fail_unless_equals_int (gst_element_set_state (producer[1],
+          GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
+  assert_consumer_alive (c[0]);
+  assert_no_error (producer[0]);
+
+  for (k = 0; k < 2; k++) {
+    consumer_free (c[k]);
+    fail_unless_equals_int (gst_element_set_state (producer[k],
+            GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
+    gst_object_unref (producer[k]);
+    g_array_unref (seen[k]);
+    g_free (path[k]);
+  }
+  g_free (msg);
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_path_symlink)
 {
   gchar *link = socket_path ("link.sock");
@@ -3241,6 +3317,7 @@ gpushare_elements_suite (void)
   tcase_add_test (tc, test_consumer_unknown_type);
   tcase_add_test (tc, test_foreign_uid_refused);
   tcase_add_test (tc, test_foreign_uid_allowed);
+  tcase_add_test (tc, test_tenants);
   tcase_add_test (tc, test_path_symlink);
   tcase_add_test (tc, test_path_regular_file);
   tcase_add_test (tc, test_path_too_long);
