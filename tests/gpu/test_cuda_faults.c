@@ -34,6 +34,7 @@
 #include "gpusharebackend.h"
 #include "gpusharecuda.h"
 #include "gpusharecudaxfer.h"
+#include "gpu-test-util.h"
 
 #define SKIP 77
 #define N_SLOTS 4
@@ -46,19 +47,6 @@ static const gint attempts[] = { 1, 2, 3, 5, 8, 13 };
 
 static GstVideoInfo info;
 static gsize slot_size;
-
-static gint
-count_fds (void)
-{
-  GDir *d = g_dir_open ("/proc/self/fd", 0, NULL);
-  gint n = 0;
-
-  while (d && g_dir_read_name (d))
-    n++;
-  if (d)
-    g_dir_close (d);
-  return n;
-}
 
 static void
 planes (GpuSharePlanes * p, CUdeviceptr base)
@@ -181,7 +169,7 @@ child (const gchar * name, gint n)
         error->message);
     return RC_BAD;
   }
-  fds0 = count_fds ();
+  fds0 = gpu_test_count_fds ();
   free0 = free_bytes ();
 
   gpushare_cuda_fault_arm (name, n);
@@ -189,7 +177,7 @@ child (const gchar * name, gint n)
   fired = gpushare_cuda_fault_fired ();
   gpushare_cuda_fault_arm (NULL, 0);
 
-  fds1 = count_fds ();
+  fds1 = gpu_test_count_fds ();
   free1 = free_bytes ();
   if (!fired)
     return RC_NOT_FIRED;

@@ -29,6 +29,7 @@
 #include "gpusharebackend.h"
 #include "gpusharecuda.h"
 #include "gpusharecudasync.h"
+#include "gpu-test-util.h"
 
 #define SKIP 77
 #define N_SLOTS 4
@@ -44,19 +45,6 @@ check (gboolean ok, const gchar * what, const gchar * detail)
       detail ? detail : "");
   if (!ok)
     failures++;
-}
-
-static gint
-count_fds (void)
-{
-  GDir *d = g_dir_open ("/proc/self/fd", 0, NULL);
-  gint n = 0;
-
-  while (d && g_dir_read_name (d))
-    n++;
-  if (d)
-    g_dir_close (d);
-  return n;
 }
 
 static gsize
@@ -336,7 +324,7 @@ main (int argc, char **argv)
   g_print ("peer access GPU 1 -> GPU 0: yes, native atomics %s, performance "
       "rank %d\n", atomics ? "yes" : "no", rank);
 
-  fds0 = count_fds ();
+  fds0 = gpu_test_count_fds ();
   free0[0] = free_mib (0);
   free0[1] = free_mib (1);
   g_print ("case 2: VMM slots across GPUs\n");
@@ -347,7 +335,7 @@ main (int argc, char **argv)
   event_case ();
 
   /* 5 */
-  fds1 = count_fds ();
+  fds1 = gpu_test_count_fds ();
   free1[0] = free_mib (0);
   free1[1] = free_mib (1);
   detail = g_strdup_printf ("fds %d -> %d, GPU 0 free %" G_GSIZE_FORMAT

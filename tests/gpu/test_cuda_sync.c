@@ -41,6 +41,7 @@
 #include "gpusharebackend.h"
 #include "gpusharecuda.h"
 #include "gpusharecudasync.h"
+#include "gpu-test-util.h"
 
 #define SKIP 77
 #define DEVICE 0
@@ -106,15 +107,6 @@ gfail (const gchar * who, GError ** error)
 {
   gerr (who, error);
   return 1;
-}
-
-static guint64
-now_ns (void)
-{
-  struct timespec ts;
-
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (guint64) ts.tv_sec * G_GUINT64_CONSTANT (1000000000) + ts.tv_nsec;
 }
 
 static gboolean
@@ -197,83 +189,6 @@ recv_msg (gint sock, guint slot, guint64 value)
   return TRUE;
 }
 
-static gboolean
-send_fds (gint sock, const gint * fds, guint n)
-{
-  union
-  {
-    struct cmsghdr hdr;
-    gchar buf[CMSG_SPACE (sizeof (gint) * 8)];
-  } cmsg;
-  struct msghdr mh = { 0, };
-  struct iovec iov;
-  guint8 byte = (guint8) n;
-  struct cmsghdr *c;
-
-  g_assert (n > 0 && n <= 8);
-  memset (&cmsg, 0, sizeof (cmsg));
-  iov.iov_base = &byte;
-  iov.iov_len = 1;
-  mh.msg_iov = &iov;
-  mh.msg_iovlen = 1;
-  mh.msg_control = cmsg.buf;
-  mh.msg_controllen = CMSG_SPACE (sizeof (gint) * n);
-  c = CMSG_FIRSTHDR (&mh);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN (sizeof (gint) * n);
-  memcpy (CMSG_DATA (c), fds, sizeof (gint) * n);
-  return sendmsg (sock, &mh, MSG_NOSIGNAL) == 1;
-}
-
-/* exactly n fds or FALSE (any received fd closed) */
-static gboolean
-recv_fds (gint sock, gint * fds, guint n)
-{
-  union
-  {
-    struct cmsghdr hdr;
-    gchar buf[CMSG_SPACE (sizeof (gint) * 8)];
-  } cmsg;
-  struct msghdr mh = { 0, };
-  struct iovec iov;
-  guint8 byte = 0;
-  struct cmsghdr *c;
-  guint got = 0, i;
-
-  iov.iov_base = &byte;
-  iov.iov_len = 1;
-  mh.msg_iov = &iov;
-  mh.msg_iovlen = 1;
-  mh.msg_control = cmsg.buf;
-  mh.msg_controllen = sizeof (cmsg.buf);
-  if (recvmsg (sock, &mh, MSG_CMSG_CLOEXEC) != 1)
-    return FALSE;
-  for (c = CMSG_FIRSTHDR (&mh); c; c = CMSG_NXTHDR (&mh, c))
-    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-      got = (c->cmsg_len - CMSG_LEN (0)) / sizeof (gint);
-      memcpy (fds, CMSG_DATA (c), MIN (got, 8) * sizeof (gint));
-    }
-  if (got == n && byte == n && !(mh.msg_flags & MSG_CTRUNC))
-    return TRUE;
-  for (i = 0; i < MIN (got, 8); i++)
-    close (fds[i]);
-  return FALSE;
-}
-
-static gint
-count_fds (void)
-{
-  GDir *dir = g_dir_open ("/proc/self/fd", 0, NULL);
-  gint n = 0;
-
-  while (dir && g_dir_read_name (dir))
-    n++;
-  if (dir)
-    g_dir_close (dir);
-  return n;
-}
-
 static gsize
 device_free_mem (void)
 {
@@ -315,17 +230,18 @@ new_stream (CUstream * stream)
 static CUresult
 stream_wait (CUstream stream, guint timeout_ms, guint64 * took_ns)
 {
-  guint64 t0 = now_ns (), deadline = t0 + (guint64) timeout_ms * 1000000;
+  guint64 t0 = gpu_test_now_ns ();
+  guint64 deadline = t0 + (guint64) timeout_ms * 1000000;
   CUresult res;
 
   for (;;) {
     res = gpushare_cuda ()->cuStreamQuery (stream);
-    if (res != CUDA_ERROR_NOT_READY || now_ns () >= deadline)
+    if (res != CUDA_ERROR_NOT_READY || gpu_test_now_ns () >= deadline)
       break;
     g_usleep (20);
   }
   if (took_ns)
-    *took_ns = now_ns () - t0;
+    *took_ns = gpu_test_now_ns () - t0;
   return res;
 }
 
@@ -485,7 +401,7 @@ ring_consumer_round (RingConsumer * rc, gint sock, const gchar * name,
   if (paced) {
     ok = send_byte (sock, 'G');
     go_sent = TRUE;
-    t0 = now_ns ();
+    t0 = gpu_test_now_ns ();
   }
 
   for (i = 1; ok && i <= ITERATIONS; i++) {
@@ -529,7 +445,7 @@ ring_consumer_round (RingConsumer * rc, gint sock, const gchar * name,
          * fills anything: they must really block on the GPU */
         ok = send_byte (sock, 'G');
         go_sent = TRUE;
-        t0 = now_ns ();
+        t0 = gpu_test_now_ns ();
       }
       ok = ok && ck (cu->cuMemcpyDtoHAsync (rc->full, rc->copy[s],
               rc->slot_size, rc->stream), "cuMemcpyDtoHAsync")
@@ -549,7 +465,7 @@ ring_consumer_round (RingConsumer * rc, gint sock, const gchar * name,
     }
   }
   ok = ok && stream_done (rc->stream, name);
-  t1 = now_ns ();
+  t1 = gpu_test_now_ns ();
   if (error)
     gerr (name, &error);
 
@@ -635,14 +551,14 @@ sem_producer_latency (GpuShareCudaSem * lat, CUstream ps, gint sock,
 
   ok = recv_byte (sock, 'G');
   for (j = 1; ok && j <= LAT_WARMUP + LAT_ITERATIONS; j++) {
-    guint64 v = base + j, t0 = now_ns ();
+    guint64 v = base + j, t0 = gpu_test_now_ns ();
 
     ok = gpushare_cuda_sem_signal (ps, gpushare_cuda_sem_ready (lat, 0), v,
         &error) && (!paced || send_msg (sock, 0, v))
         && gpushare_cuda_sem_wait (ps, gpushare_cuda_sem_done (lat, 0), v,
         &error) && ck (cu->cuStreamSynchronize (ps), "cuStreamSynchronize");
     if (ok && j > LAT_WARMUP)
-      ns[j - LAT_WARMUP - 1] = now_ns () - t0;
+      ns[j - LAT_WARMUP - 1] = gpu_test_now_ns () - t0;
   }
   if (error)
     gerr ("producer", &error);
@@ -720,7 +636,7 @@ sem_producer (gint sock)
         close (fds[i]);
     goto out;
   }
-  ok = send_fds (sock, fds, N_SLOTS + 1);
+  ok = gpu_test_send_fds (sock, fds, N_SLOTS + 1);
   /* an exported fd left open keeps GPU memory alive (trap 4) */
   for (i = 0; i <= N_SLOTS; i++)
     close (fds[i]);
@@ -735,7 +651,7 @@ sem_producer (gint sock)
     ok = gerr ("producer", &error);
     goto out;
   }
-  ok = send_fds (sock, &fd, 1);
+  ok = gpu_test_send_fds (sock, &fd, 1);
   close (fd);
   ok = ok && recv_byte (sock, 'M')
       && sem_producer_latency (lat, ps, sock, 0, FALSE,
@@ -773,7 +689,7 @@ sem_consumer (gint sock)
 
   if (!hold_ctx () || !ring_consumer_init (&rc, SYNC_SEM))
     return 1;
-  if (!recv_fds (sock, fds, N_SLOTS + 1))
+  if (!gpu_test_recv_fds (sock, fds, N_SLOTS + 1))
     goto out;
   /* both imports close their fds whatever happens */
   rc.sem = gpushare_cuda_sem_import (DEVICE, fds[N_SLOTS], N_SLOTS, &error);
@@ -794,7 +710,7 @@ sem_consumer (gint sock)
   if (!ok)
     goto out;
 
-  if (!recv_fds (sock, &fd, 1)
+  if (!gpu_test_recv_fds (sock, &fd, 1)
       || !(lat = gpushare_cuda_sem_import (DEVICE, fd, 1, &error))) {
     ok = gerr ("consumer: import", &error);
     goto out;
@@ -864,7 +780,7 @@ event_producer_latency (GpuShareCudaEvents * ev, CUstream ps, gint sock,
 
   ok = recv_byte (sock, 'G');
   for (j = 1; ok && j <= LAT_WARMUP + LAT_ITERATIONS; j++) {
-    guint64 t0 = now_ns ();
+    guint64 t0 = gpu_test_now_ns ();
 
     ok = ck (cu->cuEventRecord (EV_READY (ev, 0), ps), "cuEventRecord")
         && send_msg (sock, 0, j) && recv_msg (sock, 0, j)
@@ -872,7 +788,7 @@ event_producer_latency (GpuShareCudaEvents * ev, CUstream ps, gint sock,
         "cuStreamWaitEvent")
         && ck (cu->cuStreamSynchronize (ps), "cuStreamSynchronize");
     if (ok && j > LAT_WARMUP)
-      ns[j - LAT_WARMUP - 1] = now_ns () - t0;
+      ns[j - LAT_WARMUP - 1] = gpu_test_now_ns () - t0;
   }
   ok = ok && recv_byte (sock, 1);
   if (ok)
@@ -940,7 +856,7 @@ event_producer (gint sock)
         close (fds[i]);
     goto out;
   }
-  ok = send_fds (sock, fds, N_SLOTS);
+  ok = gpu_test_send_fds (sock, fds, N_SLOTS);
   for (i = 0; i < N_SLOTS; i++)
     close (fds[i]);
   ok = ok && write_all (sock, handles, sizeof (handles))
@@ -972,7 +888,7 @@ event_consumer (gint sock)
 
   if (!hold_ctx () || !ring_consumer_init (&rc, SYNC_EVENT))
     return 1;
-  if (!recv_fds (sock, fds, N_SLOTS))
+  if (!gpu_test_recv_fds (sock, fds, N_SLOTS))
     goto out;
   rc.import = gpushare_import_new (&gpushare_cuda_vmm_backend, 1, N_SLOTS,
       rc.slot_size, fds, &error);
@@ -1045,10 +961,10 @@ force_single (gint sock)
     return 1;
 
   {
-    guint64 t0 = now_ns ();
+    guint64 t0 = gpu_test_now_ns ();
 
     ok = gpushare_cuda_sem_force (sem, &error);
-    force_ns = now_ns () - t0;
+    force_ns = gpu_test_now_ns () - t0;
   }
   if (!ok)
     return gfail ("3a: force", &error);
@@ -1117,19 +1033,19 @@ force_many (const gchar * connections)
     if (!is_blocked (ws[i]))
       return 1;
 
-  t0 = now_ns ();
+  t0 = gpu_test_now_ns ();
   ok = gpushare_cuda_sem_force (sem, &error);
   if (!ok)
     gerr ("3c/d: force", &error);
   for (i = 0; ok && i < MANY_STREAMS; i++) {
     guint64 left = RELEASE_TIMEOUT_MS * G_GUINT64_CONSTANT (1000000);
-    guint64 spent = now_ns () - t0;
+    guint64 spent = gpu_test_now_ns () - t0;
 
     if (stream_wait (ws[i], spent < left ? (left - spent) / 1000000 : 0,
             NULL) == CUDA_SUCCESS)
       released++;
   }
-  took = now_ns () - t0;
+  took = gpu_test_now_ns () - t0;
   g_print ("  3%c force, %d streams blocked on %d words "
       "(CUDA_DEVICE_MAX_CONNECTIONS=%s): force %s, %u released after "
       "%.1f us (limit 1 s): %s\n", connections ? 'd' : 'c', MANY_STREAMS,
@@ -1172,7 +1088,7 @@ death_producer (gint sock)
   sem = gpushare_cuda_sem_new (DEVICE, 2, &error);
   if (!sem || (fd = gpushare_cuda_sem_export (sem, &error)) < 0)
     return gfail ("producer", &error);
-  if (!send_fds (sock, &fd, 1))
+  if (!gpu_test_send_fds (sock, &fd, 1))
     return 1;
   close (fd);
   if (!recv_byte (sock, 'W'))
@@ -1193,7 +1109,7 @@ death_consumer (gint sock)
   CUresult res;
   gboolean ok;
 
-  if (!hold_ctx () || !new_stream (&cs) || !recv_fds (sock, &fd, 1))
+  if (!hold_ctx () || !new_stream (&cs) || !gpu_test_recv_fds (sock, &fd, 1))
     return 1;
   sem = gpushare_cuda_sem_import (DEVICE, fd, 2, &error);
   if (!sem || !gpushare_cuda_sem_wait (cs, gpushare_cuda_sem_ready (sem, 1),
@@ -1209,9 +1125,9 @@ death_consumer (gint sock)
   }
   g_usleep (100000);
 
-  t0 = now_ns ();
+  t0 = gpu_test_now_ns ();
   ok = gpushare_cuda_sem_force (sem, &error);
-  force_ns = now_ns () - t0;
+  force_ns = gpu_test_now_ns () - t0;
   if (!ok)
     return gfail ("3b: force", &error);
   res = stream_wait (cs, RELEASE_TIMEOUT_MS, &release_ns);
@@ -1258,17 +1174,17 @@ cycle_producer (gint sock)
   if (!hold_ctx ())
     return 1;
   for (c = 0; ok && c < CYCLES; c++) {
-    guint64 t0 = now_ns (), word = 0;
+    guint64 t0 = gpu_test_now_ns (), word = 0;
     GpuShareCudaSem *sem = gpushare_cuda_sem_new (DEVICE, N_SLOTS, &error);
     gint fd = sem ? gpushare_cuda_sem_export (sem, &error) : -1;
 
-    ns[c] = now_ns () - t0;
+    ns[c] = gpu_test_now_ns () - t0;
     if (fd < 0) {
       ok = gerr ("producer", &error);
       gpushare_cuda_sem_free (sem);
       break;
     }
-    ok = send_fds (sock, &fd, 1);
+    ok = gpu_test_send_fds (sock, &fd, 1);
     close (fd);
     /* the consumer wrote done[c % N_SLOTS] = c + 1 through its mapping */
     ok = ok && recv_byte (sock, 1)
@@ -1282,11 +1198,11 @@ cycle_producer (gint sock)
       ok = gerr ("producer: force", &error);
     gpushare_cuda_sem_free (sem);
     if (c == 0) {
-      fds0 = count_fds ();
+      fds0 = gpu_test_count_fds ();
       mem0 = device_free_mem ();
     }
   }
-  fds1 = count_fds ();
+  fds1 = gpu_test_count_fds ();
   mem1 = device_free_mem ();
   pass = ok && fds1 <= fds0 && mem1 + MEM_SLACK >= mem0;
   print_cycles ("producer", "new + export", ns, fds0, fds1, mem0, mem1, pass);
@@ -1311,13 +1227,13 @@ cycle_consumer (gint sock)
     guint64 t0;
     gint fd;
 
-    if (!recv_fds (sock, &fd, 1)) {
+    if (!gpu_test_recv_fds (sock, &fd, 1)) {
       ok = FALSE;
       break;
     }
-    t0 = now_ns ();
+    t0 = gpu_test_now_ns ();
     sem = gpushare_cuda_sem_import (DEVICE, fd, N_SLOTS, &error);
-    ns[c] = now_ns () - t0;
+    ns[c] = gpu_test_now_ns () - t0;
     if (!sem) {
       ok = gerr ("consumer: import", &error);
       break;
@@ -1330,10 +1246,10 @@ cycle_consumer (gint sock)
       gerr ("consumer", &error);
     gpushare_cuda_sem_free (sem);
     if (c == 0) {
-      fds0 = count_fds ();
+      fds0 = gpu_test_count_fds ();
       mem0 = device_free_mem ();
     } else if (c == CYCLES - 1) {
-      fds1 = count_fds ();
+      fds1 = gpu_test_count_fds ();
       mem1 = device_free_mem ();
     }
     ok = send_byte (sock, ok ? 1 : 0) && ok;

@@ -25,79 +25,11 @@
 
 #include "gpusharebackend.h"
 #include "gpusharecuda.h"
+#include "gpu-test-util.h"
 
 #define SKIP 77
 #define N_SLOTS 4
 #define CYCLES 1000
-
-static gint
-count_fds (void)
-{
-  GDir *dir = g_dir_open ("/proc/self/fd", 0, NULL);
-  gint n = 0;
-
-  while (g_dir_read_name (dir))
-    n++;
-  g_dir_close (dir);
-  return n;
-}
-
-static gboolean
-send_fds (gint sock, gint * fds, guint n)
-{
-  union
-  {
-    struct cmsghdr hdr;
-    gchar buf[CMSG_SPACE (sizeof (gint) * GPUSHARE_MAX_SLOTS)];
-  } cmsg;
-  struct msghdr mh = { 0, };
-  struct iovec iov;
-  guint8 byte = (guint8) n;
-  struct cmsghdr *c;
-
-  iov.iov_base = &byte;
-  iov.iov_len = 1;
-  mh.msg_iov = &iov;
-  mh.msg_iovlen = 1;
-  mh.msg_control = cmsg.buf;
-  mh.msg_controllen = CMSG_SPACE (sizeof (gint) * n);
-  c = CMSG_FIRSTHDR (&mh);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN (sizeof (gint) * n);
-  memcpy (CMSG_DATA (c), fds, sizeof (gint) * n);
-  return sendmsg (sock, &mh, MSG_NOSIGNAL) == 1;
-}
-
-static guint
-recv_fds (gint sock, gint * fds)
-{
-  union
-  {
-    struct cmsghdr hdr;
-    gchar buf[CMSG_SPACE (sizeof (gint) * GPUSHARE_MAX_SLOTS)];
-  } cmsg;
-  struct msghdr mh = { 0, };
-  struct iovec iov;
-  guint8 byte = 0;
-  struct cmsghdr *c;
-  guint n = 0;
-
-  iov.iov_base = &byte;
-  iov.iov_len = 1;
-  mh.msg_iov = &iov;
-  mh.msg_iovlen = 1;
-  mh.msg_control = cmsg.buf;
-  mh.msg_controllen = sizeof (cmsg.buf);
-  if (recvmsg (sock, &mh, MSG_CMSG_CLOEXEC) != 1)
-    return 0;
-  for (c = CMSG_FIRSTHDR (&mh); c; c = CMSG_NXTHDR (&mh, c))
-    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-      n = (c->cmsg_len - CMSG_LEN (0)) / sizeof (gint);
-      memcpy (fds, CMSG_DATA (c), n * sizeof (gint));
-    }
-  return n == byte ? n : 0;
-}
 
 static guint8
 pattern (gsize frame, guint slot)
@@ -145,7 +77,7 @@ producer (gint sock, gsize frame_size, gint cycles)
         return 1;
       }
     }
-    if (!send_fds (sock, fds, N_SLOTS))
+    if (!gpu_test_send_fds (sock, fds, N_SLOTS))
       return 1;
     /* an exported fd left open keeps GPU memory alive: close ours */
     gpushare_close_fds (fds, N_SLOTS);
@@ -188,7 +120,7 @@ consumer (gint sock, gsize frame_size, gint cycles)
     guint8 ok = 1;
     guint i;
 
-    if (recv_fds (sock, fds) != N_SLOTS)
+    if (!gpu_test_recv_fds (sock, fds, N_SLOTS))
       return 1;
     import = gpushare_import_new (&gpushare_cuda_vmm_backend, 1, N_SLOTS,
         slot_size, fds, &error);
@@ -220,7 +152,7 @@ consumer (gint sock, gsize frame_size, gint cycles)
         cu->cuCtxPushCurrent (gpushare_cuda_import_context (import));
         cu->cuMemGetInfo (&free0, &total);
         cu->cuCtxPopCurrent (&dummy);
-        fds0 = count_fds ();
+        fds0 = gpu_test_count_fds ();
       }
     }
     if (c == cycles - 1) {
@@ -233,7 +165,7 @@ consumer (gint sock, gsize frame_size, gint cycles)
       return 1;
   }
 
-  fds1 = count_fds ();
+  fds1 = gpu_test_count_fds ();
   cu->cuDevicePrimaryCtxRelease (dev);
   g_print ("device: %s, driver %d, vmm=%d posix-fd=%d fabric=%d ipc-event=%d "
       "mem-ops-64=%d compute-mode=%d granularity=%" G_GSIZE_FORMAT "\n",

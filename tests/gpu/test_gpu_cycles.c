@@ -52,6 +52,7 @@
 #include <glib/gstdio.h>
 
 #include "gpusharecuda.h"
+#include "gpu-test-util.h"
 
 #define SKIP 77
 #define DEVICE 0
@@ -106,33 +107,10 @@ child_exit (gint rc)
   _exit (rc);
 }
 
-static guint64
-now_ns (void)
-{
-  struct timespec ts;
-
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (guint64) ts.tv_sec * G_GUINT64_CONSTANT (1000000000) + ts.tv_nsec;
-}
-
 static gdouble
 mib (gsize bytes)
 {
   return bytes / (1024.0 * 1024.0);
-}
-
-static gint
-count_fds (void)
-{
-  GDir *dir = g_dir_open ("/proc/self/fd", 0, NULL);
-  gint n = 0;
-
-  if (!dir)
-    return -1;
-  while (g_dir_read_name (dir))
-    n++;
-  g_dir_close (dir);
-  return n;
 }
 
 /* the fd count once it held still for a few samples: a closing thread or
@@ -141,13 +119,13 @@ static gint
 settled_fds (void)
 {
   gint64 end = g_get_monotonic_time () + FD_SETTLE_MS * 1000;
-  gint last = count_fds (), same = 1;
+  gint last = gpu_test_count_fds (), same = 1;
 
   while (same < FD_STABLE_SAMPLES && g_get_monotonic_time () < end) {
     gint n;
 
     g_usleep (50000);
-    n = count_fds ();
+    n = gpu_test_count_fds ();
     same = n == last ? same + 1 : 1;
     last = n;
   }
@@ -713,7 +691,7 @@ run_cycle (Consumer * c, Phase * p, guint64 * cycle_ns, guint64 * first_ns)
   c->buffers = 0;
   g_mutex_unlock (&c->lock);
 
-  t0 = now_ns ();
+  t0 = gpu_test_now_ns ();
   if (gst_element_set_state (c->pipeline, GST_STATE_PLAYING) ==
       GST_STATE_CHANGE_FAILURE) {
     why = "the pipeline did not start";
@@ -724,7 +702,7 @@ run_cycle (Consumer * c, Phase * p, guint64 * cycle_ns, guint64 * first_ns)
       || state != GST_STATE_PLAYING) {
     why = "PLAYING not reached";
   }
-  *first_ns = now_ns () - t0;
+  *first_ns = gpu_test_now_ns () - t0;
   /* while connected: the src's view of the transport */
   mem = stat_string (c->src, "memory-type");
   smode = stat_string (c->src, "sync-mode");
@@ -741,7 +719,7 @@ run_cycle (Consumer * c, Phase * p, guint64 * cycle_ns, guint64 * first_ns)
   }
 
   gst_element_set_state (c->pipeline, GST_STATE_NULL);
-  *cycle_ns = now_ns () - t0;
+  *cycle_ns = gpu_test_now_ns () - t0;
 
   print = c->printed < MAX_PRINTED_FAILURES;
   if (!drain_consumer_bus (c, &vmm, &other, print) && !why)
@@ -822,7 +800,7 @@ consumer (gint ctl, const gchar * path, Phase * phases, guint n_phases)
   gint fds0 = -1, fds1 = -1;
   guint i, k, got = 0;
   gboolean ok = TRUE, aborted = FALSE;
-  guint64 scratch_cycle, scratch_first, start = now_ns ();
+  guint64 scratch_cycle, scratch_first, start = gpu_test_now_ns ();
 
   memset (&c, 0, sizeof (c));
   if (!gpushare_cuda_probe (DEVICE, &caps, &error)
@@ -909,7 +887,7 @@ consumer (gint ctl, const gchar * path, Phase * phases, guint n_phases)
         aborted = TRUE;
         break;
       }
-      if (now_ns () - start > CYCLES_BUDGET_S * G_GUINT64_CONSTANT
+      if (gpu_test_now_ns () - start > CYCLES_BUDGET_S * G_GUINT64_CONSTANT
           (1000000000)) {
         g_print ("consumer: out of time after " G_STRINGIFY
             (CYCLES_BUDGET_S) " s, in sync-mode %s: stopping here\n",
@@ -1086,7 +1064,7 @@ main (int argc, char **argv)
     return 1;
   }
 
-  t0 = now_ns ();
+  t0 = gpu_test_now_ns ();
   ppid = fork ();
   if (ppid == 0) {
     close (sv[1]);
@@ -1109,6 +1087,6 @@ main (int argc, char **argv)
   g_free (path);
   g_free (dir);
   g_print ("%s (%.1f s)\n", ok ? "PASS: every check passed" :
-      "FAIL: see above", (now_ns () - t0) / 1e9);
+      "FAIL: see above", (gpu_test_now_ns () - t0) / 1e9);
   return ok ? 0 : 1;
 }

@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "gpu-test-util.h"
+
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+gint
+gpu_test_count_fds (void)
+{
+  GDir *dir = g_dir_open ("/proc/self/fd", 0, NULL);
+  gint n = 0;
+
+  if (!dir)
+    return -1;
+  while (g_dir_read_name (dir))
+    n++;
+  g_dir_close (dir);
+  return n;
+}
+
+typedef union
+{
+  struct cmsghdr hdr;
+  gchar buf[CMSG_SPACE (sizeof (gint) * GPU_TEST_MAX_FDS)];
+} Control;
+
+/* one byte of payload, and room for the fds */
+static void
+message_init (struct msghdr *mh, struct iovec *iov, guint8 * byte,
+    Control * control, gsize control_len)
+{
+  memset (mh, 0, sizeof (*mh));
+  memset (control, 0, sizeof (*control));
+  iov->iov_base = byte;
+  iov->iov_len = 1;
+  mh->msg_iov = iov;
+  mh->msg_iovlen = 1;
+  mh->msg_control = control->buf;
+  mh->msg_controllen = control_len;
+}
+
+gboolean
+gpu_test_send_fds (gint sock, const gint * fds, guint n)
+{
+  Control control;
+  struct msghdr mh;
+  struct iovec iov;
+  guint8 byte = (guint8) n;
+  struct cmsghdr *c;
+
+  g_return_val_if_fail (n > 0 && n <= GPU_TEST_MAX_FDS, FALSE);
+  message_init (&mh, &iov, &byte, &control, CMSG_SPACE (sizeof (gint) * n));
+  c = CMSG_FIRSTHDR (&mh);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN (sizeof (gint) * n);
+  memcpy (CMSG_DATA (c), fds, sizeof (gint) * n);
+  return sendmsg (sock, &mh, MSG_NOSIGNAL) == 1;
+}
+
+gboolean
+gpu_test_recv_fds (gint sock, gint * fds, guint n)
+{
+  Control control;
+  struct msghdr mh;
+  struct iovec iov;
+  guint8 byte = 0;
+  struct cmsghdr *c;
+  gint got_fds[GPU_TEST_MAX_FDS];
+  guint got = 0, i;
+
+  message_init (&mh, &iov, &byte, &control, sizeof (control.buf));
+  if (recvmsg (sock, &mh, MSG_CMSG_CLOEXEC) != 1)
+    return FALSE;
+  for (c = CMSG_FIRSTHDR (&mh); c; c = CMSG_NXTHDR (&mh, c))
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+      guint k = (c->cmsg_len - CMSG_LEN (0)) / sizeof (gint);
+
+      k = MIN (k, GPU_TEST_MAX_FDS - got);
+      memcpy (got_fds + got, CMSG_DATA (c), k * sizeof (gint));
+      got += k;
+    }
+  if (got == n && byte == n && !(mh.msg_flags & MSG_CTRUNC)) {
+    memcpy (fds, got_fds, n * sizeof (gint));
+    return TRUE;
+  }
+  for (i = 0; i < got; i++)
+    close (got_fds[i]);
+  return FALSE;
+}
+
+guint64
+gpu_test_now_ns (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (guint64) ts.tv_sec * G_GUINT64_CONSTANT (1000000000) + ts.tv_nsec;
+}

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Small helpers the gpu suite's C programs share: fd counting, fds over a
+ * socketpair (one byte of payload carries the count), a monotonic clock.
+ */
+
+#ifndef __GPU_TEST_UTIL_H__
+#define __GPU_TEST_UTIL_H__
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+/* the most fds one gpu_test_send_fds () carries */
+#define GPU_TEST_MAX_FDS 65
+
+/* entries in /proc/self/fd, -1 if it cannot be read */
+gint gpu_test_count_fds (void);
+/* 1 <= n <= GPU_TEST_MAX_FDS; the caller keeps its fds */
+gboolean gpu_test_send_fds (gint sock, const gint * fds, guint n);
+/* exactly n fds (CLOEXEC), or FALSE with every fd received closed */
+gboolean gpu_test_recv_fds (gint sock, gint * fds, guint n);
+/* CLOCK_MONOTONIC in ns */
+guint64 gpu_test_now_ns (void);
+
+G_END_DECLS
+
+#endif /* __GPU_TEST_UTIL_H__ */
