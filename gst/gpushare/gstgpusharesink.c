@@ -194,7 +194,8 @@ struct _GstGpuShareSink
   guint64 frames_copied;
   guint64 frames_to_gpu;        /* written into a CUDA slot */
   gint64 sent_at[GPUSHARE_MAX_SLOTS];   /* when the slot's frame went out */
-  gint64 waiting_since;         /* render waits for a free slot, or 0 */
+  gint64 waiting_since;         /* since when a thread waits for a slot */
+  guint n_waiting;              /* threads waiting for a slot */
   guint64 slots_quarantined;
   guint64 rings_replaced;
 
@@ -207,6 +208,9 @@ struct _GstGpuShareSink
   GstObject *gst_cuda_ctx;      /* GstCudaContext shared with neighbours */
   /* one ring per kind of GPU memory consumers chose: VMM, legacy, fabric */
   GpuShareCudaRing *cuda_rings[3];
+  /* legacy IPC rings of earlier epochs: the driver forbids freeing memory
+   * another process may still have open, so they go at stop () */
+  GSList *retired_rings;
 #endif
 };
 
@@ -447,6 +451,10 @@ ensure_cuda_ring (GstGpuShareSink * self, GpuShareMemType type,
 
   if (*ring && gpushare_cuda_ring_epoch (*ring) == self->epoch)
     return *ring;
+  if (*ring && type == GPUSHARE_MEM_CUDA_LEGACY) {
+    self->retired_rings = g_slist_prepend (self->retired_rings, *ring);
+    *ring = NULL;
+  }
   g_clear_pointer (ring, gpushare_cuda_ring_free);
   /* the primary context: the IPC events and semaphore blocks live there,
    * and an event is recorded only on a stream of its own context; copies
@@ -577,16 +585,21 @@ drop_client (GstGpuShareSink * self, Client * client,
   }
   self->clients[client->index] = NULL;
   self->n_clients--;
-  /* a consumer whose reads of its slots cannot be confirmed done (one whose
-   * lease expired, a GPU consumer that did not say goodbye) may still read
-   * them: they are never written again, the ring is replaced instead */
-  quarantine = reason == GST_GPU_SHARE_REMOVE_LEASE
-      || (client->mem_type != GPUSHARE_MEM_SYSTEM && client->mem_type != 0
-      && reason != GST_GPU_SHARE_REMOVE_GOODBYE
-      && reason != GST_GPU_SHARE_REMOVE_SHUTDOWN);
+  /* a consumer whose reads of its slots cannot be confirmed done may
+   * still read them: they are never written again, the ring is replaced
+   * instead.  Only a goodbye, a hang-up (its process, and so its mappings,
+   * gone) or our own stop give slots back; for a GPU consumer not even a
+   * hang-up (its copy out of a slot may still run on the GPU) */
+  quarantine = reason != GST_GPU_SHARE_REMOVE_GOODBYE
+      && reason != GST_GPU_SHARE_REMOVE_SHUTDOWN
+      && (reason != GST_GPU_SHARE_REMOVE_HANGUP
+      || (client->mem_type != GPUSHARE_MEM_SYSTEM && client->mem_type != 0));
   if (quarantine) {
+    guint before = gpushare_ring_n_tainted (&self->ring);
+
     released = gpushare_ring_quarantine_holder (&self->ring, client->index);
-    self->slots_quarantined += released;
+    /* a slot two dropped consumers held counts once */
+    self->slots_quarantined += gpushare_ring_n_tainted (&self->ring) - before;
   } else {
     released = gpushare_ring_release_holder (&self->ring, client->index);
   }
@@ -836,9 +849,10 @@ refuse_connection (GstGpuShareSink * self, gint fd, GpuShareErrorCode code,
   gpushare_conn_unref (conn);
 }
 
-/* Drops the consumers whose handshake step is overdue: a half-open
+/* Drops the consumers whose handshake step is overdue (a half-open
  * handshake must not hold a client place, and a lossless producer must not
- * wait forever for a consumer that never maps a new ring. */
+ * wait forever for a consumer that never maps a new ring), and those whose
+ * slot lease expired while the producer waits for a slot. */
 static gboolean
 housekeeping (gpointer user_data)
 {
@@ -1125,6 +1139,11 @@ gst_gpu_share_sink_start (GstBaseSink * bsink)
   self->frames_in_place = 0;
   self->frames_copied = 0;
   self->frames_to_gpu = 0;
+  self->slots_quarantined = 0;
+  self->rings_replaced = 0;
+  self->n_waiting = 0;
+  self->waiting_since = 0;
+  memset (self->sent_at, 0, sizeof (self->sent_at));
   g_mutex_unlock (&self->lock);
   probe_gpu (self);
 
@@ -1198,6 +1217,9 @@ gst_gpu_share_sink_stop (GstBaseSink * bsink)
 #ifdef HAVE_CUDA
   for (i = 0; i < G_N_ELEMENTS (self->cuda_rings); i++)
     g_clear_pointer (&self->cuda_rings[i], gpushare_cuda_ring_free);
+  g_slist_free_full (self->retired_rings,
+      (GDestroyNotify) gpushare_cuda_ring_free);
+  self->retired_rings = NULL;
   gst_clear_object (&self->gst_cuda_ctx);
 #endif
   self->have_layout = FALSE;
@@ -1524,6 +1546,23 @@ learn_liveness (GstGpuShareSink * self)
   g_mutex_unlock (&self->lock);
 }
 
+/* lock held.  A thread starts or stops waiting for a free slot: leases run
+ * while any does (render, and upstream in our pool, may both wait). */
+static void
+slot_wait_begin (GstGpuShareSink * self)
+{
+  if (self->n_waiting++ == 0)
+    self->waiting_since = g_get_monotonic_time ();
+}
+
+static void
+slot_wait_end (GstGpuShareSink * self)
+{
+  g_return_if_fail (self->n_waiting > 0);
+  if (--self->n_waiting == 0)
+    self->waiting_since = 0;
+}
+
 /* lock held.  A ring with quarantined slots is replaced by a new one of
  * the same layout (a new epoch, as for a caps change): every consumer maps
  * the new ring, the old one lives on only in the mappings of those that
@@ -1588,11 +1627,6 @@ gst_gpu_share_sink_render (GstBaseSink * bsink, GstBuffer * buf)
         (NULL));
     return GST_FLOW_NOT_NEGOTIATED;
   }
-  while (wait_for_connection && n_ready_clients (self) == 0) {
-    GST_LOG_OBJECT (self, "waiting for a consumer");
-    if (!wait_locked (self))
-      goto flushing;
-  }
 again:
   if (gpushare_ring_n_tainted (&self->ring) > 0) {
     GError *error = NULL;
@@ -1604,6 +1638,11 @@ again:
       g_clear_error (&error);
       return GST_FLOW_ERROR;
     }
+  }
+  while (wait_for_connection && n_ready_clients (self) == 0) {
+    GST_LOG_OBJECT (self, "waiting for a consumer");
+    if (!wait_locked (self))
+      goto flushing;
   }
   while (policy == GST_GPU_SHARE_POLICY_LOSSLESS
       && n_remapping_clients (self) > 0) {
@@ -1620,12 +1659,15 @@ again:
     self->frames_in_place++;
     in_sys_slot = TRUE;
   } else {
+    gboolean waiting = FALSE;
+
     for (;;) {
       if (gpushare_ring_acquire (&self->ring, &slot) == GPUSHARE_RING_OK)
         break;
       if (gpushare_ring_n_tainted (&self->ring) > 0) {
         /* a consumer was dropped meanwhile: its slots are quarantined */
-        self->waiting_since = 0;
+        if (waiting)
+          slot_wait_end (self);
         goto again;
       }
       if (policy == GST_GPU_SHARE_POLICY_LEAKY) {
@@ -1635,14 +1677,17 @@ again:
         GST_LOG_OBJECT (self, "no free slot: frame dropped");
         return GST_FLOW_OK;
       }
-      if (!self->waiting_since)
-        self->waiting_since = g_get_monotonic_time ();
+      if (!waiting) {
+        slot_wait_begin (self);
+        waiting = TRUE;
+      }
       if (!wait_locked (self)) {
-        self->waiting_since = 0;
+        slot_wait_end (self);
         goto flushing;
       }
     }
-    self->waiting_since = 0;
+    if (waiting)
+      slot_wait_end (self);
   }
   if (!in_sys_slot && need_sys) {
     g_mutex_unlock (&self->lock);
@@ -1914,10 +1959,13 @@ pool_acquire_buffer (GstBufferPool * pool, GstBuffer ** buffer,
   SlotTag *tag;
   GstBuffer *buf;
   guint slot;
+  gboolean waiting = FALSE;
 
   g_mutex_lock (&sink->lock);
   while (sink->alloc && gst_video_info_is_equal (vi, &sink->vinfo)) {
     if (self->flushing) {
+      if (waiting)
+        slot_wait_end (sink);
       g_mutex_unlock (&sink->lock);
       return GST_FLOW_FLUSHING;
     }
@@ -1928,18 +1976,22 @@ pool_acquire_buffer (GstBufferPool * pool, GstBuffer ** buffer,
         || gpushare_ring_n_tainted (&sink->ring) > 0)
       break;
     /* the producer waits for a slot: leases run */
-    if (!sink->waiting_since)
-      sink->waiting_since = g_get_monotonic_time ();
+    if (!waiting) {
+      slot_wait_begin (sink);
+      waiting = TRUE;
+    }
     g_cond_wait (&sink->cond, &sink->lock);
   }
-  sink->waiting_since = 0;
+  if (waiting)
+    slot_wait_end (sink);
   g_mutex_unlock (&sink->lock);
   /* no slot to hand out: a plain buffer, copied in at render */
   buf = gst_buffer_new_allocate (NULL, GST_VIDEO_INFO_SIZE (vi), NULL);
   goto done;
 
 got_slot:
-  sink->waiting_since = 0;
+  if (waiting)
+    slot_wait_end (sink);
   tag = g_new0 (SlotTag, 1);
   tag->alloc = gpushare_allocation_ref (sink->alloc);
   tag->slot = slot;
