@@ -3,8 +3,43 @@
 
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "gpusharecuda.h"
+
+gint
+gpu_test_probe_in_child (GpuTestNeeds needs)
+{
+  gint status = 0;
+  pid_t pid = fork ();
+
+  if (pid == 0) {
+    GpuShareCudaCaps caps;
+    GError *error = NULL;
+
+    if (!gpushare_cuda_probe (0, &caps, &error)) {
+      g_print ("SKIP: no usable GPU: %s\n", error->message);
+      _exit (GPU_TEST_SKIP);
+    }
+    if ((needs & GPU_TEST_NEED_VMM_FD) && !(caps.vmm && caps.posix_fd)) {
+      g_print ("SKIP: %s cannot export VMM memory as file descriptors\n",
+          caps.name);
+      _exit (GPU_TEST_SKIP);
+    }
+    if ((needs & GPU_TEST_NEED_MEM_OPS) && !caps.mem_ops_64) {
+      g_print ("SKIP: %s has no 64-bit stream memory operations\n",
+          caps.name);
+      _exit (GPU_TEST_SKIP);
+    }
+    _exit (0);
+  }
+  if (pid < 0 || waitpid (pid, &status, 0) != pid || !WIFEXITED (status)
+      || WEXITSTATUS (status) != 0)
+    return GPU_TEST_SKIP;
+  return 0;
+}
 
 gint
 gpu_test_count_fds (void)

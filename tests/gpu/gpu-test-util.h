@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Small helpers the gpu suite's C programs share: fd counting, fds over a
- * socketpair (one byte of payload carries the count), a monotonic clock.
+ * Small helpers the gpu suite's C programs share: the GPU probe, fd
+ * counting, fds over a socketpair (one byte of payload carries the count),
+ * a monotonic clock.
  */
 
 #ifndef __GPU_TEST_UTIL_H__
@@ -10,6 +11,20 @@
 #include <glib.h>
 
 G_BEGIN_DECLS
+
+#define GPU_TEST_SKIP 77
+
+typedef enum
+{
+  GPU_TEST_NEED_GPU = 0,
+  GPU_TEST_NEED_VMM_FD = 1 << 0,        /* VMM memory exported as fds */
+  GPU_TEST_NEED_MEM_OPS = 1 << 1,       /* 64-bit stream memory operations */
+} GpuTestNeeds;
+
+/* Probes GPU 0 in a forked child, so that this process has not touched
+ * CUDA when it forks children of its own: 0 when it has what needs asks
+ * for, GPU_TEST_SKIP otherwise (the child printed the one SKIP line). */
+gint gpu_test_probe_in_child (GpuTestNeeds needs);
 
 /* the most fds one gpu_test_send_fds () carries */
 #define GPU_TEST_MAX_FDS 65

@@ -18,12 +18,12 @@
 #include "config.h"
 
 #include <stdio.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <glib/gstdio.h>
 #include <gst/gst.h>
 
 #include "gpusharecuda.h"
+#include "gpu-test-util.h"
 
 #define SKIP 77
 #define TIMEOUT_S 30
@@ -84,26 +84,13 @@ main (int argc, char **argv)
   GstPad *pad;
   gchar *sock, *desc, *dir;
   gint64 deadline;
-  gint status = 0, failures = 0;
-  pid_t pid;
+  gint failures = 0;
 
   if (argc < 2) {
     g_printerr ("usage: %s CLIP\n", argv[0]);
     return 64;
   }
-  /* probe in a child, as the other GPU tests do */
-  pid = fork ();
-  if (pid == 0) {
-    GpuShareCudaCaps caps;
-
-    if (!gpushare_cuda_probe (0, &caps, &error)) {
-      g_print ("SKIP: no usable GPU: %s\n", error->message);
-      _exit (SKIP);
-    }
-    _exit (0);
-  }
-  waitpid (pid, &status, 0);
-  if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
+  if (gpu_test_probe_in_child (GPU_TEST_NEED_GPU) != 0)
     return SKIP;
   gst_init (&argc, &argv);
   if (!gst_registry_check_feature_version (gst_registry_get (), "nvh264dec",

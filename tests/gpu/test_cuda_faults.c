@@ -202,7 +202,6 @@ child (const gchar * name, gint n)
 int
 main (int argc, char **argv)
 {
-  GError *error = NULL;
   guint f, a;
   gint status = 0, failures = 0, clean = 0, absorbed = 0;
   pid_t pid;
@@ -211,19 +210,9 @@ main (int argc, char **argv)
   gst_video_info_set_format (&info, GST_VIDEO_FORMAT_NV12, 1920, 1080);
   slot_size = gpushare_round_up (GST_VIDEO_INFO_SIZE (&info), 2 << 20);
 
-  /* probe in a child: this process stays without CUDA for its forks */
-  pid = fork ();
-  if (pid == 0) {
-    GpuShareCudaCaps caps;
-
-    if (!gpushare_cuda_probe (0, &caps, &error)) {
-      g_print ("SKIP: no usable GPU: %s\n", error->message);
-      _exit (SKIP);
-    }
-    _exit (caps.vmm && caps.posix_fd && caps.mem_ops_64 ? 0 : SKIP);
-  }
-  waitpid (pid, &status, 0);
-  if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
+  /* this process stays without CUDA for its forks */
+  if (gpu_test_probe_in_child (GPU_TEST_NEED_VMM_FD |
+          GPU_TEST_NEED_MEM_OPS) != 0)
     return SKIP;
 
   for (f = 0; gpushare_cuda_fault_names[f]; f++) {

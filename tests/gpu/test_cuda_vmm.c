@@ -222,25 +222,12 @@ run (gsize frame_size, gint cycles)
 int
 main (int argc, char **argv)
 {
-  GError *error = NULL;
-  pid_t pid;
-  gint status = 0, rc;
+  gint rc;
 
   gst_init (&argc, &argv);
   /* probe in a child: this process must not have touched CUDA when it
    * forks its producer and consumer */
-  pid = fork ();
-  if (pid == 0) {
-    GpuShareCudaCaps caps;
-
-    if (!gpushare_cuda_probe (0, &caps, &error)) {
-      g_print ("SKIP: no usable GPU: %s\n", error->message);
-      _exit (SKIP);
-    }
-    _exit (caps.vmm && caps.posix_fd ? 0 : SKIP);
-  }
-  waitpid (pid, &status, 0);
-  if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
+  if (gpu_test_probe_in_child (GPU_TEST_NEED_VMM_FD) != 0)
     return SKIP;
 
   /* 1080p NV12 and 4K NV12, as in the field notes */
