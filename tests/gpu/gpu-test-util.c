@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "gpu-test-util.h"
 
+#include <errno.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -124,6 +126,58 @@ gpu_test_recv_fds (gint sock, gint * fds, guint n)
   for (i = 0; i < got; i++)
     close (got_fds[i]);
   return FALSE;
+}
+
+gboolean
+gpu_test_write_all (gint sock, gconstpointer buf, gsize len)
+{
+  const guint8 *p = buf;
+
+  while (len > 0) {
+    gssize n = send (sock, p, len, MSG_NOSIGNAL);
+
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return FALSE;
+    p += n;
+    len -= n;
+  }
+  return TRUE;
+}
+
+gboolean
+gpu_test_read_all (gint sock, gpointer buf, gsize len, gint timeout_ms)
+{
+  guint8 *p = buf;
+  gint64 end = g_get_monotonic_time () + (gint64) timeout_ms * 1000;
+
+  while (len > 0) {
+    struct pollfd pfd = { sock, POLLIN, 0 };
+    gint wait_ms = -1, r;
+    gssize n;
+
+    if (timeout_ms >= 0) {
+      gint64 rest = end - g_get_monotonic_time ();
+
+      if (rest <= 0)
+        return FALSE;
+      wait_ms = (gint) ((rest + 999) / 1000);
+    }
+    r = poll (&pfd, 1, wait_ms);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0)
+      return FALSE;
+    n = read (sock, p, len);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return FALSE;
+    p += n;
+    len -= n;
+  }
+  return TRUE;
 }
 
 guint64

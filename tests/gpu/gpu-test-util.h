@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Small helpers the gpu suite's C programs share: the GPU probe, fd
- * counting, fds over a socketpair (one byte of payload carries the count),
- * a monotonic clock.
+ * counting, whole messages and fds over a socketpair (one byte of payload
+ * carries the fd count), a monotonic clock.
  */
 
 #ifndef __GPU_TEST_UTIL_H__
@@ -35,6 +35,12 @@ gint gpu_test_count_fds (void);
 gboolean gpu_test_send_fds (gint sock, const gint * fds, guint n);
 /* exactly n fds (CLOEXEC), or FALSE with every fd received closed */
 gboolean gpu_test_recv_fds (gint sock, gint * fds, guint n);
+/* all of len bytes, or FALSE on error or hang-up */
+gboolean gpu_test_write_all (gint sock, gconstpointer buf, gsize len);
+/* all of len bytes, or FALSE on error, hang-up or timeout (timeout_ms < 0:
+ * none) */
+gboolean gpu_test_read_all (gint sock, gpointer buf, gsize len,
+    gint timeout_ms);
 /* CLOCK_MONOTONIC in ns */
 guint64 gpu_test_now_ns (void);
 

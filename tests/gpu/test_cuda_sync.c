@@ -27,7 +27,6 @@
  */
 
 #include <gst/gst.h>
-#include <errno.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -110,46 +109,9 @@ gfail (const gchar * who, GError ** error)
 }
 
 static gboolean
-write_all (gint sock, gconstpointer buf, gsize len)
-{
-  const guint8 *p = buf;
-
-  while (len > 0) {
-    gssize n = send (sock, p, len, MSG_NOSIGNAL);
-
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      return FALSE;
-    p += n;
-    len -= n;
-  }
-  return TRUE;
-}
-
-/* FALSE on error or hang-up */
-static gboolean
-read_all (gint sock, gpointer buf, gsize len)
-{
-  guint8 *p = buf;
-
-  while (len > 0) {
-    gssize n = read (sock, p, len);
-
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      return FALSE;
-    p += n;
-    len -= n;
-  }
-  return TRUE;
-}
-
-static gboolean
 send_byte (gint sock, guint8 b)
 {
-  return write_all (sock, &b, 1);
+  return gpu_test_write_all (sock, &b, 1);
 }
 
 static gboolean
@@ -157,7 +119,7 @@ recv_byte (gint sock, guint8 expect)
 {
   guint8 b = 0;
 
-  if (!read_all (sock, &b, 1)) {
+  if (!gpu_test_read_all (sock, &b, 1, -1)) {
     g_printerr ("    peer hung up\n");
     return FALSE;
   }
@@ -169,7 +131,7 @@ send_msg (gint sock, guint slot, guint64 value)
 {
   Msg m = { slot, 0, value };
 
-  return write_all (sock, &m, sizeof (m));
+  return gpu_test_write_all (sock, &m, sizeof (m));
 }
 
 static gboolean
@@ -177,7 +139,7 @@ recv_msg (gint sock, guint slot, guint64 value)
 {
   Msg m;
 
-  if (!read_all (sock, &m, sizeof (m))) {
+  if (!gpu_test_read_all (sock, &m, sizeof (m), -1)) {
     g_printerr ("    peer hung up\n");
     return FALSE;
   }
@@ -859,7 +821,7 @@ event_producer (gint sock)
   ok = gpu_test_send_fds (sock, fds, N_SLOTS);
   for (i = 0; i < N_SLOTS; i++)
     close (fds[i]);
-  ok = ok && write_all (sock, handles, sizeof (handles))
+  ok = ok && gpu_test_write_all (sock, handles, sizeof (handles))
       && recv_byte (sock, 'M')
       && event_producer_ring (alloc, ev, ps, sock)
       && event_producer_latency (ev, ps, sock, "2b event round trip");
@@ -892,7 +854,7 @@ event_consumer (gint sock)
     goto out;
   rc.import = gpushare_import_new (&gpushare_cuda_vmm_backend, 1, N_SLOTS,
       rc.slot_size, fds, &error);
-  if (!rc.import || !read_all (sock, handles, sizeof (handles))
+  if (!rc.import || !gpu_test_read_all (sock, handles, sizeof (handles), -1)
       || !(rc.ev = gpushare_cuda_events_import (DEVICE, handles, 2 * N_SLOTS,
               &error))) {
     gerr ("consumer: import", &error);

@@ -136,56 +136,15 @@ static gboolean
 ctl_send (gint sock, guint8 cmd, guint32 value)
 {
   Ctl m = { cmd, {0, 0, 0}, value };
-  const guint8 *p = (const guint8 *) &m;
-  gsize left = sizeof (m);
 
-  while (left > 0) {
-    gssize n = send (sock, p, left, MSG_NOSIGNAL);
-
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      return FALSE;
-    p += n;
-    left -= n;
-  }
-  return TRUE;
+  return gpu_test_write_all (sock, &m, sizeof (m));
 }
 
 /* FALSE on hang-up, error or timeout (timeout_ms < 0: none) */
 static gboolean
 ctl_recv (gint sock, Ctl * m, gint timeout_ms)
 {
-  guint8 *p = (guint8 *) m;
-  gsize left = sizeof (*m);
-  gint64 end = g_get_monotonic_time () + (gint64) timeout_ms * 1000;
-
-  while (left > 0) {
-    struct pollfd pfd = { sock, POLLIN, 0 };
-    gint wait_ms = -1, r;
-    gssize n;
-
-    if (timeout_ms >= 0) {
-      gint64 rest = end - g_get_monotonic_time ();
-
-      if (rest <= 0)
-        return FALSE;
-      wait_ms = (gint) ((rest + 999) / 1000);
-    }
-    r = poll (&pfd, 1, wait_ms);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r <= 0)
-      return FALSE;
-    n = read (sock, p, left);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      return FALSE;
-    p += n;
-    left -= n;
-  }
-  return TRUE;
+  return gpu_test_read_all (sock, m, sizeof (*m), timeout_ms);
 }
 
 static gboolean
