@@ -1462,16 +1462,42 @@ make_gpu_buffer (GstGpuShareSrc * self, Item * item, GstBuffer ** outbuf)
   return GST_FLOW_OK;
 }
 
+/* TRUE when downstream names CUDA memory in its caps.  Downstream that
+ * takes anything (filesink, fakesink, an appsink without caps) gets system
+ * memory, as from nvh264dec: it would otherwise receive CUDA memory it can
+ * only map through a download with the slot's pitch. */
+static gboolean
+downstream_names_cuda (GstGpuShareSrc * self)
+{
+  GstCaps *peer = gst_pad_peer_query_caps (GST_BASE_SRC_PAD (self), NULL);
+  gboolean named = FALSE;
+  guint i;
+
+  if (!peer)
+    return FALSE;
+  if (!gst_caps_is_any (peer)) {
+    for (i = 0; i < gst_caps_get_size (peer) && !named; i++) {
+      GstCapsFeatures *f = gst_caps_get_features (peer, i);
+
+      named = f && !gst_caps_features_is_any (f)
+          && gst_caps_features_contains (f, "memory:CUDAMemory");
+    }
+  }
+  gst_caps_unref (peer);
+  return named;
+}
+
 /* the output caps for the producer's caps: GPU memory when the transport
- * is GPU memory, GStreamer's CUDA library is here and downstream takes it;
- * system memory otherwise */
+ * is GPU memory, GStreamer's CUDA library is here and downstream asks for
+ * it; system memory otherwise */
 static GstCaps *
 output_caps (GstGpuShareSrc * self, GstCaps * caps)
 {
   GstCaps *gpu;
 
   self->out_gpu = FALSE;
-  if (self->mem_type == GPUSHARE_MEM_SYSTEM || !self->gst_cuda_ctx)
+  if (self->mem_type == GPUSHARE_MEM_SYSTEM || !self->gst_cuda_ctx
+      || !downstream_names_cuda (self))
     return gst_caps_ref (caps);
   gpu = gst_caps_copy (caps);
   gst_caps_set_features_simple (gpu,
