@@ -36,6 +36,7 @@ typedef struct
   gchar *source;
   gchar *policy;
   gint ring_size;
+  gint lease_ms;                /* producer: lease-timeout, -1: default */
   gboolean live;
   gboolean wait;
   gint die_after;
@@ -62,6 +63,7 @@ static Options opt = {
   .height = 1080,
   .caps_change_at = -1,
   .ring_size = 8,
+  .lease_ms = -1,
   .die_after = -1,
   .timeout_ms = 10000,
   .cuda_device = -1,
@@ -155,6 +157,21 @@ producer_probe (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
 /* the caps and the stats as the sink sees them, so that a test can compare
  * them with what each consumer printed.  The EOS stats are taken before
  * the sink passes the EOS on, while every consumer is still listed. */
+/* a consumer left or was dropped: the reason's nick, for the tests */
+static void
+on_client_removed (GstElement * sink, guint id, gint reason, gpointer data)
+{
+  GType type = g_type_from_name ("GstGpuShareClientRemoveReason");
+  GEnumClass *klass = type ? g_type_class_ref (type) : NULL;
+  GEnumValue *v = klass ? g_enum_get_value (klass, reason) : NULL;
+
+  fprintf (out, "client-removed id=%u reason=%s\n", id,
+      v ? v->value_nick : "?");
+  fflush (out);
+  if (klass)
+    g_type_class_unref (klass);
+}
+
 static GstPadProbeReturn
 producer_event_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
 {
@@ -419,6 +436,10 @@ run_producer (void)
   set_cuda_device (pipeline, "up");
   if (opt.policy)
     gst_util_set_object_arg (G_OBJECT (sink), "policy", opt.policy);
+  if (opt.lease_ms >= 0)
+    g_object_set (sink, "lease-timeout", (guint) opt.lease_ms, NULL);
+  g_signal_connect (sink, "client-removed", G_CALLBACK (on_client_removed),
+      NULL);
   pad = gst_element_get_static_pad (sink, "sink");
   if (opt.wait_clients > 0)
     gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BLOCK |
@@ -711,6 +732,8 @@ main (int argc, char **argv)
         "appsrc (default) or videotestsrc", NULL},
     {"policy", 0, 0, G_OPTION_ARG_STRING, &opt.policy, "Sink policy", NULL},
     {"ring-size", 0, 0, G_OPTION_ARG_INT, &opt.ring_size, "Ring size", NULL},
+    {"lease-ms", 0, 0, G_OPTION_ARG_INT, &opt.lease_ms,
+        "Producer: lease-timeout of the sink in ms", NULL},
     {"live", 0, 0, G_OPTION_ARG_NONE, &opt.live, "Live", NULL},
     {"wait", 0, 0, G_OPTION_ARG_NONE, &opt.wait, "wait-for-connection",
         NULL},

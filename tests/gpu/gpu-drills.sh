@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 #
 # The crash drills of test_e2e (either side killed after each handshake
-# step and in mid-stream, SIGKILL at random frames, a producer restart),
+# step and in mid-stream, SIGKILL at random frames, a producer restart, a
+# stopped consumer that loses its lease),
 # run again with every frame in GPU memory: the producer takes CUDA memory
 # (cudaupload) and the consumers force transport=cuda, in host and in
 # semaphore synchronisation.  Every consumer that reaches the end must have
@@ -17,7 +18,7 @@ demo=${GPUSHARE_DEMO:-}
 
 . "$(dirname "$0")/gpu-lib.sh"
 
-export GST_CHECKS=test_consumer_killed,test_producer_killed,test_producer_restart,test_crash_drill_producer,test_crash_drill_consumer,test_random_kills
+export GST_CHECKS=test_consumer_killed,test_stopped_consumer_lease,test_producer_killed,test_producer_restart,test_crash_drill_producer,test_crash_drill_consumer,test_random_kills
 export GPUSHARE_E2E_PRODUCER_ARGS="--gpu-input"
 export GPUSHARE_E2E_WANT_TRANSPORT=cuda-vmm
 for sync in host semaphore; do
