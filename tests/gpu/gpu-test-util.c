@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -10,6 +12,10 @@
 #include <unistd.h>
 
 #include "gpusharecuda.h"
+
+#define DEVICE 0
+#define FD_SETTLE_MS 2000
+#define FD_STABLE_SAMPLES 3
 
 gint
 gpu_test_probe_in_child (GpuTestNeeds needs)
@@ -34,6 +40,15 @@ gpu_test_probe_in_child (GpuTestNeeds needs)
       g_print ("SKIP: %s has no 64-bit stream memory operations\n",
           caps.name);
       _exit (GPU_TEST_SKIP);
+    }
+    if (needs & GPU_TEST_NEED_ELEMENTS) {
+      static const gchar *elements[] = { "videotestsrc", "fakesink",
+        "gpusharesink", "gpusharesrc"
+      };
+
+      gst_init (NULL, NULL);
+      if (!gpu_test_have_elements (elements, G_N_ELEMENTS (elements)))
+        _exit (GPU_TEST_SKIP);
     }
     _exit (0);
   }
@@ -187,4 +202,383 @@ gpu_test_now_ns (void)
 
   clock_gettime (CLOCK_MONOTONIC, &ts);
   return (guint64) ts.tv_sec * G_GUINT64_CONSTANT (1000000000) + ts.tv_nsec;
+}
+
+gint
+gpu_test_settled_fds (void)
+{
+  gint64 end = g_get_monotonic_time () + FD_SETTLE_MS * 1000;
+  gint last = gpu_test_count_fds (), same = 1;
+
+  while (same < FD_STABLE_SAMPLES && g_get_monotonic_time () < end) {
+    gint n;
+
+    g_usleep (50000);
+    n = gpu_test_count_fds ();
+    same = n == last ? same + 1 : 1;
+    last = n;
+  }
+  return last;
+}
+
+gboolean
+gpu_test_ctl_send (gint sock, guint8 cmd, guint64 value)
+{
+  GpuTestCtl m;
+
+  memset (&m, 0, sizeof (m));
+  m.cmd = cmd;
+  m.value = value;
+  return gpu_test_write_all (sock, &m, sizeof (m));
+}
+
+gboolean
+gpu_test_ctl_recv (gint sock, GpuTestCtl * m, gint timeout_ms)
+{
+  return gpu_test_read_all (sock, m, sizeof (*m), timeout_ms);
+}
+
+gboolean
+gpu_test_ctl_expect (gint sock, guint8 cmd, guint64 * value, gint timeout_ms)
+{
+  GpuTestCtl m;
+
+  if (!gpu_test_ctl_recv (sock, &m, timeout_ms))
+    return FALSE;
+  if (value)
+    *value = m.value;
+  return m.cmd == cmd;
+}
+
+void
+gpu_test_child_exit (gint rc)
+{
+  fflush (stdout);
+  fflush (stderr);
+  _exit (rc);
+}
+
+void
+gpu_test_run_child (guint alarm_s)
+{
+  alarm (alarm_s);
+  gst_init (NULL, NULL);
+  g_log_set_always_fatal (G_LOG_LEVEL_CRITICAL | G_LOG_LEVEL_WARNING);
+}
+
+gboolean
+gpu_test_reap (pid_t pid, const gchar * who)
+{
+  gint status = 0;
+
+  if (pid < 0 || waitpid (pid, &status, 0) < 0)
+    return FALSE;
+  if (WIFEXITED (status) && WEXITSTATUS (status) == 0)
+    return TRUE;
+  if (WIFSIGNALED (status))
+    g_print ("%s: killed by signal %d%s\n", who, WTERMSIG (status),
+        WTERMSIG (status) == SIGALRM ? " (it hung)" : "");
+  else
+    g_print ("%s: exited with %d\n", who, WEXITSTATUS (status));
+  return FALSE;
+}
+
+guint
+gpu_test_env_uint (const gchar * name, guint fallback)
+{
+  const gchar *v = g_getenv (name);
+  guint64 n;
+
+  if (!v || !g_ascii_string_to_unsigned (v, 10, 0, 100000, &n, NULL))
+    return fallback;
+  return (guint) n;
+}
+
+gdouble
+gpu_test_mib (gsize bytes)
+{
+  return bytes / (1024.0 * 1024.0);
+}
+
+gboolean
+gpu_test_hold_primary (CUcontext * ctx, GError ** error)
+{
+  GpuShareCudaApi *cu;
+  CUdevice dev;
+
+  if (!gpushare_cuda_load (error))
+    return FALSE;
+  cu = gpushare_cuda ();
+  return gpushare_cuda_check (cu->cuDeviceGet (&dev, DEVICE), "cuDeviceGet",
+      error) && gpushare_cuda_check (cu->cuDevicePrimaryCtxRetain (ctx, dev),
+      "cuDevicePrimaryCtxRetain", error);
+}
+
+void
+gpu_test_release_primary (void)
+{
+  CUdevice dev;
+
+  if (gpushare_cuda ()->cuDeviceGet (&dev, DEVICE) == CUDA_SUCCESS)
+    gpushare_cuda ()->cuDevicePrimaryCtxRelease (dev);
+}
+
+gsize
+gpu_test_device_free (CUcontext ctx)
+{
+  GpuShareCudaApi *cu = gpushare_cuda ();
+  size_t free_b = 0, total = 0;
+  CUcontext dummy;
+  CUresult res;
+
+  res = cu->cuCtxPushCurrent (ctx);
+  if (res == CUDA_SUCCESS) {
+    res = cu->cuMemGetInfo (&free_b, &total);
+    cu->cuCtxPopCurrent (&dummy);
+  }
+  if (res != CUDA_SUCCESS) {
+    g_printerr ("    cuMemGetInfo: %s\n",
+        gpushare_cuda_result_to_string (res));
+    return 0;
+  }
+  return free_b;
+}
+
+gboolean
+gpu_test_mem_ok (gsize before, gsize after)
+{
+  return before > 0 && after > 0 && after + GPU_TEST_MEM_SLACK >= before;
+}
+
+void
+gpu_test_print_mem (const gchar * who, gsize before, gsize after)
+{
+  g_print ("%s: device free memory %.1f -> %.1f MiB (whole device; grew by "
+      "%.1f MiB, limit %.1f): %s\n", who, gpu_test_mib (before),
+      gpu_test_mib (after), before > after ? gpu_test_mib (before - after) :
+      0.0, gpu_test_mib (GPU_TEST_MEM_SLACK),
+      gpu_test_mem_ok (before, after) ? "PASS" : "FAIL");
+}
+
+void
+gpu_test_print_device (const GpuShareCudaCaps * caps)
+{
+  const gchar *mps = g_getenv ("CUDA_MPS_PIPE_DIRECTORY");
+
+  g_print ("device: %s, driver %d, ipc-event=%d mem-ops-64=%d "
+      "compute-mode=%d; CUDA_MPS_PIPE_DIRECTORY=%s\n", caps->name,
+      caps->driver_version, caps->ipc_event, caps->mem_ops_64,
+      caps->compute_mode, mps ? mps : "unset");
+}
+
+gboolean
+gpu_test_have_elements (const gchar * const *names, guint n)
+{
+  guint i;
+
+  for (i = 0; i < n; i++) {
+    GstElementFactory *f = gst_element_factory_find (names[i]);
+
+    if (!f) {
+      g_print ("SKIP: GStreamer element %s is missing\n", names[i]);
+      return FALSE;
+    }
+    gst_object_unref (f);
+  }
+  return TRUE;
+}
+
+/* the element's stats, or NULL */
+static GstStructure *
+get_stats (GstElement * e)
+{
+  GstStructure *s = NULL;
+
+  g_object_get (e, "stats", &s, NULL);
+  return s;
+}
+
+gchar *
+gpu_test_stat_string (GstElement * e, const gchar * field)
+{
+  GstStructure *s = get_stats (e);
+  gchar *v = NULL;
+
+  if (s) {
+    v = g_strdup (gst_structure_get_string (s, field));
+    gst_structure_free (s);
+  }
+  return v ? v : g_strdup ("?");
+}
+
+guint64
+gpu_test_stat_u64 (GstElement * e, const gchar * field)
+{
+  GstStructure *s = get_stats (e);
+  guint64 v = 0;
+
+  if (s) {
+    gst_structure_get_uint64 (s, field, &v);
+    gst_structure_free (s);
+  }
+  return v;
+}
+
+guint
+gpu_test_stat_uint (GstElement * e, const gchar * field)
+{
+  GstStructure *s = get_stats (e);
+  guint v = 0;
+
+  if (s) {
+    gst_structure_get_uint (s, field, &v);
+    gst_structure_free (s);
+  }
+  return v;
+}
+
+guint
+gpu_test_num_clients (GstElement * sink)
+{
+  guint n = 0;
+
+  g_object_get (sink, "num-clients", &n, NULL);
+  return n;
+}
+
+void
+gpu_test_print_error_message (const gchar * who, GstMessage * msg)
+{
+  GError *err = NULL;
+  gchar *debug = NULL;
+
+  gst_message_parse_error (msg, &err, &debug);
+  g_print ("    %s: error from %s: %s (%s)\n", who,
+      GST_OBJECT_NAME (GST_MESSAGE_SRC (msg)), err->message,
+      debug ? debug : "");
+  g_clear_error (&err);
+  g_free (debug);
+}
+
+gboolean
+gpu_test_drain_bus (const gchar * who, GstBus * bus)
+{
+  GstMessage *msg;
+  gboolean ok = TRUE;
+
+  while ((msg = gst_bus_pop (bus))) {
+    if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR) {
+      gpu_test_print_error_message (who, msg);
+      ok = FALSE;
+    }
+    gst_message_unref (msg);
+  }
+  return ok;
+}
+
+GstElement *
+gpu_test_producer_pipeline (const gchar * path, guint fps, GstElement ** sink)
+{
+  GError *error = NULL;
+  GstElement *pipeline;
+  gchar *desc;
+
+  desc = g_strdup_printf ("videotestsrc is-live=true pattern=ball ! "
+      "video/x-raw,format=NV12,width=1920,height=1080,framerate=%u/1 ! "
+      "gpusharesink name=sink socket-path=\"%s\"", fps, path);
+  pipeline = gst_parse_launch (desc, &error);
+  g_free (desc);
+  if (!pipeline) {
+    g_print ("producer: %s\n", error->message);
+    g_clear_error (&error);
+    return NULL;
+  }
+  *sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
+  return pipeline;
+}
+
+GstElement *
+gpu_test_consumer_pipeline (const gchar * path, guint connection_timeout_ms,
+    GstPadProbeCallback probe, gpointer user_data, GstElement ** src)
+{
+  GstElement *pipeline = gst_pipeline_new ("consumer");
+  GstElement *sink = gst_element_factory_make ("fakesink", "sink");
+  GstCaps *caps;
+  gboolean linked;
+  GstPad *pad;
+
+  *src = gst_element_factory_make ("gpusharesrc", "src");
+  g_object_set (*src, "socket-path", path, "connection-timeout",
+      connection_timeout_ms, NULL);
+  gst_util_set_object_arg (G_OBJECT (*src), "transport", "cuda");
+  g_object_set (sink, "sync", FALSE, "enable-last-sample", FALSE, NULL);
+  gst_bin_add_many (GST_BIN (pipeline), *src, sink, NULL);
+  /* fakesink takes any caps, so it would get system memory: the frames
+   * stay in GPU memory only where downstream asks for them there */
+  caps = gst_caps_from_string ("video/x-raw(memory:CUDAMemory)");
+  linked = gst_element_link_filtered (*src, sink, caps);
+  gst_caps_unref (caps);
+  if (!linked) {
+    g_print ("consumer: cannot link gpusharesrc to fakesink\n");
+    return NULL;
+  }
+  pad = gst_element_get_static_pad (sink, "sink");
+  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, probe, user_data, NULL);
+  gst_object_unref (pad);
+  gst_pipeline_set_auto_flush_bus (GST_PIPELINE (pipeline), FALSE);
+  return pipeline;
+}
+
+gboolean
+gpu_test_producer_play (GstElement * pipeline, GstElement * sink,
+    GstBus * bus, gint timeout_ms)
+{
+  gint64 end;
+
+  if (gst_element_set_state (pipeline, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE) {
+    gpu_test_drain_bus ("producer", bus);
+    g_print ("producer: the pipeline did not start\n");
+    return FALSE;
+  }
+  end = g_get_monotonic_time () + (gint64) timeout_ms * 1000;
+  while (gpu_test_stat_u64 (sink, "frames-rendered") == 0
+      && g_get_monotonic_time () < end)
+    g_usleep (10000);
+  if (!gpu_test_drain_bus ("producer", bus)
+      || gpu_test_stat_u64 (sink, "frames-rendered") == 0) {
+    g_print ("producer: no frame rendered within %d ms\n", timeout_ms);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean
+gpu_test_drain_consumer_bus (GstBus * bus, guint * vmm, gchar ** other,
+    gboolean print)
+{
+  GstMessage *msg;
+  gboolean ok = TRUE;
+
+  while ((msg = gst_bus_pop (bus))) {
+    const GstStructure *s = gst_message_get_structure (msg);
+
+    if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR) {
+      if (print)
+        gpu_test_print_error_message ("consumer", msg);
+      ok = FALSE;
+    } else if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ELEMENT && s
+        && gst_structure_has_name (s, "gpushare-transport")) {
+      const gchar *type = gst_structure_get_string (s, "memory-type");
+
+      if (g_strcmp0 (type, "cuda-vmm") == 0) {
+        (*vmm)++;
+      } else if (other && !*other) {
+        *other = g_strdup_printf ("%s (%s)", type ? type : "?",
+            gst_structure_get_string (s, "reason"));
+      }
+    }
+    gst_message_unref (msg);
+  }
+  return ok;
 }

@@ -2,13 +2,20 @@
 /*
  * Small helpers the gpu suite's C programs share: the GPU probe, fd
  * counting, whole messages and fds over a socketpair (one byte of payload
- * carries the fd count), a monotonic clock.
+ * carries the fd count), a monotonic clock; and for the multi-process
+ * element tests: control messages between the processes, the device's
+ * primary context held for a child's whole run, device memory samples,
+ * the elements' stats and buses, children started and reaped.
  */
 
 #ifndef __GPU_TEST_UTIL_H__
 #define __GPU_TEST_UTIL_H__
 
 #include <glib.h>
+#include <sys/types.h>
+#include <gst/gst.h>
+
+#include "gpusharecuda.h"
 
 G_BEGIN_DECLS
 
@@ -19,6 +26,8 @@ typedef enum
   GPU_TEST_NEED_GPU = 0,
   GPU_TEST_NEED_VMM_FD = 1 << 0,        /* VMM memory exported as fds */
   GPU_TEST_NEED_MEM_OPS = 1 << 1,       /* 64-bit stream memory operations */
+  /* videotestsrc, fakesink, gpusharesink and gpusharesrc */
+  GPU_TEST_NEED_ELEMENTS = 1 << 2,
 } GpuTestNeeds;
 
 /* Probes GPU 0 in a forked child, so that this process has not touched
@@ -43,6 +52,90 @@ gboolean gpu_test_read_all (gint sock, gpointer buf, gsize len,
     gint timeout_ms);
 /* CLOCK_MONOTONIC in ns */
 guint64 gpu_test_now_ns (void);
+
+/* the fd count once it held still for a few samples: a closing thread or
+ * socket may still be on its way out */
+gint gpu_test_settled_fds (void);
+
+/* a small fixed-size control message over a socketpair between the
+ * processes of a test */
+typedef struct
+{
+  guint8 cmd;
+  guint8 reserved[7];
+  guint64 value;
+} GpuTestCtl;
+
+gboolean gpu_test_ctl_send (gint sock, guint8 cmd, guint64 value);
+/* FALSE on hang-up, error or timeout (timeout_ms < 0: none) */
+gboolean gpu_test_ctl_recv (gint sock, GpuTestCtl * m, gint timeout_ms);
+/* as gpu_test_ctl_recv (), and FALSE on another command than cmd */
+gboolean gpu_test_ctl_expect (gint sock, guint8 cmd, guint64 * value,
+    gint timeout_ms);
+
+/* in a child: flushes stdout and stderr and leaves with rc */
+G_GNUC_NORETURN void gpu_test_child_exit (gint rc);
+/* in a child, after the fork: arms alarm_s (a hang is a failure, not a
+ * stuck test), starts GStreamer and makes warnings fatal */
+void gpu_test_run_child (guint alarm_s);
+/* waits for a child: TRUE when it exited with 0, its fate printed
+ * otherwise */
+gboolean gpu_test_reap (pid_t pid, const gchar * who);
+/* a decimal environment variable (0 .. 100000), fallback otherwise */
+guint gpu_test_env_uint (const gchar * name, guint fallback);
+
+/* Device free memory may shrink by this much between two samples: what
+ * the driver keeps on its own */
+#define GPU_TEST_MEM_SLACK (2 * 1024 * 1024)
+
+gdouble gpu_test_mib (gsize bytes);
+/* in a child: loads our copy of the driver table and retains the primary
+ * context of GPU 0, for the process's whole run */
+gboolean gpu_test_hold_primary (CUcontext * ctx, GError ** error);
+void gpu_test_release_primary (void);
+/* free memory of the whole device (cuMemGetInfo); 0 when the call failed */
+gsize gpu_test_device_free (CUcontext ctx);
+/* after did not lose more than GPU_TEST_MEM_SLACK against before */
+gboolean gpu_test_mem_ok (gsize before, gsize after);
+/* one line, ending in PASS or FAIL as gpu_test_mem_ok () says */
+void gpu_test_print_mem (const gchar * who, gsize before, gsize after);
+
+/* one line: the device's name, driver and what the sync modes need */
+void gpu_test_print_device (const GpuShareCudaCaps * caps);
+/* TRUE when every element is there; the one SKIP line printed otherwise */
+gboolean gpu_test_have_elements (const gchar * const *names, guint n);
+/* a field of an element's "stats" structure ("?" or 0 when missing) */
+gchar *gpu_test_stat_string (GstElement * e, const gchar * field);
+guint64 gpu_test_stat_u64 (GstElement * e, const gchar * field);
+guint gpu_test_stat_uint (GstElement * e, const gchar * field);
+/* videotestsrc is-live=true pattern=ball ! NV12 1920x1080 at fps !
+ * gpusharesink socket-path=path; *sink gets a reference to the sink.  NULL,
+ * with why printed, when it cannot be made */
+GstElement *gpu_test_producer_pipeline (const gchar * path, guint fps,
+    GstElement ** sink);
+/* gpusharesrc socket-path=path connection-timeout=connection_timeout_ms
+ * transport=cuda ! video/x-raw(memory:CUDAMemory) ! fakesink sync=false
+ * enable-last-sample=false; probe
+ * sees every buffer at the fakesink; the bus keeps what the pipeline posts
+ * on its way to NULL (no auto-flush); *src: the src (the pipeline's
+ * reference).  NULL, with why printed, when they do not link */
+GstElement *gpu_test_consumer_pipeline (const gchar * path,
+    guint connection_timeout_ms, GstPadProbeCallback probe,
+    gpointer user_data, GstElement ** src);
+/* a producer's pipeline to PLAYING, then its gpusharesink's first frame
+ * rendered within timeout_ms: FALSE (and why printed) otherwise */
+gboolean gpu_test_producer_play (GstElement * pipeline, GstElement * sink,
+    GstBus * bus, gint timeout_ms);
+/* num-clients of a gpusharesink */
+guint gpu_test_num_clients (GstElement * sink);
+void gpu_test_print_error_message (const gchar * who, GstMessage * msg);
+/* pops every message: FALSE when one was an error (printed) */
+gboolean gpu_test_drain_bus (const gchar * who, GstBus * bus);
+/* the same for a gpusharesrc's pipeline, which also counts the src's
+ * gpushare-transport messages: in *vmm those of cuda-vmm, the first other
+ * one in *other (when other is not NULL and *other is still NULL) */
+gboolean gpu_test_drain_consumer_bus (GstBus * bus, guint * vmm,
+    gchar ** other, gboolean print);
 
 G_END_DECLS
 

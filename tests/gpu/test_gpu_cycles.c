@@ -9,7 +9,8 @@
  *             ! gpusharesink socket-path=DIR/sock
  *             for the whole test (policy auto: leaky, upstream is live).
  *   consumer  one process, one pipeline: gpusharesrc transport=cuda !
- *             fakesink, cycled PLAYING -> first buffer -> NULL.  10
+ *             video/x-raw(memory:CUDAMemory) ! fakesink, cycled PLAYING ->
+ *             first buffer -> NULL.  10
  *             warm-up cycles go through every sync mode, then 1000 cycles
  *             with sync-mode auto and 50 each with host, semaphore and
  *             event.  Every cycle must get a frame, through cuda-vmm (the
@@ -65,10 +66,7 @@
 #define START_TIMEOUT_MS 20000  /* producer start, first frame rendered */
 #define REPLY_TIMEOUT_MS 20000  /* a sample on the other side */
 #define SETTLE_TIMEOUT_MS 5000  /* num-clients back to 0 */
-#define FD_SETTLE_MS 2000
-#define FD_STABLE_SAMPLES 3
 #define SLOT_SAMPLES 50
-#define MEM_SLACK (2 * 1024 * 1024)
 #define MAX_FAILED_CYCLES 10
 #define MAX_PRINTED_FAILURES 5
 #define N_REASONS 32
@@ -77,14 +75,6 @@
 #define PRODUCER_ALARM_S 540
 /* the consumer stops cycling after this long, and still compares */
 #define CYCLES_BUDGET_S 400
-
-/* over the socketpair between consumer and producer */
-typedef struct
-{
-  guint8 cmd;
-  guint8 reserved[3];
-  guint32 value;
-} Ctl;
 
 enum
 {
@@ -95,193 +85,6 @@ enum
   CTL_END_DONE = 'e',
   CTL_PRINTED = 'D',            /* consumer sampled: producer may print */
 };
-
-/* ------------------------------------------------------------------------ */
-/* plumbing */
-
-static G_GNUC_NORETURN void
-child_exit (gint rc)
-{
-  fflush (stdout);
-  fflush (stderr);
-  _exit (rc);
-}
-
-static gdouble
-mib (gsize bytes)
-{
-  return bytes / (1024.0 * 1024.0);
-}
-
-/* the fd count once it held still for a few samples: a closing thread or
- * socket may still be on its way out */
-static gint
-settled_fds (void)
-{
-  gint64 end = g_get_monotonic_time () + FD_SETTLE_MS * 1000;
-  gint last = gpu_test_count_fds (), same = 1;
-
-  while (same < FD_STABLE_SAMPLES && g_get_monotonic_time () < end) {
-    gint n;
-
-    g_usleep (50000);
-    n = gpu_test_count_fds ();
-    same = n == last ? same + 1 : 1;
-    last = n;
-  }
-  return last;
-}
-
-static gboolean
-ctl_send (gint sock, guint8 cmd, guint32 value)
-{
-  Ctl m = { cmd, {0, 0, 0}, value };
-
-  return gpu_test_write_all (sock, &m, sizeof (m));
-}
-
-/* FALSE on hang-up, error or timeout (timeout_ms < 0: none) */
-static gboolean
-ctl_recv (gint sock, Ctl * m, gint timeout_ms)
-{
-  return gpu_test_read_all (sock, m, sizeof (*m), timeout_ms);
-}
-
-static gboolean
-ctl_expect (gint sock, guint8 cmd, guint32 * value, gint timeout_ms)
-{
-  Ctl m;
-
-  if (!ctl_recv (sock, &m, timeout_ms))
-    return FALSE;
-  if (value)
-    *value = m.value;
-  return m.cmd == cmd;
-}
-
-/* ------------------------------------------------------------------------ */
-/* CUDA: only in the children */
-
-/* loads our copy of the driver table and retains the primary context for
- * the process's whole run (see the top of the file) */
-static gboolean
-hold_primary (CUcontext * ctx, GError ** error)
-{
-  GpuShareCudaApi *cu;
-  CUdevice dev;
-
-  if (!gpushare_cuda_load (error))
-    return FALSE;
-  cu = gpushare_cuda ();
-  return gpushare_cuda_check (cu->cuDeviceGet (&dev, DEVICE), "cuDeviceGet",
-      error) && gpushare_cuda_check (cu->cuDevicePrimaryCtxRetain (ctx, dev),
-      "cuDevicePrimaryCtxRetain", error);
-}
-
-static void
-release_primary (void)
-{
-  CUdevice dev;
-
-  if (gpushare_cuda ()->cuDeviceGet (&dev, DEVICE) == CUDA_SUCCESS)
-    gpushare_cuda ()->cuDevicePrimaryCtxRelease (dev);
-}
-
-/* free memory of the whole device; 0 when the call failed */
-static gsize
-device_free (CUcontext ctx)
-{
-  GpuShareCudaApi *cu = gpushare_cuda ();
-  size_t free_b = 0, total = 0;
-  CUcontext dummy;
-  CUresult res;
-
-  res = cu->cuCtxPushCurrent (ctx);
-  if (res == CUDA_SUCCESS) {
-    res = cu->cuMemGetInfo (&free_b, &total);
-    cu->cuCtxPopCurrent (&dummy);
-  }
-  if (res != CUDA_SUCCESS) {
-    g_printerr ("    cuMemGetInfo: %s\n",
-        gpushare_cuda_result_to_string (res));
-    return 0;
-  }
-  return free_b;
-}
-
-static gboolean
-mem_ok (gsize before, gsize after)
-{
-  return before > 0 && after > 0 && after + MEM_SLACK >= before;
-}
-
-static void
-print_mem (const gchar * who, gsize before, gsize after)
-{
-  g_print ("%s: device free memory %.1f -> %.1f MiB (whole device; grew by "
-      "%.1f MiB, limit %.1f): %s\n", who, mib (before), mib (after),
-      before > after ? mib (before - after) : 0.0, mib (MEM_SLACK),
-      mem_ok (before, after) ? "PASS" : "FAIL");
-}
-
-/* ------------------------------------------------------------------------ */
-/* GStreamer helpers */
-
-static gchar *
-stat_string (GstElement * e, const gchar * field)
-{
-  GstStructure *s = NULL;
-  gchar *v = NULL;
-
-  g_object_get (e, "stats", &s, NULL);
-  if (s) {
-    v = g_strdup (gst_structure_get_string (s, field));
-    gst_structure_free (s);
-  }
-  return v ? v : g_strdup ("?");
-}
-
-static guint64
-stat_u64 (GstElement * e, const gchar * field)
-{
-  GstStructure *s = NULL;
-  guint64 v = 0;
-
-  g_object_get (e, "stats", &s, NULL);
-  if (s) {
-    gst_structure_get_uint64 (s, field, &v);
-    gst_structure_free (s);
-  }
-  return v;
-}
-
-static guint
-stat_uint (GstElement * e, const gchar * field)
-{
-  GstStructure *s = NULL;
-  guint v = 0;
-
-  g_object_get (e, "stats", &s, NULL);
-  if (s) {
-    gst_structure_get_uint (s, field, &v);
-    gst_structure_free (s);
-  }
-  return v;
-}
-
-static void
-print_error_message (const gchar * who, GstMessage * msg)
-{
-  GError *err = NULL;
-  gchar *debug = NULL;
-
-  gst_message_parse_error (msg, &err, &debug);
-  g_print ("    %s: error from %s: %s (%s)\n", who,
-      GST_OBJECT_NAME (GST_MESSAGE_SRC (msg)), err->message,
-      debug ? debug : "");
-  g_clear_error (&err);
-  g_free (debug);
-}
 
 /* ------------------------------------------------------------------------ */
 /* producer */
@@ -326,31 +129,6 @@ on_client_removed (GstElement * sink, guint id, gint reason, gpointer user_data)
     g_atomic_int_inc (&c->reasons[reason]);
 }
 
-static guint
-num_clients (GstElement * sink)
-{
-  guint n = 0;
-
-  g_object_get (sink, "num-clients", &n, NULL);
-  return n;
-}
-
-static gboolean
-drain_producer_bus (GstBus * bus)
-{
-  GstMessage *msg;
-  gboolean ok = TRUE;
-
-  while ((msg = gst_bus_pop (bus))) {
-    if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR) {
-      print_error_message ("producer", msg);
-      ok = FALSE;
-    }
-    gst_message_unref (msg);
-  }
-  return ok;
-}
-
 static void
 producer_sample (GstElement * sink, CUcontext ctx, ProducerSample * s)
 {
@@ -358,18 +136,19 @@ producer_sample (GstElement * sink, CUcontext ctx, ProducerSample * s)
   guint i;
 
   /* the consumer is in NULL: its goodbye may still be on its way */
-  while ((s->clients = num_clients (sink)) > 0 && g_get_monotonic_time () < end)
+  while ((s->clients = gpu_test_num_clients (sink)) > 0
+      && g_get_monotonic_time () < end)
     g_usleep (5000);
   s->settled = s->clients == 0;
-  s->fds = settled_fds ();
-  s->free_mem = device_free (ctx);
+  s->fds = gpu_test_settled_fds ();
+  s->free_mem = gpu_test_device_free (ctx);
   /* upstream may hold one slot it is filling (videotestsrc writes into
    * the sink's pool, then waits for the clock): min >= ring-size - 1.  A
    * slot a gone consumer still held would be missing from every sample. */
   s->slots_min = G_MAXUINT;
   s->slots_max = 0;
   for (i = 0; i < SLOT_SAMPLES; i++) {
-    guint n = stat_uint (sink, "free-slots");
+    guint n = gpu_test_stat_uint (sink, "free-slots");
 
     s->slots_min = MIN (s->slots_min, n);
     s->slots_max = MAX (s->slots_max, n);
@@ -401,31 +180,22 @@ producer (gint ctl, const gchar * path)
   GEnumClass *reasons;
   GType reason_type;
   CUcontext ctx = NULL;
-  gchar *desc;
   guint ring_size = 0, expected = 0, i, others = 0;
-  gint64 end;
   gboolean ok = TRUE, have_warm = FALSE, have_last = FALSE, bus_ok = TRUE;
   GString *why;
-  Ctl m;
+  GpuTestCtl m;
 
   memset (&counts, 0, sizeof (counts));
   memset (&warm, 0, sizeof (warm));
   memset (&last, 0, sizeof (last));
-  if (!hold_primary (&ctx, &error)) {
+  if (!gpu_test_hold_primary (&ctx, &error)) {
     g_print ("producer: %s\n", error->message);
     return 1;
   }
 
-  desc = g_strdup_printf ("videotestsrc is-live=true pattern=ball ! "
-      "video/x-raw,format=NV12,width=1920,height=1080,framerate=120/1 ! "
-      "gpusharesink name=sink socket-path=\"%s\"", path);
-  pipeline = gst_parse_launch (desc, &error);
-  g_free (desc);
-  if (!pipeline) {
-    g_print ("producer: %s\n", error->message);
+  pipeline = gpu_test_producer_pipeline (path, 120, &sink);
+  if (!pipeline)
     return 1;
-  }
-  sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
   g_object_get (sink, "ring-size", &ring_size, NULL);
   g_signal_connect (sink, "client-connected",
       G_CALLBACK (on_client_connected), &counts);
@@ -436,33 +206,21 @@ producer (gint ctl, const gchar * path)
   reasons = reason_type ? g_type_class_ref (reason_type) : NULL;
   bus = gst_element_get_bus (pipeline);
 
-  if (gst_element_set_state (pipeline, GST_STATE_PLAYING) ==
-      GST_STATE_CHANGE_FAILURE) {
-    drain_producer_bus (bus);
-    g_print ("producer: the pipeline did not start\n");
+  if (!gpu_test_producer_play (pipeline, sink, bus, START_TIMEOUT_MS))
     return 1;
-  }
-  end = g_get_monotonic_time () + START_TIMEOUT_MS * 1000;
-  while (stat_u64 (sink, "frames-rendered") == 0
-      && g_get_monotonic_time () < end)
-    g_usleep (10000);
-  if (!drain_producer_bus (bus) || stat_u64 (sink, "frames-rendered") == 0) {
-    g_print ("producer: no frame rendered within %d ms\n", START_TIMEOUT_MS);
-    return 1;
-  }
-  if (!ctl_send (ctl, CTL_READY, 0))
+  if (!gpu_test_ctl_send (ctl, CTL_READY, 0))
     return 1;
 
   for (;;) {
     struct pollfd pfd = { ctl, POLLIN, 0 };
     gint r = poll (&pfd, 1, 100);
 
-    bus_ok = drain_producer_bus (bus) && bus_ok;
+    bus_ok = gpu_test_drain_bus ("producer", bus) && bus_ok;
     if (r < 0 && errno == EINTR)
       continue;
     if (r == 0)
       continue;
-    if (!ctl_recv (ctl, &m, REPLY_TIMEOUT_MS)) {
+    if (!gpu_test_ctl_recv (ctl, &m, REPLY_TIMEOUT_MS)) {
       g_print ("producer: the consumer went away before the end\n");
       ok = FALSE;
       producer_sample (sink, ctx, &last);
@@ -472,19 +230,19 @@ producer (gint ctl, const gchar * path)
     if (m.cmd == CTL_WARM) {
       producer_sample (sink, ctx, &warm);
       have_warm = TRUE;
-      if (!ctl_send (ctl, CTL_WARM_DONE, 0))
+      if (!gpu_test_ctl_send (ctl, CTL_WARM_DONE, 0))
         ok = FALSE;
     } else if (m.cmd == CTL_END) {
       expected = m.value;
       producer_sample (sink, ctx, &last);
       have_last = TRUE;
-      if (!ctl_send (ctl, CTL_END_DONE, 0)
-          || !ctl_expect (ctl, CTL_PRINTED, NULL, REPLY_TIMEOUT_MS))
+      if (!gpu_test_ctl_send (ctl, CTL_END_DONE, 0)
+          || !gpu_test_ctl_expect (ctl, CTL_PRINTED, NULL, REPLY_TIMEOUT_MS))
         ok = FALSE;
       break;
     }
   }
-  bus_ok = drain_producer_bus (bus) && bus_ok;
+  bus_ok = gpu_test_drain_bus ("producer", bus) && bus_ok;
 
   /* the report: after the consumer sampled, so the lines do not mix */
   why = g_string_new (NULL);
@@ -516,8 +274,9 @@ producer (gint ctl, const gchar * path)
   g_string_free (why, TRUE);
   g_print ("producer: frames rendered %" G_GUINT64_FORMAT ", to GPU %"
       G_GUINT64_FORMAT ", dropped %" G_GUINT64_FORMAT "\n",
-      stat_u64 (sink, "frames-rendered"), stat_u64 (sink, "frames-to-gpu"),
-      stat_u64 (sink, "frames-dropped"));
+      gpu_test_stat_u64 (sink, "frames-rendered"),
+      gpu_test_stat_u64 (sink, "frames-to-gpu"),
+      gpu_test_stat_u64 (sink, "frames-dropped"));
   if (have_warm)
     ok = print_producer_sample ("after warm-up", &warm, ring_size) && ok;
   if (have_last)
@@ -525,8 +284,9 @@ producer (gint ctl, const gchar * path)
   if (have_warm && have_last) {
     g_print ("producer: fds %d -> %d: %s\n", warm.fds, last.fds,
         warm.fds == last.fds ? "PASS" : "FAIL");
-    print_mem ("producer", warm.free_mem, last.free_mem);
-    ok = ok && warm.fds == last.fds && mem_ok (warm.free_mem, last.free_mem);
+    gpu_test_print_mem ("producer", warm.free_mem, last.free_mem);
+    ok = ok && warm.fds == last.fds
+        && gpu_test_mem_ok (warm.free_mem, last.free_mem);
   } else {
     g_print ("producer: no samples to compare: FAIL\n");
     ok = FALSE;
@@ -539,13 +299,13 @@ producer (gint ctl, const gchar * path)
   close (ctl);
 
   gst_element_set_state (pipeline, GST_STATE_NULL);
-  drain_producer_bus (bus);
+  gpu_test_drain_bus ("producer", bus);
   gst_object_unref (bus);
   gst_object_unref (sink);
   gst_object_unref (pipeline);
   if (reasons)
     g_type_class_unref (reasons);
-  release_primary ();
+  gpu_test_release_primary ();
   return ok ? 0 : 1;
 }
 
@@ -604,36 +364,6 @@ wait_first_buffer (Consumer * c)
   return got;
 }
 
-/* FALSE on an error; counts gpushare-transport messages */
-static gboolean
-drain_consumer_bus (Consumer * c, guint * vmm, gchar ** other, gboolean print)
-{
-  GstMessage *msg;
-  gboolean ok = TRUE;
-
-  while ((msg = gst_bus_pop (c->bus))) {
-    const GstStructure *s = gst_message_get_structure (msg);
-
-    if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR) {
-      if (print)
-        print_error_message ("consumer", msg);
-      ok = FALSE;
-    } else if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ELEMENT && s
-        && gst_structure_has_name (s, "gpushare-transport")) {
-      const gchar *type = gst_structure_get_string (s, "memory-type");
-
-      if (g_strcmp0 (type, "cuda-vmm") == 0) {
-        (*vmm)++;
-      } else if (other && !*other) {
-        *other = g_strdup_printf ("%s (%s)", type ? type : "?",
-            gst_structure_get_string (s, "reason"));
-      }
-    }
-    gst_message_unref (msg);
-  }
-  return ok;
-}
-
 /* one cycle: PLAYING, the first buffer, NULL */
 static gboolean
 run_cycle (Consumer * c, Phase * p, guint64 * cycle_ns, guint64 * first_ns)
@@ -663,16 +393,16 @@ run_cycle (Consumer * c, Phase * p, guint64 * cycle_ns, guint64 * first_ns)
   }
   *first_ns = gpu_test_now_ns () - t0;
   /* while connected: the src's view of the transport */
-  mem = stat_string (c->src, "memory-type");
-  smode = stat_string (c->src, "sync-mode");
-  reason = stat_string (c->src, "memory-reason");
+  mem = gpu_test_stat_string (c->src, "memory-type");
+  smode = gpu_test_stat_string (c->src, "sync-mode");
+  reason = gpu_test_stat_string (c->src, "memory-reason");
   if (!why && strcmp (mem, "cuda-vmm") != 0)
     why = "the transport is not cuda-vmm";
   if (!why && strcmp (p->mode, "auto") != 0 && strcmp (smode, p->mode) != 0)
     why = "not the sync mode asked for";
   if (got && !p->picked) {
     p->picked = g_strdup (smode);
-    p->output = stat_string (c->src, "output-memory");
+    p->output = gpu_test_stat_string (c->src, "output-memory");
   } else if (!why && got && strcmp (p->picked, smode) != 0) {
     why = "auto picked another sync mode than before";
   }
@@ -681,7 +411,7 @@ run_cycle (Consumer * c, Phase * p, guint64 * cycle_ns, guint64 * first_ns)
   *cycle_ns = gpu_test_now_ns () - t0;
 
   print = c->printed < MAX_PRINTED_FAILURES;
-  if (!drain_consumer_bus (c, &vmm, &other, print) && !why)
+  if (!gpu_test_drain_consumer_bus (c->bus, &vmm, &other, print) && !why)
     why = "the pipeline posted an error";
   if (!why && vmm != 1)
     why = other ? "the gpushare-transport message is not cuda-vmm" :
@@ -752,8 +482,6 @@ consumer (gint ctl, const gchar * path, Phase * phases, guint n_phases)
   GpuShareCudaCaps caps;
   Consumer c;
   Phase warm_phase;
-  GstElement *sink;
-  GstPad *pad;
   CUcontext ctx = NULL;
   gsize mem0 = 0, mem1 = 0;
   gint fds0 = -1, fds1 = -1;
@@ -763,7 +491,7 @@ consumer (gint ctl, const gchar * path, Phase * phases, guint n_phases)
 
   memset (&c, 0, sizeof (c));
   if (!gpushare_cuda_probe (DEVICE, &caps, &error)
-      || !hold_primary (&ctx, &error)) {
+      || !gpu_test_hold_primary (&ctx, &error)) {
     g_print ("consumer: %s\n", error->message);
     return 1;
   }
@@ -778,26 +506,15 @@ consumer (gint ctl, const gchar * path, Phase * phases, guint n_phases)
 
   g_mutex_init (&c.lock);
   g_cond_init (&c.cond);
-  c.pipeline = gst_pipeline_new ("consumer");
-  c.src = gst_element_factory_make ("gpusharesrc", "src");
-  sink = gst_element_factory_make ("fakesink", "sink");
-  g_object_set (c.src, "socket-path", path, "connection-timeout",
-      CONNECTION_TIMEOUT_MS, NULL);
-  gst_util_set_object_arg (G_OBJECT (c.src), "transport", "cuda");
-  g_object_set (sink, "sync", FALSE, "enable-last-sample", FALSE, NULL);
-  gst_bin_add_many (GST_BIN (c.pipeline), c.src, sink, NULL);
-  if (!gst_element_link (c.src, sink)) {
-    g_print ("consumer: cannot link gpusharesrc to fakesink\n");
+  /* its bus keeps what a cycle posted past NULL: run_cycle () reads it
+   * then */
+  c.pipeline = gpu_test_consumer_pipeline (path, CONNECTION_TIMEOUT_MS,
+      on_buffer, &c, &c.src);
+  if (!c.pipeline)
     return 1;
-  }
-  pad = gst_element_get_static_pad (sink, "sink");
-  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, on_buffer, &c, NULL);
-  gst_object_unref (pad);
   c.bus = gst_element_get_bus (c.pipeline);
-  /* keep what a cycle posted past NULL: run_cycle () reads it then */
-  gst_pipeline_set_auto_flush_bus (GST_PIPELINE (c.pipeline), FALSE);
 
-  if (!ctl_expect (ctl, CTL_READY, NULL, START_TIMEOUT_MS + 5000)) {
+  if (!gpu_test_ctl_expect (ctl, CTL_READY, NULL, START_TIMEOUT_MS + 5000)) {
     g_print ("consumer: the producer did not start\n");
     return 1;
   }
@@ -819,13 +536,13 @@ consumer (gint ctl, const gchar * path, Phase * phases, guint n_phases)
       WARMUP_CYCLES, ok ? "PASS" : "FAIL");
 
   /* baseline: the producer first (its last client gone), then us */
-  if (!ctl_send (ctl, CTL_WARM, got)
-      || !ctl_expect (ctl, CTL_WARM_DONE, NULL, REPLY_TIMEOUT_MS)) {
+  if (!gpu_test_ctl_send (ctl, CTL_WARM, got)
+      || !gpu_test_ctl_expect (ctl, CTL_WARM_DONE, NULL, REPLY_TIMEOUT_MS)) {
     g_print ("consumer: the producer did not answer\n");
     return 1;
   }
-  fds0 = settled_fds ();
-  mem0 = device_free (ctx);
+  fds0 = gpu_test_settled_fds ();
+  mem0 = gpu_test_device_free (ctx);
 
   for (i = 0; i < n_phases && !aborted; i++) {
     Phase *p = &phases[i];
@@ -857,18 +574,18 @@ consumer (gint ctl, const gchar * path, Phase * phases, guint n_phases)
     }
   }
 
-  if (!ctl_send (ctl, CTL_END, got)
-      || !ctl_expect (ctl, CTL_END_DONE, NULL, REPLY_TIMEOUT_MS)) {
+  if (!gpu_test_ctl_send (ctl, CTL_END, got)
+      || !gpu_test_ctl_expect (ctl, CTL_END_DONE, NULL, REPLY_TIMEOUT_MS)) {
     g_print ("consumer: the producer did not answer\n");
     ok = FALSE;
   }
-  fds1 = settled_fds ();
-  mem1 = device_free (ctx);
+  fds1 = gpu_test_settled_fds ();
+  mem1 = gpu_test_device_free (ctx);
   /* let the producer print first, then wait for it to hang up */
-  if (ctl_send (ctl, CTL_PRINTED, 0)) {
-    Ctl m;
+  if (gpu_test_ctl_send (ctl, CTL_PRINTED, 0)) {
+    GpuTestCtl m;
 
-    ctl_recv (ctl, &m, REPLY_TIMEOUT_MS);
+    gpu_test_ctl_recv (ctl, &m, REPLY_TIMEOUT_MS);
   }
 
   for (i = 0; i < n_phases; i++)
@@ -877,8 +594,8 @@ consumer (gint ctl, const gchar * path, Phase * phases, guint n_phases)
     ok = FALSE;
   g_print ("consumer: fds %d -> %d: %s\n", fds0, fds1,
       fds0 == fds1 ? "PASS" : "FAIL");
-  print_mem ("consumer", mem0, mem1);
-  ok = ok && fds0 == fds1 && mem_ok (mem0, mem1);
+  gpu_test_print_mem ("consumer", mem0, mem1);
+  ok = ok && fds0 == fds1 && gpu_test_mem_ok (mem0, mem1);
 
   gst_element_set_state (c.pipeline, GST_STATE_NULL);
   gst_object_unref (c.bus);
@@ -891,7 +608,7 @@ consumer (gint ctl, const gchar * path, Phase * phases, guint n_phases)
   }
   g_mutex_clear (&c.lock);
   g_cond_clear (&c.cond);
-  release_primary ();
+  gpu_test_release_primary ();
   return ok ? 0 : 1;
 }
 
@@ -908,18 +625,10 @@ probe (void)
   };
   GError *error = NULL;
   GpuShareCudaCaps caps;
-  guint i;
 
   gst_init (NULL, NULL);
-  for (i = 0; i < G_N_ELEMENTS (elements); i++) {
-    GstElementFactory *f = gst_element_factory_find (elements[i]);
-
-    if (!f) {
-      g_print ("SKIP: GStreamer element %s is missing\n", elements[i]);
-      return SKIP;
-    }
-    gst_object_unref (f);
-  }
+  if (!gpu_test_have_elements (elements, G_N_ELEMENTS (elements)))
+    return SKIP;
   if (!gpushare_cuda_probe (DEVICE, &caps, &error)) {
     g_print ("SKIP: no usable GPU: %s\n", error->message);
     return SKIP;
@@ -929,49 +638,8 @@ probe (void)
         !caps.vmm ? "VMM" : "POSIX-fd VMM export");
     return SKIP;
   }
-  g_print ("device: %s, driver %d, ipc-event=%d mem-ops-64=%d "
-      "compute-mode=%d; CUDA_MPS_PIPE_DIRECTORY=%s\n", caps.name,
-      caps.driver_version, caps.ipc_event, caps.mem_ops_64,
-      caps.compute_mode, g_getenv ("CUDA_MPS_PIPE_DIRECTORY") ?
-      g_getenv ("CUDA_MPS_PIPE_DIRECTORY") : "unset");
+  gpu_test_print_device (&caps);
   return 0;
-}
-
-static gboolean
-reap (pid_t pid, const gchar * who)
-{
-  gint status = 0;
-
-  if (pid < 0 || waitpid (pid, &status, 0) < 0)
-    return FALSE;
-  if (WIFEXITED (status) && WEXITSTATUS (status) == 0)
-    return TRUE;
-  if (WIFSIGNALED (status))
-    g_print ("%s: killed by signal %d%s\n", who, WTERMSIG (status),
-        WTERMSIG (status) == SIGALRM ? " (it hung)" : "");
-  else
-    g_print ("%s: exited with %d\n", who, WEXITSTATUS (status));
-  return FALSE;
-}
-
-static guint
-env_uint (const gchar * name, guint fallback)
-{
-  const gchar *v = g_getenv (name);
-  guint64 n;
-
-  if (!v || !g_ascii_string_to_unsigned (v, 10, 0, 100000, &n, NULL))
-    return fallback;
-  return (guint) n;
-}
-
-/* in a child: GStreamer starts here, after the fork */
-static void
-run_child (gint alarm_s)
-{
-  alarm (alarm_s);
-  gst_init (NULL, NULL);
-  g_log_set_always_fatal (G_LOG_LEVEL_CRITICAL | G_LOG_LEVEL_WARNING);
 }
 
 int
@@ -990,7 +658,7 @@ main (int argc, char **argv)
 
   pid = fork ();
   if (pid == 0)
-    child_exit (probe ());
+    gpu_test_child_exit (probe ());
   if (pid < 0 || waitpid (pid, &status, 0) < 0 || !WIFEXITED (status)) {
     g_print ("SKIP: no usable GPU: the probe process crashed\n");
     return SKIP;
@@ -998,8 +666,8 @@ main (int argc, char **argv)
   if (WEXITSTATUS (status) != 0)
     return SKIP;
 
-  cycles = env_uint ("GPUSHARE_CYCLES", DEFAULT_CYCLES);
-  mode_cycles = env_uint ("GPUSHARE_MODE_CYCLES", DEFAULT_MODE_CYCLES);
+  cycles = gpu_test_env_uint ("GPUSHARE_CYCLES", DEFAULT_CYCLES);
+  mode_cycles = gpu_test_env_uint ("GPUSHARE_MODE_CYCLES", DEFAULT_MODE_CYCLES);
   memset (phases, 0, sizeof (phases));
   phases[0].mode = "auto";
   phases[0].cycles = cycles;
@@ -1027,19 +695,19 @@ main (int argc, char **argv)
   ppid = fork ();
   if (ppid == 0) {
     close (sv[1]);
-    run_child (PRODUCER_ALARM_S);
-    child_exit (producer (sv[0], path));
+    gpu_test_run_child (PRODUCER_ALARM_S);
+    gpu_test_child_exit (producer (sv[0], path));
   }
   cpid = fork ();
   if (cpid == 0) {
     close (sv[0]);
-    run_child (CONSUMER_ALARM_S);
-    child_exit (consumer (sv[1], path, phases, G_N_ELEMENTS (phases)));
+    gpu_test_run_child (CONSUMER_ALARM_S);
+    gpu_test_child_exit (consumer (sv[1], path, phases, G_N_ELEMENTS (phases)));
   }
   close (sv[0]);
   close (sv[1]);
-  ok = reap (cpid, "consumer");
-  ok = reap (ppid, "producer") && ok;
+  ok = gpu_test_reap (cpid, "consumer");
+  ok = gpu_test_reap (ppid, "producer") && ok;
 
   g_unlink (path);
   g_rmdir (dir);
