@@ -955,8 +955,6 @@ conn_message (GpuShareConn * conn, const GpuShareMsg * msg, gint * fds,
   g_mutex_unlock (&self->lock);
 }
 
-static gboolean try_connect (gpointer user_data);
-
 /* lock held.  Forgets the session: its connection, every frame still
  * queued from it and its mappings (buffers already pushed keep theirs). */
 static void
@@ -983,6 +981,20 @@ drop_session (GstGpuShareSrc * self)
   memset (&self->pending, 0, sizeof (self->pending));
 }
 
+static gboolean try_connect (gpointer user_data);
+
+/* lock held: connect again in retry_ms, and back off for the next time */
+static void
+schedule_connect (GstGpuShareSrc * self)
+{
+  GSource *retry = g_timeout_source_new (self->retry_ms);
+
+  self->retry_ms = MIN (self->retry_ms * 2, RETRY_MAX_MS);
+  g_source_set_callback (retry, try_connect, self, NULL);
+  g_source_attach (retry, self->context);
+  g_source_unref (retry);
+}
+
 /* lock held, control thread.  The producer went away before the end of
  * the stream: what happens is the producer-lost setting. */
 static void
@@ -1006,9 +1018,7 @@ producer_lost (GstGpuShareSrc * self, const gchar * text, const gchar * debug)
       set_state (self, STATE_DONE);
       break;
     }
-    case GST_GPU_SHARE_PRODUCER_LOST_RECONNECT:{
-      GSource *retry;
-
+    case GST_GPU_SHARE_PRODUCER_LOST_RECONNECT:
       GST_WARNING_OBJECT (self, "%s: connecting again", text);
       drop_session (self);
       self->reconnects++;
@@ -1017,12 +1027,8 @@ producer_lost (GstGpuShareSrc * self, const gchar * text, const gchar * debug)
           timeout * 1000ll : 0;
       self->retry_ms = RETRY_MIN_MS;
       set_state (self, STATE_CONNECTING);
-      retry = g_timeout_source_new (self->retry_ms);
-      g_source_set_callback (retry, try_connect, self, NULL);
-      g_source_attach (retry, self->context);
-      g_source_unref (retry);
+      schedule_connect (self);
       break;
-    }
     default:
       fail (self, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_READ, text, debug);
       break;
@@ -1051,6 +1057,16 @@ conn_closed (GpuShareConn * conn, const GError * error, gpointer user_data)
         && error->code != GPUSHARE_CONN_ERROR_IO) {
       fail (self, GST_STREAM_ERROR, GST_STREAM_ERROR_DECODE,
           "The producer sent an invalid message", error->message);
+    } else if (self->state == STATE_CONNECTED && (self->deadline == 0
+            || g_get_monotonic_time () < self->deadline)) {
+      /* hung up before it said a word: a producer on its way out (its
+       * listening socket can outlive its connections for a moment, and
+       * took our connection into its backlog), or one not ready for us.
+       * As when nobody listens: try again until the deadline. */
+      GST_DEBUG_OBJECT (self, "hung up before its announce: connecting again");
+      drop_session (self);
+      set_state (self, STATE_CONNECTING);
+      schedule_connect (self);
     } else {
       producer_lost (self, "The producer went away",
           error ? error->message : NULL);
@@ -1097,12 +1113,7 @@ try_connect (gpointer user_data)
   /* nobody listens yet: retry with back-off until the deadline */
   if (error->code == GPUSHARE_CONN_ERROR_HANGUP
       && (self->deadline == 0 || g_get_monotonic_time () < self->deadline)) {
-    GSource *retry = g_timeout_source_new (self->retry_ms);
-
-    self->retry_ms = MIN (self->retry_ms * 2, RETRY_MAX_MS);
-    g_source_set_callback (retry, try_connect, self, NULL);
-    g_source_attach (retry, self->context);
-    g_source_unref (retry);
+    schedule_connect (self);
     goto done;
   }
   fail (self, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_OPEN_READ,

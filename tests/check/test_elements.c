@@ -3307,6 +3307,56 @@ rss_kb (void)
   return kb;
 }
 
+/* A listener that takes a connection into its backlog and closes without
+ * a word (a producer on its way out: its listening socket outlives its
+ * connections for a moment) is as good as nobody listening: the consumer
+ * tries again within connection-timeout, streams from the producer that
+ * comes next, and counts no reconnect. */
+GST_START_TEST (test_silent_hangup_before_announce)
+{
+  gchar *path = socket_path ("silent.sock");
+  struct sockaddr_un addr;
+  GstElement *producer, *sink;
+  Consumer *c;
+  gint lfd, cfd;
+  guint i;
+
+  memset (&addr, 0, sizeof (addr));
+  addr.sun_family = AF_UNIX;
+  g_strlcpy (addr.sun_path, path, sizeof (addr.sun_path));
+  lfd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  fail_unless (lfd >= 0);
+  fail_unless (bind (lfd, (struct sockaddr *) &addr, sizeof (addr)) == 0);
+  fail_unless (listen (lfd, 4) == 0);
+
+  c = consumer_new (path, FALSE);
+  consumer_start (c);
+  /* twice: once accepted and closed, once left in the backlog */
+  cfd = accept4 (lfd, NULL, NULL, SOCK_CLOEXEC);
+  fail_unless (cfd >= 0);
+  close (cfd);
+  for (i = 0; i < 200 && stat_uint (c->src, "reconnects") == 0; i++) {
+    struct pollfd pfd = {.fd = lfd,.events = POLLIN };
+
+    if (poll (&pfd, 1, 10) == 1)
+      break;
+  }
+  close (lfd);
+  unlink (path);
+
+  producer = producer_new (path, &sink);
+  producer_start (producer, sink);
+  fail_unless (consumer_wait (c, 3), "no frame from the next producer");
+  fail_unless_equals_int (stat_uint (c->src, "reconnects"), 0);
+  assert_no_error (c->pipeline);
+  consumer_free (c);
+  gst_element_set_state (producer, GST_STATE_NULL);
+  gst_object_unref (producer);
+  g_free (path);
+}
+
+GST_END_TEST;
+
 #define N_LONG_CYCLES 1000
 #define N_RESTARTS 100
 
@@ -3355,7 +3405,11 @@ GST_START_TEST (test_long_cycles)
     fail_unless_equals_int (gst_element_set_state (producer,
             GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
     producer_start (producer, sink);
-    if (i == 9) {
+    /* the baseline after half of them: on a GPU host the CUDA driver's
+     * own descriptors (contexts come and go with the elements here, as no
+     * one else holds one) settle only after a number of restarts; a
+     * descriptor lost per restart still shows over the other half */
+    if (i == N_RESTARTS / 2 - 1) {
       fds = count_fds_settled ();
       rss = rss_kb ();
     }
@@ -3364,7 +3418,7 @@ GST_START_TEST (test_long_cycles)
   fail_unless_equals_uint64 (stat_uint (c->src, "reconnects"), N_RESTARTS);
   fail_unless_equals_int (wait_fd_count (fds), fds);
   fail_unless (rss_kb () < rss + 2048, "resident memory grew from %u kB to "
-      "%u kB over %u restarts", rss, rss_kb (), N_RESTARTS - 10);
+      "%u kB over %u restarts", rss, rss_kb (), N_RESTARTS / 2);
   assert_no_error (c->pipeline);
   consumer_free (c);
   gst_element_set_state (producer, GST_STATE_NULL);
@@ -3383,6 +3437,7 @@ gpushare_elements_suite (void)
   suite_add_tcase (s, tc);
   tcase_add_checked_fixture (tc, setup, teardown);
   tcase_add_test (tc, test_inspect);
+  tcase_add_test (tc, test_silent_hangup_before_announce);
   tcase_add_test (tc, test_sink_harness_pool);
   tcase_add_test (tc, test_exchange_copied);
   tcase_add_test (tc, test_exchange_in_place);
