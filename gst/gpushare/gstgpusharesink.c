@@ -132,8 +132,6 @@ typedef struct
   guint64 frames_sent;
   guint64 frames_released;
   guint64 frames_dropped;
-  guint64 newest;               /* sequence of the newest frame sent to it */
-  gint64 starved_since;         /* leaky: frames skipped for it since, 0 */
 } Client;
 
 typedef struct
@@ -258,7 +256,7 @@ gst_gpu_share_client_remove_reason_get_type (void)
     {GST_GPU_SHARE_REMOVE_TIMEOUT, "The consumer did not finish its "
           "handshake in time, or fell silent", "timeout"},
     {GST_GPU_SHARE_REMOVE_LEASE, "The consumer held a slot longer than "
-          "lease-timeout while the producer needed it", "lease"},
+          "lease-timeout while the producer waited for one", "lease"},
     {0, NULL, NULL}
   };
 
@@ -752,7 +750,6 @@ handle_release (GstGpuShareSink * self, Client * client,
     return;
   }
   client->frames_released++;
-  client->starved_since = 0;
   GST_LOG_OBJECT (self, "client %u released slot %u", client->id, r->slot);
   g_cond_broadcast (&self->cond);
 }
@@ -880,32 +877,34 @@ housekeeping (gpointer user_data)
       late[n++] = c;
     }
   }
-  /* leases.  The producer needs the slots back while it waits for a free
-   * one (lossless, or upstream in our pool), or, leaky, while it skips
-   * frames for a consumer that holds its whole share and released nothing.
-   * Then a consumer that holds a frame sent longer than lease-timeout ago
-   * loses its lease, unless that frame is the newest it was sent: keeping
-   * the newest frame (a paused pipeline, an appsink's last sample) holds
-   * nobody up, and while the producer waits no newer frame comes. */
-  if (lease_ms) {
+  /* leases: only while the producer waits for a free slot (lossless, or
+   * upstream waiting in our pool) for longer than lease-timeout.  Then a
+   * consumer that holds a frame sent longer than lease-timeout ago loses
+   * its lease, unless that frame is the newest it holds: keeping the frame
+   * on display (a paused pipeline, an appsink's last sample) holds nobody
+   * up, and while the producer waits no newer frame comes.  A leaky
+   * producer never waits: a consumer there that holds its whole share
+   * (paused, or stuck) costs that share and no more. */
+  if (lease_ms && self->waiting_since
+      && now - self->waiting_since > (gint64) lease_ms * 1000) {
     gint64 limit = (gint64) lease_ms * 1000;
-    gboolean waited = self->waiting_since && now - self->waiting_since > limit;
+    guint64 newest[MAX_CLIENTS] = { 0, };
     guint j;
 
+    for (i = 0; i < self->ring.n_slots; i++)
+      for (j = 0; j < MAX_CLIENTS; j++)
+        if (self->ring.slots[i].state == GPUSHARE_SLOT_HELD
+            && (self->ring.slots[i].holders & (G_GUINT64_CONSTANT (1) << j)))
+          newest[j] = MAX (newest[j], self->ring.slots[i].sequence);
     for (i = 0; i < self->ring.n_slots; i++) {
       const GpuShareSlot *slot = &self->ring.slots[i];
 
       if (slot->state != GPUSHARE_SLOT_HELD || now - self->sent_at[i] <= limit)
         continue;
-      for (j = 0; j < MAX_CLIENTS; j++) {
-        Client *c = self->clients[j];
-
-        if (!c || !(slot->holders & (G_GUINT64_CONSTANT (1) << j))
-            || slot->sequence == c->newest)
-          continue;
-        if (waited || (c->starved_since && now - c->starved_since > limit))
+      for (j = 0; j < MAX_CLIENTS; j++)
+        if ((slot->holders & (G_GUINT64_CONSTANT (1) << j))
+            && slot->sequence != newest[j])
           expired |= G_GUINT64_CONSTANT (1) << j;
-      }
     }
   }
   g_mutex_unlock (&self->lock);
@@ -920,7 +919,7 @@ housekeeping (gpointer user_data)
     if (!c)
       continue;
     GST_WARNING_OBJECT (self, "client %u (pid %d): held a frame for more "
-        "than lease-timeout (%u ms) while the producer needed its slot",
+        "than lease-timeout (%u ms) while the producer waited for a slot",
         c->id, (gint) c->pid, lease_ms);
     gpushare_conn_send_error (c->conn, GPUSHARE_ERR_TIMEOUT,
         "slot lease expired: a frame was held longer than lease-timeout");
@@ -1769,8 +1768,6 @@ again:
     if (policy == GST_GPU_SHARE_POLICY_LEAKY
         && gpushare_ring_n_held_by (&self->ring, c->index) >= quota) {
       c->frames_dropped++;
-      if (!c->starved_since)
-        c->starved_since = g_get_monotonic_time ();
       GST_LOG_OBJECT (self, "client %u holds its share: frame skipped", c->id);
       continue;
     }
@@ -1837,8 +1834,6 @@ again:
       continue;
     /* a failed send drops the client from the control thread, which
      * gives its slots back */
-    c->newest = self->sequence;
-    c->starved_since = 0;
     if (gpushare_conn_send (c->conn, &msg, NULL, 0, NULL))
       c->frames_sent++;
   }
@@ -2448,11 +2443,9 @@ gst_gpu_share_sink_class_init (GstGpuShareSinkClass * klass)
       "dropped (0 = forever)", 0, G_MAXUINT, DEFAULT_HANDSHAKE_TIMEOUT, rw);
   properties[PROP_LEASE_TIMEOUT] = g_param_spec_uint ("lease-timeout",
       "Slot lease timeout", "Milliseconds a consumer may hold a frame "
-      "other than the newest it was sent while the producer needs the slot "
-      "(lossless: it waits for a free slot; leaky: it skips frames for that "
-      "consumer); one that holds it longer is dropped and the slots it held "
-      "are quarantined (0 = forever)", 0, G_MAXUINT, DEFAULT_LEASE_TIMEOUT,
-      rw);
+      "other than the newest it holds while the producer waits for a free "
+      "slot; one that holds it longer is dropped and the slots it held are "
+      "quarantined (0 = forever)", 0, G_MAXUINT, DEFAULT_LEASE_TIMEOUT, rw);
   properties[PROP_MAX_PENDING] = g_param_spec_uint ("max-pending",
       "Max pending handshakes", "Consumers connected that do not stream "
       "yet, at most: a flood of connections is refused beyond this", 1,
