@@ -876,6 +876,8 @@ handle_frame (GstGpuShareSrc * self, const GpuShareFrame * f)
 static void producer_lost (GstGpuShareSrc * self, const gchar * text,
     const gchar * debug);
 
+static void connect_again (GstGpuShareSrc * self);
+
 static void
 conn_message (GpuShareConn * conn, const GpuShareMsg * msg, gint * fds,
     guint n_fds, gpointer user_data)
@@ -922,7 +924,10 @@ conn_message (GpuShareConn * conn, const GpuShareMsg * msg, gint * fds,
       break;
     }
     case GPUSHARE_MSG_GOODBYE:
-      if (self->state != STATE_DONE)
+      if (self->state == STATE_CONNECTED)
+        /* stopping as we connected: as if nobody listened */
+        connect_again (self);
+      else if (self->state != STATE_DONE)
         producer_lost (self, "The producer stopped before the end of the "
             "stream", NULL);
       break;
@@ -995,6 +1000,23 @@ schedule_connect (GstGpuShareSrc * self)
   g_source_unref (retry);
 }
 
+/* lock held, control thread.  The producer hung up or said GOODBYE before
+ * its ANNOUNCE: as when nobody listens, try again until the deadline. */
+static void
+connect_again (GstGpuShareSrc * self)
+{
+  if (self->deadline && g_get_monotonic_time () >= self->deadline) {
+    fail (self, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_OPEN_READ,
+        "No producer appeared before the connection timeout",
+        "the producer hung up before its announce");
+    return;
+  }
+  GST_DEBUG_OBJECT (self, "hung up on before its announce: connecting again");
+  drop_session (self);
+  set_state (self, STATE_CONNECTING);
+  schedule_connect (self);
+}
+
 /* lock held, control thread.  The producer went away before the end of
  * the stream: what happens is the producer-lost setting. */
 static void
@@ -1041,8 +1063,10 @@ conn_closed (GpuShareConn * conn, const GError * error, gpointer user_data)
   GstGpuShareSrc *self = user_data;
 
   g_mutex_lock (&self->lock);
+  /* after an ERROR from the producer (a refusal) the stream has failed:
+   * its hang-up is no loss to recover from */
   if (self->session && self->session->conn == conn
-      && self->state != STATE_DONE) {
+      && self->state != STATE_DONE && self->state != STATE_FAILED) {
     if (error && error->domain == GPUSHARE_CONN_ERROR
         && error->code == GPUSHARE_CONN_ERROR_VERSION) {
       fail (self, GST_CORE_ERROR, GST_CORE_ERROR_NEGOTIATION,
@@ -1061,12 +1085,8 @@ conn_closed (GpuShareConn * conn, const GError * error, gpointer user_data)
             || g_get_monotonic_time () < self->deadline)) {
       /* hung up before it said a word: a producer on its way out (its
        * listening socket can outlive its connections for a moment, and
-       * took our connection into its backlog), or one not ready for us.
-       * As when nobody listens: try again until the deadline. */
-      GST_DEBUG_OBJECT (self, "hung up before its announce: connecting again");
-      drop_session (self);
-      set_state (self, STATE_CONNECTING);
-      schedule_connect (self);
+       * took our connection into its backlog), or one not ready for us */
+      connect_again (self);
     } else {
       producer_lost (self, "The producer went away",
           error ? error->message : NULL);
