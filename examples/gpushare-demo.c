@@ -154,9 +154,6 @@ producer_probe (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
   return GST_PAD_PROBE_OK;
 }
 
-/* the caps and the stats as the sink sees them, so that a test can compare
- * them with what each consumer printed.  The EOS stats are taken before
- * the sink passes the EOS on, while every consumer is still listed. */
 /* a consumer left or was dropped: the reason's nick, for the tests */
 static void
 on_client_removed (GstElement * sink, guint id, gint reason, gpointer data)
@@ -172,6 +169,9 @@ on_client_removed (GstElement * sink, guint id, gint reason, gpointer data)
     g_type_class_unref (klass);
 }
 
+/* the caps and the stats as the sink sees them, so that a test can compare
+ * them with what each consumer printed.  The EOS stats are taken before
+ * the sink passes the EOS on, while every consumer is still listed. */
 static GstPadProbeReturn
 producer_event_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
 {

@@ -862,38 +862,53 @@ GST_START_TEST (test_consumer_killed)
 
 GST_END_TEST;
 
-/* A consumer that stops answering (SIGSTOP) while it holds slots loses its
- * lease once the producer has needed them for lease-timeout: a lossless
- * producer waits for them, a leaky one skips frames for the consumer that
- * holds its whole share.  It is dropped (reason lease), what it held is
- * quarantined, the ring is replaced, and the other consumer misses
- * nothing.  Let go, the stopped consumer is told why, and each frame it
- * still delivers came from a quarantined slot nobody wrote again: intact. */
-static const gchar *lease_policies[] = { "lossless", "leaky" };
-
-GST_START_TEST (test_stopped_consumer_lease)
+/* A consumer that stops answering (SIGSTOP) in mid-stream.  Under a
+ * lossless producer it loses its lease: the producer waits lease-timeout
+ * for the slots it holds, then drops it (reason lease).  Under a leaky one
+ * it costs only its share of the ring and is dropped by the heartbeat once
+ * silent for 3 intervals (reason timeout).  Either way what it held is
+ * quarantined, the ring is replaced, the other consumer gets every frame,
+ * and, let go, the stopped consumer delivers each frame it had been sent
+ * from a quarantined slot nobody wrote again (intact), then an ERROR. */
+typedef struct
 {
-  const gchar *policy = lease_policies[__i__];
+  const gchar *policy;
+  const gchar *frames;
+  const gchar *reason;          /* of its removal */
+  const gchar *error;           /* in its ERROR */
+} StoppedCase;
+
+static const StoppedCase stopped_cases[] = {
+  {"lossless", "200", "lease", "lease"},
+  /* 500 frames: over 5 s, past the heartbeat's 3 s */
+  {"leaky", "500", "timeout", "heartbeat"},
+};
+
+GST_START_TEST (test_stopped_consumer)
+{
+  const StoppedCase *k = &stopped_cases[__i__];
   E2e *t = e2e_new ();
   Child *survivor, *victim, *p;
   gboolean stopped = FALSE;
-  const gchar *err;
+  const gchar *line;
+  gchar *suffix, *last;
   GstStructure *s;
-  guint n;
+  guint n, frames = atoi (k->frames);
 
-  GST_INFO ("policy %s", policy);
-  p = spawn (t, "producer", "producer", "--frames", "200", "--width", "320",
-      "--height", "240", "--policy", policy, "--ring-size", "16",
+  GST_INFO ("policy %s", k->policy);
+  p = spawn (t, "producer", "producer", "--frames", k->frames, "--width",
+      "320", "--height", "240", "--policy", k->policy, "--ring-size", "16",
       "--lease-ms", "1000", "--pause-ms", "10", "--wait", "--wait-clients",
       "2", "--timeout", "20000", NULL);
   survivor = spawn (t, "survivor", "consumer", "--timeout", "20000", NULL);
   victim = spawn (t, "victim", "consumer", "--timeout", "20000", NULL);
   if (wait_line (t, victim, "recv offset=10 ", STEP_TIMEOUT_MS))
     stopped = kill (atoi (victim->pid), SIGSTOP) == 0;
-  /* the heartbeat (3 s of silence) would drop it too, but later */
   if (stopped)
     wait_line (t, p, "client-removed ", STEP_TIMEOUT_MS);
-  poll_line (p, "sent offset=180 ", STEP_TIMEOUT_MS);
+  last = g_strdup_printf ("sent offset=%u ", frames - 20);
+  poll_line (p, last, STEP_TIMEOUT_MS);
+  g_free (last);
   if (stopped)
     kill (atoi (victim->pid), SIGCONT);
   e2e_finish (t, RUN_TIMEOUT_MS);
@@ -901,20 +916,22 @@ GST_START_TEST (test_stopped_consumer_lease)
   fail_unless (stopped, "could not stop the victim");
   assert_exit (p, 0);
   assert_exit (survivor, 0);
-  assert_all_frames (p, survivor, 200);
+  assert_all_frames (p, survivor, frames);
   assert_eos (survivor);
-  /* the first consumer to go is the victim, for its lease */
-  err = line_with (p, "client-removed ");
-  fail_unless (err != NULL && g_str_has_suffix (err, " reason=lease"),
-      "producer: client-removed %s", err ? err : "never");
+  /* the first consumer to go is the victim, for the expected reason */
+  line = line_with (p, "client-removed ");
+  suffix = g_strdup_printf (" reason=%s", k->reason);
+  fail_unless (line != NULL && g_str_has_suffix (line, suffix),
+      "producer: client-removed %s", line ? line : "never");
+  g_free (suffix);
   /* told why, after what it had been sent */
   assert_exit (victim, 2);
-  err = line_with (victim, "error ");
-  fail_unless (err != NULL && strstr (err, "lease"), "victim: %s",
-      err ? err : "no error");
+  line = line_with (victim, "error ");
+  fail_unless (line != NULL && strstr (line, k->error), "victim: %s",
+      line ? line : "no error");
   fail_if (has_line (victim, "eos"));
   n = assert_frames_subset (p, victim, TRUE);
-  fail_unless (n >= 11 && n < 200, "victim got %u frames", n);
+  fail_unless (n >= 11 && n < frames, "victim got %u frames", n);
 
   s = child_stats (p, "stats ");
   fail_unless (stats_u64 (s, "slots-quarantined") >= 1, "%" GST_PTR_FORMAT,
@@ -1324,8 +1341,8 @@ gpushare_e2e_suite (void)
   tcase_add_test (tc, test_lossless_slow_consumer);
   tcase_add_test (tc, test_leaky_slow_consumer);
   tcase_add_test (tc, test_consumer_killed);
-  tcase_add_loop_test (tc, test_stopped_consumer_lease, 0,
-      G_N_ELEMENTS (lease_policies));
+  tcase_add_loop_test (tc, test_stopped_consumer, 0,
+      G_N_ELEMENTS (stopped_cases));
   tcase_add_test (tc, test_producer_killed);
   tcase_add_test (tc, test_producer_restart);
   tcase_add_loop_test (tc, test_crash_drill_producer, 0,

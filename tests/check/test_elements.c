@@ -3317,9 +3317,9 @@ GST_START_TEST (test_silent_hangup_before_announce)
   gchar *path = socket_path ("silent.sock");
   struct sockaddr_un addr;
   GstElement *producer, *sink;
+  struct pollfd pfd;
   Consumer *c;
   gint lfd, cfd;
-  guint i;
 
   memset (&addr, 0, sizeof (addr));
   addr.sun_family = AF_UNIX;
@@ -3335,12 +3335,11 @@ GST_START_TEST (test_silent_hangup_before_announce)
   cfd = accept4 (lfd, NULL, NULL, SOCK_CLOEXEC);
   fail_unless (cfd >= 0);
   close (cfd);
-  for (i = 0; i < 200 && stat_uint (c->src, "reconnects") == 0; i++) {
-    struct pollfd pfd = {.fd = lfd,.events = POLLIN };
-
-    if (poll (&pfd, 1, 10) == 1)
-      break;
-  }
+  /* the second attempt waits in the backlog when the listener closes */
+  pfd.fd = lfd;
+  pfd.events = POLLIN;
+  fail_unless (poll (&pfd, 1, TIMEOUT_MS) == 1, "the consumer did not try "
+      "again after the first hang-up");
   close (lfd);
   unlink (path);
 
@@ -3351,6 +3350,88 @@ GST_START_TEST (test_silent_hangup_before_announce)
   assert_no_error (c->pipeline);
   consumer_free (c);
   gst_element_set_state (producer, GST_STATE_NULL);
+  gst_object_unref (producer);
+  g_free (path);
+}
+
+GST_END_TEST;
+
+/* A refusal ends the stream whatever producer-lost says: a consumer told
+ * TOO_MANY_CLIENTS posts that error and does not connect again (the
+ * producer's hang-up after its ERROR is no lost producer). */
+GST_START_TEST (test_refused_no_reconnect)
+{
+  gchar *path = socket_path ("refused.sock");
+  GstElement *producer, *sink;
+  GstMessage *msg;
+  GError *err = NULL;
+  Consumer *c_in, *c_out;
+
+  producer = producer_new (path, &sink);
+  g_object_set (sink, "max-clients", 1, NULL);
+  producer_start (producer, sink);
+  c_in = consumer_new (path, FALSE);
+  consumer_start (c_in);
+  fail_unless (consumer_wait (c_in, 2));
+
+  c_out = consumer_new (path, FALSE);
+  gst_util_set_object_arg (G_OBJECT (c_out->src), "producer-lost",
+      "reconnect");
+  consumer_start (c_out);
+  msg = pop_message (c_out->pipeline, GST_MESSAGE_ERROR, TIMEOUT_MS);
+  fail_unless (msg != NULL, "the refused consumer posted no error");
+  gst_message_parse_error (msg, &err, NULL);
+  fail_unless (g_error_matches (err, GST_RESOURCE_ERROR,
+          GST_RESOURCE_ERROR_BUSY), "%s", err->message);
+  g_clear_error (&err);
+  gst_message_unref (msg);
+  /* give a reconnect loop the time to show */
+  g_usleep (300 * 1000);
+  fail_unless_equals_int (stat_uint (c_out->src, "reconnects"), 0);
+  fail_unless_equals_int (num_clients (sink), 1);
+  assert_consumer_alive (c_in);
+  consumer_free (c_out);
+  consumer_free (c_in);
+  gst_element_set_state (producer, GST_STATE_NULL);
+  gst_object_unref (producer);
+  g_free (path);
+}
+
+GST_END_TEST;
+
+/* A paused consumer under a leaky producer keeps the frames it was sent
+ * (its share of the ring): it holds nobody up, so it keeps its lease, and
+ * streams on when it plays again. */
+GST_START_TEST (test_paused_consumer_keeps_lease)
+{
+  gchar *path = socket_path ("paused.sock");
+  GstElement *producer, *sink;
+  ClientLog log;
+  Consumer *c;
+  gint frames;
+
+  producer = producer_new (path, &sink);
+  g_object_set (sink, "lease-timeout", 200, NULL);
+  client_log_init (&log, sink);
+  producer_start (producer, sink);
+  c = consumer_new (path, FALSE);
+  consumer_start (c);
+  fail_unless (consumer_wait (c, 3));
+  fail_if (gst_element_set_state (c->pipeline, GST_STATE_PAUSED) ==
+      GST_STATE_CHANGE_FAILURE);
+  /* five leases long */
+  g_usleep (1000 * 1000);
+  fail_unless (stat_uint (c->src, "reconnects") == 0);
+  fail_unless_equals_int (client_log_n_removed (&log), 0);
+  frames = g_atomic_int_get (&c->frames);
+  consumer_start (c);
+  fail_unless (consumer_wait (c, frames + 3), "no frame after the pause");
+  fail_unless_equals_int (client_log_n_removed (&log), 0);
+  fail_unless_equals_uint64 (stat_u64 (sink, "slots-quarantined"), 0);
+  assert_no_error (c->pipeline);
+  consumer_free (c);
+  gst_element_set_state (producer, GST_STATE_NULL);
+  client_log_clear (&log, sink);
   gst_object_unref (producer);
   g_free (path);
 }
@@ -3438,6 +3519,8 @@ gpushare_elements_suite (void)
   tcase_add_checked_fixture (tc, setup, teardown);
   tcase_add_test (tc, test_inspect);
   tcase_add_test (tc, test_silent_hangup_before_announce);
+  tcase_add_test (tc, test_refused_no_reconnect);
+  tcase_add_test (tc, test_paused_consumer_keeps_lease);
   tcase_add_test (tc, test_sink_harness_pool);
   tcase_add_test (tc, test_exchange_copied);
   tcase_add_test (tc, test_exchange_in_place);
