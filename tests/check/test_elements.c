@@ -3315,29 +3315,16 @@ rss_kb (void)
 GST_START_TEST (test_silent_hangup_before_announce)
 {
   gchar *path = socket_path ("silent.sock");
-  struct sockaddr_un addr;
+  gint lfd = raw_listen (path);
   GstElement *producer, *sink;
-  struct pollfd pfd;
+  struct pollfd pfd = {.fd = lfd,.events = POLLIN };
   Consumer *c;
-  gint lfd, cfd;
-
-  memset (&addr, 0, sizeof (addr));
-  addr.sun_family = AF_UNIX;
-  g_strlcpy (addr.sun_path, path, sizeof (addr.sun_path));
-  lfd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  fail_unless (lfd >= 0);
-  fail_unless (bind (lfd, (struct sockaddr *) &addr, sizeof (addr)) == 0);
-  fail_unless (listen (lfd, 4) == 0);
 
   c = consumer_new (path, FALSE);
   consumer_start (c);
   /* twice: once accepted and closed, once left in the backlog */
-  cfd = accept4 (lfd, NULL, NULL, SOCK_CLOEXEC);
-  fail_unless (cfd >= 0);
-  close (cfd);
+  close (raw_accept (lfd));
   /* the second attempt waits in the backlog when the listener closes */
-  pfd.fd = lfd;
-  pfd.events = POLLIN;
   fail_unless (poll (&pfd, 1, TIMEOUT_MS) == 1, "the consumer did not try "
       "again after the first hang-up");
   close (lfd);
