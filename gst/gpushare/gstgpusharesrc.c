@@ -101,7 +101,9 @@ typedef struct
 } Session;
 
 /* the consumer's mapping of a CUDA ring: frames queued for the streaming
- * thread keep it alive across a caps change */
+ * thread keep it alive across a caps change.  Once it is closed, the
+ * producer hears so (UNMAPPED): it may then free a legacy IPC ring of an
+ * earlier epoch, which it may not while a process has it open. */
 typedef struct
 {
   gint ref_count;
@@ -109,6 +111,7 @@ typedef struct
   GpuShareCudaView *view;
 #endif
   guint64 epoch;
+  Session *session;
 } CudaView;
 
 typedef struct
@@ -194,8 +197,9 @@ struct _GstGpuShareSrc
   guint reconnects;
   gboolean discont;             /* the next buffer starts a new producer */
 
-  /* streaming thread only */
-  GstCaps *caps;
+  /* streaming thread only; read by get_caps under the object lock */
+  GstCaps *caps;                /* the output caps */
+  GstCaps *in_caps;             /* the producer's caps, system memory */
   GstVideoInfo vinfo;
   GpuShareLayout layout;
   gboolean have_first_abs;
@@ -282,24 +286,6 @@ gst_gpu_share_sync_get_type (void)
   return type;
 }
 
-static CudaView *
-cuda_view_ref (CudaView * v)
-{
-  g_atomic_int_inc (&v->ref_count);
-  return v;
-}
-
-static void
-cuda_view_unref (CudaView * v)
-{
-  if (!g_atomic_int_dec_and_test (&v->ref_count))
-    return;
-#ifdef HAVE_CUDA
-  gpushare_cuda_view_free (v->view);
-#endif
-  g_free (v);
-}
-
 static const gchar *
 state_to_string (SrcState state)
 {
@@ -335,6 +321,36 @@ session_unref (Session * s)
     gpushare_conn_unref (s->conn);
   g_mutex_clear (&s->lock);
   g_free (s);
+}
+
+static CudaView *
+cuda_view_ref (CudaView * v)
+{
+  g_atomic_int_inc (&v->ref_count);
+  return v;
+}
+
+static void
+cuda_view_unref (CudaView * v)
+{
+  Session *s = v->session;
+
+  if (!g_atomic_int_dec_and_test (&v->ref_count))
+    return;
+#ifdef HAVE_CUDA
+  gpushare_cuda_view_free (v->view);
+#endif
+  g_mutex_lock (&s->lock);
+  if (s->conn) {
+    GpuShareMsg msg = { 0, };
+
+    msg.type = GPUSHARE_MSG_UNMAPPED;
+    msg.u.mapped.epoch = v->epoch;
+    gpushare_conn_send (s->conn, &msg, NULL, 0, NULL);
+  }
+  g_mutex_unlock (&s->lock);
+  session_unref (s);
+  g_free (v);
 }
 
 static void
@@ -745,6 +761,7 @@ map_cuda_slots (GstGpuShareSrc * self, const GpuShareSlots * s, gint * fds)
   v->ref_count = 1;
   v->view = view;
   v->epoch = s->epoch;
+  v->session = session_ref (self->session);
   g_clear_pointer (&self->cuda, cuda_view_unref);
   self->cuda = v;
   g_clear_pointer (&self->import, gpushare_import_unref);
@@ -1283,7 +1300,10 @@ gst_gpu_share_src_stop (GstBaseSrc * bsrc)
 
   g_clear_pointer (&self->loop, g_main_loop_unref);
   g_clear_pointer (&self->context, g_main_context_unref);
+  GST_OBJECT_LOCK (self);
   gst_clear_caps (&self->caps);
+  gst_clear_caps (&self->in_caps);
+  GST_OBJECT_UNLOCK (self);
   if (self->out_pool) {
     gst_buffer_pool_set_active (self->out_pool, FALSE);
     gst_clear_object (&self->out_pool);
@@ -1559,6 +1579,30 @@ output_caps (GstGpuShareSrc * self, GstCaps * caps)
 }
 #endif
 
+/* streaming thread.  Picks the output caps for the producer's caps and
+ * sets them when they changed, or always when force (a RECONFIGURE). */
+static gboolean
+set_output_caps (GstGpuShareSrc * self, gboolean force)
+{
+  GstCaps *out;
+  gboolean ok = TRUE;
+
+#ifdef HAVE_CUDA
+  out = output_caps (self, self->in_caps);
+#else
+  out = gst_caps_ref (self->in_caps);
+#endif
+  if (force || !self->caps || !gst_caps_is_equal (self->caps, out)) {
+    GST_OBJECT_LOCK (self);
+    gst_caps_replace (&self->caps, out);
+    GST_OBJECT_UNLOCK (self);
+    GST_DEBUG_OBJECT (self, "output caps %" GST_PTR_FORMAT, out);
+    ok = gst_base_src_set_caps (GST_BASE_SRC (self), out);
+  }
+  gst_caps_unref (out);
+  return ok;
+}
+
 static GstFlowReturn
 gst_gpu_share_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
 {
@@ -1601,27 +1645,14 @@ gst_gpu_share_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
     self->layout = *item->layout;
     /* validated when queued: this only fills vinfo */
     gst_caps_unref (layout_to_caps (&self->layout, &self->vinfo, &why));
-    {
-#ifdef HAVE_CUDA
-      GstCaps *out = output_caps (self, item->caps);
-#else
-      GstCaps *out = gst_caps_ref (item->caps);
-#endif
-      gst_caps_replace (&item->caps, out);
-      gst_caps_unref (out);
-    }
-    if (!self->caps || !gst_caps_is_equal (self->caps, item->caps)) {
-      GST_OBJECT_LOCK (self);
-      gst_caps_replace (&self->caps, item->caps);
-      GST_OBJECT_UNLOCK (self);
-      GST_DEBUG_OBJECT (self, "caps from the producer: %" GST_PTR_FORMAT,
-          item->caps);
-      if (!gst_base_src_set_caps (GST_BASE_SRC (self), item->caps)) {
-        item_free (item);
-        GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
-            ("Downstream refused the producer's caps"), (NULL));
-        return GST_FLOW_NOT_NEGOTIATED;
-      }
+    GST_OBJECT_LOCK (self);
+    gst_caps_replace (&self->in_caps, item->caps);
+    GST_OBJECT_UNLOCK (self);
+    if (!set_output_caps (self, FALSE)) {
+      item_free (item);
+      GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+          ("Downstream refused the producer's caps"), (NULL));
+      return GST_FLOW_NOT_NEGOTIATED;
     }
     item_free (item);
     g_mutex_lock (&self->lock);
@@ -1650,10 +1681,12 @@ gst_gpu_share_src_negotiate (GstBaseSrc * bsrc)
 {
   GstGpuShareSrc *self = GST_GPU_SHARE_SRC (bsrc);
 
-  /* caps come from the producer, in create (); nothing to pick before */
-  if (self->caps)
-    return gst_base_src_set_caps (bsrc, self->caps);
-  return TRUE;
+  /* caps come from the producer, in create (); nothing to pick before.
+   * After a RECONFIGURE the output is chosen again: downstream may have
+   * gone from CUDA memory to system memory or back. */
+  if (!self->in_caps)
+    return TRUE;
+  return set_output_caps (self, TRUE);
 }
 
 static GstCaps *
@@ -1663,8 +1696,22 @@ gst_gpu_share_src_get_caps (GstBaseSrc * bsrc, GstCaps * filter)
   GstCaps *caps;
 
   GST_OBJECT_LOCK (self);
-  caps = self->caps ? gst_caps_ref (self->caps) :
-      gst_pad_get_pad_template_caps (GST_BASE_SRC_PAD (bsrc));
+  if (self->in_caps) {
+    /* the producer's caps in both memories this src can output */
+    caps = gst_caps_new_empty ();
+#ifdef HAVE_CUDA
+    if (self->mem_type != GPUSHARE_MEM_SYSTEM && self->gst_cuda_ctx) {
+      GstCaps *gpu = gst_caps_copy (self->in_caps);
+
+      gst_caps_set_features_simple (gpu,
+          gst_caps_features_new ("memory:CUDAMemory", NULL));
+      caps = gst_caps_merge (caps, gpu);
+    }
+#endif
+    caps = gst_caps_merge (caps, gst_caps_ref (self->in_caps));
+  } else {
+    caps = gst_pad_get_pad_template_caps (GST_BASE_SRC_PAD (bsrc));
+  }
   GST_OBJECT_UNLOCK (self);
   if (filter) {
     GstCaps *tmp = gst_caps_intersect_full (filter, caps,
