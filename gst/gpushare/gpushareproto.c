@@ -229,7 +229,7 @@ WIRE_AT (GpuShareWireSlots, sync_size, 32);
 WIRE_AT (GpuShareWireSlots, n_handles, 40);
 WIRE_AT (GpuShareWireSlots, reserved, 44);
 
-/* MAPPED, consumer -> producer.  8 bytes.
+/* MAPPED and UNMAPPED (since minor 2), consumer -> producer.  8 bytes.
  *
  *   off size field
  *     0    8 epoch
@@ -455,7 +455,7 @@ wr64 (guint8 * p, guint64 v)
 static gboolean
 is_known_type (guint type)
 {
-  return type >= GPUSHARE_MSG_ANNOUNCE && type <= GPUSHARE_MSG_PING;
+  return type >= GPUSHARE_MSG_ANNOUNCE && type <= GPUSHARE_MSG_UNMAPPED;
 }
 
 /* A chosen memory type is one bit we know: a consumer cannot pick a
@@ -633,6 +633,7 @@ check_msg (guint type, const GpuShareMsg * msg, guint32 n_fds)
     case GPUSHARE_MSG_ERROR:
       return check_error (&msg->u.error);
     case GPUSHARE_MSG_MAPPED:
+    case GPUSHARE_MSG_UNMAPPED:
     case GPUSHARE_MSG_FRAME:
     case GPUSHARE_MSG_RELEASE:
     case GPUSHARE_MSG_EOS:
@@ -658,6 +659,7 @@ fixed_size (guint type)
     case GPUSHARE_MSG_SLOTS:
       return sizeof (GpuShareWireSlots);
     case GPUSHARE_MSG_MAPPED:
+    case GPUSHARE_MSG_UNMAPPED:
       return sizeof (GpuShareWireMapped);
     case GPUSHARE_MSG_FRAME:
       return sizeof (GpuShareWireFrame);
@@ -942,6 +944,7 @@ gpushare_msg_parse (const GpuShareHeader * hdr, const guint8 * payload,
       res = parse_slots (payload, len, &msg->u.slots);
       break;
     case GPUSHARE_MSG_MAPPED:
+    case GPUSHARE_MSG_UNMAPPED:
       msg->u.mapped.epoch = RD64 (payload, GpuShareWireMapped, epoch);
       break;
     case GPUSHARE_MSG_FRAME:
@@ -1062,6 +1065,7 @@ write_payload (guint8 * p, const GpuShareMsg * msg)
       break;
     }
     case GPUSHARE_MSG_MAPPED:
+    case GPUSHARE_MSG_UNMAPPED:
       WR64 (p, GpuShareWireMapped, epoch, msg->u.mapped.epoch);
       break;
     case GPUSHARE_MSG_FRAME:{
@@ -1237,6 +1241,8 @@ gpushare_msg_type_to_string (guint type)
       return "ERROR";
     case GPUSHARE_MSG_PING:
       return "PING";
+    case GPUSHARE_MSG_UNMAPPED:
+      return "UNMAPPED";
     default:
       return "UNKNOWN";
   }

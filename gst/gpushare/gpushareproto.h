@@ -37,6 +37,9 @@
  *        |<-- PING (empty) ---------------------------|
  *   a peer silent for 3 intervals is gone (dropped: timeout)
  *
+ *   consumer -> producer, once it closed the slots of an epoch (minor 2):
+ *        |<-- UNMAPPED (epoch) -----------------------|
+ *
  * docs/protocol.md describes every field.
  */
 
@@ -49,7 +52,7 @@ G_BEGIN_DECLS
 
 #define GPUSHARE_MAGIC 0x48535047u      /* "GPSH" as little-endian bytes */
 #define GPUSHARE_VERSION_MAJOR 1
-#define GPUSHARE_VERSION_MINOR 1
+#define GPUSHARE_VERSION_MINOR 2
 
 #define GPUSHARE_HEADER_SIZE 24
 /* caps, checked before anything is allocated or copied */
@@ -76,6 +79,7 @@ typedef enum
   GPUSHARE_MSG_GOODBYE = 9,     /* both */
   GPUSHARE_MSG_ERROR = 10,      /* both */
   GPUSHARE_MSG_PING = 11,       /* both, empty; since minor 1 */
+  GPUSHARE_MSG_UNMAPPED = 12,   /* C -> P; since minor 2 */
 } GpuShareMsgType;
 
 /* memory types, a bit each: offered as a mask, chosen as one bit */
@@ -298,7 +302,7 @@ typedef struct
     GpuShareAnnounce announce;
     GpuShareAccept accept;
     GpuShareSlots slots;
-    GpuShareMapped mapped;
+    GpuShareMapped mapped;      /* MAPPED and UNMAPPED */
     GpuShareFrame frame;
     GpuShareRelease release;
     GpuShareCaps caps;

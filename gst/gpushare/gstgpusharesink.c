@@ -47,6 +47,7 @@
 #include "gpushareconn.h"
 #include "gpushareproto.h"
 #include "gpusharering.h"
+#include "gpushareretain.h"
 #include "gpusharetest.h"
 #ifdef HAVE_CUDA
 #include "gpusharecudaxfer.h"
@@ -70,6 +71,9 @@ GST_DEBUG_CATEGORY_STATIC (gst_gpu_share_sink_debug);
 /* how often handshake deadlines are looked at */
 #define HOUSEKEEPING_MS 50
 #define MAX_CLIENTS GPUSHARE_MAX_HOLDERS
+/* legacy IPC rings of earlier epochs kept for consumers' processes that
+ * may still have them open; past this, no new legacy ring is made */
+#define MAX_RETIRED_LEGACY 4
 /* a goodbye is best effort: never hold a stopping pipeline for long */
 #define GOODBYE_FLUSH_MS 100
 
@@ -208,9 +212,12 @@ struct _GstGpuShareSink
   GstObject *gst_cuda_ctx;      /* GstCudaContext shared with neighbours */
   /* one ring per kind of GPU memory consumers chose: VMM, legacy, fabric */
   GpuShareCudaRing *cuda_rings[3];
-  /* legacy IPC rings of earlier epochs: the driver forbids freeing memory
-   * another process may still have open, so they go at stop () */
-  GSList *retired_rings;
+  /* the processes the legacy IPC ring of this epoch went to, and the
+   * legacy rings of earlier epochs: the driver forbids freeing memory
+   * another process may still have open, so each goes once every process
+   * it went to said it closed it (UNMAPPED, GOODBYE) or exited */
+  GpuShareHolders *legacy_holders;
+  GpuShareRetained *retired_legacy;
 #endif
 };
 
@@ -452,8 +459,26 @@ ensure_cuda_ring (GstGpuShareSink * self, GpuShareMemType type,
   if (*ring && gpushare_cuda_ring_epoch (*ring) == self->epoch)
     return *ring;
   if (*ring && type == GPUSHARE_MEM_CUDA_LEGACY) {
-    self->retired_rings = g_slist_prepend (self->retired_rings, *ring);
+    if (!self->retired_legacy)
+      self->retired_legacy = gpushare_retained_new (MAX_RETIRED_LEGACY,
+          (GDestroyNotify) gpushare_cuda_ring_free);
+    if (!gpushare_retained_has_room (self->retired_legacy)) {
+      /* freeing one of them could hand its memory to whatever the driver
+       * allocates next while a consumer still reads it */
+      g_set_error (error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_NO_SPACE_LEFT,
+          "%u legacy IPC rings of earlier epochs are still open in "
+          "consumers' processes", MAX_RETIRED_LEGACY);
+      GST_WARNING_OBJECT (self, "no new legacy IPC ring: %u of earlier "
+          "epochs are still open in consumers' processes",
+          MAX_RETIRED_LEGACY);
+      return NULL;
+    }
+    gpushare_retained_add (self->retired_legacy,
+        gpushare_cuda_ring_epoch (*ring), *ring, self->legacy_holders);
+    self->legacy_holders = NULL;
     *ring = NULL;
+    GST_DEBUG_OBJECT (self, "%u legacy IPC rings of earlier epochs kept",
+        gpushare_retained_count (self->retired_legacy));
   }
   g_clear_pointer (ring, gpushare_cuda_ring_free);
   /* the primary context: the IPC events and semaphore blocks live there,
@@ -491,6 +516,12 @@ send_cuda_slots (GstGpuShareSink * self, Client * client)
     protocol_error (client, GPUSHARE_ERR_RESOURCE, text);
     g_free (text);
     return FALSE;
+  }
+  if (client->mem_type == GPUSHARE_MEM_CUDA_LEGACY) {
+    /* from here on the consumer may open the ring */
+    if (!self->legacy_holders)
+      self->legacy_holders = gpushare_holders_new ();
+    gpushare_holders_add (self->legacy_holders, client->id, client->pid);
   }
   msg->type = GPUSHARE_MSG_SLOTS;
   ok = gpushare_conn_send (client->conn, msg, fds,
@@ -569,6 +600,46 @@ send_simple (Client * client, GpuShareMsgType type, guint64 value)
 /* ------------------------------------------------------------------------ */
 /* Clients, from the control thread */
 
+#ifdef HAVE_CUDA
+/* lock held: the consumer closed the legacy ring of epoch (every one for
+ * G_MAXUINT64); a ring of an earlier epoch nobody holds any more goes */
+static void
+release_legacy (GstGpuShareSink * self, Client * client, guint64 epoch)
+{
+  GpuShareCudaRing *ring = self->cuda_rings[gpu_index
+      (GPUSHARE_MEM_CUDA_LEGACY)];
+  guint freed;
+
+  if (self->legacy_holders && ring && (epoch == G_MAXUINT64
+          || epoch == gpushare_cuda_ring_epoch (ring)))
+    gpushare_holders_release (self->legacy_holders, client->id);
+  if (!self->retired_legacy)
+    return;
+  freed = gpushare_retained_release (self->retired_legacy, client->id,
+      epoch);
+  if (freed)
+    GST_INFO_OBJECT (self, "%u legacy IPC rings of earlier epochs freed, %u "
+        "still open in consumers' processes", freed,
+        gpushare_retained_count (self->retired_legacy));
+}
+#endif
+
+/* lock held */
+static void
+handle_unmapped (GstGpuShareSink * self, Client * client,
+    const GpuShareMapped * m)
+{
+  if (m->epoch > self->epoch) {
+    protocol_error (client, GPUSHARE_ERR_PROTOCOL,
+        "UNMAPPED of a future ring");
+    return;
+  }
+#ifdef HAVE_CUDA
+  if (client->mem_type == GPUSHARE_MEM_CUDA_LEGACY)
+    release_legacy (self, client, m->epoch);
+#endif
+}
+
 static void
 drop_client (GstGpuShareSink * self, Client * client,
     GstGpuShareClientRemoveReason reason, const gchar * detail)
@@ -604,6 +675,10 @@ drop_client (GstGpuShareSink * self, Client * client,
     released = gpushare_ring_release_holder (&self->ring, client->index);
   }
 #ifdef HAVE_CUDA
+  /* its src closes every mapping before its goodbye */
+  if (reason == GST_GPU_SHARE_REMOVE_GOODBYE
+      && client->mem_type == GPUSHARE_MEM_CUDA_LEGACY)
+    release_legacy (self, client, G_MAXUINT64);
   if (client->mem_type != GPUSHARE_MEM_SYSTEM
       && self->cuda_rings[gpu_index (client->mem_type)])
     gpushare_cuda_ring_remove_consumer (self->cuda_rings[gpu_index
@@ -779,6 +854,9 @@ client_message (GpuShareConn * conn, const GpuShareMsg * msg, gint * fds,
     case GPUSHARE_MSG_MAPPED:
       handle_mapped (self, client, &msg->u.mapped);
       break;
+    case GPUSHARE_MSG_UNMAPPED:
+      handle_unmapped (self, client, &msg->u.mapped);
+      break;
     case GPUSHARE_MSG_RELEASE:
       handle_release (self, client, &msg->u.release);
       break;
@@ -869,6 +947,19 @@ housekeeping (gpointer user_data)
   GST_OBJECT_UNLOCK (self);
 
   g_mutex_lock (&self->lock);
+#ifdef HAVE_CUDA
+  /* processes that exited closed whatever they had open */
+  if (self->legacy_holders)
+    gpushare_holders_reap (self->legacy_holders);
+  if (self->retired_legacy && gpushare_retained_count (self->retired_legacy)) {
+    guint freed = gpushare_retained_reap (self->retired_legacy);
+
+    if (freed)
+      GST_INFO_OBJECT (self, "%u legacy IPC rings of earlier epochs freed: "
+          "their consumers' processes exited; %u still open", freed,
+          gpushare_retained_count (self->retired_legacy));
+  }
+#endif
   for (i = 0; i < MAX_CLIENTS; i++) {
     Client *c = self->clients[i];
 
@@ -1237,9 +1328,8 @@ gst_gpu_share_sink_stop (GstBaseSink * bsink)
 #ifdef HAVE_CUDA
   for (i = 0; i < G_N_ELEMENTS (self->cuda_rings); i++)
     g_clear_pointer (&self->cuda_rings[i], gpushare_cuda_ring_free);
-  g_slist_free_full (self->retired_rings,
-      (GDestroyNotify) gpushare_cuda_ring_free);
-  self->retired_rings = NULL;
+  g_clear_pointer (&self->retired_legacy, gpushare_retained_free);
+  g_clear_pointer (&self->legacy_holders, gpushare_holders_free);
   gst_clear_object (&self->gst_cuda_ctx);
 #endif
   self->have_layout = FALSE;
@@ -2198,7 +2288,11 @@ make_stats (GstGpuShareSink * self)
       "epoch", G_TYPE_UINT64, self->epoch,
       "slots-quarantined", G_TYPE_UINT64, self->slots_quarantined,
       "rings-replaced", G_TYPE_UINT64, self->rings_replaced,
-      "frames-rendered", G_TYPE_UINT64, self->frames_rendered,
+      "legacy-rings-retained", G_TYPE_UINT,
+#ifdef HAVE_CUDA
+      self->retired_legacy ? gpushare_retained_count (self->retired_legacy) :
+#endif
+      0, "frames-rendered", G_TYPE_UINT64, self->frames_rendered,
       "frames-dropped", G_TYPE_UINT64, self->frames_dropped,
       "frames-in-place", G_TYPE_UINT64, self->frames_in_place,
       "frames-copied", G_TYPE_UINT64, self->frames_copied,

@@ -22,11 +22,11 @@ static const guint all_types[] = {
   GPUSHARE_MSG_ANNOUNCE, GPUSHARE_MSG_ACCEPT, GPUSHARE_MSG_SLOTS,
   GPUSHARE_MSG_MAPPED, GPUSHARE_MSG_FRAME, GPUSHARE_MSG_RELEASE,
   GPUSHARE_MSG_CAPS, GPUSHARE_MSG_EOS, GPUSHARE_MSG_GOODBYE,
-  GPUSHARE_MSG_ERROR, GPUSHARE_MSG_PING,
+  GPUSHARE_MSG_ERROR, GPUSHARE_MSG_PING, GPUSHARE_MSG_UNMAPPED,
 };
 
 /* the first type this version does not know */
-#define FIRST_UNKNOWN_TYPE 12
+#define FIRST_UNKNOWN_TYPE 13
 
 /* ------------------------------------------------------------------ */
 /* raw little-endian writers, independent of the codec's own           */
@@ -190,6 +190,7 @@ raw_fixed (const GpuShareMsg * msg, guint8 * b)
       return SLOTS_FIXED;
     }
     case GPUSHARE_MSG_MAPPED:
+    case GPUSHARE_MSG_UNMAPPED:
       put64 (b, 0, msg->u.mapped.epoch);
       return MAPPED_FIXED;
     case GPUSHARE_MSG_FRAME:{
@@ -577,6 +578,7 @@ sample_msg (guint type, guint variant, GpuShareMsg * msg, guint32 * n_fds)
       break;
     }
     case GPUSHARE_MSG_MAPPED:
+    case GPUSHARE_MSG_UNMAPPED:
       msg->u.mapped.epoch = big ? G_MAXUINT64 : 0;
       break;
     case GPUSHARE_MSG_FRAME:{
@@ -726,6 +728,7 @@ assert_msg_equal (const GpuShareMsg * got, const GpuShareMsg * want)
       break;
     }
     case GPUSHARE_MSG_MAPPED:
+    case GPUSHARE_MSG_UNMAPPED:
       fail_unless_equals_uint64 (got->u.mapped.epoch, want->u.mapped.epoch);
       break;
     case GPUSHARE_MSG_FRAME:{
@@ -928,7 +931,7 @@ GST_END_TEST;
 GST_START_TEST (test_golden_bytes)
 {
   static const guint8 release[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x01, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x02, 0x00,
     0x06, 0x00, 0x00, 0x00, 0x18, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,
@@ -936,7 +939,7 @@ GST_START_TEST (test_golden_bytes)
     0x00, 0xff, 0xee, 0xdd, 0xcc, 0xbb, 0xaa, 0x99,
   };
   static const guint8 error[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x01, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x02, 0x00,
     0x0a, 0x00, 0x00, 0x00, 0x0b, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x08, 0x00, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00,
@@ -944,7 +947,7 @@ GST_START_TEST (test_golden_bytes)
   };
   /* 3 slots of CUDA VMM memory with a semaphore block: 4 fds */
   static const guint8 slots[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x01, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x02, 0x00,
     0x03, 0x00, 0x00, 0x00, 0x30, 0x00, 0x00, 0x00,
     0x04, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x2a, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -957,7 +960,7 @@ GST_START_TEST (test_golden_bytes)
   /* the same 3 slots of CUDA fabric memory: 3 memory handles, and the
    * block's fd alone; the 192 bytes of handles follow these */
   static const guint8 slots_fabric[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x01, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x02, 0x00,
     0x03, 0x00, 0x00, 0x00, 0xf0, 0x00, 0x00, 0x00,
     0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x2a, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -970,7 +973,7 @@ GST_START_TEST (test_golden_bytes)
   /* 1 slot of CUDA VMM memory with its two event handles: 1 fd; the
    * 128 bytes of handles follow these */
   static const guint8 slots_events[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x01, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x02, 0x00,
     0x03, 0x00, 0x00, 0x00, 0xb0, 0x00, 0x00, 0x00,
     0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -984,7 +987,7 @@ GST_START_TEST (test_golden_bytes)
    * the ready and the done handle, and no fd; the 192 bytes of handles
    * follow these */
   static const guint8 slots_legacy_events[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x01, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x02, 0x00,
     0x03, 0x00, 0x00, 0x00, 0xf0, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -995,7 +998,7 @@ GST_START_TEST (test_golden_bytes)
     0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
   };
   static const guint8 accept[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x01, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x02, 0x00,
     0x02, 0x00, 0x00, 0x00, 0x3d, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x01, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00,
@@ -2397,9 +2400,12 @@ GST_START_TEST (test_constants)
   fail_unless_equals_int (GPUSHARE_EVENT_HANDLE_SIZE, HANDLE_SIZE);
   fail_unless_equals_int (GPUSHARE_MAX_REASON_LEN, 128);
 
-  /* minor 1 added PING; the types this version knows, in wire order */
+  /* minor 1 added PING, minor 2 UNMAPPED; the types this version knows,
+   * in wire order */
   fail_unless_equals_int (GPUSHARE_VERSION_MAJOR, 1);
-  fail_unless_equals_int (GPUSHARE_VERSION_MINOR, 1);
+  fail_unless_equals_int (GPUSHARE_VERSION_MINOR, 2);
+  fail_unless_equals_int (GPUSHARE_MSG_UNMAPPED, 12);
+  fail_unless_equals_string (gpushare_msg_type_to_string (12), "UNMAPPED");
   for (i = 0; i < G_N_ELEMENTS (all_types); i++)
     fail_unless_equals_int (all_types[i], i + 1);
   fail_unless_equals_int (G_N_ELEMENTS (all_types), FIRST_UNKNOWN_TYPE - 1);
@@ -3396,7 +3402,7 @@ GST_END_TEST;
 GST_START_TEST (test_ping)
 {
   static const guint8 golden[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x01, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x02, 0x00,
     0x0b, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
   };

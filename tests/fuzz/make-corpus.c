@@ -337,6 +337,9 @@ write_simple (GpuShareMsg * msg)
   save_one ("mapped", msg, 0);
   msg->u.mapped.epoch = G_MAXUINT64;
   save_one ("mapped-max", msg, 0);
+  init (msg, GPUSHARE_MSG_UNMAPPED);
+  msg->u.mapped.epoch = 1;
+  save_one ("unmapped", msg, 0);
 
   frame (msg, FALSE);
   save_one ("frame", msg, 0);

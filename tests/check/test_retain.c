@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Memory kept for processes that may still have it open: GpuShareHolders
+ * and GpuShareRetained, with real child processes and real pidfds.  An
+ * allocation goes as soon as nobody can hold it: every connection let go
+ * (UNMAPPED, GOODBYE), or every process exited; never before.  The bound
+ * holds, and no pidfd is left open.
+ */
+
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <gst/check/gstcheck.h>
+#include <dirent.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "gpushareretain.h"
+
+/* what the free function saw */
+static gint freed[16];
+
+static void
+free_marker (gpointer p)
+{
+  freed[GPOINTER_TO_INT (p)]++;
+}
+
+static void
+reset (void)
+{
+  memset (freed, 0, sizeof (freed));
+}
+
+static gint
+count_fds (void)
+{
+  DIR *d = opendir ("/proc/self/fd");
+  gint n = 0;
+
+  fail_unless (d != NULL);
+  while (readdir (d))
+    n++;
+  closedir (d);
+  return n;
+}
+
+static gboolean
+have_pidfd (void)
+{
+#ifdef SYS_pidfd_open
+  gint fd = (gint) syscall (SYS_pidfd_open, getpid (), 0);
+
+  if (fd >= 0) {
+    close (fd);
+    return TRUE;
+  }
+#endif
+  return FALSE;
+}
+
+/* a child that lives until it is killed */
+static pid_t
+spawn (void)
+{
+  pid_t pid = fork ();
+
+  fail_unless (pid >= 0);
+  if (pid == 0) {
+    for (;;)
+      pause ();
+  }
+  return pid;
+}
+
+static void
+kill_and_reap (pid_t pid)
+{
+  gint status;
+
+  fail_unless_equals_int (kill (pid, SIGKILL), 0);
+  fail_unless_equals_int (waitpid (pid, &status, 0), pid);
+}
+
+/* every connection of every process must let go */
+GST_START_TEST (test_release_by_connection)
+{
+  GpuShareRetained *r = gpushare_retained_new (4, free_marker);
+  GpuShareHolders *h = gpushare_holders_new ();
+  gint fds = count_fds ();
+
+  reset ();
+  /* pid 0: a process the kernel would not name (another pid namespace) */
+  gpushare_holders_add (h, 1, 0);
+  gpushare_holders_add (h, 2, 0);
+  gpushare_holders_add (h, 3, getpid ());
+  gpushare_holders_add (h, 3, getpid ());       /* once */
+  fail_unless_equals_int (gpushare_holders_count (h), 2);
+  fail_unless_equals_int (gpushare_holders_unwatched (h), 1);
+  gpushare_retained_add (r, 5, GINT_TO_POINTER (1), h);
+  fail_unless_equals_int (gpushare_retained_count (r), 1);
+
+  /* another epoch's word changes nothing; an unknown id neither */
+  fail_unless_equals_int (gpushare_retained_release (r, 1, 4), 0);
+  fail_unless_equals_int (gpushare_retained_release (r, 9, 5), 0);
+  fail_unless_equals_int (gpushare_retained_release (r, 1, 5), 0);
+  fail_unless_equals_int (gpushare_retained_release (r, 3, 5), 0);
+  fail_unless_equals_int (gpushare_retained_reap (r), 0);
+  fail_unless_equals_int (freed[1], 0);
+  /* the last connection: freed, once */
+  fail_unless_equals_int (gpushare_retained_release (r, 2, G_MAXUINT64), 1);
+  fail_unless_equals_int (freed[1], 1);
+  fail_unless_equals_int (gpushare_retained_count (r), 0);
+  fail_unless_equals_int (gpushare_retained_release (r, 2, 5), 0);
+  fail_unless_equals_int (freed[1], 1);
+
+  gpushare_retained_free (r);
+  fail_unless_equals_int (count_fds (), fds);
+}
+
+GST_END_TEST;
+
+/* a process that exits lets go of everything, whatever it said */
+GST_START_TEST (test_release_by_exit)
+{
+  GpuShareRetained *r;
+  GpuShareHolders *h;
+  pid_t a, b;
+  gint fds;
+
+  if (!have_pidfd ()) {
+    GST_INFO ("no pidfd_open on this kernel: nothing to test");
+    return;
+  }
+  fds = count_fds ();
+  reset ();
+  a = spawn ();
+  b = spawn ();
+  r = gpushare_retained_new (4, free_marker);
+  h = gpushare_holders_new ();
+  gpushare_holders_add (h, 10, a);
+  gpushare_holders_add (h, 11, a);
+  gpushare_holders_add (h, 12, b);
+  fail_unless_equals_int (gpushare_holders_unwatched (h), 0);
+  /* one pidfd per process */
+  fail_unless_equals_int (count_fds (), fds + 2);
+  gpushare_retained_add (r, 1, GINT_TO_POINTER (2), h);
+
+  /* alive and silent: kept, however often it is asked */
+  fail_unless_equals_int (gpushare_retained_reap (r), 0);
+  fail_unless_equals_int (gpushare_retained_reap (r), 0);
+
+  kill_and_reap (a);
+  fail_unless_equals_int (gpushare_retained_reap (r), 0);
+  fail_unless_equals_int (freed[2], 0);
+  fail_unless_equals_int (count_fds (), fds + 1);
+  /* a stopped process is alive too */
+  fail_unless_equals_int (kill (b, SIGSTOP), 0);
+  fail_unless_equals_int (gpushare_retained_reap (r), 0);
+  kill_and_reap (b);
+  fail_unless_equals_int (gpushare_retained_reap (r), 1);
+  fail_unless_equals_int (freed[2], 1);
+  fail_unless_equals_int (gpushare_retained_count (r), 0);
+  fail_unless_equals_int (count_fds (), fds);
+
+  /* a process that is already gone when it is added */
+  a = spawn ();
+  h = gpushare_holders_new ();
+  gpushare_holders_add (h, 13, a);
+  kill_and_reap (a);
+  gpushare_retained_add (r, 2, GINT_TO_POINTER (3), h);
+  fail_unless_equals_int (freed[3], 1);
+  fail_unless_equals_int (count_fds (), fds);
+  gpushare_retained_free (r);
+}
+
+GST_END_TEST;
+
+/* at most max allocations wait; freeing one makes room */
+GST_START_TEST (test_bound)
+{
+  GpuShareRetained *r = gpushare_retained_new (2, free_marker);
+  GpuShareHolders *h;
+  gint fds = count_fds ();
+  guint i;
+
+  reset ();
+  fail_unless (gpushare_retained_has_room (r));
+  for (i = 0; i < 2; i++) {
+    h = gpushare_holders_new ();
+    gpushare_holders_add (h, 20 + i, 0);
+    gpushare_retained_add (r, i, GINT_TO_POINTER (4 + i), h);
+  }
+  fail_if (gpushare_retained_has_room (r));
+  fail_unless_equals_int (gpushare_retained_count (r), 2);
+  /* nobody holds this one: it never waits */
+  gpushare_retained_add (r, 9, GINT_TO_POINTER (6), NULL);
+  fail_unless_equals_int (freed[6], 1);
+  fail_unless_equals_int (gpushare_retained_count (r), 2);
+
+  fail_unless_equals_int (gpushare_retained_release (r, 21, 1), 1);
+  fail_unless_equals_int (freed[5], 1);
+  fail_unless (gpushare_retained_has_room (r));
+
+  /* the owner stops: everything goes, held or not */
+  gpushare_retained_free (r);
+  fail_unless_equals_int (freed[4], 1);
+  fail_unless_equals_int (count_fds (), fds);
+}
+
+GST_END_TEST;
+
+/* a process that reconnects forever costs a bounded list */
+GST_START_TEST (test_ids_per_process_bounded)
+{
+  GpuShareRetained *r = gpushare_retained_new (1, free_marker);
+  GpuShareHolders *h = gpushare_holders_new ();
+  guint i;
+
+  reset ();
+  for (i = 0; i < 1000; i++)
+    gpushare_holders_add (h, 100 + i, 0);
+  fail_unless_equals_int (gpushare_holders_count (h), 1);
+  gpushare_retained_add (r, 1, GINT_TO_POINTER (7), h);
+  /* the oldest were forgotten: the newest 64 are what keeps it */
+  fail_unless_equals_int (gpushare_retained_release (r, 100, 1), 0);
+  for (i = 1000 - 64; i < 999; i++)
+    fail_unless_equals_int (gpushare_retained_release (r, 100 + i, 1), 0);
+  fail_unless_equals_int (freed[7], 0);
+  fail_unless_equals_int (gpushare_retained_release (r, 100 + 999, 1), 1);
+  fail_unless_equals_int (freed[7], 1);
+  gpushare_retained_free (r);
+}
+
+GST_END_TEST;
+
+static Suite *
+gpushareretain_suite (void)
+{
+  Suite *s = suite_create ("gpushareretain");
+  TCase *tc = tcase_create ("retain");
+
+  suite_add_tcase (s, tc);
+  tcase_add_test (tc, test_release_by_connection);
+  tcase_add_test (tc, test_release_by_exit);
+  tcase_add_test (tc, test_bound);
+  tcase_add_test (tc, test_ids_per_process_bounded);
+  return s;
+}
+
+GST_CHECK_MAIN (gpushareretain);
