@@ -1554,9 +1554,23 @@ output_caps (GstGpuShareSrc * self, GstCaps * caps)
   gst_caps_set_features_simple (gpu,
       gst_caps_features_new ("memory:CUDAMemory", NULL));
   if (gst_pad_peer_query_accept_caps (GST_BASE_SRC_PAD (self), gpu)) {
-    GstBufferPool *pool =
-        gpushare_gst_cuda_buffer_pool_new (self->gst_cuda_ctx);
+    GstBufferPool *pool;
     GstStructure *config;
+
+    /* the same caps again (a new ring, a RECONFIGURE): the same pool */
+    if (self->out_pool) {
+      GstCaps *had = NULL;
+
+      config = gst_buffer_pool_get_config (self->out_pool);
+      gst_buffer_pool_config_get_params (config, &had, NULL, NULL, NULL);
+      if (had && gst_caps_is_equal (had, gpu)) {
+        gst_structure_free (config);
+        self->out_gpu = TRUE;
+        return gpu;
+      }
+      gst_structure_free (config);
+    }
+    pool = gpushare_gst_cuda_buffer_pool_new (self->gst_cuda_ctx);
 
     if (pool) {
       config = gst_buffer_pool_get_config (pool);
