@@ -629,6 +629,10 @@ static void
 handle_unmapped (GstGpuShareSink * self, Client * client,
     const GpuShareMapped * m)
 {
+  if (client->state != CLIENT_EXPORTED && client->state != CLIENT_READY) {
+    protocol_error (client, GPUSHARE_ERR_PROTOCOL, "UNMAPPED out of order");
+    return;
+  }
   if (m->epoch > self->epoch) {
     protocol_error (client, GPUSHARE_ERR_PROTOCOL,
         "UNMAPPED of a future ring");

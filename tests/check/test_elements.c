@@ -1745,6 +1745,7 @@ typedef enum
   GARBAGE_VERSION,
   GARBAGE_TOO_LARGE,
   GARBAGE_FRAME,
+  GARBAGE_UNMAPPED,
   N_GARBAGE
 } Garbage;
 
@@ -1762,6 +1763,7 @@ static const struct
   /* decoded, then refused by the element: it says why */
   {"a FRAME, which only producers send", "protocol", GPUSHARE_ERR_PROTOCOL,
       TRUE},
+  {"an UNMAPPED before any SLOTS", "protocol", GPUSHARE_ERR_PROTOCOL, TRUE},
 };
 
 static GByteArray *
@@ -1793,6 +1795,10 @@ garbage_bytes (Garbage which, guint64 instance)
       break;
     case GARBAGE_FRAME:
       make_frame (msg, 1, 0, 1, 1);
+      b = build (msg, 0);
+      break;
+    case GARBAGE_UNMAPPED:
+      make_simple (msg, GPUSHARE_MSG_UNMAPPED);
       b = build (msg, 0);
       break;
     default:
@@ -2313,6 +2319,12 @@ GST_START_TEST (test_consumer_unknown_type)
     fail_unless (raw_send_msg (&raw, msg, NULL, 0));
     fail_unless (raw_send_bytes (&raw, raw_message (202, 0, 0), NULL, 0));
   }
+  /* minor 2's UNMAPPED of its epoch, from a consumer of system memory:
+   * nothing to let go of, and no harm */
+  make_simple (msg, GPUSHARE_MSG_UNMAPPED);
+  msg->u.mapped.epoch = epoch;
+  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+  raw_expect (&raw, GPUSHARE_MSG_FRAME, msg, NULL, NULL);
   fail_unless_equals_int (client_log_n_removed (&s.log), 0);
   fail_unless_equals_int (num_clients (s.sink), 1);
   fail_unless (wait_pipe_hangup (pipe_fds[0]),
