@@ -1242,24 +1242,6 @@ spawn (RoleFunc func, gint sock, gint other)
 }
 
 static gboolean
-reap (pid_t pid, const gchar * who)
-{
-  gint status = 0;
-
-  if (pid < 0 || waitpid (pid, &status, 0) < 0)
-    return FALSE;
-  if (WIFEXITED (status) && WEXITSTATUS (status) == 0)
-    return TRUE;
-  if (WIFSIGNALED (status))
-    g_print ("    %s killed by signal %d%s\n", who, WTERMSIG (status),
-        WTERMSIG (status) == SIGALRM ? " (hung for " G_STRINGIFY
-        (CASE_ALARM_S) " s)" : "");
-  else
-    g_print ("    %s exited with %d\n", who, WEXITSTATUS (status));
-  return FALSE;
-}
-
-static gboolean
 run_case (const gchar * name, RoleFunc producer, RoleFunc consumer)
 {
   gint sv[2];
@@ -1275,9 +1257,9 @@ run_case (const gchar * name, RoleFunc producer, RoleFunc consumer)
     cpid = spawn (consumer, sv[1], sv[0]);
   close (sv[0]);
   close (sv[1]);
-  ok = reap (ppid, consumer ? "producer" : "process");
+  ok = gpu_test_reap (ppid, consumer ? "producer" : "process");
   if (consumer)
-    ok = reap (cpid, "consumer") && ok;
+    ok = gpu_test_reap (cpid, "consumer") && ok;
   g_print ("case %s: %s\n", name, ok ? "PASS" : "FAIL");
   fflush (stdout);
   return ok;
