@@ -42,16 +42,17 @@ struct _GpuShareRetained
   guint max;
   GDestroyNotify free_func;
   GQueue items;                 /* Retained, oldest first */
+  GPtrArray *freed;             /* handed back, not yet taken */
 };
 
-/* a pidfd (CLOEXEC, as pidfds always are) for pid, or -1 */
-static gint
-open_pidfd (pid_t pid)
+gint
+gpushare_pidfd_open (pid_t pid)
 {
 #ifdef SYS_pidfd_open
   if (pid > 0)
     return (gint) syscall (SYS_pidfd_open, pid, 0);
 #endif
+  errno = ENOSYS;
   return -1;
 }
 
@@ -97,13 +98,17 @@ gpushare_holders_free (GpuShareHolders * h)
 }
 
 void
-gpushare_holders_add (GpuShareHolders * h, guint id, pid_t pid)
+gpushare_holders_add (GpuShareHolders * h, guint id, pid_t pid, gint pidfd)
 {
   Holder *x = NULL;
   guint i;
 
+  if (pidfd >= 0 && pidfd_exited (pidfd))
+    return;
   if (pid < 0)
     pid = 0;
+  /* a process of that pid that exited is not this one */
+  gpushare_holders_reap (h);
   for (i = 0; i < h->holders->len && !x; i++)
     if (g_array_index (h->holders, Holder, i).pid == pid)
       x = &g_array_index (h->holders, Holder, i);
@@ -111,7 +116,7 @@ gpushare_holders_add (GpuShareHolders * h, guint id, pid_t pid)
     Holder n;
 
     n.pid = pid;
-    n.pidfd = open_pidfd (pid);
+    n.pidfd = pidfd >= 0 ? fcntl (pidfd, F_DUPFD_CLOEXEC, 3) : -1;
     n.ids = g_array_new (FALSE, FALSE, sizeof (guint));
     g_array_append_val (h->holders, n);
     x = &g_array_index (h->holders, Holder, h->holders->len - 1);
@@ -184,13 +189,15 @@ gpushare_retained_new (guint max, GDestroyNotify free_func)
   r->max = max;
   r->free_func = free_func;
   g_queue_init (&r->items);
+  r->freed = g_ptr_array_new_with_free_func (free_func);
   return r;
 }
 
+/* hands the resource back to be freed outside the caller's lock */
 static void
 retained_free_item (GpuShareRetained * r, Retained * x)
 {
-  r->free_func (x->resource);
+  g_ptr_array_add (r->freed, x->resource);
   gpushare_holders_free (x->holders);
   g_free (x);
 }
@@ -204,10 +211,23 @@ gpushare_retained_free (GpuShareRetained * r)
     return;
   while ((x = g_queue_pop_head (&r->items)))
     retained_free_item (r, x);
+  g_ptr_array_unref (r->freed);
   g_free (r);
 }
 
-/* frees every item nobody holds: the number freed */
+GPtrArray *
+gpushare_retained_take_freed (GpuShareRetained * r)
+{
+  GPtrArray *a;
+
+  if (!r || r->freed->len == 0)
+    return NULL;
+  a = r->freed;
+  r->freed = g_ptr_array_new_with_free_func (r->free_func);
+  return a;
+}
+
+/* hands back every item nobody holds: the number */
 static guint
 free_unheld (GpuShareRetained * r)
 {

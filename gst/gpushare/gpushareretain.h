@@ -13,8 +13,10 @@
  * GpuShareHolders: the processes one allocation was handed to, each with
  * the connections (ids) it came through.
  * GpuShareRetained: allocations of earlier epochs, each with its holders,
- * freed as soon as it has none; at most max of them (the caller refuses to
- * make more until one is freed), all freed by gpushare_retained_free ().
+ * handed back as soon as it has none (gpushare_retained_take_freed (): the
+ * caller frees them outside its lock); at most max of them (the caller
+ * refuses to make more until one is freed), all freed by
+ * gpushare_retained_free ().
  *
  * Not thread-safe: the caller locks.
  */
@@ -30,14 +32,20 @@ G_BEGIN_DECLS
 typedef struct _GpuShareHolders GpuShareHolders;
 typedef struct _GpuShareRetained GpuShareRetained;
 
+/* a pidfd (CLOEXEC) of process pid, or -1 (errno ESRCH: it is gone) */
+gint gpushare_pidfd_open (pid_t pid);
+
 GpuShareHolders *gpushare_holders_new (void);
 /* closes every pidfd */
 void gpushare_holders_free (GpuShareHolders * h);
 /* process pid has the allocation now, through connection id.  Its exit
- * is watched through one pidfd per process where the kernel gives one
- * (pid > 0, Linux 5.3); where it does not, only gpushare_holders_release ()
- * of each of its connections lets go of it. */
-void gpushare_holders_add (GpuShareHolders * h, guint id, pid_t pid);
+ * is watched through a duplicate of pidfd (the caller keeps its own,
+ * opened when the process connected, so that a pid used again by then is
+ * not mistaken for it); with pidfd -1 only gpushare_holders_release () of
+ * each of its connections lets go of it.  A process that has exited
+ * already holds nothing. */
+void gpushare_holders_add (GpuShareHolders * h, guint id, pid_t pid,
+    gint pidfd);
 /* connection id let go (the process does once all its connections
  * did): TRUE when it was a holder */
 gboolean gpushare_holders_release (GpuShareHolders * h, guint id);
@@ -52,16 +60,19 @@ GpuShareRetained *gpushare_retained_new (guint max, GDestroyNotify free_func);
 void gpushare_retained_free (GpuShareRetained * r);
 /* reaps, then TRUE when one more allocation may be retained */
 gboolean gpushare_retained_has_room (GpuShareRetained * r);
-/* takes resource and holders: freed now when nobody holds it, kept
+/* takes resource and holders: handed back now when nobody holds it, kept
  * otherwise (past max too: the caller asks has_room () first) */
 void gpushare_retained_add (GpuShareRetained * r, guint64 epoch,
     gpointer resource, GpuShareHolders * holders);
 /* id let go of the allocation of epoch, or of every one when epoch is
- * G_MAXUINT64; frees what nobody holds any more.  The number freed. */
+ * G_MAXUINT64; hands back what nobody holds any more: the number. */
 guint gpushare_retained_release (GpuShareRetained * r, guint id,
     guint64 epoch);
-/* forgets exited holders and frees what nobody holds: the number freed */
+/* forgets exited holders and hands back what nobody holds: the number */
 guint gpushare_retained_reap (GpuShareRetained * r);
+/* what was handed back since the last call, in an array that frees it
+ * when unreffed; NULL when nothing was */
+GPtrArray *gpushare_retained_take_freed (GpuShareRetained * r);
 guint gpushare_retained_count (const GpuShareRetained * r);
 
 G_END_DECLS

@@ -125,6 +125,7 @@ typedef struct
   ClientState state;
   GpuShareConn *conn;
   pid_t pid;
+  gint pidfd;                   /* its process, from the connect on; -1 */
   uid_t uid;
   gchar *name;
   GpuShareMemType mem_type;
@@ -339,6 +340,8 @@ client_free (Client * client)
     gpushare_conn_close (client->conn);
     gpushare_conn_unref (client->conn);
   }
+  if (client->pidfd >= 0)
+    close (client->pidfd);
   g_free (client->name);
   g_free (client->mem_reason);
   g_free (client);
@@ -458,7 +461,8 @@ ensure_cuda_ring (GstGpuShareSink * self, GpuShareMemType type,
 
   if (*ring && gpushare_cuda_ring_epoch (*ring) == self->epoch)
     return *ring;
-  if (*ring && type == GPUSHARE_MEM_CUDA_LEGACY) {
+  if (*ring && type == GPUSHARE_MEM_CUDA_LEGACY && self->legacy_holders
+      && gpushare_holders_reap (self->legacy_holders) > 0) {
     if (!self->retired_legacy)
       self->retired_legacy = gpushare_retained_new (MAX_RETIRED_LEGACY,
           (GDestroyNotify) gpushare_cuda_ring_free);
@@ -521,7 +525,8 @@ send_cuda_slots (GstGpuShareSink * self, Client * client)
     /* from here on the consumer may open the ring */
     if (!self->legacy_holders)
       self->legacy_holders = gpushare_holders_new ();
-    gpushare_holders_add (self->legacy_holders, client->id, client->pid);
+    gpushare_holders_add (self->legacy_holders, client->id, client->pid,
+        client->pidfd);
   }
   msg->type = GPUSHARE_MSG_SLOTS;
   ok = gpushare_conn_send (client->conn, msg, fds,
@@ -624,6 +629,18 @@ release_legacy (GstGpuShareSink * self, Client * client, guint64 epoch)
 }
 #endif
 
+/* lock held: the legacy rings nobody holds any more, to be freed once the
+ * lock is let go (freeing one waits for its streams); NULL when none */
+static GPtrArray *
+take_freed_rings (GstGpuShareSink * self)
+{
+#ifdef HAVE_CUDA
+  return gpushare_retained_take_freed (self->retired_legacy);
+#else
+  return NULL;
+#endif
+}
+
 /* lock held */
 static void
 handle_unmapped (GstGpuShareSink * self, Client * client,
@@ -650,6 +667,7 @@ drop_client (GstGpuShareSink * self, Client * client,
 {
   GEnumValue *ev = g_enum_get_value (remove_reason_class, reason);
   guint id = client->id;
+  GPtrArray *freed;
   guint released;
   gboolean quarantine;
 
@@ -688,8 +706,10 @@ drop_client (GstGpuShareSink * self, Client * client,
     gpushare_cuda_ring_remove_consumer (self->cuda_rings[gpu_index
             (client->mem_type)], client->index);
 #endif
+  freed = take_freed_rings (self);
   g_cond_broadcast (&self->cond);
   g_mutex_unlock (&self->lock);
+  g_clear_pointer (&freed, g_ptr_array_unref);
 
   /* a peer that misbehaved is worth a warning; one that left is not */
   if (reason == GST_GPU_SHARE_REMOVE_GOODBYE
@@ -839,6 +859,7 @@ client_message (GpuShareConn * conn, const GpuShareMsg * msg, gint * fds,
 {
   Client *client = user_data;
   GstGpuShareSink *self = client->sink;
+  GPtrArray *freed;
 
   /* no message from a consumer carries fds: refuse and close them */
   if (n_fds > 0) {
@@ -883,7 +904,9 @@ client_message (GpuShareConn * conn, const GpuShareMsg * msg, gint * fds,
           "message not allowed from a consumer");
       break;
   }
+  freed = take_freed_rings (self);
   g_mutex_unlock (&self->lock);
+  g_clear_pointer (&freed, g_ptr_array_unref);
 }
 
 static GstGpuShareClientRemoveReason
@@ -939,6 +962,7 @@ static gboolean
 housekeeping (gpointer user_data)
 {
   GstGpuShareSink *self = user_data;
+  GPtrArray *freed;
   Client *late[MAX_CLIENTS];
   gint64 now = g_get_monotonic_time ();
   guint i, n = 0;
@@ -956,11 +980,11 @@ housekeeping (gpointer user_data)
   if (self->legacy_holders)
     gpushare_holders_reap (self->legacy_holders);
   if (self->retired_legacy && gpushare_retained_count (self->retired_legacy)) {
-    guint freed = gpushare_retained_reap (self->retired_legacy);
+    guint n_freed = gpushare_retained_reap (self->retired_legacy);
 
-    if (freed)
+    if (n_freed)
       GST_INFO_OBJECT (self, "%u legacy IPC rings of earlier epochs freed: "
-          "their consumers' processes exited; %u still open", freed,
+          "their consumers' processes exited; %u still open", n_freed,
           gpushare_retained_count (self->retired_legacy));
   }
 #endif
@@ -1002,7 +1026,9 @@ housekeeping (gpointer user_data)
           expired |= G_GUINT64_CONSTANT (1) << j;
     }
   }
+  freed = take_freed_rings (self);
   g_mutex_unlock (&self->lock);
+  g_clear_pointer (&freed, g_ptr_array_unref);
   for (i = 0; i < MAX_CLIENTS && expired; i++) {
     Client *c;
 
@@ -1134,6 +1160,13 @@ listen_dispatch (gint fd, GIOCondition cond, gpointer user_data)
   client->id = ++self->next_client_id;
   client->index = i;
   client->pid = cred.pid;
+  /* opened now, while the pid is surely that peer's: a legacy IPC ring it
+   * is sent is watched through this (gpushareretain.h) */
+  client->pidfd = -1;
+#ifdef HAVE_CUDA
+  if (gpu_mem_types (self) & GPUSHARE_MEM_CUDA_LEGACY)
+    client->pidfd = gpushare_pidfd_open (cred.pid);
+#endif
   client->uid = cred.uid;
   client->state = CLIENT_CONNECTED;
   client->conn = gpushare_conn_new (cfd, self->context, client_message,

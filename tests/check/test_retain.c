@@ -35,6 +35,19 @@ reset (void)
   memset (freed, 0, sizeof (freed));
 }
 
+/* frees what the list handed back, as its owner does outside its lock;
+ * the number freed */
+static guint
+collect (GpuShareRetained * r)
+{
+  GPtrArray *a = gpushare_retained_take_freed (r);
+  guint n = a ? a->len : 0;
+
+  if (a)
+    g_ptr_array_unref (a);
+  return n;
+}
+
 static gint
 count_fds (void)
 {
@@ -51,15 +64,25 @@ count_fds (void)
 static gboolean
 have_pidfd (void)
 {
-#ifdef SYS_pidfd_open
-  gint fd = (gint) syscall (SYS_pidfd_open, getpid (), 0);
+  gint fd = gpushare_pidfd_open (getpid ());
 
   if (fd >= 0) {
     close (fd);
     return TRUE;
   }
-#endif
   return FALSE;
+}
+
+/* adds pid as its owner does: with a pidfd opened when it connected, kept
+ * by the owner (here: closed at once, the holder has its own) */
+static void
+add (GpuShareHolders * h, guint id, pid_t pid)
+{
+  gint pidfd = gpushare_pidfd_open (pid);
+
+  gpushare_holders_add (h, id, pid, pidfd);
+  if (pidfd >= 0)
+    close (pidfd);
 }
 
 /* a child that lives until it is killed */
@@ -94,12 +117,12 @@ GST_START_TEST (test_release_by_connection)
 
   reset ();
   /* pid 0: a process the kernel would not name (another pid namespace) */
-  gpushare_holders_add (h, 1, 0);
-  gpushare_holders_add (h, 2, 0);
-  gpushare_holders_add (h, 3, getpid ());
-  gpushare_holders_add (h, 3, getpid ());       /* once */
+  add (h, 1, 0);
+  add (h, 2, 0);
+  add (h, 3, getpid ());
+  add (h, 3, getpid ());       /* once */
   fail_unless_equals_int (gpushare_holders_count (h), 2);
-  fail_unless_equals_int (gpushare_holders_unwatched (h), 1);
+  fail_unless_equals_int (gpushare_holders_unwatched (h), have_pidfd ()? 1 : 2);
   gpushare_retained_add (r, 5, GINT_TO_POINTER (1), h);
   fail_unless_equals_int (gpushare_retained_count (r), 1);
 
@@ -110,8 +133,11 @@ GST_START_TEST (test_release_by_connection)
   fail_unless_equals_int (gpushare_retained_release (r, 3, 5), 0);
   fail_unless_equals_int (gpushare_retained_reap (r), 0);
   fail_unless_equals_int (freed[1], 0);
-  /* the last connection: freed, once */
+  fail_unless_equals_int (collect (r), 0);
+  /* the last connection: handed back, and freed once, by its owner */
   fail_unless_equals_int (gpushare_retained_release (r, 2, G_MAXUINT64), 1);
+  fail_unless_equals_int (freed[1], 0);
+  fail_unless_equals_int (collect (r), 1);
   fail_unless_equals_int (freed[1], 1);
   fail_unless_equals_int (gpushare_retained_count (r), 0);
   fail_unless_equals_int (gpushare_retained_release (r, 2, 5), 0);
@@ -141,9 +167,9 @@ GST_START_TEST (test_release_by_exit)
   b = spawn ();
   r = gpushare_retained_new (4, free_marker);
   h = gpushare_holders_new ();
-  gpushare_holders_add (h, 10, a);
-  gpushare_holders_add (h, 11, a);
-  gpushare_holders_add (h, 12, b);
+  add (h, 10, a);
+  add (h, 11, a);
+  add (h, 12, b);
   fail_unless_equals_int (gpushare_holders_unwatched (h), 0);
   /* one pidfd per process */
   fail_unless_equals_int (count_fds (), fds + 2);
@@ -162,6 +188,7 @@ GST_START_TEST (test_release_by_exit)
   fail_unless_equals_int (gpushare_retained_reap (r), 0);
   kill_and_reap (b);
   fail_unless_equals_int (gpushare_retained_reap (r), 1);
+  fail_unless_equals_int (collect (r), 1);
   fail_unless_equals_int (freed[2], 1);
   fail_unless_equals_int (gpushare_retained_count (r), 0);
   fail_unless_equals_int (count_fds (), fds);
@@ -169,10 +196,46 @@ GST_START_TEST (test_release_by_exit)
   /* a process that is already gone when it is added */
   a = spawn ();
   h = gpushare_holders_new ();
-  gpushare_holders_add (h, 13, a);
+  add (h, 13, a);
   kill_and_reap (a);
   gpushare_retained_add (r, 2, GINT_TO_POINTER (3), h);
+  fail_unless_equals_int (collect (r), 1);
   fail_unless_equals_int (freed[3], 1);
+  fail_unless_equals_int (count_fds (), fds);
+
+  /* added after its process exited (the owner's pidfd is from before):
+   * it holds nothing */
+  a = spawn ();
+  {
+    gint pidfd = gpushare_pidfd_open (a);
+
+    kill_and_reap (a);
+    h = gpushare_holders_new ();
+    gpushare_holders_add (h, 14, a, pidfd);
+    fail_unless_equals_int (gpushare_holders_count (h), 0);
+    gpushare_holders_free (h);
+    close (pidfd);
+  }
+
+  /* a process that exited, and another one that got its pid: the new one
+   * is a holder of its own (simulated with our own pid for the new one,
+   * the dead child's pidfd for the old one) */
+  a = spawn ();
+  {
+    gint dead = gpushare_pidfd_open (a);
+    gint me = gpushare_pidfd_open (getpid ());
+
+    h = gpushare_holders_new ();
+    gpushare_holders_add (h, 15, a, dead);
+    kill_and_reap (a);
+    fail_unless_equals_int (gpushare_holders_reap (h), 0);
+    gpushare_holders_add (h, 16, getpid (), me);
+    fail_unless_equals_int (gpushare_holders_count (h), 1);
+    fail_unless_equals_int (gpushare_holders_reap (h), 1);
+    gpushare_holders_free (h);
+    close (dead);
+    close (me);
+  }
   fail_unless_equals_int (count_fds (), fds);
   gpushare_retained_free (r);
 }
@@ -191,17 +254,19 @@ GST_START_TEST (test_bound)
   fail_unless (gpushare_retained_has_room (r));
   for (i = 0; i < 2; i++) {
     h = gpushare_holders_new ();
-    gpushare_holders_add (h, 20 + i, 0);
+    add (h, 20 + i, 0);
     gpushare_retained_add (r, i, GINT_TO_POINTER (4 + i), h);
   }
   fail_if (gpushare_retained_has_room (r));
   fail_unless_equals_int (gpushare_retained_count (r), 2);
   /* nobody holds this one: it never waits */
   gpushare_retained_add (r, 9, GINT_TO_POINTER (6), NULL);
+  fail_unless_equals_int (collect (r), 1);
   fail_unless_equals_int (freed[6], 1);
   fail_unless_equals_int (gpushare_retained_count (r), 2);
 
   fail_unless_equals_int (gpushare_retained_release (r, 21, 1), 1);
+  fail_unless_equals_int (collect (r), 1);
   fail_unless_equals_int (freed[5], 1);
   fail_unless (gpushare_retained_has_room (r));
 
@@ -222,7 +287,7 @@ GST_START_TEST (test_ids_per_process_bounded)
 
   reset ();
   for (i = 0; i < 1000; i++)
-    gpushare_holders_add (h, 100 + i, 0);
+    add (h, 100 + i, 0);
   fail_unless_equals_int (gpushare_holders_count (h), 1);
   gpushare_retained_add (r, 1, GINT_TO_POINTER (7), h);
   /* the oldest were forgotten: the newest 64 are what keeps it */
@@ -231,6 +296,7 @@ GST_START_TEST (test_ids_per_process_bounded)
     fail_unless_equals_int (gpushare_retained_release (r, 100 + i, 1), 0);
   fail_unless_equals_int (freed[7], 0);
   fail_unless_equals_int (gpushare_retained_release (r, 100 + 999, 1), 1);
+  fail_unless_equals_int (collect (r), 1);
   fail_unless_equals_int (freed[7], 1);
   gpushare_retained_free (r);
 }
