@@ -532,18 +532,12 @@ gpushare_conn_flush (GpuShareConn * conn, gint timeout_ms)
 }
 
 gboolean
-gpushare_conn_get_peer (GpuShareConn * conn, pid_t * pid, uid_t * uid,
-    gid_t * gid)
+gpushare_socket_get_peer (gint fd, pid_t * pid, uid_t * uid, gid_t * gid)
 {
   struct ucred cred;
   socklen_t len = sizeof (cred);
-  gint ret;
 
-  g_mutex_lock (&conn->lock);
-  ret = conn->fd >= 0 ? getsockopt (conn->fd, SOL_SOCKET, SO_PEERCRED, &cred,
-      &len) : -1;
-  g_mutex_unlock (&conn->lock);
-  if (ret < 0)
+  if (fd < 0 || getsockopt (fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
     return FALSE;
   if (pid)
     *pid = cred.pid;
@@ -552,6 +546,18 @@ gpushare_conn_get_peer (GpuShareConn * conn, pid_t * pid, uid_t * uid,
   if (gid)
     *gid = cred.gid;
   return TRUE;
+}
+
+gboolean
+gpushare_conn_get_peer (GpuShareConn * conn, pid_t * pid, uid_t * uid,
+    gid_t * gid)
+{
+  gboolean ret;
+
+  g_mutex_lock (&conn->lock);
+  ret = gpushare_socket_get_peer (conn->fd, pid, uid, gid);
+  g_mutex_unlock (&conn->lock);
+  return ret;
 }
 
 /* Reads once.  Returns FALSE with error on failure or hang-up. */

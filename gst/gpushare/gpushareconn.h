@@ -81,6 +81,10 @@ gboolean gpushare_conn_is_closed (GpuShareConn * conn);
 
 gboolean gpushare_conn_get_peer (GpuShareConn * conn, pid_t * pid,
     uid_t * uid, gid_t * gid);
+/* the credentials (SO_PEERCRED) of the process at the other end of a
+ * connected Unix socket, as of its connect () or listen () */
+gboolean gpushare_socket_get_peer (gint fd, pid_t * pid, uid_t * uid,
+    gid_t * gid);
 
 /* Heartbeat on an idle link, every interval_ms (0: off, the default).  A
  * timer on the context sends PING when nothing was sent for an interval,
