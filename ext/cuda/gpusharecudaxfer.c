@@ -6,6 +6,7 @@
 
 #include "gpusharecudaxfer.h"
 #include "gpusharecudasync.h"
+#include "gpusharevideo.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -120,26 +121,6 @@ push (CUcontext ctx, GError ** error)
 }
 
 
-/* bytes of visible data in a row of plane p, and its number of rows */
-static void
-plane_geometry (const GstVideoInfo * info, guint p, gsize * row_bytes,
-    guint * rows)
-{
-  const GstVideoFormatInfo *finfo = info->finfo;
-  gint comp[GST_VIDEO_MAX_COMPONENTS];
-
-  gst_video_format_info_component (finfo, p, comp);
-  if (comp[0] >= 0 && GST_VIDEO_FORMAT_INFO_PSTRIDE (finfo, comp[0]) > 0) {
-    *row_bytes = (gsize) GST_VIDEO_INFO_COMP_WIDTH (info, comp[0]) *
-        GST_VIDEO_INFO_COMP_PSTRIDE (info, comp[0]);
-    *rows = GST_VIDEO_INFO_COMP_HEIGHT (info, comp[0]);
-  } else {
-    /* packed formats without a pixel stride: the whole stride */
-    *row_bytes = GST_VIDEO_INFO_PLANE_STRIDE (info, p);
-    *rows = GST_VIDEO_INFO_COMP_HEIGHT (info, MAX (comp[0], 0));
-  }
-}
-
 /* enqueues one 2D copy per plane on stream */
 static gboolean
 copy_planes (CUstream stream, const GstVideoInfo * info,
@@ -149,11 +130,19 @@ copy_planes (CUstream stream, const GstVideoInfo * info,
 
   for (p = 0; p < GST_VIDEO_INFO_N_PLANES (info); p++) {
     CUDA_MEMCPY2D m;
-    gsize row_bytes;
+    guint64 row_bytes;
     guint rows;
 
-    plane_geometry (info, p, &row_bytes, &rows);
-    row_bytes = MIN (row_bytes, (gsize) MIN (src->stride[p], dst->stride[p]));
+    /* the rows of the format, not of the first component: packed 4:2:2 at
+     * odd widths ends with a whole macropixel */
+    if (!gpushare_video_plane_geometry (info, p, &row_bytes, &rows)) {
+      g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_UNSUPPORTED,
+          "the rows of format %s cannot be copied plane by plane",
+          GST_VIDEO_INFO_NAME (info));
+      return FALSE;
+    }
+    row_bytes = MIN (row_bytes, (guint64) MIN (src->stride[p],
+            dst->stride[p]));
     memset (&m, 0, sizeof (m));
     if (src->device) {
       m.srcMemoryType = CU_MEMORYTYPE_DEVICE;

@@ -45,10 +45,12 @@
 
 #include "gpusharebackend.h"
 #include "gpushareconn.h"
+#include "gpushareids.h"
 #include "gpushareproto.h"
 #include "gpusharering.h"
 #include "gpushareretain.h"
 #include "gpusharetest.h"
+#include "gpusharevideo.h"
 #ifdef HAVE_CUDA
 #include "gpusharecudaxfer.h"
 #include "gpusharegstcuda.h"
@@ -1072,17 +1074,6 @@ n_pending_clients (GstGpuShareSink * self)
   return n;
 }
 
-static gboolean
-in_array (GArray * a, guint v)
-{
-  guint i;
-
-  for (i = 0; a && i < a->len; i++)
-    if (g_array_index (a, guint, i) == v)
-      return TRUE;
-  return FALSE;
-}
-
 /* our own uid, an allowed uid, or an allowed primary gid */
 static gboolean
 peer_allowed (GstGpuShareSink * self, const struct ucred *cred)
@@ -1092,8 +1083,8 @@ peer_allowed (GstGpuShareSink * self, const struct ucred *cred)
   if (cred->uid == getuid ())
     return TRUE;
   GST_OBJECT_LOCK (self);
-  ok = in_array (self->allowed_uids, cred->uid)
-      || in_array (self->allowed_gids, cred->gid);
+  ok = gpushare_ids_contain (self->allowed_uids, cred->uid)
+      || gpushare_ids_contain (self->allowed_gids, cred->gid);
   GST_OBJECT_UNLOCK (self);
   return ok;
 }
@@ -1534,7 +1525,9 @@ copy_into_slot (GstGpuShareSink * self, GstBuffer * buf, guint slot)
 
   if (gst_video_frame_map (&in, &self->vinfo, buf, GST_MAP_READ)) {
     if (gst_video_frame_map (&out, &self->vinfo, dest, GST_MAP_WRITE)) {
-      ret = gst_video_frame_copy (&out, &in);
+      /* not gst_video_frame_copy (): it drops the last chroma sample of
+       * odd-width packed 4:2:2 rows */
+      ret = gpushare_video_frame_copy (&out, &in);
       gst_video_frame_unmap (&out);
     }
     gst_video_frame_unmap (&in);
@@ -2366,35 +2359,6 @@ make_stats (GstGpuShareSink * self)
   return s;
 }
 
-/* a GstValueArray of uints <-> our GArray */
-static void
-ids_from_value (GArray ** ids, const GValue * value)
-{
-  guint i, n = gst_value_array_get_size (value);
-
-  g_clear_pointer (ids, g_array_unref);
-  *ids = g_array_sized_new (FALSE, FALSE, sizeof (guint), n);
-  for (i = 0; i < n; i++) {
-    guint id = g_value_get_uint (gst_value_array_get_value (value, i));
-
-    g_array_append_val (*ids, id);
-  }
-}
-
-static void
-ids_to_value (GArray * ids, GValue * value)
-{
-  guint i;
-
-  for (i = 0; ids && i < ids->len; i++) {
-    GValue v = G_VALUE_INIT;
-
-    g_value_init (&v, G_TYPE_UINT);
-    g_value_set_uint (&v, g_array_index (ids, guint, i));
-    gst_value_array_append_and_take_value (value, &v);
-  }
-}
-
 static void
 gst_gpu_share_sink_set_property (GObject * object, guint prop_id,
     const GValue * value, GParamSpec * pspec)
@@ -2438,10 +2402,10 @@ gst_gpu_share_sink_set_property (GObject * object, guint prop_id,
       self->heartbeat_interval = g_value_get_uint (value);
       break;
     case PROP_ALLOWED_UIDS:
-      ids_from_value (&self->allowed_uids, value);
+      gpushare_ids_from_value (&self->allowed_uids, value);
       break;
     case PROP_ALLOWED_GIDS:
-      ids_from_value (&self->allowed_gids, value);
+      gpushare_ids_from_value (&self->allowed_gids, value);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -2509,10 +2473,10 @@ gst_gpu_share_sink_get_property (GObject * object, guint prop_id,
       g_value_set_uint (value, self->heartbeat_interval);
       break;
     case PROP_ALLOWED_UIDS:
-      ids_to_value (self->allowed_uids, value);
+      gpushare_ids_to_value (self->allowed_uids, value);
       break;
     case PROP_ALLOWED_GIDS:
-      ids_to_value (self->allowed_gids, value);
+      gpushare_ids_to_value (self->allowed_gids, value);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
