@@ -30,6 +30,7 @@
 
 #include "gstgpusharesrc.h"
 
+#include <errno.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -37,9 +38,11 @@
 
 #include "gpusharebackend.h"
 #include "gpushareconn.h"
+#include "gpushareids.h"
 #include "gpushareproto.h"
 #include "gpusharering.h"
 #include "gpusharetest.h"
+#include "gpusharevideo.h"
 #ifdef HAVE_CUDA
 #include "gpusharecudaxfer.h"
 #include "gpusharegstcuda.h"
@@ -71,6 +74,7 @@ enum
   PROP_SYNC_MODE,
   PROP_CUDA_DEVICE_ID,
   PROP_HEARTBEAT_INTERVAL,
+  PROP_ALLOWED_PRODUCER_UIDS,
   PROP_STATS,
   N_PROPERTIES
 };
@@ -154,6 +158,7 @@ struct _GstGpuShareSrc
   GstGpuShareSync sync;
   gint cuda_device_id;
   guint heartbeat_interval;     /* ms, 0: none */
+  GArray *allowed_producer_uids;        /* guint, beside our own and root */
 
   /* control thread */
   GMainContext *context;
@@ -174,6 +179,11 @@ struct _GstGpuShareSrc
   gchar *error_text;
   gchar *error_debug;
   GpuShareLayout pending;       /* announced, slots not yet mapped */
+  /* the shape of the ring mapped now (epoch 0: none), as its SLOTS said
+   * and the import checked */
+  guint64 mapped_epoch;
+  guint mapped_n_slots;
+  guint64 mapped_slot_size;
   GpuShareImport *import;
   GpuShareMemType mem_type;
   GpuShareSyncMode sync_mode;
@@ -406,34 +416,31 @@ layout_to_caps (const GpuShareLayout * l, GstVideoInfo * vinfo,
     *why = g_strdup ("caps are not fixed raw video");
     goto bad;
   }
+  /* the memory is ours to say: a feature in the producer's caps would
+   * make downstream take our buffers for something they are not */
+  if (gst_caps_get_features (caps, 0)
+      && !gst_caps_features_is_equal (gst_caps_get_features (caps, 0),
+          GST_CAPS_FEATURES_MEMORY_SYSTEM_MEMORY)) {
+    *why = g_strdup ("caps name a memory feature");
+    goto bad;
+  }
   if (l->n_planes != GST_VIDEO_INFO_N_PLANES (vinfo)) {
     *why = g_strdup ("plane count does not match the caps");
     goto bad;
   }
-  /* every plane must lie inside the frame, and the frame inside the slot,
-   * before any buffer points into the mapping */
-  for (i = 0; i < l->n_planes; i++) {
-    gint comp[GST_VIDEO_MAX_COMPONENTS];
-    guint64 rows, end;
-
-    gst_video_format_info_component (vinfo->finfo, i, comp);
-    rows = GST_VIDEO_FORMAT_INFO_SCALE_HEIGHT (vinfo->finfo, comp[0],
-        GST_VIDEO_INFO_FIELD_HEIGHT (vinfo));
-    if (l->strides[i] <= 0) {
-      *why = g_strdup ("negative or zero stride");
-      goto bad;
-    }
-    end = l->offsets[i] + rows * (guint64) l->strides[i];
-    if (end > l->frame_size) {
-      *why = g_strdup_printf ("plane %u ends past the frame", i);
-      goto bad;
-    }
-    vinfo->offset[i] = l->offsets[i];
-    vinfo->stride[i] = l->strides[i];
-  }
+  /* every plane must fit its format's rows and lie inside the frame, and
+   * the frame inside the slot, before any buffer points into the mapping:
+   * downstream reads whole rows from the strides given here */
   if (l->frame_size > l->slot_size) {
     *why = g_strdup ("frame larger than slot");
     goto bad;
+  }
+  if (!gpushare_video_check_planes (vinfo, l->n_planes, l->offsets,
+          l->strides, l->frame_size, why))
+    goto bad;
+  for (i = 0; i < l->n_planes; i++) {
+    vinfo->offset[i] = l->offsets[i];
+    vinfo->stride[i] = l->strides[i];
   }
   vinfo->size = l->frame_size;
   return caps;
@@ -815,6 +822,9 @@ handle_slots (GstGpuShareSrc * self, const GpuShareSlots * s, gint * fds)
   self->import = import;
 
 mapped:
+  self->mapped_epoch = s->epoch;
+  self->mapped_n_slots = s->n_slots;
+  self->mapped_slot_size = s->slot_size;
   g_mutex_lock (&self->session->lock);
   /* sequence continuity spans epochs */
   last_seq = self->session->view.last_sequence;
@@ -849,11 +859,74 @@ handle_caps (GstGpuShareSrc * self, const GpuShareCaps * c)
     producer_error (self, "CAPS for an old ring");
     return;
   }
+  /* a layout for the ring mapped now must fit it: a ring of another
+   * shape comes with a new epoch, and its SLOTS */
+  if (self->mapped_epoch && c->layout.epoch == self->mapped_epoch) {
+    gchar *debug = NULL;
+
+    if (c->layout.n_slots != self->mapped_n_slots)
+      debug = g_strdup_printf ("CAPS keeps epoch %" G_GUINT64_FORMAT
+          " but changes n-slots from %u to %u", c->layout.epoch,
+          self->mapped_n_slots, c->layout.n_slots);
+    else if (self->mem_type == GPUSHARE_MEM_SYSTEM
+        && c->layout.slot_size != self->mapped_slot_size)
+      debug = g_strdup_printf ("CAPS keeps epoch %" G_GUINT64_FORMAT
+          " but changes slot-size from %" G_GUINT64_FORMAT " to %"
+          G_GUINT64_FORMAT, c->layout.epoch, self->mapped_slot_size,
+          c->layout.slot_size);
+    else if (c->layout.frame_size > self->mapped_slot_size)
+      debug = g_strdup_printf ("CAPS keeps epoch %" G_GUINT64_FORMAT
+          " but its frame-size %" G_GUINT64_FORMAT " exceeds the mapped "
+          "slots of %" G_GUINT64_FORMAT " bytes", c->layout.epoch,
+          c->layout.frame_size, self->mapped_slot_size);
+    if (debug) {
+      producer_error (self, debug);
+      g_free (debug);
+      return;
+    }
+  }
   if (!queue_caps (self, &c->layout))
     return;
   if (c->layout.epoch != self->pending.epoch && self->state == STATE_READY)
     set_state (self, STATE_REMAP);
   self->pending = c->layout;
+}
+
+/* lock held.  The stream ended here (EOS went downstream), but the
+ * producer goes on, after a flush on its side: its frames are not read,
+ * and their slots go back at once so that the producer is not kept
+ * waiting for them.  A frame that does not fit the ring is ignored: there
+ * is no stream left to fail. */
+static void
+handle_frame_after_eos (GstGpuShareSrc * self, const GpuShareFrame * f)
+{
+  Session *s = self->session;
+  GpuShareRingResult res;
+
+  g_mutex_lock (&s->lock);
+  res = gpushare_slot_view_frame (&s->view, f->epoch, f->slot,
+      f->generation, f->sequence);
+  if (res == GPUSHARE_RING_OK)
+    res = gpushare_slot_view_release (&s->view, f->slot, f->generation);
+#ifdef HAVE_CUDA
+  /* a GPU slot is done only once its done signal is written */
+  if (res == GPUSHARE_RING_OK && self->cuda)
+    gpushare_cuda_view_skip (self->cuda->view, f->slot, f->sequence, NULL);
+#endif
+  if (res == GPUSHARE_RING_OK && s->conn) {
+    GpuShareMsg msg = { 0, };
+
+    msg.type = GPUSHARE_MSG_RELEASE;
+    msg.u.release.epoch = f->epoch;
+    msg.u.release.slot = f->slot;
+    msg.u.release.generation = f->generation;
+    msg.u.release.sequence = f->sequence;
+    gpushare_conn_send (s->conn, &msg, NULL, 0, NULL);
+  }
+  g_mutex_unlock (&s->lock);
+  GST_DEBUG_OBJECT (self, "frame %" G_GUINT64_FORMAT " after the end of the "
+      "stream: %s", f->sequence, res == GPUSHARE_RING_OK ? "given back unread"
+      : gpushare_ring_result_to_string (res));
 }
 
 static void
@@ -862,6 +935,10 @@ handle_frame (GstGpuShareSrc * self, const GpuShareFrame * f)
   GpuShareRingResult res;
   Item *item;
 
+  if (self->state == STATE_DONE) {
+    handle_frame_after_eos (self, f);
+    return;
+  }
   if (self->state != STATE_READY) {
     producer_error (self, "FRAME before the slots were mapped");
     return;
@@ -1001,6 +1078,7 @@ drop_session (GstGpuShareSrc * self)
   g_clear_pointer (&self->import, gpushare_import_unref);
   g_clear_pointer (&self->cuda, cuda_view_unref);
   memset (&self->pending, 0, sizeof (self->pending));
+  self->mapped_epoch = 0;
 }
 
 static gboolean try_connect (gpointer user_data);
@@ -1112,12 +1190,41 @@ conn_closed (GpuShareConn * conn, const GError * error, gpointer user_data)
   g_mutex_unlock (&self->lock);
 }
 
+/* Is the process at the other end of fd a producer this consumer may
+ * take frames from: our own uid, root, or allowed-producer-uids?  Checked
+ * before a byte is read from it: whoever binds the socket path first (in a
+ * directory others may write to) would otherwise feed this pipeline. */
+static gboolean
+producer_trusted (GstGpuShareSrc * self, gint fd, gchar ** debug)
+{
+  pid_t pid;
+  uid_t uid;
+  gboolean ok;
+
+  if (!gpushare_socket_get_peer (fd, &pid, &uid, NULL)) {
+    *debug = g_strdup_printf ("the producer's credentials cannot be read: %s",
+        g_strerror (errno));
+    return FALSE;
+  }
+  if (uid == getuid () || uid == 0)
+    return TRUE;
+  GST_OBJECT_LOCK (self);
+  ok = gpushare_ids_contain (self->allowed_producer_uids, uid);
+  GST_OBJECT_UNLOCK (self);
+  if (!ok)
+    *debug = g_strdup_printf ("the process listening at the socket path "
+        "(pid %d) runs as uid %u; this consumer takes frames only from uid "
+        "%u, root or a uid in allowed-producer-uids", (gint) pid,
+        (guint) uid, (guint) getuid ());
+  return ok;
+}
+
 static gboolean
 try_connect (gpointer user_data)
 {
   GstGpuShareSrc *self = user_data;
   GError *error = NULL;
-  gchar *path;
+  gchar *path, *debug = NULL;
   gint fd;
   guint heartbeat;
 
@@ -1131,6 +1238,13 @@ try_connect (gpointer user_data)
   if (self->state != STATE_CONNECTING) {
     if (fd >= 0)
       close (fd);
+    goto done;
+  }
+  if (fd >= 0 && !producer_trusted (self, fd, &debug)) {
+    close (fd);
+    fail (self, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_NOT_AUTHORIZED,
+        "The process at the socket path is not a producer this consumer "
+        "trusts", debug);
     goto done;
   }
   if (fd >= 0) {
@@ -1161,6 +1275,7 @@ try_connect (gpointer user_data)
 done:
   g_mutex_unlock (&self->lock);
   g_clear_error (&error);
+  g_free (debug);
   g_free (path);
   return G_SOURCE_REMOVE;
 }
@@ -1241,6 +1356,7 @@ gst_gpu_share_src_start (GstBaseSrc * bsrc)
   self->sync_mode = 0;
   g_clear_pointer (&self->mem_reason, g_free);
   memset (&self->pending, 0, sizeof (self->pending));
+  self->mapped_epoch = 0;
   probe_gpu (self);
   set_state (self, STATE_CONNECTING);
   g_mutex_unlock (&self->lock);
@@ -1863,6 +1979,9 @@ gst_gpu_share_src_set_property (GObject * object, guint prop_id,
     case PROP_HEARTBEAT_INTERVAL:
       self->heartbeat_interval = g_value_get_uint (value);
       break;
+    case PROP_ALLOWED_PRODUCER_UIDS:
+      gpushare_ids_from_value (&self->allowed_producer_uids, value);
+      break;
     case PROP_IS_LIVE:
       self->is_live = g_value_get_boolean (value);
       GST_OBJECT_UNLOCK (self);
@@ -1911,6 +2030,9 @@ gst_gpu_share_src_get_property (GObject * object, guint prop_id,
     case PROP_HEARTBEAT_INTERVAL:
       g_value_set_uint (value, self->heartbeat_interval);
       break;
+    case PROP_ALLOWED_PRODUCER_UIDS:
+      gpushare_ids_to_value (self->allowed_producer_uids, value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -1926,6 +2048,7 @@ gst_gpu_share_src_finalize (GObject * object)
   g_free (self->socket_path);
   g_free (self->mem_reason);
   g_free (self->cuda_reason);
+  g_clear_pointer (&self->allowed_producer_uids, g_array_unref);
   g_mutex_clear (&self->lock);
   g_cond_clear (&self->cond);
   G_OBJECT_CLASS (parent_class)->finalize (object);
@@ -1978,6 +2101,13 @@ gst_gpu_share_src_class_init (GstGpuShareSrcClass * klass)
       "producer silent for 3 intervals is lost, as if it went away (see "
       "producer-lost; 0 = no heartbeat)", 0, G_MAXUINT / 4,
       DEFAULT_HEARTBEAT_INTERVAL, rw);
+  properties[PROP_ALLOWED_PRODUCER_UIDS] =
+      gst_param_spec_array ("allowed-producer-uids", "Allowed producer uids",
+      "Producers of these uids are trusted, beside those of this process's "
+      "own uid and root (which always are), e.g. <1000>; a process of any "
+      "other uid listening at socket-path is refused before it is read",
+      g_param_spec_uint ("uid", "uid", "A uid", 0, G_MAXUINT32, 0,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS), rw);
   properties[PROP_STATS] = g_param_spec_boxed ("stats", "Statistics",
       "Memory type in use and why, frames received",
       GST_TYPE_STRUCTURE, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);

@@ -1285,7 +1285,8 @@ GST_START_TEST (test_inspect)
   static const gchar *const src_props[] = { "socket-path",
     "connection-timeout", "is-live", "producer-lost", "transport",
     "sync-mode",
-    "cuda-device-id", "heartbeat-interval", "stats", NULL
+    "cuda-device-id", "heartbeat-interval", "allowed-producer-uids",
+    "stats", NULL
   };
   static const gchar *const src_ro[] = { "stats", NULL };
   static const gchar *const reasons[] = { "goodbye", "hangup", "protocol",
@@ -3510,6 +3511,483 @@ GST_START_TEST (test_long_cycles)
 
 GST_END_TEST;
 
+/* ------------------------------------------------------------------------ */
+/* 13. A hostile producer's layouts: checked against the format and the
+ * mapped ring before any buffer points into a slot */
+
+typedef enum
+{
+  HL_STRIDE_SHORT,
+  HL_STRIDE_ODD_YUY2,
+  HL_UV_STRIDE_SHORT,
+  HL_MEMORY_FEATURE,
+  HL_CAPS_SLOT_SIZE,
+  HL_CAPS_N_SLOTS,
+  N_HL
+} HostileLayout;
+
+static const struct
+{
+  const gchar *name;
+  const gchar *says;            /* what the ERROR to the producer names */
+} hl_cases[N_HL] = {
+  /* crashed the consumer's process in videoconvert (SIGSEGV) */
+  {"an ARGB64 plane 32767 wide with stride 1 at the end of the slot",
+      "plane 0: stride 1 is shorter than a row"},
+  {"YUY2 at width 5 with 10-byte rows", "plane 0: stride 10 is shorter"},
+  {"NV12 whose chroma rows are one byte short", "plane 1: stride 63"},
+  {"caps that name a memory feature", "memory feature"},
+  /* was accepted: criticals, empty buffers, slots never released */
+  {"a CAPS that keeps the epoch but needs larger slots", "slot-size"},
+  {"a CAPS that keeps the epoch but changes the slot count", "n-slots"},
+};
+
+/* a layout of format at w x h in slots of slot_size, GStreamer's default
+ * strides */
+static void
+make_layout_of (GpuShareLayout * l, const gchar * format, guint w, guint h,
+    guint64 slot_size)
+{
+  GstVideoInfo vi;
+  GstCaps *caps;
+  gchar *str;
+  guint i;
+
+  fail_unless (gst_video_info_set_format (&vi,
+          gst_video_format_from_string (format), w, h));
+  GST_VIDEO_INFO_FPS_N (&vi) = 30;
+  GST_VIDEO_INFO_FPS_D (&vi) = 1;
+  caps = gst_video_info_to_caps (&vi);
+  str = gst_caps_to_string (caps);
+  memset (l, 0, sizeof (*l));
+  l->epoch = 1;
+  l->frame_size = GST_VIDEO_INFO_SIZE (&vi);
+  l->slot_size = slot_size;
+  l->n_slots = HP_N_SLOTS;
+  l->n_planes = GST_VIDEO_INFO_N_PLANES (&vi);
+  for (i = 0; i < l->n_planes; i++) {
+    l->offsets[i] = GST_VIDEO_INFO_PLANE_OFFSET (&vi, i);
+    l->strides[i] = GST_VIDEO_INFO_PLANE_STRIDE (&vi, i);
+  }
+  fail_unless (gpushare_layout_set_caps (l, str));
+  g_free (str);
+  gst_caps_unref (caps);
+}
+
+GST_START_TEST (test_hostile_layout)
+{
+  HostileLayout which = __i__;
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  gchar *path = socket_path ("hostile.sock");
+  GpuShareLayout *l = &msg->u.announce.layout;
+  gint fds[HP_N_SLOTS];
+  GstElement *pipeline;
+  gint listen_fd;
+  RawPeer raw;
+  guint i;
+
+  GST_INFO ("producer sends %s", hl_cases[which].name);
+  pipeline = hostile_consumer_start (path, &listen_fd, &raw);
+  make_announce (msg, HP_N_SLOTS, HP_SLOT_SIZE);
+
+  switch (which) {
+    case HL_STRIDE_SHORT:
+      /* two rows of 262136 bytes claimed inside one 8 KiB frame */
+      make_layout_of (l, "ARGB64", 32767, 2, HP_SLOT_SIZE);
+      l->frame_size = HP_SLOT_SIZE;
+      l->offsets[0] = HP_SLOT_SIZE - 2;
+      l->strides[0] = 1;
+      break;
+    case HL_STRIDE_ODD_YUY2:
+      make_layout_of (l, "YUY2", 5, 4, HP_SLOT_SIZE);
+      l->strides[0] = 10;
+      break;
+    case HL_UV_STRIDE_SHORT:
+      make_layout_of (l, "NV12", 64, 48, HP_SLOT_SIZE);
+      l->strides[1] = 63;
+      break;
+    case HL_MEMORY_FEATURE:
+      make_layout_of (l, "NV12", 64, 48, HP_SLOT_SIZE);
+      fail_unless (gpushare_layout_set_caps (l, "video/x-raw(memory:"
+              "CUDAMemory), format=NV12, width=64, height=48, "
+              "framerate=30/1"));
+      break;
+    case HL_CAPS_SLOT_SIZE:
+    case HL_CAPS_N_SLOTS:
+      break;
+    default:
+      g_assert_not_reached ();
+  }
+  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+
+  if (which == HL_CAPS_SLOT_SIZE || which == HL_CAPS_N_SLOTS) {
+    raw_expect (&raw, GPUSHARE_MSG_ACCEPT, msg, NULL, NULL);
+    for (i = 0; i < HP_N_SLOTS; i++)
+      fds[i] = make_memfd (HP_SLOT_SIZE, TRUE);
+    raw_send_slots (&raw, msg, fds);
+    raw_expect (&raw, GPUSHARE_MSG_MAPPED, msg, NULL, NULL);
+    /* the ring stays epoch 1, of two 8 KiB slots */
+    memset (msg, 0, sizeof (*msg));
+    msg->type = GPUSHARE_MSG_CAPS;
+    msg->u.caps.latency = GST_CLOCK_TIME_NONE;
+    if (which == HL_CAPS_SLOT_SIZE) {
+      make_layout_of (&msg->u.caps.layout, "NV12", 256, 192, 128 * 1024);
+    } else {
+      make_layout_of (&msg->u.caps.layout, "NV12", 64, 48, HP_SLOT_SIZE);
+      msg->u.caps.layout.n_slots = HP_N_SLOTS + 2;
+    }
+    fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+    /* a frame in the claimed layout, which would be wrapped past the slot */
+    make_frame (msg, 1, 0, 1, 1);
+    raw_send_msg (&raw, msg, NULL, 0);
+  }
+
+  /* the consumer says why, naming the field, before it gives up */
+  raw_expect (&raw, GPUSHARE_MSG_ERROR, msg, NULL, NULL);
+  fail_unless_equals_int (msg->u.error.code, GPUSHARE_ERR_PROTOCOL);
+  fail_unless (strstr (msg->u.error.text, hl_cases[which].says) != NULL,
+      "'%s' does not say '%s'", msg->u.error.text, hl_cases[which].says);
+  assert_error (pipeline, GST_STREAM_ERROR, GST_STREAM_ERROR_DECODE);
+
+  fail_unless_equals_int (gst_element_set_state (pipeline, GST_STATE_NULL),
+      GST_STATE_CHANGE_SUCCESS);
+  gst_object_unref (pipeline);
+  raw_clear (&raw);
+  close (listen_fd);
+  unlink (path);
+  g_free (path);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
+/* After its EOS, the consumer gives back the frames of a producer that goes
+ * on (a flush on its side) unread, instead of calling them "before the
+ * slots were mapped" and failing. */
+GST_START_TEST (test_frame_after_eos)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  gchar *path = socket_path ("hostile.sock");
+  gint fds[HP_N_SLOTS];
+  GstElement *pipeline;
+  GstMessage *eos;
+  gint listen_fd;
+  RawPeer raw;
+  guint i;
+
+  pipeline = hostile_consumer_start (path, &listen_fd, &raw);
+  raw_announce (&raw, msg);
+  for (i = 0; i < HP_N_SLOTS; i++)
+    fds[i] = make_memfd (HP_SLOT_SIZE, TRUE);
+  raw_send_slots (&raw, msg, fds);
+  raw_expect (&raw, GPUSHARE_MSG_MAPPED, msg, NULL, NULL);
+  make_frame (msg, 1, 0, 1, 1);
+  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+  raw_expect (&raw, GPUSHARE_MSG_RELEASE, msg, NULL, NULL);
+
+  make_simple (msg, GPUSHARE_MSG_EOS);
+  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+  eos = pop_message (pipeline, GST_MESSAGE_EOS | GST_MESSAGE_ERROR,
+      TIMEOUT_MS);
+  fail_unless (eos && GST_MESSAGE_TYPE (eos) == GST_MESSAGE_EOS);
+  gst_message_unref (eos);
+
+  /* two more frames: each comes back at once, unread */
+  for (i = 0; i < 2; i++) {
+    make_frame (msg, 1, 1 - i, 1 + i, 2 + i);
+    fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+    raw_expect (&raw, GPUSHARE_MSG_RELEASE, msg, NULL, NULL);
+    fail_unless_equals_int (msg->u.release.slot, 1 - i);
+    fail_unless_equals_int (msg->u.release.generation, 1 + i);
+    fail_unless_equals_uint64 (msg->u.release.sequence, 2 + i);
+  }
+  assert_no_error (pipeline);
+
+  fail_unless_equals_int (gst_element_set_state (pipeline, GST_STATE_NULL),
+      GST_STATE_CHANGE_SUCCESS);
+  gst_object_unref (pipeline);
+  raw_clear (&raw);
+  close (listen_fd);
+  unlink (path);
+  g_free (path);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
+/* A copied frame of packed 4:2:2 at an odd width keeps the last chroma
+ * sample of every row (gst_video_frame_copy () dropped it: YUY2 rows of 5
+ * pixels are 3 macropixels, 12 bytes, of which it copied 10). */
+GST_START_TEST (test_copy_odd_yuy2)
+{
+  gchar *path = socket_path ("yuy2.sock");
+  GstElement *producer, *appsrc;
+  GstVideoInfo info;
+  GstVideoFrame in, out;
+  GstBuffer *buf, *got;
+  GstMapInfo map;
+  GstCaps *caps;
+  Consumer *c;
+  guint j, r;
+
+  fail_unless (gst_video_info_set_format (&info, GST_VIDEO_FORMAT_YUY2, 5,
+          4));
+  GST_VIDEO_INFO_FPS_N (&info) = 30;
+  GST_VIDEO_INFO_FPS_D (&info) = 1;
+  caps = gst_video_info_to_caps (&info);
+  producer = launch ("appsrc name=in format=time ! gpusharesink name=sink");
+  appsrc = child (producer, "in");
+  g_object_set (appsrc, "caps", caps, NULL);
+  gst_caps_unref (caps);
+  g_object_set (child (producer, "sink"), "socket-path", path,
+      "wait-for-connection", TRUE, NULL);
+  fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  c = consumer_new (path, TRUE);
+  consumer_start (c);
+
+  /* appsrc's buffer is not one of the sink's slots: it is copied in */
+  buf = gst_buffer_new_allocate (NULL, GST_VIDEO_INFO_SIZE (&info), NULL);
+  fail_unless (gst_buffer_map (buf, &map, GST_MAP_WRITE));
+  for (j = 0; j < map.size; j++)
+    map.data[j] = 1 + j % 251;
+  gst_buffer_unmap (buf, &map);
+  GST_BUFFER_PTS (buf) = 0;
+  GST_BUFFER_DURATION (buf) = GST_SECOND / 30;
+  fail_unless (gst_video_frame_map (&in, &info, buf, GST_MAP_READ));
+  fail_unless_equals_int (gst_app_src_push_buffer (GST_APP_SRC (appsrc),
+          gst_buffer_ref (buf)), GST_FLOW_OK);
+
+  got = g_async_queue_timeout_pop (c->buffers, TIMEOUT_MS * 1000);
+  fail_unless (got != NULL, "the frame never arrived");
+  fail_unless (gst_video_frame_map (&out, &info, got, GST_MAP_READ));
+  for (r = 0; r < 4; r++)
+    fail_unless (memcmp ((guint8 *) GST_VIDEO_FRAME_PLANE_DATA (&in, 0) +
+            r * GST_VIDEO_FRAME_PLANE_STRIDE (&in, 0),
+            (guint8 *) GST_VIDEO_FRAME_PLANE_DATA (&out, 0) +
+            r * GST_VIDEO_FRAME_PLANE_STRIDE (&out, 0), 12) == 0,
+        "row %u of the YUY2 frame differs", r);
+  gst_video_frame_unmap (&out);
+  gst_video_frame_unmap (&in);
+  gst_buffer_unref (got);
+  gst_buffer_unref (buf);
+  fail_unless_equals_uint64 (stat_u64 (child (producer, "sink"),
+          "frames-copied"), 1);
+
+  assert_no_error (producer);
+  assert_no_error (c->pipeline);
+  consumer_free (c);
+  gst_element_set_state (producer, GST_STATE_NULL);
+  gst_object_unref (producer);
+  g_free (path);
+}
+
+GST_END_TEST;
+
+/* ------------------------------------------------------------------------ */
+/* 14. Who the producer is: in a directory anyone may write to, another uid
+ * binds the socket path first.  The consumer reads SO_PEERCRED before a
+ * byte and takes frames only from its own uid, root or
+ * allowed-producer-uids. */
+
+typedef struct
+{
+  gint stage;
+  gint err;                     /* errno of the failing step */
+  gint accepted;                /* a consumer connected */
+  gint eof;                     /* and hung up */
+  guint32 len;                  /* bytes it sent, which follow */
+} ProducerReport;
+
+/* Runs in a child forked from a threaded process: system calls only. */
+static void G_GNUC_NORETURN
+foreign_producer_child (const struct sockaddr_un *addr,
+    const guint8 * announce, gsize announce_len, gint ready_fd,
+    gint report_fd)
+{
+  static guint8 buf[65536];
+  ProducerReport r;
+  struct pollfd pfd;
+  gint l, c = -1;
+
+  memset (&r, 0, sizeof (r));
+  if (setgroups (0, NULL) < 0 || setgid (FOREIGN_UID) < 0
+      || setuid (FOREIGN_UID) < 0 || getuid () != FOREIGN_UID) {
+    r.stage = UID_NO_SETUID;
+    goto report;
+  }
+  l = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (l < 0 || bind (l, (const struct sockaddr *) addr, sizeof (*addr)) < 0
+      || listen (l, 4) < 0) {
+    r.stage = UID_NO_DIR;
+    r.err = errno;
+    goto report;
+  }
+  if (write (ready_fd, "r", 1) != 1)
+    goto report;
+  pfd.fd = l;
+  pfd.events = POLLIN;
+  if (poll (&pfd, 1, TIMEOUT_MS) != 1)
+    goto report;
+  c = accept4 (l, NULL, NULL, SOCK_CLOEXEC);
+  if (c < 0)
+    goto report;
+  r.accepted = 1;
+  /* a hostile producer speaks first: a well-formed ANNOUNCE */
+  if (send (c, announce, announce_len, MSG_NOSIGNAL) < 0)
+    r.err = errno;
+  while (r.len < sizeof (buf)) {
+    gssize n;
+
+    pfd.fd = c;
+    pfd.events = POLLIN;
+    if (poll (&pfd, 1, first_message_in (buf, r.len) ? 500 : TIMEOUT_MS) != 1)
+      break;
+    n = recv (c, buf + r.len, sizeof (buf) - r.len, 0);
+    if (n <= 0) {
+      r.eof = 1;
+      break;
+    }
+    r.len += n;
+  }
+
+report:
+  if (write (report_fd, &r, sizeof (r)) == sizeof (r) && r.len > 0)
+    while (write (report_fd, buf, r.len) < 0 && errno == EINTR);
+  _exit (0);
+}
+
+/* Starts a consumer against a producer of another uid in a sticky,
+ * world-writable directory; FALSE (a SKIP) where that cannot be done. */
+static gboolean
+run_foreign_producer (const gchar * allow, ProducerReport * report,
+    GByteArray * bytes, GstElement ** pipeline_out)
+{
+  gchar *dir = g_build_filename (tmpdir, "shared", NULL);
+  gchar *path = g_build_filename (dir, "cam.sock", NULL);
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  struct sockaddr_un addr;
+  GstElement *pipeline = NULL;
+  GByteArray *announce;
+  guint8 chunk[4096];
+  gint ready[2], rep[2], status;
+  gboolean usable = FALSE;
+  gchar r;
+  pid_t pid;
+
+  fail_unless (chmod (tmpdir, 0755) == 0);
+  fail_unless (mkdir (dir, 0777) == 0 && chmod (dir, 01777) == 0);
+  memset (&addr, 0, sizeof (addr));
+  addr.sun_family = AF_UNIX;
+  g_strlcpy (addr.sun_path, path, sizeof (addr.sun_path));
+  make_announce (msg, HP_N_SLOTS, HP_SLOT_SIZE);
+  announce = build (msg, 0);
+  fail_unless (pipe2 (ready, O_CLOEXEC) == 0 && pipe2 (rep, O_CLOEXEC) == 0);
+
+  pid = fork ();
+  fail_unless (pid >= 0);
+  if (pid == 0) {
+    close (ready[0]);
+    close (rep[0]);
+    foreign_producer_child (&addr, announce->data, announce->len, ready[1],
+        rep[1]);
+  }
+  close (ready[1]);
+  close (rep[1]);
+
+  if (read (ready[0], &r, 1) == 1) {
+    usable = TRUE;
+    pipeline = launch ("gpusharesrc name=src connection-timeout=%d ! "
+        "fakesink sync=false", TIMEOUT_MS);
+    g_object_set (child (pipeline, "src"), "socket-path", path, NULL);
+    if (allow)
+      gst_util_set_object_arg (G_OBJECT (child (pipeline, "src")),
+          "allowed-producer-uids", allow);
+    fail_if (gst_element_set_state (pipeline, GST_STATE_PLAYING) ==
+        GST_STATE_CHANGE_FAILURE);
+  }
+  close (ready[0]);
+
+  /* the report, then end of file when the child exits */
+  g_byte_array_set_size (bytes, 0);
+  for (;;) {
+    struct pollfd pfd = {.fd = rep[0],.events = POLLIN };
+    gssize n;
+
+    fail_unless (poll (&pfd, 1, 3 * TIMEOUT_MS) == 1, "the child hangs");
+    n = read (rep[0], chunk, sizeof (chunk));
+    if (n < 0 && errno == EINTR)
+      continue;
+    fail_unless (n >= 0);
+    if (n == 0)
+      break;
+    g_byte_array_append (bytes, chunk, n);
+  }
+  close (rep[0]);
+  fail_unless (waitpid (pid, &status, 0) == pid);
+  fail_unless (WIFEXITED (status) && WEXITSTATUS (status) == 0);
+  fail_unless (bytes->len >= sizeof (ProducerReport));
+  memcpy (report, bytes->data, sizeof (ProducerReport));
+  g_byte_array_remove_range (bytes, 0, sizeof (ProducerReport));
+  fail_unless_equals_int (bytes->len, report->len);
+  if (!usable)
+    g_print ("SKIP foreign producer: cannot act as uid %d here (stage %d: "
+        "%s)\n", FOREIGN_UID, report->stage, g_strerror (report->err));
+
+  *pipeline_out = pipeline;
+  unlink (path);
+  rmdir (dir);
+  g_byte_array_unref (announce);
+  g_free (msg);
+  g_free (path);
+  g_free (dir);
+  return usable;
+}
+
+GST_START_TEST (test_foreign_producer)
+{
+  gboolean allowed = __i__ == 1;
+  GByteArray *bytes = g_byte_array_new ();
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  GstElement *pipeline = NULL;
+  ProducerReport report;
+  GpuShareHeader hdr;
+
+  if (geteuid () != 0) {
+    g_print ("SKIP test_foreign_producer: needs root to run a producer as "
+        "uid %d\n", FOREIGN_UID);
+    goto done;
+  }
+  if (!run_foreign_producer (allowed ? "<1, 65534>" : NULL, &report, bytes,
+          &pipeline))
+    goto done;
+  fail_unless (report.accepted, "the consumer never connected");
+
+  if (!allowed) {
+    /* refused before a byte was read: not one byte back, hung up on */
+    assert_error (pipeline, GST_RESOURCE_ERROR,
+        GST_RESOURCE_ERROR_NOT_AUTHORIZED);
+    fail_unless_equals_int (report.len, 0);
+    fail_unless (report.eof, "the foreign producer was not hung up on");
+  } else {
+    /* trusted: the handshake goes on, the consumer ACCEPTs */
+    fail_unless (bytes->len > 0, "the consumer answered nothing");
+    fail_unless_equals_int (gpushare_header_parse (bytes->data, bytes->len,
+            &hdr), GPUSHARE_PARSE_OK);
+    fail_unless_equals_int (hdr.type, GPUSHARE_MSG_ACCEPT);
+  }
+  fail_unless_equals_int (gst_element_set_state (pipeline, GST_STATE_NULL),
+      GST_STATE_CHANGE_SUCCESS);
+
+done:
+  if (pipeline)
+    gst_object_unref (pipeline);
+  g_byte_array_unref (bytes);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
 static Suite *
 gpushare_elements_suite (void)
 {
@@ -3548,6 +4026,10 @@ gpushare_elements_suite (void)
   tcase_add_loop_test (tc, test_heartbeat_silent_producer, 0, 2);
   tcase_add_test (tc, test_cycles);
   tcase_add_test (tc, test_long_cycles);
+  tcase_add_loop_test (tc, test_hostile_layout, 0, N_HL);
+  tcase_add_test (tc, test_frame_after_eos);
+  tcase_add_test (tc, test_copy_odd_yuy2);
+  tcase_add_loop_test (tc, test_foreign_producer, 0, 2);
   return s;
 }
 
