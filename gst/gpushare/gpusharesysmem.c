@@ -12,7 +12,9 @@
  * the kernel refuses every new way in for writing, to anyone, the producer
  * included: write (), a writable shared mapping, mprotect () of a read-only
  * one, a hole punched, through any file of that memfd.  The producer's
- * mapping made before the seal is the only writer left.
+ * mapping made before the seal is the only writer left.  The consumer
+ * checks the seal, and that the kernel refuses it a writable mapping,
+ * before it maps a slot read-only.
  */
 
 #ifndef _GNU_SOURCE
@@ -34,6 +36,10 @@
 #endif
 
 #define REQUIRED_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
+/* either one keeps a consumer from writing; F_SEAL_WRITE would keep the
+ * producer out too (it needs no writable mapping to exist), so ours carry
+ * F_SEAL_FUTURE_WRITE */
+#define WRITE_SEALS (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE)
 
 static void
 sysmem_free (GpuShareAllocation * alloc)
@@ -141,6 +147,7 @@ static gboolean
 check_fd (gint fd, gsize slot_size, GError ** error)
 {
   struct stat st;
+  gpointer probe;
   gint seals;
 
   if (fstat (fd, &st) < 0 || !S_ISREG (st.st_mode)) {
@@ -156,12 +163,30 @@ check_fd (gint fd, gsize slot_size, GError ** error)
         "slot is not sealed against shrinking and growing");
     return FALSE;
   }
+  /* a slot this consumer could write, any other consumer could too: what
+   * they read would be whatever the last of them wrote */
+  if (!(seals & WRITE_SEALS)) {
+    g_set_error (error, GPUSHARE_BACKEND_ERROR,
+        GPUSHARE_BACKEND_ERROR_BAD_HANDLE,
+        "slot is writable: not sealed against writes (F_SEAL_FUTURE_WRITE)");
+    return FALSE;
+  }
   /* sealed: the size checked now is the size for the mapping's lifetime */
   if ((guint64) st.st_size != (guint64) slot_size) {
     g_set_error (error, GPUSHARE_BACKEND_ERROR,
         GPUSHARE_BACKEND_ERROR_BAD_HANDLE,
         "slot is %" G_GUINT64_FORMAT " bytes, announced %" G_GSIZE_FORMAT,
         (guint64) st.st_size, slot_size);
+    return FALSE;
+  }
+  /* the seals say so; the kernel must agree.  Mapping touches no page:
+   * this costs an address range for a moment, nothing more. */
+  probe = mmap (NULL, slot_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (probe != MAP_FAILED) {
+    munmap (probe, slot_size);
+    g_set_error (error, GPUSHARE_BACKEND_ERROR,
+        GPUSHARE_BACKEND_ERROR_BAD_HANDLE,
+        "slot is writable: the kernel let this consumer map it for writing");
     return FALSE;
   }
   return TRUE;

@@ -44,6 +44,11 @@
 #include "gpushareconn.h"
 #include "gpushareproto.h"
 
+/* Linux 5.1; older C library headers lack it */
+#ifndef F_SEAL_FUTURE_WRITE
+#define F_SEAL_FUTURE_WRITE 0x0010
+#endif
+
 #define CAPS_STR "video/x-raw,format=NV12,width=64,height=48,framerate=30/1"
 /* live producers run fast so that waiting for "a few more frames" is short */
 #define LIVE_CAPS_STR \
@@ -181,9 +186,10 @@ make_memfd (gsize size, gboolean seal)
 
   fail_unless (fd >= 0, "memfd_create: %s", g_strerror (errno));
   fail_unless (ftruncate (fd, size) == 0);
+  /* as gpusharesink seals its slots: nobody writes them after this */
   if (seal)
-    fail_unless (fcntl (fd, F_ADD_SEALS,
-            F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) == 0);
+    fail_unless (fcntl (fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW |
+            F_SEAL_FUTURE_WRITE | F_SEAL_SEAL) == 0);
   return fd;
 }
 
