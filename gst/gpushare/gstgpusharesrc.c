@@ -493,8 +493,8 @@ update_latency (GstGpuShareSrc * self, guint32 flags, guint64 latency)
 
 #ifdef HAVE_CUDA
 /* The GPU memory type to take, 0 if none; *note says why legacy memory was
- * taken in auto mode, or why nothing was.  Fabric memory is only ever
- * taken when asked for. */
+ * taken, and what it costs, or why nothing was.  Fabric memory is only
+ * ever taken when asked for. */
 static GpuShareMemType
 pick_gpu_memory (GstGpuShareSrc * self, const GpuShareAnnounce * a,
     GstGpuShareTransport transport, const gchar ** note)
@@ -511,9 +511,13 @@ pick_gpu_memory (GstGpuShareSrc * self, const GpuShareAnnounce * a,
     case GST_GPU_SHARE_TRANSPORT_AUTO:
       if (vmm)
         return GPUSHARE_MEM_CUDA_VMM;
+      /* cuIpcOpenMemHandle has no read-only mode: say so wherever it
+       * is chosen */
       if (legacy) {
         *note = "legacy CUDA IPC, because VMM file descriptors are not "
-            "possible between these ends";
+            "possible between these ends; legacy IPC memory cannot be "
+            "mapped read-only: this consumer could write the producer's "
+            "slots";
         return GPUSHARE_MEM_CUDA_LEGACY;
       }
       *note = "neither VMM nor legacy CUDA IPC is possible between these "
@@ -524,8 +528,10 @@ pick_gpu_memory (GstGpuShareSrc * self, const GpuShareAnnounce * a,
         *note = "VMM file descriptors are not possible between these ends";
       return vmm ? GPUSHARE_MEM_CUDA_VMM : 0;
     case GST_GPU_SHARE_TRANSPORT_CUDA_LEGACY:
-      if (!legacy)
-        *note = "legacy CUDA IPC is not possible between these ends";
+      *note = legacy ? "legacy CUDA IPC as asked for; legacy IPC memory "
+          "cannot be mapped read-only: this consumer could write the "
+          "producer's slots" :
+          "legacy CUDA IPC is not possible between these ends";
       return legacy ? GPUSHARE_MEM_CUDA_LEGACY : 0;
     case GST_GPU_SHARE_TRANSPORT_CUDA_FABRIC:
       if (!fabric)

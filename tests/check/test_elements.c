@@ -44,6 +44,11 @@
 #include "gpushareconn.h"
 #include "gpushareproto.h"
 
+/* Linux 5.1; older C library headers lack it */
+#ifndef F_SEAL_FUTURE_WRITE
+#define F_SEAL_FUTURE_WRITE 0x0010
+#endif
+
 #define CAPS_STR "video/x-raw,format=NV12,width=64,height=48,framerate=30/1"
 /* live producers run fast so that waiting for "a few more frames" is short */
 #define LIVE_CAPS_STR \
@@ -181,9 +186,10 @@ make_memfd (gsize size, gboolean seal)
 
   fail_unless (fd >= 0, "memfd_create: %s", g_strerror (errno));
   fail_unless (ftruncate (fd, size) == 0);
+  /* as gpusharesink seals its slots: nobody writes them after this */
   if (seal)
-    fail_unless (fcntl (fd, F_ADD_SEALS,
-            F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) == 0);
+    fail_unless (fcntl (fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW |
+            F_SEAL_FUTURE_WRITE | F_SEAL_SEAL) == 0);
   return fd;
 }
 
@@ -2757,6 +2763,190 @@ GST_START_TEST (test_tenants)
 
 GST_END_TEST;
 
+/* Slots a consumer cannot write.  Guards the bug where consumers got
+ * writable memfds (O_RDWR, no write seal): one admitted through
+ * allowed-uids scribbled over the frames another consumer received, and
+ * kept its writable mapping after its GOODBYE. */
+
+#define N_RO_FRAMES 60
+
+/* a pattern that is the same in every frame (SMPTE bars carry noise) */
+#define RO_PATTERN "checkers-4"
+
+/* The checksum of every frame of RO_PATTERN, from a pipeline of its own:
+ * not from the producer's slots, which are what is under test. */
+static gchar *
+pattern_checksum (void)
+{
+  GstElement *p = launch ("videotestsrc num-buffers=1 pattern=" RO_PATTERN
+      " ! " LIVE_CAPS_STR " ! appsink name=out");
+  GstSample *sample;
+  GstMapInfo map;
+  gchar *sum;
+
+  fail_if (gst_element_set_state (p, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  sample = gst_app_sink_try_pull_sample (GST_APP_SINK (child (p, "out")),
+      TIMEOUT_MS * GST_MSECOND);
+  fail_unless (sample != NULL);
+  fail_unless (gst_buffer_map (gst_sample_get_buffer (sample), &map,
+          GST_MAP_READ));
+  fail_unless (map.size >= FRAME_SIZE);
+  sum = g_compute_checksum_for_data (G_CHECKSUM_SHA256, map.data,
+      FRAME_SIZE);
+  gst_buffer_unmap (gst_sample_get_buffer (sample), &map);
+  gst_sample_unref (sample);
+  fail_unless_equals_int (gst_element_set_state (p, GST_STATE_NULL),
+      GST_STATE_CHANGE_SUCCESS);
+  gst_object_unref (p);
+  return sum;
+}
+
+/* Every way the holder of a slot fd might write the slot.  Each one that
+ * works is named in how; the writable mappings it got go to maps. */
+static void
+try_to_write_slot (gint fd, gsize size, guint slot, GString * how,
+    GPtrArray * maps)
+{
+  static const guint8 junk[16] = { 0x5a, 0x5a, 0x5a, 0x5a, };
+  gchar *proc = g_strdup_printf ("/proc/self/fd/%d", fd);
+  gpointer p;
+  gint rw;
+
+  if (pwrite (fd, junk, sizeof (junk), 0) >= 0)
+    g_string_append_printf (how, " slot %u: pwrite;", slot);
+  p = mmap (NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p != MAP_FAILED) {
+    g_string_append_printf (how, " slot %u: a writable shared map;", slot);
+    g_ptr_array_add (maps, p);
+  }
+  /* reading is what a consumer is for */
+  p = mmap (NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+  fail_if (p == MAP_FAILED, "slot %u cannot be mapped for reading: %s",
+      slot, g_strerror (errno));
+  if (mprotect (p, size, PROT_READ | PROT_WRITE) == 0) {
+    g_string_append_printf (how, " slot %u: mprotect of a read-only map;",
+        slot);
+    g_ptr_array_add (maps, p);
+  } else {
+    munmap (p, size);
+  }
+  if (ftruncate (fd, 0) == 0 || ftruncate (fd, size * 2) == 0)
+    g_string_append_printf (how, " slot %u: ftruncate;", slot);
+
+  /* the file may be opened again for writing through /proc: whatever the
+   * fd's own mode, the memory itself must refuse writers */
+  rw = open (proc, O_RDWR | O_CLOEXEC);
+  if (rw >= 0) {
+    if (pwrite (rw, junk, sizeof (junk), 0) >= 0)
+      g_string_append_printf (how, " slot %u: pwrite after an O_RDWR "
+          "reopen;", slot);
+    p = mmap (NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, rw, 0);
+    if (p != MAP_FAILED) {
+      g_string_append_printf (how, " slot %u: a writable shared map after "
+          "an O_RDWR reopen;", slot);
+      g_ptr_array_add (maps, p);
+    }
+    if (fallocate (rw, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0,
+            size) == 0)
+      g_string_append_printf (how, " slot %u: a hole punched after an "
+          "O_RDWR reopen;", slot);
+    if (ftruncate (rw, 0) == 0)
+      g_string_append_printf (how, " slot %u: ftruncate after an O_RDWR "
+          "reopen;", slot);
+    close (rw);
+  }
+  g_free (proc);
+}
+
+GST_START_TEST (test_slots_read_only)
+{
+  GpuShareAnnounce *announce = g_new0 (GpuShareAnnounce, 1);
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  GPtrArray *maps = g_ptr_array_new ();
+  GString *how = g_string_new (NULL);
+  gint fds[GPUSHARE_MAX_FDS];
+  gchar *want = pattern_checksum ();
+  GValue item = G_VALUE_INIT;
+  GstIterator *it;
+  guint n_fds = 0, n_bad = 0, i, k;
+  guint64 rendered;
+  gsize slot_size;
+  Consumer *c;
+  RawPeer raw;
+  Scene s;
+
+  scene_start (&s, FALSE);
+  it = gst_bin_iterate_sources (GST_BIN (s.producer));
+  fail_unless_equals_int (gst_iterator_next (it, &item), GST_ITERATOR_OK);
+  gst_util_set_object_arg (g_value_get_object (&item), "pattern", RO_PATTERN);
+  g_value_unset (&item);
+  gst_iterator_free (it);
+  /* frames made before the change are out of the way once a few more
+   * were rendered: a consumer gets only frames rendered after it joined */
+  rendered = stat_u64 (s.sink, "frames-rendered");
+  fail_unless (wait_stat_u64_at_least (s.sink, "frames-rendered",
+          rendered + 3) >= rendered + 3);
+  /* a reader that keeps each frame a while, as a slow viewer does */
+  c = consumer_new (s.path, TRUE);
+  consumer_start (c);
+  fail_unless (consumer_wait (c, 1), "the consumer gets nothing");
+
+  /* a consumer that takes the slots and tries to write them */
+  scene_raw_client (&s, &raw, announce);
+  make_accept (msg, announce->instance);
+  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+  raw_expect (&raw, GPUSHARE_MSG_SLOTS, msg, fds, &n_fds);
+  fail_unless_equals_int (msg->u.slots.mem_type, GPUSHARE_MEM_SYSTEM);
+  fail_unless_equals_int (n_fds, announce->layout.n_slots);
+  slot_size = msg->u.slots.slot_size;
+  for (i = 0; i < n_fds; i++)
+    try_to_write_slot (fds[i], slot_size, i, how, maps);
+
+  /* while anything writable is scribbled on, the reader beside it must
+   * get exactly what the producer wrote */
+  for (i = 0; i < N_RO_FRAMES; i++) {
+    GstBuffer *buf;
+    GstMapInfo map;
+    gchar *sum;
+
+    buf = g_async_queue_timeout_pop (c->buffers, TIMEOUT_MS * 1000);
+    fail_unless (buf != NULL, "frame %u never arrived", i);
+    /* the reader holds this frame: nobody may change it now */
+    for (k = 0; k < maps->len; k++)
+      memset (g_ptr_array_index (maps, k), 0x5a, slot_size);
+    fail_unless (gst_buffer_map (buf, &map, GST_MAP_READ));
+    fail_unless (map.size >= FRAME_SIZE);
+    sum = g_compute_checksum_for_data (G_CHECKSUM_SHA256, map.data,
+        FRAME_SIZE);
+    if (!g_str_equal (sum, want))
+      n_bad++;
+    g_free (sum);
+    gst_buffer_unmap (buf, &map);
+    gst_buffer_unref (buf);
+  }
+  for (k = 0; k < maps->len; k++)
+    munmap (g_ptr_array_index (maps, k), slot_size);
+  gpushare_close_fds (fds, n_fds);
+  raw_clear (&raw);
+
+  fail_unless (how->len == 0 && n_bad == 0, "a consumer could write the "
+      "slots:%s and %u of %u frames another consumer got differ from what "
+      "the producer wrote", how->str, n_bad, N_RO_FRAMES);
+  assert_no_error (c->pipeline);
+  assert_no_error (s.producer);
+
+  consumer_free (c);
+  scene_stop (&s);
+  g_free (want);
+  g_ptr_array_unref (maps);
+  g_string_free (how, TRUE);
+  g_free (msg);
+  g_free (announce);
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_path_symlink)
 {
   gchar *link = socket_path ("link.sock");
@@ -2918,6 +3108,7 @@ typedef enum
   HP_SLOTS_PIPE,
   HP_SLOTS_UNSEALED,
   HP_SLOTS_WRONG_SIZE,
+  HP_SLOTS_WRITABLE,
   HP_FRAME_STALE_GENERATION,
   HP_FRAME_BAD_SLOT,
   N_HP
@@ -2942,6 +3133,8 @@ static const struct
   {"SLOTS that are unsealed memfds", gst_resource_error_quark,
       GST_RESOURCE_ERROR_OPEN_READ},
   {"SLOTS of the wrong size", gst_resource_error_quark,
+      GST_RESOURCE_ERROR_OPEN_READ},
+  {"SLOTS that are memfds without a write seal", gst_resource_error_quark,
       GST_RESOURCE_ERROR_OPEN_READ},
   {"a FRAME with a stale generation", gst_stream_error_quark,
       GST_STREAM_ERROR_DECODE},
@@ -3052,6 +3245,7 @@ GST_START_TEST (test_hostile_producer)
     case HP_SLOTS_PIPE:
     case HP_SLOTS_UNSEALED:
     case HP_SLOTS_WRONG_SIZE:
+    case HP_SLOTS_WRITABLE:
       raw_announce (&raw, msg);
       before_slots = count_fds ();
       for (i = 0; i < HP_N_SLOTS; i++) {
@@ -3061,6 +3255,12 @@ GST_START_TEST (test_hostile_producer)
           fds[i] = fcntl (pipe_fds[1], F_DUPFD_CLOEXEC, 3);
         } else if (which == HP_SLOTS_UNSEALED) {
           fds[i] = make_memfd (HP_SLOT_SIZE, FALSE);
+        } else if (which == HP_SLOTS_WRITABLE) {
+          /* no shrinking, no growing, but writable by every holder: what
+           * producers once sent */
+          fds[i] = make_memfd (HP_SLOT_SIZE, FALSE);
+          fail_unless (fcntl (fds[i], F_ADD_SEALS, F_SEAL_SHRINK |
+                  F_SEAL_GROW | F_SEAL_SEAL) == 0);
         } else {
           fds[i] = make_memfd (HP_SLOT_SIZE / 2, TRUE);
         }
@@ -3070,6 +3270,15 @@ GST_START_TEST (test_hostile_producer)
         before_slots++;         /* the read end we keep */
       }
       raw_send_slots (&raw, msg, fds);
+      if (which == HP_SLOTS_WRITABLE) {
+        /* the consumer says why before it gives up, and maps nothing */
+        fail_unless_equals_int (raw_recv (&raw, msg, NULL, NULL, TIMEOUT_MS),
+            RAW_MSG);
+        fail_unless (msg->type == GPUSHARE_MSG_ERROR, "the consumer took "
+            "writable slots: it answered %s",
+            gpushare_msg_type_to_string (msg->type));
+        fail_unless_equals_int (msg->u.error.code, GPUSHARE_ERR_RESOURCE);
+      }
       break;
     case HP_FRAME_STALE_GENERATION:
     case HP_FRAME_BAD_SLOT:
@@ -4016,6 +4225,7 @@ gpushare_elements_suite (void)
   tcase_add_test (tc, test_foreign_uid_refused);
   tcase_add_test (tc, test_foreign_uid_allowed);
   tcase_add_test (tc, test_tenants);
+  tcase_add_test (tc, test_slots_read_only);
   tcase_add_test (tc, test_path_symlink);
   tcase_add_test (tc, test_path_regular_file);
   tcase_add_test (tc, test_path_too_long);

@@ -30,9 +30,11 @@ run "1080p, system memory asked for" 1 system --width 1920 --height 1080 -- \
 run "1080p, CUDA memory in, system transport" 1 system --width 1920 \
   --height 1080 --gpu-input -- --transport system
 
+# legacy IPC memory is writable by the consumer: its reason must say so
 for sync in host semaphore event; do
-  run "1080p NV12, legacy CUDA IPC, $sync" 1 cuda-legacy --width 1920 \
-    --height 1080 -- --transport cuda-legacy --sync "$sync"
+  REASON="cannot be mapped read-only" run "1080p NV12, legacy CUDA IPC, $sync" \
+    1 cuda-legacy --width 1920 --height 1080 -- --transport cuda-legacy \
+    --sync "$sync"
 done
 
 # a real decode: the clip decoded by nvh264dec into gpusharesink in one
