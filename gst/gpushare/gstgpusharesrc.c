@@ -98,6 +98,7 @@ typedef struct
   GMutex lock;
   GpuShareConn *conn;           /* NULL once the session is over */
   GpuShareSlotView view;
+  guint n_in_place;             /* live buffers that wrap a slot */
 } Session;
 
 /* the consumer's mapping of a CUDA ring: frames queued for the streaming
@@ -122,6 +123,7 @@ typedef struct
   guint slot;
   guint32 generation;
   guint64 sequence;
+  gboolean in_place;            /* counted in session->n_in_place */
 } SlotRef;
 
 typedef enum
@@ -1257,6 +1259,26 @@ gst_gpu_share_src_start (GstBaseSrc * bsrc)
   return TRUE;
 }
 
+/* session lock held: the slot of frame f goes back to the producer, once,
+ * while the session lasts and f's ring is the one mapped (the producer
+ * ignores releases of replaced rings anyway) */
+static void
+send_release (Session * s, const GpuShareFrame * f)
+{
+  GpuShareMsg msg = { 0, };
+
+  if (!s->conn || s->view.epoch != f->epoch
+      || gpushare_slot_view_release (&s->view, f->slot,
+          f->generation) != GPUSHARE_RING_OK)
+    return;
+  msg.type = GPUSHARE_MSG_RELEASE;
+  msg.u.release.epoch = f->epoch;
+  msg.u.release.slot = f->slot;
+  msg.u.release.generation = f->generation;
+  msg.u.release.sequence = f->sequence;
+  gpushare_conn_send (s->conn, &msg, NULL, 0, NULL);
+}
+
 static gboolean
 gst_gpu_share_src_stop (GstBaseSrc * bsrc)
 {
@@ -1271,6 +1293,21 @@ gst_gpu_share_src_stop (GstBaseSrc * bsrc)
   g_mutex_lock (&self->lock);
   session = self->session;
   self->session = NULL;
+  /* frames received but never pushed go back before the GOODBYE, on the
+   * same socket: then the slots the producer still counts as ours are
+   * exactly those that live buffers read */
+  if (session) {
+    GList *l;
+
+    g_mutex_lock (&session->lock);
+    for (l = self->items.head; l; l = l->next) {
+      const Item *item = l->data;
+
+      if (item->type == ITEM_FRAME && item->import)
+        send_release (session, &item->frame);
+    }
+    g_mutex_unlock (&session->lock);
+  }
   g_queue_clear_full (&self->items, (GDestroyNotify) item_free);
   g_clear_pointer (&self->import, gpushare_import_unref);
   g_clear_pointer (&self->cuda, cuda_view_unref);
@@ -1283,12 +1320,21 @@ gst_gpu_share_src_stop (GstBaseSrc * bsrc)
     GpuShareConn *conn;
     GpuShareMsg msg = { 0, };
 
+    msg.type = GPUSHARE_MSG_GOODBYE;
     g_mutex_lock (&session->lock);
     conn = session->conn;
     session->conn = NULL;
+    /* buffers that outlive us still read their slots: the producer must
+     * not write them again.  Those freed from now on send no RELEASE, so
+     * what it holds for us up to our last frame is what they read */
+    if (session->n_in_place > 0 && session->view.have_sequence) {
+      msg.u.goodbye.flags = GPUSHARE_GOODBYE_FLAG_HELD;
+      msg.u.goodbye.last_sequence = session->view.last_sequence;
+      GST_DEBUG_OBJECT (self, "%u buffers still read slots in place",
+          session->n_in_place);
+    }
     g_mutex_unlock (&session->lock);
     if (conn) {
-      msg.type = GPUSHARE_MSG_GOODBYE;
       msg.u.goodbye.reason = GPUSHARE_ERR_SHUTDOWN;
       if (gpushare_conn_send (conn, &msg, NULL, 0, NULL))
         gpushare_conn_flush (conn, GOODBYE_FLUSH_MS);
@@ -1320,20 +1366,16 @@ slot_ref_free (gpointer data)
 {
   SlotRef *ref = data;
   Session *s = ref->session;
+  GpuShareFrame f = { 0, };
 
+  f.epoch = ref->epoch;
+  f.slot = ref->slot;
+  f.generation = ref->generation;
+  f.sequence = ref->sequence;
   g_mutex_lock (&s->lock);
-  if (s->conn && s->view.epoch == ref->epoch
-      && gpushare_slot_view_release (&s->view, ref->slot,
-          ref->generation) == GPUSHARE_RING_OK) {
-    GpuShareMsg msg = { 0, };
-
-    msg.type = GPUSHARE_MSG_RELEASE;
-    msg.u.release.epoch = ref->epoch;
-    msg.u.release.slot = ref->slot;
-    msg.u.release.generation = ref->generation;
-    msg.u.release.sequence = ref->sequence;
-    gpushare_conn_send (s->conn, &msg, NULL, 0, NULL);
-  }
+  send_release (s, &f);
+  if (ref->in_place)
+    s->n_in_place--;
   g_mutex_unlock (&s->lock);
   if (ref->import)
     gpushare_import_unref (ref->import);
@@ -1392,6 +1434,10 @@ make_buffer (GstGpuShareSrc * self, Item * item)
   ref->slot = f->slot;
   ref->generation = f->generation;
   ref->sequence = f->sequence;
+  ref->in_place = TRUE;
+  g_mutex_lock (&ref->session->lock);
+  ref->session->n_in_place++;
+  g_mutex_unlock (&ref->session->lock);
   /* read-only: a writer downstream gets a copy, never our slot */
   mem = gst_memory_new_wrapped (GST_MEMORY_FLAG_READONLY,
       (gpointer) item->import->data[f->slot], item->import->slot_size, 0,
