@@ -137,6 +137,10 @@ typedef struct
   guint64 frames_sent;
   guint64 frames_released;
   guint64 frames_dropped;
+  /* its GOODBYE said buffers in its process still read the slots it holds
+   * of frames up to held_upto (GPUSHARE_GOODBYE_FLAG_HELD) */
+  gboolean goodbye_held;
+  guint64 held_upto;
 } Client;
 
 typedef struct
@@ -668,8 +672,8 @@ drop_client (GstGpuShareSink * self, Client * client,
   GEnumValue *ev = g_enum_get_value (remove_reason_class, reason);
   guint id = client->id;
   GPtrArray *freed;
-  guint released;
-  gboolean quarantine;
+  guint released, unseen = 0;
+  gboolean quarantine, held;
 
   g_mutex_lock (&self->lock);
   if (self->clients[client->index] != client) {
@@ -678,15 +682,27 @@ drop_client (GstGpuShareSink * self, Client * client,
   }
   self->clients[client->index] = NULL;
   self->n_clients--;
+  /* a consumer that leaves while buffers in its process still wrap slots
+   * in place says so in its GOODBYE, after a RELEASE for every other frame
+   * it received: what it still holds of the frames up to the last it
+   * received is read by those buffers.  The frames sent after that were
+   * on their way as it left: it never read them.  A GPU consumer copies
+   * every frame out: nothing of it stays in place */
+  held = reason == GST_GPU_SHARE_REMOVE_GOODBYE && client->goodbye_held
+      && client->mem_type == GPUSHARE_MEM_SYSTEM;
+  if (held)
+    unseen = gpushare_ring_release_holder_after (&self->ring, client->index,
+        client->held_upto);
   /* a consumer whose reads of its slots cannot be confirmed done may
    * still read them: they are never written again, the ring is replaced
    * instead.  Only a goodbye, a hang-up (its process, and so its mappings,
    * gone) or our own stop give slots back; for a GPU consumer not even a
    * hang-up (its copy out of a slot may still run on the GPU) */
-  quarantine = reason != GST_GPU_SHARE_REMOVE_GOODBYE
+  quarantine = held || (reason != GST_GPU_SHARE_REMOVE_GOODBYE
       && reason != GST_GPU_SHARE_REMOVE_SHUTDOWN
       && (reason != GST_GPU_SHARE_REMOVE_HANGUP
-      || (client->mem_type != GPUSHARE_MEM_SYSTEM && client->mem_type != 0));
+          || (client->mem_type != GPUSHARE_MEM_SYSTEM
+              && client->mem_type != 0)));
   if (quarantine) {
     guint before = gpushare_ring_n_tainted (&self->ring);
 
@@ -716,16 +732,18 @@ drop_client (GstGpuShareSink * self, Client * client,
       || reason == GST_GPU_SHARE_REMOVE_HANGUP
       || reason == GST_GPU_SHARE_REMOVE_SHUTDOWN)
     GST_INFO_OBJECT (self, "client %u removed (%s): %s; %u slots reclaimed",
-        id, ev ? ev->value_nick : "?", detail ? detail : "", released);
+        id, ev ? ev->value_nick : "?", detail ? detail : "",
+        released + unseen);
   else
     GST_WARNING_OBJECT (self, "client %u removed (%s): %s; %u slots "
         "reclaimed", id, ev ? ev->value_nick : "?", detail ? detail : "",
         released);
 
   if (quarantine && released > 0) {
-    GST_WARNING_OBJECT (self, "client %u: %u slots quarantined (its reads "
-        "cannot be confirmed done); the ring is replaced at the next frame",
-        id, released);
+    GST_WARNING_OBJECT (self, "client %u: %u slots quarantined (%s); the "
+        "ring is replaced at the next frame", id, released, held ?
+        "buffers in its process still read them" :
+        "its reads cannot be confirmed done");
     gst_element_post_message (GST_ELEMENT (self),
         gst_message_new_element (GST_OBJECT (self),
             gst_structure_new ("gpushare-quarantine",
@@ -886,6 +904,9 @@ client_message (GpuShareConn * conn, const GpuShareMsg * msg, gint * fds,
       handle_release (self, client, &msg->u.release);
       break;
     case GPUSHARE_MSG_GOODBYE:
+      client->goodbye_held =
+          (msg->u.goodbye.flags & GPUSHARE_GOODBYE_FLAG_HELD) != 0;
+      client->held_upto = msg->u.goodbye.last_sequence;
       g_mutex_unlock (&self->lock);
       drop_client (self, client, GST_GPU_SHARE_REMOVE_GOODBYE, "goodbye");
       return;

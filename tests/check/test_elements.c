@@ -3437,6 +3437,146 @@ GST_START_TEST (test_paused_consumer_keeps_lease)
 
 GST_END_TEST;
 
+/* lets the first buffer through, drops the others */
+static GstPadProbeReturn
+pass_first_buffer (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
+{
+  return g_atomic_int_add ((gint *) user_data, 1) == 0 ? GST_PAD_PROBE_OK :
+      GST_PAD_PROBE_DROP;
+}
+
+/* A buffer the application keeps after its gpusharesrc stopped (an appsink
+ * sample kept once the pipeline is in NULL) still reads its slot in place.
+ * Guards the bug where the consumer's GOODBYE gave such a slot back and the
+ * producer wrote it again under the application (the sample changed in 20
+ * of 20 looks over 2 s): the GOODBYE now says which slots live buffers
+ * still read, and the producer quarantines exactly those.  Case 1: a
+ * consumer that keeps nothing leaves at no cost (no quarantine, no new
+ * ring), though frames are on their way to it and in its queue as it
+ * leaves. */
+GST_START_TEST (test_held_after_src_stops)
+{
+  gboolean keep = __i__ == 0;
+  gchar *path = socket_path ("held.sock");
+  GstElement *producer, *sink;
+  GstSample *sample = NULL;
+  GstMapInfo map;
+  GBytes *copy = NULL;
+  Consumer *keeper, *next;
+  ClientLog log;
+  guint i;
+
+  /* live and leaky: the producer writes on whatever its consumers do;
+   * snow: a slot written again changes its bytes */
+  producer = launch ("videotestsrc is-live=true pattern=snow ! "
+      LIVE_CAPS_STR " ! gpusharesink name=sink");
+  sink = child (producer, "sink");
+  g_object_set (sink, "socket-path", path, "ring-size", 4, NULL);
+  gst_util_set_object_arg (G_OBJECT (sink), "policy", "leaky");
+  client_log_init (&log, sink);
+  producer_start (producer, sink);
+
+  /* system memory: only a consumer that reads in place holds a slot for as
+   * long as it keeps the buffer (a GPU consumer copies every frame out) */
+  if (keep) {
+    GstElement *consumer;
+    GstBuffer *buf;
+    GstPad *pad;
+    gint n = 0;
+
+    /* the first frame reaches appsink, the others are dropped on the way:
+     * the kept sample is the only buffer left as the src stops */
+    consumer = launch ("gpusharesrc name=src transport=system "
+        "connection-timeout=%d ! appsink name=out sync=false", TIMEOUT_MS);
+    g_object_set (child (consumer, "src"), "socket-path", path, NULL);
+    pad = gst_element_get_static_pad (child (consumer, "out"), "sink");
+    gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, pass_first_buffer, &n,
+        NULL);
+    gst_object_unref (pad);
+    fail_if (gst_element_set_state (consumer, GST_STATE_PLAYING) ==
+        GST_STATE_CHANGE_FAILURE);
+    sample = gst_app_sink_try_pull_sample (GST_APP_SINK (child (consumer,
+                "out")), TIMEOUT_MS * GST_MSECOND);
+    fail_unless (sample != NULL, "the consumer got no frame");
+    buf = gst_sample_get_buffer (sample);
+    fail_unless (gst_buffer_map (buf, &map, GST_MAP_READ));
+    copy = g_bytes_new (map.data, map.size);
+    gst_buffer_unmap (buf, &map);
+    /* frames flow on into the src (and are dropped) as it stops */
+    while (g_atomic_int_get (&n) < 10)
+      g_usleep (1000);
+    fail_unless_equals_int (gst_element_set_state (consumer,
+            GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
+    gst_object_unref (consumer);
+  } else {
+    Consumer *c = consumer_new (path, FALSE);
+
+    gst_util_set_object_arg (G_OBJECT (c->src), "transport", "system");
+    consumer_start (c);
+    fail_unless (consumer_wait (c, 10), "the consumer gets nothing");
+    consumer_free (c);
+  }
+  fail_unless (client_log_wait (&log, TRUE, 1));
+  fail_unless_equals_string (client_log_removed_nick (&log, 0), "goodbye");
+
+  /* a consumer that keeps its frames: the producer writes every slot of
+   * its ring of 4, any slot given back included */
+  keeper = consumer_new (path, TRUE);
+  gst_util_set_object_arg (G_OBJECT (keeper->src), "transport", "system");
+  consumer_start (keeper);
+  fail_unless (consumer_wait (keeper, 3), "the keeper gets nothing");
+  /* 20 looks over 2 s while the producer writes on */
+  for (i = 0; i < 20 && keep; i++) {
+    GstBuffer *buf = gst_sample_get_buffer (sample);
+    GBytes *now;
+
+    fail_unless (gst_buffer_map (buf, &map, GST_MAP_READ));
+    now = g_bytes_new (map.data, map.size);
+    gst_buffer_unmap (buf, &map);
+    fail_unless (g_bytes_equal (now, copy), "the kept sample changed after "
+        "its src stopped (look %u)", i);
+    g_bytes_unref (now);
+    g_usleep (100 * 1000);
+  }
+  if (!keep)
+    g_usleep (500 * 1000);
+  fail_unless (stat_u64 (sink, "frames-rendered") > 100);
+  /* exactly the kept sample's slot: not the frames that were on their way
+   * to the consumer as it left, nor those it had not pushed yet */
+  fail_unless_equals_uint64 (stat_u64 (sink, "slots-quarantined"),
+      keep ? 1 : 0);
+  fail_unless_equals_uint64 (stat_u64 (sink, "rings-replaced"), keep ? 1 : 0);
+
+  /* the producer streams on to the next consumer */
+  next = consumer_new (path, FALSE);
+  consumer_start (next);
+  fail_unless (consumer_wait (next, 20), "the next consumer gets nothing");
+  assert_no_error (next->pipeline);
+  assert_no_error (producer);
+  if (keep) {
+    GstBuffer *buf = gst_sample_get_buffer (sample);
+    GBytes *now;
+
+    fail_unless (gst_buffer_map (buf, &map, GST_MAP_READ));
+    now = g_bytes_new (map.data, map.size);
+    gst_buffer_unmap (buf, &map);
+    fail_unless (g_bytes_equal (now, copy), "the kept sample changed");
+    g_bytes_unref (now);
+    g_bytes_unref (copy);
+    gst_sample_unref (sample);
+  }
+
+  consumer_free (next);
+  consumer_free (keeper);
+  fail_unless_equals_int (gst_element_set_state (producer, GST_STATE_NULL),
+      GST_STATE_CHANGE_SUCCESS);
+  client_log_clear (&log, sink);
+  gst_object_unref (producer);
+  g_free (path);
+}
+
+GST_END_TEST;
+
 #define N_LONG_CYCLES 1000
 #define N_RESTARTS 100
 
@@ -3522,6 +3662,7 @@ gpushare_elements_suite (void)
   tcase_add_test (tc, test_silent_hangup_before_announce);
   tcase_add_test (tc, test_refused_no_reconnect);
   tcase_add_test (tc, test_paused_consumer_keeps_lease);
+  tcase_add_loop_test (tc, test_held_after_src_stops, 0, 2);
   tcase_add_test (tc, test_sink_harness_pool);
   tcase_add_test (tc, test_exchange_copied);
   tcase_add_test (tc, test_exchange_in_place);
