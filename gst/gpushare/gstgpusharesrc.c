@@ -8,6 +8,9 @@
  * producer's slots are mapped once per connection, read-only, and every
  * buffer pushed wraps a slot in place (a #GstVideoMeta carries the strides);
  * when its last reference goes, the slot is given back to the producer.
+ * At most #GstGpuShareSrc:max-in-place such buffers live at once: past
+ * that a frame is copied and its slot given back at once, so that a sink
+ * or a queue that keeps buffers never holds up the producer.
  *
  * The src may start before the producer: it waits up to
  * #GstGpuShareSrc:connection-timeout for it, and gets the caps from the
@@ -56,6 +59,7 @@ GST_DEBUG_CATEGORY_STATIC (gst_gpu_share_src_debug);
 #define DEFAULT_CUDA_DEVICE_ID 0
 #define DEFAULT_PRODUCER_LOST GST_GPU_SHARE_PRODUCER_LOST_ERROR
 #define DEFAULT_HEARTBEAT_INTERVAL 1000 /* ms */
+#define DEFAULT_MAX_IN_PLACE 0  /* half the producer's ring */
 #define RETRY_MIN_MS 10
 #define RETRY_MAX_MS 250
 #define GOODBYE_FLUSH_MS 100
@@ -71,6 +75,7 @@ enum
   PROP_SYNC_MODE,
   PROP_CUDA_DEVICE_ID,
   PROP_HEARTBEAT_INTERVAL,
+  PROP_MAX_IN_PLACE,
   PROP_STATS,
   N_PROPERTIES
 };
@@ -156,6 +161,7 @@ struct _GstGpuShareSrc
   GstGpuShareSync sync;
   gint cuda_device_id;
   guint heartbeat_interval;     /* ms, 0: none */
+  guint max_in_place;           /* 0: half the producer's ring */
 
   /* control thread */
   GMainContext *context;
@@ -196,6 +202,7 @@ struct _GstGpuShareSrc
   guint64 latency;
   guint64 producer_instance;
   guint64 frames_received;
+  guint64 frames_copied;        /* past max-in-place */
   guint reconnects;
   gboolean discont;             /* the next buffer starts a new producer */
 
@@ -1235,6 +1242,7 @@ gst_gpu_share_src_start (GstBaseSrc * bsrc)
   self->retry_ms = RETRY_MIN_MS;
   self->flushing = FALSE;
   self->frames_received = 0;
+  self->frames_copied = 0;
   self->reconnects = 0;
   self->discont = FALSE;
   self->latency = GST_CLOCK_TIME_NONE;
@@ -1425,8 +1433,16 @@ make_buffer (GstGpuShareSrc * self, Item * item)
   const GpuShareFrame *f = &item->frame;
   GstVideoInfo *vi = &self->vinfo;
   SlotRef *ref = g_new0 (SlotRef, 1);
-  GstBuffer *buf = gst_buffer_new ();
-  GstMemory *mem;
+  GstBuffer *buf;
+  guint max;
+
+  GST_OBJECT_LOCK (self);
+  max = self->max_in_place;
+  GST_OBJECT_UNLOCK (self);
+  /* half the ring: the producer always finds a slot for the next frames
+   * while downstream keeps the other half */
+  if (max == 0)
+    max = MAX (1, item->import->n_slots / 2);
 
   ref->session = session_ref (self->session);
   ref->import = gpushare_import_ref (item->import);
@@ -1434,15 +1450,37 @@ make_buffer (GstGpuShareSrc * self, Item * item)
   ref->slot = f->slot;
   ref->generation = f->generation;
   ref->sequence = f->sequence;
-  ref->in_place = TRUE;
+  /* slot_ref_free () runs in any thread, under the session's lock */
   g_mutex_lock (&ref->session->lock);
-  ref->session->n_in_place++;
+  ref->in_place = ref->session->n_in_place < max;
+  if (ref->in_place)
+    ref->session->n_in_place++;
   g_mutex_unlock (&ref->session->lock);
-  /* read-only: a writer downstream gets a copy, never our slot */
-  mem = gst_memory_new_wrapped (GST_MEMORY_FLAG_READONLY,
-      (gpointer) item->import->data[f->slot], item->import->slot_size, 0,
-      self->layout.frame_size, ref, slot_ref_free);
-  gst_buffer_append_memory (buf, mem);
+
+  if (ref->in_place) {
+    /* read-only: a writer downstream gets a copy, never our slot */
+    buf = gst_buffer_new ();
+    gst_buffer_append_memory (buf,
+        gst_memory_new_wrapped (GST_MEMORY_FLAG_READONLY,
+            (gpointer) item->import->data[f->slot], item->import->slot_size,
+            0, self->layout.frame_size, ref, slot_ref_free));
+  } else {
+    /* downstream holds max of our buffers already: a sink that batches
+     * its writes (filesink keeps 64 KiB), a queue.  Held in place they
+     * would starve the producer until the lease dropped us, so, as
+     * v4l2src copies out of its pool when downstream holds too many of
+     * its buffers, this frame is copied and its slot goes back at once.
+     * The same bytes and the same video meta: downstream sees the same
+     * layout either way */
+    buf = gst_buffer_new_memdup (item->import->data[f->slot],
+        self->layout.frame_size);
+    slot_ref_free (ref);
+    g_mutex_lock (&self->lock);
+    self->frames_copied++;
+    g_mutex_unlock (&self->lock);
+    GST_LOG_OBJECT (self, "%u buffers held in place: frame %" G_GUINT64_FORMAT
+        " copied", max, f->sequence);
+  }
   gst_buffer_add_video_meta_full (buf, GST_VIDEO_FRAME_FLAG_NONE,
       GST_VIDEO_INFO_FORMAT (vi), GST_VIDEO_INFO_WIDTH (vi),
       GST_VIDEO_INFO_HEIGHT (vi), GST_VIDEO_INFO_N_PLANES (vi), vi->offset,
@@ -1873,6 +1911,7 @@ make_stats (GstGpuShareSrc * self)
       "not connected",
       "epoch", G_TYPE_UINT64, self->import ? self->import->epoch : 0,
       "frames-received", G_TYPE_UINT64, self->frames_received,
+      "frames-copied", G_TYPE_UINT64, self->frames_copied,
       "reconnects", G_TYPE_UINT, self->reconnects,
       "producer-live", G_TYPE_BOOLEAN, self->producer_live, NULL);
   g_mutex_unlock (&self->lock);
@@ -1908,6 +1947,9 @@ gst_gpu_share_src_set_property (GObject * object, guint prop_id,
       break;
     case PROP_HEARTBEAT_INTERVAL:
       self->heartbeat_interval = g_value_get_uint (value);
+      break;
+    case PROP_MAX_IN_PLACE:
+      self->max_in_place = g_value_get_uint (value);
       break;
     case PROP_IS_LIVE:
       self->is_live = g_value_get_boolean (value);
@@ -1956,6 +1998,9 @@ gst_gpu_share_src_get_property (GObject * object, guint prop_id,
       break;
     case PROP_HEARTBEAT_INTERVAL:
       g_value_set_uint (value, self->heartbeat_interval);
+      break;
+    case PROP_MAX_IN_PLACE:
+      g_value_set_uint (value, self->max_in_place);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -2024,8 +2069,16 @@ gst_gpu_share_src_class_init (GstGpuShareSrcClass * klass)
       "producer silent for 3 intervals is lost, as if it went away (see "
       "producer-lost; 0 = no heartbeat)", 0, G_MAXUINT / 4,
       DEFAULT_HEARTBEAT_INTERVAL, rw);
+  properties[PROP_MAX_IN_PLACE] = g_param_spec_uint ("max-in-place",
+      "Max in place", "Buffers wrapping the producer's slots that downstream "
+      "may hold at once (system memory); past that a frame is copied and its "
+      "slot given back at once, so that a sink or queue that keeps buffers "
+      "never holds up the producer (0 = half the producer's ring, at least "
+      "1)", 0, GPUSHARE_MAX_SLOTS, DEFAULT_MAX_IN_PLACE,
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING
+      | GST_PARAM_DOC_SHOW_DEFAULT);
   properties[PROP_STATS] = g_param_spec_boxed ("stats", "Statistics",
-      "Memory type in use and why, frames received",
+      "Memory type in use and why, frames received and copied",
       GST_TYPE_STRUCTURE, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
   g_object_class_install_properties (gobject_class, N_PROPERTIES, properties);
 
@@ -2068,6 +2121,7 @@ gst_gpu_share_src_init (GstGpuShareSrc * self)
   self->cuda_device_id = DEFAULT_CUDA_DEVICE_ID;
   self->peer_device = -1;
   self->heartbeat_interval = DEFAULT_HEARTBEAT_INTERVAL;
+  self->max_in_place = DEFAULT_MAX_IN_PLACE;
   g_mutex_init (&self->lock);
   g_cond_init (&self->cond);
   g_queue_init (&self->items);

@@ -1285,7 +1285,7 @@ GST_START_TEST (test_inspect)
   static const gchar *const src_props[] = { "socket-path",
     "connection-timeout", "is-live", "producer-lost", "transport",
     "sync-mode",
-    "cuda-device-id", "heartbeat-interval", "stats", NULL
+    "cuda-device-id", "heartbeat-interval", "max-in-place", "stats", NULL
   };
   static const gchar *const src_ro[] = { "stats", NULL };
   static const gchar *const reasons[] = { "goodbye", "hangup", "protocol",
@@ -1582,6 +1582,9 @@ run_exchange (gboolean use_appsrc)
   fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
       GST_STATE_CHANGE_FAILURE);
   c = consumer_new (path, TRUE);
+  /* every frame in place, however many wait in the test's queue (past
+   * max-in-place frames are copies: test_filesink_small_frames) */
+  g_object_set (c->src, "max-in-place", EXCHANGE_RING, NULL);
   consumer_start (c);
 
   if (use_appsrc) {
@@ -1890,6 +1893,9 @@ GST_START_TEST (test_lease_quarantine)
   for (k = 0; k < 2; k++) {
     stuck[k] = consumer_new (path, TRUE);
     gst_util_set_object_arg (G_OBJECT (stuck[k]->src), "transport", "system");
+    /* every frame in place: past max-in-place (by default half the ring)
+     * a consumer copies its frames and holds nobody up */
+    g_object_set (stuck[k]->src, "max-in-place", 4, NULL);
     consumer_start (stuck[k]);
   }
   fail_unless (client_log_wait (&log, TRUE, 2), "the leases never expired");
@@ -3577,6 +3583,101 @@ GST_START_TEST (test_held_after_src_stops)
 
 GST_END_TEST;
 
+#define SMALL_CAPS_STR \
+  "video/x-raw,format=I420,width=64,height=48,framerate=30/1"
+#define SMALL_FRAME_SIZE (64 * 48 * 3 / 2)
+#define N_FILE_FRAMES 100
+
+/* gpusharesrc ! filesink with small frames from a non-live producer, every
+ * setting at its default.  filesink keeps its buffers until it has 64 KiB
+ * to write (14 frames of 4608 bytes, more than the ring of 8): it once held
+ * every slot, the producer waited for one, and after 5 s the lease dropped
+ * the consumer as if it were stuck.  The src now wraps at most half the
+ * ring in place and copies the frames past that: every frame reaches the
+ * file, byte for byte as a pipeline without gpushare writes it. */
+GST_START_TEST (test_filesink_small_frames)
+{
+  gchar *path = socket_path ("file.sock");
+  gchar *out = g_build_filename (tmpdir, "out.yuv", NULL);
+  gchar *ref = g_build_filename (tmpdir, "ref.yuv", NULL);
+  GstElement *direct, *producer, *sink, *consumer, *src;
+  gchar *got = NULL, *want = NULL;
+  gsize got_len = 0, want_len = 0;
+  GstMessage *msg;
+
+  /* what the file must hold: ball moves, so every frame differs */
+  direct = launch ("videotestsrc num-buffers=%d pattern=ball ! "
+      SMALL_CAPS_STR " ! filesink location=\"%s\"", N_FILE_FRAMES, ref);
+  fail_if (gst_element_set_state (direct, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  msg = pop_message (direct, GST_MESSAGE_EOS | GST_MESSAGE_ERROR,
+      TIMEOUT_MS);
+  fail_unless (msg && GST_MESSAGE_TYPE (msg) == GST_MESSAGE_EOS);
+  gst_message_unref (msg);
+  fail_unless_equals_int (gst_element_set_state (direct, GST_STATE_NULL),
+      GST_STATE_CHANGE_SUCCESS);
+  gst_object_unref (direct);
+
+  /* the consumer must see every frame: the producer waits for it */
+  producer = launch ("videotestsrc num-buffers=%d pattern=ball ! "
+      SMALL_CAPS_STR " ! gpusharesink name=sink wait-for-connection=true",
+      N_FILE_FRAMES);
+  sink = child (producer, "sink");
+  g_object_set (sink, "socket-path", path, NULL);
+  /* system memory: a GPU consumer copies every frame out anyway */
+  consumer = launch ("gpusharesrc name=src transport=system "
+      "connection-timeout=%d ! filesink location=\"%s\"", TIMEOUT_MS, out);
+  src = child (consumer, "src");
+  g_object_set (src, "socket-path", path, NULL);
+  fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  fail_if (gst_element_set_state (consumer, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+
+  /* a lease would expire after 5 s: wait longer than that */
+  msg = pop_message (consumer, GST_MESSAGE_EOS | GST_MESSAGE_ERROR,
+      3 * TIMEOUT_MS);
+  fail_unless (msg != NULL, "the consumer never reached EOS");
+  if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR) {
+    GError *error = NULL;
+    gchar *debug = NULL;
+
+    gst_message_parse_error (msg, &error, &debug);
+    fail ("gpusharesrc ! filesink failed: %s (%s)", error->message,
+        debug ? debug : "");
+  }
+  gst_message_unref (msg);
+  /* the frames past the bound were copied, their slots given back */
+  fail_unless (stat_u64 (src, "frames-copied") > 0);
+  fail_unless (stat_u64 (src, "frames-copied") < N_FILE_FRAMES);
+  fail_unless_equals_uint64 (stat_u64 (sink, "slots-quarantined"), 0);
+  fail_unless_equals_int (gst_element_set_state (consumer, GST_STATE_NULL),
+      GST_STATE_CHANGE_SUCCESS);
+  msg = pop_message (producer, GST_MESSAGE_EOS | GST_MESSAGE_ERROR,
+      TIMEOUT_MS);
+  fail_unless (msg && GST_MESSAGE_TYPE (msg) == GST_MESSAGE_EOS);
+  gst_message_unref (msg);
+
+  fail_unless (g_file_get_contents (out, &got, &got_len, NULL));
+  fail_unless (g_file_get_contents (ref, &want, &want_len, NULL));
+  fail_unless_equals_int (want_len, N_FILE_FRAMES * SMALL_FRAME_SIZE);
+  fail_unless_equals_int (got_len, want_len);
+  fail_unless (memcmp (got, want, want_len) == 0,
+      "the file differs from what the producer was given");
+
+  g_free (got);
+  g_free (want);
+  gst_object_unref (consumer);
+  fail_unless_equals_int (gst_element_set_state (producer, GST_STATE_NULL),
+      GST_STATE_CHANGE_SUCCESS);
+  gst_object_unref (producer);
+  g_free (ref);
+  g_free (out);
+  g_free (path);
+}
+
+GST_END_TEST;
+
 #define N_LONG_CYCLES 1000
 #define N_RESTARTS 100
 
@@ -3663,6 +3764,7 @@ gpushare_elements_suite (void)
   tcase_add_test (tc, test_refused_no_reconnect);
   tcase_add_test (tc, test_paused_consumer_keeps_lease);
   tcase_add_loop_test (tc, test_held_after_src_stops, 0, 2);
+  tcase_add_test (tc, test_filesink_small_frames);
   tcase_add_test (tc, test_sink_harness_pool);
   tcase_add_test (tc, test_exchange_copied);
   tcase_add_test (tc, test_exchange_in_place);
