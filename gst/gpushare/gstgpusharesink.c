@@ -990,6 +990,10 @@ housekeeping (gpointer user_data)
 
   guint lease_ms;
   guint64 expired = 0;
+  /* per expired client: its oldest frame held, and for how long */
+  guint64 held_seq[MAX_CLIENTS] = { 0, };
+  gint64 held_us[MAX_CLIENTS] = { 0, };
+  gint64 waited_us = 0;
 
   GST_OBJECT_LOCK (self);
   lease_ms = self->lease_timeout;
@@ -1031,6 +1035,7 @@ housekeeping (gpointer user_data)
     guint64 newest[MAX_CLIENTS] = { 0, };
     guint j;
 
+    waited_us = now - self->waiting_since;
     for (i = 0; i < self->ring.n_slots; i++)
       for (j = 0; j < MAX_CLIENTS; j++)
         if (self->ring.slots[i].state == GPUSHARE_SLOT_HELD
@@ -1041,16 +1046,24 @@ housekeeping (gpointer user_data)
 
       if (slot->state != GPUSHARE_SLOT_HELD || now - self->sent_at[i] <= limit)
         continue;
-      for (j = 0; j < MAX_CLIENTS; j++)
-        if ((slot->holders & (G_GUINT64_CONSTANT (1) << j))
-            && slot->sequence != newest[j])
-          expired |= G_GUINT64_CONSTANT (1) << j;
+      for (j = 0; j < MAX_CLIENTS; j++) {
+        guint64 bit = G_GUINT64_CONSTANT (1) << j;
+
+        if (!(slot->holders & bit) || slot->sequence == newest[j])
+          continue;
+        if (!(expired & bit) || now - self->sent_at[i] > held_us[j]) {
+          held_seq[j] = slot->sequence;
+          held_us[j] = now - self->sent_at[i];
+        }
+        expired |= bit;
+      }
     }
   }
   freed = take_freed_rings (self);
   g_mutex_unlock (&self->lock);
   g_clear_pointer (&freed, g_ptr_array_unref);
   for (i = 0; i < MAX_CLIENTS && expired; i++) {
+    gchar *text;
     Client *c;
 
     if (!(expired & (G_GUINT64_CONSTANT (1) << i)))
@@ -1060,11 +1073,20 @@ housekeeping (gpointer user_data)
     g_mutex_unlock (&self->lock);
     if (!c)
       continue;
-    GST_WARNING_OBJECT (self, "client %u (pid %d): held a frame for more "
-        "than lease-timeout (%u ms) while the producer waited for a slot",
-        c->id, (gint) c->pid, lease_ms);
-    gpushare_conn_send_error (c->conn, GPUSHARE_ERR_TIMEOUT,
-        "slot lease expired: a frame was held longer than lease-timeout");
+    /* in words the consumer's user can act on: its pipeline stopped
+     * taking buffers, or keeps them (a gpusharesrc copies the frames past
+     * its max-in-place, so a sink or queue that only batches does not
+     * hold the producer up) */
+    text = g_strdup_printf ("slot lease expired: frame %" G_GUINT64_FORMAT
+        " was held for %" G_GINT64_FORMAT " ms while the producer waited %"
+        G_GINT64_FORMAT " ms for a free slot (lease-timeout %u ms); usually "
+        "the pipeline downstream of gpusharesrc stopped taking buffers "
+        "(paused, blocked) or keeps them", held_seq[i], held_us[i] / 1000,
+        waited_us / 1000, lease_ms);
+    GST_WARNING_OBJECT (self, "client %u (pid %d): %s", c->id, (gint) c->pid,
+        text);
+    gpushare_conn_send_error (c->conn, GPUSHARE_ERR_TIMEOUT, text);
+    g_free (text);
     gpushare_conn_flush (c->conn, 10);
     drop_client (self, c, GST_GPU_SHARE_REMOVE_LEASE, "slot lease expired");
   }

@@ -3678,6 +3678,63 @@ GST_START_TEST (test_filesink_small_frames)
 
 GST_END_TEST;
 
+/* A consumer that really stops reading (its pipeline paused: the src's
+ * thread waits in the sink's preroll, and the frames the producer sends
+ * queue up in the src) still loses its lease under a lossless producer,
+ * however few buffers it wraps in place, and the error it gets says which
+ * frame was held how long, and the usual cause. */
+GST_START_TEST (test_stopped_reading_loses_lease)
+{
+  gchar *path = socket_path ("stopped.sock");
+  GstElement *producer, *sink;
+  GError *error = NULL;
+  gchar *debug = NULL;
+  ClientLog log;
+  GstMessage *msg;
+  Consumer *c;
+
+  producer = launch ("videotestsrc ! " CAPS_STR " ! gpusharesink name=sink");
+  sink = child (producer, "sink");
+  g_object_set (sink, "socket-path", path, "wait-for-connection", TRUE,
+      "lease-timeout", 500, NULL);
+  gst_util_set_object_arg (G_OBJECT (sink), "policy", "lossless");
+  client_log_init (&log, sink);
+  fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  c = consumer_new (path, FALSE);
+  consumer_start (c);
+  fail_unless (consumer_wait (c, 3));
+  fail_if (gst_element_set_state (c->pipeline, GST_STATE_PAUSED) ==
+      GST_STATE_CHANGE_FAILURE);
+
+  fail_unless (client_log_wait (&log, TRUE, 1), "the lease never expired");
+  fail_unless_equals_string (client_log_removed_nick (&log, 0), "lease");
+  fail_unless (stat_u64 (sink, "slots-quarantined") >= 1);
+
+  /* let go, it delivers what it had, then says why it was dropped */
+  consumer_start (c);
+  msg = pop_message (c->pipeline, GST_MESSAGE_ERROR, TIMEOUT_MS);
+  fail_unless (msg != NULL, "the dropped consumer posted no error");
+  gst_message_parse_error (msg, &error, &debug);
+  fail_unless (debug && strstr (debug, "slot lease expired: frame ")
+      && strstr (debug, " was held for ")
+      && strstr (debug, "while the producer waited")
+      && strstr (debug, "downstream"), "unclear lease error: %s (%s)",
+      error->message, debug ? debug : "");
+  g_clear_error (&error);
+  g_free (debug);
+  gst_message_unref (msg);
+
+  consumer_free (c);
+  fail_unless_equals_int (gst_element_set_state (producer, GST_STATE_NULL),
+      GST_STATE_CHANGE_SUCCESS);
+  client_log_clear (&log, sink);
+  gst_object_unref (producer);
+  g_free (path);
+}
+
+GST_END_TEST;
+
 #define N_LONG_CYCLES 1000
 #define N_RESTARTS 100
 
@@ -3765,6 +3822,7 @@ gpushare_elements_suite (void)
   tcase_add_test (tc, test_paused_consumer_keeps_lease);
   tcase_add_loop_test (tc, test_held_after_src_stops, 0, 2);
   tcase_add_test (tc, test_filesink_small_frames);
+  tcase_add_test (tc, test_stopped_reading_loses_lease);
   tcase_add_test (tc, test_sink_harness_pool);
   tcase_add_test (tc, test_exchange_copied);
   tcase_add_test (tc, test_exchange_in_place);
