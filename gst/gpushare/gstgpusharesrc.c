@@ -103,7 +103,11 @@ typedef struct
   GMutex lock;
   GpuShareConn *conn;           /* NULL once the session is over */
   GpuShareSlotView view;
-  guint n_in_place;             /* live buffers that wrap a slot */
+  /* live buffers that wrap a slot of the ring of epoch in_place_epoch, the
+   * newest one buffers were made of: the slots of a replaced ring are no
+   * longer the producer's to write, nor to wait for */
+  guint n_in_place;
+  guint64 in_place_epoch;
 } Session;
 
 /* the consumer's mapping of a CUDA ring: frames queued for the streaming
@@ -1335,7 +1339,9 @@ gst_gpu_share_src_stop (GstBaseSrc * bsrc)
     /* buffers that outlive us still read their slots: the producer must
      * not write them again.  Those freed from now on send no RELEASE, so
      * what it holds for us up to our last frame is what they read */
-    if (session->n_in_place > 0 && session->view.have_sequence) {
+    if (session->n_in_place > 0
+        && session->in_place_epoch == session->view.epoch
+        && session->view.have_sequence) {
       msg.u.goodbye.flags = GPUSHARE_GOODBYE_FLAG_HELD;
       msg.u.goodbye.last_sequence = session->view.last_sequence;
       GST_DEBUG_OBJECT (self, "%u buffers still read slots in place",
@@ -1382,7 +1388,7 @@ slot_ref_free (gpointer data)
   f.sequence = ref->sequence;
   g_mutex_lock (&s->lock);
   send_release (s, &f);
-  if (ref->in_place)
+  if (ref->in_place && ref->epoch == s->in_place_epoch)
     s->n_in_place--;
   g_mutex_unlock (&s->lock);
   if (ref->import)
@@ -1452,6 +1458,11 @@ make_buffer (GstGpuShareSrc * self, Item * item)
   ref->sequence = f->sequence;
   /* slot_ref_free () runs in any thread, under the session's lock */
   g_mutex_lock (&ref->session->lock);
+  /* frames come in order: a newer epoch starts a new count */
+  if (f->epoch != ref->session->in_place_epoch) {
+    ref->session->in_place_epoch = f->epoch;
+    ref->session->n_in_place = 0;
+  }
   ref->in_place = ref->session->n_in_place < max;
   if (ref->in_place)
     ref->session->n_in_place++;

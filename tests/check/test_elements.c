@@ -3678,6 +3678,79 @@ GST_START_TEST (test_filesink_small_frames)
 
 GST_END_TEST;
 
+/* Buffers of a ring the producer replaced take none of its slots: they do
+ * not count against max-in-place in the new ring.  A consumer that keeps
+ * every buffer, one at most in place, holds the first frame of each ring in
+ * place and copies the others.  Guards a bound counted across rings, which
+ * left a consumer that kept a buffer of the old ring with fewer in place
+ * in the new one (and a stuck consumer there out of the lease's reach). */
+GST_START_TEST (test_in_place_per_ring)
+{
+  GpuShareAnnounce announce;
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  gint fds[GPUSHARE_MAX_FDS];
+  guint n_fds = 0, n_in_place = 0, n = 0;
+  GpuShareFrame f;
+  GstBuffer *buf;
+  RawPeer raw;
+  Consumer *c;
+  gint frames;
+  Scene s;
+
+  scene_start (&s, FALSE);
+  c = consumer_new (s.path, TRUE);
+  gst_util_set_object_arg (G_OBJECT (c->src), "transport", "system");
+  g_object_set (c->src, "max-in-place", 1, NULL);
+  consumer_start (c);
+  fail_unless (consumer_wait (c, 3), "the consumer gets nothing");
+
+  /* a consumer that breaks the protocol while it holds frames: their slots
+   * are quarantined and the ring is replaced */
+  scene_raw_client (&s, &raw, &announce);
+  make_accept (msg, announce.instance);
+  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+  raw_expect (&raw, GPUSHARE_MSG_SLOTS, msg, fds, &n_fds);
+  gpushare_close_fds (fds, n_fds);
+  make_simple (msg, GPUSHARE_MSG_MAPPED);
+  msg->u.mapped.epoch = announce.layout.epoch;
+  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+  raw_expect (&raw, GPUSHARE_MSG_FRAME, msg, NULL, NULL);
+  f = msg->u.frame;
+  make_simple (msg, GPUSHARE_MSG_RELEASE);
+  msg->u.release.epoch = f.epoch;
+  msg->u.release.slot = f.slot;
+  msg->u.release.generation = f.generation + 1;
+  msg->u.release.sequence = f.sequence;
+  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+  fail_unless (client_log_wait (&s.log, TRUE, 1), "no client-removed");
+  fail_unless_equals_string (client_log_removed_nick (&s.log, 0), "protocol");
+  fail_unless (wait_stat_u64_at_least (s.sink, "rings-replaced", 1) >= 1);
+
+  /* frames of the new ring */
+  frames = g_atomic_int_get (&c->frames);
+  fail_unless (consumer_wait (c, frames + 5), "nothing from the new ring");
+  fail_unless_equals_uint64 (stat_u64 (s.sink, "rings-replaced"), 1);
+  /* in place: the read-only slot itself; a copy is the consumer's own */
+  while ((buf = g_async_queue_try_pop (c->buffers))) {
+    if (GST_MEMORY_FLAG_IS_SET (gst_buffer_peek_memory (buf, 0),
+            GST_MEMORY_FLAG_READONLY))
+      n_in_place++;
+    n++;
+    gst_buffer_unref (buf);
+  }
+  fail_unless (n >= 8);
+  fail_unless_equals_int (n_in_place, 2);
+  fail_unless (stat_u64 (c->src, "frames-copied") >= n - 2);
+  assert_no_error (c->pipeline);
+
+  raw_clear (&raw);
+  consumer_free (c);
+  scene_stop (&s);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
 /* A consumer that really stops reading (its pipeline paused: the src's
  * thread waits in the sink's preroll, and the frames the producer sends
  * queue up in the src) still loses its lease under a lossless producer,
@@ -3822,6 +3895,7 @@ gpushare_elements_suite (void)
   tcase_add_test (tc, test_paused_consumer_keeps_lease);
   tcase_add_loop_test (tc, test_held_after_src_stops, 0, 2);
   tcase_add_test (tc, test_filesink_small_frames);
+  tcase_add_test (tc, test_in_place_per_ring);
   tcase_add_test (tc, test_stopped_reading_loses_lease);
   tcase_add_test (tc, test_sink_harness_pool);
   tcase_add_test (tc, test_exchange_copied);
