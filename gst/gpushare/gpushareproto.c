@@ -343,10 +343,15 @@ typedef struct
 G_STATIC_ASSERT (sizeof (GpuShareWireEos) == 8);
 WIRE_AT (GpuShareWireEos, last_sequence, 0);
 
-/* GOODBYE, either direction.  4 bytes.
+/* GOODBYE, either direction.  4 bytes, or 16 since minor 3.
  *
  *   off size field
  *     0    4 reason           GpuShareErrorCode
+ *   since minor 3, sent only when one of them is not 0, so that a GOODBYE
+ *   that says nothing more is the same 4 bytes as before; read only when
+ *   the payload holds all 12 (a shorter tail is ignored, as any other):
+ *     4    4 flags            GPUSHARE_GOODBYE_FLAG_*
+ *     8    8 last_sequence
  */
 typedef struct
 {
@@ -355,6 +360,25 @@ typedef struct
 
 G_STATIC_ASSERT (sizeof (GpuShareWireGoodbye) == 4);
 WIRE_AT (GpuShareWireGoodbye, reason, 0);
+
+typedef struct
+{
+  guint32 reason;
+  guint32 flags;
+  guint64 last_sequence;
+} GpuShareWireGoodbyeHeld;
+
+G_STATIC_ASSERT (sizeof (GpuShareWireGoodbyeHeld) == 16);
+WIRE_AT (GpuShareWireGoodbyeHeld, reason, 0);
+WIRE_AT (GpuShareWireGoodbyeHeld, flags, 4);
+WIRE_AT (GpuShareWireGoodbyeHeld, last_sequence, 8);
+
+/* does this GOODBYE need its minor-3 part on the wire */
+static gboolean
+goodbye_has_held (const GpuShareGoodbye * g)
+{
+  return g->flags != 0 || g->last_sequence != 0;
+}
 
 /* ERROR, either direction.  8 bytes, then text_len bytes of text.
  *
@@ -962,6 +986,11 @@ gpushare_msg_parse (const GpuShareHeader * hdr, const guint8 * payload,
       break;
     case GPUSHARE_MSG_GOODBYE:
       msg->u.goodbye.reason = RD32 (payload, GpuShareWireGoodbye, reason);
+      if (len >= sizeof (GpuShareWireGoodbyeHeld)) {
+        msg->u.goodbye.flags = RD32 (payload, GpuShareWireGoodbyeHeld, flags);
+        msg->u.goodbye.last_sequence = RD64 (payload,
+            GpuShareWireGoodbyeHeld, last_sequence);
+      }
       break;
     case GPUSHARE_MSG_ERROR:
       res = parse_error (payload, len, &msg->u.error);
@@ -1109,6 +1138,11 @@ write_payload (guint8 * p, const GpuShareMsg * msg)
       break;
     case GPUSHARE_MSG_GOODBYE:
       WR32 (p, GpuShareWireGoodbye, reason, msg->u.goodbye.reason);
+      if (goodbye_has_held (&msg->u.goodbye)) {
+        WR32 (p, GpuShareWireGoodbyeHeld, flags, msg->u.goodbye.flags);
+        WR64 (p, GpuShareWireGoodbyeHeld, last_sequence,
+            msg->u.goodbye.last_sequence);
+      }
       break;
     case GPUSHARE_MSG_ERROR:{
       const GpuShareError *e = &msg->u.error;
@@ -1147,6 +1181,10 @@ payload_size (const GpuShareMsg * msg)
       break;
     case GPUSHARE_MSG_ERROR:
       size += msg->u.error.text_len;
+      break;
+    case GPUSHARE_MSG_GOODBYE:
+      if (goodbye_has_held (&msg->u.goodbye))
+        size = sizeof (GpuShareWireGoodbyeHeld);
       break;
     default:
       break;

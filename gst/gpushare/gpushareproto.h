@@ -32,6 +32,10 @@
  *        |--- EOS ----------------------------------->|
  *        |--- GOODBYE / ERROR (code, text) ---------->|  either direction
  *
+ *   consumer -> producer, leaving while buffers still read slots (minor 3):
+ *        |<-- RELEASE ... (every slot nothing reads) -|
+ *        |<-- GOODBYE (HELD, last sequence) ----------|  the rest quarantined
+ *
  *   at any time after connect(), either direction (minor 1):
  *        |--- PING (empty) -------------------------->|  idle for an interval
  *        |<-- PING (empty) ---------------------------|
@@ -52,7 +56,7 @@ G_BEGIN_DECLS
 
 #define GPUSHARE_MAGIC 0x48535047u      /* "GPSH" as little-endian bytes */
 #define GPUSHARE_VERSION_MAJOR 1
-#define GPUSHARE_VERSION_MINOR 2
+#define GPUSHARE_VERSION_MINOR 3
 
 #define GPUSHARE_HEADER_SIZE 24
 /* caps, checked before anything is allocated or copied */
@@ -136,6 +140,12 @@ typedef struct
 /* FRAME flags */
 /* pts/dts are CLOCK_MONOTONIC nanoseconds, not stream times */
 #define GPUSHARE_FRAME_FLAG_ABSOLUTE_TIME (1u << 0)
+
+/* GOODBYE flags (since minor 3) */
+/* from a consumer: buffers alive in its process still read the slots it
+ * holds whose FRAME had a sequence up to last_sequence; every other slot
+ * it received was RELEASEd before this GOODBYE */
+#define GPUSHARE_GOODBYE_FLAG_HELD (1u << 0)
 
 typedef enum
 {
@@ -285,6 +295,9 @@ typedef struct
 typedef struct
 {
   guint32 reason;               /* GpuShareErrorCode, GPUSHARE_ERR_SHUTDOWN */
+  /* since minor 3; on the wire only when one of them is not 0 */
+  guint32 flags;                /* GPUSHARE_GOODBYE_FLAG_* */
+  guint64 last_sequence;        /* the last FRAME the consumer received */
 } GpuShareGoodbye;
 
 typedef struct

@@ -138,8 +138,11 @@ gpushare_ring_release (GpuShareRing * ring, guint64 epoch, guint slot,
   return GPUSHARE_RING_OK;
 }
 
+/* the holder's slots whose frames came after the sequence after, or all
+ * of them when !some */
 static guint
-drop_holder (GpuShareRing * ring, guint holder, gboolean taint)
+drop_holder (GpuShareRing * ring, guint holder, gboolean taint,
+    gboolean some, guint64 after)
 {
   guint64 bit;
   guint i, n = 0;
@@ -150,7 +153,8 @@ drop_holder (GpuShareRing * ring, guint holder, gboolean taint)
   for (i = 0; i < ring->n_slots; i++) {
     GpuShareSlot *s = &ring->slots[i];
 
-    if (s->state != GPUSHARE_SLOT_HELD || !(s->holders & bit))
+    if (s->state != GPUSHARE_SLOT_HELD || !(s->holders & bit)
+        || (some && s->sequence <= after))
       continue;
     s->holders &= ~bit;
     s->tainted |= taint;
@@ -164,13 +168,20 @@ drop_holder (GpuShareRing * ring, guint holder, gboolean taint)
 guint
 gpushare_ring_release_holder (GpuShareRing * ring, guint holder)
 {
-  return drop_holder (ring, holder, FALSE);
+  return drop_holder (ring, holder, FALSE, FALSE, 0);
+}
+
+guint
+gpushare_ring_release_holder_after (GpuShareRing * ring, guint holder,
+    guint64 sequence)
+{
+  return drop_holder (ring, holder, FALSE, TRUE, sequence);
 }
 
 guint
 gpushare_ring_quarantine_holder (GpuShareRing * ring, guint holder)
 {
-  return drop_holder (ring, holder, TRUE);
+  return drop_holder (ring, holder, TRUE, FALSE, 0);
 }
 
 guint

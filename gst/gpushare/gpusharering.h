@@ -86,6 +86,10 @@ GpuShareRingResult gpushare_ring_publish (GpuShareRing * ring, guint slot,
 GpuShareRingResult gpushare_ring_release (GpuShareRing * ring, guint64 epoch,
     guint slot, guint32 generation, guint holder);
 guint gpushare_ring_release_holder (GpuShareRing * ring, guint holder);
+/* gives back only the holder's slots whose frames have a sequence after
+ * sequence: a consumer that left never read those */
+guint gpushare_ring_release_holder_after (GpuShareRing * ring, guint holder,
+    guint64 sequence);
 /* like release_holder, but taints every slot the holder held */
 guint gpushare_ring_quarantine_holder (GpuShareRing * ring, guint holder);
 /* slots tainted in this epoch, quarantined already or still held */

@@ -139,6 +139,10 @@ typedef struct
   guint64 frames_sent;
   guint64 frames_released;
   guint64 frames_dropped;
+  /* its GOODBYE said buffers in its process still read the slots it holds
+   * of frames up to held_upto (GPUSHARE_GOODBYE_FLAG_HELD) */
+  gboolean goodbye_held;
+  guint64 held_upto;
 } Client;
 
 typedef struct
@@ -670,8 +674,8 @@ drop_client (GstGpuShareSink * self, Client * client,
   GEnumValue *ev = g_enum_get_value (remove_reason_class, reason);
   guint id = client->id;
   GPtrArray *freed;
-  guint released;
-  gboolean quarantine;
+  guint released, unseen = 0;
+  gboolean quarantine, held;
 
   g_mutex_lock (&self->lock);
   if (self->clients[client->index] != client) {
@@ -680,15 +684,27 @@ drop_client (GstGpuShareSink * self, Client * client,
   }
   self->clients[client->index] = NULL;
   self->n_clients--;
+  /* a consumer that leaves while buffers in its process still wrap slots
+   * in place says so in its GOODBYE, after a RELEASE for every other frame
+   * it received: what it still holds of the frames up to the last it
+   * received is read by those buffers.  The frames sent after that were
+   * on their way as it left: it never read them.  A GPU consumer copies
+   * every frame out: nothing of it stays in place */
+  held = reason == GST_GPU_SHARE_REMOVE_GOODBYE && client->goodbye_held
+      && client->mem_type == GPUSHARE_MEM_SYSTEM;
+  if (held)
+    unseen = gpushare_ring_release_holder_after (&self->ring, client->index,
+        client->held_upto);
   /* a consumer whose reads of its slots cannot be confirmed done may
    * still read them: they are never written again, the ring is replaced
    * instead.  Only a goodbye, a hang-up (its process, and so its mappings,
    * gone) or our own stop give slots back; for a GPU consumer not even a
    * hang-up (its copy out of a slot may still run on the GPU) */
-  quarantine = reason != GST_GPU_SHARE_REMOVE_GOODBYE
+  quarantine = held || (reason != GST_GPU_SHARE_REMOVE_GOODBYE
       && reason != GST_GPU_SHARE_REMOVE_SHUTDOWN
       && (reason != GST_GPU_SHARE_REMOVE_HANGUP
-      || (client->mem_type != GPUSHARE_MEM_SYSTEM && client->mem_type != 0));
+          || (client->mem_type != GPUSHARE_MEM_SYSTEM
+              && client->mem_type != 0)));
   if (quarantine) {
     guint before = gpushare_ring_n_tainted (&self->ring);
 
@@ -718,16 +734,18 @@ drop_client (GstGpuShareSink * self, Client * client,
       || reason == GST_GPU_SHARE_REMOVE_HANGUP
       || reason == GST_GPU_SHARE_REMOVE_SHUTDOWN)
     GST_INFO_OBJECT (self, "client %u removed (%s): %s; %u slots reclaimed",
-        id, ev ? ev->value_nick : "?", detail ? detail : "", released);
+        id, ev ? ev->value_nick : "?", detail ? detail : "",
+        released + unseen);
   else
     GST_WARNING_OBJECT (self, "client %u removed (%s): %s; %u slots "
         "reclaimed", id, ev ? ev->value_nick : "?", detail ? detail : "",
         released);
 
   if (quarantine && released > 0) {
-    GST_WARNING_OBJECT (self, "client %u: %u slots quarantined (its reads "
-        "cannot be confirmed done); the ring is replaced at the next frame",
-        id, released);
+    GST_WARNING_OBJECT (self, "client %u: %u slots quarantined (%s); the "
+        "ring is replaced at the next frame", id, released, held ?
+        "buffers in its process still read them" :
+        "its reads cannot be confirmed done");
     gst_element_post_message (GST_ELEMENT (self),
         gst_message_new_element (GST_OBJECT (self),
             gst_structure_new ("gpushare-quarantine",
@@ -888,6 +906,9 @@ client_message (GpuShareConn * conn, const GpuShareMsg * msg, gint * fds,
       handle_release (self, client, &msg->u.release);
       break;
     case GPUSHARE_MSG_GOODBYE:
+      client->goodbye_held =
+          (msg->u.goodbye.flags & GPUSHARE_GOODBYE_FLAG_HELD) != 0;
+      client->held_upto = msg->u.goodbye.last_sequence;
       g_mutex_unlock (&self->lock);
       drop_client (self, client, GST_GPU_SHARE_REMOVE_GOODBYE, "goodbye");
       return;
@@ -971,6 +992,10 @@ housekeeping (gpointer user_data)
 
   guint lease_ms;
   guint64 expired = 0;
+  /* per expired client: its oldest frame held, and for how long */
+  guint64 held_seq[MAX_CLIENTS] = { 0, };
+  gint64 held_us[MAX_CLIENTS] = { 0, };
+  gint64 waited_us = 0;
 
   GST_OBJECT_LOCK (self);
   lease_ms = self->lease_timeout;
@@ -1012,6 +1037,7 @@ housekeeping (gpointer user_data)
     guint64 newest[MAX_CLIENTS] = { 0, };
     guint j;
 
+    waited_us = now - self->waiting_since;
     for (i = 0; i < self->ring.n_slots; i++)
       for (j = 0; j < MAX_CLIENTS; j++)
         if (self->ring.slots[i].state == GPUSHARE_SLOT_HELD
@@ -1022,16 +1048,24 @@ housekeeping (gpointer user_data)
 
       if (slot->state != GPUSHARE_SLOT_HELD || now - self->sent_at[i] <= limit)
         continue;
-      for (j = 0; j < MAX_CLIENTS; j++)
-        if ((slot->holders & (G_GUINT64_CONSTANT (1) << j))
-            && slot->sequence != newest[j])
-          expired |= G_GUINT64_CONSTANT (1) << j;
+      for (j = 0; j < MAX_CLIENTS; j++) {
+        guint64 bit = G_GUINT64_CONSTANT (1) << j;
+
+        if (!(slot->holders & bit) || slot->sequence == newest[j])
+          continue;
+        if (!(expired & bit) || now - self->sent_at[i] > held_us[j]) {
+          held_seq[j] = slot->sequence;
+          held_us[j] = now - self->sent_at[i];
+        }
+        expired |= bit;
+      }
     }
   }
   freed = take_freed_rings (self);
   g_mutex_unlock (&self->lock);
   g_clear_pointer (&freed, g_ptr_array_unref);
   for (i = 0; i < MAX_CLIENTS && expired; i++) {
+    gchar *text;
     Client *c;
 
     if (!(expired & (G_GUINT64_CONSTANT (1) << i)))
@@ -1041,11 +1075,20 @@ housekeeping (gpointer user_data)
     g_mutex_unlock (&self->lock);
     if (!c)
       continue;
-    GST_WARNING_OBJECT (self, "client %u (pid %d): held a frame for more "
-        "than lease-timeout (%u ms) while the producer waited for a slot",
-        c->id, (gint) c->pid, lease_ms);
-    gpushare_conn_send_error (c->conn, GPUSHARE_ERR_TIMEOUT,
-        "slot lease expired: a frame was held longer than lease-timeout");
+    /* in words the consumer's user can act on: its pipeline stopped
+     * taking buffers, or keeps them (a gpusharesrc copies the frames past
+     * its max-in-place, so a sink or queue that only batches does not
+     * hold the producer up) */
+    text = g_strdup_printf ("slot lease expired: frame %" G_GUINT64_FORMAT
+        " was held for %" G_GINT64_FORMAT " ms while the producer waited %"
+        G_GINT64_FORMAT " ms for a free slot (lease-timeout %u ms); usually "
+        "the pipeline downstream of gpusharesrc stopped taking buffers "
+        "(paused, blocked) or keeps them", held_seq[i], held_us[i] / 1000,
+        waited_us / 1000, lease_ms);
+    GST_WARNING_OBJECT (self, "client %u (pid %d): %s", c->id, (gint) c->pid,
+        text);
+    gpushare_conn_send_error (c->conn, GPUSHARE_ERR_TIMEOUT, text);
+    g_free (text);
     gpushare_conn_flush (c->conn, 10);
     drop_client (self, c, GST_GPU_SHARE_REMOVE_LEASE, "slot lease expired");
   }

@@ -8,6 +8,9 @@
  * producer's slots are mapped once per connection, read-only, and every
  * buffer pushed wraps a slot in place (a #GstVideoMeta carries the strides);
  * when its last reference goes, the slot is given back to the producer.
+ * At most #GstGpuShareSrc:max-in-place such buffers live at once: past
+ * that a frame is copied and its slot given back at once, so that a sink
+ * or a queue that keeps buffers never holds up the producer.
  *
  * The src may start before the producer: it waits up to
  * #GstGpuShareSrc:connection-timeout for it, and gets the caps from the
@@ -59,6 +62,7 @@ GST_DEBUG_CATEGORY_STATIC (gst_gpu_share_src_debug);
 #define DEFAULT_CUDA_DEVICE_ID 0
 #define DEFAULT_PRODUCER_LOST GST_GPU_SHARE_PRODUCER_LOST_ERROR
 #define DEFAULT_HEARTBEAT_INTERVAL 1000 /* ms */
+#define DEFAULT_MAX_IN_PLACE 0  /* half the producer's ring */
 #define RETRY_MIN_MS 10
 #define RETRY_MAX_MS 250
 #define GOODBYE_FLUSH_MS 100
@@ -75,6 +79,7 @@ enum
   PROP_CUDA_DEVICE_ID,
   PROP_HEARTBEAT_INTERVAL,
   PROP_ALLOWED_PRODUCER_UIDS,
+  PROP_MAX_IN_PLACE,
   PROP_STATS,
   N_PROPERTIES
 };
@@ -102,6 +107,11 @@ typedef struct
   GMutex lock;
   GpuShareConn *conn;           /* NULL once the session is over */
   GpuShareSlotView view;
+  /* live buffers that wrap a slot of the ring of epoch in_place_epoch, the
+   * newest one buffers were made of: the slots of a replaced ring are no
+   * longer the producer's to write, nor to wait for */
+  guint n_in_place;
+  guint64 in_place_epoch;
 } Session;
 
 /* the consumer's mapping of a CUDA ring: frames queued for the streaming
@@ -126,6 +136,7 @@ typedef struct
   guint slot;
   guint32 generation;
   guint64 sequence;
+  gboolean in_place;            /* counted in session->n_in_place */
 } SlotRef;
 
 typedef enum
@@ -159,6 +170,7 @@ struct _GstGpuShareSrc
   gint cuda_device_id;
   guint heartbeat_interval;     /* ms, 0: none */
   GArray *allowed_producer_uids;        /* guint, beside our own and root */
+  guint max_in_place;           /* 0: half the producer's ring */
 
   /* control thread */
   GMainContext *context;
@@ -204,6 +216,7 @@ struct _GstGpuShareSrc
   guint64 latency;
   guint64 producer_instance;
   guint64 frames_received;
+  guint64 frames_copied;        /* past max-in-place */
   guint reconnects;
   gboolean discont;             /* the next buffer starts a new producer */
 
@@ -1354,6 +1367,7 @@ gst_gpu_share_src_start (GstBaseSrc * bsrc)
   self->retry_ms = RETRY_MIN_MS;
   self->flushing = FALSE;
   self->frames_received = 0;
+  self->frames_copied = 0;
   self->reconnects = 0;
   self->discont = FALSE;
   self->latency = GST_CLOCK_TIME_NONE;
@@ -1379,6 +1393,26 @@ gst_gpu_share_src_start (GstBaseSrc * bsrc)
   return TRUE;
 }
 
+/* session lock held: the slot of frame f goes back to the producer, once,
+ * while the session lasts and f's ring is the one mapped (the producer
+ * ignores releases of replaced rings anyway) */
+static void
+send_release (Session * s, const GpuShareFrame * f)
+{
+  GpuShareMsg msg = { 0, };
+
+  if (!s->conn || s->view.epoch != f->epoch
+      || gpushare_slot_view_release (&s->view, f->slot,
+          f->generation) != GPUSHARE_RING_OK)
+    return;
+  msg.type = GPUSHARE_MSG_RELEASE;
+  msg.u.release.epoch = f->epoch;
+  msg.u.release.slot = f->slot;
+  msg.u.release.generation = f->generation;
+  msg.u.release.sequence = f->sequence;
+  gpushare_conn_send (s->conn, &msg, NULL, 0, NULL);
+}
+
 static gboolean
 gst_gpu_share_src_stop (GstBaseSrc * bsrc)
 {
@@ -1393,6 +1427,21 @@ gst_gpu_share_src_stop (GstBaseSrc * bsrc)
   g_mutex_lock (&self->lock);
   session = self->session;
   self->session = NULL;
+  /* frames received but never pushed go back before the GOODBYE, on the
+   * same socket: then the slots the producer still counts as ours are
+   * exactly those that live buffers read */
+  if (session) {
+    GList *l;
+
+    g_mutex_lock (&session->lock);
+    for (l = self->items.head; l; l = l->next) {
+      const Item *item = l->data;
+
+      if (item->type == ITEM_FRAME && item->import)
+        send_release (session, &item->frame);
+    }
+    g_mutex_unlock (&session->lock);
+  }
   g_queue_clear_full (&self->items, (GDestroyNotify) item_free);
   g_clear_pointer (&self->import, gpushare_import_unref);
   g_clear_pointer (&self->cuda, cuda_view_unref);
@@ -1405,12 +1454,23 @@ gst_gpu_share_src_stop (GstBaseSrc * bsrc)
     GpuShareConn *conn;
     GpuShareMsg msg = { 0, };
 
+    msg.type = GPUSHARE_MSG_GOODBYE;
     g_mutex_lock (&session->lock);
     conn = session->conn;
     session->conn = NULL;
+    /* buffers that outlive us still read their slots: the producer must
+     * not write them again.  Those freed from now on send no RELEASE, so
+     * what it holds for us up to our last frame is what they read */
+    if (session->n_in_place > 0
+        && session->in_place_epoch == session->view.epoch
+        && session->view.have_sequence) {
+      msg.u.goodbye.flags = GPUSHARE_GOODBYE_FLAG_HELD;
+      msg.u.goodbye.last_sequence = session->view.last_sequence;
+      GST_DEBUG_OBJECT (self, "%u buffers still read slots in place",
+          session->n_in_place);
+    }
     g_mutex_unlock (&session->lock);
     if (conn) {
-      msg.type = GPUSHARE_MSG_GOODBYE;
       msg.u.goodbye.reason = GPUSHARE_ERR_SHUTDOWN;
       if (gpushare_conn_send (conn, &msg, NULL, 0, NULL))
         gpushare_conn_flush (conn, GOODBYE_FLUSH_MS);
@@ -1442,20 +1502,16 @@ slot_ref_free (gpointer data)
 {
   SlotRef *ref = data;
   Session *s = ref->session;
+  GpuShareFrame f = { 0, };
 
+  f.epoch = ref->epoch;
+  f.slot = ref->slot;
+  f.generation = ref->generation;
+  f.sequence = ref->sequence;
   g_mutex_lock (&s->lock);
-  if (s->conn && s->view.epoch == ref->epoch
-      && gpushare_slot_view_release (&s->view, ref->slot,
-          ref->generation) == GPUSHARE_RING_OK) {
-    GpuShareMsg msg = { 0, };
-
-    msg.type = GPUSHARE_MSG_RELEASE;
-    msg.u.release.epoch = ref->epoch;
-    msg.u.release.slot = ref->slot;
-    msg.u.release.generation = ref->generation;
-    msg.u.release.sequence = ref->sequence;
-    gpushare_conn_send (s->conn, &msg, NULL, 0, NULL);
-  }
+  send_release (s, &f);
+  if (ref->in_place && ref->epoch == s->in_place_epoch)
+    s->n_in_place--;
   g_mutex_unlock (&s->lock);
   if (ref->import)
     gpushare_import_unref (ref->import);
@@ -1505,8 +1561,16 @@ make_buffer (GstGpuShareSrc * self, Item * item)
   const GpuShareFrame *f = &item->frame;
   GstVideoInfo *vi = &self->vinfo;
   SlotRef *ref = g_new0 (SlotRef, 1);
-  GstBuffer *buf = gst_buffer_new ();
-  GstMemory *mem;
+  GstBuffer *buf;
+  guint max;
+
+  GST_OBJECT_LOCK (self);
+  max = self->max_in_place;
+  GST_OBJECT_UNLOCK (self);
+  /* half the ring: the producer always finds a slot for the next frames
+   * while downstream keeps the other half */
+  if (max == 0)
+    max = MAX (1, item->import->n_slots / 2);
 
   ref->session = session_ref (self->session);
   ref->import = gpushare_import_ref (item->import);
@@ -1514,11 +1578,42 @@ make_buffer (GstGpuShareSrc * self, Item * item)
   ref->slot = f->slot;
   ref->generation = f->generation;
   ref->sequence = f->sequence;
-  /* read-only: a writer downstream gets a copy, never our slot */
-  mem = gst_memory_new_wrapped (GST_MEMORY_FLAG_READONLY,
-      (gpointer) item->import->data[f->slot], item->import->slot_size, 0,
-      self->layout.frame_size, ref, slot_ref_free);
-  gst_buffer_append_memory (buf, mem);
+  /* slot_ref_free () runs in any thread, under the session's lock */
+  g_mutex_lock (&ref->session->lock);
+  /* frames come in order: a newer epoch starts a new count */
+  if (f->epoch != ref->session->in_place_epoch) {
+    ref->session->in_place_epoch = f->epoch;
+    ref->session->n_in_place = 0;
+  }
+  ref->in_place = ref->session->n_in_place < max;
+  if (ref->in_place)
+    ref->session->n_in_place++;
+  g_mutex_unlock (&ref->session->lock);
+
+  if (ref->in_place) {
+    /* read-only: a writer downstream gets a copy, never our slot */
+    buf = gst_buffer_new ();
+    gst_buffer_append_memory (buf,
+        gst_memory_new_wrapped (GST_MEMORY_FLAG_READONLY,
+            (gpointer) item->import->data[f->slot], item->import->slot_size,
+            0, self->layout.frame_size, ref, slot_ref_free));
+  } else {
+    /* downstream holds max of our buffers already: a sink that batches
+     * its writes (filesink keeps 64 KiB), a queue.  Held in place they
+     * would starve the producer until the lease dropped us, so, as
+     * v4l2src copies out of its pool when downstream holds too many of
+     * its buffers, this frame is copied and its slot goes back at once.
+     * The same bytes and the same video meta: downstream sees the same
+     * layout either way */
+    buf = gst_buffer_new_memdup (item->import->data[f->slot],
+        self->layout.frame_size);
+    slot_ref_free (ref);
+    g_mutex_lock (&self->lock);
+    self->frames_copied++;
+    g_mutex_unlock (&self->lock);
+    GST_LOG_OBJECT (self, "%u buffers held in place: frame %" G_GUINT64_FORMAT
+        " copied", max, f->sequence);
+  }
   gst_buffer_add_video_meta_full (buf, GST_VIDEO_FRAME_FLAG_NONE,
       GST_VIDEO_INFO_FORMAT (vi), GST_VIDEO_INFO_WIDTH (vi),
       GST_VIDEO_INFO_HEIGHT (vi), GST_VIDEO_INFO_N_PLANES (vi), vi->offset,
@@ -1949,6 +2044,7 @@ make_stats (GstGpuShareSrc * self)
       "not connected",
       "epoch", G_TYPE_UINT64, self->import ? self->import->epoch : 0,
       "frames-received", G_TYPE_UINT64, self->frames_received,
+      "frames-copied", G_TYPE_UINT64, self->frames_copied,
       "reconnects", G_TYPE_UINT, self->reconnects,
       "producer-live", G_TYPE_BOOLEAN, self->producer_live, NULL);
   g_mutex_unlock (&self->lock);
@@ -1987,6 +2083,9 @@ gst_gpu_share_src_set_property (GObject * object, guint prop_id,
       break;
     case PROP_ALLOWED_PRODUCER_UIDS:
       gpushare_ids_from_value (&self->allowed_producer_uids, value);
+      break;
+    case PROP_MAX_IN_PLACE:
+      self->max_in_place = g_value_get_uint (value);
       break;
     case PROP_IS_LIVE:
       self->is_live = g_value_get_boolean (value);
@@ -2038,6 +2137,9 @@ gst_gpu_share_src_get_property (GObject * object, guint prop_id,
       break;
     case PROP_ALLOWED_PRODUCER_UIDS:
       gpushare_ids_to_value (self->allowed_producer_uids, value);
+      break;
+    case PROP_MAX_IN_PLACE:
+      g_value_set_uint (value, self->max_in_place);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -2114,8 +2216,16 @@ gst_gpu_share_src_class_init (GstGpuShareSrcClass * klass)
       "other uid listening at socket-path is refused before it is read",
       g_param_spec_uint ("uid", "uid", "A uid", 0, G_MAXUINT32, 0,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS), rw);
+  properties[PROP_MAX_IN_PLACE] = g_param_spec_uint ("max-in-place",
+      "Max in place", "Buffers wrapping the producer's slots that downstream "
+      "may hold at once (system memory); past that a frame is copied and its "
+      "slot given back at once, so that a sink or queue that keeps buffers "
+      "never holds up the producer (0 = half the producer's ring, at least "
+      "1)", 0, GPUSHARE_MAX_SLOTS, DEFAULT_MAX_IN_PLACE,
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING
+      | GST_PARAM_DOC_SHOW_DEFAULT);
   properties[PROP_STATS] = g_param_spec_boxed ("stats", "Statistics",
-      "Memory type in use and why, frames received",
+      "Memory type in use and why, frames received and copied",
       GST_TYPE_STRUCTURE, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
   g_object_class_install_properties (gobject_class, N_PROPERTIES, properties);
 
@@ -2158,6 +2268,7 @@ gst_gpu_share_src_init (GstGpuShareSrc * self)
   self->cuda_device_id = DEFAULT_CUDA_DEVICE_ID;
   self->peer_device = -1;
   self->heartbeat_interval = DEFAULT_HEARTBEAT_INTERVAL;
+  self->max_in_place = DEFAULT_MAX_IN_PLACE;
   g_mutex_init (&self->lock);
   g_cond_init (&self->cond);
   g_queue_init (&self->items);

@@ -847,14 +847,19 @@ GST_START_TEST (test_consumer_killed)
   fail_unless (stats_client (s, victim) == NULL, "%" GST_PTR_FORMAT, s);
   fail_unless_equals_int (stats_n_clients (s), 1);
   gst_structure_free (s);
-  /* after the survivor left too: the whole ring is free again */
+  /* after the survivor left too: the whole ring is free again, but for
+   * the slot its appsink still held as its src stopped (the buffer it
+   * prerolled on, which appsink lets go of only on its way to NULL): that
+   * one is quarantined, never written again */
   s = child_stats (p, "stats ");
   fail_unless_equals_int (stats_n_clients (s), 0);
   {
     guint free_slots = 0;
+    guint64 quarantined = stats_u64 (s, "slots-quarantined");
 
     fail_unless (gst_structure_get_uint (s, "free-slots", &free_slots));
-    fail_unless_equals_int (free_slots, 8);
+    fail_unless (quarantined <= 1, "%" GST_PTR_FORMAT, s);
+    fail_unless_equals_int (free_slots + quarantined, 8);
   }
   gst_structure_free (s);
   e2e_free (t);

@@ -1292,7 +1292,7 @@ GST_START_TEST (test_inspect)
     "connection-timeout", "is-live", "producer-lost", "transport",
     "sync-mode",
     "cuda-device-id", "heartbeat-interval", "allowed-producer-uids",
-    "stats", NULL
+    "max-in-place", "stats", NULL
   };
   static const gchar *const src_ro[] = { "stats", NULL };
   static const gchar *const reasons[] = { "goodbye", "hangup", "protocol",
@@ -1589,6 +1589,9 @@ run_exchange (gboolean use_appsrc)
   fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
       GST_STATE_CHANGE_FAILURE);
   c = consumer_new (path, TRUE);
+  /* every frame in place, however many wait in the test's queue (past
+   * max-in-place frames are copies: test_filesink_small_frames) */
+  g_object_set (c->src, "max-in-place", EXCHANGE_RING, NULL);
   consumer_start (c);
 
   if (use_appsrc) {
@@ -1897,6 +1900,9 @@ GST_START_TEST (test_lease_quarantine)
   for (k = 0; k < 2; k++) {
     stuck[k] = consumer_new (path, TRUE);
     gst_util_set_object_arg (G_OBJECT (stuck[k]->src), "transport", "system");
+    /* every frame in place: past max-in-place (by default half the ring)
+     * a consumer copies its frames and holds nobody up */
+    g_object_set (stuck[k]->src, "max-in-place", 4, NULL);
     consumer_start (stuck[k]);
   }
   fail_unless (client_log_wait (&log, TRUE, 2), "the leases never expired");
@@ -3647,6 +3653,371 @@ GST_START_TEST (test_paused_consumer_keeps_lease)
 
 GST_END_TEST;
 
+/* lets the first buffer through, drops the others */
+static GstPadProbeReturn
+pass_first_buffer (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
+{
+  return g_atomic_int_add ((gint *) user_data, 1) == 0 ? GST_PAD_PROBE_OK :
+      GST_PAD_PROBE_DROP;
+}
+
+/* A buffer the application keeps after its gpusharesrc stopped (an appsink
+ * sample kept once the pipeline is in NULL) still reads its slot in place.
+ * Guards the bug where the consumer's GOODBYE gave such a slot back and the
+ * producer wrote it again under the application (the sample changed in 20
+ * of 20 looks over 2 s): the GOODBYE now says which slots live buffers
+ * still read, and the producer quarantines exactly those.  Case 1: a
+ * consumer that keeps nothing leaves at no cost (no quarantine, no new
+ * ring), though frames are on their way to it and in its queue as it
+ * leaves. */
+GST_START_TEST (test_held_after_src_stops)
+{
+  gboolean keep = __i__ == 0;
+  gchar *path = socket_path ("held.sock");
+  GstElement *producer, *sink;
+  GstSample *sample = NULL;
+  GstMapInfo map;
+  GBytes *copy = NULL;
+  Consumer *keeper, *next;
+  ClientLog log;
+  guint i;
+
+  /* live and leaky: the producer writes on whatever its consumers do;
+   * snow: a slot written again changes its bytes */
+  producer = launch ("videotestsrc is-live=true pattern=snow ! "
+      LIVE_CAPS_STR " ! gpusharesink name=sink");
+  sink = child (producer, "sink");
+  g_object_set (sink, "socket-path", path, "ring-size", 4, NULL);
+  gst_util_set_object_arg (G_OBJECT (sink), "policy", "leaky");
+  client_log_init (&log, sink);
+  producer_start (producer, sink);
+
+  /* system memory: only a consumer that reads in place holds a slot for as
+   * long as it keeps the buffer (a GPU consumer copies every frame out) */
+  if (keep) {
+    GstElement *consumer;
+    GstBuffer *buf;
+    GstPad *pad;
+    gint n = 0;
+
+    /* the first frame reaches appsink, the others are dropped on the way:
+     * the kept sample is the only buffer left as the src stops */
+    consumer = launch ("gpusharesrc name=src transport=system "
+        "connection-timeout=%d ! appsink name=out sync=false", TIMEOUT_MS);
+    g_object_set (child (consumer, "src"), "socket-path", path, NULL);
+    pad = gst_element_get_static_pad (child (consumer, "out"), "sink");
+    gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, pass_first_buffer, &n,
+        NULL);
+    gst_object_unref (pad);
+    fail_if (gst_element_set_state (consumer, GST_STATE_PLAYING) ==
+        GST_STATE_CHANGE_FAILURE);
+    sample = gst_app_sink_try_pull_sample (GST_APP_SINK (child (consumer,
+                "out")), TIMEOUT_MS * GST_MSECOND);
+    fail_unless (sample != NULL, "the consumer got no frame");
+    buf = gst_sample_get_buffer (sample);
+    fail_unless (gst_buffer_map (buf, &map, GST_MAP_READ));
+    copy = g_bytes_new (map.data, map.size);
+    gst_buffer_unmap (buf, &map);
+    /* frames flow on into the src (and are dropped) as it stops */
+    while (g_atomic_int_get (&n) < 10)
+      g_usleep (1000);
+    fail_unless_equals_int (gst_element_set_state (consumer,
+            GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
+    gst_object_unref (consumer);
+  } else {
+    Consumer *c = consumer_new (path, FALSE);
+
+    gst_util_set_object_arg (G_OBJECT (c->src), "transport", "system");
+    consumer_start (c);
+    fail_unless (consumer_wait (c, 10), "the consumer gets nothing");
+    consumer_free (c);
+  }
+  fail_unless (client_log_wait (&log, TRUE, 1));
+  fail_unless_equals_string (client_log_removed_nick (&log, 0), "goodbye");
+
+  /* a consumer that keeps its frames: the producer writes every slot of
+   * its ring of 4, any slot given back included */
+  keeper = consumer_new (path, TRUE);
+  gst_util_set_object_arg (G_OBJECT (keeper->src), "transport", "system");
+  consumer_start (keeper);
+  fail_unless (consumer_wait (keeper, 3), "the keeper gets nothing");
+  /* 20 looks over 2 s while the producer writes on */
+  for (i = 0; i < 20 && keep; i++) {
+    GstBuffer *buf = gst_sample_get_buffer (sample);
+    GBytes *now;
+
+    fail_unless (gst_buffer_map (buf, &map, GST_MAP_READ));
+    now = g_bytes_new (map.data, map.size);
+    gst_buffer_unmap (buf, &map);
+    fail_unless (g_bytes_equal (now, copy), "the kept sample changed after "
+        "its src stopped (look %u)", i);
+    g_bytes_unref (now);
+    g_usleep (100 * 1000);
+  }
+  if (!keep)
+    g_usleep (500 * 1000);
+  fail_unless (stat_u64 (sink, "frames-rendered") > 100);
+  /* exactly the kept sample's slot: not the frames that were on their way
+   * to the consumer as it left, nor those it had not pushed yet */
+  fail_unless_equals_uint64 (stat_u64 (sink, "slots-quarantined"),
+      keep ? 1 : 0);
+  fail_unless_equals_uint64 (stat_u64 (sink, "rings-replaced"), keep ? 1 : 0);
+
+  /* the producer streams on to the next consumer */
+  next = consumer_new (path, FALSE);
+  consumer_start (next);
+  fail_unless (consumer_wait (next, 20), "the next consumer gets nothing");
+  assert_no_error (next->pipeline);
+  assert_no_error (producer);
+  if (keep) {
+    GstBuffer *buf = gst_sample_get_buffer (sample);
+    GBytes *now;
+
+    fail_unless (gst_buffer_map (buf, &map, GST_MAP_READ));
+    now = g_bytes_new (map.data, map.size);
+    gst_buffer_unmap (buf, &map);
+    fail_unless (g_bytes_equal (now, copy), "the kept sample changed");
+    g_bytes_unref (now);
+    g_bytes_unref (copy);
+    gst_sample_unref (sample);
+  }
+
+  consumer_free (next);
+  consumer_free (keeper);
+  fail_unless_equals_int (gst_element_set_state (producer, GST_STATE_NULL),
+      GST_STATE_CHANGE_SUCCESS);
+  client_log_clear (&log, sink);
+  gst_object_unref (producer);
+  g_free (path);
+}
+
+GST_END_TEST;
+
+#define SMALL_CAPS_STR \
+  "video/x-raw,format=I420,width=64,height=48,framerate=30/1"
+#define SMALL_FRAME_SIZE (64 * 48 * 3 / 2)
+#define N_FILE_FRAMES 100
+
+/* gpusharesrc ! filesink with small frames from a non-live producer, every
+ * setting at its default.  filesink keeps its buffers until it has 64 KiB
+ * to write (14 frames of 4608 bytes, more than the ring of 8): it once held
+ * every slot, the producer waited for one, and after 5 s the lease dropped
+ * the consumer as if it were stuck.  The src now wraps at most half the
+ * ring in place and copies the frames past that: every frame reaches the
+ * file, byte for byte as a pipeline without gpushare writes it. */
+GST_START_TEST (test_filesink_small_frames)
+{
+  gchar *path = socket_path ("file.sock");
+  gchar *out = g_build_filename (tmpdir, "out.yuv", NULL);
+  gchar *ref = g_build_filename (tmpdir, "ref.yuv", NULL);
+  GstElement *direct, *producer, *sink, *consumer, *src;
+  gchar *got = NULL, *want = NULL;
+  gsize got_len = 0, want_len = 0;
+  GstMessage *msg;
+
+  /* what the file must hold: ball moves, so every frame differs */
+  direct = launch ("videotestsrc num-buffers=%d pattern=ball ! "
+      SMALL_CAPS_STR " ! filesink location=\"%s\"", N_FILE_FRAMES, ref);
+  fail_if (gst_element_set_state (direct, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  msg = pop_message (direct, GST_MESSAGE_EOS | GST_MESSAGE_ERROR,
+      TIMEOUT_MS);
+  fail_unless (msg && GST_MESSAGE_TYPE (msg) == GST_MESSAGE_EOS);
+  gst_message_unref (msg);
+  fail_unless_equals_int (gst_element_set_state (direct, GST_STATE_NULL),
+      GST_STATE_CHANGE_SUCCESS);
+  gst_object_unref (direct);
+
+  /* the consumer must see every frame: the producer waits for it */
+  producer = launch ("videotestsrc num-buffers=%d pattern=ball ! "
+      SMALL_CAPS_STR " ! gpusharesink name=sink wait-for-connection=true",
+      N_FILE_FRAMES);
+  sink = child (producer, "sink");
+  g_object_set (sink, "socket-path", path, NULL);
+  /* system memory: a GPU consumer copies every frame out anyway */
+  consumer = launch ("gpusharesrc name=src transport=system "
+      "connection-timeout=%d ! filesink location=\"%s\"", TIMEOUT_MS, out);
+  src = child (consumer, "src");
+  g_object_set (src, "socket-path", path, NULL);
+  fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  fail_if (gst_element_set_state (consumer, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+
+  /* a lease would expire after 5 s: wait longer than that */
+  msg = pop_message (consumer, GST_MESSAGE_EOS | GST_MESSAGE_ERROR,
+      3 * TIMEOUT_MS);
+  fail_unless (msg != NULL, "the consumer never reached EOS");
+  if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR) {
+    GError *error = NULL;
+    gchar *debug = NULL;
+
+    gst_message_parse_error (msg, &error, &debug);
+    fail ("gpusharesrc ! filesink failed: %s (%s)", error->message,
+        debug ? debug : "");
+  }
+  gst_message_unref (msg);
+  /* the frames past the bound were copied, their slots given back */
+  fail_unless (stat_u64 (src, "frames-copied") > 0);
+  fail_unless (stat_u64 (src, "frames-copied") < N_FILE_FRAMES);
+  fail_unless_equals_uint64 (stat_u64 (sink, "slots-quarantined"), 0);
+  fail_unless_equals_int (gst_element_set_state (consumer, GST_STATE_NULL),
+      GST_STATE_CHANGE_SUCCESS);
+  msg = pop_message (producer, GST_MESSAGE_EOS | GST_MESSAGE_ERROR,
+      TIMEOUT_MS);
+  fail_unless (msg && GST_MESSAGE_TYPE (msg) == GST_MESSAGE_EOS);
+  gst_message_unref (msg);
+
+  fail_unless (g_file_get_contents (out, &got, &got_len, NULL));
+  fail_unless (g_file_get_contents (ref, &want, &want_len, NULL));
+  fail_unless_equals_int (want_len, N_FILE_FRAMES * SMALL_FRAME_SIZE);
+  fail_unless_equals_int (got_len, want_len);
+  fail_unless (memcmp (got, want, want_len) == 0,
+      "the file differs from what the producer was given");
+
+  g_free (got);
+  g_free (want);
+  gst_object_unref (consumer);
+  fail_unless_equals_int (gst_element_set_state (producer, GST_STATE_NULL),
+      GST_STATE_CHANGE_SUCCESS);
+  gst_object_unref (producer);
+  g_free (ref);
+  g_free (out);
+  g_free (path);
+}
+
+GST_END_TEST;
+
+/* Buffers of a ring the producer replaced take none of its slots: they do
+ * not count against max-in-place in the new ring.  A consumer that keeps
+ * every buffer, one at most in place, holds the first frame of each ring in
+ * place and copies the others.  Guards a bound counted across rings, which
+ * left a consumer that kept a buffer of the old ring with fewer in place
+ * in the new one (and a stuck consumer there out of the lease's reach). */
+GST_START_TEST (test_in_place_per_ring)
+{
+  GpuShareAnnounce announce;
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  gint fds[GPUSHARE_MAX_FDS];
+  guint n_fds = 0, n_in_place = 0, n = 0;
+  GpuShareFrame f;
+  GstBuffer *buf;
+  RawPeer raw;
+  Consumer *c;
+  gint frames;
+  Scene s;
+
+  scene_start (&s, FALSE);
+  c = consumer_new (s.path, TRUE);
+  gst_util_set_object_arg (G_OBJECT (c->src), "transport", "system");
+  g_object_set (c->src, "max-in-place", 1, NULL);
+  consumer_start (c);
+  fail_unless (consumer_wait (c, 3), "the consumer gets nothing");
+
+  /* a consumer that breaks the protocol while it holds frames: their slots
+   * are quarantined and the ring is replaced */
+  scene_raw_client (&s, &raw, &announce);
+  make_accept (msg, announce.instance);
+  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+  raw_expect (&raw, GPUSHARE_MSG_SLOTS, msg, fds, &n_fds);
+  gpushare_close_fds (fds, n_fds);
+  make_simple (msg, GPUSHARE_MSG_MAPPED);
+  msg->u.mapped.epoch = announce.layout.epoch;
+  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+  raw_expect (&raw, GPUSHARE_MSG_FRAME, msg, NULL, NULL);
+  f = msg->u.frame;
+  make_simple (msg, GPUSHARE_MSG_RELEASE);
+  msg->u.release.epoch = f.epoch;
+  msg->u.release.slot = f.slot;
+  msg->u.release.generation = f.generation + 1;
+  msg->u.release.sequence = f.sequence;
+  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+  fail_unless (client_log_wait (&s.log, TRUE, 1), "no client-removed");
+  fail_unless_equals_string (client_log_removed_nick (&s.log, 0), "protocol");
+  fail_unless (wait_stat_u64_at_least (s.sink, "rings-replaced", 1) >= 1);
+
+  /* frames of the new ring */
+  frames = g_atomic_int_get (&c->frames);
+  fail_unless (consumer_wait (c, frames + 5), "nothing from the new ring");
+  fail_unless_equals_uint64 (stat_u64 (s.sink, "rings-replaced"), 1);
+  /* in place: the read-only slot itself; a copy is the consumer's own */
+  while ((buf = g_async_queue_try_pop (c->buffers))) {
+    if (GST_MEMORY_FLAG_IS_SET (gst_buffer_peek_memory (buf, 0),
+            GST_MEMORY_FLAG_READONLY))
+      n_in_place++;
+    n++;
+    gst_buffer_unref (buf);
+  }
+  fail_unless (n >= 8);
+  fail_unless_equals_int (n_in_place, 2);
+  fail_unless (stat_u64 (c->src, "frames-copied") >= n - 2);
+  assert_no_error (c->pipeline);
+
+  raw_clear (&raw);
+  consumer_free (c);
+  scene_stop (&s);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
+/* A consumer that really stops reading (its pipeline paused: the src's
+ * thread waits in the sink's preroll, and the frames the producer sends
+ * queue up in the src) still loses its lease under a lossless producer,
+ * however few buffers it wraps in place, and the error it gets says which
+ * frame was held how long, and the usual cause. */
+GST_START_TEST (test_stopped_reading_loses_lease)
+{
+  gchar *path = socket_path ("stopped.sock");
+  GstElement *producer, *sink;
+  GError *error = NULL;
+  gchar *debug = NULL;
+  ClientLog log;
+  GstMessage *msg;
+  Consumer *c;
+
+  producer = launch ("videotestsrc ! " CAPS_STR " ! gpusharesink name=sink");
+  sink = child (producer, "sink");
+  g_object_set (sink, "socket-path", path, "wait-for-connection", TRUE,
+      "lease-timeout", 500, NULL);
+  gst_util_set_object_arg (G_OBJECT (sink), "policy", "lossless");
+  client_log_init (&log, sink);
+  fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  c = consumer_new (path, FALSE);
+  consumer_start (c);
+  fail_unless (consumer_wait (c, 3));
+  fail_if (gst_element_set_state (c->pipeline, GST_STATE_PAUSED) ==
+      GST_STATE_CHANGE_FAILURE);
+
+  fail_unless (client_log_wait (&log, TRUE, 1), "the lease never expired");
+  fail_unless_equals_string (client_log_removed_nick (&log, 0), "lease");
+  fail_unless (stat_u64 (sink, "slots-quarantined") >= 1);
+
+  /* let go, it delivers what it had, then says why it was dropped */
+  consumer_start (c);
+  msg = pop_message (c->pipeline, GST_MESSAGE_ERROR, TIMEOUT_MS);
+  fail_unless (msg != NULL, "the dropped consumer posted no error");
+  gst_message_parse_error (msg, &error, &debug);
+  fail_unless (debug && strstr (debug, "slot lease expired: frame ")
+      && strstr (debug, " was held for ")
+      && strstr (debug, "while the producer waited")
+      && strstr (debug, "downstream"), "unclear lease error: %s (%s)",
+      error->message, debug ? debug : "");
+  g_clear_error (&error);
+  g_free (debug);
+  gst_message_unref (msg);
+
+  consumer_free (c);
+  fail_unless_equals_int (gst_element_set_state (producer, GST_STATE_NULL),
+      GST_STATE_CHANGE_SUCCESS);
+  client_log_clear (&log, sink);
+  gst_object_unref (producer);
+  g_free (path);
+}
+
+GST_END_TEST;
+
 #define N_LONG_CYCLES 1000
 #define N_RESTARTS 100
 
@@ -4209,6 +4580,10 @@ gpushare_elements_suite (void)
   tcase_add_test (tc, test_silent_hangup_before_announce);
   tcase_add_test (tc, test_refused_no_reconnect);
   tcase_add_test (tc, test_paused_consumer_keeps_lease);
+  tcase_add_loop_test (tc, test_held_after_src_stops, 0, 2);
+  tcase_add_test (tc, test_filesink_small_frames);
+  tcase_add_test (tc, test_in_place_per_ring);
+  tcase_add_test (tc, test_stopped_reading_loses_lease);
   tcase_add_test (tc, test_sink_harness_pool);
   tcase_add_test (tc, test_exchange_copied);
   tcase_add_test (tc, test_exchange_in_place);

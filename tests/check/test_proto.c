@@ -95,6 +95,7 @@ get32 (const guint8 * b, gsize off)
 #define CAPS_LAYOUT 16
 #define EOS_FIXED 8
 #define GOODBYE_FIXED 4
+#define GOODBYE_HELD_FIXED 16
 #define ERROR_FIXED 8
 #define ERROR_TEXT_LEN 4
 #define PING_FIXED 0
@@ -226,7 +227,12 @@ raw_fixed (const GpuShareMsg * msg, guint8 * b)
       return EOS_FIXED;
     case GPUSHARE_MSG_GOODBYE:
       put32 (b, 0, msg->u.goodbye.reason);
-      return GOODBYE_FIXED;
+      /* minor 3: only when it says something */
+      if (!msg->u.goodbye.flags && !msg->u.goodbye.last_sequence)
+        return GOODBYE_FIXED;
+      put32 (b, 4, msg->u.goodbye.flags);
+      put64 (b, 8, msg->u.goodbye.last_sequence);
+      return GOODBYE_HELD_FIXED;
     case GPUSHARE_MSG_ERROR:
       put32 (b, 0, msg->u.error.code);
       put32 (b, 4, msg->u.error.text_len);
@@ -621,7 +627,10 @@ sample_msg (guint type, guint variant, GpuShareMsg * msg, guint32 * n_fds)
       msg->u.eos.last_sequence = big ? G_MAXUINT64 : 0;
       break;
     case GPUSHARE_MSG_GOODBYE:
+      /* with the part minor 3 added; without it in test_goodbye_held */
       msg->u.goodbye.reason = big ? G_MAXUINT32 : GPUSHARE_ERR_SHUTDOWN;
+      msg->u.goodbye.flags = big ? G_MAXUINT32 : GPUSHARE_GOODBYE_FLAG_HELD;
+      msg->u.goodbye.last_sequence = big ? G_MAXUINT64 : 1;
       break;
     case GPUSHARE_MSG_ERROR:{
       GpuShareError *e = &msg->u.error;
@@ -768,6 +777,9 @@ assert_msg_equal (const GpuShareMsg * got, const GpuShareMsg * want)
     case GPUSHARE_MSG_GOODBYE:
       fail_unless_equals_uint64 (got->u.goodbye.reason,
           want->u.goodbye.reason);
+      fail_unless_equals_uint64 (got->u.goodbye.flags, want->u.goodbye.flags);
+      fail_unless_equals_uint64 (got->u.goodbye.last_sequence,
+          want->u.goodbye.last_sequence);
       break;
     case GPUSHARE_MSG_ERROR:
       fail_unless_equals_uint64 (got->u.error.code, want->u.error.code);
@@ -931,7 +943,7 @@ GST_END_TEST;
 GST_START_TEST (test_golden_bytes)
 {
   static const guint8 release[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x02, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x03, 0x00,
     0x06, 0x00, 0x00, 0x00, 0x18, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,
@@ -939,7 +951,7 @@ GST_START_TEST (test_golden_bytes)
     0x00, 0xff, 0xee, 0xdd, 0xcc, 0xbb, 0xaa, 0x99,
   };
   static const guint8 error[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x02, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x03, 0x00,
     0x0a, 0x00, 0x00, 0x00, 0x0b, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x08, 0x00, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00,
@@ -947,7 +959,7 @@ GST_START_TEST (test_golden_bytes)
   };
   /* 3 slots of CUDA VMM memory with a semaphore block: 4 fds */
   static const guint8 slots[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x02, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x03, 0x00,
     0x03, 0x00, 0x00, 0x00, 0x30, 0x00, 0x00, 0x00,
     0x04, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x2a, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -960,7 +972,7 @@ GST_START_TEST (test_golden_bytes)
   /* the same 3 slots of CUDA fabric memory: 3 memory handles, and the
    * block's fd alone; the 192 bytes of handles follow these */
   static const guint8 slots_fabric[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x02, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x03, 0x00,
     0x03, 0x00, 0x00, 0x00, 0xf0, 0x00, 0x00, 0x00,
     0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x2a, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -973,7 +985,7 @@ GST_START_TEST (test_golden_bytes)
   /* 1 slot of CUDA VMM memory with its two event handles: 1 fd; the
    * 128 bytes of handles follow these */
   static const guint8 slots_events[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x02, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x03, 0x00,
     0x03, 0x00, 0x00, 0x00, 0xb0, 0x00, 0x00, 0x00,
     0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -987,7 +999,7 @@ GST_START_TEST (test_golden_bytes)
    * the ready and the done handle, and no fd; the 192 bytes of handles
    * follow these */
   static const guint8 slots_legacy_events[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x02, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x03, 0x00,
     0x03, 0x00, 0x00, 0x00, 0xf0, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -998,7 +1010,7 @@ GST_START_TEST (test_golden_bytes)
     0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
   };
   static const guint8 accept[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x02, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x03, 0x00,
     0x02, 0x00, 0x00, 0x00, 0x3d, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x01, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00,
@@ -1491,8 +1503,13 @@ GST_START_TEST (test_payload_truncated)
       sample_msg (all_types[i], variant, msg, &n_fds);
       len = raw_payload (msg, raw);
       for (cut = 0; cut < len; cut++) {
-        GpuShareParseResult res = parse_payload (msg->type, n_fds, raw, cut,
-            back);
+        GpuShareParseResult res;
+
+        /* a GOODBYE cut inside the part minor 3 added is a whole GOODBYE
+         * without it (test_goodbye_held) */
+        if (msg->type == GPUSHARE_MSG_GOODBYE && cut >= GOODBYE_FIXED)
+          continue;
+        res = parse_payload (msg->type, n_fds, raw, cut, back);
 
         /* every length field sits in the fixed part, which is checked
          * first: a cut never makes a length inconsistent, only short */
@@ -2400,10 +2417,11 @@ GST_START_TEST (test_constants)
   fail_unless_equals_int (GPUSHARE_EVENT_HANDLE_SIZE, HANDLE_SIZE);
   fail_unless_equals_int (GPUSHARE_MAX_REASON_LEN, 128);
 
-  /* minor 1 added PING, minor 2 UNMAPPED; the types this version knows,
-   * in wire order */
+  /* minor 1 added PING, minor 2 UNMAPPED, minor 3 the GOODBYE's HELD
+   * part; the types this version knows, in wire order */
   fail_unless_equals_int (GPUSHARE_VERSION_MAJOR, 1);
-  fail_unless_equals_int (GPUSHARE_VERSION_MINOR, 2);
+  fail_unless_equals_int (GPUSHARE_VERSION_MINOR, 3);
+  fail_unless_equals_int (GPUSHARE_GOODBYE_FLAG_HELD, 1);
   fail_unless_equals_int (GPUSHARE_MSG_UNMAPPED, 12);
   fail_unless_equals_string (gpushare_msg_type_to_string (12), "UNMAPPED");
   for (i = 0; i < G_N_ELEMENTS (all_types); i++)
@@ -3402,7 +3420,7 @@ GST_END_TEST;
 GST_START_TEST (test_ping)
 {
   static const guint8 golden[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x02, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x03, 0x00,
     0x0b, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
   };
@@ -3455,6 +3473,90 @@ GST_START_TEST (test_ping)
     fail_if (gpushare_msg_build (msg, counts[i], out));
   }
   fail_unless_equals_int (out->len, 0);
+
+  g_free (raw);
+  g_byte_array_unref (out);
+  g_free (back);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
+/* Minor 3 added flags and last_sequence to GOODBYE: on the wire only when
+ * one of them is set, so that a GOODBYE that says nothing more is minor 2's
+ * 4 bytes, and read only when the payload holds them whole, so that a
+ * minor 2 GOODBYE (4 bytes, or a shorter tail of anything) says nothing
+ * more. */
+GST_START_TEST (test_goodbye_held)
+{
+  static const guint8 plain[] = {
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x03, 0x00,
+    0x09, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x08, 0x00, 0x00, 0x00,
+  };
+  static const guint8 held[] = {
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x03, 0x00,
+    0x09, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x08, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00,
+    0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,
+  };
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  GpuShareMsg *back = g_new0 (GpuShareMsg, 1);
+  GByteArray *out = g_byte_array_new ();
+  guint8 *raw = g_malloc (GPUSHARE_MAX_PAYLOAD);
+  gsize len;
+
+  fail_unless_equals_int (GPUSHARE_ERR_SHUTDOWN, 8);
+
+  /* nothing held: minor 2's bytes */
+  msg->type = GPUSHARE_MSG_GOODBYE;
+  msg->u.goodbye.reason = GPUSHARE_ERR_SHUTDOWN;
+  round_trip (msg, 0);
+  fail_unless (gpushare_msg_build (msg, 0, out));
+  fail_unless_equals_int (out->len, sizeof (plain));
+  fail_unless (memcmp (out->data, plain, sizeof (plain)) == 0);
+
+  /* held: 16 bytes */
+  msg->u.goodbye.flags = GPUSHARE_GOODBYE_FLAG_HELD;
+  msg->u.goodbye.last_sequence = G_GUINT64_CONSTANT (0x0102030405060708);
+  round_trip (msg, 0);
+  g_byte_array_set_size (out, 0);
+  fail_unless (gpushare_msg_build (msg, 0, out));
+  fail_unless_equals_int (out->len, sizeof (held));
+  fail_unless (memcmp (out->data, held, sizeof (held)) == 0);
+
+  /* either field alone takes the 16 bytes; unknown flags travel, for a
+   * later minor to give them meaning */
+  msg->u.goodbye.flags = 0;
+  round_trip (msg, 0);
+  msg->u.goodbye.flags = 0xfffffffeu;
+  msg->u.goodbye.last_sequence = 0;
+  round_trip (msg, 0);
+
+  /* a payload of 4 to 15 bytes: a GOODBYE that says nothing more, whatever
+   * the tail (a later minor's, or minor 2's padding) */
+  memcpy (raw, held + HDR_SIZE, GOODBYE_HELD_FIXED);
+  for (len = GOODBYE_FIXED; len < GOODBYE_HELD_FIXED; len++) {
+    fail_unless_equals_int (parse_payload (GPUSHARE_MSG_GOODBYE, 0, raw, len,
+            back), GPUSHARE_PARSE_OK);
+    fail_unless_equals_uint64 (back->u.goodbye.reason, GPUSHARE_ERR_SHUTDOWN);
+    fail_unless_equals_uint64 (back->u.goodbye.flags, 0);
+    fail_unless_equals_uint64 (back->u.goodbye.last_sequence, 0);
+  }
+  /* shorter than minor 2's: truncated */
+  for (len = 0; len < GOODBYE_FIXED; len++)
+    fail_unless_equals_int (parse_payload (GPUSHARE_MSG_GOODBYE, 0, raw, len,
+            back), GPUSHARE_PARSE_TRUNCATED);
+  /* the whole part, and more after it */
+  memset (raw + GOODBYE_HELD_FIXED, 0xa5, 8);
+  fail_unless_equals_int (parse_payload (GPUSHARE_MSG_GOODBYE, 0, raw,
+          GOODBYE_HELD_FIXED + 8, back), GPUSHARE_PARSE_OK);
+  fail_unless_equals_uint64 (back->u.goodbye.flags,
+      GPUSHARE_GOODBYE_FLAG_HELD);
+  fail_unless_equals_uint64 (back->u.goodbye.last_sequence,
+      G_GUINT64_CONSTANT (0x0102030405060708));
 
   g_free (raw);
   g_byte_array_unref (out);
@@ -3565,6 +3667,7 @@ gpushareproto_suite (void)
   tcase_add_test (tc, test_payload_slots_sync);
   tcase_add_test (tc, test_layout_set_caps);
   tcase_add_test (tc, test_ping);
+  tcase_add_test (tc, test_goodbye_held);
   tcase_add_test (tc, test_to_string);
 
   return s;

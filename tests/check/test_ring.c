@@ -758,6 +758,45 @@ GST_START_TEST (test_ring_quarantine_holder)
 
 GST_END_TEST;
 
+/* A consumer that leaves while its buffers still read slots: its slots
+ * whose frames came after the last one it received (on their way as it
+ * left) go back, the rest it still reads are quarantined. */
+GST_START_TEST (test_ring_release_holder_after)
+{
+  GpuShareRing ring;
+
+  gpushare_ring_init (&ring, 4, EPOCH);
+  make_slot (&ring, GPUSHARE_SLOT_HELD, 5, BIT (1));
+  make_slot (&ring, GPUSHARE_SLOT_HELD, 6, BIT (1) | BIT (2));
+  make_slot (&ring, GPUSHARE_SLOT_HELD, 7, BIT (1) | BIT (2));
+  make_slot (&ring, GPUSHARE_SLOT_HELD, 8, BIT (2));
+
+  /* holder 1 received up to frame 6: 7 goes back (to holder 2) */
+  fail_unless_equals_int (gpushare_ring_release_holder_after (&ring, 1, 6),
+      1);
+  fail_unless_equals_int (ring.slots[2].holders, BIT (2));
+  fail_unless_equals_int (ring.slots[0].holders, BIT (1));
+  fail_unless_equals_int (ring.slots[1].holders, BIT (1) | BIT (2));
+  fail_unless_equals_int (gpushare_ring_n_tainted (&ring), 0);
+  /* what it still reads stays out of use */
+  fail_unless_equals_int (gpushare_ring_quarantine_holder (&ring, 1), 2);
+  fail_unless_equals_int (ring.slots[0].state, GPUSHARE_SLOT_QUARANTINED);
+  fail_unless_equals_int (ring.slots[1].state, GPUSHARE_SLOT_HELD);
+  fail_unless_equals_int (gpushare_ring_n_tainted (&ring), 2);
+
+  /* nothing after: nothing changes; everything after: all go back */
+  fail_unless_equals_int (gpushare_ring_release_holder_after (&ring, 2, 8),
+      0);
+  fail_unless_equals_int (gpushare_ring_release_holder_after (&ring, 2, 0),
+      3);
+  fail_unless_equals_int (ring.slots[1].state, GPUSHARE_SLOT_QUARANTINED);
+  fail_unless_equals_int (gpushare_ring_n_free (&ring), 2);
+  fail_unless_equals_int (gpushare_ring_release_holder_after (&ring,
+          GPUSHARE_MAX_HOLDERS, 0), 0);
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_ring_release_holder)
 {
   GpuShareRing ring, before;
@@ -1799,6 +1838,7 @@ gpusharering_suite (void)
   tcase_add_test (tc_ring, test_ring_ready);
   tcase_add_test (tc_ring, test_ring_publish);
   tcase_add_test (tc_ring, test_ring_quarantine_holder);
+  tcase_add_test (tc_ring, test_ring_release_holder_after);
   tcase_add_test (tc_ring, test_ring_release_each_holder);
   tcase_add_test (tc_ring, test_ring_release_illegal);
   tcase_add_test (tc_ring, test_ring_release_after_reuse);

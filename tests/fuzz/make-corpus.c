@@ -367,6 +367,14 @@ write_simple (GpuShareMsg * msg)
   save_one ("goodbye", msg, 0);
   msg->u.goodbye.reason = G_MAXUINT32;
   save_one ("goodbye-max", msg, 0);
+  /* minor 3: a consumer leaving while its buffers still read slots */
+  msg->u.goodbye.reason = GPUSHARE_ERR_SHUTDOWN;
+  msg->u.goodbye.flags = GPUSHARE_GOODBYE_FLAG_HELD;
+  msg->u.goodbye.last_sequence = 41;
+  save_one ("goodbye-held", msg, 0);
+  msg->u.goodbye.flags = G_MAXUINT32;
+  msg->u.goodbye.last_sequence = G_MAXUINT64;
+  save_one ("goodbye-held-max", msg, 0);
 
   error_msg (msg, FALSE);
   save_one ("error", msg, 0);
@@ -506,6 +514,18 @@ write_streams (GpuShareMsg * msg)
   put32 (s, len + HDR_PAYLOAD_LEN, sizeof (ext));
   add (s, msg, 0);
   save ("ping-payload", s);
+
+  /* a GOODBYE whose minor 3 part is cut short: one that says nothing
+   * more, then a whole one */
+  s = start (0, 0);
+  init (msg, GPUSHARE_MSG_GOODBYE);
+  msg->u.goodbye.flags = GPUSHARE_GOODBYE_FLAG_HELD;
+  msg->u.goodbye.last_sequence = 7;
+  add (s, msg, 0);
+  put32 (s, FUZZ_PREFIX_SIZE + HDR_PAYLOAD_LEN, 10);
+  g_byte_array_set_size (s, FUZZ_PREFIX_SIZE + GPUSHARE_HEADER_SIZE + 10);
+  add (s, msg, 0);
+  save ("goodbye-held-cut", s);
 }
 
 /* one message of type built by the builder, then broken */
