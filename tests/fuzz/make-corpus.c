@@ -673,6 +673,68 @@ write_broken (void)
   save ("garbage", s);
 }
 
+/* layouts the codec accepts and a consumer refuses (docs/security.md,
+ * promise 2): a hostile producer's, for the fuzzer to start from */
+static void
+write_hostile_layouts (GpuShareMsg * msg)
+{
+  GpuShareLayout *l;
+
+  /* an ARGB64 plane 32767 wide with stride 1 near the end of the slot */
+  announce (msg, 0);
+  l = &msg->u.announce.layout;
+  l->frame_size = 8192;
+  l->slot_size = 8192;
+  l->n_planes = 1;
+  l->offsets[0] = 8190;
+  l->offsets[1] = 0;
+  l->strides[0] = 1;
+  l->strides[1] = 0;
+  if (!gpushare_layout_set_caps (l, "video/x-raw,format=ARGB64,"
+          "width=32767,height=2,framerate=30/1"))
+    g_assert_not_reached ();
+  save_one ("announce-stride-short", msg, 0);
+
+  /* YUY2 at width 5 with rows one byte short of 3 macropixels */
+  announce (msg, 0);
+  l = &msg->u.announce.layout;
+  l->frame_size = 48;
+  l->slot_size = 4096;
+  l->n_planes = 1;
+  l->offsets[1] = 0;
+  l->strides[0] = 10;
+  l->strides[1] = 0;
+  if (!gpushare_layout_set_caps (l, "video/x-raw,format=YUY2,width=5,"
+          "height=4,framerate=30/1"))
+    g_assert_not_reached ();
+  save_one ("announce-yuy2-odd", msg, 0);
+
+  /* caps naming a memory the consumer's buffers are not in */
+  init (msg, GPUSHARE_MSG_CAPS);
+  msg->u.caps.latency = G_MAXUINT64;
+  layout_small (&msg->u.caps.layout, 4);
+  if (!gpushare_layout_set_caps (&msg->u.caps.layout, "video/x-raw("
+          "memory:CUDAMemory),format=NV12,width=1920,height=1080,"
+          "framerate=30/1"))
+    g_assert_not_reached ();
+  save_one ("caps-memory-feature", msg, 0);
+
+  /* the epoch of the mapped ring, a frame four times its slots */
+  init (msg, GPUSHARE_MSG_CAPS);
+  msg->u.caps.latency = G_MAXUINT64;
+  layout_small (&msg->u.caps.layout, 4);
+  l = &msg->u.caps.layout;
+  l->frame_size = 3840 * 2160 * 3 / 2;
+  l->slot_size = 16 * 1024 * 1024;
+  l->offsets[1] = 3840 * 2160;
+  l->strides[0] = 3840;
+  l->strides[1] = 3840;
+  if (!gpushare_layout_set_caps (l, "video/x-raw,format=NV12,width=3840,"
+          "height=2160,framerate=30/1"))
+    g_assert_not_reached ();
+  save_one ("caps-same-epoch-larger", msg, 0);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -693,6 +755,7 @@ main (int argc, char **argv)
   write_simple (msg);
   write_streams (msg);
   write_broken ();
+  write_hostile_layouts (msg);
   g_free (msg);
   return 0;
 }
