@@ -911,6 +911,26 @@ handle_caps (GstGpuShareSrc * self, const GpuShareCaps * c)
   self->pending = c->layout;
 }
 
+/* session lock held: the slot of frame f goes back to the producer, once,
+ * while the session lasts and f's ring is the one mapped (the producer
+ * ignores releases of replaced rings anyway) */
+static void
+send_release (Session * s, const GpuShareFrame * f)
+{
+  GpuShareMsg msg = { 0, };
+
+  if (!s->conn || s->view.epoch != f->epoch
+      || gpushare_slot_view_release (&s->view, f->slot,
+          f->generation) != GPUSHARE_RING_OK)
+    return;
+  msg.type = GPUSHARE_MSG_RELEASE;
+  msg.u.release.epoch = f->epoch;
+  msg.u.release.slot = f->slot;
+  msg.u.release.generation = f->generation;
+  msg.u.release.sequence = f->sequence;
+  gpushare_conn_send (s->conn, &msg, NULL, 0, NULL);
+}
+
 /* lock held.  The stream ended here (EOS went downstream), but the
  * producer goes on, after a flush on its side: its frames are not read,
  * and their slots go back at once so that the producer is not kept
@@ -925,23 +945,13 @@ handle_frame_after_eos (GstGpuShareSrc * self, const GpuShareFrame * f)
   g_mutex_lock (&s->lock);
   res = gpushare_slot_view_frame (&s->view, f->epoch, f->slot,
       f->generation, f->sequence);
-  if (res == GPUSHARE_RING_OK)
-    res = gpushare_slot_view_release (&s->view, f->slot, f->generation);
 #ifdef HAVE_CUDA
   /* a GPU slot is done only once its done signal is written */
   if (res == GPUSHARE_RING_OK && self->cuda)
     gpushare_cuda_view_skip (self->cuda->view, f->slot, f->sequence, NULL);
 #endif
-  if (res == GPUSHARE_RING_OK && s->conn) {
-    GpuShareMsg msg = { 0, };
-
-    msg.type = GPUSHARE_MSG_RELEASE;
-    msg.u.release.epoch = f->epoch;
-    msg.u.release.slot = f->slot;
-    msg.u.release.generation = f->generation;
-    msg.u.release.sequence = f->sequence;
-    gpushare_conn_send (s->conn, &msg, NULL, 0, NULL);
-  }
+  if (res == GPUSHARE_RING_OK)
+    send_release (s, f);
   g_mutex_unlock (&s->lock);
   GST_DEBUG_OBJECT (self, "frame %" G_GUINT64_FORMAT " after the end of the "
       "stream: %s", f->sequence, res == GPUSHARE_RING_OK ? "given back unread"
@@ -1391,26 +1401,6 @@ gst_gpu_share_src_start (GstBaseSrc * bsrc)
   g_source_unref (source);
   self->thread = g_thread_new ("gpusharesrc", control_thread, self);
   return TRUE;
-}
-
-/* session lock held: the slot of frame f goes back to the producer, once,
- * while the session lasts and f's ring is the one mapped (the producer
- * ignores releases of replaced rings anyway) */
-static void
-send_release (Session * s, const GpuShareFrame * f)
-{
-  GpuShareMsg msg = { 0, };
-
-  if (!s->conn || s->view.epoch != f->epoch
-      || gpushare_slot_view_release (&s->view, f->slot,
-          f->generation) != GPUSHARE_RING_OK)
-    return;
-  msg.type = GPUSHARE_MSG_RELEASE;
-  msg.u.release.epoch = f->epoch;
-  msg.u.release.slot = f->slot;
-  msg.u.release.generation = f->generation;
-  msg.u.release.sequence = f->sequence;
-  gpushare_conn_send (s->conn, &msg, NULL, 0, NULL);
 }
 
 static gboolean

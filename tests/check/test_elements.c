@@ -2480,6 +2480,38 @@ report:
   _exit (0);
 }
 
+/* Reads what a forked child writes to fd until it exits, and reaps it:
+ * its report of report_size bytes into report, then the bytes it received
+ * into bytes.  Closes fd. */
+static void
+read_child_report (gint fd, pid_t pid, gpointer report, gsize report_size,
+    GByteArray * bytes)
+{
+  guint8 chunk[4096];
+  gint status;
+
+  g_byte_array_set_size (bytes, 0);
+  for (;;) {
+    struct pollfd pfd = {.fd = fd,.events = POLLIN };
+    gssize n;
+
+    fail_unless (poll (&pfd, 1, 3 * TIMEOUT_MS) == 1, "the child hangs");
+    n = read (fd, chunk, sizeof (chunk));
+    if (n < 0 && errno == EINTR)
+      continue;
+    fail_unless (n >= 0);
+    if (n == 0)
+      break;
+    g_byte_array_append (bytes, chunk, n);
+  }
+  close (fd);
+  fail_unless (waitpid (pid, &status, 0) == pid);
+  fail_unless (WIFEXITED (status) && WEXITSTATUS (status) == 0);
+  fail_unless (bytes->len >= report_size);
+  memcpy (report, bytes->data, report_size);
+  g_byte_array_remove_range (bytes, 0, report_size);
+}
+
 /* Forks the child before the producer starts, then lets it connect. */
 static gboolean
 run_foreign_client (guint mode, const gchar * allow_prop,
@@ -2491,9 +2523,7 @@ run_foreign_client (guint mode, const gchar * allow_prop,
   GstElement *producer, *sink;
   gint go[2], rep[2];
   ClientLog log;
-  guint8 chunk[4096];
   gboolean usable;
-  gint status;
   pid_t pid;
 
   memset (&addr, 0, sizeof (addr));
@@ -2520,27 +2550,7 @@ run_foreign_client (guint mode, const gchar * allow_prop,
   fail_unless (write (go[1], "g", 1) == 1);
   close (go[1]);
 
-  /* the report, then end of file when the child exits */
-  g_byte_array_set_size (bytes, 0);
-  for (;;) {
-    struct pollfd pfd = {.fd = rep[0],.events = POLLIN };
-    gssize n;
-
-    fail_unless (poll (&pfd, 1, 3 * TIMEOUT_MS) == 1, "the child hangs");
-    n = read (rep[0], chunk, sizeof (chunk));
-    if (n < 0 && errno == EINTR)
-      continue;
-    fail_unless (n >= 0);
-    if (n == 0)
-      break;
-    g_byte_array_append (bytes, chunk, n);
-  }
-  close (rep[0]);
-  fail_unless (waitpid (pid, &status, 0) == pid);
-  fail_unless (WIFEXITED (status) && WEXITSTATUS (status) == 0);
-  fail_unless (bytes->len >= sizeof (UidReport));
-  memcpy (report, bytes->data, sizeof (UidReport));
-  g_byte_array_remove_range (bytes, 0, sizeof (UidReport));
+  read_child_report (rep[0], pid, report, sizeof (*report), bytes);
   fail_unless_equals_int (bytes->len, report->len);
   usable = report->stage == UID_OK;
 
@@ -4458,8 +4468,7 @@ run_foreign_producer (const gchar * allow, ProducerReport * report,
   struct sockaddr_un addr;
   GstElement *pipeline = NULL;
   GByteArray *announce;
-  guint8 chunk[4096];
-  gint ready[2], rep[2], status;
+  gint ready[2], rep[2];
   gboolean usable = FALSE;
   gchar r;
   pid_t pid;
@@ -4497,27 +4506,7 @@ run_foreign_producer (const gchar * allow, ProducerReport * report,
   }
   close (ready[0]);
 
-  /* the report, then end of file when the child exits */
-  g_byte_array_set_size (bytes, 0);
-  for (;;) {
-    struct pollfd pfd = {.fd = rep[0],.events = POLLIN };
-    gssize n;
-
-    fail_unless (poll (&pfd, 1, 3 * TIMEOUT_MS) == 1, "the child hangs");
-    n = read (rep[0], chunk, sizeof (chunk));
-    if (n < 0 && errno == EINTR)
-      continue;
-    fail_unless (n >= 0);
-    if (n == 0)
-      break;
-    g_byte_array_append (bytes, chunk, n);
-  }
-  close (rep[0]);
-  fail_unless (waitpid (pid, &status, 0) == pid);
-  fail_unless (WIFEXITED (status) && WEXITSTATUS (status) == 0);
-  fail_unless (bytes->len >= sizeof (ProducerReport));
-  memcpy (report, bytes->data, sizeof (ProducerReport));
-  g_byte_array_remove_range (bytes, 0, sizeof (ProducerReport));
+  read_child_report (rep[0], pid, report, sizeof (*report), bytes);
   fail_unless_equals_int (bytes->len, report->len);
   if (!usable)
     g_print ("SKIP foreign producer: cannot act as uid %d here (stage %d: "
