@@ -977,16 +977,19 @@ random_bytes (guint n)
   return b;
 }
 
+/* a layout of format at w x h in n_slots slots of slot_size, GStreamer's
+ * default strides */
 static void
-make_layout (GpuShareLayout * l, guint n_slots, guint64 slot_size)
+make_layout_of (GpuShareLayout * l, const gchar * format, guint w, guint h,
+    guint n_slots, guint64 slot_size)
 {
   GstVideoInfo vi;
   GstCaps *caps;
   gchar *str;
   guint i;
 
-  fail_unless (gst_video_info_set_format (&vi, GST_VIDEO_FORMAT_NV12, 64,
-          48));
+  fail_unless (gst_video_info_set_format (&vi,
+          gst_video_format_from_string (format), w, h));
   GST_VIDEO_INFO_FPS_N (&vi) = 30;
   GST_VIDEO_INFO_FPS_D (&vi) = 1;
   caps = gst_video_info_to_caps (&vi);
@@ -1004,6 +1007,12 @@ make_layout (GpuShareLayout * l, guint n_slots, guint64 slot_size)
   fail_unless (gpushare_layout_set_caps (l, str));
   g_free (str);
   gst_caps_unref (caps);
+}
+
+static void
+make_layout (GpuShareLayout * l, guint n_slots, guint64 slot_size)
+{
+  make_layout_of (l, "NV12", 64, 48, n_slots, slot_size);
 }
 
 static void
@@ -2394,6 +2403,64 @@ first_message_in (const guint8 * buf, guint32 len)
   return len - GPUSHARE_HEADER_SIZE >= payload;
 }
 
+/* In a forked child, system calls only: receives from s into buf until
+ * the peer hangs up (*eof) or, once a whole first message is in, stays
+ * quiet for 500 ms; the fds that come with it are closed and counted into
+ * *n_fds (if not NULL). */
+static void
+child_receive (gint s, guint8 * buf, gsize cap, guint32 * len, gint * n_fds,
+    gint * eof)
+{
+  union
+  {
+    struct cmsghdr hdr;
+    gchar b[CMSG_SPACE (sizeof (gint) * KERNEL_MAX_FDS)];
+  } cmsg;
+  struct pollfd pfd;
+
+  while (*len < cap) {
+    struct iovec iov;
+    struct msghdr mh;
+    struct cmsghdr *c;
+    gssize n;
+
+    pfd.fd = s;
+    pfd.events = POLLIN;
+    /* once a whole first message is here, a refused peer sees the end of
+     * the stream at once; an admitted one waits for nothing more */
+    if (poll (&pfd, 1, first_message_in (buf, *len) ? 500 : TIMEOUT_MS) != 1)
+      break;
+    memset (&mh, 0, sizeof (mh));
+    iov.iov_base = buf + *len;
+    iov.iov_len = cap - *len;
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = cmsg.b;
+    mh.msg_controllen = sizeof (cmsg.b);
+    n = recvmsg (s, &mh, MSG_CMSG_CLOEXEC);
+    for (c = CMSG_FIRSTHDR (&mh); n >= 0 && c; c = CMSG_NXTHDR (&mh, c)) {
+      guint k, count;
+
+      if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+        continue;
+      count = (c->cmsg_len - CMSG_LEN (0)) / sizeof (gint);
+      for (k = 0; k < count; k++) {
+        gint fd;
+
+        memcpy (&fd, CMSG_DATA (c) + k * sizeof (gint), sizeof (gint));
+        close (fd);
+        if (n_fds)
+          (*n_fds)++;
+      }
+    }
+    if (n <= 0) {
+      *eof = 1;
+      break;
+    }
+    *len += n;
+  }
+}
+
 /* Runs in a child forked from a threaded process: system calls only, no
  * allocation, no locks. */
 static void G_GNUC_NORETURN
@@ -2401,11 +2468,6 @@ foreign_uid_child (const struct sockaddr_un *addr, const gchar * dir,
     gint go_fd, gint report_fd)
 {
   static guint8 buf[65536];
-  union
-  {
-    struct cmsghdr hdr;
-    gchar b[CMSG_SPACE (sizeof (gint) * KERNEL_MAX_FDS)];
-  } cmsg;
   UidReport r;
   struct pollfd pfd;
   gchar go;
@@ -2433,46 +2495,7 @@ foreign_uid_child (const struct sockaddr_un *addr, const gchar * dir,
     r.connect_errno = errno;
     goto report;
   }
-  while (r.len < sizeof (buf)) {
-    struct iovec iov;
-    struct msghdr mh;
-    struct cmsghdr *c;
-    gssize n;
-
-    pfd.fd = s;
-    pfd.events = POLLIN;
-    /* once a whole first message is here, a refused client sees the end
-     * of the stream at once; an admitted one waits for nothing more */
-    if (poll (&pfd, 1, first_message_in (buf, r.len) ? 500 : TIMEOUT_MS) != 1)
-      break;
-    memset (&mh, 0, sizeof (mh));
-    iov.iov_base = buf + r.len;
-    iov.iov_len = sizeof (buf) - r.len;
-    mh.msg_iov = &iov;
-    mh.msg_iovlen = 1;
-    mh.msg_control = cmsg.b;
-    mh.msg_controllen = sizeof (cmsg.b);
-    n = recvmsg (s, &mh, MSG_CMSG_CLOEXEC);
-    for (c = CMSG_FIRSTHDR (&mh); n >= 0 && c; c = CMSG_NXTHDR (&mh, c)) {
-      guint k, count;
-
-      if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-        continue;
-      count = (c->cmsg_len - CMSG_LEN (0)) / sizeof (gint);
-      for (k = 0; k < count; k++) {
-        gint fd;
-
-        memcpy (&fd, CMSG_DATA (c) + k * sizeof (gint), sizeof (gint));
-        close (fd);
-        r.n_fds++;
-      }
-    }
-    if (n <= 0) {
-      r.eof = 1;
-      break;
-    }
-    r.len += n;
-  }
+  child_receive (s, buf, sizeof (buf), &r.len, &r.n_fds, &r.eof);
 
 report:
   if (write (report_fd, &r, sizeof (r)) == sizeof (r) && r.len > 0)
@@ -3226,6 +3249,19 @@ hostile_consumer_start (const gchar * path, gint * listen_fd, RawPeer * raw)
   return p;
 }
 
+/* undoes hostile_consumer_start (): the consumer stops cleanly */
+static void
+hostile_consumer_stop (GstElement * pipeline, gint listen_fd, RawPeer * raw,
+    const gchar * path)
+{
+  fail_unless_equals_int (gst_element_set_state (pipeline, GST_STATE_NULL),
+      GST_STATE_CHANGE_SUCCESS);
+  gst_object_unref (pipeline);
+  raw_clear (raw);
+  close (listen_fd);
+  unlink (path);
+}
+
 GST_START_TEST (test_hostile_producer)
 {
   HostileProducer which = __i__;
@@ -3336,12 +3372,7 @@ GST_START_TEST (test_hostile_producer)
   if (before_slots)
     fail_unless_equals_int (wait_fd_count (before_slots), before_slots);
 
-  fail_unless_equals_int (gst_element_set_state (pipeline, GST_STATE_NULL),
-      GST_STATE_CHANGE_SUCCESS);
-  gst_object_unref (pipeline);
-  raw_clear (&raw);
-  close (listen_fd);
-  unlink (path);
+  hostile_consumer_stop (pipeline, listen_fd, &raw, path);
   g_free (path);
   g_free (msg);
 }
@@ -3438,12 +3469,7 @@ GST_START_TEST (test_heartbeat_silent_producer)
       GPUSHARE_ERR_TIMEOUT);
   g_array_unref (codes);
 
-  fail_unless_equals_int (gst_element_set_state (pipeline, GST_STATE_NULL),
-      GST_STATE_CHANGE_SUCCESS);
-  gst_object_unref (pipeline);
-  raw_clear (&raw);
-  close (listen_fd);
-  unlink (path);
+  hostile_consumer_stop (pipeline, listen_fd, &raw, path);
   g_free (path);
   g_free (msg);
 }
@@ -4132,38 +4158,6 @@ static const struct
   {"a CAPS that keeps the epoch but changes the slot count", "n-slots"},
 };
 
-/* a layout of format at w x h in slots of slot_size, GStreamer's default
- * strides */
-static void
-make_layout_of (GpuShareLayout * l, const gchar * format, guint w, guint h,
-    guint64 slot_size)
-{
-  GstVideoInfo vi;
-  GstCaps *caps;
-  gchar *str;
-  guint i;
-
-  fail_unless (gst_video_info_set_format (&vi,
-          gst_video_format_from_string (format), w, h));
-  GST_VIDEO_INFO_FPS_N (&vi) = 30;
-  GST_VIDEO_INFO_FPS_D (&vi) = 1;
-  caps = gst_video_info_to_caps (&vi);
-  str = gst_caps_to_string (caps);
-  memset (l, 0, sizeof (*l));
-  l->epoch = 1;
-  l->frame_size = GST_VIDEO_INFO_SIZE (&vi);
-  l->slot_size = slot_size;
-  l->n_slots = HP_N_SLOTS;
-  l->n_planes = GST_VIDEO_INFO_N_PLANES (&vi);
-  for (i = 0; i < l->n_planes; i++) {
-    l->offsets[i] = GST_VIDEO_INFO_PLANE_OFFSET (&vi, i);
-    l->strides[i] = GST_VIDEO_INFO_PLANE_STRIDE (&vi, i);
-  }
-  fail_unless (gpushare_layout_set_caps (l, str));
-  g_free (str);
-  gst_caps_unref (caps);
-}
-
 GST_START_TEST (test_hostile_layout)
 {
   HostileLayout which = __i__;
@@ -4183,21 +4177,21 @@ GST_START_TEST (test_hostile_layout)
   switch (which) {
     case HL_STRIDE_SHORT:
       /* two rows of 262136 bytes claimed inside one 8 KiB frame */
-      make_layout_of (l, "ARGB64", 32767, 2, HP_SLOT_SIZE);
+      make_layout_of (l, "ARGB64", 32767, 2, HP_N_SLOTS, HP_SLOT_SIZE);
       l->frame_size = HP_SLOT_SIZE;
       l->offsets[0] = HP_SLOT_SIZE - 2;
       l->strides[0] = 1;
       break;
     case HL_STRIDE_ODD_YUY2:
-      make_layout_of (l, "YUY2", 5, 4, HP_SLOT_SIZE);
+      make_layout_of (l, "YUY2", 5, 4, HP_N_SLOTS, HP_SLOT_SIZE);
       l->strides[0] = 10;
       break;
     case HL_UV_STRIDE_SHORT:
-      make_layout_of (l, "NV12", 64, 48, HP_SLOT_SIZE);
+      make_layout_of (l, "NV12", 64, 48, HP_N_SLOTS, HP_SLOT_SIZE);
       l->strides[1] = 63;
       break;
     case HL_MEMORY_FEATURE:
-      make_layout_of (l, "NV12", 64, 48, HP_SLOT_SIZE);
+      make_layout_of (l, "NV12", 64, 48, HP_N_SLOTS, HP_SLOT_SIZE);
       fail_unless (gpushare_layout_set_caps (l, "video/x-raw(memory:"
               "CUDAMemory), format=NV12, width=64, height=48, "
               "framerate=30/1"));
@@ -4221,9 +4215,11 @@ GST_START_TEST (test_hostile_layout)
     msg->type = GPUSHARE_MSG_CAPS;
     msg->u.caps.latency = GST_CLOCK_TIME_NONE;
     if (which == HL_CAPS_SLOT_SIZE) {
-      make_layout_of (&msg->u.caps.layout, "NV12", 256, 192, 128 * 1024);
+      make_layout_of (&msg->u.caps.layout, "NV12", 256, 192, HP_N_SLOTS,
+          128 * 1024);
     } else {
-      make_layout_of (&msg->u.caps.layout, "NV12", 64, 48, HP_SLOT_SIZE);
+      make_layout_of (&msg->u.caps.layout, "NV12", 64, 48, HP_N_SLOTS,
+          HP_SLOT_SIZE);
       msg->u.caps.layout.n_slots = HP_N_SLOTS + 2;
     }
     fail_unless (raw_send_msg (&raw, msg, NULL, 0));
@@ -4239,12 +4235,7 @@ GST_START_TEST (test_hostile_layout)
       "'%s' does not say '%s'", msg->u.error.text, hl_cases[which].says);
   assert_error (pipeline, GST_STREAM_ERROR, GST_STREAM_ERROR_DECODE);
 
-  fail_unless_equals_int (gst_element_set_state (pipeline, GST_STATE_NULL),
-      GST_STATE_CHANGE_SUCCESS);
-  gst_object_unref (pipeline);
-  raw_clear (&raw);
-  close (listen_fd);
-  unlink (path);
+  hostile_consumer_stop (pipeline, listen_fd, &raw, path);
   g_free (path);
   g_free (msg);
 }
@@ -4293,12 +4284,7 @@ GST_START_TEST (test_frame_after_eos)
   }
   assert_no_error (pipeline);
 
-  fail_unless_equals_int (gst_element_set_state (pipeline, GST_STATE_NULL),
-      GST_STATE_CHANGE_SUCCESS);
-  gst_object_unref (pipeline);
-  raw_clear (&raw);
-  close (listen_fd);
-  unlink (path);
+  hostile_consumer_stop (pipeline, listen_fd, &raw, path);
   g_free (path);
   g_free (msg);
 }
@@ -4435,20 +4421,7 @@ foreign_producer_child (const struct sockaddr_un *addr,
   /* a hostile producer speaks first: a well-formed ANNOUNCE */
   if (send (c, announce, announce_len, MSG_NOSIGNAL) < 0)
     r.err = errno;
-  while (r.len < sizeof (buf)) {
-    gssize n;
-
-    pfd.fd = c;
-    pfd.events = POLLIN;
-    if (poll (&pfd, 1, first_message_in (buf, r.len) ? 500 : TIMEOUT_MS) != 1)
-      break;
-    n = recv (c, buf + r.len, sizeof (buf) - r.len, 0);
-    if (n <= 0) {
-      r.eof = 1;
-      break;
-    }
-    r.len += n;
-  }
+  child_receive (c, buf, sizeof (buf), &r.len, NULL, &r.eof);
 
 report:
   if (write (report_fd, &r, sizeof (r)) == sizeof (r) && r.len > 0)
