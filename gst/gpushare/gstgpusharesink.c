@@ -36,6 +36,7 @@
 #include "gstgpusharesink.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <string.h>
 #include <time.h>
 #include <sys/socket.h>
@@ -78,6 +79,7 @@ GST_DEBUG_CATEGORY_STATIC (gst_gpu_share_sink_debug);
 #define MAX_RETIRED_LEGACY 4
 /* a goodbye is best effort: never hold a stopping pipeline for long */
 #define GOODBYE_FLUSH_MS 100
+#define HANGUP_GRACE_MS 100
 
 enum
 {
@@ -667,6 +669,26 @@ handle_unmapped (GstGpuShareSink * self, Client * client,
 #endif
 }
 
+/* Is the process of a client whose socket closed still alive?  Its socket
+ * closes as it exits, a moment before its pidfd says it exited: the
+ * process is given HANGUP_GRACE_MS to show its end.  Without a pidfd
+ * (a kernel without them) it counts as gone, as it always did. */
+static gboolean
+peer_outlives_hangup (Client * client)
+{
+  struct pollfd pfd;
+  gint r;
+
+  if (client->pidfd < 0)
+    return FALSE;
+  pfd.fd = client->pidfd;
+  pfd.events = POLLIN;
+  do
+    r = poll (&pfd, 1, HANGUP_GRACE_MS);
+  while (r < 0 && errno == EINTR);
+  return r == 0;
+}
+
 static void
 drop_client (GstGpuShareSink * self, Client * client,
     GstGpuShareClientRemoveReason reason, const gchar * detail)
@@ -675,7 +697,16 @@ drop_client (GstGpuShareSink * self, Client * client,
   guint id = client->id;
   GPtrArray *freed;
   guint released, unseen = 0;
-  gboolean quarantine, held;
+  gboolean quarantine, held, outlives = FALSE;
+
+  /* a system-memory consumer whose connection dropped while its process
+   * lives on (its src lost us and connects again, or it closed the socket
+   * itself) may still have buffers that read its slots in place: as for a
+   * GOODBYE that says HELD, they are quarantined.  Checked before the lock:
+   * it may wait a moment */
+  if (reason == GST_GPU_SHARE_REMOVE_HANGUP
+      && client->mem_type == GPUSHARE_MEM_SYSTEM)
+    outlives = peer_outlives_hangup (client);
 
   g_mutex_lock (&self->lock);
   if (self->clients[client->index] != client) {
@@ -700,7 +731,7 @@ drop_client (GstGpuShareSink * self, Client * client,
    * instead.  Only a goodbye, a hang-up (its process, and so its mappings,
    * gone) or our own stop give slots back; for a GPU consumer not even a
    * hang-up (its copy out of a slot may still run on the GPU) */
-  quarantine = held || (reason != GST_GPU_SHARE_REMOVE_GOODBYE
+  quarantine = held || outlives || (reason != GST_GPU_SHARE_REMOVE_GOODBYE
       && reason != GST_GPU_SHARE_REMOVE_SHUTDOWN
       && (reason != GST_GPU_SHARE_REMOVE_HANGUP
           || (client->mem_type != GPUSHARE_MEM_SYSTEM
@@ -1195,12 +1226,9 @@ listen_dispatch (gint fd, GIOCondition cond, gpointer user_data)
   client->index = i;
   client->pid = cred.pid;
   /* opened now, while the pid is surely that peer's: a legacy IPC ring it
-   * is sent is watched through this (gpushareretain.h) */
-  client->pidfd = -1;
-#ifdef HAVE_CUDA
-  if (gpu_mem_types (self) & GPUSHARE_MEM_CUDA_LEGACY)
-    client->pidfd = gpushare_pidfd_open (cred.pid);
-#endif
+   * is sent is watched through this (gpushareretain.h), and a hang-up is
+   * told from the end of its process (see drop_client ()) */
+  client->pidfd = gpushare_pidfd_open (cred.pid);
   client->uid = cred.uid;
   client->state = CLIENT_CONNECTED;
   client->conn = gpushare_conn_new (cfd, self->context, client_message,
@@ -1423,6 +1451,27 @@ gst_gpu_share_sink_set_caps (GstBaseSink * bsink, GstCaps * caps)
     GST_ELEMENT_ERROR (self, CORE, NEGOTIATION, ("Unsupported caps"),
         ("cannot parse %" GST_PTR_FORMAT, caps));
     return FALSE;
+  }
+  /* the layout we announce must pass the consumers' check of it
+   * (gpusharevideo.h): tiled formats, whose rows are not described by a
+   * stride, would have every consumer refuse the stream */
+  {
+    guint64 offsets[GST_VIDEO_MAX_PLANES];
+    gint32 strides[GST_VIDEO_MAX_PLANES];
+    gchar *why = NULL;
+
+    for (i = 0; i < GST_VIDEO_INFO_N_PLANES (&vinfo); i++) {
+      offsets[i] = GST_VIDEO_INFO_PLANE_OFFSET (&vinfo, i);
+      strides[i] = GST_VIDEO_INFO_PLANE_STRIDE (&vinfo, i);
+    }
+    if (!gpushare_video_check_planes (&vinfo, GST_VIDEO_INFO_N_PLANES (&vinfo),
+            offsets, strides, GST_VIDEO_INFO_SIZE (&vinfo), &why)) {
+      GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+          ("Format %s cannot be shared", GST_VIDEO_INFO_NAME (&vinfo)),
+          ("%s", why));
+      g_free (why);
+      return FALSE;
+    }
   }
   GST_OBJECT_LOCK (self);
   ring_size = self->ring_size;
