@@ -152,6 +152,8 @@ typedef struct
   GstCaps *caps;
   GpuShareLayout *layout;
   GpuShareFrame frame;
+  Session *session;             /* a FRAME's: drop_session () may run
+                                 * while create () makes its buffer */
   GpuShareImport *import;
   CudaView *cuda;
 } Item;
@@ -215,6 +217,7 @@ struct _GstGpuShareSrc
   gboolean producer_live;
   guint64 latency;
   guint64 producer_instance;
+  guint producer_minor;         /* of its protocol version */
   guint64 frames_received;
   guint64 frames_copied;        /* past max-in-place */
   guint reconnects;
@@ -383,6 +386,7 @@ item_free (Item * item)
   g_free (item->layout);
   g_clear_pointer (&item->import, gpushare_import_unref);
   g_clear_pointer (&item->cuda, cuda_view_unref);
+  g_clear_pointer (&item->session, session_unref);
   g_free (item);
 }
 
@@ -463,14 +467,14 @@ bad:
   return NULL;
 }
 
-/* lock held: queue a caps item for the streaming thread */
-static gboolean
-queue_caps (GstGpuShareSrc * self, const GpuShareLayout * layout)
+/* lock held: the caps of a layout, or NULL after a protocol error that
+ * says what is wrong with it */
+static GstCaps *
+checked_caps (GstGpuShareSrc * self, const GpuShareLayout * layout)
 {
   GstVideoInfo vinfo;
   gchar *why = NULL;
   GstCaps *caps = layout_to_caps (layout, &vinfo, &why);
-  Item *item;
 
   if (!caps) {
     gchar *debug = g_strdup_printf ("bad layout: %s", why);
@@ -478,8 +482,19 @@ queue_caps (GstGpuShareSrc * self, const GpuShareLayout * layout)
     producer_error (self, debug);
     g_free (debug);
     g_free (why);
-    return FALSE;
   }
+  return caps;
+}
+
+/* lock held: queue a caps item for the streaming thread */
+static gboolean
+queue_caps (GstGpuShareSrc * self, const GpuShareLayout * layout)
+{
+  GstCaps *caps = checked_caps (self, layout);
+  Item *item;
+
+  if (!caps)
+    return FALSE;
   item = g_new0 (Item, 1);
   item->type = ITEM_CAPS;
   item->caps = caps;
@@ -712,6 +727,7 @@ handle_announce (GstGpuShareSrc * self, const GpuShareAnnounce * a)
     return;
   self->pending = a->layout;
   self->producer_instance = a->instance;
+  self->producer_minor = a->schema_minor;
 
   msg.type = GPUSHARE_MSG_ACCEPT;
   msg.u.accept.sync_mode = self->sync_mode;
@@ -809,7 +825,8 @@ handle_slots (GstGpuShareSrc * self, const GpuShareSlots * s, gint * fds)
   guint64 last_seq;
   gboolean have_seq;
 
-  if ((self->state != STATE_ACCEPTED && self->state != STATE_REMAP)
+  if ((self->state != STATE_ACCEPTED && self->state != STATE_REMAP
+          && (self->state != STATE_DONE || s->epoch == self->mapped_epoch))
       || s->epoch != self->pending.epoch
       || s->n_slots != self->pending.n_slots
       || (s->mem_type == GPUSHARE_MEM_SYSTEM
@@ -830,10 +847,17 @@ handle_slots (GstGpuShareSrc * self, const GpuShareSlots * s, gint * fds)
   import = gpushare_import_new (backend, s->epoch, s->n_slots, s->slot_size,
       fds, &error);
   if (!import) {
+    gchar *debug = self->producer_minor < 3 ? g_strdup_printf ("%s; the "
+        "producer speaks protocol %u.%u, whose slots are not sealed against "
+        "consumers' writes: it must be upgraded", error->message,
+        GPUSHARE_VERSION_MAJOR, self->producer_minor) :
+        g_strdup (error->message);
+
     gpushare_conn_send_error (self->session->conn, GPUSHARE_ERR_RESOURCE,
         "the consumer could not map the slots");
     fail (self, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_OPEN_READ,
-        "Could not map the producer's slots", error->message);
+        "Could not map the producer's slots", debug);
+    g_free (debug);
     g_clear_error (&error);
     return;
   }
@@ -862,7 +886,9 @@ mapped:
     post_transport (self, self->mem_type, self->mem_reason);
     g_mutex_lock (&self->lock);
   }
-  set_state (self, STATE_READY);
+  /* after the end of the stream a new ring is only followed */
+  if (self->state != STATE_DONE)
+    set_state (self, STATE_READY);
   gpushare_test_point ("src", "ready");
 }
 
@@ -870,7 +896,7 @@ static void
 handle_caps (GstGpuShareSrc * self, const GpuShareCaps * c)
 {
   if (self->state != STATE_READY && self->state != STATE_ACCEPTED
-      && self->state != STATE_REMAP) {
+      && self->state != STATE_REMAP && self->state != STATE_DONE) {
     producer_error (self, "CAPS out of order");
     return;
   }
@@ -903,6 +929,17 @@ handle_caps (GstGpuShareSrc * self, const GpuShareCaps * c)
       g_free (debug);
       return;
     }
+  }
+  if (self->state == STATE_DONE) {
+    GstCaps *caps = checked_caps (self, &c->layout);
+
+    /* the stream ended here, nothing more goes downstream; the ring is
+     * followed all the same, so that the frames of a producer that goes
+     * on come back unread (handle_frame_after_eos ()) */
+    if (caps)
+      self->pending = c->layout;
+    gst_clear_caps (&caps);
+    return;
   }
   if (!queue_caps (self, &c->layout))
     return;
@@ -987,6 +1024,7 @@ handle_frame (GstGpuShareSrc * self, const GpuShareFrame * f)
   item = g_new0 (Item, 1);
   item->type = ITEM_FRAME;
   item->frame = *f;
+  item->session = session_ref (self->session);
   if (self->cuda)
     item->cuda = cuda_view_ref (self->cuda);
   else
@@ -1083,31 +1121,63 @@ conn_message (GpuShareConn * conn, const GpuShareMsg * msg, gint * fds,
   g_mutex_unlock (&self->lock);
 }
 
-/* lock held.  Forgets the session: its connection, every frame still
- * queued from it and its mappings (buffers already pushed keep theirs). */
+/* lock held.  Ends the session: every frame still queued from it goes
+ * back to the producer, then our mappings go (buffers already pushed keep
+ * theirs), then a GOODBYE, and the connection is closed.  Whatever the
+ * reason (our stop, a producer lost and connected to again), buffers that
+ * still wrap slots in place read them after we left: the GOODBYE says so
+ * (HELD, up to the last frame we received), and the producer never writes
+ * those slots again.  Those freed from then on send no RELEASE, so what the
+ * producer holds for us up to that frame is exactly what they read. */
 static void
-drop_session (GstGpuShareSrc * self)
+drop_session (GstGpuShareSrc * self, GpuShareErrorCode reason)
 {
   Session *old = self->session;
+  GpuShareMsg msg = { 0, };
   GpuShareConn *conn = NULL;
+  GList *l;
 
   self->session = NULL;
   if (old) {
+    /* on the same socket, before the GOODBYE */
     g_mutex_lock (&old->lock);
-    conn = old->conn;
-    old->conn = NULL;
+    for (l = self->items.head; l; l = l->next) {
+      const Item *item = l->data;
+
+      if (item->type == ITEM_FRAME && item->import)
+        send_release (old, &item->frame);
+    }
     g_mutex_unlock (&old->lock);
-    session_unref (old);
   }
-  if (conn) {
-    gpushare_conn_close (conn);
-    gpushare_conn_unref (conn);
-  }
+  /* a CUDA mapping closed here still says UNMAPPED on the connection */
   g_queue_clear_full (&self->items, (GDestroyNotify) item_free);
   g_clear_pointer (&self->import, gpushare_import_unref);
   g_clear_pointer (&self->cuda, cuda_view_unref);
   memset (&self->pending, 0, sizeof (self->pending));
   self->mapped_epoch = 0;
+  if (!old)
+    return;
+
+  msg.type = GPUSHARE_MSG_GOODBYE;
+  msg.u.goodbye.reason = reason;
+  g_mutex_lock (&old->lock);
+  conn = old->conn;
+  old->conn = NULL;
+  if (old->n_in_place > 0 && old->in_place_epoch == old->view.epoch
+      && old->view.have_sequence) {
+    msg.u.goodbye.flags = GPUSHARE_GOODBYE_FLAG_HELD;
+    msg.u.goodbye.last_sequence = old->view.last_sequence;
+    GST_DEBUG_OBJECT (self, "%u buffers still read slots in place",
+        old->n_in_place);
+  }
+  g_mutex_unlock (&old->lock);
+  if (conn) {
+    if (gpushare_conn_send (conn, &msg, NULL, 0, NULL))
+      gpushare_conn_flush (conn, GOODBYE_FLUSH_MS);
+    gpushare_conn_close (conn);
+    gpushare_conn_unref (conn);
+  }
+  session_unref (old);
 }
 
 static gboolean try_connect (gpointer user_data);
@@ -1136,7 +1206,7 @@ connect_again (GstGpuShareSrc * self)
     return;
   }
   GST_DEBUG_OBJECT (self, "hung up on before its announce: connecting again");
-  drop_session (self);
+  drop_session (self, GPUSHARE_ERR_SHUTDOWN);
   set_state (self, STATE_CONNECTING);
   schedule_connect (self);
 }
@@ -1166,7 +1236,7 @@ producer_lost (GstGpuShareSrc * self, const gchar * text, const gchar * debug)
     }
     case GST_GPU_SHARE_PRODUCER_LOST_RECONNECT:
       GST_WARNING_OBJECT (self, "%s: connecting again", text);
-      drop_session (self);
+      drop_session (self, GPUSHARE_ERR_SHUTDOWN);
       self->reconnects++;
       self->discont = TRUE;
       self->deadline = timeout ? g_get_monotonic_time () +
@@ -1407,7 +1477,6 @@ static gboolean
 gst_gpu_share_src_stop (GstBaseSrc * bsrc)
 {
   GstGpuShareSrc *self = GST_GPU_SHARE_SRC (bsrc);
-  Session *session;
 
   if (self->thread) {
     gpushare_control_thread_join (self->context, self->loop, self->thread);
@@ -1415,60 +1484,11 @@ gst_gpu_share_src_stop (GstBaseSrc * bsrc)
   }
 
   g_mutex_lock (&self->lock);
-  session = self->session;
-  self->session = NULL;
-  /* frames received but never pushed go back before the GOODBYE, on the
-   * same socket: then the slots the producer still counts as ours are
-   * exactly those that live buffers read */
-  if (session) {
-    GList *l;
-
-    g_mutex_lock (&session->lock);
-    for (l = self->items.head; l; l = l->next) {
-      const Item *item = l->data;
-
-      if (item->type == ITEM_FRAME && item->import)
-        send_release (session, &item->frame);
-    }
-    g_mutex_unlock (&session->lock);
-  }
-  g_queue_clear_full (&self->items, (GDestroyNotify) item_free);
-  g_clear_pointer (&self->import, gpushare_import_unref);
-  g_clear_pointer (&self->cuda, cuda_view_unref);
+  drop_session (self, GPUSHARE_ERR_SHUTDOWN);
   set_state (self, STATE_IDLE);
   g_clear_pointer (&self->error_text, g_free);
   g_clear_pointer (&self->error_debug, g_free);
   g_mutex_unlock (&self->lock);
-
-  if (session) {
-    GpuShareConn *conn;
-    GpuShareMsg msg = { 0, };
-
-    msg.type = GPUSHARE_MSG_GOODBYE;
-    g_mutex_lock (&session->lock);
-    conn = session->conn;
-    session->conn = NULL;
-    /* buffers that outlive us still read their slots: the producer must
-     * not write them again.  Those freed from now on send no RELEASE, so
-     * what it holds for us up to our last frame is what they read */
-    if (session->n_in_place > 0
-        && session->in_place_epoch == session->view.epoch
-        && session->view.have_sequence) {
-      msg.u.goodbye.flags = GPUSHARE_GOODBYE_FLAG_HELD;
-      msg.u.goodbye.last_sequence = session->view.last_sequence;
-      GST_DEBUG_OBJECT (self, "%u buffers still read slots in place",
-          session->n_in_place);
-    }
-    g_mutex_unlock (&session->lock);
-    if (conn) {
-      msg.u.goodbye.reason = GPUSHARE_ERR_SHUTDOWN;
-      if (gpushare_conn_send (conn, &msg, NULL, 0, NULL))
-        gpushare_conn_flush (conn, GOODBYE_FLUSH_MS);
-      gpushare_conn_close (conn);
-      gpushare_conn_unref (conn);
-    }
-    session_unref (session);
-  }
 
   g_clear_pointer (&self->loop, g_main_loop_unref);
   g_clear_pointer (&self->context, g_main_context_unref);
@@ -1562,7 +1582,7 @@ make_buffer (GstGpuShareSrc * self, Item * item)
   if (max == 0)
     max = MAX (1, item->import->n_slots / 2);
 
-  ref->session = session_ref (self->session);
+  ref->session = session_ref (item->session);
   ref->import = gpushare_import_ref (item->import);
   ref->epoch = f->epoch;
   ref->slot = f->slot;
@@ -1659,7 +1679,7 @@ make_gpu_buffer (GstGpuShareSrc * self, Item * item, GstBuffer ** outbuf)
   gboolean ok;
   guint i;
 
-  ref->session = session_ref (self->session);
+  ref->session = session_ref (item->session);
   ref->epoch = f->epoch;
   ref->slot = f->slot;
   ref->generation = f->generation;
