@@ -3221,11 +3221,11 @@ raw_announce (RawPeer * p, GpuShareMsg * msg)
 }
 
 static void
-raw_send_slots (RawPeer * p, GpuShareMsg * msg, gint * fds)
+raw_send_slots (RawPeer * p, GpuShareMsg * msg, gint * fds, guint64 epoch)
 {
   memset (msg, 0, sizeof (*msg));
   msg->type = GPUSHARE_MSG_SLOTS;
-  msg->u.slots.epoch = 1;
+  msg->u.slots.epoch = epoch;
   msg->u.slots.slot_size = HP_SLOT_SIZE;
   msg->u.slots.n_slots = HP_N_SLOTS;
   msg->u.slots.mem_type = GPUSHARE_MEM_SYSTEM;
@@ -3321,7 +3321,7 @@ GST_START_TEST (test_hostile_producer)
         close (pipe_fds[1]);
         before_slots++;         /* the read end we keep */
       }
-      raw_send_slots (&raw, msg, fds);
+      raw_send_slots (&raw, msg, fds, 1);
       if (which == HP_SLOTS_WRITABLE) {
         /* the consumer says why before it gives up, and maps nothing */
         fail_unless_equals_int (raw_recv (&raw, msg, NULL, NULL, TIMEOUT_MS),
@@ -3338,7 +3338,7 @@ GST_START_TEST (test_hostile_producer)
       before_slots = count_fds ();
       for (i = 0; i < HP_N_SLOTS; i++)
         fds[i] = make_memfd (HP_SLOT_SIZE, TRUE);
-      raw_send_slots (&raw, msg, fds);
+      raw_send_slots (&raw, msg, fds, 1);
       raw_expect (&raw, GPUSHARE_MSG_MAPPED, msg, NULL, NULL);
       fail_unless_equals_uint64 (msg->u.mapped.epoch, 1);
       /* one good frame, and its release, so the next one is judged on
@@ -4208,7 +4208,7 @@ GST_START_TEST (test_hostile_layout)
     raw_expect (&raw, GPUSHARE_MSG_ACCEPT, msg, NULL, NULL);
     for (i = 0; i < HP_N_SLOTS; i++)
       fds[i] = make_memfd (HP_SLOT_SIZE, TRUE);
-    raw_send_slots (&raw, msg, fds);
+    raw_send_slots (&raw, msg, fds, 1);
     raw_expect (&raw, GPUSHARE_MSG_MAPPED, msg, NULL, NULL);
     /* the ring stays epoch 1, of two 8 KiB slots */
     memset (msg, 0, sizeof (*msg));
@@ -4260,7 +4260,7 @@ GST_START_TEST (test_frame_after_eos)
   raw_announce (&raw, msg);
   for (i = 0; i < HP_N_SLOTS; i++)
     fds[i] = make_memfd (HP_SLOT_SIZE, TRUE);
-  raw_send_slots (&raw, msg, fds);
+  raw_send_slots (&raw, msg, fds, 1);
   raw_expect (&raw, GPUSHARE_MSG_MAPPED, msg, NULL, NULL);
   make_frame (msg, 1, 0, 1, 1);
   fail_unless (raw_send_msg (&raw, msg, NULL, 0));
@@ -4282,6 +4282,24 @@ GST_START_TEST (test_frame_after_eos)
     fail_unless_equals_int (msg->u.release.generation, 1 + i);
     fail_unless_equals_uint64 (msg->u.release.sequence, 2 + i);
   }
+  /* a new ring after the end (a caps change, a quarantine for another
+   * consumer): followed, mapped, and its frames come back unread too */
+  memset (msg, 0, sizeof (*msg));
+  msg->type = GPUSHARE_MSG_CAPS;
+  msg->u.caps.latency = GST_CLOCK_TIME_NONE;
+  make_layout (&msg->u.caps.layout, HP_N_SLOTS, HP_SLOT_SIZE);
+  msg->u.caps.layout.epoch = 2;
+  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+  for (i = 0; i < HP_N_SLOTS; i++)
+    fds[i] = make_memfd (HP_SLOT_SIZE, TRUE);
+  raw_send_slots (&raw, msg, fds, 2);
+  raw_expect (&raw, GPUSHARE_MSG_MAPPED, msg, NULL, NULL);
+  fail_unless_equals_uint64 (msg->u.mapped.epoch, 2);
+  make_frame (msg, 2, 0, 1, 4);
+  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+  raw_expect (&raw, GPUSHARE_MSG_RELEASE, msg, NULL, NULL);
+  fail_unless_equals_uint64 (msg->u.release.epoch, 2);
+  fail_unless_equals_uint64 (msg->u.release.sequence, 4);
   assert_no_error (pipeline);
 
   hostile_consumer_stop (pipeline, listen_fd, &raw, path);
@@ -4362,6 +4380,104 @@ GST_START_TEST (test_copy_odd_yuy2)
   assert_no_error (producer);
   assert_no_error (c->pipeline);
   consumer_free (c);
+  gst_element_set_state (producer, GST_STATE_NULL);
+  gst_object_unref (producer);
+  g_free (path);
+}
+
+GST_END_TEST;
+
+/* A consumer whose connection drops while its process lives on (its src
+ * lost a producer it thought hung, and connects again; or it closed the
+ * socket) may still read the slots it held in place: they are
+ * quarantined, as for a GOODBYE that says HELD, never written again.  The
+ * hang-up alone used to give them back, and the producer wrote them under
+ * the buffers still reading them. */
+GST_START_TEST (test_hangup_of_live_consumer)
+{
+  GpuShareAnnounce *announce = g_new0 (GpuShareAnnounce, 1);
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  gint fds[GPUSHARE_MAX_FDS];
+  guint n_fds = 0, slot, k;
+  GValue item = G_VALUE_INIT;
+  guint8 *kept, *copy;
+  guint64 rendered;
+  GstIterator *it;
+  gsize slot_size;
+  RawPeer raw;
+  Scene s;
+
+  scene_start (&s, FALSE);
+  /* snow: a slot written again cannot keep its bytes */
+  it = gst_bin_iterate_sources (GST_BIN (s.producer));
+  fail_unless_equals_int (gst_iterator_next (it, &item), GST_ITERATOR_OK);
+  gst_util_set_object_arg (g_value_get_object (&item), "pattern", "snow");
+  g_value_unset (&item);
+  gst_iterator_free (it);
+
+  scene_raw_client (&s, &raw, announce);
+  make_accept (msg, announce->instance);
+  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+  raw_expect (&raw, GPUSHARE_MSG_SLOTS, msg, fds, &n_fds);
+  fail_unless_equals_int (msg->u.slots.mem_type, GPUSHARE_MEM_SYSTEM);
+  slot_size = msg->u.slots.slot_size;
+  make_simple (msg, GPUSHARE_MSG_MAPPED);
+  msg->u.mapped.epoch = announce->layout.epoch;
+  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+  raw_expect (&raw, GPUSHARE_MSG_FRAME, msg, NULL, NULL);
+  slot = msg->u.frame.slot;
+  fail_unless (slot < n_fds);
+  kept = mmap (NULL, slot_size, PROT_READ, MAP_SHARED, fds[slot], 0);
+  fail_unless (kept != MAP_FAILED);
+  gpushare_close_fds (fds, n_fds);
+  copy = g_memdup2 (kept, FRAME_SIZE);
+
+  /* the frame stays held: the socket goes, the process stays */
+  raw_clear (&raw);
+  fail_unless (client_log_wait (&s.log, TRUE, 1));
+  fail_unless_equals_string (client_log_removed_nick (&s.log, 0), "hangup");
+  fail_unless (stat_u64 (s.sink, "slots-quarantined") >= 1,
+      "the slots of a consumer that lives on were given back");
+  /* every slot of the ring written a few times over meanwhile */
+  rendered = stat_u64 (s.sink, "frames-rendered");
+  for (k = 0; k < 5; k++) {
+    fail_unless (wait_stat_u64_at_least (s.sink, "frames-rendered",
+            rendered + 8 * (k + 1)) >= rendered + 8 * (k + 1));
+    fail_unless (memcmp (kept, copy, FRAME_SIZE) == 0,
+        "the held frame changed after its consumer hung up (look %u)", k);
+  }
+  assert_no_error (s.producer);
+
+  munmap (kept, slot_size);
+  g_free (copy);
+  scene_stop (&s);
+  g_free (msg);
+  g_free (announce);
+}
+
+GST_END_TEST;
+
+/* A format whose rows a stride does not describe (tiled) cannot be
+ * shared: the sink says so at negotiation, instead of announcing a layout
+ * every consumer refuses. */
+GST_START_TEST (test_sink_refuses_tiled)
+{
+  gchar *path = socket_path ("tiled.sock");
+  GstElement *producer, *appsrc;
+  GstCaps *caps;
+
+  producer = launch ("appsrc name=in format=time ! gpusharesink name=sink");
+  appsrc = child (producer, "in");
+  caps = gst_caps_from_string ("video/x-raw,format=NV12_4L4,width=64,"
+      "height=48,framerate=30/1");
+  g_object_set (appsrc, "caps", caps, NULL);
+  gst_caps_unref (caps);
+  g_object_set (child (producer, "sink"), "socket-path", path, NULL);
+  fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  gst_app_src_push_buffer (GST_APP_SRC (appsrc),
+      gst_buffer_new_allocate (NULL, 64 * 48 * 3 / 2, NULL));
+  assert_error (producer, GST_CORE_ERROR, GST_CORE_ERROR_NEGOTIATION);
   gst_element_set_state (producer, GST_STATE_NULL);
   gst_object_unref (producer);
   g_free (path);
@@ -4584,6 +4700,8 @@ gpushare_elements_suite (void)
   tcase_add_test (tc, test_long_cycles);
   tcase_add_loop_test (tc, test_hostile_layout, 0, N_HL);
   tcase_add_test (tc, test_frame_after_eos);
+  tcase_add_test (tc, test_hangup_of_live_consumer);
+  tcase_add_test (tc, test_sink_refuses_tiled);
   tcase_add_loop_test (tc, test_copy_odd_yuy2, 0, 2);
   tcase_add_loop_test (tc, test_foreign_producer, 0, 2);
   return s;
