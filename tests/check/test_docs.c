@@ -1,0 +1,253 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * What the documents quote, checked against what the code says: the
+ * protocol version and the caps of docs/protocol.md against
+ * gpushareproto.h, and the property tables of README.md against the
+ * elements' own properties (every property listed, every default as the
+ * element has it).  A document that drifts fails here.
+ */
+
+#include <gst/check/gstcheck.h>
+#include <string.h>
+
+#include "gpushareproto.h"
+
+static gchar *
+read_doc (const gchar * name)
+{
+  const gchar *root = g_getenv ("GPUSHARE_SOURCE_ROOT");
+  gchar *path, *text = NULL;
+  GError *error = NULL;
+
+  fail_unless (root != NULL, "GPUSHARE_SOURCE_ROOT is not set");
+  path = g_build_filename (root, name, NULL);
+  fail_unless (g_file_get_contents (path, &text, NULL, &error), "%s: %s",
+      path, error ? error->message : "?");
+  g_free (path);
+  return text;
+}
+
+GST_START_TEST (test_protocol_version)
+{
+  gchar *doc = read_doc ("docs/protocol.md");
+  gchar *title = g_strdup_printf ("# gpushare wire protocol, version %d.%d\n",
+      GPUSHARE_VERSION_MAJOR, GPUSHARE_VERSION_MINOR);
+  gchar *minor = g_strdup_printf ("| 2 | 2 | `schema_minor` | %d",
+      GPUSHARE_VERSION_MINOR);
+  const gchar *p;
+  guint n = 0;
+
+  fail_unless (strstr (doc, title) != NULL, "docs/protocol.md does not open "
+      "with \"%s\"", title);
+  /* ANNOUNCE and ACCEPT say which minor their sender speaks */
+  for (p = strstr (doc, "`schema_minor`"); p; p = strstr (p + 1,
+          "`schema_minor`")) {
+    const gchar *line = p;
+
+    while (line > doc && line[-1] != '\n')
+      line--;
+    if (line[0] != '|')
+      continue;
+    fail_unless (g_str_has_prefix (line, minor), "a schema_minor row does "
+        "not say %d: %.60s", GPUSHARE_VERSION_MINOR, line);
+    n++;
+  }
+  fail_unless_equals_int (n, 2);
+  g_free (minor);
+  g_free (title);
+  g_free (doc);
+}
+
+GST_END_TEST;
+
+static const struct
+{
+  const gchar *name;
+  guint64 value;
+} constants[] = {
+  {"GPUSHARE_HEADER_SIZE", GPUSHARE_HEADER_SIZE},
+  {"GPUSHARE_MAX_PAYLOAD", GPUSHARE_MAX_PAYLOAD},
+  {"GPUSHARE_MAX_FDS", GPUSHARE_MAX_FDS},
+  {"GPUSHARE_MAX_SLOTS", GPUSHARE_MAX_SLOTS},
+  {"GPUSHARE_MAX_PLANES", GPUSHARE_MAX_PLANES},
+  {"GPUSHARE_MAX_CAPS_LEN", GPUSHARE_MAX_CAPS_LEN},
+  {"GPUSHARE_MAX_NAME_LEN", GPUSHARE_MAX_NAME_LEN},
+  {"GPUSHARE_MAX_TEXT_LEN", GPUSHARE_MAX_TEXT_LEN},
+  {"GPUSHARE_MAX_REASON_LEN", GPUSHARE_MAX_REASON_LEN},
+  {"GPUSHARE_HANDLE_SIZE", GPUSHARE_HANDLE_SIZE},
+  {"GPUSHARE_MAX_HANDLES", GPUSHARE_MAX_HANDLES},
+  {"GPUSHARE_MAX_SLOT_SIZE", GPUSHARE_MAX_SLOT_SIZE},
+};
+
+/* "4096", or "2^40 (1 TiB)" */
+static guint64
+doc_number (const gchar * s)
+{
+  gchar *end;
+  guint64 v;
+
+  if (g_str_has_prefix (s, "2^"))
+    return G_GUINT64_CONSTANT (1) << g_ascii_strtoull (s + 2, NULL, 10);
+  v = g_ascii_strtoull (s, &end, 10);
+  fail_if (end == s, "not a number: %s", s);
+  return v;
+}
+
+/* every row of the caps table gives the header's value, and every cap is
+ * in the table */
+GST_START_TEST (test_protocol_caps)
+{
+  gchar *doc = read_doc ("docs/protocol.md");
+  GRegex *row = g_regex_new ("^\\| `(GPUSHARE_[A-Z_]+)` \\| ([^|]+) \\|",
+      G_REGEX_MULTILINE, 0, NULL);
+  gboolean seen[G_N_ELEMENTS (constants)] = { FALSE, };
+  GMatchInfo *m;
+  guint i;
+
+  g_regex_match (row, doc, 0, &m);
+  while (g_match_info_matches (m)) {
+    gchar *name = g_match_info_fetch (m, 1);
+    gchar *value = g_match_info_fetch (m, 2);
+
+    for (i = 0; i < G_N_ELEMENTS (constants); i++)
+      if (g_str_equal (name, constants[i].name))
+        break;
+    fail_unless (i < G_N_ELEMENTS (constants), "docs/protocol.md quotes %s, "
+        "which this test does not know", name);
+    fail_unless_equals_uint64 (doc_number (g_strstrip (value)),
+        constants[i].value);
+    seen[i] = TRUE;
+    g_free (name);
+    g_free (value);
+    g_match_info_next (m, NULL);
+  }
+  g_match_info_free (m);
+  for (i = 0; i < G_N_ELEMENTS (constants); i++)
+    fail_unless (seen[i], "docs/protocol.md does not give %s",
+        constants[i].name);
+  g_regex_unref (row);
+  g_free (doc);
+}
+
+GST_END_TEST;
+
+/* the README's way of writing a property's default */
+static gchar *
+default_as_documented (GParamSpec * pspec)
+{
+  const GValue *v = g_param_spec_get_default_value (pspec);
+
+  if (G_IS_PARAM_SPEC_STRING (pspec))
+    return g_strdup (g_value_get_string (v) ? g_value_get_string (v) :
+        "none");
+  if (G_IS_PARAM_SPEC_BOOLEAN (pspec))
+    return g_strdup (g_value_get_boolean (v) ? "true" : "false");
+  if (G_IS_PARAM_SPEC_ENUM (pspec)) {
+    GEnumValue *e = g_enum_get_value (G_PARAM_SPEC_ENUM (pspec)->enum_class,
+        g_value_get_enum (v));
+
+    return g_strdup (e->value_nick);
+  }
+  if (G_IS_PARAM_SPEC_UINT (pspec) && g_str_equal (pspec->name,
+          "socket-mode"))
+    return g_strdup_printf ("`%04o`", g_value_get_uint (v));
+  if (G_IS_PARAM_SPEC_UINT (pspec))
+    return g_strdup_printf ("%u", g_value_get_uint (v));
+  if (G_IS_PARAM_SPEC_INT (pspec))
+    return g_strdup_printf ("%d", g_value_get_int (v));
+  if (GST_IS_PARAM_SPEC_ARRAY_LIST (pspec))
+    return g_strdup ("`<>`");
+  return NULL;
+}
+
+static void
+check_table (const gchar * doc, const gchar * factory_name)
+{
+  gchar *heading = g_strdup_printf ("\n`%s`\n", factory_name);
+  const gchar *p = strstr (doc, heading);
+  GstElement *e = gst_element_factory_make (factory_name, NULL);
+  GHashTable *listed = g_hash_table_new_full (g_str_hash, g_str_equal,
+      g_free, NULL);
+  GParamSpec **specs;
+  guint n_specs, i;
+  gchar **lines;
+
+  fail_unless (e != NULL);
+  fail_unless (p != NULL, "README.md has no table for %s", factory_name);
+  /* the table: the rows after the heading, up to the first blank line
+   * after them */
+  p += strlen (heading);
+  while (*p == '\n')
+    p++;
+  lines = g_strsplit (p, "\n", -1);
+  for (i = 0; lines[i] && lines[i][0] == '|'; i++) {
+    gchar **cells = g_strsplit (lines[i], "|", 4);
+    gchar *name, *want, *doc_default;
+    GParamSpec *pspec;
+
+    if (!cells[1] || !cells[2] || !g_str_has_prefix (g_strstrip (cells[1]),
+            "`")) {
+      g_strfreev (cells);
+      continue;
+    }
+    name = g_strndup (cells[1] + 1, strlen (cells[1]) - 2);
+    doc_default = g_strstrip (cells[2]);
+    pspec = g_object_class_find_property (G_OBJECT_GET_CLASS (e), name);
+    fail_unless (pspec != NULL, "README.md lists %s.%s, which it does not "
+        "have", factory_name, name);
+    if (g_str_equal (doc_default, "read-only")) {
+      fail_if (pspec->flags & G_PARAM_WRITABLE, "%s.%s is writable",
+          factory_name, name);
+    } else {
+      want = default_as_documented (pspec);
+      fail_unless (want != NULL, "%s.%s: a type this test cannot write",
+          factory_name, name);
+      fail_unless (g_str_equal (doc_default, want), "README.md gives %s.%s "
+          "the default %s, the element %s", factory_name, name, doc_default,
+          want);
+      g_free (want);
+    }
+    g_hash_table_add (listed, name);
+    g_strfreev (cells);
+  }
+  g_strfreev (lines);
+
+  specs = g_object_class_list_properties (G_OBJECT_GET_CLASS (e), &n_specs);
+  for (i = 0; i < n_specs; i++) {
+    /* those of GstObject and the base classes are GStreamer's to list */
+    if (specs[i]->owner_type != G_OBJECT_TYPE (e))
+      continue;
+    fail_unless (g_hash_table_contains (listed, specs[i]->name),
+        "README.md does not list %s.%s", factory_name, specs[i]->name);
+  }
+  g_free (specs);
+  g_hash_table_unref (listed);
+  gst_object_unref (e);
+  g_free (heading);
+}
+
+GST_START_TEST (test_readme_properties)
+{
+  gchar *doc = read_doc ("README.md");
+
+  check_table (doc, "gpusharesink");
+  check_table (doc, "gpusharesrc");
+  g_free (doc);
+}
+
+GST_END_TEST;
+
+static Suite *
+docs_suite (void)
+{
+  Suite *s = suite_create ("gpushare_docs");
+  TCase *tc = tcase_create ("docs");
+
+  suite_add_tcase (s, tc);
+  tcase_add_test (tc, test_protocol_version);
+  tcase_add_test (tc, test_protocol_caps);
+  tcase_add_test (tc, test_readme_properties);
+  return s;
+}
+
+GST_CHECK_MAIN (docs);
