@@ -237,6 +237,71 @@ GST_START_TEST (test_readme_properties)
 
 GST_END_TEST;
 
+/* the debug categories the README names are those the sources register */
+GST_START_TEST (test_readme_debug_categories)
+{
+  static const gchar *const dirs[] = { "gst/gpushare", "ext/cuda" };
+  gchar *doc = read_doc ("README.md");
+  const gchar *line = strstr (doc, "Debug categories:");
+  GRegex *init = g_regex_new ("GST_DEBUG_CATEGORY_INIT \\([a-z_]+, "
+      "\"([a-z]+)\"", 0, 0, NULL);
+  GRegex *quoted = g_regex_new ("`(gpushare[a-z]+)`", 0, 0, NULL);
+  GHashTable *in_code = g_hash_table_new_full (g_str_hash, g_str_equal,
+      g_free, NULL);
+  gchar *paragraph;
+  GMatchInfo *m;
+  guint i, n_doc = 0;
+
+  fail_unless (line != NULL, "README.md names no debug categories");
+  paragraph = g_strndup (line, strstr (line, "\n\n") ? (gsize)
+      (strstr (line, "\n\n") - line) : strlen (line));
+  for (i = 0; i < G_N_ELEMENTS (dirs); i++) {
+    gchar *dir = g_build_filename (g_getenv ("GPUSHARE_SOURCE_ROOT"), dirs[i],
+        NULL);
+    GDir *d = g_dir_open (dir, 0, NULL);
+    const gchar *name;
+
+    fail_unless (d != NULL, "%s", dir);
+    while ((name = g_dir_read_name (d))) {
+      gchar *path, *text;
+
+      if (!g_str_has_suffix (name, ".c"))
+        continue;
+      path = g_build_filename (dir, name, NULL);
+      fail_unless (g_file_get_contents (path, &text, NULL, NULL));
+      g_regex_match (init, text, 0, &m);
+      while (g_match_info_matches (m)) {
+        g_hash_table_add (in_code, g_match_info_fetch (m, 1));
+        g_match_info_next (m, NULL);
+      }
+      g_match_info_free (m);
+      g_free (text);
+      g_free (path);
+    }
+    g_dir_close (d);
+    g_free (dir);
+  }
+  g_regex_match (quoted, paragraph, 0, &m);
+  while (g_match_info_matches (m)) {
+    gchar *name = g_match_info_fetch (m, 1);
+
+    fail_unless (g_hash_table_contains (in_code, name), "README.md names "
+        "the debug category %s, which no source registers", name);
+    g_free (name);
+    n_doc++;
+    g_match_info_next (m, NULL);
+  }
+  g_match_info_free (m);
+  fail_unless_equals_int (n_doc, g_hash_table_size (in_code));
+  g_hash_table_unref (in_code);
+  g_regex_unref (quoted);
+  g_regex_unref (init);
+  g_free (paragraph);
+  g_free (doc);
+}
+
+GST_END_TEST;
+
 static Suite *
 docs_suite (void)
 {
@@ -247,6 +312,7 @@ docs_suite (void)
   tcase_add_test (tc, test_protocol_version);
   tcase_add_test (tc, test_protocol_caps);
   tcase_add_test (tc, test_readme_properties);
+  tcase_add_test (tc, test_readme_debug_categories);
   return s;
 }
 
