@@ -2204,7 +2204,9 @@ gst_gpu_share_src_class_init (GstGpuShareSrcClass * klass)
       rw);
   properties[PROP_TRANSPORT] = g_param_spec_enum ("transport", "Transport",
       "Memory the frames travel in: auto takes GPU memory when both ends "
-      "are on the same GPU; a forced transport that cannot work is an error",
+      "are on the same GPU, or on two GPUs that reach each other over peer "
+      "access (not with sync-mode=event), and system memory otherwise; a "
+      "forced transport that cannot work is an error",
       GST_TYPE_GPU_SHARE_TRANSPORT, DEFAULT_TRANSPORT, rw);
   properties[PROP_SYNC_MODE] = g_param_spec_enum ("sync-mode",
       "Synchronisation mode", "How GPU slots are handed over: auto picks "
