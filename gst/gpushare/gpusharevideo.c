@@ -110,6 +110,21 @@ gpushare_video_check_planes (const GstVideoInfo * info, guint n_planes,
 }
 
 gboolean
+gpushare_video_check_info (const GstVideoInfo * info, gchar ** why)
+{
+  guint64 offsets[GST_VIDEO_MAX_PLANES];
+  gint32 strides[GST_VIDEO_MAX_PLANES];
+  guint p;
+
+  for (p = 0; p < GST_VIDEO_INFO_N_PLANES (info); p++) {
+    offsets[p] = GST_VIDEO_INFO_PLANE_OFFSET (info, p);
+    strides[p] = GST_VIDEO_INFO_PLANE_STRIDE (info, p);
+  }
+  return gpushare_video_check_planes (info, GST_VIDEO_INFO_N_PLANES (info),
+      offsets, strides, GST_VIDEO_INFO_SIZE (info), why);
+}
+
+gboolean
 gpushare_video_frame_copy (GstVideoFrame * dest, const GstVideoFrame * src)
 {
   const GstVideoInfo *si = &src->info;

@@ -33,6 +33,10 @@ gboolean gpushare_video_check_planes (const GstVideoInfo * info,
     guint n_planes, const guint64 * offsets, const gint32 * strides,
     guint64 frame_size, gchar ** why);
 
+/* the same check of info's own offsets, strides and size: whether a
+ * consumer accepts a layout GStreamer made for these caps */
+gboolean gpushare_video_check_info (const GstVideoInfo * info, gchar ** why);
+
 /* gst_video_frame_copy () with the row lengths above; both frames of the
  * same format and size */
 gboolean gpushare_video_frame_copy (GstVideoFrame * dest,

@@ -1168,8 +1168,7 @@ listen_dispatch (gint fd, GIOCondition cond, gpointer user_data)
 {
   GstGpuShareSink *self = user_data;
   gint cfd;
-  struct ucred cred;
-  socklen_t len = sizeof (cred);
+  struct ucred cred = { 0, };
   Client *client;
   guint i, max_clients, max_pending, heartbeat;
 
@@ -1178,7 +1177,7 @@ listen_dispatch (gint fd, GIOCondition cond, gpointer user_data)
     return G_SOURCE_CONTINUE;
 
   /* credentials before anything else leaves this process */
-  if (getsockopt (cfd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0
+  if (!gpushare_socket_get_peer (cfd, &cred.pid, &cred.uid, &cred.gid)
       || !peer_allowed (self, &cred)) {
     GST_WARNING_OBJECT (self, "refused a consumer: pid %d uid %u gid %u is "
         "not allowed", (gint) cred.pid, (guint) cred.uid, (guint) cred.gid);
@@ -1446,6 +1445,7 @@ gst_gpu_share_sink_set_caps (GstBaseSink * bsink, GstCaps * caps)
   gboolean new_ring;
   guint ring_size, i;
   GError *error = NULL;
+  gchar *why = NULL;
 
   if (!gst_video_info_from_caps (&vinfo, caps)) {
     GST_ELEMENT_ERROR (self, CORE, NEGOTIATION, ("Unsupported caps"),
@@ -1455,23 +1455,12 @@ gst_gpu_share_sink_set_caps (GstBaseSink * bsink, GstCaps * caps)
   /* the layout we announce must pass the consumers' check of it
    * (gpusharevideo.h): tiled formats, whose rows are not described by a
    * stride, would have every consumer refuse the stream */
-  {
-    guint64 offsets[GST_VIDEO_MAX_PLANES];
-    gint32 strides[GST_VIDEO_MAX_PLANES];
-    gchar *why = NULL;
-
-    for (i = 0; i < GST_VIDEO_INFO_N_PLANES (&vinfo); i++) {
-      offsets[i] = GST_VIDEO_INFO_PLANE_OFFSET (&vinfo, i);
-      strides[i] = GST_VIDEO_INFO_PLANE_STRIDE (&vinfo, i);
-    }
-    if (!gpushare_video_check_planes (&vinfo, GST_VIDEO_INFO_N_PLANES (&vinfo),
-            offsets, strides, GST_VIDEO_INFO_SIZE (&vinfo), &why)) {
-      GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
-          ("Format %s cannot be shared", GST_VIDEO_INFO_NAME (&vinfo)),
-          ("%s", why));
-      g_free (why);
-      return FALSE;
-    }
+  if (!gpushare_video_check_info (&vinfo, &why)) {
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+        ("Format %s cannot be shared", GST_VIDEO_INFO_NAME (&vinfo)),
+        ("%s", why));
+    g_free (why);
+    return FALSE;
   }
   GST_OBJECT_LOCK (self);
   ring_size = self->ring_size;
