@@ -312,3 +312,74 @@ gpushare_slot_view_release (GpuShareSlotView * view, guint slot,
   view->held[slot] = FALSE;
   return GPUSHARE_RING_OK;
 }
+
+GpuShareRingResult
+gpushare_ring_publish_at (GpuShareRing * ring, guint slot, guint64 holders,
+    gint64 now_us)
+{
+  GpuShareRingResult res = gpushare_ring_publish (ring, slot, holders);
+
+  if (res == GPUSHARE_RING_OK)
+    ring->slots[slot].published_at = now_us;
+  return res;
+}
+
+guint64
+gpushare_ring_expired_holders (const GpuShareRing * ring, gint64 now_us,
+    gint64 limit_us, guint64 * held_seq, gint64 * held_us)
+{
+  guint64 newest[GPUSHARE_MAX_HOLDERS] = { 0, };
+  guint64 expired = 0;
+  guint i, j;
+
+  for (i = 0; i < ring->n_slots; i++)
+    for (j = 0; j < GPUSHARE_MAX_HOLDERS; j++)
+      if (ring->slots[i].state == GPUSHARE_SLOT_HELD
+          && (ring->slots[i].holders & (G_GUINT64_CONSTANT (1) << j)))
+        newest[j] = MAX (newest[j], ring->slots[i].sequence);
+  for (i = 0; i < ring->n_slots; i++) {
+    const GpuShareSlot *slot = &ring->slots[i];
+    gint64 held = now_us - slot->published_at;
+
+    if (slot->state != GPUSHARE_SLOT_HELD || held <= limit_us)
+      continue;
+    for (j = 0; j < GPUSHARE_MAX_HOLDERS; j++) {
+      guint64 bit = G_GUINT64_CONSTANT (1) << j;
+
+      if (!(slot->holders & bit) || slot->sequence == newest[j])
+        continue;
+      if (!(expired & bit) || held > held_us[j]) {
+        held_seq[j] = slot->sequence;
+        held_us[j] = held;
+      }
+      expired |= bit;
+    }
+  }
+  return expired;
+}
+
+gboolean
+gpushare_ring_any_held (const GpuShareRing * ring)
+{
+  guint i;
+
+  for (i = 0; i < ring->n_slots; i++)
+    if (ring->slots[i].state == GPUSHARE_SLOT_HELD)
+      return TRUE;
+  return FALSE;
+}
+
+gboolean
+gpushare_ring_is_writing (const GpuShareRing * ring, guint slot,
+    guint32 generation)
+{
+  return slot < ring->n_slots
+      && ring->slots[slot].state == GPUSHARE_SLOT_WRITING
+      && ring->slots[slot].generation == generation;
+}
+
+guint32
+gpushare_ring_generation (const GpuShareRing * ring, guint slot)
+{
+  return slot < ring->n_slots ? ring->slots[slot].generation : 0;
+}

@@ -66,6 +66,7 @@ typedef struct
   guint64 holders;              /* bit per consumer index */
   guint64 freed;                /* when it last came free (ring->clock) */
   gboolean tainted;             /* quarantined once its holders are gone */
+  gint64 published_at;          /* when publish_at () gave it out, us */
 } GpuShareSlot;
 
 typedef struct
@@ -96,6 +97,21 @@ guint gpushare_ring_quarantine_holder (GpuShareRing * ring, guint holder);
 guint gpushare_ring_n_tainted (const GpuShareRing * ring);
 guint gpushare_ring_n_free (const GpuShareRing * ring);
 guint gpushare_ring_n_held_by (const GpuShareRing * ring, guint holder);
+/* publish, remembering when (monotonic us) for leases */
+GpuShareRingResult gpushare_ring_publish_at (GpuShareRing * ring, guint slot,
+    guint64 holders, gint64 now_us);
+/* The holders that hold a frame published more than limit_us before
+ * now_us that is not the newest frame they hold; held_seq[holder] and
+ * held_us[holder] (GPUSHARE_MAX_HOLDERS each) get the oldest such frame
+ * and how long it was held. */
+guint64 gpushare_ring_expired_holders (const GpuShareRing * ring,
+    gint64 now_us, gint64 limit_us, guint64 * held_seq, gint64 * held_us);
+/* any slot held by a consumer */
+gboolean gpushare_ring_any_held (const GpuShareRing * ring);
+/* slot is being written under that generation */
+gboolean gpushare_ring_is_writing (const GpuShareRing * ring, guint slot,
+    guint32 generation);
+guint32 gpushare_ring_generation (const GpuShareRing * ring, guint slot);
 const gchar *gpushare_ring_result_to_string (GpuShareRingResult res);
 const gchar *gpushare_slot_state_to_string (GpuShareSlotState state);
 

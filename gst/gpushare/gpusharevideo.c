@@ -159,3 +159,49 @@ gpushare_video_frame_copy (GstVideoFrame * dest, const GstVideoFrame * src)
   }
   return TRUE;
 }
+
+GstCaps *
+gpushare_video_layout_to_caps (const GpuShareLayout * l,
+    GstVideoInfo * vinfo, gchar ** why)
+{
+  GstCaps *caps = gst_caps_from_string (l->caps);
+  guint i;
+
+  if (!caps || !gst_caps_is_fixed (caps)
+      || !gst_video_info_from_caps (vinfo, caps)) {
+    *why = g_strdup ("caps are not fixed raw video");
+    goto bad;
+  }
+  /* the memory is ours to say: a feature in the producer's caps would
+   * make downstream take our buffers for something they are not */
+  if (gst_caps_get_features (caps, 0)
+      && !gst_caps_features_is_equal (gst_caps_get_features (caps, 0),
+          GST_CAPS_FEATURES_MEMORY_SYSTEM_MEMORY)) {
+    *why = g_strdup ("caps name a memory feature");
+    goto bad;
+  }
+  if (l->n_planes != GST_VIDEO_INFO_N_PLANES (vinfo)) {
+    *why = g_strdup ("plane count does not match the caps");
+    goto bad;
+  }
+  /* every plane must fit its format's rows and lie inside the frame, and
+   * the frame inside the slot, before any buffer points into the mapping:
+   * downstream reads whole rows from the strides given here */
+  if (l->frame_size > l->slot_size) {
+    *why = g_strdup ("frame larger than slot");
+    goto bad;
+  }
+  if (!gpushare_video_check_planes (vinfo, l->n_planes, l->offsets,
+          l->strides, l->frame_size, why))
+    goto bad;
+  for (i = 0; i < l->n_planes; i++) {
+    vinfo->offset[i] = l->offsets[i];
+    vinfo->stride[i] = l->strides[i];
+  }
+  vinfo->size = l->frame_size;
+  return caps;
+
+bad:
+  gst_clear_caps (&caps);
+  return NULL;
+}

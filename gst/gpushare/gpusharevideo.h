@@ -16,6 +16,7 @@
 #define __GPUSHARE_VIDEO_H__
 
 #include <gst/video/video.h>
+#include "gpushareproto.h"
 
 G_BEGIN_DECLS
 
@@ -41,6 +42,13 @@ gboolean gpushare_video_check_info (const GstVideoInfo * info, gchar ** why);
  * same format and size */
 gboolean gpushare_video_frame_copy (GstVideoFrame * dest,
     const GstVideoFrame * src);
+
+/* The caps of a layout a producer announced, with vinfo set to its planes
+ * and frame size, after every check of gpushare_video_check_planes () and
+ * more: fixed raw video, no memory feature, the plane count of the format,
+ * the frame inside the slot.  NULL with *why (allocated) otherwise. */
+GstCaps *gpushare_video_layout_to_caps (const GpuShareLayout * layout,
+    GstVideoInfo * vinfo, gchar ** why);
 
 G_END_DECLS
 

@@ -6,12 +6,20 @@
 #include <gst/gst.h>
 #include "gstgpusharesink.h"
 #include "gstgpusharesrc.h"
+#ifdef HAVE_CUDA
+#include "gpusharexfercuda.h"
+#endif
 
 static gboolean
 plugin_init (GstPlugin * plugin)
 {
   gboolean ret = FALSE;
 
+  /* before the elements: their pad templates offer GPU memory only where
+   * a GPU transfer is registered */
+#ifdef HAVE_CUDA
+  gpushare_cuda_xfer_register ();
+#endif
   ret |= GST_ELEMENT_REGISTER (gpusharesink, plugin);
   ret |= GST_ELEMENT_REGISTER (gpusharesrc, plugin);
   return ret;

@@ -1,0 +1,340 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The GPU transfer (gpusharexfer.h) over CUDA: rings and views of
+ * gpusharecudaxfer.h, the device probe of gpusharecuda.h and GStreamer's
+ * CUDA library (gpusharegstcuda.h).  Registered by the plugin at load.
+ */
+
+#include "gpusharexfercuda.h"
+
+#include <string.h>
+
+#include "gpusharecuda.h"
+#include "gpusharecudaxfer.h"
+#include "gpusharegstcuda.h"
+
+typedef struct
+{
+  GpuShareXferRing parent;
+  GpuShareCudaRing *ring;
+} CudaRing;
+
+typedef struct
+{
+  GpuShareXferView parent;
+  GpuShareCudaView *view;
+} CudaView;
+
+static gboolean
+cuda_probe (gint device, GpuShareGpuInfo * info, GError ** error)
+{
+  GpuShareCudaCaps caps;
+
+  if (!gpushare_cuda_probe (device, &caps, error))
+    return FALSE;
+  info->device = device;
+  g_strlcpy (info->name, caps.name, sizeof (info->name));
+  memcpy (info->uuid, caps.uuid, 16);
+  info->vmm = caps.vmm;
+  info->posix_fd = caps.posix_fd;
+  info->unified_addressing = caps.unified_addressing;
+  info->fabric = caps.fabric;
+  info->mps = caps.mps;
+  info->compute_mode = caps.compute_mode;
+  info->mem_types = (caps.posix_fd ? GPUSHARE_MEM_CUDA_VMM : 0) |
+      (caps.unified_addressing ? GPUSHARE_MEM_CUDA_LEGACY : 0) |
+      (caps.fabric ? GPUSHARE_MEM_CUDA_FABRIC : 0);
+  info->device_caps = (caps.posix_fd ? GPUSHARE_DEVICE_CAP_VMM_FD : 0) |
+      (caps.fabric ? GPUSHARE_DEVICE_CAP_FABRIC : 0) |
+      (caps.ipc_event ? GPUSHARE_DEVICE_CAP_IPC_EVENT : 0) |
+      (caps.mem_ops_64 ? GPUSHARE_DEVICE_CAP_MEM_OPS : 0) |
+      (caps.unified_addressing ? GPUSHARE_DEVICE_CAP_LEGACY_IPC : 0) |
+      (caps.mig ? GPUSHARE_DEVICE_CAP_MIG : 0);
+  info->sync_modes = gpushare_cuda_sync_modes (&caps);
+  return TRUE;
+}
+
+static void
+cuda_peer (gint reader, const guint8 uuid[16], GpuSharePeerInfo * peer)
+{
+  GError *error = NULL;
+
+  peer->owner = gpushare_cuda_find_device (uuid);
+  peer->visible = peer->owner >= 0;
+  if (!peer->visible)
+    return;
+  peer->reachable = gpushare_cuda_peer_probe (reader, peer->owner,
+      &peer->atomics, &peer->rank, &error);
+  if (!peer->reachable) {
+    peer->error = g_strdup (error->message);
+    g_clear_error (&error);
+  }
+}
+
+static gboolean
+cuda_context_ensure (GstElement * element, gint device, GstObject ** ctx)
+{
+  /* without GStreamer's CUDA library we work in the primary context */
+  return gpushare_gst_cuda_load (NULL)
+      && gpushare_gst_cuda_ensure_element_context (element, device, ctx);
+}
+
+static gboolean
+cuda_context_set (GstElement * element, GstContext * context, gint device,
+    GstObject ** ctx)
+{
+  return gpushare_gst_cuda_load (NULL)
+      && gpushare_gst_cuda_handle_set_context (element, context, device, ctx);
+}
+
+static gboolean
+cuda_context_query (GstElement * element, GstQuery * query, GstObject * ctx)
+{
+  return GST_QUERY_TYPE (query) == GST_QUERY_CONTEXT
+      && gpushare_gst_cuda_handle_context_query (element, query, ctx);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Producer */
+
+static GpuShareXferRing *
+cuda_ring_new (gint device, GpuShareMemType type, guint64 epoch,
+    guint n_slots, gsize frame_size, GError ** error)
+{
+  CudaRing *self;
+  GpuShareCudaRing *ring;
+  /* the allocation granularity of this very device */
+  gsize slot_size = gpushare_cuda_vmm_backend.slot_size (device, frame_size);
+
+  /* the primary context: the IPC events and semaphore blocks live there,
+   * and an event is recorded only on a stream of its own context; copies
+   * from neighbours' CUDA memory work across contexts of one device */
+  ring = gpushare_cuda_ring_new (device, NULL, type, epoch, n_slots,
+      slot_size, error);
+  if (!ring)
+    return NULL;
+  self = g_new0 (CudaRing, 1);
+  self->ring = ring;
+  self->parent.slot_size = gpushare_cuda_ring_slot_size (ring);
+  return &self->parent;
+}
+
+static void
+cuda_ring_free (GpuShareXferRing * ring)
+{
+  CudaRing *self = (CudaRing *) ring;
+
+  gpushare_cuda_ring_free (self->ring);
+  g_free (self);
+}
+
+static gboolean
+cuda_add_consumer (GpuShareXferRing * ring, guint index,
+    GpuShareSyncMode mode, GError ** error)
+{
+  return gpushare_cuda_ring_add_consumer (((CudaRing *) ring)->ring, index,
+      mode, error);
+}
+
+static void
+cuda_remove_consumer (GpuShareXferRing * ring, guint index)
+{
+  gpushare_cuda_ring_remove_consumer (((CudaRing *) ring)->ring, index);
+}
+
+static gboolean
+cuda_export (GpuShareXferRing * ring, guint index, GpuShareSlots * slots,
+    gint * fds, guint * n_fds, GError ** error)
+{
+  if (!gpushare_cuda_ring_export (((CudaRing *) ring)->ring, index, slots,
+          fds, error))
+    return FALSE;
+  *n_fds = gpushare_slots_n_fds (slots);
+  return TRUE;
+}
+
+static void
+planes_from_info (GpuSharePlanes * p, const GstVideoInfo * info,
+    gboolean device, guintptr base)
+{
+  guint i;
+
+  memset (p, 0, sizeof (*p));
+  p->device = device;
+  p->base = base;
+  for (i = 0; i < GST_VIDEO_INFO_N_PLANES (info); i++) {
+    p->offset[i] = GST_VIDEO_INFO_PLANE_OFFSET (info, i);
+    p->stride[i] = GST_VIDEO_INFO_PLANE_STRIDE (info, i);
+  }
+}
+
+/* Writes the frame into the CUDA slot: from upstream's GPU memory (one
+ * copy on the device), from the system-memory slot it is already in, or
+ * from upstream's system memory (one upload). */
+static gboolean
+cuda_write (GpuShareXferRing * ring, guint slot, const GstVideoInfo * info,
+    GstBuffer * buf, GpuShareXferRing * staged, GError ** error)
+{
+  GpuShareCudaRing *cring = ((CudaRing *) ring)->ring;
+  GpuSharePlanes src, dst;
+  GstVideoMeta *meta = gst_buffer_get_video_meta (buf);
+  GstVideoFrame frame;
+  GstMemory *mem = NULL;
+  GstMapInfo map;
+  gboolean ok, mapped_frame = FALSE;
+  guint i;
+
+  if (!gpushare_cuda_ring_begin (cring, slot, error))
+    return FALSE;
+  planes_from_info (&dst, info, TRUE, 0);
+  if (gst_buffer_n_memory (buf) > 0
+      && gpushare_gst_cuda_is_cuda_memory (gst_buffer_peek_memory (buf, 0))) {
+    if (!meta) {
+      /* CUDA memory is pitched: without its meta its layout is unknown */
+      g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_CALL,
+          "CUDA memory without a GstVideoMeta");
+      return FALSE;
+    }
+    mem = gst_buffer_peek_memory (buf, 0);
+    if (!gst_memory_map (mem, &map, GST_MAP_READ | GPUSHARE_MAP_CUDA)) {
+      g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_CALL,
+          "could not map upstream's CUDA memory");
+      return FALSE;
+    }
+    planes_from_info (&src, info, TRUE, (guintptr) map.data);
+    for (i = 0; i < meta->n_planes; i++) {
+      src.offset[i] = meta->offset[i];
+      src.stride[i] = meta->stride[i];
+    }
+  } else if (staged && staged->data[slot]) {
+    planes_from_info (&src, info, FALSE, (guintptr) staged->data[slot]);
+  } else {
+    if (!gst_video_frame_map (&frame, info, buf, GST_MAP_READ)) {
+      g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_CALL,
+          "could not map the frame");
+      return FALSE;
+    }
+    mapped_frame = TRUE;
+    planes_from_info (&src, info, FALSE, 0);
+    for (i = 0; i < GST_VIDEO_FRAME_N_PLANES (&frame); i++) {
+      src.offset[i] = (gsize) GST_VIDEO_FRAME_PLANE_DATA (&frame, i);
+      src.stride[i] = GST_VIDEO_FRAME_PLANE_STRIDE (&frame, i);
+    }
+  }
+  ok = gpushare_cuda_ring_copy_in (cring, slot, info, &src, &dst, error);
+  if (mem)
+    gst_memory_unmap (mem, &map);
+  if (mapped_frame)
+    gst_video_frame_unmap (&frame);
+  return ok;
+}
+
+static gboolean
+cuda_publish (GpuShareXferRing * ring, guint slot, guint64 holders,
+    guint64 sequence, GError ** error)
+{
+  return gpushare_cuda_ring_publish (((CudaRing *) ring)->ring, slot,
+      holders, sequence, error);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Consumer */
+
+static GpuShareXferView *
+cuda_view_new (gint device, const GpuShareSlots * slots, gint * fds,
+    GError ** error)
+{
+  /* the primary context, as the producer's ring */
+  GpuShareCudaView *view = gpushare_cuda_view_new (device, NULL, slots, fds,
+      error);
+  CudaView *self;
+
+  if (!view)
+    return NULL;
+  self = g_new0 (CudaView, 1);
+  self->view = view;
+  return &self->parent;
+}
+
+static void
+cuda_view_free (GpuShareXferView * view)
+{
+  CudaView *self = (CudaView *) view;
+
+  gpushare_cuda_view_free (self->view);
+  g_free (self);
+}
+
+/* One copy out of the GPU slot, on the device into a buffer of a CUDA pool
+ * or downloaded into system memory; done is signalled once it is made. */
+static gboolean
+cuda_read (GpuShareXferView * view, guint slot, guint64 sequence,
+    const GstVideoInfo * slot_info, const GstVideoInfo * dst_info,
+    GstBuffer * dst, gboolean dst_device, GError ** error)
+{
+  GpuSharePlanes src, out;
+  GstVideoFrame frame;
+  gboolean ok;
+  guint i;
+
+  if (!gst_video_frame_map (&frame, dst_info, dst, GST_MAP_WRITE |
+          (dst_device ? GPUSHARE_MAP_CUDA : 0))) {
+    g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_CALL,
+        "could not map the output buffer");
+    return FALSE;
+  }
+  memset (&src, 0, sizeof (src));
+  memset (&out, 0, sizeof (out));
+  src.device = TRUE;
+  out.device = dst_device;
+  for (i = 0; i < GST_VIDEO_INFO_N_PLANES (dst_info); i++) {
+    src.offset[i] = GST_VIDEO_INFO_PLANE_OFFSET (slot_info, i);
+    src.stride[i] = GST_VIDEO_INFO_PLANE_STRIDE (slot_info, i);
+    out.offset[i] = (gsize) GST_VIDEO_FRAME_PLANE_DATA (&frame, i);
+    out.stride[i] = GST_VIDEO_FRAME_PLANE_STRIDE (&frame, i);
+  }
+  ok = gpushare_cuda_view_read (((CudaView *) view)->view, slot, sequence,
+      dst_info, &src, &out, error);
+  gst_video_frame_unmap (&frame);
+  return ok;
+}
+
+static gboolean
+cuda_skip (GpuShareXferView * view, guint slot, guint64 sequence,
+    GError ** error)
+{
+  return gpushare_cuda_view_skip (((CudaView *) view)->view, slot, sequence,
+      error);
+}
+
+static const GpuShareXfer cuda_xfer = {
+  .name = "cuda",
+  .mem_types = GPUSHARE_MEM_CUDA_VMM | GPUSHARE_MEM_CUDA_LEGACY |
+      GPUSHARE_MEM_CUDA_FABRIC,
+  .probe = cuda_probe,
+  .peer = cuda_peer,
+  .uuid_to_string = gpushare_cuda_uuid_to_string,
+  .sync_mode_name = gpushare_sync_mode_to_string,
+  .context_ensure = cuda_context_ensure,
+  .context_set = cuda_context_set,
+  .context_query = cuda_context_query,
+  .is_memory = gpushare_gst_cuda_is_cuda_memory,
+  .pool_new = gpushare_gst_cuda_buffer_pool_new,
+  .ring_new = cuda_ring_new,
+  .ring_free = cuda_ring_free,
+  .add_consumer = cuda_add_consumer,
+  .remove_consumer = cuda_remove_consumer,
+  .export_slots = cuda_export,
+  .write = cuda_write,
+  .publish = cuda_publish,
+  .view_new = cuda_view_new,
+  .view_free = cuda_view_free,
+  .read = cuda_read,
+  .skip = cuda_skip,
+};
+
+void
+gpushare_cuda_xfer_register (void)
+{
+  gpushare_xfer_register_gpu (&cuda_xfer);
+}

@@ -1,0 +1,1440 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The consumer core (gpushareclient.h).
+ */
+
+#include "gpushareclient.h"
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+#include <gst/gst.h>
+
+#include "gpushareconn.h"
+#include "gpushareids.h"
+#include "gpusharering.h"
+#include "gpusharetest.h"
+#include "gpusharevideo.h"
+
+GST_DEBUG_CATEGORY_STATIC (gpushare_client_debug);
+#define GST_CAT_DEFAULT gpushare_client_debug
+
+#define RETRY_MIN_MS 10
+#define RETRY_MAX_MS 250
+#define GOODBYE_FLUSH_MS 100
+#define REFUSAL_FLUSH_MS 10
+
+/* the values of GstGpuShareTransport and GstGpuShareSync */
+enum
+{
+  TRANSPORT_AUTO,
+  TRANSPORT_SYSTEM,
+  TRANSPORT_CUDA,
+  TRANSPORT_CUDA_LEGACY,
+  TRANSPORT_CUDA_FABRIC,
+};
+#define SYNC_AUTO 0
+
+typedef enum
+{
+  STATE_IDLE,
+  STATE_CONNECTING,
+  STATE_CONNECTED,              /* waiting for ANNOUNCE */
+  STATE_ACCEPTED,               /* waiting for SLOTS */
+  STATE_READY,                  /* receiving frames */
+  STATE_REMAP,                  /* new epoch announced, waiting for SLOTS */
+  STATE_DONE,                   /* EOS received */
+  STATE_FAILED,
+} ClientState;
+
+/* What frames need after the client let go: the connection, to send
+ * releases, and the view, to check them.  Reference counted because a
+ * buffer may outlive the client's session. */
+typedef struct
+{
+  gint ref_count;
+  GMutex lock;
+  GpuShareConn *conn;           /* NULL once the session is over */
+  GpuShareSlotView view;
+  /* live frames read in place from a slot of the ring of epoch
+   * in_place_epoch, the newest one frames were made of: the slots of a
+   * replaced ring are no longer the producer's to write, nor to wait for */
+  guint n_in_place;
+  guint64 in_place_epoch;
+} Session;
+
+/* The consumer's mapping of a ring: frames queued for the streaming thread
+ * keep it alive across a caps change.  Once a GPU mapping is closed, the
+ * producer hears so (UNMAPPED): it may then free a legacy IPC ring of an
+ * earlier epoch, which it may not while a process has it open. */
+typedef struct
+{
+  gint ref_count;
+  GpuShareXferView *view;
+  Session *session;
+} Mapping;
+
+struct _GpuShareClientFrame
+{
+  GpuShareFrame info;
+  Session *session;
+  Mapping *mapping;
+  gboolean in_place;            /* counted in session->n_in_place */
+};
+
+typedef struct
+{
+  GpuShareClientItemType type;
+  GpuShareLayout *layout;
+  GpuShareClientFrame *frame;
+} Item;
+
+struct _GpuShareClient
+{
+  GpuShareClientConfig config;
+  gpointer log_object;
+  GpuShareClientEventFunc event_func;
+  gpointer user_data;
+
+  /* control thread */
+  GMainContext *context;
+  GMainLoop *loop;
+  GThread *thread;
+  gint64 deadline;
+  guint retry_ms;
+
+  /* under lock */
+  GMutex lock;
+  GCond cond;
+  ClientState state;
+  Session *session;
+  GQueue items;
+  GQueue events;                /* GpuShareClientEvent, to deliver */
+  gboolean flushing;
+  GQuark error_domain;
+  gint error_code;
+  gchar *error_text;
+  gchar *error_debug;
+  GpuShareLayout pending;       /* announced, slots not yet mapped */
+  /* the shape of the ring mapped now (epoch 0: none), as its SLOTS said
+   * and the import checked */
+  guint64 mapped_epoch;
+  guint mapped_n_slots;
+  guint64 mapped_slot_size;
+  Mapping *mapping;             /* the current mapping */
+  GpuShareMemType mem_type;
+  GpuShareSyncMode sync_mode;
+  gchar *mem_reason;
+  gint peer_device;             /* the producer's GPU when not ours, or -1 */
+  gboolean producer_live;
+  guint64 latency;
+  guint64 producer_instance;
+  guint producer_minor;         /* of its protocol version */
+  guint64 frames_received;
+  guint reconnects;
+  gboolean discont;             /* the next frame starts a new producer */
+
+  /* the GPU, probed at start */
+  gboolean gpu_ok;
+  gchar *gpu_reason;
+  GpuShareGpuInfo gpu;
+};
+
+static const gchar *
+state_to_string (ClientState state)
+{
+  static const gchar *names[] = { "idle", "connecting", "connected",
+    "accepted", "ready", "remap", "done", "failed"
+  };
+  return names[state];
+}
+
+/* lock held; the one place the state changes */
+static void
+set_state (GpuShareClient * self, ClientState state)
+{
+  GST_DEBUG_OBJECT (self->log_object, "%s -> %s", state_to_string
+      (self->state), state_to_string (state));
+  self->state = state;
+  g_cond_broadcast (&self->cond);
+}
+
+static Session *
+session_ref (Session * s)
+{
+  g_atomic_int_inc (&s->ref_count);
+  return s;
+}
+
+static void
+session_unref (Session * s)
+{
+  if (!g_atomic_int_dec_and_test (&s->ref_count))
+    return;
+  if (s->conn)
+    gpushare_conn_unref (s->conn);
+  g_mutex_clear (&s->lock);
+  g_free (s);
+}
+
+static Mapping *
+mapping_ref (Mapping * m)
+{
+  g_atomic_int_inc (&m->ref_count);
+  return m;
+}
+
+static void
+mapping_unref (Mapping * m)
+{
+  Session *s = m->session;
+  guint64 epoch = m->view->epoch;
+  gboolean tell = m->view->mem_type != GPUSHARE_MEM_SYSTEM;
+
+  if (!g_atomic_int_dec_and_test (&m->ref_count))
+    return;
+  gpushare_xfer_view_unref (m->view);
+  g_mutex_lock (&s->lock);
+  if (tell && s->conn) {
+    GpuShareMsg msg = { 0, };
+
+    msg.type = GPUSHARE_MSG_UNMAPPED;
+    msg.u.mapped.epoch = epoch;
+    gpushare_conn_send (s->conn, &msg, NULL, 0, NULL);
+  }
+  g_mutex_unlock (&s->lock);
+  session_unref (s);
+  g_free (m);
+}
+
+static void
+queue_event (GpuShareClient * self, GpuShareClientEventType type)
+{
+  GpuShareClientEvent *ev = g_new0 (GpuShareClientEvent, 1);
+
+  ev->type = type;
+  g_queue_push_tail (&self->events, ev);
+}
+
+/* lock NOT held */
+static void
+deliver_events (GpuShareClient * self)
+{
+  GQueue events;
+  GpuShareClientEvent *ev;
+  gchar *reason;
+
+  g_mutex_lock (&self->lock);
+  events = self->events;
+  g_queue_init (&self->events);
+  reason = g_strdup (self->mem_reason);
+  g_mutex_unlock (&self->lock);
+  while ((ev = g_queue_pop_head (&events))) {
+    ev->mem_type = self->mem_type;
+    ev->reason = reason;
+    if (self->event_func)
+      self->event_func (self, ev, self->user_data);
+    g_free (ev);
+  }
+  g_free (reason);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Frames */
+
+/* session lock held: the slot of frame f goes back to the producer, once,
+ * while the session lasts and f's ring is the one mapped (the producer
+ * ignores releases of replaced rings anyway) */
+static void
+send_release (Session * s, const GpuShareFrame * f)
+{
+  GpuShareMsg msg = { 0, };
+
+  if (!s->conn || s->view.epoch != f->epoch
+      || gpushare_slot_view_release (&s->view, f->slot,
+          f->generation) != GPUSHARE_RING_OK)
+    return;
+  msg.type = GPUSHARE_MSG_RELEASE;
+  msg.u.release.epoch = f->epoch;
+  msg.u.release.slot = f->slot;
+  msg.u.release.generation = f->generation;
+  msg.u.release.sequence = f->sequence;
+  gpushare_conn_send (s->conn, &msg, NULL, 0, NULL);
+}
+
+const GpuShareFrame *
+gpushare_client_frame_info (GpuShareClientFrame * f)
+{
+  return &f->info;
+}
+
+GpuShareXferView *
+gpushare_client_frame_view (GpuShareClientFrame * f)
+{
+  return f->mapping->view;
+}
+
+gboolean
+gpushare_client_frame_hold_in_place (GpuShareClientFrame * f, guint max)
+{
+  Session *s = f->session;
+
+  /* gpushare_client_frame_release () runs in any thread, under the
+   * session's lock */
+  g_mutex_lock (&s->lock);
+  /* frames come in order: a newer epoch starts a new count */
+  if (f->info.epoch != s->in_place_epoch) {
+    s->in_place_epoch = f->info.epoch;
+    s->n_in_place = 0;
+  }
+  f->in_place = s->n_in_place < max;
+  if (f->in_place)
+    s->n_in_place++;
+  g_mutex_unlock (&s->lock);
+  return f->in_place;
+}
+
+/* frees f; with give_back, its slot goes back to the producer */
+static void
+frame_free (GpuShareClientFrame * f, gboolean give_back)
+{
+  Session *s = f->session;
+
+  g_mutex_lock (&s->lock);
+  if (give_back)
+    send_release (s, &f->info);
+  if (f->in_place && f->info.epoch == s->in_place_epoch)
+    s->n_in_place--;
+  g_mutex_unlock (&s->lock);
+  mapping_unref (f->mapping);
+  session_unref (s);
+  g_free (f);
+}
+
+void
+gpushare_client_frame_release (GpuShareClientFrame * f)
+{
+  frame_free (f, TRUE);
+}
+
+static void
+item_free (Item * item)
+{
+  g_free (item->layout);
+  if (item->frame)
+    gpushare_client_frame_release (item->frame);
+  g_free (item);
+}
+
+void
+gpushare_client_item_clear (GpuShareClientItem * item)
+{
+  if (item->frame)
+    gpushare_client_frame_release (item->frame);
+  g_free (item->error_text);
+  g_free (item->error_debug);
+  memset (item, 0, sizeof (*item));
+}
+
+/* ------------------------------------------------------------------------ */
+/* The control plane, lock held */
+
+/* a fatal problem, reported to the streaming thread */
+static void
+fail (GpuShareClient * self, GQuark domain, gint code, const gchar * text,
+    const gchar * debug)
+{
+  if (self->state == STATE_FAILED)
+    return;
+  GST_WARNING_OBJECT (self->log_object, "%s: %s", text, debug ? debug : "");
+  self->error_domain = domain;
+  self->error_code = code;
+  g_free (self->error_text);
+  self->error_text = g_strdup (text);
+  g_free (self->error_debug);
+  self->error_debug = g_strdup (debug);
+  set_state (self, STATE_FAILED);
+}
+
+/* the producer broke the protocol; tell it and give up */
+static void
+producer_error (GpuShareClient * self, const gchar * debug)
+{
+  GpuShareConn *conn = self->session ? self->session->conn : NULL;
+
+  if (conn) {
+    gpushare_conn_send_error (conn, GPUSHARE_ERR_PROTOCOL, debug);
+    gpushare_conn_flush (conn, REFUSAL_FLUSH_MS);
+  }
+  fail (self, GST_STREAM_ERROR, GST_STREAM_ERROR_DECODE,
+      "The producer sent an invalid message", debug);
+}
+
+/* the layout, checked, or FALSE after a protocol error that says what is
+ * wrong with it */
+static gboolean
+layout_ok (GpuShareClient * self, const GpuShareLayout * layout)
+{
+  GstVideoInfo vinfo;
+  gchar *why = NULL;
+  GstCaps *caps = gpushare_video_layout_to_caps (layout, &vinfo, &why);
+
+  if (!caps) {
+    gchar *debug = g_strdup_printf ("bad layout: %s", why);
+
+    producer_error (self, debug);
+    g_free (debug);
+    g_free (why);
+    return FALSE;
+  }
+  gst_caps_unref (caps);
+  return TRUE;
+}
+
+/* queue a caps item for the streaming thread */
+static gboolean
+queue_caps (GpuShareClient * self, const GpuShareLayout * layout)
+{
+  Item *item;
+
+  if (!layout_ok (self, layout))
+    return FALSE;
+  item = g_new0 (Item, 1);
+  item->type = GPUSHARE_CLIENT_ITEM_CAPS;
+  item->layout = g_memdup2 (layout, sizeof (*layout));
+  g_queue_push_tail (&self->items, item);
+  g_cond_broadcast (&self->cond);
+  return TRUE;
+}
+
+static void
+update_latency (GpuShareClient * self, guint32 flags, guint64 latency)
+{
+  gboolean changed = self->latency != latency;
+
+  self->latency = latency;
+  self->producer_live = (flags & GPUSHARE_STREAM_FLAG_LIVE) != 0;
+  if (changed && latency != G_MAXUINT64)
+    queue_event (self, GPUSHARE_CLIENT_EVENT_LATENCY);
+}
+
+/* The GPU memory type to take, 0 if none; *note says why legacy memory was
+ * taken, and what it costs, or why nothing was.  Fabric memory is only
+ * ever taken when asked for. */
+static GpuShareMemType
+pick_gpu_memory (GpuShareClient * self, const GpuShareAnnounce * a,
+    guint transport, const gchar ** note)
+{
+  gboolean vmm = (a->mem_types & GPUSHARE_MEM_CUDA_VMM) && self->gpu.posix_fd;
+  gboolean legacy = (a->mem_types & GPUSHARE_MEM_CUDA_LEGACY)
+      && self->gpu.unified_addressing;
+  gboolean fabric = (a->mem_types & GPUSHARE_MEM_CUDA_FABRIC)
+      && self->gpu.fabric;
+
+  *note = NULL;
+  switch (transport) {
+    case TRANSPORT_AUTO:
+      if (vmm)
+        return GPUSHARE_MEM_CUDA_VMM;
+      /* cuIpcOpenMemHandle has no read-only mode: say so wherever it
+       * is chosen */
+      if (legacy) {
+        *note = "legacy CUDA IPC, because VMM file descriptors are not "
+            "possible between these ends; legacy IPC memory cannot be "
+            "mapped read-only: this consumer could write the producer's "
+            "slots";
+        return GPUSHARE_MEM_CUDA_LEGACY;
+      }
+      *note = "neither VMM nor legacy CUDA IPC is possible between these "
+          "ends";
+      return 0;
+    case TRANSPORT_CUDA:
+      if (!vmm)
+        *note = "VMM file descriptors are not possible between these ends";
+      return vmm ? GPUSHARE_MEM_CUDA_VMM : 0;
+    case TRANSPORT_CUDA_LEGACY:
+      *note = legacy ? "legacy CUDA IPC as asked for; legacy IPC memory "
+          "cannot be mapped read-only: this consumer could write the "
+          "producer's slots" :
+          "legacy CUDA IPC is not possible between these ends";
+      return legacy ? GPUSHARE_MEM_CUDA_LEGACY : 0;
+    case TRANSPORT_CUDA_FABRIC:
+      if (!fabric)
+        *note = "the GPUs do not support fabric handles";
+      return fabric ? GPUSHARE_MEM_CUDA_FABRIC : 0;
+    default:
+      return 0;
+  }
+}
+
+/* The producer's GPU is another one: can this consumer read its memory in
+ * place?  Returns the sync modes that stay possible (an event is recorded
+ * only on a stream of its own GPU, and a consumer records its done events
+ * on its stream: they belong to the producer's GPU), sets *peer_note for
+ * the reason, or returns 0 with *why_not. */
+static guint32
+peer_sync_modes (GpuShareClient * self, const GpuShareAnnounce * a,
+    guint32 modes, gchar ** peer_note, gchar ** why_not)
+{
+  gchar *uuid = gpushare_xfer_gpu_uuid_string (a->device.uuid);
+  GpuSharePeerInfo peer;
+
+  gpushare_xfer_gpu_peer (self->config.cuda_device_id, a->device.uuid,
+      &peer);
+  if (!peer.visible) {
+    *why_not = g_strdup_printf ("the producer's GPU (%s) is not visible to "
+        "this consumer (another host's GPU, or hidden by "
+        "CUDA_VISIBLE_DEVICES)", uuid);
+  } else if (!peer.reachable) {
+    *why_not = g_strdup_printf ("the producer is on another GPU (%s): %s",
+        uuid, peer.error);
+  } else {
+    self->peer_device = peer.owner;
+    modes &= ~(guint32) GPUSHARE_SYNC_EVENT;
+    *peer_note = g_strdup_printf ("producer on %s (device %d here), read "
+        "over peer access by device %d (link rank %d%s)", uuid, peer.owner,
+        self->config.cuda_device_id, peer.rank,
+        peer.atomics ? ", native atomics" : "");
+  }
+  gpushare_peer_info_clear (&peer);
+  g_free (uuid);
+  return *peer_note ? modes : 0;
+}
+
+static const gchar *
+sync_mode_name (GpuShareSyncMode mode)
+{
+  const GpuShareXfer *gpu = gpushare_xfer_gpu ();
+
+  return gpu && gpu->sync_mode_name ? gpu->sync_mode_name (mode) : "none";
+}
+
+/* the fastest correct mode of a mask, with or without MPS (see
+ * docs/design.md): semaphore, then host; events only when nothing else */
+static GpuShareSyncMode
+sync_mode_pick (guint32 modes, gboolean mps)
+{
+  if (modes & GPUSHARE_SYNC_SEMAPHORE)
+    return GPUSHARE_SYNC_SEMAPHORE;
+  if (modes & GPUSHARE_SYNC_HOST)
+    return GPUSHARE_SYNC_HOST;
+  return GPUSHARE_SYNC_EVENT;
+}
+
+/* Picks this consumer's memory type and synchronisation for what the
+ * producer offers; sets mem_reason either way.  FALSE when nothing fits
+ * (a forced transport that cannot work included). */
+static gboolean
+choose_memory (GpuShareClient * self, const GpuShareAnnounce * a)
+{
+  guint transport = self->config.transport;
+  guint sync = self->config.sync;
+  const gchar *why_not = NULL;
+  gchar *why_owned = NULL;
+  gboolean ok;
+
+  self->sync_mode = 0;
+  self->peer_device = -1;
+
+  if (transport == TRANSPORT_SYSTEM) {
+    why_not = "system memory was asked for (transport=system)";
+  } else if (!self->gpu_ok) {
+    /* this end's own reason first: on a host without the driver it is
+     * the one that matters */
+    why_not = self->gpu_reason;
+  } else if (!(a->mem_types & ~GPUSHARE_MEM_SYSTEM)) {
+    why_not = "the producer offers no GPU memory";
+  } else {
+    guint32 common = a->device.sync_modes & self->gpu.sync_modes;
+    gchar *peer_note = NULL;
+    GpuShareMemType type = 0;
+
+    if (memcmp (a->device.uuid, self->gpu.uuid, 16) != 0) {
+      guint32 all = common;
+
+      common = peer_sync_modes (self, a, common, &peer_note, &why_owned);
+      why_not = why_owned;
+      if (peer_note && sync == GPUSHARE_SYNC_EVENT
+          && (all & GPUSHARE_SYNC_EVENT))
+        why_not = "event synchronisation is not possible across GPUs (an "
+            "event can only be recorded on its own GPU's streams)";
+    }
+    if (!why_not) {
+      const gchar *note = NULL;
+
+      type = pick_gpu_memory (self, a, transport, &note);
+      if (sync != SYNC_AUTO)
+        common &= (guint32) sync;
+      if (!type)
+        why_not = note;
+      else if (!common)
+        why_not = "no synchronisation mode in common";
+      else {
+        gchar *uuid = gpushare_xfer_gpu_uuid_string (self->gpu.uuid);
+        gchar *where = peer_note ? g_strdup (peer_note) :
+            g_strdup_printf ("both ends on %s", uuid);
+
+        self->mem_type = type;
+        self->sync_mode = sync != SYNC_AUTO ? (guint32) sync :
+            sync_mode_pick (common, self->gpu.mps);
+        self->mem_reason = g_strdup_printf ("GPU memory (%s): %s, %s "
+            "synchronisation%s%s%s", gpushare_mem_type_to_string (type), where,
+            sync_mode_name (self->sync_mode),
+            sync != SYNC_AUTO ? "" : self->gpu.mps ?
+            " (auto: MPS is on)" : " (auto: no MPS)",
+            note ? "; " : "", note ? note : "");
+        g_free (where);
+        g_free (uuid);
+        g_free (peer_note);
+        g_free (why_owned);
+        return TRUE;
+      }
+    }
+    g_free (peer_note);
+  }
+  if (!why_not)
+    why_not = "GPU memory is not possible here";
+  if ((transport != TRANSPORT_AUTO && transport != TRANSPORT_SYSTEM)
+      || !(a->mem_types & GPUSHARE_MEM_SYSTEM)) {
+    self->mem_reason = g_strdup_printf ("GPU memory was asked for but is "
+        "not possible: %s", why_not);
+    ok = FALSE;
+  } else {
+    self->mem_type = GPUSHARE_MEM_SYSTEM;
+    self->mem_reason = g_strdup_printf ("system memory: %s", why_not);
+    ok = TRUE;
+  }
+  self->peer_device = -1;
+  g_free (why_owned);
+  return ok;
+}
+
+static void
+handle_announce (GpuShareClient * self, const GpuShareAnnounce * a)
+{
+  GpuShareMsg *msg;
+  const gchar *name = self->config.name ? self->config.name : "";
+
+  if (self->state != STATE_CONNECTED) {
+    producer_error (self, "ANNOUNCE out of order");
+    return;
+  }
+  g_clear_pointer (&self->mem_reason, g_free);
+  if (!choose_memory (self, a)) {
+    gpushare_conn_send_error (self->session->conn, GPUSHARE_ERR_UNSUPPORTED,
+        self->mem_reason);
+    fail (self, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_SETTINGS,
+        "The producer offers no memory type this consumer can use",
+        self->mem_reason);
+    return;
+  }
+  if (!queue_caps (self, &a->layout))
+    return;
+  self->pending = a->layout;
+  self->producer_instance = a->instance;
+  self->producer_minor = a->schema_minor;
+
+  msg = g_new0 (GpuShareMsg, 1);
+  msg->type = GPUSHARE_MSG_ACCEPT;
+  msg->u.accept.sync_mode = self->sync_mode;
+  if (self->gpu_ok)
+    memcpy (msg->u.accept.uuid, self->gpu.uuid, 16);
+  msg->u.accept.reason_len = MIN (strlen (self->mem_reason),
+      GPUSHARE_MAX_REASON_LEN);
+  while (msg->u.accept.reason_len > 0 && !g_utf8_validate (self->mem_reason,
+          msg->u.accept.reason_len, NULL))
+    msg->u.accept.reason_len--;
+  memcpy (msg->u.accept.reason, self->mem_reason, msg->u.accept.reason_len);
+  msg->u.accept.schema_major = GPUSHARE_VERSION_MAJOR;
+  msg->u.accept.schema_minor = GPUSHARE_VERSION_MINOR;
+  msg->u.accept.mem_type = self->mem_type;
+  msg->u.accept.pid = getpid ();
+  msg->u.accept.instance = a->instance;
+  msg->u.accept.name_len = MIN (strlen (name), GPUSHARE_MAX_NAME_LEN);
+  memcpy (msg->u.accept.name, name, msg->u.accept.name_len);
+  gpushare_conn_send (self->session->conn, msg, NULL, 0, NULL);
+  g_free (msg);
+  set_state (self, STATE_ACCEPTED);
+  gpushare_test_point ("src", "accept");
+  GST_INFO_OBJECT (self->log_object, "transport: %s (%s)",
+      gpushare_mem_type_to_string (self->mem_type), self->mem_reason);
+}
+
+/* lock held, let go while the ring is mapped (device work).  Takes every
+ * fd.  FALSE when the session ended meanwhile or the map failed. */
+static gboolean
+map_slots (GpuShareClient * self, const GpuShareSlots * s, gint * fds)
+{
+  Session *session = session_ref (self->session);
+  GpuShareXferView *view;
+  GError *error = NULL;
+  Mapping *m;
+
+  g_mutex_unlock (&self->lock);
+  view = gpushare_xfer_view_new (self->config.cuda_device_id, s, fds,
+      &error);
+  g_mutex_lock (&self->lock);
+  if (self->session != session) {
+    /* stopped, or lost, while it was mapped */
+    session_unref (session);
+    g_clear_error (&error);
+    if (view) {
+      g_mutex_unlock (&self->lock);
+      gpushare_xfer_view_unref (view);
+      g_mutex_lock (&self->lock);
+    }
+    return FALSE;
+  }
+  if (!view) {
+    gchar *debug = s->mem_type == GPUSHARE_MEM_SYSTEM
+        && self->producer_minor < 3 ? g_strdup_printf ("%s; the "
+        "producer speaks protocol %u.%u, whose slots are not sealed against "
+        "consumers' writes: it must be upgraded", error->message,
+        GPUSHARE_VERSION_MAJOR, self->producer_minor) :
+        g_strdup (error->message);
+
+    session_unref (session);
+    gpushare_conn_send_error (self->session->conn, GPUSHARE_ERR_RESOURCE,
+        s->mem_type == GPUSHARE_MEM_SYSTEM ?
+        "the consumer could not map the slots" :
+        "the consumer could not map the GPU slots");
+    fail (self, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_OPEN_READ,
+        s->mem_type == GPUSHARE_MEM_SYSTEM ?
+        "Could not map the producer's slots" :
+        "Could not map the producer's GPU slots", debug);
+    g_free (debug);
+    g_clear_error (&error);
+    return FALSE;
+  }
+  m = g_new0 (Mapping, 1);
+  m->ref_count = 1;
+  m->view = view;
+  m->session = session;
+  if (self->mapping) {
+    Mapping *old = self->mapping;
+
+    self->mapping = m;
+    /* a GPU mapping closed here still says UNMAPPED on the connection */
+    g_mutex_unlock (&self->lock);
+    mapping_unref (old);
+    g_mutex_lock (&self->lock);
+  } else {
+    self->mapping = m;
+  }
+  return TRUE;
+}
+
+static void
+handle_slots (GpuShareClient * self, const GpuShareSlots * s, gint * fds)
+{
+  GpuShareMsg msg = { 0, };
+  Session *session;
+  guint64 last_seq;
+  gboolean have_seq;
+
+  if ((self->state != STATE_ACCEPTED && self->state != STATE_REMAP
+          && (self->state != STATE_DONE || s->epoch == self->mapped_epoch))
+      || s->epoch != self->pending.epoch
+      || s->n_slots != self->pending.n_slots
+      || (s->mem_type == GPUSHARE_MEM_SYSTEM
+          && s->slot_size != self->pending.slot_size)
+      || s->slot_size < self->pending.frame_size
+      || s->mem_type != (guint32) self->mem_type
+      || s->sync_mode != (guint32) self->sync_mode) {
+    gpushare_close_fds (fds, gpushare_slots_n_fds (s));
+    producer_error (self, "SLOTS do not match the announced ring");
+    return;
+  }
+  if (!map_slots (self, s, fds))
+    return;
+
+  session = self->session;
+  self->mapped_epoch = s->epoch;
+  self->mapped_n_slots = s->n_slots;
+  self->mapped_slot_size = s->slot_size;
+  g_mutex_lock (&session->lock);
+  /* sequence continuity spans epochs */
+  last_seq = session->view.last_sequence;
+  have_seq = session->view.have_sequence;
+  gpushare_slot_view_init (&session->view, s->n_slots, s->epoch);
+  session->view.last_sequence = last_seq;
+  session->view.have_sequence = have_seq;
+  g_mutex_unlock (&session->lock);
+
+  gpushare_test_point ("src", "map");
+  msg.type = GPUSHARE_MSG_MAPPED;
+  msg.u.mapped.epoch = s->epoch;
+  gpushare_conn_send (session->conn, &msg, NULL, 0, NULL);
+  if (self->state == STATE_ACCEPTED)
+    queue_event (self, GPUSHARE_CLIENT_EVENT_TRANSPORT);
+  /* after the end of the stream a new ring is only followed */
+  if (self->state != STATE_DONE)
+    set_state (self, STATE_READY);
+  gpushare_test_point ("src", "ready");
+}
+
+static void
+handle_caps (GpuShareClient * self, const GpuShareCaps * c)
+{
+  if (self->state != STATE_READY && self->state != STATE_ACCEPTED
+      && self->state != STATE_REMAP && self->state != STATE_DONE) {
+    producer_error (self, "CAPS out of order");
+    return;
+  }
+  if (c->layout.epoch < self->pending.epoch) {
+    producer_error (self, "CAPS for an old ring");
+    return;
+  }
+  /* a layout for the ring mapped now must fit it: a ring of another
+   * shape comes with a new epoch, and its SLOTS */
+  if (self->mapped_epoch && c->layout.epoch == self->mapped_epoch) {
+    gchar *debug = NULL;
+
+    if (c->layout.n_slots != self->mapped_n_slots)
+      debug = g_strdup_printf ("CAPS keeps epoch %" G_GUINT64_FORMAT
+          " but changes n-slots from %u to %u", c->layout.epoch,
+          self->mapped_n_slots, c->layout.n_slots);
+    else if (self->mem_type == GPUSHARE_MEM_SYSTEM
+        && c->layout.slot_size != self->mapped_slot_size)
+      debug = g_strdup_printf ("CAPS keeps epoch %" G_GUINT64_FORMAT
+          " but changes slot-size from %" G_GUINT64_FORMAT " to %"
+          G_GUINT64_FORMAT, c->layout.epoch, self->mapped_slot_size,
+          c->layout.slot_size);
+    else if (c->layout.frame_size > self->mapped_slot_size)
+      debug = g_strdup_printf ("CAPS keeps epoch %" G_GUINT64_FORMAT
+          " but its frame-size %" G_GUINT64_FORMAT " exceeds the mapped "
+          "slots of %" G_GUINT64_FORMAT " bytes", c->layout.epoch,
+          c->layout.frame_size, self->mapped_slot_size);
+    if (debug) {
+      producer_error (self, debug);
+      g_free (debug);
+      return;
+    }
+  }
+  if (self->state == STATE_DONE) {
+    /* the stream ended here, nothing more goes downstream; the ring is
+     * followed all the same, so that the frames of a producer that goes
+     * on come back unread (handle_frame_after_eos ()) */
+    if (layout_ok (self, &c->layout))
+      self->pending = c->layout;
+    return;
+  }
+  if (!queue_caps (self, &c->layout))
+    return;
+  if (c->layout.epoch != self->pending.epoch && self->state == STATE_READY)
+    set_state (self, STATE_REMAP);
+  self->pending = c->layout;
+}
+
+/* The stream ended here (EOS went downstream), but the producer goes on,
+ * after a flush on its side: its frames are not read, and their slots go
+ * back at once so that the producer is not kept waiting for them.  A
+ * frame that does not fit the ring is ignored: there is no stream left to
+ * fail. */
+static void
+handle_frame_after_eos (GpuShareClient * self, const GpuShareFrame * f)
+{
+  Session *s = self->session;
+  GpuShareRingResult res;
+
+  g_mutex_lock (&s->lock);
+  res = gpushare_slot_view_frame (&s->view, f->epoch, f->slot,
+      f->generation, f->sequence);
+  /* a GPU slot is done only once its done signal is written */
+  if (res == GPUSHARE_RING_OK && self->mapping)
+    gpushare_xfer_view_skip (self->mapping->view, f->slot, f->sequence,
+        NULL);
+  if (res == GPUSHARE_RING_OK)
+    send_release (s, f);
+  g_mutex_unlock (&s->lock);
+  GST_DEBUG_OBJECT (self->log_object, "frame %" G_GUINT64_FORMAT " after "
+      "the end of the stream: %s", f->sequence, res == GPUSHARE_RING_OK ?
+      "given back unread" : gpushare_ring_result_to_string (res));
+}
+
+static void
+handle_frame (GpuShareClient * self, const GpuShareFrame * f)
+{
+  GpuShareRingResult res;
+  GpuShareClientFrame *frame;
+  Item *item;
+
+  if (self->state == STATE_DONE) {
+    handle_frame_after_eos (self, f);
+    return;
+  }
+  if (self->state != STATE_READY) {
+    producer_error (self, "FRAME before the slots were mapped");
+    return;
+  }
+  g_mutex_lock (&self->session->lock);
+  res = gpushare_slot_view_frame (&self->session->view, f->epoch, f->slot,
+      f->generation, f->sequence);
+  g_mutex_unlock (&self->session->lock);
+  if (res != GPUSHARE_RING_OK) {
+    gchar *debug = g_strdup_printf ("FRAME rejected: %s",
+        gpushare_ring_result_to_string (res));
+
+    producer_error (self, debug);
+    g_free (debug);
+    return;
+  }
+  frame = g_new0 (GpuShareClientFrame, 1);
+  frame->info = *f;
+  frame->session = session_ref (self->session);
+  frame->mapping = mapping_ref (self->mapping);
+  item = g_new0 (Item, 1);
+  item->type = GPUSHARE_CLIENT_ITEM_FRAME;
+  item->frame = frame;
+  g_queue_push_tail (&self->items, item);
+  self->frames_received++;
+  g_cond_broadcast (&self->cond);
+}
+
+static void producer_lost (GpuShareClient * self, const gchar * text,
+    const gchar * debug);
+static void connect_again (GpuShareClient * self);
+
+static void
+push_eos (GpuShareClient * self)
+{
+  Item *item = g_new0 (Item, 1);
+
+  item->type = GPUSHARE_CLIENT_ITEM_EOS;
+  g_queue_push_tail (&self->items, item);
+  set_state (self, STATE_DONE);
+}
+
+static void
+conn_message (GpuShareConn * conn, const GpuShareMsg * msg, gint * fds,
+    guint n_fds, gpointer user_data)
+{
+  GpuShareClient *self = user_data;
+
+  g_mutex_lock (&self->lock);
+  if (self->state == STATE_FAILED || !self->session
+      || self->session->conn != conn) {
+    gpushare_close_fds (fds, n_fds);
+    g_mutex_unlock (&self->lock);
+    return;
+  }
+  switch (msg->type) {
+    case GPUSHARE_MSG_ANNOUNCE:
+      update_latency (self, msg->u.announce.flags, msg->u.announce.latency);
+      handle_announce (self, &msg->u.announce);
+      break;
+    case GPUSHARE_MSG_SLOTS:
+      handle_slots (self, &msg->u.slots, fds);
+      fds = NULL;
+      break;
+    case GPUSHARE_MSG_CAPS:
+      update_latency (self, msg->u.caps.flags, msg->u.caps.latency);
+      handle_caps (self, &msg->u.caps);
+      break;
+    case GPUSHARE_MSG_FRAME:
+      handle_frame (self, &msg->u.frame);
+      break;
+    case GPUSHARE_MSG_EOS:
+      push_eos (self);
+      break;
+    case GPUSHARE_MSG_GOODBYE:
+      if (self->state == STATE_CONNECTED)
+        /* stopping as we connected: as if nobody listened */
+        connect_again (self);
+      else if (self->state != STATE_DONE)
+        producer_lost (self, "The producer stopped before the end of the "
+            "stream", NULL);
+      break;
+    case GPUSHARE_MSG_ERROR:{
+      const GpuShareError *e = &msg->u.error;
+      gchar *debug = g_strdup_printf ("producer error %s: %s",
+          gpushare_error_code_to_string (e->code), e->text);
+
+      if (e->code == GPUSHARE_ERR_NOT_AUTHORIZED)
+        fail (self, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_NOT_AUTHORIZED,
+            "The producer refused this consumer", debug);
+      else if (e->code == GPUSHARE_ERR_VERSION)
+        fail (self, GST_CORE_ERROR, GST_CORE_ERROR_NEGOTIATION,
+            "The producer speaks another protocol version", debug);
+      else if (e->code == GPUSHARE_ERR_TOO_MANY_CLIENTS)
+        fail (self, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_BUSY,
+            "The producer has too many consumers", debug);
+      else
+        fail (self, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_READ,
+            "The producer reported an error", debug);
+      g_free (debug);
+      break;
+    }
+    default:
+      producer_error (self, "message not allowed from a producer");
+      break;
+  }
+  if (fds)
+    gpushare_close_fds (fds, n_fds);
+  g_mutex_unlock (&self->lock);
+  deliver_events (self);
+}
+
+/* lock held.  Ends the session: every frame still queued from it goes
+ * back to the producer, then our mappings go (buffers already pushed keep
+ * theirs), then a GOODBYE, and the connection is closed.  Whatever the
+ * reason (our stop, a producer lost and connected to again), buffers that
+ * still wrap slots in place read them after we left: the GOODBYE says so
+ * (HELD, up to the last frame we received), and the producer never writes
+ * those slots again.  Those freed from then on send no RELEASE, so what the
+ * producer holds for us up to that frame is exactly what they read. */
+static void
+drop_session (GpuShareClient * self, GpuShareErrorCode reason)
+{
+  Session *old = self->session;
+  GpuShareMsg msg = { 0, };
+  GpuShareConn *conn = NULL;
+  GQueue items = self->items;
+  Mapping *mapping = self->mapping;
+  Item *item;
+
+  self->session = NULL;
+  self->mapping = NULL;
+  g_queue_init (&self->items);
+  memset (&self->pending, 0, sizeof (self->pending));
+  self->mapped_epoch = 0;
+  /* released on the same socket, before the GOODBYE; a GPU mapping closed
+   * here still says UNMAPPED on it (device work: without our lock; the
+   * control thread is the one that calls this, or it is stopped) */
+  g_mutex_unlock (&self->lock);
+  while ((item = g_queue_pop_head (&items))) {
+    /* a GPU slot is done only once its done signal is written: the
+     * producer learns from our GOODBYE that we read none of them */
+    if (item->frame && item->frame->mapping->view->mem_type !=
+        GPUSHARE_MEM_SYSTEM) {
+      frame_free (item->frame, FALSE);
+      item->frame = NULL;
+    }
+    item_free (item);
+  }
+  g_clear_pointer (&mapping, mapping_unref);
+  g_mutex_lock (&self->lock);
+  if (!old)
+    return;
+
+  msg.type = GPUSHARE_MSG_GOODBYE;
+  msg.u.goodbye.reason = reason;
+  g_mutex_lock (&old->lock);
+  conn = old->conn;
+  old->conn = NULL;
+  if (old->n_in_place > 0 && old->in_place_epoch == old->view.epoch
+      && old->view.have_sequence) {
+    msg.u.goodbye.flags = GPUSHARE_GOODBYE_FLAG_HELD;
+    msg.u.goodbye.last_sequence = old->view.last_sequence;
+    GST_DEBUG_OBJECT (self->log_object, "%u buffers still read slots in "
+        "place", old->n_in_place);
+  }
+  g_mutex_unlock (&old->lock);
+  if (conn) {
+    if (gpushare_conn_send (conn, &msg, NULL, 0, NULL))
+      gpushare_conn_flush (conn, GOODBYE_FLUSH_MS);
+    gpushare_conn_close (conn);
+    gpushare_conn_unref (conn);
+  }
+  session_unref (old);
+}
+
+static gboolean try_connect (gpointer user_data);
+
+/* connect again in retry_ms, and back off for the next time */
+static void
+schedule_connect (GpuShareClient * self)
+{
+  GSource *retry = g_timeout_source_new (self->retry_ms);
+
+  self->retry_ms = MIN (self->retry_ms * 2, RETRY_MAX_MS);
+  g_source_set_callback (retry, try_connect, self, NULL);
+  g_source_attach (retry, self->context);
+  g_source_unref (retry);
+}
+
+/* control thread.  The producer hung up or said GOODBYE before its
+ * ANNOUNCE: as when nobody listens, try again until the deadline. */
+static void
+connect_again (GpuShareClient * self)
+{
+  if (self->deadline && g_get_monotonic_time () >= self->deadline) {
+    fail (self, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_OPEN_READ,
+        "No producer appeared before the connection timeout",
+        "the producer hung up before its announce");
+    return;
+  }
+  GST_DEBUG_OBJECT (self->log_object, "hung up on before its announce: "
+      "connecting again");
+  drop_session (self, GPUSHARE_ERR_SHUTDOWN);
+  set_state (self, STATE_CONNECTING);
+  schedule_connect (self);
+}
+
+/* control thread.  The producer went away before the end of the stream:
+ * what happens is the producer-lost setting. */
+static void
+producer_lost (GpuShareClient * self, const gchar * text, const gchar * debug)
+{
+  guint timeout = self->config.connection_timeout;
+
+  switch (self->config.producer_lost) {
+    case GPUSHARE_PRODUCER_LOST_EOS:
+      GST_WARNING_OBJECT (self->log_object, "%s: ending the stream", text);
+      push_eos (self);
+      break;
+    case GPUSHARE_PRODUCER_LOST_RECONNECT:
+      GST_WARNING_OBJECT (self->log_object, "%s: connecting again", text);
+      drop_session (self, GPUSHARE_ERR_SHUTDOWN);
+      self->reconnects++;
+      self->discont = TRUE;
+      self->deadline = timeout ? g_get_monotonic_time () +
+          timeout * 1000ll : 0;
+      self->retry_ms = RETRY_MIN_MS;
+      set_state (self, STATE_CONNECTING);
+      schedule_connect (self);
+      break;
+    default:
+      fail (self, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_READ, text, debug);
+      break;
+  }
+}
+
+static void
+conn_closed (GpuShareConn * conn, const GError * error, gpointer user_data)
+{
+  GpuShareClient *self = user_data;
+
+  g_mutex_lock (&self->lock);
+  /* after an ERROR from the producer (a refusal) the stream has failed:
+   * its hang-up is no loss to recover from */
+  if (self->session && self->session->conn == conn
+      && self->state != STATE_DONE && self->state != STATE_FAILED) {
+    if (error && error->domain == GPUSHARE_CONN_ERROR
+        && error->code == GPUSHARE_CONN_ERROR_VERSION) {
+      fail (self, GST_CORE_ERROR, GST_CORE_ERROR_NEGOTIATION,
+          "The producer speaks another protocol version", error->message);
+    } else if (error && error->domain == GPUSHARE_CONN_ERROR
+        && error->code == GPUSHARE_CONN_ERROR_TIMEOUT) {
+      /* alive maybe, but hung: as good as gone */
+      producer_lost (self, "The producer stopped responding",
+          error->message);
+    } else if (error && error->domain == GPUSHARE_CONN_ERROR
+        && error->code != GPUSHARE_CONN_ERROR_HANGUP
+        && error->code != GPUSHARE_CONN_ERROR_IO) {
+      fail (self, GST_STREAM_ERROR, GST_STREAM_ERROR_DECODE,
+          "The producer sent an invalid message", error->message);
+    } else if (self->state == STATE_CONNECTED && (self->deadline == 0
+            || g_get_monotonic_time () < self->deadline)) {
+      /* hung up before it said a word: a producer on its way out (its
+       * listening socket can outlive its connections for a moment, and
+       * took our connection into its backlog), or one not ready for us */
+      connect_again (self);
+    } else {
+      producer_lost (self, "The producer went away",
+          error ? error->message : NULL);
+    }
+  }
+  g_mutex_unlock (&self->lock);
+}
+
+/* Is the process at the other end of fd a producer this consumer may
+ * take frames from: our own uid, root, or allowed-producer-uids?  Checked
+ * before a byte is read from it: whoever binds the socket path first (in a
+ * directory others may write to) would otherwise feed this pipeline. */
+static gboolean
+producer_trusted (GpuShareClient * self, gint fd, gchar ** debug)
+{
+  pid_t pid;
+  uid_t uid;
+
+  if (!gpushare_socket_get_peer (fd, &pid, &uid, NULL)) {
+    *debug = g_strdup_printf ("the producer's credentials cannot be read: %s",
+        g_strerror (errno));
+    return FALSE;
+  }
+  if (uid == getuid () || uid == 0
+      || gpushare_ids_contain (self->config.allowed_producer_uids, uid))
+    return TRUE;
+  *debug = g_strdup_printf ("the process listening at the socket path "
+      "(pid %d) runs as uid %u; this consumer takes frames only from uid "
+      "%u, root or a uid in allowed-producer-uids", (gint) pid,
+      (guint) uid, (guint) getuid ());
+  return FALSE;
+}
+
+static gboolean
+try_connect (gpointer user_data)
+{
+  GpuShareClient *self = user_data;
+  GError *error = NULL;
+  gchar *debug = NULL;
+  gint fd;
+
+  fd = gpushare_connect_path (self->config.socket_path, &error);
+  g_mutex_lock (&self->lock);
+  if (self->state != STATE_CONNECTING) {
+    if (fd >= 0)
+      close (fd);
+    goto done;
+  }
+  if (fd >= 0 && !producer_trusted (self, fd, &debug)) {
+    close (fd);
+    fail (self, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_NOT_AUTHORIZED,
+        "The process at the socket path is not a producer this consumer "
+        "trusts", debug);
+    goto done;
+  }
+  if (fd >= 0) {
+    Session *s = g_new0 (Session, 1);
+
+    s->ref_count = 1;
+    g_mutex_init (&s->lock);
+    s->conn = gpushare_conn_new (fd, self->context, conn_message,
+        conn_closed, self);
+    gpushare_conn_set_heartbeat (s->conn, self->config.heartbeat_interval);
+    self->session = s;
+    set_state (self, STATE_CONNECTED);
+    gpushare_conn_start (s->conn);
+    GST_DEBUG_OBJECT (self->log_object, "connected");
+    goto done;
+  }
+  /* nobody listens yet: retry with back-off until the deadline */
+  if (error->code == GPUSHARE_CONN_ERROR_HANGUP
+      && (self->deadline == 0 || g_get_monotonic_time () < self->deadline)) {
+    schedule_connect (self);
+    goto done;
+  }
+  fail (self, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_OPEN_READ,
+      error->code == GPUSHARE_CONN_ERROR_HANGUP ?
+      "No producer appeared before the connection timeout" :
+      "Could not connect to the producer", error->message);
+
+done:
+  g_mutex_unlock (&self->lock);
+  g_clear_error (&error);
+  g_free (debug);
+  return G_SOURCE_REMOVE;
+}
+
+static gpointer
+control_thread (gpointer user_data)
+{
+  GpuShareClient *self = user_data;
+
+  g_main_context_push_thread_default (self->context);
+  g_main_loop_run (self->loop);
+  g_main_context_pop_thread_default (self->context);
+  return NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Life cycle */
+
+GpuShareClient *
+gpushare_client_new (const GpuShareClientConfig * config,
+    gpointer log_object, GpuShareClientEventFunc func, gpointer user_data)
+{
+  GpuShareClient *self = g_new0 (GpuShareClient, 1);
+  static gsize once = 0;
+
+  if (g_once_init_enter (&once)) {
+    GST_DEBUG_CATEGORY_INIT (gpushare_client_debug, "gpushareclient", 0,
+        "gpushare consumer core");
+    g_once_init_leave (&once, 1);
+  }
+  self->config = *config;
+  self->config.socket_path = g_strdup (config->socket_path);
+  self->config.name = g_strdup (config->name);
+  self->config.allowed_producer_uids = config->allowed_producer_uids ?
+      g_array_copy (config->allowed_producer_uids) : NULL;
+  self->log_object = log_object;
+  self->event_func = func;
+  self->user_data = user_data;
+  self->peer_device = -1;
+  self->latency = G_MAXUINT64;
+  g_mutex_init (&self->lock);
+  g_cond_init (&self->cond);
+  g_queue_init (&self->items);
+  g_queue_init (&self->events);
+  return self;
+}
+
+void
+gpushare_client_free (GpuShareClient * self)
+{
+  gpushare_client_stop (self);
+  g_free (self->config.socket_path);
+  g_free (self->config.name);
+  g_clear_pointer (&self->config.allowed_producer_uids, g_array_unref);
+  g_free (self->mem_reason);
+  g_free (self->gpu_reason);
+  g_free (self->error_text);
+  g_free (self->error_debug);
+  g_queue_clear_full (&self->events, g_free);
+  g_mutex_clear (&self->lock);
+  g_cond_clear (&self->cond);
+  g_free (self);
+}
+
+/* can this consumer take GPU memory, and if not why */
+static void
+probe_gpu (GpuShareClient * self)
+{
+  GError *error = NULL;
+
+  g_clear_pointer (&self->gpu_reason, g_free);
+  self->gpu_ok = gpushare_xfer_gpu_probe (self->config.cuda_device_id,
+      &self->gpu, &error);
+  if (!gpushare_xfer_gpu ()) {
+    self->gpu_reason = g_strdup ("built without CUDA");
+    g_clear_error (&error);
+  } else if (!self->gpu_ok) {
+    self->gpu_reason = g_strdup_printf ("no usable GPU here: %s",
+        error->message);
+    g_clear_error (&error);
+  } else if (!(self->gpu.vmm && self->gpu.posix_fd)) {
+    self->gpu_ok = FALSE;
+    self->gpu_reason = g_strdup ("this GPU cannot import VMM memory from "
+        "file descriptors");
+  }
+}
+
+void
+gpushare_client_start (GpuShareClient * self)
+{
+  GSource *source;
+  guint timeout = self->config.connection_timeout;
+
+  g_return_if_fail (self->thread == NULL);
+  probe_gpu (self);
+  g_mutex_lock (&self->lock);
+  self->deadline = timeout ? g_get_monotonic_time () + timeout * 1000ll : 0;
+  self->retry_ms = RETRY_MIN_MS;
+  self->flushing = FALSE;
+  set_state (self, STATE_CONNECTING);
+  g_mutex_unlock (&self->lock);
+
+  self->context = g_main_context_new ();
+  self->loop = g_main_loop_new (self->context, FALSE);
+  source = g_idle_source_new ();
+  g_source_set_callback (source, try_connect, self, NULL);
+  g_source_attach (source, self->context);
+  g_source_unref (source);
+  self->thread = g_thread_new ("gpushareclient", control_thread, self);
+}
+
+void
+gpushare_client_stop (GpuShareClient * self)
+{
+  if (self->thread) {
+    gpushare_control_thread_join (self->context, self->loop, self->thread);
+    self->thread = NULL;
+  }
+  g_mutex_lock (&self->lock);
+  drop_session (self, GPUSHARE_ERR_SHUTDOWN);
+  if (self->state != STATE_IDLE)
+    set_state (self, STATE_IDLE);
+  g_mutex_unlock (&self->lock);
+  g_clear_pointer (&self->loop, g_main_loop_unref);
+  g_clear_pointer (&self->context, g_main_context_unref);
+}
+
+gboolean
+gpushare_client_gpu_ok (GpuShareClient * self)
+{
+  return self->gpu_ok;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The streaming thread */
+
+void
+gpushare_client_pop (GpuShareClient * self, GpuShareClientItem * out)
+{
+  Item *item;
+
+  memset (out, 0, sizeof (*out));
+  g_mutex_lock (&self->lock);
+  for (;;) {
+    if (self->flushing) {
+      out->type = GPUSHARE_CLIENT_ITEM_FLUSHING;
+      break;
+    }
+    item = g_queue_pop_head (&self->items);
+    if (item) {
+      out->type = item->type;
+      if (item->layout)
+        out->layout = *item->layout;
+      out->frame = item->frame;
+      item->frame = NULL;
+      if (out->type == GPUSHARE_CLIENT_ITEM_FRAME && self->discont) {
+        out->discont = TRUE;
+        self->discont = FALSE;
+      }
+      item_free (item);
+      break;
+    }
+    if (self->state == STATE_FAILED) {
+      out->type = GPUSHARE_CLIENT_ITEM_ERROR;
+      out->error_domain = self->error_domain;
+      out->error_code = self->error_code;
+      out->error_text = g_strdup (self->error_text);
+      out->error_debug = g_strdup (self->error_debug);
+      break;
+    }
+    g_cond_wait (&self->cond, &self->lock);
+  }
+  g_mutex_unlock (&self->lock);
+  /* a crash here leaves the slot of this frame held */
+  if (out->type == GPUSHARE_CLIENT_ITEM_FRAME)
+    gpushare_test_point ("src", "frame");
+}
+
+void
+gpushare_client_set_flushing (GpuShareClient * self, gboolean flushing)
+{
+  g_mutex_lock (&self->lock);
+  self->flushing = flushing;
+  g_cond_broadcast (&self->cond);
+  g_mutex_unlock (&self->lock);
+}
+
+GpuShareMemType
+gpushare_client_mem_type (GpuShareClient * self)
+{
+  GpuShareMemType type;
+
+  g_mutex_lock (&self->lock);
+  type = self->mem_type;
+  g_mutex_unlock (&self->lock);
+  return type;
+}
+
+guint64
+gpushare_client_latency (GpuShareClient * self)
+{
+  guint64 latency;
+
+  g_mutex_lock (&self->lock);
+  latency = self->latency;
+  g_mutex_unlock (&self->lock);
+  return latency;
+}
+
+void
+gpushare_client_get_stats (GpuShareClient * self, GpuShareClientStats * s)
+{
+  memset (s, 0, sizeof (*s));
+  g_mutex_lock (&self->lock);
+  s->state = state_to_string (self->state);
+  s->mem_type = self->mem_type;
+  s->sync_mode = self->sync_mode;
+  s->peer_device = self->peer_device;
+  s->mem_reason = g_strdup (self->mem_reason);
+  s->epoch = self->mapped_epoch;
+  s->frames_received = self->frames_received;
+  s->reconnects = self->reconnects;
+  s->producer_live = self->producer_live;
+  g_mutex_unlock (&self->lock);
+}

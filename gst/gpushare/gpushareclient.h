@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The consumer core: everything gpusharesrc does that is not GStreamer.
+ *
+ * It connects to the producer (waiting for it to appear, and checking who
+ * it is before a byte is read), runs the handshake (the memory type and
+ * synchronisation are negotiated in gpusharenegotiate.h), maps each ring
+ * through the transfer interface, checks every message against the state
+ * it is in, and queues what the streaming thread takes: caps, frames, the
+ * end of the stream, a failure.  A frame taken is a GpuShareClientFrame,
+ * whose slot goes back to the producer (RELEASE) when it is released,
+ * once.  When the producer goes away the producer-lost setting applies:
+ * an error, the end of the stream, or connecting again with back-off.
+ *
+ * Locking: the client's mutex guards its state and queue; each session (one
+ * connection) has its own, taken by frames released from any thread.
+ * Order: client, then session.  Device work (mapping a GPU ring, reading a
+ * slot) is never done under either; events reach the callback after the
+ * locks are let go.
+ */
+
+#ifndef __GPUSHARE_CLIENT_H__
+#define __GPUSHARE_CLIENT_H__
+
+#include <glib.h>
+#include "gpushareproto.h"
+#include "gpusharexfer.h"
+
+G_BEGIN_DECLS
+
+typedef struct _GpuShareClient GpuShareClient;
+typedef struct _GpuShareClientFrame GpuShareClientFrame;
+
+/* the values of GstGpuShareProducerLost */
+typedef enum
+{
+  GPUSHARE_PRODUCER_LOST_ERROR,
+  GPUSHARE_PRODUCER_LOST_EOS,
+  GPUSHARE_PRODUCER_LOST_RECONNECT,
+} GpuShareProducerLost;
+
+typedef struct
+{
+  gchar *socket_path;
+  guint connection_timeout;     /* ms, 0: forever */
+  GpuShareProducerLost producer_lost;
+  guint transport;              /* GstGpuShareTransport values */
+  guint sync;                   /* GstGpuShareSync values */
+  gint cuda_device_id;
+  guint heartbeat_interval;     /* ms, 0: none */
+  GArray *allowed_producer_uids;
+  gchar *name;                  /* told to the producer */
+} GpuShareClientConfig;
+
+typedef enum
+{
+  GPUSHARE_CLIENT_EVENT_LATENCY,        /* the producer's latency changed */
+  GPUSHARE_CLIENT_EVENT_TRANSPORT,      /* the first ring is mapped */
+} GpuShareClientEventType;
+
+typedef struct
+{
+  GpuShareClientEventType type;
+  GpuShareMemType mem_type;
+  const gchar *reason;
+} GpuShareClientEvent;
+
+typedef void (*GpuShareClientEventFunc) (GpuShareClient * client,
+    const GpuShareClientEvent * event, gpointer user_data);
+
+typedef enum
+{
+  GPUSHARE_CLIENT_ITEM_CAPS,
+  GPUSHARE_CLIENT_ITEM_FRAME,
+  GPUSHARE_CLIENT_ITEM_EOS,
+  GPUSHARE_CLIENT_ITEM_ERROR,
+  GPUSHARE_CLIENT_ITEM_FLUSHING,
+} GpuShareClientItemType;
+
+typedef struct
+{
+  GpuShareClientItemType type;
+  /* CAPS: the producer's layout, checked; its caps string parses */
+  GpuShareLayout layout;
+  /* FRAME: released with gpushare_client_frame_release () */
+  GpuShareClientFrame *frame;
+  gboolean discont;             /* the first frame of a new producer */
+  /* ERROR, for GST_ELEMENT_ERROR */
+  GQuark error_domain;
+  gint error_code;
+  gchar *error_text;
+  gchar *error_debug;
+} GpuShareClientItem;
+
+void gpushare_client_item_clear (GpuShareClientItem * item);
+
+typedef struct
+{
+  const gchar *state;
+  GpuShareMemType mem_type;
+  GpuShareSyncMode sync_mode;
+  gint peer_device;
+  gchar *mem_reason;
+  guint64 epoch;
+  guint64 frames_received;
+  guint reconnects;
+  gboolean producer_live;
+} GpuShareClientStats;
+
+GpuShareClient *gpushare_client_new (const GpuShareClientConfig * config,
+    gpointer log_object, GpuShareClientEventFunc func, gpointer user_data);
+void gpushare_client_free (GpuShareClient * client);
+
+/* probes the GPU and starts connecting, from a thread of its own */
+void gpushare_client_start (GpuShareClient * client);
+/* leaves the producer (GOODBYE), frees what is not held by buffers */
+void gpushare_client_stop (GpuShareClient * client);
+
+gboolean gpushare_client_gpu_ok (GpuShareClient * client);
+
+/* streaming thread: the next item, waiting for it */
+void gpushare_client_pop (GpuShareClient * client, GpuShareClientItem * item);
+void gpushare_client_set_flushing (GpuShareClient * client,
+    gboolean flushing);
+
+/* the memory frames come in (0 before the handshake) */
+GpuShareMemType gpushare_client_mem_type (GpuShareClient * client);
+/* the producer's latency (GST_CLOCK_TIME_NONE: none) */
+guint64 gpushare_client_latency (GpuShareClient * client);
+void gpushare_client_get_stats (GpuShareClient * client,
+    GpuShareClientStats * stats);
+
+/* A frame taken */
+const GpuShareFrame *gpushare_client_frame_info (GpuShareClientFrame * f);
+GpuShareXferView *gpushare_client_frame_view (GpuShareClientFrame * f);
+/* counts f among the frames read in place, if fewer than max are; TRUE
+ * when it is (the GOODBYE of a consumer that leaves says such frames are
+ * still read) */
+gboolean gpushare_client_frame_hold_in_place (GpuShareClientFrame * f,
+    guint max);
+/* gives the slot back to the producer and frees f; any thread */
+void gpushare_client_frame_release (GpuShareClientFrame * f);
+
+G_END_DECLS
+
+#endif /* __GPUSHARE_CLIENT_H__ */

@@ -1,0 +1,2010 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The producer core (gpushareserver.h).
+ */
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include "gpushareserver.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <glib-unix.h>
+#include <gst/gst.h>
+
+#include "gpushareconn.h"
+#include "gpushareids.h"
+#include "gpusharering.h"
+#include "gpushareretain.h"
+#include "gpusharetest.h"
+
+GST_DEBUG_CATEGORY_STATIC (gpushare_server_debug);
+#define GST_CAT_DEFAULT gpushare_server_debug
+
+/* how often handshake deadlines are looked at */
+#define HOUSEKEEPING_MS 50
+#define MAX_CLIENTS GPUSHARE_MAX_HOLDERS
+/* legacy IPC rings of earlier epochs kept for consumers' processes that
+ * may still have them open; past this, no new legacy ring is made */
+#define MAX_RETIRED_LEGACY 4
+/* a goodbye is best effort: never hold a stopping pipeline for long */
+#define GOODBYE_FLUSH_MS 100
+#define HANGUP_GRACE_MS 100
+/* an ERROR before a consumer is dropped: a moment to reach it */
+#define REFUSAL_FLUSH_MS 10
+#define N_GPU_TYPES 3
+
+typedef enum
+{
+  CLIENT_CONNECTED,             /* waiting for caps to announce */
+  CLIENT_ANNOUNCED,             /* waiting for ACCEPT */
+  CLIENT_EXPORTED,              /* SLOTS sent, waiting for MAPPED */
+  CLIENT_READY,                 /* receives frames */
+} ClientState;
+
+typedef struct
+{
+  GpuShareServer *server;
+  guint id;                     /* opaque, for logs and events */
+  guint index;                  /* holder bit in the ring */
+  ClientState state;
+  GpuShareConn *conn;
+  pid_t pid;
+  gint pidfd;                   /* its process, from the connect on; -1 */
+  uid_t uid;
+  gchar *name;
+  GpuShareMemType mem_type;
+  GpuShareSyncMode sync_mode;   /* GPU memory only */
+  gchar *mem_reason;
+  gboolean connected_emitted;
+  gint64 deadline;              /* monotonic us: its next step is due; 0 */
+  guint64 mapped_epoch;
+  guint64 frames_sent;
+  guint64 frames_released;
+  guint64 frames_dropped;
+  /* its GOODBYE said buffers in its process still read the slots it holds
+   * of frames up to held_upto (GPUSHARE_GOODBYE_FLAG_HELD) */
+  gboolean goodbye_held;
+  guint64 held_upto;
+  /* why we refused it, once a protocol error failed its connection: the
+   * transport's error code cannot say resource from unsupported */
+  gboolean refused;
+  GpuShareRemoveReason refused_reason;
+  /* the GPU ring it was added to, and whether the SLOTS of a new one are
+   * due from the control thread */
+  GpuShareXferRing *gpu_ring;
+  gboolean needs_slots;
+} Client;
+
+struct _GpuShareServer
+{
+  GpuShareServerConfig config;
+  gpointer log_object;
+  GpuShareServerEventFunc event_func;
+  gpointer user_data;
+
+  /* control thread */
+  GMainContext *context;
+  GMainLoop *loop;
+  GThread *thread;
+  GSource *listen_source;
+  GSource *housekeeping;
+  gint listen_fd;
+  gchar *bound_path;
+
+  /* everything below under lock */
+  GMutex lock;
+  GCond cond;
+  GQueue events;                /* GpuShareServerEvent, to deliver */
+  gboolean flushing;
+  Client *clients[MAX_CLIENTS];
+  guint n_clients;
+  guint64 busy_index;           /* holder bits still being torn down */
+  guint next_client_id;
+  guint64 instance;
+  guint64 epoch;
+  guint64 sequence;
+  GpuShareRing ring;
+  GpuShareXferRing *system;     /* the system ring of this epoch */
+  gboolean have_layout;
+  GpuShareLayout layout;
+  gboolean live;
+  gboolean eos;
+  guint64 latency;
+  guint64 frames_rendered;
+  guint64 frames_dropped;
+  guint64 frames_in_place;
+  guint64 frames_copied;
+  guint64 frames_to_gpu;
+  gint64 waiting_since;
+  guint n_waiting;
+  guint64 slots_quarantined;
+  guint64 rings_replaced;
+
+  /* the GPU, probed at start; a ring per kind of GPU memory consumers
+   * chose (VMM, legacy, fabric), made outside the lock on first use */
+  gboolean gpu_ok;
+  gchar *gpu_reason;
+  GpuShareGpuInfo gpu;
+  GpuShareXferRing *gpu_rings[N_GPU_TYPES];
+  /* the processes the legacy IPC ring of this epoch went to, and the
+   * legacy rings of earlier epochs: the driver forbids freeing memory
+   * another process may still have open, so each goes once every process
+   * it went to said it closed it (UNMAPPED, GOODBYE) or exited */
+  GpuShareHolders *legacy_holders;
+  GpuShareRetained *retired_legacy;
+};
+
+static const gchar *const reason_names[] = {
+  "goodbye", "hangup", "protocol", "version", "not-authorized",
+  "unsupported", "slow", "too-many-clients", "peer-error", "resource",
+  "shutdown", "timeout", "lease",
+};
+
+const gchar *
+gpushare_remove_reason_to_string (GpuShareRemoveReason reason)
+{
+  if ((guint) reason < G_N_ELEMENTS (reason_names))
+    return reason_names[reason];
+  return "?";
+}
+
+static const gchar *
+client_state_to_string (ClientState state)
+{
+  switch (state) {
+    case CLIENT_CONNECTED:
+      return "connected";
+    case CLIENT_ANNOUNCED:
+      return "announced";
+    case CLIENT_EXPORTED:
+      return "exported";
+    case CLIENT_READY:
+      return "ready";
+  }
+  return "unknown";
+}
+
+/* ------------------------------------------------------------------------ */
+/* Events: queued under the lock, delivered after it */
+
+static void
+queue_event (GpuShareServer * self, GpuShareServerEventType type, guint id,
+    GpuShareRemoveReason reason, guint slots)
+{
+  GpuShareServerEvent *ev = g_new0 (GpuShareServerEvent, 1);
+
+  ev->type = type;
+  ev->client_id = id;
+  ev->reason = reason;
+  ev->slots = slots;
+  g_queue_push_tail (&self->events, ev);
+}
+
+/* lock NOT held */
+static void
+deliver_events (GpuShareServer * self)
+{
+  GQueue events = G_QUEUE_INIT;
+  GpuShareServerEvent *ev;
+
+  g_mutex_lock (&self->lock);
+  events = self->events;
+  g_queue_init (&self->events);
+  g_mutex_unlock (&self->lock);
+  while ((ev = g_queue_pop_head (&events))) {
+    if (self->event_func)
+      self->event_func (self, ev, self->user_data);
+    g_free (ev);
+  }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Clients */
+
+/* the one place a client's state changes */
+static void
+client_set_state (Client * client, ClientState state)
+{
+  GpuShareServer *self = client->server;
+  guint timeout = self->config.handshake_timeout;
+
+  GST_DEBUG_OBJECT (self->log_object, "client %u: %s -> %s", client->id,
+      client_state_to_string (client->state), client_state_to_string (state));
+  client->state = state;
+  /* waiting for the consumer's ACCEPT or MAPPED: that step has a deadline;
+   * waiting for our own caps, or streaming, has none */
+  if (timeout && (state == CLIENT_ANNOUNCED || state == CLIENT_EXPORTED))
+    client->deadline = g_get_monotonic_time () + (gint64) timeout * 1000;
+  else
+    client->deadline = 0;
+}
+
+static void
+client_free (Client * client)
+{
+  if (client->conn) {
+    gpushare_conn_close (client->conn);
+    gpushare_conn_unref (client->conn);
+  }
+  if (client->pidfd >= 0)
+    close (client->pidfd);
+  g_clear_pointer (&client->gpu_ring, gpushare_xfer_ring_unref);
+  g_free (client->name);
+  g_free (client->mem_reason);
+  g_free (client);
+}
+
+static guint
+gpu_index (GpuShareMemType type)
+{
+  return type == GPUSHARE_MEM_CUDA_LEGACY ? 1 :
+      type == GPUSHARE_MEM_CUDA_FABRIC ? 2 : 0;
+}
+
+static guint32
+stream_flags (GpuShareServer * self)
+{
+  return self->live ? GPUSHARE_STREAM_FLAG_LIVE : 0;
+}
+
+/* lock held: refuse a client; it is dropped from the control thread with
+ * this reason */
+static void
+refuse (Client * client, GpuShareErrorCode code, GpuShareRemoveReason reason,
+    const gchar * text)
+{
+  GError *error = g_error_new (GPUSHARE_CONN_ERROR,
+      GPUSHARE_CONN_ERROR_CLOSED, "%s", text);
+
+  GST_WARNING_OBJECT (client->server->log_object, "client %u: %s",
+      client->id, text);
+  client->refused = TRUE;
+  client->refused_reason = reason;
+  /* queued before the failure: the transport sends what it holds before
+   * it closes the socket */
+  gpushare_conn_send_error (client->conn, code, text);
+  gpushare_conn_fail (client->conn, error);
+  g_error_free (error);
+}
+
+static gboolean
+send_announce (GpuShareServer * self, Client * client)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  GpuShareAnnounce *a = &msg->u.announce;
+  const gchar *name = self->config.name ? self->config.name : "";
+  gboolean ok;
+
+  msg->type = GPUSHARE_MSG_ANNOUNCE;
+  a->schema_major = GPUSHARE_VERSION_MAJOR;
+  a->schema_minor = GPUSHARE_VERSION_MINOR;
+  a->mem_types = GPUSHARE_MEM_SYSTEM;
+  if (self->gpu_ok) {
+    a->mem_types |= self->gpu.mem_types;
+    memcpy (a->device.uuid, self->gpu.uuid, 16);
+    a->device.caps = self->gpu.device_caps;
+    a->device.sync_modes = self->gpu.sync_modes;
+    a->device.compute_mode = self->gpu.compute_mode;
+  }
+  a->flags = stream_flags (self);
+  a->pid = getpid ();
+  a->uid = getuid ();
+  a->instance = self->instance;
+  a->latency = self->latency;
+  a->layout = self->layout;
+  a->name_len = MIN (strlen (name), GPUSHARE_MAX_NAME_LEN);
+  memcpy (a->name, name, a->name_len);
+  ok = gpushare_conn_send (client->conn, msg, NULL, 0, NULL);
+  g_free (msg);
+  if (!ok)
+    return FALSE;
+  client_set_state (client, CLIENT_ANNOUNCED);
+  gpushare_test_point ("sink", "announce");
+  return TRUE;
+}
+
+static void
+send_caps (GpuShareServer * self, Client * client)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+
+  msg->type = GPUSHARE_MSG_CAPS;
+  msg->u.caps.flags = stream_flags (self);
+  msg->u.caps.latency = self->latency;
+  msg->u.caps.layout = self->layout;
+  gpushare_conn_send (client->conn, msg, NULL, 0, NULL);
+  g_free (msg);
+}
+
+static void
+send_simple (Client * client, GpuShareMsgType type, guint64 value)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+
+  msg->type = type;
+  if (type == GPUSHARE_MSG_EOS)
+    msg->u.eos.last_sequence = value;
+  else if (type == GPUSHARE_MSG_GOODBYE)
+    msg->u.goodbye.reason = (guint32) value;
+  gpushare_conn_send (client->conn, msg, NULL, 0, NULL);
+  g_free (msg);
+}
+
+/* ------------------------------------------------------------------------ */
+/* GPU rings: made and torn down outside the lock */
+
+/* lock held.  The legacy ring of an earlier epoch that consumers' processes
+ * may still have open is kept aside (or, past MAX_RETIRED_LEGACY, no new
+ * legacy ring is made).  FALSE with error in that last case. */
+static gboolean
+retire_legacy (GpuShareServer * self, GError ** error)
+{
+  GpuShareXferRing **ring = &self->gpu_rings[gpu_index
+      (GPUSHARE_MEM_CUDA_LEGACY)];
+
+  if (!*ring || !self->legacy_holders
+      || gpushare_holders_reap (self->legacy_holders) == 0)
+    return TRUE;
+  if (!self->retired_legacy)
+    self->retired_legacy = gpushare_retained_new (MAX_RETIRED_LEGACY,
+        (GDestroyNotify) gpushare_xfer_ring_unref);
+  if (!gpushare_retained_has_room (self->retired_legacy)) {
+    /* freeing one of them could hand its memory to whatever the driver
+     * allocates next while a consumer still reads it */
+    g_set_error (error, GPUSHARE_XFER_ERROR, GPUSHARE_XFER_ERROR_RESOURCE,
+        "%u legacy IPC rings of earlier epochs are still open in "
+        "consumers' processes", MAX_RETIRED_LEGACY);
+    GST_WARNING_OBJECT (self->log_object, "no new legacy IPC ring: %u of "
+        "earlier epochs are still open in consumers' processes",
+        MAX_RETIRED_LEGACY);
+    return FALSE;
+  }
+  gpushare_retained_add (self->retired_legacy, (*ring)->epoch, *ring,
+      self->legacy_holders);
+  self->legacy_holders = NULL;
+  *ring = NULL;
+  GST_DEBUG_OBJECT (self->log_object, "%u legacy IPC rings of earlier "
+      "epochs kept", gpushare_retained_count (self->retired_legacy));
+  return TRUE;
+}
+
+/* lock held, and let go while the ring is made.  A reference to the GPU
+ * ring of type for the current epoch, or NULL with error. */
+static GpuShareXferRing *
+ensure_gpu_ring (GpuShareServer * self, GpuShareMemType type,
+    GError ** error)
+{
+  GpuShareXferRing **slot = &self->gpu_rings[gpu_index (type)];
+  GpuShareXferRing *ring, *old = NULL;
+  guint64 epoch = self->epoch;
+  guint n_slots = self->ring.n_slots;
+  gsize frame_size = self->layout.frame_size;
+
+  if (*slot && (*slot)->epoch == epoch)
+    return gpushare_xfer_ring_ref (*slot);
+  if (type == GPUSHARE_MEM_CUDA_LEGACY && !retire_legacy (self, error))
+    return NULL;
+
+  g_mutex_unlock (&self->lock);
+  ring = gpushare_xfer_ring_new (type, self->config.cuda_device_id, epoch,
+      n_slots, frame_size, error);
+  g_mutex_lock (&self->lock);
+  if (!ring)
+    return NULL;
+  if (self->epoch != epoch || (*slot && (*slot)->epoch == epoch)) {
+    /* made meanwhile by the other thread, or outdated already */
+    GpuShareXferRing *have = *slot && (*slot)->epoch == self->epoch ?
+        gpushare_xfer_ring_ref (*slot) : NULL;
+
+    g_mutex_unlock (&self->lock);
+    gpushare_xfer_ring_unref (ring);
+    g_mutex_lock (&self->lock);
+    if (!have)
+      g_set_error (error, GPUSHARE_XFER_ERROR, GPUSHARE_XFER_ERROR_RESOURCE,
+          "the ring changed while its GPU memory was made");
+    return have;
+  }
+  old = *slot;
+  *slot = ring;
+  GST_DEBUG_OBJECT (self->log_object, "%s ring for epoch %" G_GUINT64_FORMAT,
+      gpushare_mem_type_to_string (type), epoch);
+  if (old) {
+    g_mutex_unlock (&self->lock);
+    gpushare_xfer_ring_unref (old);
+    g_mutex_lock (&self->lock);
+  }
+  return gpushare_xfer_ring_ref (ring);
+}
+
+/* lock held: the consumer closed the legacy ring of epoch (every one for
+ * G_MAXUINT64); a ring of an earlier epoch nobody holds any more goes */
+static void
+release_legacy (GpuShareServer * self, Client * client, guint64 epoch)
+{
+  GpuShareXferRing *ring = self->gpu_rings[gpu_index
+      (GPUSHARE_MEM_CUDA_LEGACY)];
+  guint freed;
+
+  if (self->legacy_holders && ring && (epoch == G_MAXUINT64
+          || epoch == ring->epoch))
+    gpushare_holders_release (self->legacy_holders, client->id);
+  if (!self->retired_legacy)
+    return;
+  freed = gpushare_retained_release (self->retired_legacy, client->id,
+      epoch);
+  if (freed)
+    GST_INFO_OBJECT (self->log_object, "%u legacy IPC rings of earlier "
+        "epochs freed, %u still open in consumers' processes", freed,
+        gpushare_retained_count (self->retired_legacy));
+}
+
+/* lock held: the legacy rings nobody holds any more, to be freed once the
+ * lock is let go (freeing one waits for its streams); NULL when none */
+static GPtrArray *
+take_freed_rings (GpuShareServer * self)
+{
+  return gpushare_retained_take_freed (self->retired_legacy);
+}
+
+/* ------------------------------------------------------------------------ */
+/* SLOTS */
+
+/* lock held.  Sends client the slots of the current ring of its memory
+ * type.  For GPU memory the lock is let go while the slots are exported
+ * (device work): that is only done from the control thread, the one that
+ * drops clients, so that client stays valid. */
+static gboolean
+send_slots (GpuShareServer * self, Client * client)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  gint fds[GPUSHARE_MAX_FDS];
+  guint n_fds = 0;
+  GError *error = NULL;
+  GpuShareXferRing *ring = NULL, *had = NULL;
+  guint64 epoch = self->epoch;
+  gboolean ok;
+
+  if (client->mem_type == GPUSHARE_MEM_SYSTEM) {
+    /* self->system keeps it: no device work, no unlock */
+    ok = gpushare_xfer_ring_export (self->system, client->index,
+        &msg->u.slots, fds, &n_fds, &error);
+  } else {
+    ring = ensure_gpu_ring (self, client->mem_type, &error);
+    ok = ring != NULL;
+    if (ok) {
+      had = client->gpu_ring;
+      client->gpu_ring = gpushare_xfer_ring_ref (ring);
+      g_mutex_unlock (&self->lock);
+      if (had) {
+        gpushare_xfer_ring_remove_consumer (had, client->index);
+        gpushare_xfer_ring_unref (had);
+      }
+      ok = gpushare_xfer_ring_add_consumer (ring, client->index,
+          client->sync_mode, &error)
+          && gpushare_xfer_ring_export (ring, client->index, &msg->u.slots,
+          fds, &n_fds, &error);
+      gpushare_xfer_ring_unref (ring);
+      g_mutex_lock (&self->lock);
+    }
+  }
+  if (!ok) {
+    gchar *text = g_strdup_printf ("the producer could not export its %s "
+        "slots: %s", gpushare_mem_type_to_string (client->mem_type),
+        error ? error->message : "unknown error");
+
+    g_clear_error (&error);
+    g_free (msg);
+    refuse (client, GPUSHARE_ERR_RESOURCE, GPUSHARE_REMOVE_RESOURCE, text);
+    g_free (text);
+    return FALSE;
+  }
+  /* a new ring came while GPU slots were exported: the new ring's follow
+   * (announce_layout ()) */
+  if (self->epoch != epoch) {
+    gpushare_close_fds (fds, n_fds);
+    g_free (msg);
+    return FALSE;
+  }
+  if (client->mem_type == GPUSHARE_MEM_CUDA_LEGACY) {
+    /* from here on the consumer may open the ring */
+    if (!self->legacy_holders)
+      self->legacy_holders = gpushare_holders_new ();
+    gpushare_holders_add (self->legacy_holders, client->id, client->pid,
+        client->pidfd);
+  }
+  msg->type = GPUSHARE_MSG_SLOTS;
+  ok = gpushare_conn_send (client->conn, msg, fds, n_fds, NULL);
+  g_free (msg);
+  /* before the lock is let go: its MAPPED may be waiting for it already */
+  if (ok) {
+    client_set_state (client, CLIENT_EXPORTED);
+    gpushare_test_point ("sink", "export");
+  }
+  return ok;
+}
+
+/* control thread: the GPU slots of a new ring, for the GPU consumers that
+ * mapped the old one (see announce_layout ()) */
+static gboolean
+export_pending (gpointer user_data)
+{
+  GpuShareServer *self = user_data;
+  guint i;
+
+  g_mutex_lock (&self->lock);
+  for (i = 0; i < MAX_CLIENTS; i++) {
+    Client *c = self->clients[i];
+
+    if (!c || !c->needs_slots)
+      continue;
+    c->needs_slots = FALSE;
+    if (c->state == CLIENT_EXPORTED || c->state == CLIENT_READY)
+      send_slots (self, c);
+  }
+  g_mutex_unlock (&self->lock);
+  deliver_events (self);
+  return G_SOURCE_REMOVE;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Removal */
+
+/* Is the process of a client whose socket closed still alive?  Its socket
+ * closes as it exits, a moment before its pidfd says it exited: the
+ * process is given HANGUP_GRACE_MS to show its end.  Without a pidfd
+ * (a kernel without them) it counts as gone, as it always did. */
+static gboolean
+peer_outlives_hangup (Client * client)
+{
+  struct pollfd pfd;
+  gint r;
+
+  if (client->pidfd < 0)
+    return FALSE;
+  pfd.fd = client->pidfd;
+  pfd.events = POLLIN;
+  do
+    r = poll (&pfd, 1, HANGUP_GRACE_MS);
+  while (r < 0 && errno == EINTR);
+  return r == 0;
+}
+
+/* lock NOT held; the one way a client goes (but at stop) */
+static void
+drop_client (GpuShareServer * self, Client * client,
+    GpuShareRemoveReason reason, const gchar * detail)
+{
+  const gchar *nick = gpushare_remove_reason_to_string (reason);
+  guint id = client->id, index = client->index;
+  GPtrArray *freed;
+  GpuShareXferRing *gpu_ring;
+  guint released, unseen = 0;
+  gboolean quarantine, held, outlives = FALSE;
+
+  /* a system-memory consumer whose connection dropped while its process
+   * lives on (its src lost us and connects again, or it closed the socket
+   * itself) may still have buffers that read its slots in place: as for a
+   * GOODBYE that says HELD, they are quarantined.  Checked before the lock:
+   * it may wait a moment */
+  if (reason == GPUSHARE_REMOVE_HANGUP
+      && client->mem_type == GPUSHARE_MEM_SYSTEM)
+    outlives = peer_outlives_hangup (client);
+
+  g_mutex_lock (&self->lock);
+  if (self->clients[index] != client) {
+    g_mutex_unlock (&self->lock);
+    return;
+  }
+  self->clients[index] = NULL;
+  self->n_clients--;
+  /* a consumer that leaves while buffers in its process still wrap slots
+   * in place says so in its GOODBYE, after a RELEASE for every other frame
+   * it received: what it still holds of the frames up to the last it
+   * received is read by those buffers.  The frames sent after that were
+   * on their way as it left: it never read them.  A GPU consumer copies
+   * every frame out: nothing of it stays in place */
+  held = reason == GPUSHARE_REMOVE_GOODBYE && client->goodbye_held
+      && client->mem_type == GPUSHARE_MEM_SYSTEM;
+  if (held)
+    unseen = gpushare_ring_release_holder_after (&self->ring, index,
+        client->held_upto);
+  /* a consumer whose reads of its slots cannot be confirmed done may
+   * still read them: they are never written again, the ring is replaced
+   * instead.  Only a goodbye, a hang-up (its process, and so its mappings,
+   * gone) or our own stop give slots back; for a GPU consumer not even a
+   * hang-up (its copy out of a slot may still run on the GPU) */
+  quarantine = held || outlives || (reason != GPUSHARE_REMOVE_GOODBYE
+      && reason != GPUSHARE_REMOVE_SHUTDOWN
+      && (reason != GPUSHARE_REMOVE_HANGUP
+          || (client->mem_type != GPUSHARE_MEM_SYSTEM
+              && client->mem_type != 0)));
+  if (quarantine) {
+    guint before = gpushare_ring_n_tainted (&self->ring);
+
+    released = gpushare_ring_quarantine_holder (&self->ring, index);
+    /* a slot two dropped consumers held counts once */
+    self->slots_quarantined += gpushare_ring_n_tainted (&self->ring) - before;
+  } else {
+    released = gpushare_ring_release_holder (&self->ring, index);
+  }
+  /* its src closes every mapping before its goodbye */
+  if (reason == GPUSHARE_REMOVE_GOODBYE
+      && client->mem_type == GPUSHARE_MEM_CUDA_LEGACY)
+    release_legacy (self, client, G_MAXUINT64);
+  /* its index is not handed out again before its GPU objects are gone */
+  gpu_ring = client->gpu_ring;
+  client->gpu_ring = NULL;
+  if (gpu_ring)
+    self->busy_index |= G_GUINT64_CONSTANT (1) << index;
+  freed = take_freed_rings (self);
+  if (quarantine && released > 0)
+    queue_event (self, GPUSHARE_SERVER_EVENT_QUARANTINE, id, reason,
+        released);
+  queue_event (self, GPUSHARE_SERVER_EVENT_NUM_CLIENTS, 0, 0, 0);
+  queue_event (self, GPUSHARE_SERVER_EVENT_REMOVED, id, reason, 0);
+  g_cond_broadcast (&self->cond);
+  g_mutex_unlock (&self->lock);
+
+  /* device work: forcing its semaphore words may take a while, and only
+   * this ring's writers wait for it */
+  if (gpu_ring) {
+    gpushare_xfer_ring_remove_consumer (gpu_ring, index);
+    gpushare_xfer_ring_unref (gpu_ring);
+    g_mutex_lock (&self->lock);
+    self->busy_index &= ~(G_GUINT64_CONSTANT (1) << index);
+    g_mutex_unlock (&self->lock);
+  }
+  g_clear_pointer (&freed, g_ptr_array_unref);
+
+  /* a peer that misbehaved is worth a warning; one that left is not */
+  if (reason == GPUSHARE_REMOVE_GOODBYE || reason == GPUSHARE_REMOVE_HANGUP
+      || reason == GPUSHARE_REMOVE_SHUTDOWN)
+    GST_INFO_OBJECT (self->log_object, "client %u removed (%s): %s; %u "
+        "slots reclaimed", id, nick, detail ? detail : "", released + unseen);
+  else
+    GST_WARNING_OBJECT (self->log_object, "client %u removed (%s): %s; %u "
+        "slots reclaimed", id, nick, detail ? detail : "", released);
+  if (quarantine && released > 0)
+    GST_WARNING_OBJECT (self->log_object, "client %u: %u slots quarantined "
+        "(%s); the ring is replaced at the next frame", id, released, held ?
+        "buffers in its process still read them" :
+        "its reads cannot be confirmed done");
+  client_free (client);
+  deliver_events (self);
+}
+
+static GpuShareRemoveReason
+reason_from_error (const GError * error)
+{
+  if (!error || error->domain != GPUSHARE_CONN_ERROR)
+    return GPUSHARE_REMOVE_PROTOCOL;
+  switch (error->code) {
+    case GPUSHARE_CONN_ERROR_HANGUP:
+    case GPUSHARE_CONN_ERROR_IO:
+      return GPUSHARE_REMOVE_HANGUP;
+    case GPUSHARE_CONN_ERROR_VERSION:
+      return GPUSHARE_REMOVE_VERSION;
+    case GPUSHARE_CONN_ERROR_OVERFLOW:
+      return GPUSHARE_REMOVE_SLOW;
+    case GPUSHARE_CONN_ERROR_TIMEOUT:
+      return GPUSHARE_REMOVE_TIMEOUT;
+    default:
+      return GPUSHARE_REMOVE_PROTOCOL;
+  }
+}
+
+static void
+client_closed (GpuShareConn * conn, const GError * error, gpointer user_data)
+{
+  Client *client = user_data;
+  GpuShareServer *self = client->server;
+  GpuShareRemoveReason reason;
+
+  g_mutex_lock (&self->lock);
+  /* the transport already told the peer why, where it broke the protocol;
+   * where we refused it, we said why ourselves */
+  reason = client->refused ? client->refused_reason :
+      reason_from_error (error);
+  g_mutex_unlock (&self->lock);
+  drop_client (self, client, reason, error ? error->message : NULL);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Messages from consumers, on the control thread, lock held */
+
+static void
+protocol_error (Client * client, const gchar * text)
+{
+  refuse (client, GPUSHARE_ERR_PROTOCOL, GPUSHARE_REMOVE_PROTOCOL, text);
+}
+
+static void
+handle_accept (GpuShareServer * self, Client * client,
+    const GpuShareAccept * acc)
+{
+  if (client->state != CLIENT_ANNOUNCED) {
+    protocol_error (client, "ACCEPT out of order");
+    return;
+  }
+  g_free (client->name);
+  client->name = g_strndup (acc->name, acc->name_len);
+  g_free (client->mem_reason);
+  client->mem_reason = acc->reason_len ?
+      g_strndup (acc->reason, acc->reason_len) : g_strdup ("not given");
+  if (acc->mem_type == GPUSHARE_MEM_SYSTEM) {
+    client->mem_type = GPUSHARE_MEM_SYSTEM;
+  } else if (self->gpu_ok && (acc->mem_type & self->gpu.mem_types)
+      && (acc->sync_mode & self->gpu.sync_modes)) {
+    client->mem_type = acc->mem_type;
+    client->sync_mode = acc->sync_mode;
+  } else {
+    refuse (client, GPUSHARE_ERR_UNSUPPORTED, GPUSHARE_REMOVE_UNSUPPORTED,
+        "the chosen memory type or synchronisation was not offered");
+    return;
+  }
+  GST_INFO_OBJECT (self->log_object, "client %u takes %s memory (%s)",
+      client->id, gpushare_mem_type_to_string (client->mem_type),
+      client->mem_reason);
+  send_slots (self, client);
+}
+
+static void
+handle_mapped (GpuShareServer * self, Client * client,
+    const GpuShareMapped * m)
+{
+  if (client->state != CLIENT_EXPORTED && client->state != CLIENT_READY) {
+    protocol_error (client, "MAPPED out of order");
+    return;
+  }
+  if (m->epoch > self->epoch) {
+    protocol_error (client, "MAPPED of a future ring");
+    return;
+  }
+  /* a MAPPED for a ring that a caps change replaced meanwhile: the SLOTS of
+   * the new ring are on their way, wait for their MAPPED */
+  if (m->epoch != self->epoch || client->state == CLIENT_READY)
+    return;
+  client->mapped_epoch = m->epoch;
+  client_set_state (client, CLIENT_READY);
+  gpushare_test_point ("sink", "ready");
+  /* a consumer that joins after the end still learns it ended */
+  if (self->eos)
+    send_simple (client, GPUSHARE_MSG_EOS, self->sequence);
+  g_cond_broadcast (&self->cond);
+  if (!client->connected_emitted) {
+    client->connected_emitted = TRUE;
+    queue_event (self, GPUSHARE_SERVER_EVENT_NUM_CLIENTS, 0, 0, 0);
+    queue_event (self, GPUSHARE_SERVER_EVENT_CONNECTED, client->id, 0, 0);
+  }
+}
+
+static void
+handle_unmapped (GpuShareServer * self, Client * client,
+    const GpuShareMapped * m)
+{
+  if (client->state != CLIENT_EXPORTED && client->state != CLIENT_READY) {
+    protocol_error (client, "UNMAPPED out of order");
+    return;
+  }
+  if (m->epoch > self->epoch) {
+    protocol_error (client, "UNMAPPED of a future ring");
+    return;
+  }
+  if (client->mem_type == GPUSHARE_MEM_CUDA_LEGACY)
+    release_legacy (self, client, m->epoch);
+}
+
+static void
+handle_release (GpuShareServer * self, Client * client,
+    const GpuShareRelease * r)
+{
+  GpuShareRingResult res;
+
+  if (client->state != CLIENT_EXPORTED && client->state != CLIENT_READY) {
+    protocol_error (client, "RELEASE out of order");
+    return;
+  }
+  res = gpushare_ring_release (&self->ring, r->epoch, r->slot, r->generation,
+      client->index);
+  if (res == GPUSHARE_RING_STALE_EPOCH && r->epoch < self->epoch) {
+    /* a slot of a replaced ring: nothing to give back */
+    return;
+  }
+  if (res != GPUSHARE_RING_OK) {
+    gchar *text = g_strdup_printf ("bad RELEASE: %s",
+        gpushare_ring_result_to_string (res));
+
+    protocol_error (client, text);
+    g_free (text);
+    return;
+  }
+  client->frames_released++;
+  GST_LOG_OBJECT (self->log_object, "client %u released slot %u",
+      client->id, r->slot);
+  g_cond_broadcast (&self->cond);
+}
+
+static void
+client_message (GpuShareConn * conn, const GpuShareMsg * msg, gint * fds,
+    guint n_fds, gpointer user_data)
+{
+  Client *client = user_data;
+  GpuShareServer *self = client->server;
+  GPtrArray *freed;
+
+  /* no message from a consumer carries fds: refuse and close them */
+  if (n_fds > 0) {
+    gpushare_close_fds (fds, n_fds);
+    g_mutex_lock (&self->lock);
+    protocol_error (client, "consumer sent file descriptors");
+    g_mutex_unlock (&self->lock);
+    return;
+  }
+
+  g_mutex_lock (&self->lock);
+  switch (msg->type) {
+    case GPUSHARE_MSG_ACCEPT:
+      handle_accept (self, client, &msg->u.accept);
+      break;
+    case GPUSHARE_MSG_MAPPED:
+      handle_mapped (self, client, &msg->u.mapped);
+      break;
+    case GPUSHARE_MSG_UNMAPPED:
+      handle_unmapped (self, client, &msg->u.mapped);
+      break;
+    case GPUSHARE_MSG_RELEASE:
+      handle_release (self, client, &msg->u.release);
+      break;
+    case GPUSHARE_MSG_GOODBYE:
+      client->goodbye_held =
+          (msg->u.goodbye.flags & GPUSHARE_GOODBYE_FLAG_HELD) != 0;
+      client->held_upto = msg->u.goodbye.last_sequence;
+      g_mutex_unlock (&self->lock);
+      drop_client (self, client, GPUSHARE_REMOVE_GOODBYE, "goodbye");
+      return;
+    case GPUSHARE_MSG_ERROR:{
+      gchar *text = g_strdup_printf ("consumer error %s: %s",
+          gpushare_error_code_to_string (msg->u.error.code),
+          msg->u.error.text);
+
+      g_mutex_unlock (&self->lock);
+      drop_client (self, client, GPUSHARE_REMOVE_PEER_ERROR, text);
+      g_free (text);
+      return;
+    }
+    default:
+      protocol_error (client, "message not allowed from a consumer");
+      break;
+  }
+  freed = take_freed_rings (self);
+  g_mutex_unlock (&self->lock);
+  g_clear_pointer (&freed, g_ptr_array_unref);
+  deliver_events (self);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Admission and housekeeping, on the control thread */
+
+static void
+refuse_connection (GpuShareServer * self, gint fd, GpuShareErrorCode code,
+    const gchar * text)
+{
+  GpuShareConn *conn = gpushare_conn_new (fd, self->context, NULL, NULL,
+      NULL);
+
+  gpushare_conn_send_error (conn, code, text);
+  gpushare_conn_flush (conn, REFUSAL_FLUSH_MS);
+  gpushare_conn_close (conn);
+  gpushare_conn_unref (conn);
+}
+
+/* lock NOT held: tell a client why and drop it */
+static void
+expel (GpuShareServer * self, Client * c, GpuShareErrorCode code,
+    GpuShareRemoveReason reason, const gchar * text)
+{
+  gpushare_conn_send_error (c->conn, code, text);
+  gpushare_conn_flush (c->conn, REFUSAL_FLUSH_MS);
+  drop_client (self, c, reason, text);
+}
+
+/* Drops the consumers whose handshake step is overdue (a half-open
+ * handshake must not hold a client place, and a lossless producer must not
+ * wait forever for a consumer that never maps a new ring), and those whose
+ * slot lease expired while the producer waits for a slot. */
+static gboolean
+housekeeping (gpointer user_data)
+{
+  GpuShareServer *self = user_data;
+  GPtrArray *freed;
+  Client *late[MAX_CLIENTS];
+  gint64 now = g_get_monotonic_time ();
+  guint i, n = 0;
+  guint lease_ms;
+  guint64 expired = 0;
+  /* per expired client: its oldest frame held, and for how long */
+  guint64 held_seq[MAX_CLIENTS] = { 0, };
+  gint64 held_us[MAX_CLIENTS] = { 0, };
+  gint64 waited_us = 0;
+
+  g_mutex_lock (&self->lock);
+  lease_ms = self->config.lease_timeout;
+  /* processes that exited closed whatever they had open */
+  if (self->legacy_holders)
+    gpushare_holders_reap (self->legacy_holders);
+  if (self->retired_legacy && gpushare_retained_count (self->retired_legacy)) {
+    guint n_freed = gpushare_retained_reap (self->retired_legacy);
+
+    if (n_freed)
+      GST_INFO_OBJECT (self->log_object, "%u legacy IPC rings of earlier "
+          "epochs freed: their consumers' processes exited; %u still open",
+          n_freed, gpushare_retained_count (self->retired_legacy));
+  }
+  for (i = 0; i < MAX_CLIENTS; i++) {
+    Client *c = self->clients[i];
+
+    if (c && c->deadline && now > c->deadline) {
+      c->deadline = 0;
+      late[n++] = c;
+    }
+  }
+  /* leases: only while the producer waits for a free slot (lossless, or
+   * upstream waiting in our pool) for longer than lease-timeout.  Then a
+   * consumer that holds a frame sent longer than lease-timeout ago loses
+   * its lease, unless that frame is the newest it holds: keeping the frame
+   * on display (a paused pipeline, an appsink's last sample) holds nobody
+   * up, and while the producer waits no newer frame comes.  A leaky
+   * producer never waits: a consumer there that holds its whole share
+   * (paused, or stuck) costs that share and no more. */
+  if (lease_ms && self->waiting_since
+      && now - self->waiting_since > (gint64) lease_ms * 1000) {
+    waited_us = now - self->waiting_since;
+    expired = gpushare_ring_expired_holders (&self->ring, now,
+        (gint64) lease_ms * 1000, held_seq, held_us);
+  }
+  freed = take_freed_rings (self);
+  g_mutex_unlock (&self->lock);
+  g_clear_pointer (&freed, g_ptr_array_unref);
+  for (i = 0; i < MAX_CLIENTS && expired; i++) {
+    gchar *text;
+    Client *c;
+
+    if (!(expired & (G_GUINT64_CONSTANT (1) << i)))
+      continue;
+    g_mutex_lock (&self->lock);
+    c = self->clients[i];
+    g_mutex_unlock (&self->lock);
+    if (!c)
+      continue;
+    /* in words the consumer's user can act on: its pipeline stopped
+     * taking buffers, or keeps them (a gpusharesrc copies the frames past
+     * its max-in-place, so a sink or queue that only batches does not
+     * hold the producer up) */
+    text = g_strdup_printf ("slot lease expired: frame %" G_GUINT64_FORMAT
+        " was held for %" G_GINT64_FORMAT " ms while the producer waited %"
+        G_GINT64_FORMAT " ms for a free slot (lease-timeout %u ms); usually "
+        "the pipeline downstream of gpusharesrc stopped taking buffers "
+        "(paused, blocked) or keeps them", held_seq[i], held_us[i] / 1000,
+        waited_us / 1000, lease_ms);
+    GST_WARNING_OBJECT (self->log_object, "client %u (pid %d): %s", c->id,
+        (gint) c->pid, text);
+    gpushare_conn_send_error (c->conn, GPUSHARE_ERR_TIMEOUT, text);
+    g_free (text);
+    gpushare_conn_flush (c->conn, REFUSAL_FLUSH_MS);
+    drop_client (self, c, GPUSHARE_REMOVE_LEASE, "slot lease expired");
+  }
+  for (i = 0; i < n; i++) {
+    GST_WARNING_OBJECT (self->log_object, "client %u (pid %d): handshake "
+        "timed out in state %s", late[i]->id, (gint) late[i]->pid,
+        client_state_to_string (late[i]->state));
+    expel (self, late[i], GPUSHARE_ERR_TIMEOUT, GPUSHARE_REMOVE_TIMEOUT,
+        "handshake timed out");
+  }
+  return G_SOURCE_CONTINUE;
+}
+
+/* lock held: consumers connected that do not stream yet */
+static guint
+n_pending_clients (GpuShareServer * self)
+{
+  guint i, n = 0;
+
+  for (i = 0; i < MAX_CLIENTS; i++)
+    if (self->clients[i] && self->clients[i]->state != CLIENT_READY)
+      n++;
+  return n;
+}
+
+/* lock held: our own uid, an allowed uid, or an allowed primary gid */
+static gboolean
+peer_allowed (GpuShareServer * self, const struct ucred *cred)
+{
+  return cred->uid == getuid ()
+      || gpushare_ids_contain (self->config.allowed_uids, cred->uid)
+      || gpushare_ids_contain (self->config.allowed_gids, cred->gid);
+}
+
+static void
+refuse_new (GpuShareServer * self, gint cfd, GpuShareErrorCode code,
+    GpuShareRemoveReason reason, const gchar * text)
+{
+  refuse_connection (self, cfd, code, text);
+  g_mutex_lock (&self->lock);
+  queue_event (self, GPUSHARE_SERVER_EVENT_REMOVED, 0, reason, 0);
+  g_mutex_unlock (&self->lock);
+  deliver_events (self);
+}
+
+static gboolean
+listen_dispatch (gint fd, GIOCondition cond, gpointer user_data)
+{
+  GpuShareServer *self = user_data;
+  gint cfd;
+  struct ucred cred = { 0, };
+  Client *client;
+  gboolean allowed;
+  guint i;
+
+  cfd = accept4 (fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+  if (cfd < 0)
+    return G_SOURCE_CONTINUE;
+
+  /* credentials before anything else leaves this process */
+  allowed = gpushare_socket_get_peer (cfd, &cred.pid, &cred.uid, &cred.gid);
+  if (allowed) {
+    g_mutex_lock (&self->lock);
+    allowed = peer_allowed (self, &cred);
+    g_mutex_unlock (&self->lock);
+  }
+  if (!allowed) {
+    GST_WARNING_OBJECT (self->log_object, "refused a consumer: pid %d uid %u "
+        "gid %u is not allowed", (gint) cred.pid, (guint) cred.uid,
+        (guint) cred.gid);
+    refuse_new (self, cfd, GPUSHARE_ERR_NOT_AUTHORIZED,
+        GPUSHARE_REMOVE_NOT_AUTHORIZED, "not authorized");
+    return G_SOURCE_CONTINUE;
+  }
+
+  g_mutex_lock (&self->lock);
+  if (n_pending_clients (self) >= self->config.max_pending) {
+    g_mutex_unlock (&self->lock);
+    GST_WARNING_OBJECT (self->log_object, "refused a consumer (pid %d): %u "
+        "handshakes are pending already", (gint) cred.pid,
+        self->config.max_pending);
+    refuse_new (self, cfd, GPUSHARE_ERR_TOO_MANY_CLIENTS,
+        GPUSHARE_REMOVE_TOO_MANY, "too many pending handshakes");
+    return G_SOURCE_CONTINUE;
+  }
+  for (i = 0; i < MAX_CLIENTS; i++)
+    if (!self->clients[i]
+        && !(self->busy_index & (G_GUINT64_CONSTANT (1) << i)))
+      break;
+  if (self->n_clients >= self->config.max_clients || i == MAX_CLIENTS) {
+    g_mutex_unlock (&self->lock);
+    GST_WARNING_OBJECT (self->log_object, "refused a consumer (pid %d): "
+        "max-clients reached", (gint) cred.pid);
+    refuse_new (self, cfd, GPUSHARE_ERR_TOO_MANY_CLIENTS,
+        GPUSHARE_REMOVE_TOO_MANY, "too many clients");
+    return G_SOURCE_CONTINUE;
+  }
+
+  client = g_new0 (Client, 1);
+  client->server = self;
+  client->id = ++self->next_client_id;
+  client->index = i;
+  client->pid = cred.pid;
+  /* opened now, while the pid is surely that peer's: a legacy IPC ring it
+   * is sent is watched through this (gpushareretain.h), and a hang-up is
+   * told from the end of its process (see drop_client ()) */
+  client->pidfd = gpushare_pidfd_open (cred.pid);
+  client->uid = cred.uid;
+  client->state = CLIENT_CONNECTED;
+  client->conn = gpushare_conn_new (cfd, self->context, client_message,
+      client_closed, client);
+  /* from the first byte on: a consumer that hangs mid-handshake is caught
+   * even with handshake-timeout 0 */
+  gpushare_conn_set_heartbeat (client->conn,
+      self->config.heartbeat_interval);
+  self->clients[i] = client;
+  self->n_clients++;
+  GST_DEBUG_OBJECT (self->log_object, "client %u connected (pid %d)",
+      client->id, (gint) cred.pid);
+  if (self->have_layout)
+    send_announce (self, client);
+  gpushare_conn_start (client->conn);
+  g_mutex_unlock (&self->lock);
+
+  return G_SOURCE_CONTINUE;
+}
+
+static gpointer
+control_thread (gpointer user_data)
+{
+  GpuShareServer *self = user_data;
+
+  g_main_context_push_thread_default (self->context);
+  g_main_loop_run (self->loop);
+  g_main_context_pop_thread_default (self->context);
+  return NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Life cycle */
+
+static GArray *
+ids_copy (GArray * ids)
+{
+  return ids ? g_array_copy (ids) : NULL;
+}
+
+GpuShareServer *
+gpushare_server_new (const GpuShareServerConfig * config,
+    gpointer log_object, GpuShareServerEventFunc func, gpointer user_data)
+{
+  GpuShareServer *self = g_new0 (GpuShareServer, 1);
+  static gsize once = 0;
+
+  if (g_once_init_enter (&once)) {
+    GST_DEBUG_CATEGORY_INIT (gpushare_server_debug, "gpushareserver", 0,
+        "gpushare producer core");
+    g_once_init_leave (&once, 1);
+  }
+  self->config = *config;
+  self->config.socket_path = g_strdup (config->socket_path);
+  self->config.name = g_strdup (config->name);
+  self->config.allowed_uids = ids_copy (config->allowed_uids);
+  self->config.allowed_gids = ids_copy (config->allowed_gids);
+  self->log_object = log_object;
+  self->event_func = func;
+  self->user_data = user_data;
+  self->listen_fd = -1;
+  g_mutex_init (&self->lock);
+  g_cond_init (&self->cond);
+  g_queue_init (&self->events);
+  return self;
+}
+
+void
+gpushare_server_free (GpuShareServer * self)
+{
+  gpushare_server_stop (self);
+  g_free (self->config.socket_path);
+  g_free (self->config.name);
+  g_clear_pointer (&self->config.allowed_uids, g_array_unref);
+  g_clear_pointer (&self->config.allowed_gids, g_array_unref);
+  g_free (self->gpu_reason);
+  g_queue_clear_full (&self->events, g_free);
+  g_mutex_clear (&self->lock);
+  g_cond_clear (&self->cond);
+  g_free (self);
+}
+
+/* Finds out, once per start, whether GPU memory can be offered, and says
+ * why not where it cannot. */
+static void
+probe_gpu (GpuShareServer * self)
+{
+  GError *error = NULL;
+
+  g_clear_pointer (&self->gpu_reason, g_free);
+  self->gpu_ok = gpushare_xfer_gpu_probe (self->config.cuda_device_id,
+      &self->gpu, &error);
+  if (!gpushare_xfer_gpu ()) {
+    self->gpu_reason = g_strdup ("built without CUDA");
+    g_clear_error (&error);
+  } else if (self->gpu_ok && !(self->gpu.vmm && self->gpu.posix_fd)) {
+    self->gpu_ok = FALSE;
+    self->gpu_reason = g_strdup ("the GPU cannot export VMM memory as file "
+        "descriptors");
+  } else if (!self->gpu_ok) {
+    self->gpu_reason = g_strdup_printf ("no usable GPU: %s", error->message);
+    g_clear_error (&error);
+  }
+  if (self->gpu_ok) {
+    gchar *uuid = gpushare_xfer_gpu_uuid_string (self->gpu.uuid);
+
+    GST_INFO_OBJECT (self->log_object, "offering GPU memory of %s (%s)",
+        self->gpu.name, uuid);
+    g_free (uuid);
+  } else {
+    GST_INFO_OBJECT (self->log_object, "system memory only: %s",
+        self->gpu_reason);
+  }
+}
+
+gboolean
+gpushare_server_start (GpuShareServer * self, GError ** error)
+{
+  g_return_val_if_fail (self->thread == NULL, FALSE);
+
+  self->listen_fd = gpushare_listen_path (self->config.socket_path,
+      self->config.socket_mode, error);
+  if (self->listen_fd < 0)
+    return FALSE;
+  self->bound_path = g_strdup (self->config.socket_path);
+
+  g_mutex_lock (&self->lock);
+  self->instance = g_random_int () | ((guint64) g_random_int () << 32);
+  self->epoch = 0;
+  self->sequence = 0;
+  self->flushing = FALSE;
+  self->have_layout = FALSE;
+  self->live = FALSE;
+  self->eos = FALSE;
+  self->latency = GST_CLOCK_TIME_NONE;
+  self->frames_rendered = 0;
+  self->frames_dropped = 0;
+  self->frames_in_place = 0;
+  self->frames_copied = 0;
+  self->frames_to_gpu = 0;
+  self->slots_quarantined = 0;
+  self->rings_replaced = 0;
+  self->n_waiting = 0;
+  self->waiting_since = 0;
+  g_mutex_unlock (&self->lock);
+  probe_gpu (self);
+
+  self->context = g_main_context_new ();
+  self->loop = g_main_loop_new (self->context, FALSE);
+  self->listen_source = g_unix_fd_source_new (self->listen_fd, G_IO_IN);
+  g_source_set_callback (self->listen_source, G_SOURCE_FUNC (listen_dispatch),
+      self, NULL);
+  g_source_attach (self->listen_source, self->context);
+  self->housekeeping = g_timeout_source_new (HOUSEKEEPING_MS);
+  g_source_set_callback (self->housekeeping, housekeeping, self, NULL);
+  g_source_attach (self->housekeeping, self->context);
+  self->thread = g_thread_new ("gpushareserver", control_thread, self);
+  GST_DEBUG_OBJECT (self->log_object, "listening");
+  return TRUE;
+}
+
+void
+gpushare_server_stop (GpuShareServer * self)
+{
+  Client *gone[MAX_CLIENTS];
+  GpuShareXferRing *rings[N_GPU_TYPES + 1];
+  GpuShareRetained *retired;
+  GpuShareHolders *holders;
+  guint i, n = 0;
+
+  if (self->thread) {
+    gpushare_control_thread_join (self->context, self->loop, self->thread);
+    self->thread = NULL;
+  }
+  if (self->listen_source) {
+    g_source_destroy (self->listen_source);
+    g_clear_pointer (&self->listen_source, g_source_unref);
+  }
+  if (self->housekeeping) {
+    g_source_destroy (self->housekeeping);
+    g_clear_pointer (&self->housekeeping, g_source_unref);
+  }
+
+  /* the control thread is gone: nobody else touches the clients now */
+  g_mutex_lock (&self->lock);
+  for (i = 0; i < MAX_CLIENTS; i++) {
+    if (self->clients[i])
+      gone[n++] = self->clients[i];
+    self->clients[i] = NULL;
+  }
+  self->n_clients = 0;
+  for (i = 0; i < n; i++)
+    queue_event (self, GPUSHARE_SERVER_EVENT_REMOVED, gone[i]->id,
+        GPUSHARE_REMOVE_SHUTDOWN, 0);
+  if (n)
+    queue_event (self, GPUSHARE_SERVER_EVENT_NUM_CLIENTS, 0, 0, 0);
+  g_mutex_unlock (&self->lock);
+
+  for (i = 0; i < n; i++) {
+    send_simple (gone[i], GPUSHARE_MSG_GOODBYE, GPUSHARE_ERR_SHUTDOWN);
+    gpushare_conn_flush (gone[i]->conn, GOODBYE_FLUSH_MS);
+    client_free (gone[i]);
+  }
+  deliver_events (self);
+
+  g_clear_pointer (&self->loop, g_main_loop_unref);
+  g_clear_pointer (&self->context, g_main_context_unref);
+  if (self->listen_fd >= 0) {
+    close (self->listen_fd);
+    self->listen_fd = -1;
+  }
+  if (self->bound_path) {
+    unlink (self->bound_path);
+    g_clear_pointer (&self->bound_path, g_free);
+  }
+
+  g_mutex_lock (&self->lock);
+  rings[0] = self->system;
+  self->system = NULL;
+  for (i = 0; i < N_GPU_TYPES; i++) {
+    rings[i + 1] = self->gpu_rings[i];
+    self->gpu_rings[i] = NULL;
+  }
+  retired = self->retired_legacy;
+  self->retired_legacy = NULL;
+  holders = self->legacy_holders;
+  self->legacy_holders = NULL;
+  self->have_layout = FALSE;
+  g_mutex_unlock (&self->lock);
+  /* device work, outside the lock */
+  for (i = 0; i < G_N_ELEMENTS (rings); i++)
+    g_clear_pointer (&rings[i], gpushare_xfer_ring_unref);
+  g_clear_pointer (&retired, gpushare_retained_free);
+  g_clear_pointer (&holders, gpushare_holders_free);
+}
+
+void
+gpushare_server_configure (GpuShareServer * self,
+    const GpuShareServerConfig * config)
+{
+  GArray *uids = ids_copy (config->allowed_uids);
+  GArray *gids = ids_copy (config->allowed_gids);
+
+  g_mutex_lock (&self->lock);
+  self->config.max_clients = config->max_clients;
+  self->config.max_pending = config->max_pending;
+  self->config.handshake_timeout = config->handshake_timeout;
+  self->config.lease_timeout = config->lease_timeout;
+  self->config.heartbeat_interval = config->heartbeat_interval;
+  g_clear_pointer (&self->config.allowed_uids, g_array_unref);
+  g_clear_pointer (&self->config.allowed_gids, g_array_unref);
+  self->config.allowed_uids = uids;
+  self->config.allowed_gids = gids;
+  g_cond_broadcast (&self->cond);
+  g_mutex_unlock (&self->lock);
+}
+
+gboolean
+gpushare_server_gpu_ok (GpuShareServer * self)
+{
+  return self->gpu_ok;
+}
+
+const gchar *
+gpushare_server_gpu_reason (GpuShareServer * self)
+{
+  return self->gpu_reason;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The stream */
+
+/* lock held: to every client past its announce, the new layout, and the
+ * new ring's slots where it has mapped one */
+static void
+announce_layout (GpuShareServer * self, gboolean new_ring)
+{
+  guint i;
+
+  for (i = 0; i < MAX_CLIENTS; i++) {
+    Client *c = self->clients[i];
+
+    if (!c)
+      continue;
+    if (c->state == CLIENT_CONNECTED) {
+      send_announce (self, c);
+      continue;
+    }
+    send_caps (self, c);
+    if (!new_ring || (c->state != CLIENT_EXPORTED && c->state != CLIENT_READY))
+      continue;
+    if (c->mem_type == GPUSHARE_MEM_SYSTEM) {
+      send_slots (self, c);
+    } else if (!c->needs_slots) {
+      /* exporting GPU slots is device work, done without the lock, and
+       * only the control thread may let the lock go with a client in
+       * hand: it is the one that drops clients */
+      GSource *source = g_idle_source_new ();
+
+      c->needs_slots = TRUE;
+      g_source_set_callback (source, export_pending, self, NULL);
+      g_source_attach (source, self->context);
+      g_source_unref (source);
+    }
+  }
+}
+
+gboolean
+gpushare_server_set_format (GpuShareServer * self,
+    const GpuShareLayout * layout, guint ring_size, GError ** error)
+{
+  GpuShareXferRing *ring = NULL, *old = NULL;
+  gboolean new_ring;
+  guint64 epoch;
+
+  g_mutex_lock (&self->lock);
+  new_ring = !self->system || layout->frame_size > self->system->slot_size;
+  epoch = self->epoch + 1;
+  g_mutex_unlock (&self->lock);
+
+  if (new_ring) {
+    ring = gpushare_xfer_ring_new (GPUSHARE_MEM_SYSTEM, 0, epoch, ring_size,
+        layout->frame_size, error);
+    if (!ring)
+      return FALSE;
+  }
+
+  g_mutex_lock (&self->lock);
+  if (ring) {
+    /* consumers keep their own mappings of the old ring until their last
+     * buffer from it is gone; our references go with the pool buffers */
+    old = self->system;
+    self->system = ring;
+    self->epoch = epoch;
+    gpushare_ring_init (&self->ring, ring_size, self->epoch);
+    GST_DEBUG_OBJECT (self->log_object, "new ring: epoch %" G_GUINT64_FORMAT
+        ", %u slots of %" G_GSIZE_FORMAT " bytes", self->epoch, ring_size,
+        ring->slot_size);
+  }
+  self->layout = *layout;
+  self->layout.epoch = self->epoch;
+  self->layout.slot_size = self->system->slot_size;
+  self->layout.n_slots = self->system->n_slots;
+  self->have_layout = TRUE;
+  /* the caps reach each consumer before the next frame: socket order */
+  announce_layout (self, new_ring);
+  g_cond_broadcast (&self->cond);
+  g_mutex_unlock (&self->lock);
+  g_clear_pointer (&old, gpushare_xfer_ring_unref);
+  deliver_events (self);
+  return TRUE;
+}
+
+gboolean
+gpushare_server_has_format (GpuShareServer * self)
+{
+  gboolean ret;
+
+  g_mutex_lock (&self->lock);
+  ret = self->system != NULL;
+  g_mutex_unlock (&self->lock);
+  return ret;
+}
+
+void
+gpushare_server_set_live (GpuShareServer * self, gboolean live,
+    guint64 latency)
+{
+  guint i;
+
+  g_mutex_lock (&self->lock);
+  self->live = live;
+  self->latency = latency;
+  /* tell consumers the liveness and latency, at this frame boundary */
+  if (live && self->have_layout)
+    for (i = 0; i < MAX_CLIENTS; i++)
+      if (self->clients[i] && self->clients[i]->state != CLIENT_CONNECTED)
+        send_caps (self, self->clients[i]);
+  g_mutex_unlock (&self->lock);
+}
+
+gboolean
+gpushare_server_is_live (GpuShareServer * self)
+{
+  gboolean live;
+
+  g_mutex_lock (&self->lock);
+  live = self->live;
+  g_mutex_unlock (&self->lock);
+  return live;
+}
+
+void
+gpushare_server_eos (GpuShareServer * self)
+{
+  guint i;
+
+  g_mutex_lock (&self->lock);
+  self->eos = TRUE;
+  for (i = 0; i < MAX_CLIENTS; i++)
+    if (self->clients[i] && self->clients[i]->state != CLIENT_CONNECTED)
+      send_simple (self->clients[i], GPUSHARE_MSG_EOS, self->sequence);
+  g_mutex_unlock (&self->lock);
+}
+
+void
+gpushare_server_reset_eos (GpuShareServer * self)
+{
+  g_mutex_lock (&self->lock);
+  self->eos = FALSE;
+  g_mutex_unlock (&self->lock);
+}
+
+void
+gpushare_server_set_flushing (GpuShareServer * self, gboolean flushing)
+{
+  g_mutex_lock (&self->lock);
+  self->flushing = flushing;
+  g_cond_broadcast (&self->cond);
+  g_mutex_unlock (&self->lock);
+}
+
+void
+gpushare_server_wake (GpuShareServer * self)
+{
+  g_mutex_lock (&self->lock);
+  g_cond_broadcast (&self->cond);
+  g_mutex_unlock (&self->lock);
+}
+
+guint
+gpushare_server_n_clients (GpuShareServer * self)
+{
+  guint n;
+
+  g_mutex_lock (&self->lock);
+  n = self->n_clients;
+  g_mutex_unlock (&self->lock);
+  return n;
+}
+
+/* lock held.  FALSE when flushing. */
+static gboolean
+wait_locked (GpuShareServer * self)
+{
+  if (self->flushing)
+    return FALSE;
+  g_cond_wait (&self->cond, &self->lock);
+  return !self->flushing;
+}
+
+static guint
+n_ready_clients (GpuShareServer * self)
+{
+  guint i, n = 0;
+
+  for (i = 0; i < MAX_CLIENTS; i++)
+    if (self->clients[i] && self->clients[i]->state == CLIENT_READY
+        && self->clients[i]->mapped_epoch == self->epoch)
+      n++;
+  return n;
+}
+
+/* lock held.  Consumers that were streaming and are mapping the ring that a
+ * caps change just made: lossless waits for them, leaky counts what they
+ * miss meanwhile. */
+static guint
+n_remapping_clients (GpuShareServer * self)
+{
+  guint i, n = 0;
+
+  for (i = 0; i < MAX_CLIENTS; i++)
+    if (self->clients[i] && self->clients[i]->connected_emitted
+        && (self->clients[i]->state != CLIENT_READY
+            || self->clients[i]->mapped_epoch != self->epoch))
+      n++;
+  return n;
+}
+
+/* lock held: which memory types the consumers of this frame read */
+static void
+memory_needs (GpuShareServer * self, gboolean * sys, guint32 * gpu)
+{
+  guint i;
+
+  *sys = FALSE;
+  *gpu = 0;
+  for (i = 0; i < MAX_CLIENTS; i++) {
+    Client *c = self->clients[i];
+
+    if (!c || c->state != CLIENT_READY || c->mapped_epoch != self->epoch)
+      continue;
+    if (c->mem_type == GPUSHARE_MEM_SYSTEM)
+      *sys = TRUE;
+    else
+      *gpu |= c->mem_type;
+  }
+}
+
+/* lock held.  A thread starts or stops waiting for a free slot: leases run
+ * while any does (render, and upstream in our pool, may both wait). */
+static void
+slot_wait_begin (GpuShareServer * self)
+{
+  if (self->n_waiting++ == 0)
+    self->waiting_since = g_get_monotonic_time ();
+}
+
+static void
+slot_wait_end (GpuShareServer * self)
+{
+  g_return_if_fail (self->n_waiting > 0);
+  if (--self->n_waiting == 0)
+    self->waiting_since = 0;
+}
+
+/* lock held, let go while the ring is made.  A ring with quarantined slots
+ * is replaced by a new one of the same layout (a new epoch, as for a caps
+ * change): every consumer maps the new ring, the old one lives on only in
+ * the mappings of those that still read it. */
+static gboolean
+replace_ring (GpuShareServer * self, GError ** error)
+{
+  GpuShareXferRing *ring, *old;
+  guint n_slots = self->ring.n_slots, tainted;
+
+  tainted = gpushare_ring_n_tainted (&self->ring);
+  g_mutex_unlock (&self->lock);
+  ring = gpushare_xfer_ring_new (GPUSHARE_MEM_SYSTEM, 0, self->epoch + 1,
+      n_slots, self->layout.frame_size, error);
+  g_mutex_lock (&self->lock);
+  if (!ring)
+    return FALSE;
+  old = self->system;
+  self->system = ring;
+  self->epoch = ring->epoch;
+  gpushare_ring_init (&self->ring, n_slots, self->epoch);
+  self->rings_replaced++;
+  GST_WARNING_OBJECT (self->log_object, "ring replaced (epoch %"
+      G_GUINT64_FORMAT "): %u of its %u slots were quarantined", self->epoch,
+      tainted, n_slots);
+  /* as for a caps change: the new ring's layout, then its slots */
+  self->layout.epoch = self->epoch;
+  announce_layout (self, TRUE);
+  g_cond_broadcast (&self->cond);
+  g_mutex_unlock (&self->lock);
+  gpushare_xfer_ring_unref (old);
+  g_mutex_lock (&self->lock);
+  return TRUE;
+}
+
+/* lock held: is tag a slot of the current ring, still as the pool handed
+ * it out? */
+static gboolean
+is_current_slot (GpuShareServer * self, const GpuShareServerTag * tag)
+{
+  return tag && tag->ring == self->system
+      && gpushare_ring_is_writing (&self->ring, tag->slot, tag->generation);
+}
+
+static void
+frame_clear (GpuShareServer * self, GpuShareServerFrame * frame)
+{
+  guint i;
+
+  g_clear_pointer (&frame->system, gpushare_xfer_ring_unref);
+  g_clear_pointer (&frame->staged, gpushare_xfer_ring_unref);
+  for (i = 0; i < frame->n_gpu; i++)
+    g_clear_pointer (&frame->gpu[i], gpushare_xfer_ring_unref);
+  frame->n_gpu = 0;
+}
+
+GpuShareServerResult
+gpushare_server_begin_frame (GpuShareServer * self, gboolean lossless,
+    gboolean wait_for_connection, gboolean gpu_buffer,
+    const GpuShareServerTag * tag, GpuShareServerFrame * frame,
+    GError ** error)
+{
+  gboolean need_sys, in_sys_slot = FALSE;
+  guint32 need_gpu;
+  guint slot, i;
+
+  memset (frame, 0, sizeof (*frame));
+  frame->leaky = !lossless;
+  g_mutex_lock (&self->lock);
+  if (!self->system) {
+    g_mutex_unlock (&self->lock);
+    return GPUSHARE_SERVER_NO_FORMAT;
+  }
+again:
+  if (gpushare_ring_n_tainted (&self->ring) > 0
+      && !replace_ring (self, error)) {
+    g_mutex_unlock (&self->lock);
+    return GPUSHARE_SERVER_ERROR;
+  }
+  while (wait_for_connection && n_ready_clients (self) == 0) {
+    GST_LOG_OBJECT (self->log_object, "waiting for a consumer");
+    if (!wait_locked (self))
+      goto flushing;
+  }
+  while (lossless && n_remapping_clients (self) > 0) {
+    GST_LOG_OBJECT (self->log_object, "waiting for consumers to map the new "
+        "ring");
+    if (!wait_locked (self))
+      goto flushing;
+  }
+
+  memory_needs (self, &need_sys, &need_gpu);
+  /* with nobody there, keep the system-memory slot current as before */
+  if (!need_sys && !need_gpu && !gpu_buffer)
+    need_sys = TRUE;
+  if (is_current_slot (self, tag)) {
+    slot = tag->slot;
+    self->frames_in_place++;
+    in_sys_slot = TRUE;
+    frame->in_place = TRUE;
+  } else {
+    gboolean waiting = FALSE;
+
+    for (;;) {
+      if (gpushare_ring_acquire (&self->ring, &slot) == GPUSHARE_RING_OK)
+        break;
+      if (gpushare_ring_n_tainted (&self->ring) > 0) {
+        /* a consumer was dropped meanwhile: its slots are quarantined */
+        if (waiting)
+          slot_wait_end (self);
+        goto again;
+      }
+      if (!lossless) {
+        /* every slot is taken: drop this frame, never wait */
+        self->frames_dropped++;
+        g_mutex_unlock (&self->lock);
+        GST_LOG_OBJECT (self->log_object, "no free slot: frame dropped");
+        return GPUSHARE_SERVER_DROPPED;
+      }
+      if (!waiting) {
+        slot_wait_begin (self);
+        waiting = TRUE;
+      }
+      if (!wait_locked (self)) {
+        slot_wait_end (self);
+        goto flushing;
+      }
+    }
+    if (waiting)
+      slot_wait_end (self);
+  }
+  frame->slot = slot;
+  if (!in_sys_slot && need_sys) {
+    /* only we write a slot in WRITING state: written without the lock */
+    frame->system = gpushare_xfer_ring_ref (self->system);
+    in_sys_slot = TRUE;
+  }
+  if (in_sys_slot)
+    frame->staged = gpushare_xfer_ring_ref (self->system);
+  for (i = 0; i < 32; i++) {
+    GpuShareXferRing *ring;
+
+    if (!(need_gpu & (1u << i)))
+      continue;
+    ring = ensure_gpu_ring (self, 1u << i, error);
+    if (!ring) {
+      gpushare_ring_abort (&self->ring, slot);
+      g_mutex_unlock (&self->lock);
+      frame_clear (self, frame);
+      return GPUSHARE_SERVER_ERROR_GPU;
+    }
+    frame->gpu[frame->n_gpu++] = ring;
+  }
+  g_mutex_unlock (&self->lock);
+  return GPUSHARE_SERVER_OK;
+
+flushing:
+  g_mutex_unlock (&self->lock);
+  return GPUSHARE_SERVER_FLUSHING;
+}
+
+gboolean
+gpushare_server_end_frame (GpuShareServer * self,
+    GpuShareServerFrame * frame, gboolean written,
+    const GpuShareFrame * fields, GError ** error)
+{
+  Client *sent_to[MAX_CLIENTS];
+  guint sent_id[MAX_CLIENTS];
+  GpuShareMemType sent_mem[MAX_CLIENTS] = { 0, };
+  guint64 holders = 0, sequence;
+  guint32 generation, gpu_types = 0;
+  guint slot = frame->slot, i, n_ready, quota;
+  gboolean ok = TRUE;
+
+  g_mutex_lock (&self->lock);
+  /* the epoch cannot change in between: only the streaming thread, which
+   * writes this frame, makes a new ring */
+  if (!written) {
+    gpushare_ring_abort (&self->ring, slot);
+    g_cond_broadcast (&self->cond);
+    g_mutex_unlock (&self->lock);
+    frame_clear (self, frame);
+    return written;
+  }
+  if (frame->system)
+    self->frames_copied++;
+  for (i = 0; i < frame->n_gpu; i++)
+    gpu_types |= frame->gpu[i]->mem_type;
+  if (gpu_types)
+    self->frames_to_gpu++;
+  sequence = ++self->sequence;
+  gpushare_ring_ready (&self->ring, slot, sequence);
+
+  n_ready = n_ready_clients (self);
+  /* leaky: each consumer may hold its share of the ring, one slot always
+   * stays with the producer */
+  quota = MAX (1, (self->ring.n_slots - 1) / MAX (1, n_ready));
+  for (i = 0; i < MAX_CLIENTS; i++) {
+    Client *c = self->clients[i];
+
+    sent_to[i] = NULL;
+    if (!c)
+      continue;
+    if (c->state != CLIENT_READY || c->mapped_epoch != self->epoch
+        || (c->mem_type == GPUSHARE_MEM_SYSTEM ? !frame->staged :
+            !(gpu_types & c->mem_type))) {
+      /* still mapping a new ring (leaky only: lossless waited above), or
+       * it joined while this frame was being written */
+      if (c->connected_emitted)
+        c->frames_dropped++;
+      continue;
+    }
+    if (frame->leaky
+        && gpushare_ring_n_held_by (&self->ring, c->index) >= quota) {
+      c->frames_dropped++;
+      GST_LOG_OBJECT (self->log_object, "client %u holds its share: frame "
+          "skipped", c->id);
+      continue;
+    }
+    holders |= G_GUINT64_CONSTANT (1) << c->index;
+    sent_to[i] = c;
+    sent_id[i] = c->id;
+    sent_mem[i] = c->mem_type;
+  }
+  gpushare_ring_publish_at (&self->ring, slot, holders,
+      g_get_monotonic_time ());
+  generation = gpushare_ring_generation (&self->ring, slot);
+  g_mutex_unlock (&self->lock);
+
+  /* ready, signalled to the GPU holders: device work, without the lock
+   * (the clients in sent_to[] are only compared from here on) */
+  for (i = 0; ok && i < frame->n_gpu; i++) {
+    guint64 gpu_holders = 0;
+    guint j;
+
+    for (j = 0; j < MAX_CLIENTS; j++)
+      if (sent_mem[j] == frame->gpu[i]->mem_type)
+        gpu_holders |= G_GUINT64_CONSTANT (1) << j;
+    ok = gpushare_xfer_ring_publish (frame->gpu[i], slot, gpu_holders,
+        sequence, error);
+  }
+
+  g_mutex_lock (&self->lock);
+  if (ok) {
+    GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+    GpuShareFrame *f = &msg->u.frame;
+
+    msg->type = GPUSHARE_MSG_FRAME;
+    *f = *fields;
+    f->epoch = self->ring.epoch;
+    f->slot = slot;
+    f->generation = generation;
+    f->sequence = sequence;
+    for (i = 0; i < MAX_CLIENTS; i++) {
+      Client *c = sent_to[i];
+
+      if (!c)
+        continue;
+      c = self->clients[i];
+      if (!c || c->id != sent_id[i]) {
+        /* gone meanwhile; its slots went with it */
+        continue;
+      }
+      /* a failed send drops the client from the control thread, which
+       * gives its slots back */
+      if (gpushare_conn_send (c->conn, msg, NULL, 0, NULL))
+        c->frames_sent++;
+    }
+    g_free (msg);
+    self->frames_rendered++;
+    gpushare_test_point ("sink", "frame");
+    GST_LOG_OBJECT (self->log_object, "frame %" G_GUINT64_FORMAT " in slot "
+        "%u for %u consumers", sequence, slot,
+        (guint) __builtin_popcountll (holders));
+  }
+  g_mutex_unlock (&self->lock);
+  frame_clear (self, frame);
+  return ok;
+}
+
+/* lock held: lossless waits only while consumers hold slots (they will come
+ * back); slots that upstream holds itself would never come back */
+gboolean
+gpushare_server_pool_acquire (GpuShareServer * self, gboolean leaky,
+    const gint * flushing, GpuShareServerTag * tag)
+{
+  gboolean waiting = FALSE, got = FALSE;
+  guint slot;
+
+  g_mutex_lock (&self->lock);
+  while (self->system) {
+    if (g_atomic_int_get (flushing))
+      break;
+    if (gpushare_ring_acquire (&self->ring, &slot) == GPUSHARE_RING_OK) {
+      tag->ring = gpushare_xfer_ring_ref (self->system);
+      tag->slot = slot;
+      tag->generation = gpushare_ring_generation (&self->ring, slot);
+      got = TRUE;
+      break;
+    }
+    /* quarantined slots: render replaces the ring, give it a frame */
+    if (leaky || !gpushare_ring_any_held (&self->ring)
+        || gpushare_ring_n_tainted (&self->ring) > 0)
+      break;
+    /* the producer waits for a slot: leases run */
+    if (!waiting) {
+      slot_wait_begin (self);
+      waiting = TRUE;
+    }
+    g_cond_wait (&self->cond, &self->lock);
+  }
+  if (waiting)
+    slot_wait_end (self);
+  g_mutex_unlock (&self->lock);
+  return got;
+}
+
+void
+gpushare_server_pool_release (GpuShareServer * self,
+    const GpuShareServerTag * tag)
+{
+  g_mutex_lock (&self->lock);
+  if (tag->ring == self->system
+      && gpushare_ring_is_writing (&self->ring, tag->slot, tag->generation)) {
+    gpushare_ring_abort (&self->ring, tag->slot);
+    g_cond_broadcast (&self->cond);
+  }
+  g_mutex_unlock (&self->lock);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Stats */
+
+void
+gpushare_server_stats_clear (GpuShareServerStats * stats)
+{
+  guint i;
+
+  g_free (stats->gpu_memory);
+  for (i = 0; i < stats->n_clients; i++) {
+    g_free (stats->clients[i].name);
+    g_free (stats->clients[i].memory_reason);
+  }
+  memset (stats, 0, sizeof (*stats));
+}
+
+void
+gpushare_server_get_stats (GpuShareServer * self, GpuShareServerStats * s)
+{
+  guint i;
+
+  memset (s, 0, sizeof (*s));
+  g_mutex_lock (&self->lock);
+  s->epoch = self->epoch;
+  s->slots_quarantined = self->slots_quarantined;
+  s->rings_replaced = self->rings_replaced;
+  s->legacy_rings_retained = self->retired_legacy ?
+      gpushare_retained_count (self->retired_legacy) : 0;
+  s->frames_rendered = self->frames_rendered;
+  s->frames_dropped = self->frames_dropped;
+  s->frames_in_place = self->frames_in_place;
+  s->frames_copied = self->frames_copied;
+  s->frames_to_gpu = self->frames_to_gpu;
+  s->gpu_memory = g_strdup (self->gpu_ok ? "offered" :
+      self->gpu_reason ? self->gpu_reason : "not probed");
+  s->free_slots = self->system ? gpushare_ring_n_free (&self->ring) : 0;
+  for (i = 0; i < MAX_CLIENTS; i++) {
+    Client *c = self->clients[i];
+    GpuShareServerClientStats *cs;
+
+    if (!c)
+      continue;
+    cs = &s->clients[s->n_clients++];
+    cs->id = c->id;
+    cs->pid = (gint) c->pid;
+    cs->name = g_strdup (c->name ? c->name : "");
+    cs->state = client_state_to_string (c->state);
+    cs->memory_type = c->mem_type ?
+        gpushare_mem_type_to_string (c->mem_type) : "none";
+    cs->memory_reason = g_strdup (c->mem_reason ? c->mem_reason :
+        "handshake not finished");
+    cs->frames_sent = c->frames_sent;
+    cs->frames_released = c->frames_released;
+    cs->frames_dropped = c->frames_dropped;
+    cs->slots_held = self->system ?
+        gpushare_ring_n_held_by (&self->ring, c->index) : 0;
+  }
+  g_mutex_unlock (&self->lock);
+}

@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The producer core: everything gpusharesink does that is not GStreamer.
+ *
+ * It listens on the socket path, admits consumers (credentials, limits),
+ * runs each one's handshake as a state machine with deadlines and a
+ * heartbeat, exports the ring through the transfer interface, hands out
+ * slots per frame under the slow-consumer policy, takes RELEASEs back,
+ * and deals with consumers that leave or misbehave: leases, quarantine,
+ * ring replacement, retention of legacy IPC rings.  Its control thread
+ * runs a GMainContext of its own.
+ *
+ * Locking: one mutex guards the clients and the ring state.  Nothing slow
+ * runs under it: device work (GPU rings made, consumers added and removed,
+ * frames written and published) happens on the transfer's rings after it
+ * is let go, sockets are only queued to, and every notification is queued
+ * and delivered through the event callback after unlocking.  The order is
+ * server lock, then a transfer ring's lock; never the other way.
+ */
+
+#ifndef __GPUSHARE_SERVER_H__
+#define __GPUSHARE_SERVER_H__
+
+#include <glib.h>
+#include <gst/video/video.h>
+#include "gpushareproto.h"
+#include "gpusharexfer.h"
+
+G_BEGIN_DECLS
+
+typedef struct _GpuShareServer GpuShareServer;
+
+/* why a consumer went; the values of GstGpuShareClientRemoveReason */
+typedef enum
+{
+  GPUSHARE_REMOVE_GOODBYE,
+  GPUSHARE_REMOVE_HANGUP,
+  GPUSHARE_REMOVE_PROTOCOL,
+  GPUSHARE_REMOVE_VERSION,
+  GPUSHARE_REMOVE_NOT_AUTHORIZED,
+  GPUSHARE_REMOVE_UNSUPPORTED,
+  GPUSHARE_REMOVE_SLOW,
+  GPUSHARE_REMOVE_TOO_MANY,
+  GPUSHARE_REMOVE_PEER_ERROR,
+  GPUSHARE_REMOVE_RESOURCE,
+  GPUSHARE_REMOVE_SHUTDOWN,
+  GPUSHARE_REMOVE_TIMEOUT,
+  GPUSHARE_REMOVE_LEASE,
+} GpuShareRemoveReason;
+
+const gchar *gpushare_remove_reason_to_string (GpuShareRemoveReason reason);
+
+typedef enum
+{
+  GPUSHARE_SERVER_EVENT_CONNECTED,      /* a consumer receives frames */
+  GPUSHARE_SERVER_EVENT_REMOVED,        /* a consumer is gone */
+  GPUSHARE_SERVER_EVENT_QUARANTINE,     /* slots a consumer left tainted */
+  GPUSHARE_SERVER_EVENT_NUM_CLIENTS,    /* the client count changed */
+} GpuShareServerEventType;
+
+typedef struct
+{
+  GpuShareServerEventType type;
+  guint client_id;              /* 0: refused before it got one */
+  GpuShareRemoveReason reason;
+  guint slots;                  /* QUARANTINE */
+} GpuShareServerEvent;
+
+/* called from any thread, never with a lock of the server held */
+typedef void (*GpuShareServerEventFunc) (GpuShareServer * server,
+    const GpuShareServerEvent * event, gpointer user_data);
+
+typedef struct
+{
+  gchar *socket_path;
+  guint socket_mode;
+  guint max_clients;
+  guint max_pending;
+  guint handshake_timeout;      /* ms, 0: none */
+  guint lease_timeout;          /* ms, 0: none */
+  guint heartbeat_interval;     /* ms, 0: none */
+  GArray *allowed_uids;         /* guint; our own uid always may */
+  GArray *allowed_gids;
+  gint cuda_device_id;
+  gchar *name;                  /* announced to consumers */
+} GpuShareServerConfig;
+
+typedef enum
+{
+  GPUSHARE_SERVER_OK,
+  GPUSHARE_SERVER_DROPPED,      /* leaky, every slot taken: frame dropped */
+  GPUSHARE_SERVER_FLUSHING,
+  GPUSHARE_SERVER_NO_FORMAT,    /* a frame before the caps */
+  GPUSHARE_SERVER_ERROR,        /* the ring could not be replaced */
+  GPUSHARE_SERVER_ERROR_GPU,    /* a GPU ring could not be made */
+} GpuShareServerResult;
+
+/* The slot a frame is written to, between begin and end of the frame */
+typedef struct
+{
+  guint slot;
+  gboolean leaky;               /* consumers holding their share skip it */
+  gboolean in_place;            /* upstream wrote the system slot itself */
+  GpuShareXferRing *system;     /* to write first, or NULL; a reference */
+  GpuShareXferRing *staged;     /* the system ring holding the frame after
+                                 * that write, or NULL; a reference */
+  GpuShareXferRing *gpu[3];     /* GPU rings to write; references */
+  guint n_gpu;
+} GpuShareServerFrame;
+
+/* a slot upstream holds from our pool */
+typedef struct
+{
+  GpuShareXferRing *ring;       /* a reference */
+  guint slot;
+  guint32 generation;
+} GpuShareServerTag;
+
+typedef struct
+{
+  guint id;
+  gint pid;
+  gchar *name;
+  const gchar *state;
+  const gchar *memory_type;
+  gchar *memory_reason;
+  guint64 frames_sent;
+  guint64 frames_released;
+  guint64 frames_dropped;
+  guint slots_held;
+} GpuShareServerClientStats;
+
+typedef struct
+{
+  guint64 epoch;
+  guint64 slots_quarantined;
+  guint64 rings_replaced;
+  guint legacy_rings_retained;
+  guint64 frames_rendered;
+  guint64 frames_dropped;
+  guint64 frames_in_place;
+  guint64 frames_copied;
+  guint64 frames_to_gpu;
+  gchar *gpu_memory;
+  guint free_slots;
+  guint n_clients;
+  GpuShareServerClientStats clients[64];
+} GpuShareServerStats;
+
+void gpushare_server_stats_clear (GpuShareServerStats * stats);
+
+/* log_object: what log lines name (the element), may be NULL */
+GpuShareServer *gpushare_server_new (const GpuShareServerConfig * config,
+    gpointer log_object, GpuShareServerEventFunc func, gpointer user_data);
+void gpushare_server_free (GpuShareServer * server);
+
+/* listens, probes the GPU, starts the control thread */
+gboolean gpushare_server_start (GpuShareServer * server, GError ** error);
+/* says GOODBYE to every consumer, stops the thread, frees the rings */
+void gpushare_server_stop (GpuShareServer * server);
+
+/* settings that apply from now on (limits, timeouts, heartbeat of new
+ * connections, allowed ids); the socket and the GPU stay as started */
+void gpushare_server_configure (GpuShareServer * server,
+    const GpuShareServerConfig * config);
+
+/* GPU memory offered to consumers, or why not */
+gboolean gpushare_server_gpu_ok (GpuShareServer * server);
+const gchar *gpushare_server_gpu_reason (GpuShareServer * server);
+
+/* The stream.  layout: the caps, frame size and planes; the ring's fields
+ * are the server's.  A new ring is made when the frame needs larger
+ * slots; consumers get the caps (and the slots) before the next frame. */
+gboolean gpushare_server_set_format (GpuShareServer * server,
+    const GpuShareLayout * layout, guint ring_size, GError ** error);
+gboolean gpushare_server_has_format (GpuShareServer * server);
+void gpushare_server_set_live (GpuShareServer * server, gboolean live,
+    guint64 latency);
+gboolean gpushare_server_is_live (GpuShareServer * server);
+void gpushare_server_eos (GpuShareServer * server);
+void gpushare_server_reset_eos (GpuShareServer * server);
+/* wakes every wait; frames are refused while flushing */
+void gpushare_server_set_flushing (GpuShareServer * server,
+    gboolean flushing);
+/* wakes every wait, so that settings read at the wait are seen */
+void gpushare_server_wake (GpuShareServer * server);
+guint gpushare_server_n_clients (GpuShareServer * server);
+
+/* A frame: a slot for it (waits as the policy says), written by the
+ * caller through the rings in frame, then given to the consumers.
+ * tag: the pool slot the buffer is, when upstream wrote into it. */
+GpuShareServerResult gpushare_server_begin_frame (GpuShareServer * server,
+    gboolean lossless, gboolean wait_for_connection, gboolean gpu_buffer,
+    const GpuShareServerTag * tag, GpuShareServerFrame * frame,
+    GError ** error);
+/* written: FALSE when a write failed (the slot goes back).  fields: the
+ * frame's timestamps and flags; the ring's fields are the server's */
+gboolean gpushare_server_end_frame (GpuShareServer * server,
+    GpuShareServerFrame * frame, gboolean written,
+    const GpuShareFrame * fields, GError ** error);
+
+/* The pool: a free system slot for upstream to write into.  FALSE when
+ * none is to be had (upstream then gets a plain buffer); waits while
+ * consumers hold every slot, unless leaky or *flushing. */
+gboolean gpushare_server_pool_acquire (GpuShareServer * server,
+    gboolean leaky, const gint * flushing, GpuShareServerTag * tag);
+/* a slot that never reached a frame */
+void gpushare_server_pool_release (GpuShareServer * server,
+    const GpuShareServerTag * tag);
+
+void gpushare_server_get_stats (GpuShareServer * server,
+    GpuShareServerStats * stats);
+
+G_END_DECLS
+
+#endif /* __GPUSHARE_SERVER_H__ */

@@ -1,0 +1,501 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The transfer interface (gpusharexfer.h): dispatch, and the system-memory
+ * transfer over the sealed memfds of gpusharesysmem.c.
+ */
+
+#include "gpusharexfer.h"
+
+#include <string.h>
+
+#include "gpusharebackend.h"
+#include "gpushareconn.h"
+#include "gpusharevideo.h"
+
+G_DEFINE_QUARK (gpushare-xfer-error-quark, gpushare_xfer_error);
+
+static const GpuShareXfer *gpu_xfer;
+
+void
+gpushare_xfer_register_gpu (const GpuShareXfer * xfer)
+{
+  g_atomic_pointer_set (&gpu_xfer, xfer);
+}
+
+const GpuShareXfer *
+gpushare_xfer_gpu (void)
+{
+  return g_atomic_pointer_get (&gpu_xfer);
+}
+
+const GpuShareXfer *
+gpushare_xfer_for (GpuShareMemType type)
+{
+  const GpuShareXfer *gpu = gpushare_xfer_gpu ();
+
+  if (type == GPUSHARE_MEM_SYSTEM)
+    return &gpushare_xfer_system;
+  if (gpu && type && (gpu->mem_types & type) == (guint32) type)
+    return gpu;
+  return NULL;
+}
+
+guint
+gpushare_slots_n_fds (const GpuShareSlots * s)
+{
+  /* legacy and fabric slots travel as handles in the body */
+  return (s->mem_type == GPUSHARE_MEM_CUDA_LEGACY
+      || s->mem_type == GPUSHARE_MEM_CUDA_FABRIC ? 0 : s->n_slots) +
+      s->n_sync_fds;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The device and GStreamer's GPU library, through the GPU transfer */
+
+gboolean
+gpushare_xfer_gpu_probe (gint device, GpuShareGpuInfo * info,
+    GError ** error)
+{
+  const GpuShareXfer *gpu = gpushare_xfer_gpu ();
+
+  memset (info, 0, sizeof (*info));
+  if (!gpu || !gpu->probe) {
+    g_set_error (error, GPUSHARE_XFER_ERROR, GPUSHARE_XFER_ERROR_UNSUPPORTED,
+        "built without CUDA");
+    return FALSE;
+  }
+  return gpu->probe (device, info, error);
+}
+
+void
+gpushare_xfer_gpu_peer (gint reader, const guint8 uuid[16],
+    GpuSharePeerInfo * peer)
+{
+  const GpuShareXfer *gpu = gpushare_xfer_gpu ();
+
+  memset (peer, 0, sizeof (*peer));
+  peer->owner = -1;
+  if (gpu && gpu->peer)
+    gpu->peer (reader, uuid, peer);
+}
+
+void
+gpushare_peer_info_clear (GpuSharePeerInfo * peer)
+{
+  g_clear_pointer (&peer->error, g_free);
+}
+
+gchar *
+gpushare_xfer_gpu_uuid_string (const guint8 uuid[16])
+{
+  const GpuShareXfer *gpu = gpushare_xfer_gpu ();
+
+  if (gpu && gpu->uuid_to_string)
+    return gpu->uuid_to_string (uuid);
+  return g_strdup ("GPU-?");
+}
+
+gboolean
+gpushare_xfer_gpu_context_ensure (GstElement * element, gint device,
+    GstObject ** ctx)
+{
+  const GpuShareXfer *gpu = gpushare_xfer_gpu ();
+
+  return gpu && gpu->context_ensure
+      && gpu->context_ensure (element, device, ctx);
+}
+
+gboolean
+gpushare_xfer_gpu_context_set (GstElement * element, GstContext * context,
+    gint device, GstObject ** ctx)
+{
+  const GpuShareXfer *gpu = gpushare_xfer_gpu ();
+
+  return gpu && gpu->context_set
+      && gpu->context_set (element, context, device, ctx);
+}
+
+gboolean
+gpushare_xfer_gpu_context_query (GstElement * element, GstQuery * query,
+    GstObject * ctx)
+{
+  const GpuShareXfer *gpu = gpushare_xfer_gpu ();
+
+  return ctx && gpu && gpu->context_query
+      && gpu->context_query (element, query, ctx);
+}
+
+gboolean
+gpushare_xfer_gpu_is_memory (GstMemory * mem)
+{
+  const GpuShareXfer *gpu = gpushare_xfer_gpu ();
+
+  return mem && gpu && gpu->is_memory && gpu->is_memory (mem);
+}
+
+GstBufferPool *
+gpushare_xfer_gpu_pool_new (GstObject * ctx)
+{
+  const GpuShareXfer *gpu = gpushare_xfer_gpu ();
+
+  return ctx && gpu && gpu->pool_new ? gpu->pool_new (ctx) : NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Producer */
+
+GpuShareXferRing *
+gpushare_xfer_ring_new (GpuShareMemType type, gint device, guint64 epoch,
+    guint n_slots, gsize frame_size, GError ** error)
+{
+  const GpuShareXfer *xfer = gpushare_xfer_for (type);
+  GpuShareXferRing *ring;
+
+  g_return_val_if_fail (n_slots >= 1 && n_slots <= GPUSHARE_MAX_SLOTS, NULL);
+  if (!xfer) {
+    g_set_error (error, GPUSHARE_XFER_ERROR, GPUSHARE_XFER_ERROR_UNSUPPORTED,
+        "no transfer for %s memory in this build",
+        gpushare_mem_type_to_string (type));
+    return NULL;
+  }
+  ring = xfer->ring_new (device, type, epoch, n_slots, frame_size, error);
+  if (!ring)
+    return NULL;
+  ring->xfer = xfer;
+  ring->ref_count = 1;
+  g_mutex_init (&ring->lock);
+  ring->mem_type = type;
+  ring->device = device;
+  ring->epoch = epoch;
+  ring->n_slots = n_slots;
+  return ring;
+}
+
+GpuShareXferRing *
+gpushare_xfer_ring_ref (GpuShareXferRing * ring)
+{
+  g_atomic_int_inc (&ring->ref_count);
+  return ring;
+}
+
+void
+gpushare_xfer_ring_unref (GpuShareXferRing * ring)
+{
+  if (!g_atomic_int_dec_and_test (&ring->ref_count))
+    return;
+  g_mutex_clear (&ring->lock);
+  ring->xfer->ring_free (ring);
+}
+
+gboolean
+gpushare_xfer_ring_add_consumer (GpuShareXferRing * ring, guint index,
+    GpuShareSyncMode mode, GError ** error)
+{
+  gboolean ok = TRUE;
+
+  if (!ring->xfer->add_consumer)
+    return TRUE;
+  g_mutex_lock (&ring->lock);
+  ok = ring->xfer->add_consumer (ring, index, mode, error);
+  g_mutex_unlock (&ring->lock);
+  return ok;
+}
+
+void
+gpushare_xfer_ring_remove_consumer (GpuShareXferRing * ring, guint index)
+{
+  if (!ring->xfer->remove_consumer)
+    return;
+  g_mutex_lock (&ring->lock);
+  ring->xfer->remove_consumer (ring, index);
+  g_mutex_unlock (&ring->lock);
+}
+
+gboolean
+gpushare_xfer_ring_export (GpuShareXferRing * ring, guint index,
+    GpuShareSlots * slots, gint * fds, guint * n_fds, GError ** error)
+{
+  gboolean ok;
+
+  *n_fds = 0;
+  g_mutex_lock (&ring->lock);
+  ok = ring->xfer->export_slots (ring, index, slots, fds, n_fds, error);
+  g_mutex_unlock (&ring->lock);
+  return ok;
+}
+
+gboolean
+gpushare_xfer_ring_write (GpuShareXferRing * ring, guint slot,
+    const GstVideoInfo * info, GstBuffer * buf, GpuShareXferRing * staged,
+    GError ** error)
+{
+  gboolean ok;
+
+  g_return_val_if_fail (slot < ring->n_slots, FALSE);
+  g_mutex_lock (&ring->lock);
+  ok = ring->xfer->write (ring, slot, info, buf, staged, error);
+  g_mutex_unlock (&ring->lock);
+  return ok;
+}
+
+gboolean
+gpushare_xfer_ring_publish (GpuShareXferRing * ring, guint slot,
+    guint64 holders, guint64 sequence, GError ** error)
+{
+  gboolean ok;
+
+  if (!ring->xfer->publish)
+    return TRUE;
+  g_mutex_lock (&ring->lock);
+  ok = ring->xfer->publish (ring, slot, holders, sequence, error);
+  g_mutex_unlock (&ring->lock);
+  return ok;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Consumer */
+
+GpuShareXferView *
+gpushare_xfer_view_new (gint device, const GpuShareSlots * slots, gint * fds,
+    GError ** error)
+{
+  const GpuShareXfer *xfer = gpushare_xfer_for (slots->mem_type);
+  GpuShareXferView *view;
+
+  if (!xfer) {
+    gpushare_close_fds (fds, gpushare_slots_n_fds (slots));
+    g_set_error (error, GPUSHARE_XFER_ERROR, GPUSHARE_XFER_ERROR_UNSUPPORTED,
+        "%s slots sent to a consumer that cannot map them",
+        gpushare_mem_type_to_string (slots->mem_type));
+    return NULL;
+  }
+  view = xfer->view_new (device, slots, fds, error);
+  if (!view)
+    return NULL;
+  view->xfer = xfer;
+  view->ref_count = 1;
+  view->mem_type = slots->mem_type;
+  view->epoch = slots->epoch;
+  view->n_slots = slots->n_slots;
+  view->slot_size = slots->slot_size;
+  return view;
+}
+
+GpuShareXferView *
+gpushare_xfer_view_ref (GpuShareXferView * view)
+{
+  g_atomic_int_inc (&view->ref_count);
+  return view;
+}
+
+void
+gpushare_xfer_view_unref (GpuShareXferView * view)
+{
+  if (g_atomic_int_dec_and_test (&view->ref_count))
+    view->xfer->view_free (view);
+}
+
+typedef struct
+{
+  GpuShareXferView *view;
+  gpointer user_data;
+  GDestroyNotify notify;
+} WrapData;
+
+static void
+wrap_data_free (gpointer data)
+{
+  WrapData *w = data;
+
+  if (w->notify)
+    w->notify (w->user_data);
+  gpushare_xfer_view_unref (w->view);
+  g_free (w);
+}
+
+GstMemory *
+gpushare_xfer_view_wrap (GpuShareXferView * view, guint slot, gsize size,
+    gpointer user_data, GDestroyNotify notify)
+{
+  WrapData *w;
+
+  g_return_val_if_fail (slot < view->n_slots && size <= view->slot_size,
+      NULL);
+  if (!view->data[slot])
+    return NULL;
+  w = g_new0 (WrapData, 1);
+  w->view = gpushare_xfer_view_ref (view);
+  w->user_data = user_data;
+  w->notify = notify;
+  /* read-only: a writer downstream gets a copy, never the slot */
+  return gst_memory_new_wrapped (GST_MEMORY_FLAG_READONLY,
+      (gpointer) view->data[slot], view->slot_size, 0, size, w,
+      wrap_data_free);
+}
+
+gboolean
+gpushare_xfer_view_read (GpuShareXferView * view, guint slot,
+    guint64 sequence, const GstVideoInfo * slot_info,
+    const GstVideoInfo * dst_info, GstBuffer * dst, gboolean dst_device,
+    GError ** error)
+{
+  g_return_val_if_fail (slot < view->n_slots, FALSE);
+  return view->xfer->read (view, slot, sequence, slot_info, dst_info, dst,
+      dst_device, error);
+}
+
+gboolean
+gpushare_xfer_view_skip (GpuShareXferView * view, guint slot,
+    guint64 sequence, GError ** error)
+{
+  g_return_val_if_fail (slot < view->n_slots, FALSE);
+  return !view->xfer->skip || view->xfer->skip (view, slot, sequence, error);
+}
+
+/* ------------------------------------------------------------------------ */
+/* System memory: a GpuShareAllocation of sealed memfds, imported read-only */
+
+typedef struct
+{
+  GpuShareXferRing parent;
+  GpuShareAllocation *alloc;
+} SysRing;
+
+typedef struct
+{
+  GpuShareXferView parent;
+  GpuShareImport *import;
+} SysView;
+
+static GpuShareXferRing *
+sys_ring_new (gint device, GpuShareMemType type, guint64 epoch,
+    guint n_slots, gsize frame_size, GError ** error)
+{
+  const GpuShareBackend *backend = &gpushare_sysmem_backend;
+  SysRing *ring = g_new0 (SysRing, 1);
+  guint i;
+
+  ring->alloc = gpushare_allocation_new (backend, epoch, n_slots,
+      gpushare_backend_slot_size (backend, frame_size), error);
+  if (!ring->alloc) {
+    g_free (ring);
+    return NULL;
+  }
+  ring->parent.slot_size = ring->alloc->slot_size;
+  for (i = 0; i < n_slots; i++)
+    ring->parent.data[i] = ring->alloc->data[i];
+  return &ring->parent;
+}
+
+static void
+sys_ring_free (GpuShareXferRing * ring)
+{
+  SysRing *self = (SysRing *) ring;
+
+  gpushare_allocation_unref (self->alloc);
+  g_free (self);
+}
+
+static gboolean
+sys_export (GpuShareXferRing * ring, guint index, GpuShareSlots * slots,
+    gint * fds, guint * n_fds, GError ** error)
+{
+  SysRing *self = (SysRing *) ring;
+  guint i;
+
+  for (i = 0; i < ring->n_slots; i++) {
+    fds[i] = gpushare_allocation_export (self->alloc, i, error);
+    if (fds[i] < 0) {
+      gpushare_close_fds (fds, i);
+      return FALSE;
+    }
+  }
+  memset (slots, 0, sizeof (*slots));
+  slots->epoch = ring->epoch;
+  slots->slot_size = ring->slot_size;
+  slots->n_slots = ring->n_slots;
+  slots->mem_type = GPUSHARE_MEM_SYSTEM;
+  *n_fds = ring->n_slots;
+  return TRUE;
+}
+
+static gboolean
+sys_write (GpuShareXferRing * ring, guint slot, const GstVideoInfo * info,
+    GstBuffer * buf, GpuShareXferRing * staged, GError ** error)
+{
+  GstBuffer *dest = gst_buffer_new_wrapped_full (0, ring->data[slot],
+      ring->slot_size, 0, GST_VIDEO_INFO_SIZE (info), NULL, NULL);
+  GstVideoFrame in, out;
+  gboolean ret = FALSE;
+
+  if (gst_video_frame_map (&in, info, buf, GST_MAP_READ)) {
+    if (gst_video_frame_map (&out, info, dest, GST_MAP_WRITE)) {
+      /* not gst_video_frame_copy (): it drops the last chroma sample of
+       * odd-width packed 4:2:2 rows */
+      ret = gpushare_video_frame_copy (&out, &in);
+      gst_video_frame_unmap (&out);
+    }
+    gst_video_frame_unmap (&in);
+  }
+  gst_buffer_unref (dest);
+  if (!ret)
+    g_set_error (error, GPUSHARE_XFER_ERROR, GPUSHARE_XFER_ERROR_COPY,
+        "could not copy the frame into a slot");
+  return ret;
+}
+
+static GpuShareXferView *
+sys_view_new (gint device, const GpuShareSlots * s, gint * fds,
+    GError ** error)
+{
+  GpuShareImport *import = gpushare_import_new (&gpushare_sysmem_backend,
+      s->epoch, s->n_slots, s->slot_size, fds, error);
+  SysView *view;
+  guint i;
+
+  if (!import)
+    return NULL;
+  view = g_new0 (SysView, 1);
+  view->import = import;
+  for (i = 0; i < s->n_slots; i++)
+    view->parent.data[i] = import->data[i];
+  return &view->parent;
+}
+
+static void
+sys_view_free (GpuShareXferView * view)
+{
+  SysView *self = (SysView *) view;
+
+  gpushare_import_unref (self->import);
+  g_free (self);
+}
+
+static gboolean
+sys_read (GpuShareXferView * view, guint slot, guint64 sequence,
+    const GstVideoInfo * slot_info, const GstVideoInfo * dst_info,
+    GstBuffer * dst, gboolean dst_device, GError ** error)
+{
+  gsize size = GST_VIDEO_INFO_SIZE (slot_info);
+
+  /* the same bytes, the same layout: the caller gives dst the slot's */
+  if (dst_device || size > view->slot_size
+      || gst_buffer_fill (dst, 0, view->data[slot], size) != size) {
+    g_set_error (error, GPUSHARE_XFER_ERROR, GPUSHARE_XFER_ERROR_COPY,
+        "could not copy the frame out of its slot");
+    return FALSE;
+  }
+  return TRUE;
+}
+
+const GpuShareXfer gpushare_xfer_system = {
+  .name = "system",
+  .mem_types = GPUSHARE_MEM_SYSTEM,
+  .ring_new = sys_ring_new,
+  .ring_free = sys_ring_free,
+  .export_slots = sys_export,
+  .write = sys_write,
+  .view_new = sys_view_new,
+  .view_free = sys_view_free,
+  .read = sys_read,
+};

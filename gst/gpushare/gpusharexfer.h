@@ -1,0 +1,235 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The transfer interface: the one way the producer and consumer cores (and
+ * the elements above them) reach a memory backend.
+ *
+ *   elements -> server / client -> transfer (this file) -> backends
+ *
+ * A transfer moves frames through one kind of memory.  Two exist: system
+ * memory (sealed memfds, gpusharexfersys.c, always there) and GPU memory
+ * (CUDA VMM, legacy IPC or fabric, ext/cuda/gpusharexfercuda.c), which the
+ * plugin registers at load time when it was built with CUDA.  Which one a
+ * consumer uses is decided per consumer at the handshake
+ * (gpusharenegotiate.h); the code above only names a GpuShareMemType.
+ *
+ * Producer: a ring of one memory type and epoch (gpushare_xfer_ring_new),
+ * consumers added and removed by their holder index, exported once per
+ * consumer as a SLOTS body and its fds, then per frame: write (waits for
+ * the slot's last readers, copies the frame in) and publish (signals ready
+ * to the frame's holders).  Consumer: a view of an exported ring, whose
+ * slots are read (copied out, ready waited for, done signalled) or, where
+ * the memory allows it, wrapped in place as a read-only GstMemory.
+ *
+ * Rings and views are reference counted: buffers that point into a slot
+ * hold a reference, so memory of a replaced ring stays mapped until the
+ * last of them is gone.  Each ring has its own lock around its device
+ * work, so that the callers never do device work under their own locks.
+ *
+ * GPU transfers also carry what the elements need of GStreamer's CUDA
+ * library (shared contexts, the memory type, a buffer pool), so that no
+ * element calls into ext/ directly.
+ */
+
+#ifndef __GPUSHARE_XFER_H__
+#define __GPUSHARE_XFER_H__
+
+#include <gst/gst.h>
+#include <gst/video/video.h>
+#include "gpushareproto.h"
+
+G_BEGIN_DECLS
+
+#define GPUSHARE_XFER_ERROR (gpushare_xfer_error_quark ())
+GQuark gpushare_xfer_error_quark (void);
+
+typedef enum
+{
+  GPUSHARE_XFER_ERROR_UNSUPPORTED,      /* no such transfer here */
+  GPUSHARE_XFER_ERROR_RESOURCE,         /* allocation, export, import */
+  GPUSHARE_XFER_ERROR_COPY,             /* a frame could not be moved */
+} GpuShareXferError;
+
+typedef struct _GpuShareXfer GpuShareXfer;
+typedef struct _GpuShareXferRing GpuShareXferRing;
+typedef struct _GpuShareXferView GpuShareXferView;
+
+/* What a GPU of this process can do, as the handshake needs it */
+typedef struct
+{
+  gint device;
+  gchar name[128];
+  guint8 uuid[16];
+  guint32 mem_types;            /* GPU GpuShareMemType it can share */
+  guint32 device_caps;          /* GPUSHARE_DEVICE_CAP_* */
+  guint32 sync_modes;           /* GpuShareSyncMode mask */
+  gint compute_mode;
+  gboolean vmm;                 /* virtual memory management */
+  gboolean posix_fd;            /* VMM memory as file descriptors */
+  gboolean unified_addressing;
+  gboolean fabric;
+  gboolean mps;
+} GpuShareGpuInfo;
+
+/* Can this process read, over peer access, memory of the GPU with that
+ * UUID?  Filled by gpushare_xfer_gpu_peer () */
+typedef struct
+{
+  gboolean visible;             /* the GPU is one of ours */
+  gint owner;                   /* its ordinal here */
+  gboolean reachable;           /* peer access works */
+  gboolean atomics;
+  gint rank;
+  gchar *error;                 /* why not, when not reachable */
+} GpuSharePeerInfo;
+
+struct _GpuShareXferRing
+{
+  const GpuShareXfer *xfer;
+  gint ref_count;
+  GMutex lock;                  /* the ring's device work */
+  GpuShareMemType mem_type;
+  gint device;
+  guint64 epoch;
+  guint n_slots;
+  gsize slot_size;
+  /* where the producer writes a slot, NULL if not host-visible */
+  gpointer data[GPUSHARE_MAX_SLOTS];
+};
+
+struct _GpuShareXferView
+{
+  const GpuShareXfer *xfer;
+  gint ref_count;
+  GpuShareMemType mem_type;
+  guint64 epoch;
+  guint n_slots;
+  gsize slot_size;
+  /* where the consumer reads a slot, NULL if not host-visible */
+  gconstpointer data[GPUSHARE_MAX_SLOTS];
+};
+
+struct _GpuShareXfer
+{
+  const gchar *name;
+  guint32 mem_types;            /* GpuShareMemType this transfer moves */
+
+  /* the device: GPU transfers only */
+  gboolean (*probe) (gint device, GpuShareGpuInfo * info, GError ** error);
+  void (*peer) (gint reader, const guint8 uuid[16], GpuSharePeerInfo * peer);
+  gchar *(*uuid_to_string) (const guint8 uuid[16]);
+  const gchar *(*sync_mode_name) (GpuShareSyncMode mode);
+
+  /* GStreamer's own library for this memory: GPU transfers only */
+  gboolean (*context_ensure) (GstElement * element, gint device,
+      GstObject ** ctx);
+  gboolean (*context_set) (GstElement * element, GstContext * context,
+      gint device, GstObject ** ctx);
+  gboolean (*context_query) (GstElement * element, GstQuery * query,
+      GstObject * ctx);
+  gboolean (*is_memory) (GstMemory * mem);
+  GstBufferPool *(*pool_new) (GstObject * ctx);
+
+  /* producer */
+  GpuShareXferRing *(*ring_new) (gint device, GpuShareMemType type,
+      guint64 epoch, guint n_slots, gsize frame_size, GError ** error);
+  void (*ring_free) (GpuShareXferRing * ring);
+  gboolean (*add_consumer) (GpuShareXferRing * ring, guint index,
+      GpuShareSyncMode mode, GError ** error);
+  void (*remove_consumer) (GpuShareXferRing * ring, guint index);
+  gboolean (*export_slots) (GpuShareXferRing * ring, guint index,
+      GpuShareSlots * slots, gint * fds, guint * n_fds, GError ** error);
+  gboolean (*write) (GpuShareXferRing * ring, guint slot,
+      const GstVideoInfo * info, GstBuffer * buf, GpuShareXferRing * staged,
+      GError ** error);
+  gboolean (*publish) (GpuShareXferRing * ring, guint slot, guint64 holders,
+      guint64 sequence, GError ** error);
+
+  /* consumer */
+  GpuShareXferView *(*view_new) (gint device, const GpuShareSlots * slots,
+      gint * fds, GError ** error);
+  void (*view_free) (GpuShareXferView * view);
+  gboolean (*read) (GpuShareXferView * view, guint slot, guint64 sequence,
+      const GstVideoInfo * slot_info, const GstVideoInfo * dst_info,
+      GstBuffer * dst, gboolean dst_device, GError ** error);
+  gboolean (*skip) (GpuShareXferView * view, guint slot, guint64 sequence,
+      GError ** error);
+};
+
+/* the system-memory transfer, always there */
+extern const GpuShareXfer gpushare_xfer_system;
+
+/* The GPU transfer, registered once at plugin load; NULL when this build
+ * has none. */
+void gpushare_xfer_register_gpu (const GpuShareXfer * xfer);
+const GpuShareXfer *gpushare_xfer_gpu (void);
+/* the transfer that moves type, or NULL */
+const GpuShareXfer *gpushare_xfer_for (GpuShareMemType type);
+
+/* the device, through the GPU transfer: FALSE with a reason when there is
+ * none or it cannot share */
+gboolean gpushare_xfer_gpu_probe (gint device, GpuShareGpuInfo * info,
+    GError ** error);
+void gpushare_xfer_gpu_peer (gint reader, const guint8 uuid[16],
+    GpuSharePeerInfo * peer);
+void gpushare_peer_info_clear (GpuSharePeerInfo * peer);
+gchar *gpushare_xfer_gpu_uuid_string (const guint8 uuid[16]);
+
+/* GStreamer's GPU library through the GPU transfer; each is FALSE / NULL
+ * without one */
+gboolean gpushare_xfer_gpu_context_ensure (GstElement * element, gint device,
+    GstObject ** ctx);
+gboolean gpushare_xfer_gpu_context_set (GstElement * element,
+    GstContext * context, gint device, GstObject ** ctx);
+gboolean gpushare_xfer_gpu_context_query (GstElement * element,
+    GstQuery * query, GstObject * ctx);
+gboolean gpushare_xfer_gpu_is_memory (GstMemory * mem);
+GstBufferPool *gpushare_xfer_gpu_pool_new (GstObject * ctx);
+/* GPU caps features of the templates: "memory:CUDAMemory" */
+#define GPUSHARE_XFER_GPU_CAPS_FEATURE "memory:CUDAMemory"
+
+/* producer */
+GpuShareXferRing *gpushare_xfer_ring_new (GpuShareMemType type, gint device,
+    guint64 epoch, guint n_slots, gsize frame_size, GError ** error);
+GpuShareXferRing *gpushare_xfer_ring_ref (GpuShareXferRing * ring);
+void gpushare_xfer_ring_unref (GpuShareXferRing * ring);
+gboolean gpushare_xfer_ring_add_consumer (GpuShareXferRing * ring,
+    guint index, GpuShareSyncMode mode, GError ** error);
+void gpushare_xfer_ring_remove_consumer (GpuShareXferRing * ring,
+    guint index);
+/* fills slots and fds (*n_fds of them, the caller's) for one consumer */
+gboolean gpushare_xfer_ring_export (GpuShareXferRing * ring, guint index,
+    GpuShareSlots * slots, gint * fds, guint * n_fds, GError ** error);
+/* writes buf (of info) into slot; staged: a host-visible ring whose same
+ * slot holds the frame already, or NULL */
+gboolean gpushare_xfer_ring_write (GpuShareXferRing * ring, guint slot,
+    const GstVideoInfo * info, GstBuffer * buf, GpuShareXferRing * staged,
+    GError ** error);
+gboolean gpushare_xfer_ring_publish (GpuShareXferRing * ring, guint slot,
+    guint64 holders, guint64 sequence, GError ** error);
+
+/* consumer: takes every fd (closed on every path) */
+GpuShareXferView *gpushare_xfer_view_new (gint device,
+    const GpuShareSlots * slots, gint * fds, GError ** error);
+GpuShareXferView *gpushare_xfer_view_ref (GpuShareXferView * view);
+void gpushare_xfer_view_unref (GpuShareXferView * view);
+/* a read-only memory of size bytes wrapping the slot in place, that holds
+ * a reference on the view and calls notify (user_data) when freed; NULL
+ * when this memory cannot be wrapped */
+GstMemory *gpushare_xfer_view_wrap (GpuShareXferView * view, guint slot,
+    gsize size, gpointer user_data, GDestroyNotify notify);
+/* copies the frame of slot (laid out as slot_info) into dst (as dst_info,
+ * device memory when dst_device) */
+gboolean gpushare_xfer_view_read (GpuShareXferView * view, guint slot,
+    guint64 sequence, const GstVideoInfo * slot_info,
+    const GstVideoInfo * dst_info, GstBuffer * dst, gboolean dst_device,
+    GError ** error);
+/* a frame that will not be read: its slot is signalled done all the same */
+gboolean gpushare_xfer_view_skip (GpuShareXferView * view, guint slot,
+    guint64 sequence, GError ** error);
+
+/* the fds a SLOTS body comes with (the codec checked the count) */
+guint gpushare_slots_n_fds (const GpuShareSlots * slots);
+
+G_END_DECLS
+
+#endif /* __GPUSHARE_XFER_H__ */
