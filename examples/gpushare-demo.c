@@ -760,7 +760,8 @@ main (int argc, char **argv)
     {"gpu-input", 0, 0, G_OPTION_ARG_NONE, &opt.gpu_input,
         "Producer: upload to CUDA memory before gpusharesink", NULL},
     {"die-at", 0, 0, G_OPTION_ARG_STRING, &opt.die_at,
-        "Test only: crash (SIGKILL) at side:step[:n] of the protocol", NULL},
+        "Test only: crash (SIGKILL) at side:step[:n] of the protocol (the "
+        "test build's plugin only)", NULL},
     {"producer-lost", 0, 0, G_OPTION_ARG_STRING, &opt.producer_lost,
         "Consumer: error, eos or reconnect", NULL},
     {"decode", 0, 0, G_OPTION_ARG_FILENAME, &opt.decode,

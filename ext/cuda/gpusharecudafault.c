@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Test-only fault injection at the CUDA call table.
+ * Test-only fault injection at the CUDA call table, compiled only into the
+ * test build (GPUSHARE_TEST_HOOKS): the installed plugin has no shims.
  *
  * With GPUSHARE_TEST_CUDA_FAIL set when the driver is loaded, the entry
  * points below go through a shim that can make one call fail with
@@ -12,6 +13,11 @@
  */
 
 #include "gpusharecudaloader.h"
+
+/* the installed plugin must not carry the shims (gpusharecudaloader.h) */
+#ifndef GPUSHARE_TEST_HOOKS
+#error "gpusharecudafault.c belongs to the test build (GPUSHARE_TEST_HOOKS)"
+#endif
 
 #include <stdlib.h>
 #include <string.h>

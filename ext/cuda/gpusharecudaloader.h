@@ -110,8 +110,9 @@ typedef enum
   GPUSHARE_CUDA_ERROR_UNSUPPORTED,
 } GpuShareCudaError;
 
-/* Test only (gpusharecudafault.c): with GPUSHARE_TEST_CUDA_FAIL set at
- * load, shims in front of the VMM, stream, event and IPC entry points;
+#ifdef GPUSHARE_TEST_HOOKS
+/* Test build only (gpusharecudafault.c): with GPUSHARE_TEST_CUDA_FAIL set
+ * at load, shims in front of the VMM, stream, event and IPC entry points;
  * "NAME:N" makes the N-th call of NAME fail with CUDA_ERROR_OUT_OF_MEMORY.
  * arm () (re)sets the call to fail and the counts, fired () says how many
  * calls were made to fail.  The names the shims cover, NULL-terminated: */
@@ -119,6 +120,12 @@ extern const gchar *const gpushare_cuda_fault_names[];
 void gpushare_cuda_fault_install (GpuShareCudaApi * api);
 void gpushare_cuda_fault_arm (const gchar * name, gint n);
 gint gpushare_cuda_fault_fired (void);
+#else
+/* the installed plugin: the table keeps the driver's own entry points,
+ * whatever the environment says */
+#define gpushare_cuda_fault_install(api) \
+  G_STMT_START { (void) (api); } G_STMT_END
+#endif
 
 /* sets error from a failed call */
 gboolean gpushare_cuda_check (CUresult res, const gchar * what,

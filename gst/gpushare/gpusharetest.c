@@ -1,6 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "gpusharetest.h"
 
+/* the installed plugin must not carry the crash points (gpusharetest.h) */
+#ifndef GPUSHARE_TEST_HOOKS
+#error "gpusharetest.c belongs to the test build (GPUSHARE_TEST_HOOKS)"
+#endif
+
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>

@@ -8,6 +8,11 @@
  * announce, export, ready, frame; src accept, map, ready, frame.  The
  * crash drills of the test suite use it to kill either side at every step.
  * Unset, a step costs one comparison.
+ *
+ * Only the test build has them: the copy of the plugin in tests/plugin and
+ * the test programs are compiled with GPUSHARE_TEST_HOOKS.  Without it a
+ * step compiles to nothing, so that the installed plugin neither reads the
+ * variable nor can be made to die by it.
  */
 
 #ifndef __GPUSHARE_TEST_H__
@@ -17,7 +22,12 @@
 
 G_BEGIN_DECLS
 
+#ifdef GPUSHARE_TEST_HOOKS
 void gpushare_test_point (const gchar * side, const gchar * step);
+#else
+#define gpushare_test_point(side, step) \
+  G_STMT_START { (void) (side); (void) (step); } G_STMT_END
+#endif
 
 G_END_DECLS
 

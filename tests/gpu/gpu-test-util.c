@@ -17,45 +17,46 @@
 #define FD_SETTLE_MS 2000
 #define FD_STABLE_SAMPLES 3
 
+/* the child of gpu_test_probe_in_child (): data is the GpuTestNeeds */
+static gint
+probe_child (gint sock, gpointer data)
+{
+  GpuTestNeeds needs = GPOINTER_TO_INT (data);
+  GpuShareCudaCaps caps;
+  GError *error = NULL;
+
+  if (!gpushare_cuda_probe (0, &caps, &error)) {
+    g_print ("SKIP: no usable GPU: %s\n", error->message);
+    return GPU_TEST_SKIP;
+  }
+  if ((needs & GPU_TEST_NEED_VMM_FD) && !(caps.vmm && caps.posix_fd)) {
+    g_print ("SKIP: %s cannot export VMM memory as file descriptors\n",
+        caps.name);
+    return GPU_TEST_SKIP;
+  }
+  if ((needs & GPU_TEST_NEED_MEM_OPS) && !caps.mem_ops_64) {
+    g_print ("SKIP: %s has no 64-bit stream memory operations\n",
+        caps.name);
+    return GPU_TEST_SKIP;
+  }
+  if (needs & GPU_TEST_NEED_ELEMENTS) {
+    static const gchar *elements[] = { "videotestsrc", "fakesink",
+      "gpusharesink", "gpusharesrc"
+    };
+
+    gst_init (NULL, NULL);
+    if (!gpu_test_have_elements (elements, G_N_ELEMENTS (elements)))
+      return GPU_TEST_SKIP;
+  }
+  return 0;
+}
+
 gint
 gpu_test_probe_in_child (GpuTestNeeds needs)
 {
-  gint status = 0;
-  pid_t pid = fork ();
+  GpuTestRole probe = { NULL, probe_child, GINT_TO_POINTER (needs), 0 };
 
-  if (pid == 0) {
-    GpuShareCudaCaps caps;
-    GError *error = NULL;
-
-    if (!gpushare_cuda_probe (0, &caps, &error)) {
-      g_print ("SKIP: no usable GPU: %s\n", error->message);
-      _exit (GPU_TEST_SKIP);
-    }
-    if ((needs & GPU_TEST_NEED_VMM_FD) && !(caps.vmm && caps.posix_fd)) {
-      g_print ("SKIP: %s cannot export VMM memory as file descriptors\n",
-          caps.name);
-      _exit (GPU_TEST_SKIP);
-    }
-    if ((needs & GPU_TEST_NEED_MEM_OPS) && !caps.mem_ops_64) {
-      g_print ("SKIP: %s has no 64-bit stream memory operations\n",
-          caps.name);
-      _exit (GPU_TEST_SKIP);
-    }
-    if (needs & GPU_TEST_NEED_ELEMENTS) {
-      static const gchar *elements[] = { "videotestsrc", "fakesink",
-        "gpusharesink", "gpusharesrc"
-      };
-
-      gst_init (NULL, NULL);
-      if (!gpu_test_have_elements (elements, G_N_ELEMENTS (elements)))
-        _exit (GPU_TEST_SKIP);
-    }
-    _exit (0);
-  }
-  if (pid < 0 || waitpid (pid, &status, 0) != pid || !WIFEXITED (status)
-      || WEXITSTATUS (status) != 0)
-    return GPU_TEST_SKIP;
-  return 0;
+  return gpu_test_wait_child (&probe, -1, -1, NULL) == 0 ? 0 : GPU_TEST_SKIP;
 }
 
 gint
@@ -275,12 +276,154 @@ gpu_test_reap (pid_t pid, const gchar * who)
     return FALSE;
   if (WIFEXITED (status) && WEXITSTATUS (status) == 0)
     return TRUE;
+  if (!who)
+    return FALSE;
   if (WIFSIGNALED (status))
     g_print ("%s: killed by signal %d%s\n", who, WTERMSIG (status),
         WTERMSIG (status) == SIGALRM ? " (it hung)" : "");
   else
     g_print ("%s: exited with %d\n", who, WEXITSTATUS (status));
   return FALSE;
+}
+
+gboolean
+gpu_test_kill (pid_t pid)
+{
+  gint status = 0;
+
+  /* a pid from a fork that failed: kill (-1) would signal every process
+   * we may signal */
+  if (pid <= 0)
+    return FALSE;
+  kill (pid, SIGKILL);
+  return waitpid (pid, &status, 0) == pid && WIFSIGNALED (status)
+      && WTERMSIG (status) == SIGKILL;
+}
+
+/* the child runs role with sock, without the parent's fds close_a and
+ * close_b (each when >= 0) */
+static pid_t
+fork_role (const GpuTestRole * role, gint sock, gint close_a, gint close_b)
+{
+  pid_t pid;
+
+  /* what stdio holds would be written twice */
+  fflush (stdout);
+  fflush (stderr);
+  pid = fork ();
+  if (pid == 0) {
+    if (close_a >= 0)
+      close (close_a);
+    if (close_b >= 0)
+      close (close_b);
+    if (role->alarm_s > 0)
+      gpu_test_run_child (role->alarm_s);
+    gpu_test_child_exit (role->func (sock, role->data));
+  }
+  return pid;
+}
+
+pid_t
+gpu_test_fork (const GpuTestRole * role, gint sock, gint close_fd)
+{
+  return fork_role (role, sock, close_fd, -1);
+}
+
+gint
+gpu_test_wait_child (const GpuTestRole * role, gint sock, gint close_fd,
+    gint * status)
+{
+  pid_t pid = fork_role (role, sock, close_fd, -1);
+  gint st = 0;
+
+  if (pid < 0 || waitpid (pid, &st, 0) != pid)
+    return -1;
+  if (status)
+    *status = st;
+  return WIFEXITED (st) ? WEXITSTATUS (st) : -1;
+}
+
+gint
+gpu_test_probe_with (GpuTestChildFunc func)
+{
+  GpuTestRole probe = { NULL, func, NULL, 0 };
+  gint rc = gpu_test_wait_child (&probe, -1, -1, NULL);
+
+  if (rc < 0) {
+    g_print ("SKIP: no usable GPU: the probe process crashed\n");
+    return GPU_TEST_SKIP;
+  }
+  return rc;
+}
+
+/* the socketpair between the processes of a test: a stream, its ends
+ * close-on-exec; FALSE with error set */
+static gboolean
+new_socketpair (gint sv[2], GError ** error)
+{
+  gint e;
+
+  if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0)
+    return TRUE;
+  e = errno;
+  g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e),
+      "socketpair: %s", g_strerror (e));
+  return FALSE;
+}
+
+pid_t
+gpu_test_spawn (const GpuTestRole * role, gint close_fd, gint * ctl,
+    GError ** error)
+{
+  gint sv[2], e;
+  pid_t pid;
+
+  *ctl = -1;
+  if (!new_socketpair (sv, error))
+    return -1;
+  pid = fork_role (role, sv[0], sv[1], close_fd);
+  e = errno;
+  close (sv[0]);
+  if (pid < 0) {
+    close (sv[1]);
+    g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e),
+        "fork: %s", g_strerror (e));
+    return -1;
+  }
+  *ctl = sv[1];
+  return pid;
+}
+
+gboolean
+gpu_test_run_pair (const GpuTestRole * producer, const GpuTestRole * consumer,
+    GpuTestPairFlags flags, GError ** error)
+{
+  gboolean consumer_first = consumer
+      && (flags & GPU_TEST_PAIR_FORK_CONSUMER_FIRST);
+  pid_t ppid, cpid = -1;
+  gint sv[2];
+  gboolean ok;
+
+  if (!new_socketpair (sv, error))
+    return FALSE;
+  if (consumer_first)
+    cpid = fork_role (consumer, sv[1], sv[0], -1);
+  ppid = fork_role (producer, sv[0], sv[1], -1);
+  if (consumer && !consumer_first)
+    cpid = fork_role (consumer, sv[1], sv[0], -1);
+  /* ours closed: a child that dies is a hang-up for the other */
+  close (sv[0]);
+  close (sv[1]);
+  if (!consumer)
+    return gpu_test_reap (ppid, producer->name);
+  if (flags & GPU_TEST_PAIR_REAP_CONSUMER_FIRST) {
+    ok = gpu_test_reap (cpid, consumer->name);
+    ok = gpu_test_reap (ppid, producer->name) && ok;
+  } else {
+    ok = gpu_test_reap (ppid, producer->name);
+    ok = gpu_test_reap (cpid, consumer->name) && ok;
+  }
+  return ok;
 }
 
 guint

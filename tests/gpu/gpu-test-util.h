@@ -2,10 +2,11 @@
 /*
  * Small helpers the gpu suite's C programs share: the GPU probe, fd
  * counting, whole messages and fds over a socketpair (one byte of payload
- * carries the fd count), a monotonic clock; and for the multi-process
- * element tests: control messages between the processes, the device's
- * primary context held for a child's whole run, device memory samples,
- * the elements' stats and buses, children started and reaped.
+ * carries the fd count), a monotonic clock; the children every program
+ * runs its sides in (one, a producer and consumer pair, or one driven
+ * over a socketpair); and for the multi-process element tests: control
+ * messages between the processes, the device's primary context held for a
+ * child's whole run, device memory samples, the elements' stats and buses.
  */
 
 #ifndef __GPU_TEST_UTIL_H__
@@ -79,10 +80,77 @@ G_GNUC_NORETURN void gpu_test_child_exit (gint rc);
  * stuck test), starts GStreamer and makes warnings fatal */
 void gpu_test_run_child (guint alarm_s);
 /* waits for a child: TRUE when it exited with 0, its fate printed
- * otherwise */
+ * otherwise (who NULL: nothing printed) */
 gboolean gpu_test_reap (pid_t pid, const gchar * who);
+/* SIGKILL, then reaped: TRUE when the signal is what ended it; FALSE
+ * without a signal for a pid <= 0 */
+gboolean gpu_test_kill (pid_t pid);
 /* a decimal environment variable (0 .. 100000), fallback otherwise */
 guint gpu_test_env_uint (const gchar * name, guint fallback);
+
+/* ------------------------------------------------------------------------ */
+/* Children.  A process that has initialised CUDA must not fork (the
+ * driver does not survive in the child), so the parent of a multi-process
+ * gpu test stays without CUDA: each probe and each side of the test runs
+ * in a child of its own, forked before any CUDA call. */
+
+/* What a child runs: sock is its end of a socketpair or pipe (-1: none);
+ * what it returns is the child's exit code. */
+typedef gint (*GpuTestChildFunc) (gint sock, gpointer data);
+
+typedef struct
+{
+  /* who, in the line gpu_test_run_pair () has gpu_test_reap () print
+   * when the child did not exit with 0; NULL: nothing printed */
+  const gchar *name;
+  GpuTestChildFunc func;
+  gpointer data;
+  /* > 0: gpu_test_run_child (alarm_s) in the child before func; 0: func
+   * alone, in the state the parent forked in */
+  guint alarm_s;
+} GpuTestRole;
+
+/* Forks a child that closes close_fd (>= 0: an fd of the parent's it must
+ * not hold, such as the parent's end of its socketpair), runs role with
+ * sock and leaves with what func returned (gpu_test_child_exit ()).  stdio
+ * is flushed before the fork: what it held would be written twice.  The
+ * pid, or -1 when fork failed. */
+pid_t gpu_test_fork (const GpuTestRole * role, gint sock, gint close_fd);
+/* gpu_test_fork (), then waits for the child: its exit code, or -1 when
+ * it could not be forked or did not exit (a signal: *status, when not
+ * NULL, gets what waitpid () said; it is left alone when fork failed) */
+gint gpu_test_wait_child (const GpuTestRole * role, gint sock,
+    gint close_fd, gint * status);
+/* A probe of the test's own in a child (it may print more, or answer
+ * more than go or skip): its exit code; one that crashed is a skip, said
+ * in the one SKIP line. */
+gint gpu_test_probe_with (GpuTestChildFunc func);
+
+/* One child driven by the parent: role runs on one end of a new
+ * socketpair (the child also closes close_fd when >= 0) and the parent
+ * gets the other end in *ctl.  The pid, or -1 with *ctl -1 and error
+ * saying "socketpair: ..." or "fork: ...". */
+pid_t gpu_test_spawn (const GpuTestRole * role, gint close_fd, gint * ctl,
+    GError ** error);
+
+/* the orders decide only which child starts a moment earlier and in which
+ * order the fates of failed ones are printed */
+typedef enum
+{
+  GPU_TEST_PAIR_FORK_CONSUMER_FIRST = 1 << 0,
+  GPU_TEST_PAIR_REAP_CONSUMER_FIRST = 1 << 1,
+} GpuTestPairFlags;
+
+/* The producer and the consumer (NULL: the producer alone) in two
+ * children joined by a socketpair, the producer on its first end, each
+ * closing the other's; forked producer first, reaped producer first,
+ * unless flags say otherwise.  TRUE when both exited with 0.  FALSE with
+ * error set when the socketpair could not be made (nothing forked); a
+ * child that could not be forked is one that failed. */
+gboolean gpu_test_run_pair (const GpuTestRole * producer,
+    const GpuTestRole * consumer, GpuTestPairFlags flags, GError ** error);
+
+/* ------------------------------------------------------------------------ */
 
 /* Device free memory may shrink by this much between two samples: what
  * the driver keeps on its own */

@@ -199,12 +199,26 @@ child (const gchar * name, gint n)
   return RC_ABSORBED;
 }
 
+/* which call of which entry point a child makes fail */
+typedef struct
+{
+  const gchar *name;
+  gint n;
+} Fault;
+
+static gint
+child_main (gint sock, gpointer data)
+{
+  const Fault *fault = data;
+
+  return child (fault->name, fault->n);
+}
+
 int
 main (int argc, char **argv)
 {
   guint f, a;
   gint status = 0, failures = 0, clean = 0, absorbed = 0;
-  pid_t pid;
 
   gst_init (&argc, &argv);
   gst_video_info_set_format (&info, GST_VIDEO_FORMAT_NV12, 1920, 1080);
@@ -219,14 +233,11 @@ main (int argc, char **argv)
     const gchar *name = gpushare_cuda_fault_names[f];
 
     for (a = 0; a < G_N_ELEMENTS (attempts); a++) {
+      Fault fault = { name, attempts[a] };
+      GpuTestRole role = { NULL, child_main, &fault, 0 };
       gint rc;
 
-      fflush (stdout);
-      pid = fork ();
-      if (pid == 0)
-        _exit (child (name, attempts[a]));
-      waitpid (pid, &status, 0);
-      rc = WIFEXITED (status) ? WEXITSTATUS (status) : -1;
+      rc = gpu_test_wait_child (&role, -1, -1, &status);
       if (rc == RC_NOT_FIRED)
         break;
       if (rc == RC_CLEAN)

@@ -27,13 +27,10 @@
  */
 
 #include <gst/gst.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -72,14 +69,6 @@ typedef struct
 
 /* ------------------------------------------------------------------------ */
 /* plumbing */
-
-static G_GNUC_NORETURN void
-child_exit (gint rc)
-{
-  fflush (stdout);
-  fflush (stderr);
-  _exit (rc);
-}
 
 static gboolean
 ck (CUresult res, const gchar * what)
@@ -1056,7 +1045,7 @@ death_producer (gint sock)
   if (!recv_byte (sock, 'W'))
     return 1;
   /* peer death: no force, no free, no goodbye */
-  child_exit (0);
+  gpu_test_child_exit (0);
 }
 
 static gint
@@ -1226,40 +1215,35 @@ cycle_consumer (gint sock)
 /* ------------------------------------------------------------------------ */
 /* the parent: never touches CUDA */
 
-static pid_t
-spawn (RoleFunc func, gint sock, gint other)
+/* a case's side in its child: data points to its RoleFunc */
+static gint
+run_role (gint sock, gpointer data)
 {
-  pid_t pid = fork ();
+  const RoleFunc *func = data;
 
-  if (pid == 0) {
-    if (other >= 0)
-      close (other);
-    /* a hang is a failure, not a stuck test: SIGALRM kills the child */
-    alarm (CASE_ALARM_S);
-    child_exit (func (sock));
-  }
-  return pid;
+  return (*func) (sock);
 }
 
 static gboolean
 run_case (const gchar * name, RoleFunc producer, RoleFunc consumer)
 {
-  gint sv[2];
-  pid_t ppid, cpid = -1;
+  /* a hang is a failure, not a stuck test: SIGALRM kills the child.
+   * GStreamer is started and warnings are fatal here already: in the
+   * child gpu_test_run_child () adds only the alarm */
+  GpuTestRole p = { consumer ? "producer" : "process", run_role, &producer,
+    CASE_ALARM_S
+  };
+  GpuTestRole c = { "consumer", run_role, &consumer, CASE_ALARM_S };
+  GError *error = NULL;
   gboolean ok;
 
   g_print ("case %s\n", name);
   fflush (stdout);
-  if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+  ok = gpu_test_run_pair (&p, consumer ? &c : NULL, 0, &error);
+  if (error) {
+    g_clear_error (&error);
     return FALSE;
-  ppid = spawn (producer, sv[0], sv[1]);
-  if (consumer)
-    cpid = spawn (consumer, sv[1], sv[0]);
-  close (sv[0]);
-  close (sv[1]);
-  ok = gpu_test_reap (ppid, consumer ? "producer" : "process");
-  if (consumer)
-    ok = gpu_test_reap (cpid, "consumer") && ok;
+  }
   g_print ("case %s: %s\n", name, ok ? "PASS" : "FAIL");
   fflush (stdout);
   return ok;
@@ -1267,7 +1251,7 @@ run_case (const gchar * name, RoleFunc producer, RoleFunc consumer)
 
 /* 0: all cases can run, 1: no IPC events, SKIP: nothing can run */
 static gint
-probe (void)
+probe (gint sock, gpointer data)
 {
   GError *error = NULL;
   GpuShareCudaCaps caps;
@@ -1294,8 +1278,7 @@ probe (void)
 int
 main (int argc, char **argv)
 {
-  pid_t pid;
-  gint status = 0, have = 0, failed = 0;
+  gint have = 0, failed = 0;
 
   setvbuf (stdout, NULL, _IOLBF, 0);
   gst_init (&argc, &argv);
@@ -1303,14 +1286,7 @@ main (int argc, char **argv)
 
   /* probe in a child: this process must not have touched CUDA when it
    * forks the cases */
-  pid = fork ();
-  if (pid == 0)
-    child_exit (probe ());
-  if (pid < 0 || waitpid (pid, &status, 0) < 0 || !WIFEXITED (status)) {
-    g_print ("SKIP: no usable GPU: the probe process crashed\n");
-    return SKIP;
-  }
-  have = WEXITSTATUS (status);
+  have = gpu_test_probe_with (probe);
   if (have == SKIP)
     return SKIP;
 

@@ -18,8 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <dirent.h>
 
@@ -190,33 +188,41 @@ consumer (gint sock, gsize frame_size, gint cycles)
   return 0;
 }
 
+/* what both sides of a run are given */
+typedef struct
+{
+  gsize frame_size;
+  gint cycles;
+} Run;
+
+static gint
+producer_child (gint sock, gpointer data)
+{
+  const Run *r = data;
+
+  return gpushare_cuda_load (NULL) ? producer (sock, r->frame_size,
+      r->cycles) : 1;
+}
+
+static gint
+consumer_child (gint sock, gpointer data)
+{
+  const Run *r = data;
+
+  return consumer (sock, r->frame_size, r->cycles);
+}
+
 static gint
 run (gsize frame_size, gint cycles)
 {
-  gint sv[2], cstatus = 0, pstatus = 0;
-  pid_t cpid, ppid;
+  Run r = { frame_size, cycles };
+  GpuTestRole p = { NULL, producer_child, &r, 0 };
+  GpuTestRole c = { NULL, consumer_child, &r, 0 };
 
-  if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
-    return 1;
   /* both ends are children: this process never touches CUDA, so it can
    * fork again for the next size */
-  cpid = fork ();
-  if (cpid == 0) {
-    close (sv[0]);
-    _exit (consumer (sv[1], frame_size, cycles));
-  }
-  ppid = fork ();
-  if (ppid == 0) {
-    close (sv[1]);
-    _exit (gpushare_cuda_load (NULL) ? producer (sv[0], frame_size,
-            cycles) : 1);
-  }
-  close (sv[0]);
-  close (sv[1]);
-  waitpid (ppid, &pstatus, 0);
-  waitpid (cpid, &cstatus, 0);
-  return !WIFEXITED (pstatus) || WEXITSTATUS (pstatus) != 0
-      || !WIFEXITED (cstatus) || WEXITSTATUS (cstatus) != 0;
+  return !gpu_test_run_pair (&p, &c, GPU_TEST_PAIR_FORK_CONSUMER_FIRST,
+      NULL);
 }
 
 int

@@ -49,6 +49,7 @@
 #include "gpusharecuda.h"
 #include "gpusharecudaxfer.h"
 #include "gpusharegstcuda.h"
+#include "gpu-test-util.h"
 /* checksum_ptx[]: checksum.cu as PTX, NUL-terminated (bin2c) */
 #include "checksum-ptx.h"
 
@@ -491,9 +492,10 @@ done:
 /* ------------------------------------------------------------------------ */
 /* the parent: no CUDA here */
 
-/* in a child: SKIP (printed) or 0 with the usable sync modes in *@modes */
+/* in a child: SKIP (printed) or 0 with the usable sync modes written to
+ * @fd */
 static gint
-probe_child (gint fd)
+probe_child (gint fd, gpointer data)
 {
   GpuShareCudaApi *cu;
   GpuShareCudaCaps caps;
@@ -567,21 +569,20 @@ probe_child (gint fd)
   return 0;
 }
 
-static pid_t
-fork_child (void)
+/* one side of a case, in its child */
+typedef struct
 {
-  /* what stdio holds would be written twice */
-  fflush (stdout);
-  fflush (stderr);
-  return fork ();
-}
+  const gchar *launch;
+  const gchar *out_path;
+  gboolean stats;
+} Side;
 
-static G_GNUC_NORETURN void
-child_exit (gint rc)
+static gint
+side_child (gint sock, gpointer data)
 {
-  fflush (stdout);
-  fflush (stderr);
-  _exit (rc);
+  const Side *side = data;
+
+  return run_side (side->launch, side->out_path, side->stats);
 }
 
 static gchar *
@@ -702,6 +703,9 @@ run_case (const gchar * dir, guint index, const Size * size,
   gchar *want_stats = g_strdup_printf ("cuda-vmm %s CUDAMemory", mode);
   gchar *plaunch, *claunch, *pst, *cst;
   SideLog plog = { 0, }, clog = { 0, };
+  Side pside = { NULL, plog_path, FALSE }, cside = { NULL, clog_path, TRUE };
+  GpuTestRole producer = { NULL, side_child, &pside, 0 };
+  GpuTestRole consumer = { NULL, side_child, &cside, 0 };
   pid_t pid[2];
   gint status[2] = { 0, 0 };
   gboolean killed[2] = { FALSE, FALSE };
@@ -718,14 +722,12 @@ run_case (const gchar * dir, guint index, const Size * size,
       "transport=cuda sync-mode=%s connection-timeout=60000 ! "
       "video/x-raw(memory:CUDAMemory) ! fakesink name=checked sync=false",
       sock, mode);
+  pside.launch = plaunch;
+  cside.launch = claunch;
 
   /* index 0: producer, 1: consumer; the consumer waits for the socket */
-  pid[1] = fork_child ();
-  if (pid[1] == 0)
-    child_exit (run_side (claunch, clog_path, TRUE));
-  pid[0] = fork_child ();
-  if (pid[0] == 0)
-    child_exit (run_side (plaunch, plog_path, FALSE));
+  pid[1] = gpu_test_fork (&consumer, -1, -1);
+  pid[0] = gpu_test_fork (&producer, -1, -1);
   wait_both (pid, status, killed);
 
   side_log_read (&plog, plog_path);
@@ -799,9 +801,9 @@ main (int argc, char **argv)
 {
   guint frames = DEFAULT_FRAMES, failures = 0, ran = 0, index = 0, s, m;
   guint32 modes_mask = 0;
-  gint status = 0, fds[2];
+  gint status = 0, fds[2], rc;
+  GpuTestRole probe = { NULL, probe_child, NULL, 0 };
   gchar *dir;
-  pid_t pid;
 
   if (argc > 1 && (frames = (guint) g_ascii_strtoull (argv[1], NULL, 10)) < 2) {
     g_printerr ("usage: %s [FRAMES >= 2]\n", argv[0]);
@@ -816,18 +818,14 @@ main (int argc, char **argv)
    * process could load the nvcodec plugin, which initialises CUDA */
   if (pipe (fds) < 0)
     return 1;
-  pid = fork_child ();
-  if (pid == 0) {
-    close (fds[0]);
-    child_exit (probe_child (fds[1]));
-  }
+  /* a few bytes: the child does not wait for us to read them */
+  rc = gpu_test_wait_child (&probe, fds[1], fds[0], &status);
   close (fds[1]);
-  waitpid (pid, &status, 0);
-  if (WIFEXITED (status) && WEXITSTATUS (status) == SKIP) {
+  if (rc == SKIP) {
     close (fds[0]);
     return SKIP;
   }
-  if (!WIFEXITED (status) || WEXITSTATUS (status) != 0
+  if (rc != 0
       || read (fds[0], &modes_mask, sizeof (modes_mask)) !=
       sizeof (modes_mask)) {
     gchar *st = status_to_string (status, FALSE);

@@ -42,12 +42,9 @@
 #include <gst/gst.h>
 #include <errno.h>
 #include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <glib/gstdio.h>
@@ -170,8 +167,9 @@ print_producer_sample (const gchar * when, const ProducerSample * s,
 }
 
 static gint
-producer (gint ctl, const gchar * path)
+producer (gint ctl, gpointer data)
 {
+  const gchar *path = data;
   GError *error = NULL;
   SinkCounts counts;
   ProducerSample warm, last;
@@ -612,13 +610,29 @@ consumer (gint ctl, const gchar * path, Phase * phases, guint n_phases)
   return ok ? 0 : 1;
 }
 
+/* what the consumer's child is given */
+typedef struct
+{
+  const gchar *path;
+  Phase *phases;
+  guint n_phases;
+} ConsumerArgs;
+
+static gint
+consumer_child (gint ctl, gpointer data)
+{
+  ConsumerArgs *args = data;
+
+  return consumer (ctl, args->path, args->phases, args->n_phases);
+}
+
 /* ------------------------------------------------------------------------ */
 /* the parent: never touches CUDA, nor GStreamer's plugins (scanning the
  * registry in this process could load nvcodec, which calls cuInit) */
 
 /* in a child: are the elements here, and a GPU that exports VMM as fds? */
 static gint
-probe (void)
+probe (gint sock, gpointer data)
 {
   static const gchar *elements[] = { "videotestsrc", "fakesink",
     "gpusharesink", "gpusharesrc"
@@ -648,22 +662,18 @@ main (int argc, char **argv)
   Phase phases[4];
   GError *error = NULL;
   gchar *dir, *path;
-  pid_t pid, ppid, cpid;
-  gint status = 0, sv[2];
+  ConsumerArgs args;
+  GpuTestRole producer_role = { "producer", producer, NULL, PRODUCER_ALARM_S };
+  GpuTestRole consumer_role = { "consumer", consumer_child, &args,
+    CONSUMER_ALARM_S
+  };
   guint i, cycles, mode_cycles;
   gboolean ok;
   guint64 t0;
 
   setvbuf (stdout, NULL, _IOLBF, 0);
 
-  pid = fork ();
-  if (pid == 0)
-    gpu_test_child_exit (probe ());
-  if (pid < 0 || waitpid (pid, &status, 0) < 0 || !WIFEXITED (status)) {
-    g_print ("SKIP: no usable GPU: the probe process crashed\n");
-    return SKIP;
-  }
-  if (WEXITSTATUS (status) != 0)
+  if (gpu_test_probe_with (probe) != 0)
     return SKIP;
 
   cycles = gpu_test_env_uint ("GPUSHARE_CYCLES", DEFAULT_CYCLES);
@@ -686,28 +696,18 @@ main (int argc, char **argv)
     return 1;
   }
   path = g_build_filename (dir, "sock", NULL);
-  if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
-    g_print ("FAIL: socketpair: %s\n", g_strerror (errno));
-    return 1;
-  }
+  producer_role.data = path;
+  args.path = path;
+  args.phases = phases;
+  args.n_phases = G_N_ELEMENTS (phases);
 
   t0 = gpu_test_now_ns ();
-  ppid = fork ();
-  if (ppid == 0) {
-    close (sv[1]);
-    gpu_test_run_child (PRODUCER_ALARM_S);
-    gpu_test_child_exit (producer (sv[0], path));
+  ok = gpu_test_run_pair (&producer_role, &consumer_role,
+      GPU_TEST_PAIR_REAP_CONSUMER_FIRST, &error);
+  if (error) {
+    g_print ("FAIL: %s\n", error->message);
+    return 1;
   }
-  cpid = fork ();
-  if (cpid == 0) {
-    close (sv[0]);
-    gpu_test_run_child (CONSUMER_ALARM_S);
-    gpu_test_child_exit (consumer (sv[1], path, phases, G_N_ELEMENTS (phases)));
-  }
-  close (sv[0]);
-  close (sv[1]);
-  ok = gpu_test_reap (cpid, "consumer");
-  ok = gpu_test_reap (ppid, "producer") && ok;
 
   g_unlink (path);
   g_rmdir (dir);

@@ -32,13 +32,10 @@
  */
 
 #include <gst/gst.h>
-#include <errno.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <glib/gstdio.h>
 
@@ -98,8 +95,9 @@ pack_sample (GstElement * sink, CUcontext ctx)
 }
 
 static gint
-producer (gint ctl, const gchar * path)
+producer (gint ctl, gpointer data)
 {
+  const gchar *path = data;
   GError *error = NULL;
   GstElement *pipeline, *sink, *cf;
   CUcontext ctx = NULL;
@@ -263,24 +261,25 @@ typedef struct
   pid_t pid;
   gint ctl;
   const gchar *name;
+  const gchar *path;
 } Child;
+
+static gint
+consumer_child (gint ctl, gpointer data)
+{
+  Child *c = data;
+
+  return consumer (ctl, c->path, c->name);
+}
 
 static gboolean
 start_consumer (Child * c, const gchar * path, const gchar * name)
 {
-  gint sv[2];
+  GpuTestRole role = { NULL, consumer_child, c, ALARM_S };
 
-  if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
-    return FALSE;
   c->name = name;
-  c->pid = fork ();
-  if (c->pid == 0) {
-    close (sv[1]);
-    gpu_test_run_child (ALARM_S);
-    gpu_test_child_exit (consumer (sv[0], path, name));
-  }
-  close (sv[0]);
-  c->ctl = sv[1];
+  c->path = path;
+  c->pid = gpu_test_spawn (&role, -1, &c->ctl, NULL);
   return c->pid > 0;
 }
 
@@ -331,10 +330,7 @@ end_consumer (Child * c)
 static void
 kill_consumer (Child * c)
 {
-  gint status;
-
-  kill (c->pid, SIGKILL);
-  waitpid (c->pid, &status, 0);
+  gpu_test_kill (c->pid);
   close (c->ctl);
 }
 
@@ -554,8 +550,9 @@ main (int argc, char **argv)
 {
   GError *error = NULL;
   gchar *dir, *path;
+  GpuTestRole producer_role = { "producer", producer, NULL, ALARM_S };
   pid_t ppid;
-  gint sv[2];
+  gint pctl;
   gboolean ok;
 
   setvbuf (stdout, NULL, _IOLBF, 0);
@@ -567,26 +564,21 @@ main (int argc, char **argv)
     return 1;
   }
   path = g_build_filename (dir, "sock", NULL);
-  if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
-    g_print ("FAIL: socketpair: %s\n", g_strerror (errno));
+  producer_role.data = path;
+  ppid = gpu_test_spawn (&producer_role, -1, &pctl, &error);
+  if (ppid < 0) {
+    g_print ("FAIL: %s\n", error->message);
     return 1;
   }
-  ppid = fork ();
-  if (ppid == 0) {
-    close (sv[1]);
-    gpu_test_run_child (ALARM_S);
-    gpu_test_child_exit (producer (sv[0], path));
-  }
-  close (sv[0]);
   producer_pid = ppid;
   g_print ("the producer is pid %d\n", (gint) ppid);
   alarm (ALARM_S);
-  ok = gpu_test_ctl_expect (sv[1], CTL_READY, NULL, START_TIMEOUT_MS);
+  ok = gpu_test_ctl_expect (pctl, CTL_READY, NULL, START_TIMEOUT_MS);
   if (!ok)
     g_print ("the producer did not start: FAIL\n");
-  ok = ok && run (sv[1], path);
-  gpu_test_ctl_send (sv[1], CTL_END, 0);
-  close (sv[1]);
+  ok = ok && run (pctl, path);
+  gpu_test_ctl_send (pctl, CTL_END, 0);
+  close (pctl);
   ok = gpu_test_reap (ppid, "producer") && ok;
   g_unlink (path);
   g_rmdir (dir);

@@ -28,8 +28,6 @@
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <glib/gstdio.h>
 
@@ -54,8 +52,9 @@ enum
 /* producer */
 
 static gint
-producer (gint ctl, const gchar * path)
+producer (gint ctl, gpointer data)
 {
+  const gchar *path = data;
   GstElement *pipeline, *sink;
   gboolean bus_ok = TRUE;
   GstBus *bus;
@@ -182,8 +181,9 @@ run_phase (GstElement * src, GstElement * cf, GstBus * bus, Counts * c,
 }
 
 static gint
-consumer (gint ctl, const gchar * path)
+consumer (gint ctl, gpointer data)
 {
+  const gchar *path = data;
   GError *error = NULL;
   GstElement *pipeline, *src, *cf, *sink;
   gboolean ok = TRUE;
@@ -252,8 +252,8 @@ main (int argc, char **argv)
 {
   GError *error = NULL;
   gchar *dir, *path;
-  pid_t ppid, cpid;
-  gint sv[2];
+  GpuTestRole producer_role = { "producer", producer, NULL, PRODUCER_ALARM_S };
+  GpuTestRole consumer_role = { "consumer", consumer, NULL, CONSUMER_ALARM_S };
   gboolean ok;
 
   setvbuf (stdout, NULL, _IOLBF, 0);
@@ -266,26 +266,14 @@ main (int argc, char **argv)
     return 1;
   }
   path = g_build_filename (dir, "sock", NULL);
-  if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
-    g_print ("FAIL: socketpair: %s\n", g_strerror (errno));
+  producer_role.data = path;
+  consumer_role.data = path;
+  ok = gpu_test_run_pair (&producer_role, &consumer_role,
+      GPU_TEST_PAIR_REAP_CONSUMER_FIRST, &error);
+  if (error) {
+    g_print ("FAIL: %s\n", error->message);
     return 1;
   }
-  ppid = fork ();
-  if (ppid == 0) {
-    close (sv[1]);
-    gpu_test_run_child (PRODUCER_ALARM_S);
-    gpu_test_child_exit (producer (sv[0], path));
-  }
-  cpid = fork ();
-  if (cpid == 0) {
-    close (sv[0]);
-    gpu_test_run_child (CONSUMER_ALARM_S);
-    gpu_test_child_exit (consumer (sv[1], path));
-  }
-  close (sv[0]);
-  close (sv[1]);
-  ok = gpu_test_reap (cpid, "consumer");
-  ok = gpu_test_reap (ppid, "producer") && ok;
   g_unlink (path);
   g_rmdir (dir);
   g_free (path);

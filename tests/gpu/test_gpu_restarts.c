@@ -67,13 +67,10 @@
  */
 
 #include <gst/gst.h>
-#include <errno.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <glib/gstdio.h>
 
@@ -222,8 +219,9 @@ producer_command (Producer * p, gint ctl, const GpuTestCtl * m)
 }
 
 static gint
-producer (gint ctl, const gchar * path)
+producer (gint ctl, gpointer data)
 {
+  const gchar *path = data;
   GError *error = NULL;
   Producer p;
 
@@ -370,8 +368,9 @@ consumer_stop (Consumer * c, gint ctl, gboolean * ok)
 }
 
 static gint
-consumer (gint ctl, const gchar * path)
+consumer (gint ctl, gpointer data)
 {
+  const gchar *path = data;
   GError *error = NULL;
   GpuShareCudaCaps caps;
   Consumer c;
@@ -525,12 +524,9 @@ sample_producer (Run * r, Sample * s)
 static gboolean
 producer_kill (Run * r)
 {
-  gint status = 0;
   gboolean ok;
 
-  kill (r->producer, SIGKILL);
-  ok = waitpid (r->producer, &status, 0) == r->producer
-      && WIFSIGNALED (status) && WTERMSIG (status) == SIGKILL;
+  ok = gpu_test_kill (r->producer);
   if (!ok)
     g_print ("producer %u: did not die of SIGKILL\n", r->producers);
   close (r->pctl);
@@ -543,27 +539,16 @@ producer_kill (Run * r)
 static gboolean
 producer_spawn (Run * r)
 {
-  gint sv[2];
-  guint left;
+  GpuTestRole role = { "producer", producer, (gpointer) r->path, 0 };
+  GError *error = NULL;
 
-  if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
-    g_print ("socketpair: %s\n", g_strerror (errno));
-    return FALSE;
-  }
-  left = PRODUCER_ALARM_S - MIN (elapsed_s (r), PRODUCER_ALARM_S - 30);
-  r->producer = fork ();
-  if (r->producer == 0) {
-    close (sv[1]);
-    close (r->cctl);
-    gpu_test_run_child (left);
-    gpu_test_child_exit (producer (sv[0], r->path));
-  }
-  close (sv[0]);
-  r->pctl = sv[1];
+  /* the alarm counts from the start of the test; the child does not hold
+   * the consumer's socket */
+  role.alarm_s = PRODUCER_ALARM_S - MIN (elapsed_s (r), PRODUCER_ALARM_S - 30);
+  r->producer = gpu_test_spawn (&role, r->cctl, &r->pctl, &error);
   if (r->producer < 0) {
-    g_print ("fork: %s\n", g_strerror (errno));
-    close (r->pctl);
-    r->pctl = -1;
+    g_print ("%s\n", error->message);
+    g_clear_error (&error);
     return FALSE;
   }
   r->producers++;
@@ -849,7 +834,7 @@ main (int argc, char **argv)
   GError *error = NULL;
   Run r;
   gchar *dir, *path;
-  gint sv[2];
+  GpuTestRole consumer_role = { "consumer", consumer, NULL, CONSUMER_ALARM_S };
   guint64 reconnects = 0, sessions = 0;
   gboolean ok;
 
@@ -877,22 +862,12 @@ main (int argc, char **argv)
   }
   path = g_build_filename (dir, "sock", NULL);
   r.path = path;
-  if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
-    g_print ("FAIL: socketpair: %s\n", g_strerror (errno));
-    return 1;
-  }
+  consumer_role.data = path;
 
   r.t0 = gpu_test_now_ns ();
-  r.consumer = fork ();
-  if (r.consumer == 0) {
-    close (sv[0]);
-    gpu_test_run_child (CONSUMER_ALARM_S);
-    gpu_test_child_exit (consumer (sv[1], path));
-  }
-  close (sv[1]);
-  r.cctl = sv[0];
+  r.consumer = gpu_test_spawn (&consumer_role, -1, &r.cctl, &error);
   if (r.consumer < 0) {
-    g_print ("FAIL: fork: %s\n", g_strerror (errno));
+    g_print ("FAIL: %s\n", error->message);
     return 1;
   }
 
