@@ -140,62 +140,6 @@ G_DEFINE_TYPE (GstGpuShareSink, gst_gpu_share_sink, GST_TYPE_BASE_SINK);
 GST_ELEMENT_REGISTER_DEFINE (gpusharesink, "gpusharesink", GST_RANK_NONE,
     GST_TYPE_GPU_SHARE_SINK);
 
-GType
-gst_gpu_share_client_remove_reason_get_type (void)
-{
-  static GType type = 0;
-  static const GEnumValue values[] = {
-    {GST_GPU_SHARE_REMOVE_GOODBYE, "The consumer said goodbye", "goodbye"},
-    {GST_GPU_SHARE_REMOVE_HANGUP, "The consumer's socket closed", "hangup"},
-    {GST_GPU_SHARE_REMOVE_PROTOCOL, "Malformed or illegal message",
-        "protocol"},
-    {GST_GPU_SHARE_REMOVE_VERSION, "Unknown protocol version", "version"},
-    {GST_GPU_SHARE_REMOVE_NOT_AUTHORIZED, "Credentials refused",
-        "not-authorized"},
-    {GST_GPU_SHARE_REMOVE_UNSUPPORTED, "No common memory type",
-        "unsupported"},
-    {GST_GPU_SHARE_REMOVE_SLOW, "The consumer stopped reading", "slow"},
-    {GST_GPU_SHARE_REMOVE_TOO_MANY, "Too many clients", "too-many-clients"},
-    {GST_GPU_SHARE_REMOVE_PEER_ERROR, "The consumer reported an error",
-        "peer-error"},
-    {GST_GPU_SHARE_REMOVE_RESOURCE, "Exporting the slots failed",
-        "resource"},
-    {GST_GPU_SHARE_REMOVE_SHUTDOWN, "The sink stopped", "shutdown"},
-    {GST_GPU_SHARE_REMOVE_TIMEOUT, "The consumer did not finish its "
-          "handshake in time, or fell silent", "timeout"},
-    {GST_GPU_SHARE_REMOVE_LEASE, "The consumer held a slot longer than "
-          "lease-timeout while the producer waited for one", "lease"},
-    {0, NULL, NULL}
-  };
-
-  if (g_once_init_enter (&type)) {
-    GType t = g_enum_register_static ("GstGpuShareClientRemoveReason", values);
-    g_once_init_leave (&type, t);
-  }
-  return type;
-}
-
-GType
-gst_gpu_share_slow_policy_get_type (void)
-{
-  static GType type = 0;
-  static const GEnumValue values[] = {
-    {GST_GPU_SHARE_POLICY_AUTO, "Leaky for live upstreams, lossless otherwise",
-        "auto"},
-    {GST_GPU_SHARE_POLICY_LOSSLESS, "Wait until every consumer released",
-        "lossless"},
-    {GST_GPU_SHARE_POLICY_LEAKY,
-        "A consumer holding its share of slots misses frames", "leaky"},
-    {0, NULL, NULL}
-  };
-
-  if (g_once_init_enter (&type)) {
-    GType t = g_enum_register_static ("GstGpuShareSlowPolicy", values);
-    g_once_init_leave (&type, t);
-  }
-  return type;
-}
-
 /* ------------------------------------------------------------------------ */
 /* The server's events, delivered without any lock held */
 
