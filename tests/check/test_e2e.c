@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * End-to-end tests: a real producer and real consumers, each a
- * gpushare-demo process (examples/gpushare-demo.c) talking over a socket in
- * a private temporary directory.  Every process writes one line per frame
+ * gpushare-test-peer process (tests/peer/gpushare-test-peer.c) talking over
+ * a socket in a private temporary directory.  Every process writes one line per frame
  * (offset, timestamps, flags, size and a checksum of the visible pixels),
  * so what each consumer received is compared line by line with what the
  * producer sent.
@@ -16,8 +16,8 @@
  *    directory is gone, so a failure leaves nothing behind;
  *  - the test process's own open fd count is the same before and after.
  *
- * Environment (set by tests/check/meson.build): GPUSHARE_DEMO is the demo
- * binary, GST_PLUGIN_PATH_1_0 the freshly built plugin.
+ * Environment (set by tests/check/meson.build): GPUSHARE_TEST_PEER is the
+ * peer binary, GST_PLUGIN_PATH_1_0 the freshly built plugin.
  */
 
 #include <gst/check/gstcheck.h>
@@ -111,14 +111,14 @@ count_fds_after (guint before)
 }
 
 static const gchar *
-demo_path (void)
+peer_path (void)
 {
-  const gchar *demo = g_getenv ("GPUSHARE_DEMO");
+  const gchar *peer = g_getenv ("GPUSHARE_TEST_PEER");
 
-  fail_unless (demo != NULL && g_file_test (demo, G_FILE_TEST_IS_EXECUTABLE),
-      "GPUSHARE_DEMO must name the gpushare-demo binary (run the test "
-      "through meson test)");
-  return demo;
+  fail_unless (peer != NULL && g_file_test (peer, G_FILE_TEST_IS_EXECUTABLE),
+      "GPUSHARE_TEST_PEER must name the gpushare-test-peer binary (run the "
+      "test through meson test)");
+  return peer;
 }
 
 /* runs in the child between fork and exec */
@@ -147,7 +147,7 @@ static E2e *
 e2e_new (void)
 {
   E2e *t = g_new0 (E2e, 1);
-  const gchar *warm[] = { demo_path (), "--help", NULL };
+  const gchar *warm[] = { peer_path (), "--help", NULL };
   GSubprocess *proc;
   GError *error = NULL;
 
@@ -167,7 +167,7 @@ e2e_new (void)
   return t;
 }
 
-/* spawn gpushare-demo ROLE --socket S --out LOG [args..., NULL] */
+/* spawn gpushare-test-peer ROLE --socket S --out LOG [args..., NULL] */
 static Child *
 spawn (E2e * t, const gchar * name, const gchar * role, ...)
 {
@@ -182,7 +182,7 @@ spawn (E2e * t, const gchar * name, const gchar * role, ...)
 
   c->name = g_strdup (name);
   c->log = g_strdup_printf ("%s/%s.log", t->dir, name);
-  g_ptr_array_add (argv, (gpointer) demo_path ());
+  g_ptr_array_add (argv, (gpointer) peer_path ());
   g_ptr_array_add (argv, (gpointer) role);
   g_ptr_array_add (argv, (gpointer) "--socket");
   g_ptr_array_add (argv, t->socket);
