@@ -41,6 +41,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "gpushare-check-util.h"
 #include "gpushareconn.h"
 #include "gpushareproto.h"
 #include "gpushareretain.h"
@@ -65,120 +66,6 @@ static guint fd_baseline;
 
 /* ------------------------------------------------------------------------ */
 /* Descriptors */
-
-static guint
-count_fds (void)
-{
-  GDir *dir = g_dir_open ("/proc/self/fd", 0, NULL);
-  guint n = 0;
-
-  fail_unless (dir != NULL);
-  /* the GDir's own descriptor is counted every time alike */
-  while (g_dir_read_name (dir))
-    n++;
-  g_dir_close (dir);
-  return n;
-}
-
-/* what the open descriptors are, by kind ("socket", "/dev/nvidia0"...),
- * with how many of each */
-static GHashTable *
-fd_kinds (void)
-{
-  GHashTable *kinds = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
-      NULL);
-  GDir *dir = g_dir_open ("/proc/self/fd", 0, NULL);
-  const gchar *name;
-
-  while (dir && (name = g_dir_read_name (dir))) {
-    gchar *link = g_build_filename ("/proc/self/fd", name, NULL);
-    gchar *target = g_file_read_link (link, NULL);
-    gchar *kind = g_strndup (target ? target : "?",
-        target ? strcspn (target, ":") : 1);
-
-    g_hash_table_insert (kinds, kind, GUINT_TO_POINTER (GPOINTER_TO_UINT
-            (g_hash_table_lookup (kinds, kind)) + 1));
-    g_free (target);
-    g_free (link);
-  }
-  if (dir)
-    g_dir_close (dir);
-  return kinds;
-}
-
-/* the kinds at the last settled count, to say what grew */
-static GHashTable *fd_kinds_settled;
-
-/* Another thread may drop the last reference to a buffer pool or a bus
- * (each holds a GstPoll socket pair) just after a pipeline reached NULL:
- * wait until the count holds still. */
-static guint
-count_fds_settled (void)
-{
-  gint64 deadline = g_get_monotonic_time () + TIMEOUT_MS * 1000;
-  guint n = count_fds (), m;
-
-  for (;;) {
-    g_usleep (20000);
-    m = count_fds ();
-    if (m == n || g_get_monotonic_time () > deadline)
-      break;
-    n = m;
-  }
-  g_clear_pointer (&fd_kinds_settled, g_hash_table_unref);
-  fd_kinds_settled = fd_kinds ();
-  return m;
-}
-
-/* how the open descriptors differ, by kind, from the last settled count */
-static void
-dump_fds (void)
-{
-  GHashTable *now = fd_kinds ();
-  GHashTableIter it;
-  gpointer key, value;
-
-  g_hash_table_iter_init (&it, now);
-  while (g_hash_table_iter_next (&it, &key, &value)) {
-    guint before = fd_kinds_settled ? GPOINTER_TO_UINT (g_hash_table_lookup
-        (fd_kinds_settled, key)) : 0;
-
-    if (before != GPOINTER_TO_UINT (value))
-      g_printerr ("  %s: %u, were %u\n", (const gchar *) key,
-          GPOINTER_TO_UINT (value), before);
-  }
-  g_hash_table_unref (now);
-}
-
-/* A peer that drops a client closes its descriptors from its own thread:
- * give it the time that takes. */
-static guint
-wait_fd_count (guint expected)
-{
-  gint64 deadline = g_get_monotonic_time () + TIMEOUT_MS * 1000;
-  guint n;
-
-  while ((n = count_fds ()) != expected && g_get_monotonic_time () < deadline)
-    g_usleep (5000);
-  if (n != expected) {
-    g_printerr ("%u descriptors open, expected %u:\n", n, expected);
-    dump_fds ();
-  }
-  return n;
-}
-
-/* TRUE once every write end of the pipe is closed, wherever it travelled */
-static gboolean
-wait_pipe_hangup (gint read_fd)
-{
-  struct pollfd pfd = {.fd = read_fd,.events = POLLIN };
-  gint r;
-
-  do
-    r = poll (&pfd, 1, TIMEOUT_MS);
-  while (r < 0 && errno == EINTR);
-  return r == 1 && (pfd.revents & POLLHUP);
-}
 
 static gint
 make_memfd (gsize size, gboolean seal)
@@ -1165,35 +1052,15 @@ warm_up (void)
 static void
 setup (void)
 {
-  GError *error = NULL;
-
-  tmpdir = g_dir_make_tmp ("gpushare-elements-XXXXXX", &error);
-  fail_unless (tmpdir != NULL, "%s", error ? error->message : "?");
+  tmpdir = make_tmpdir ("gpushare-elements-XXXXXX");
   warm_up ();
   fd_baseline = count_fds_settled ();
 }
 
 static void
-remove_tree (const gchar * dir)
-{
-  GDir *d = g_dir_open (dir, 0, NULL);
-  const gchar *name;
-
-  while (d && (name = g_dir_read_name (d))) {
-    gchar *p = g_build_filename (dir, name, NULL);
-
-    unlink (p);
-    g_free (p);
-  }
-  if (d)
-    g_dir_close (d);
-  rmdir (dir);
-}
-
-static void
 teardown (void)
 {
-  guint n = wait_fd_count (fd_baseline);
+  guint n = wait_fd_count (fd_baseline, TIMEOUT_MS);
 
   remove_tree (tmpdir);
   g_clear_pointer (&tmpdir, g_free);
@@ -2266,11 +2133,11 @@ GST_START_TEST (test_consumer_fds)
       "dropped");
   fail_unless_equals_string (client_log_removed_nick (&s.log, 0), "protocol");
   fail_unless_equals_int (num_clients (s.sink), 0);
-  fail_unless (wait_pipe_hangup (pipe_fds[0]),
+  fail_unless (wait_pipe_hangup (pipe_fds[0], TIMEOUT_MS),
       "the producer kept a descriptor it received");
   close (pipe_fds[0]);
   raw_clear (&raw);
-  fail_unless_equals_int (wait_fd_count (mid), mid);
+  fail_unless_equals_int (wait_fd_count (mid, TIMEOUT_MS), mid);
   assert_no_error (s.producer);
 
   scene_stop (&s);
@@ -2350,7 +2217,7 @@ GST_START_TEST (test_consumer_unknown_type)
   raw_expect (&raw, GPUSHARE_MSG_FRAME, msg, NULL, NULL);
   fail_unless_equals_int (client_log_n_removed (&s.log), 0);
   fail_unless_equals_int (num_clients (s.sink), 1);
-  fail_unless (wait_pipe_hangup (pipe_fds[0]),
+  fail_unless (wait_pipe_hangup (pipe_fds[0], TIMEOUT_MS),
       "the fds of an ignored message were kept");
   close (pipe_fds[0]);
 
@@ -2512,7 +2379,6 @@ read_child_report (gint fd, pid_t pid, gpointer report, gsize report_size,
     GByteArray * bytes)
 {
   guint8 chunk[4096];
-  gint status;
 
   g_byte_array_set_size (bytes, 0);
   for (;;) {
@@ -2529,8 +2395,7 @@ read_child_report (gint fd, pid_t pid, gpointer report, gsize report_size,
     g_byte_array_append (bytes, chunk, n);
   }
   close (fd);
-  fail_unless (waitpid (pid, &status, 0) == pid);
-  fail_unless (WIFEXITED (status) && WEXITSTATUS (status) == 0);
+  reap_clean_exit (pid);
   fail_unless (bytes->len >= report_size);
   memcpy (report, bytes->data, report_size);
   g_byte_array_remove_range (bytes, 0, report_size);
@@ -3364,14 +3229,15 @@ GST_START_TEST (test_hostile_producer)
 
   assert_error (pipeline, hp_cases[which].domain (), hp_cases[which].code);
   if (pipe_fds[0] >= 0) {
-    fail_unless (wait_pipe_hangup (pipe_fds[0]),
+    fail_unless (wait_pipe_hangup (pipe_fds[0], TIMEOUT_MS),
         "the consumer kept a descriptor it refused");
     close (pipe_fds[0]);
     before_slots--;
   }
   /* every received fd is closed already, mapped or refused */
   if (before_slots)
-    fail_unless_equals_int (wait_fd_count (before_slots), before_slots);
+    fail_unless_equals_int (wait_fd_count (before_slots, TIMEOUT_MS),
+        before_slots);
 
   hostile_consumer_stop (pipeline, listen_fd, &raw, path);
   g_free (path);
@@ -3536,7 +3402,8 @@ GST_START_TEST (test_cycles)
     if (i == 1)
       after_first = count_fds_settled ();
     else if (i > 1)
-      fail_unless_equals_int (wait_fd_count (after_first), after_first);
+      fail_unless_equals_int (wait_fd_count (after_first, TIMEOUT_MS),
+          after_first);
   }
   fail_unless_equals_int (client_log_n_removed (&log), removed);
   consumer_free (c[0]);
@@ -4083,7 +3950,7 @@ GST_START_TEST (test_long_cycles)
       rss = rss_kb ();
     }
   }
-  fail_unless_equals_int (wait_fd_count (fds), fds);
+  fail_unless_equals_int (wait_fd_count (fds, TIMEOUT_MS), fds);
   /* a leak of one small allocation per cycle would show as 950 of them */
   fail_unless (rss_kb () < rss + 2048, "resident memory grew from %u kB to "
       "%u kB over %u cycles", rss, rss_kb (), N_LONG_CYCLES - 50);
@@ -4116,7 +3983,7 @@ GST_START_TEST (test_long_cycles)
   }
   fail_unless (consumer_wait (c, g_atomic_int_get (&c->frames) + 1));
   fail_unless_equals_uint64 (stat_uint (c->src, "reconnects"), N_RESTARTS);
-  fail_unless_equals_int (wait_fd_count (fds), fds);
+  fail_unless_equals_int (wait_fd_count (fds, TIMEOUT_MS), fds);
   fail_unless (rss_kb () < rss + 2048, "resident memory grew from %u kB to "
       "%u kB over %u restarts", rss, rss_kb (), N_RESTARTS / 2);
   assert_no_error (c->pipeline);
