@@ -454,7 +454,7 @@ run_exchange (gboolean use_appsrc)
       GST_STATE_CHANGE_FAILURE);
   c = consumer_new (path, TRUE);
   /* every frame in place, however many wait in the test's queue (past
-   * max-in-place frames are copies: test_filesink_small_frames) */
+   * max-in-place frames are copies: test_slots, test_filesink_small_frames) */
   g_object_set (c->src, "max-in-place", EXCHANGE_RING, NULL);
   consumer_start (c);
 
