@@ -2,9 +2,10 @@
 /*
  * What the documents quote, checked against what the code says: the
  * protocol version and the caps of docs/protocol.md against
- * gpushareproto.h, and the property tables of README.md against the
+ * gpushareproto.h, the property tables of README.md against the
  * elements' own properties (every property listed, every default as the
- * element has it).  A document that drifts fails here.
+ * element has it), and the tests the documents name against the programs
+ * that hold them.  A document that drifts fails here.
  */
 
 #include <gst/check/gstcheck.h>
@@ -302,6 +303,142 @@ GST_START_TEST (test_readme_debug_categories)
 
 GST_END_TEST;
 
+/* The documents name the tests behind their promises as "`program`
+ * `test`", and a list that follows goes on in that program: every test
+ * quoted must be held by the nearest program named before it in its
+ * paragraph, and every name quoted must be a program of tests/check or one
+ * of their tests ("`test_exchange_*`": a test whose name starts so).
+ * Tests move between programs; a document that still sends the reader to
+ * the old one fails here. */
+
+/* the gst-check programs of tests/check, each with the set of its tests */
+static GHashTable *
+read_programs (void)
+{
+  gchar *dir = g_build_filename (g_getenv ("GPUSHARE_SOURCE_ROOT"), "tests",
+      "check", NULL);
+  GHashTable *programs = g_hash_table_new_full (g_str_hash, g_str_equal,
+      g_free, (GDestroyNotify) g_hash_table_unref);
+  GRegex *start = g_regex_new ("^GST_START_TEST \\((test_[a-z0-9_]+)\\)",
+      G_REGEX_MULTILINE, 0, NULL);
+  GDir *d = g_dir_open (dir, 0, NULL);
+  const gchar *name;
+
+  fail_unless (d != NULL, "%s", dir);
+  while ((name = g_dir_read_name (d))) {
+    GHashTable *tests;
+    GMatchInfo *m;
+    gchar *path, *text;
+
+    if (!g_str_has_prefix (name, "test_") || !g_str_has_suffix (name, ".c"))
+      continue;
+    path = g_build_filename (dir, name, NULL);
+    fail_unless (g_file_get_contents (path, &text, NULL, NULL));
+    tests = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+    g_regex_match (start, text, 0, &m);
+    while (g_match_info_matches (m)) {
+      g_hash_table_add (tests, g_match_info_fetch (m, 1));
+      g_match_info_next (m, NULL);
+    }
+    g_match_info_free (m);
+    g_hash_table_insert (programs, g_strndup (name, strlen (name) - 2),
+        tests);
+    g_free (text);
+    g_free (path);
+  }
+  g_dir_close (d);
+  g_regex_unref (start);
+  g_free (dir);
+  return programs;
+}
+
+static gboolean
+holds (GHashTable * tests, const gchar * name, gboolean prefix)
+{
+  GHashTableIter it;
+  gpointer key;
+
+  if (!prefix)
+    return g_hash_table_contains (tests, name);
+  g_hash_table_iter_init (&it, tests);
+  while (g_hash_table_iter_next (&it, &key, NULL))
+    if (g_str_has_prefix (key, name))
+      return TRUE;
+  return FALSE;
+}
+
+static guint
+check_test_names (const gchar * doc_name, GHashTable * programs)
+{
+  gchar *doc = read_doc (doc_name);
+  gchar **paragraphs = g_strsplit (doc, "\n\n", -1);
+  GRegex *quoted = g_regex_new ("`(test_[a-z0-9_]+)(\\*?)`", 0, 0, NULL);
+  guint i, n = 0;
+
+  for (i = 0; paragraphs[i]; i++) {
+    const gchar *program = NULL;
+    GMatchInfo *m;
+
+    g_regex_match (quoted, paragraphs[i], 0, &m);
+    while (g_match_info_matches (m)) {
+      gchar *name = g_match_info_fetch (m, 1);
+      gchar *star = g_match_info_fetch (m, 2);
+      gpointer key;
+
+      if (!*star && g_hash_table_lookup_extended (programs, name, &key,
+              NULL)) {
+        program = key;
+      } else {
+        GHashTableIter it;
+        gpointer tests;
+        gboolean anywhere = FALSE;
+
+        g_hash_table_iter_init (&it, programs);
+        while (!anywhere && g_hash_table_iter_next (&it, NULL, &tests))
+          anywhere = holds (tests, name, *star);
+        fail_unless (anywhere, "%s quotes %s%s, which is neither a program "
+            "of tests/check nor one of their tests", doc_name, name, star);
+        fail_unless (program != NULL, "%s quotes the test %s%s with no "
+            "program before it: name the one that holds it", doc_name, name,
+            star);
+        fail_unless (holds (g_hash_table_lookup (programs, program), name,
+                *star), "%s quotes `%s` `%s%s`, but %s holds no such test",
+            doc_name, program, name, star, program);
+        n++;
+      }
+      g_free (star);
+      g_free (name);
+      g_match_info_next (m, NULL);
+    }
+    g_match_info_free (m);
+  }
+  g_regex_unref (quoted);
+  g_strfreev (paragraphs);
+  g_free (doc);
+  return n;
+}
+
+GST_START_TEST (test_docs_name_their_tests)
+{
+  static const gchar *const docs[] = { "README.md", "docs/design.md",
+    "docs/protocol.md", "docs/security.md", "docs/benchmarks.md"
+  };
+  GHashTable *programs = read_programs ();
+  guint i, n = 0;
+
+  /* a program's worth of tests, or the regular expression found none */
+  fail_unless (g_hash_table_contains (programs, "test_docs"));
+  fail_unless (holds (g_hash_table_lookup (programs, "test_docs"),
+          "test_docs_name_their_tests", FALSE));
+  for (i = 0; i < G_N_ELEMENTS (docs); i++)
+    n += check_test_names (docs[i], programs);
+  /* security.md names dozens: the check did look */
+  fail_unless (n > 50, "only %u tests quoted in the documents", n);
+  g_hash_table_unref (programs);
+}
+
+GST_END_TEST;
+
 static Suite *
 docs_suite (void)
 {
@@ -313,6 +450,7 @@ docs_suite (void)
   tcase_add_test (tc, test_protocol_caps);
   tcase_add_test (tc, test_readme_properties);
   tcase_add_test (tc, test_readme_debug_categories);
+  tcase_add_test (tc, test_docs_name_their_tests);
   return s;
 }
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * End-to-end tests: a real producer and real consumers, each a
- * gpushare-demo process (examples/gpushare-demo.c) talking over a socket in
- * a private temporary directory.  Every process writes one line per frame
+ * gpushare-test-peer process (tests/peer/gpushare-test-peer.c) talking over
+ * a socket in a private temporary directory.  Every process writes one line per frame
  * (offset, timestamps, flags, size and a checksum of the visible pixels),
  * so what each consumer received is compared line by line with what the
  * producer sent.
@@ -16,18 +16,20 @@
  *    directory is gone, so a failure leaves nothing behind;
  *  - the test process's own open fd count is the same before and after.
  *
- * Environment (set by tests/check/meson.build): GPUSHARE_DEMO is the demo
- * binary, GST_PLUGIN_PATH_1_0 the freshly built plugin.
+ * Environment (set by tests/check/meson.build): GPUSHARE_TEST_PEER is the
+ * peer binary, GST_PLUGIN_PATH_1_0 the freshly built plugin.
  */
 
 #include <gst/check/gstcheck.h>
 #include <gio/gio.h>
-#include <glib/gstdio.h>
 
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <unistd.h>
+
+#include "gpushare-check-util.h"
 
 /* generous for a loaded 2-core machine; a healthy run takes a few seconds */
 #define RUN_TIMEOUT_MS 30000
@@ -65,68 +67,15 @@ typedef struct
   gchar sum[32];
 } Frame;
 
-static guint
-count_fds (void)
-{
-  GDir *dir = g_dir_open ("/proc/self/fd", 0, NULL);
-  guint n = 0;
-
-  fail_unless (dir != NULL);
-  while (g_dir_read_name (dir))
-    n++;
-  g_dir_close (dir);
-  return n;
-}
-
-/* GLib closes a child watch's pidfd on its worker thread, just after it
- * reported the exit: wait until the count holds still for 50 ms */
-static guint
-count_fds_settled (void)
-{
-  guint n = count_fds (), same = 0, i;
-
-  for (i = 0; i < 200 && same < 5; i++) {
-    guint m;
-
-    g_usleep (10 * 1000);
-    m = count_fds ();
-    same = m == n ? same + 1 : 0;
-    n = m;
-  }
-  return n;
-}
-
-/* the count at the end, given a moment to come back to what it was (GLib
- * closes the pidfds of exited children from its worker thread, which a
- * loaded machine may run late) */
-static guint
-count_fds_after (guint before)
-{
-  gint64 deadline = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
-  guint n;
-
-  while ((n = count_fds ()) != before && g_get_monotonic_time () < deadline)
-    g_usleep (10 * 1000);
-  return n;
-}
-
 static const gchar *
-demo_path (void)
+peer_path (void)
 {
-  const gchar *demo = g_getenv ("GPUSHARE_DEMO");
+  const gchar *peer = g_getenv ("GPUSHARE_TEST_PEER");
 
-  fail_unless (demo != NULL && g_file_test (demo, G_FILE_TEST_IS_EXECUTABLE),
-      "GPUSHARE_DEMO must name the gpushare-demo binary (run the test "
-      "through meson test)");
-  return demo;
-}
-
-/* runs in the child between fork and exec */
-static void
-child_setup (gpointer user_data)
-{
-  /* a test that fails (exits) must not leave a child waiting for a peer */
-  prctl (PR_SET_PDEATHSIG, SIGKILL);
+  fail_unless (peer != NULL && g_file_test (peer, G_FILE_TEST_IS_EXECUTABLE),
+      "GPUSHARE_TEST_PEER must name the gpushare-test-peer binary (run the "
+      "test through meson test)");
+  return peer;
 }
 
 static void
@@ -147,7 +96,7 @@ static E2e *
 e2e_new (void)
 {
   E2e *t = g_new0 (E2e, 1);
-  const gchar *warm[] = { demo_path (), "--help", NULL };
+  const gchar *warm[] = { peer_path (), "--help", NULL };
   GSubprocess *proc;
   GError *error = NULL;
 
@@ -159,15 +108,14 @@ e2e_new (void)
   g_object_unref (proc);
 
   t->n_fds = count_fds_settled ();
-  t->dir = g_dir_make_tmp ("gpushare-e2e-XXXXXX", &error);
-  fail_unless (t->dir != NULL, "%s", error ? error->message : "?");
+  t->dir = make_tmpdir ("gpushare-e2e-XXXXXX");
   t->socket = g_build_filename (t->dir, "gpushare.sock", NULL);
   t->children = g_ptr_array_new ();
   t->missed = g_string_new (NULL);
   return t;
 }
 
-/* spawn gpushare-demo ROLE --socket S --out LOG [args..., NULL] */
+/* spawn gpushare-test-peer ROLE --socket S --out LOG [args..., NULL] */
 static Child *
 spawn (E2e * t, const gchar * name, const gchar * role, ...)
 {
@@ -182,7 +130,7 @@ spawn (E2e * t, const gchar * name, const gchar * role, ...)
 
   c->name = g_strdup (name);
   c->log = g_strdup_printf ("%s/%s.log", t->dir, name);
-  g_ptr_array_add (argv, (gpointer) demo_path ());
+  g_ptr_array_add (argv, (gpointer) peer_path ());
   g_ptr_array_add (argv, (gpointer) role);
   g_ptr_array_add (argv, (gpointer) "--socket");
   g_ptr_array_add (argv, t->socket);
@@ -205,7 +153,8 @@ spawn (E2e * t, const gchar * name, const gchar * role, ...)
   g_ptr_array_add (argv, NULL);
 
   launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_NONE);
-  g_subprocess_launcher_set_child_setup (launcher, child_setup, NULL, NULL);
+  g_subprocess_launcher_set_child_setup (launcher, die_with_parent, NULL,
+      NULL);
   c->proc = g_subprocess_launcher_spawnv (launcher,
       (const gchar * const *) argv->pdata, &error);
   g_object_unref (launcher);
@@ -276,24 +225,6 @@ wait_line (E2e * t, Child * c, const gchar * prefix, gint timeout_ms)
   return FALSE;
 }
 
-static void
-remove_tree (const gchar * path)
-{
-  GDir *dir = g_dir_open (path, 0, NULL);
-  const gchar *name;
-
-  if (dir) {
-    while ((name = g_dir_read_name (dir))) {
-      gchar *p = g_build_filename (path, name, NULL);
-
-      g_unlink (p);
-      g_free (p);
-    }
-    g_dir_close (dir);
-  }
-  g_rmdir (path);
-}
-
 /* Wait for every child (one deadline for all), kill what is left, read the
  * reports, remove the directory, check the fds.  Fails only once nothing
  * is left behind. */
@@ -330,7 +261,9 @@ e2e_finish (E2e * t, gint timeout_ms)
   fail_if (g_file_test (t->dir, G_FILE_TEST_EXISTS), "%s not removed",
       t->dir);
   fail_unless (t->missed->len == 0, "%s", t->missed->str);
-  fail_unless (count_fds_after (t->n_fds) == t->n_fds, "open fds: %u "
+  /* GLib closes the pidfds of exited children from its worker thread,
+   * which a loaded machine may run late */
+  fail_unless (wait_fd_count (t->n_fds, 10000) == t->n_fds, "open fds: %u "
       "before the test, %u after", t->n_fds, count_fds ());
 }
 

@@ -12,12 +12,11 @@
 #endif
 
 #include <gst/check/gstcheck.h>
-#include <dirent.h>
 #include <signal.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include "gpushare-check-util.h"
 #include "gpushareretain.h"
 
 /* what the free function saw */
@@ -48,19 +47,6 @@ collect (GpuShareRetained * r)
   return n;
 }
 
-static gint
-count_fds (void)
-{
-  DIR *d = opendir ("/proc/self/fd");
-  gint n = 0;
-
-  fail_unless (d != NULL);
-  while (readdir (d))
-    n++;
-  closedir (d);
-  return n;
-}
-
 static gboolean
 have_pidfd (void)
 {
@@ -83,29 +69,6 @@ add (GpuShareHolders * h, guint id, pid_t pid)
   gpushare_holders_add (h, id, pid, pidfd);
   if (pidfd >= 0)
     close (pidfd);
-}
-
-/* a child that lives until it is killed */
-static pid_t
-spawn (void)
-{
-  pid_t pid = fork ();
-
-  fail_unless (pid >= 0);
-  if (pid == 0) {
-    for (;;)
-      pause ();
-  }
-  return pid;
-}
-
-static void
-kill_and_reap (pid_t pid)
-{
-  gint status;
-
-  fail_unless_equals_int (kill (pid, SIGKILL), 0);
-  fail_unless_equals_int (waitpid (pid, &status, 0), pid);
 }
 
 /* every connection of every process must let go */
@@ -163,8 +126,8 @@ GST_START_TEST (test_release_by_exit)
   }
   fds = count_fds ();
   reset ();
-  a = spawn ();
-  b = spawn ();
+  a = spawn_idle_child ();
+  b = spawn_idle_child ();
   r = gpushare_retained_new (4, free_marker);
   h = gpushare_holders_new ();
   add (h, 10, a);
@@ -194,7 +157,7 @@ GST_START_TEST (test_release_by_exit)
   fail_unless_equals_int (count_fds (), fds);
 
   /* a process that is already gone when it is added */
-  a = spawn ();
+  a = spawn_idle_child ();
   h = gpushare_holders_new ();
   add (h, 13, a);
   kill_and_reap (a);
@@ -205,7 +168,7 @@ GST_START_TEST (test_release_by_exit)
 
   /* added after its process exited (the owner's pidfd is from before):
    * it holds nothing */
-  a = spawn ();
+  a = spawn_idle_child ();
   {
     gint pidfd = gpushare_pidfd_open (a);
 
@@ -220,7 +183,7 @@ GST_START_TEST (test_release_by_exit)
   /* a process that exited, and another one that got its pid: the new one
    * is a holder of its own (simulated with our own pid for the new one,
    * the dead child's pidfd for the old one) */
-  a = spawn ();
+  a = spawn_idle_child ();
   {
     gint dead = gpushare_pidfd_open (a);
     gint me = gpushare_pidfd_open (getpid ());

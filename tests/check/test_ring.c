@@ -15,6 +15,7 @@
 #include <gst/check/gstcheck.h>
 #include <string.h>
 
+#include "gpushare-check-util.h"
 #include "gpusharering.h"
 
 #define EPOCH G_GUINT64_CONSTANT (7)
@@ -98,32 +99,18 @@ make_slot (GpuShareRing * ring, GpuShareSlotState state, guint64 sequence,
 }
 
 /* no test may leak a file descriptor */
-static gint fds_at_start;
-
-static gint
-count_open_fds (void)
-{
-  GDir *dir = g_dir_open ("/proc/self/fd", 0, NULL);
-  gint n = 0;
-
-  if (dir == NULL)
-    return -1;
-  while (g_dir_read_name (dir) != NULL)
-    n++;
-  g_dir_close (dir);
-  return n;
-}
+static guint fds_at_start;
 
 static void
 fd_setup (void)
 {
-  fds_at_start = count_open_fds ();
+  fds_at_start = count_fds ();
 }
 
 static void
 fd_teardown (void)
 {
-  fail_unless_equals_int (count_open_fds (), fds_at_start);
+  fail_unless_equals_int (count_fds (), fds_at_start);
 }
 
 /* ---- producer ring ---- */

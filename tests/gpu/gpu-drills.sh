@@ -14,7 +14,7 @@
 set -u
 e2e=$1
 frames=0
-demo=${GPUSHARE_DEMO:-}
+peer=${GPUSHARE_TEST_PEER:-}
 
 . "$(dirname "$0")/gpu-lib.sh"
 

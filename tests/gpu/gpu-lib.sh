@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 #
 # Shared by the gpu suite's shell tests: the skip checks and running
-# gpushare-demo as a producer and N consumers, every frame compared.
+# gpushare-test-peer as a producer and N consumers, every frame compared.
 #
-# The caller sets: demo (gpushare-demo), frames; this file sets dir (a
+# The caller sets: peer (gpushare-test-peer), frames; this file sets dir (a
 # temporary folder, removed on exit) and failures.
 
 if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
@@ -58,10 +58,10 @@ run() {
   done
   local sock="$dir/$RANDOM.sock"
   for ((i = 0; i < n; i++)); do
-    env ${CONSUMER_ENV:-} "$demo" consumer --socket "$sock" --timeout 30000 \
+    env ${CONSUMER_ENV:-} "$peer" consumer --socket "$sock" --timeout 30000 \
       --out "$dir/c$i.log" "${cargs[@]}" & pids+=($!)
   done
-  "$demo" producer --socket "$sock" --frames "$frames" --wait \
+  "$peer" producer --socket "$sock" --frames "$frames" --wait \
     --wait-clients "$n" --source videotestsrc --policy lossless \
     --timeout 30000 --out "$dir/p.log" "${pargs[@]}"
   for p in "${pids[@]}"; do wait "$p"; done

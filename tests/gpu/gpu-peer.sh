@@ -11,9 +11,9 @@
 # see the producer's GPU falls back to system memory, and consumers on
 # both GPUs share one producer.
 #
-# usage: gpu-peer.sh DEMO [FRAMES]
+# usage: gpu-peer.sh PEER [FRAMES]
 set -u
-demo=$1
+peer=$1
 frames=${2:-200}
 
 . "$(dirname "$0")/gpu-lib.sh"
@@ -29,14 +29,14 @@ refused() {
   local pattern=$1 desc=$2 rc
   shift 2
   local sock="$dir/$RANDOM.sock"
-  "$demo" producer --socket "$sock" --frames 100000 --live \
+  "$peer" producer --socket "$sock" --frames 100000 --live \
     --source videotestsrc --width 640 --height 360 --timeout 30000 \
     --cuda-device 0 --out "$dir/p.log" &
   local ppid=$!
-  env ${CONSUMER_ENV:-} timeout 60 "$demo" consumer --socket "$sock" \
+  env ${CONSUMER_ENV:-} timeout 60 "$peer" consumer --socket "$sock" \
     --timeout 10000 --out "$dir/refused.log" "$@"
   rc=$?
-  timeout 60 "$demo" consumer --socket "$sock" --timeout 10000 \
+  timeout 60 "$peer" consumer --socket "$sock" --timeout 10000 \
     --die-after 20 --out "$dir/after.log"
   if [ $rc -ne 0 ] && grep -q "^error .*$pattern" "$dir/refused.log" \
       && [ "$(grep -c '^recv ' "$dir/after.log")" -ge 20 ] \
@@ -99,13 +99,13 @@ CONSUMER_ENV="CUDA_VISIBLE_DEVICES=$uuid1" refused "not visible" \
 
 # consumers on both GPUs of one producer: each GPU in its own way
 sock="$dir/mixed.sock"
-"$demo" consumer --socket "$sock" --timeout 30000 --cuda-device 0 \
+"$peer" consumer --socket "$sock" --timeout 30000 --cuda-device 0 \
   --transport cuda --out "$dir/c0.log" & c0=$!
-"$demo" consumer --socket "$sock" --timeout 30000 --cuda-device 1 \
+"$peer" consumer --socket "$sock" --timeout 30000 --cuda-device 1 \
   --transport cuda --out "$dir/c1.log" & c1=$!
-"$demo" consumer --socket "$sock" --timeout 30000 --cuda-device 1 \
+"$peer" consumer --socket "$sock" --timeout 30000 --cuda-device 1 \
   --transport system --out "$dir/c2.log" & c2=$!
-"$demo" producer --socket "$sock" --frames "$frames" --wait --wait-clients 3 \
+"$peer" producer --socket "$sock" --frames "$frames" --wait --wait-clients 3 \
   --source videotestsrc --policy lossless --timeout 30000 --gpu-input \
   --cuda-device 0 --out "$dir/p.log"
 wait $c0 $c1 $c2

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 #
-# Frames through GPU memory between real processes: gpushare-demo as the
-# producer and as one or more consumers, each case checking every frame
+# Frames through GPU memory between real processes: gpushare-test-peer as
+# the producer and as one or more consumers, each case checking every frame
 # (checksum of every plane, timestamps, offsets, flags) and the transport
 # the consumer reports.
 #
-# usage: gpu-transfer.sh DEMO [FRAMES]
+# usage: gpu-transfer.sh PEER [FRAMES]
 set -u
-demo=$1
+peer=$1
 frames=${2:-300}
 
 . "$(dirname "$0")/gpu-lib.sh"
@@ -41,11 +41,11 @@ done
 # process, gpusharesrc in another, gives the frames a one-process decode gives
 clip=$(dirname "$0")/../media/clip-h264.mp4
 if gst-inspect-1.0 nvh264dec >/dev/null 2>&1; then
-  timeout 60 "$demo" consumer --decode "$clip" --out "$dir/ref.log"
+  timeout 60 "$peer" consumer --decode "$clip" --out "$dir/ref.log"
   sock="$dir/decode.sock"
-  timeout 60 "$demo" consumer --socket "$sock" --timeout 30000 \
+  timeout 60 "$peer" consumer --socket "$sock" --timeout 30000 \
     --transport cuda --out "$dir/c.log" & cpid=$!
-  timeout 60 "$demo" producer --socket "$sock" --wait --source "file:$clip" \
+  timeout 60 "$peer" producer --socket "$sock" --wait --source "file:$clip" \
     --policy lossless --timeout 30000 --out "$dir/p.log"
   wait $cpid
   # pts, size and checksum of every picture; the reference's buffers are
@@ -69,13 +69,13 @@ fi
 # fabric handles need an IMEX channel: where there is none, a consumer that
 # asks for them gets a clear error, and the producer goes on serving others
 sock="$dir/fabric.sock"
-"$demo" producer --socket "$sock" --frames 100000 --live --source videotestsrc \
+"$peer" producer --socket "$sock" --frames 100000 --live --source videotestsrc \
   --width 640 --height 360 --timeout 30000 --out "$dir/p.log" &
 ppid=$!
-timeout 60 "$demo" consumer --socket "$sock" --timeout 10000 --transport cuda-fabric \
+timeout 60 "$peer" consumer --socket "$sock" --timeout 10000 --transport cuda-fabric \
   --out "$dir/fabric.log"
 frc=$?
-timeout 60 "$demo" consumer --socket "$sock" --timeout 10000 --transport cuda \
+timeout 60 "$peer" consumer --socket "$sock" --timeout 10000 --transport cuda \
   --die-after 20 --out "$dir/after.log"
 if [ $frc -ne 0 ] && grep -q '^error .*fabric' "$dir/fabric.log" \
     && [ "$(grep -c '^recv ' "$dir/after.log")" -ge 20 ] \

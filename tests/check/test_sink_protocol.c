@@ -1,0 +1,557 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * gpusharesink against consumers that break the protocol: raw sockets that
+ * send garbage, stall or flood the handshake, pass descriptors or speak
+ * message types of a newer minor version.  Each is dropped alone, for its
+ * reason, with every descriptor it sent closed, while a well-behaved
+ * consumer beside it streams on.
+ *
+ * The fixture and the harness are those of every element test
+ * (tests/common/gpushare-check-elements.c).
+ */
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include <gst/check/gstcheck.h>
+
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gpushare-check-elements.h"
+#include "gpushareconn.h"
+
+/* ------------------------------------------------------------------------ */
+/* 1. A consumer that sends garbage is dropped, alone */
+
+typedef enum
+{
+  GARBAGE_RANDOM,
+  GARBAGE_MAGIC,
+  GARBAGE_VERSION,
+  GARBAGE_TOO_LARGE,
+  GARBAGE_FRAME,
+  GARBAGE_UNMAPPED,
+  N_GARBAGE
+} Garbage;
+
+static const struct
+{
+  const gchar *name;
+  const gchar *reason;
+  guint32 code;                 /* of an ERROR, if one comes */
+  gboolean error_required;
+} garbage_cases[N_GARBAGE] = {
+  {"random bytes", "protocol", GPUSHARE_ERR_PROTOCOL, FALSE},
+  {"a wrong magic", "protocol", GPUSHARE_ERR_PROTOCOL, FALSE},
+  {"a wrong major version", "version", GPUSHARE_ERR_VERSION, FALSE},
+  {"a payload_len over the cap", "protocol", GPUSHARE_ERR_PROTOCOL, FALSE},
+  /* decoded, then refused by the element: it says why */
+  {"a FRAME, which only producers send", "protocol", GPUSHARE_ERR_PROTOCOL,
+      TRUE},
+  {"an UNMAPPED before any SLOTS", "protocol", GPUSHARE_ERR_PROTOCOL, TRUE},
+};
+
+static GByteArray *
+garbage_bytes (Garbage which, guint64 instance)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  GByteArray *b = NULL;
+
+  switch (which) {
+    case GARBAGE_RANDOM:
+      b = random_bytes (256);
+      break;
+    case GARBAGE_MAGIC:
+      make_accept (msg, instance);
+      b = build (msg, 0);
+      patch32 (b, HDR_OFF (magic), 0xdeadbeef);
+      break;
+    case GARBAGE_VERSION:
+      make_accept (msg, instance);
+      b = build (msg, 0);
+      patch16 (b, HDR_OFF (version_major), GPUSHARE_VERSION_MAJOR + 1);
+      break;
+    case GARBAGE_TOO_LARGE:
+      /* the header alone: the cap is checked before any payload is read */
+      make_simple (msg, GPUSHARE_MSG_GOODBYE);
+      b = build (msg, 0);
+      patch32 (b, HDR_OFF (payload_len), GPUSHARE_MAX_PAYLOAD + 1);
+      g_byte_array_set_size (b, GPUSHARE_HEADER_SIZE);
+      break;
+    case GARBAGE_FRAME:
+      make_frame (msg, 1, 0, 1, 1);
+      b = build (msg, 0);
+      break;
+    case GARBAGE_UNMAPPED:
+      make_simple (msg, GPUSHARE_MSG_UNMAPPED);
+      b = build (msg, 0);
+      break;
+    default:
+      g_assert_not_reached ();
+  }
+  g_free (msg);
+  return b;
+}
+
+GST_START_TEST (test_consumer_garbage)
+{
+  Garbage which = __i__;
+  GpuShareAnnounce *announce = g_new0 (GpuShareAnnounce, 1);
+  RawPeer raw;
+  GArray *codes;
+  Scene s;
+  guint i;
+
+  GST_INFO ("consumer sends %s", garbage_cases[which].name);
+  scene_start (&s, TRUE);
+  scene_raw_client (&s, &raw, announce);
+  fail_unless_equals_int (num_clients (s.sink), 2);
+
+  raw_send_bytes (&raw, garbage_bytes (which, announce->instance), NULL, 0);
+  codes = raw_drain (&raw);
+  for (i = 0; i < codes->len; i++)
+    fail_unless_equals_int (g_array_index (codes, guint32, i),
+        garbage_cases[which].code);
+  if (garbage_cases[which].error_required)
+    fail_unless (codes->len == 1, "no ERROR before the hang-up");
+  g_array_unref (codes);
+
+  fail_unless (client_log_wait (&s.log, TRUE, 1), "no client-removed");
+  fail_unless_equals_string (client_log_removed_nick (&s.log, 0),
+      garbage_cases[which].reason);
+  fail_unless_equals_int (num_clients (s.sink), 1);
+
+  /* the blast radius is that client: the other one goes on */
+  assert_consumer_alive (s.consumer);
+  fail_unless_equals_int (client_log_n_removed (&s.log), 1);
+  assert_no_error (s.producer);
+
+  raw_clear (&raw);
+  scene_stop (&s);
+  g_free (announce);
+}
+
+GST_END_TEST;
+
+/* An unknown major version is refused at the handshake with a clear error:
+ * the transport answers ERROR VERSION before it hangs up (docs/protocol.md,
+ * "Versioning"). */
+GST_START_TEST (test_sink_answers_version)
+{
+  GpuShareAnnounce *announce = g_new0 (GpuShareAnnounce, 1);
+  RawPeer raw;
+  GArray *codes;
+  Scene s;
+
+  scene_start (&s, FALSE);
+  scene_raw_client (&s, &raw, announce);
+  raw_send_bytes (&raw, garbage_bytes (GARBAGE_VERSION, announce->instance),
+      NULL, 0);
+  codes = raw_drain (&raw);
+  fail_unless (client_log_wait (&s.log, TRUE, 1));
+  fail_unless_equals_string (client_log_removed_nick (&s.log, 0), "version");
+  fail_unless (codes->len == 1,
+      "the consumer got no ERROR VERSION, only the hang-up");
+  fail_unless_equals_int (g_array_index (codes, guint32, 0),
+      GPUSHARE_ERR_VERSION);
+  g_array_unref (codes);
+  raw_clear (&raw);
+  scene_stop (&s);
+  g_free (announce);
+}
+
+GST_END_TEST;
+
+/* ------------------------------------------------------------------------ */
+/* 2. A consumer that stalls or floods the handshake */
+
+/* A consumer that connects and never answers is dropped when its
+ * handshake step is overdue, with ERROR TIMEOUT; the others go on. */
+GST_START_TEST (test_handshake_timeout)
+{
+  GpuShareAnnounce *announce = g_new0 (GpuShareAnnounce, 1);
+  RawPeer raw;
+  GArray *codes;
+  gint64 t0, elapsed;
+  Scene s;
+
+  scene_start (&s, TRUE);
+  g_object_set (s.sink, "handshake-timeout", 300, NULL);
+  t0 = g_get_monotonic_time ();
+  scene_raw_client (&s, &raw, announce);
+  fail_unless_equals_int (num_clients (s.sink), 2);
+  /* no ACCEPT: wait for what the producer does about it */
+  codes = raw_drain (&raw);
+  elapsed = (g_get_monotonic_time () - t0) / 1000;
+  fail_unless_equals_int (codes->len, 1);
+  fail_unless_equals_int (g_array_index (codes, guint32, 0),
+      GPUSHARE_ERR_TIMEOUT);
+  fail_unless (elapsed >= 250 && elapsed < 3000, "dropped after %"
+      G_GINT64_FORMAT " ms, not after about 300", elapsed);
+  g_array_unref (codes);
+
+  fail_unless (client_log_wait (&s.log, TRUE, 1), "no client-removed");
+  fail_unless_equals_string (client_log_removed_nick (&s.log, 0), "timeout");
+  fail_unless_equals_int (num_clients (s.sink), 1);
+  assert_consumer_alive (s.consumer);
+  assert_no_error (s.producer);
+
+  raw_clear (&raw);
+  scene_stop (&s);
+  g_free (announce);
+}
+
+GST_END_TEST;
+
+/* Heartbeat, producer side: a consumer that connects, reads ANNOUNCE and
+ * then sends nothing at all, not even PING, is dropped as "timeout" after
+ * 3 heartbeat intervals (handshake-timeout 0 leaves the heartbeat alone to
+ * catch it); it got PINGs meanwhile, and the real consumer streams on. */
+GST_START_TEST (test_heartbeat_silent_consumer)
+{
+  RawPeer raw;
+  GArray *codes;
+  gint64 t0, elapsed;
+  guint n_pings;
+  Scene s;
+
+  scene_start (&s, TRUE);
+  g_object_set (s.sink, "heartbeat-interval", 100, "handshake-timeout", 0,
+      NULL);
+  t0 = g_get_monotonic_time ();
+  scene_raw_client (&s, &raw, NULL);
+  fail_unless_equals_int (num_clients (s.sink), 2);
+  codes = raw_drain_pings (&raw, &n_pings);
+  elapsed = (g_get_monotonic_time () - t0) / 1000;
+  fail_unless_equals_int (codes->len, 1);
+  fail_unless_equals_int (g_array_index (codes, guint32, 0),
+      GPUSHARE_ERR_TIMEOUT);
+  fail_unless (elapsed >= 250 && elapsed < 1500, "dropped after %"
+      G_GINT64_FORMAT " ms, not after about 300", elapsed);
+  fail_unless (n_pings >= 1, "the producer sent no PING on an idle link");
+  g_array_unref (codes);
+
+  fail_unless (client_log_wait (&s.log, TRUE, 1), "no client-removed");
+  fail_unless_equals_string (client_log_removed_nick (&s.log, 0), "timeout");
+  fail_unless_equals_int (num_clients (s.sink), 1);
+  assert_consumer_alive (s.consumer);
+  assert_no_error (s.producer);
+
+  raw_clear (&raw);
+  scene_stop (&s);
+}
+
+GST_END_TEST;
+
+/* A consumer that never finishes its handshake but answers with PINGs is
+ * alive: with handshake-timeout 0 nothing drops it, here for 1 s (10
+ * heartbeat intervals). */
+GST_START_TEST (test_heartbeat_pings_keep_alive)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  RawPeer raw;
+  gint64 end;
+  Scene s;
+
+  scene_start (&s, TRUE);
+  g_object_set (s.sink, "heartbeat-interval", 100, "handshake-timeout", 0,
+      NULL);
+  scene_raw_client (&s, &raw, NULL);
+  make_simple (msg, GPUSHARE_MSG_PING);
+  end = g_get_monotonic_time () + 1000 * 1000;
+  while (g_get_monotonic_time () < end) {
+    fail_unless (raw_send_msg (&raw, msg, NULL, 0), "the producer hung up");
+    /* read what came (PINGs), so the socket never fills */
+    while (raw_recv (&raw, msg, NULL, NULL, 0) == RAW_MSG)
+      fail_if (msg->type == GPUSHARE_MSG_ERROR, "ERROR %s: %s",
+          gpushare_error_code_to_string (msg->u.error.code),
+          msg->u.error.text);
+    make_simple (msg, GPUSHARE_MSG_PING);
+    g_usleep (50 * 1000);
+  }
+  fail_unless_equals_int (client_log_n_removed (&s.log), 0);
+  fail_unless_equals_int (num_clients (s.sink), 2);
+  assert_consumer_alive (s.consumer);
+
+  /* and once it goes, it is for the reason it went */
+  raw_clear (&raw);
+  fail_unless (client_log_wait (&s.log, TRUE, 1), "no client-removed");
+  fail_unless_equals_string (client_log_removed_nick (&s.log, 0), "hangup");
+  assert_no_error (s.producer);
+  scene_stop (&s);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
+/* A flood of connections that never finish their handshake: beyond
+ * max-pending they are refused at once; a real consumer keeps streaming,
+ * and once the pending ones time out a new one gets in. */
+GST_START_TEST (test_max_pending)
+{
+  GpuShareAnnounce *announce = g_new0 (GpuShareAnnounce, 1);
+  RawPeer raw[3];
+  GArray *codes;
+  Scene s;
+  guint i;
+
+  scene_start (&s, TRUE);
+  g_object_set (s.sink, "max-pending", 2, "handshake-timeout", 500, NULL);
+  for (i = 0; i < 2; i++)
+    scene_raw_client (&s, &raw[i], announce);
+  fail_unless_equals_int (num_clients (s.sink), 3);
+  /* the third pending one: one ERROR TOO_MANY_CLIENTS, then the end */
+  raw_init (&raw[2], raw_connect (s.path));
+  codes = raw_drain (&raw[2]);
+  fail_unless_equals_int (codes->len, 1);
+  fail_unless_equals_int (g_array_index (codes, guint32, 0),
+      GPUSHARE_ERR_TOO_MANY_CLIENTS);
+  g_array_unref (codes);
+  fail_unless (client_log_wait (&s.log, TRUE, 1));
+  fail_unless_equals_string (client_log_removed_nick (&s.log, 0),
+      "too-many-clients");
+  assert_consumer_alive (s.consumer);
+
+  /* the two time out; then there is room again */
+  fail_unless (client_log_wait (&s.log, TRUE, 3));
+  raw_clear (&raw[2]);
+  scene_raw_client (&s, &raw[2], announce);
+  fail_unless_equals_int (num_clients (s.sink), 2);
+  assert_no_error (s.producer);
+
+  for (i = 0; i < 3; i++)
+    raw_clear (&raw[i]);
+  scene_stop (&s);
+  g_free (announce);
+}
+
+GST_END_TEST;
+
+/* ------------------------------------------------------------------------ */
+/* 3. Descriptors from a consumer: none are allowed, all are closed */
+
+typedef enum
+{
+  FDS_UNDECLARED,               /* fds beside a message whose header says 0 */
+  FDS_FORBIDDEN_TYPE,           /* an ACCEPT whose header declares fds */
+  FDS_ON_SLOTS,                 /* a well-formed SLOTS, from a consumer */
+  FDS_LYING_COUNT,              /* header n_fds 4, one fd sent */
+  FDS_OVER_CAP,                 /* 100 fds: the receiver's cmsg truncates */
+  N_FDS_CASES
+} FdsCase;
+
+static const gchar *const fds_case_names[N_FDS_CASES] = {
+  "undeclared fds", "fds on an ACCEPT", "a SLOTS with fds",
+  "a lying fd count", "more fds than the cap",
+};
+
+GST_START_TEST (test_consumer_fds)
+{
+  FdsCase which = __i__;
+  GpuShareAnnounce *announce = g_new0 (GpuShareAnnounce, 1);
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  gint fds[KERNEL_MAX_FDS];
+  guint n_fds = 0, mid, i;
+  GByteArray *b = NULL;
+  gint pipe_fds[2];
+  RawPeer raw;
+  Scene s;
+
+  GST_INFO ("consumer sends %s", fds_case_names[which]);
+  scene_start (&s, FALSE);
+  /* the producer and its ring exist: from here the count must not move */
+  mid = count_fds ();
+  scene_raw_client (&s, &raw, announce);
+
+  /* every fd we send is a write end of this pipe: once each copy is
+   * closed, wherever it went, the read end hangs up */
+  fail_unless (pipe2 (pipe_fds, O_CLOEXEC) == 0);
+  switch (which) {
+    case FDS_UNDECLARED:
+      make_accept (msg, announce->instance);
+      b = build (msg, 0);
+      n_fds = 2;
+      break;
+    case FDS_FORBIDDEN_TYPE:
+      make_accept (msg, announce->instance);
+      b = build (msg, 0);
+      patch32 (b, HDR_OFF (n_fds), 2);
+      n_fds = 2;
+      break;
+    case FDS_ON_SLOTS:
+      msg->type = GPUSHARE_MSG_SLOTS;
+      msg->u.slots.epoch = 1;
+      msg->u.slots.slot_size = 4096;
+      msg->u.slots.n_slots = 2;
+      msg->u.slots.mem_type = GPUSHARE_MEM_SYSTEM;
+      b = build (msg, 2);
+      n_fds = 2;
+      break;
+    case FDS_LYING_COUNT:
+      msg->type = GPUSHARE_MSG_SLOTS;
+      msg->u.slots.epoch = 1;
+      msg->u.slots.slot_size = 4096;
+      msg->u.slots.n_slots = 4;
+      msg->u.slots.mem_type = GPUSHARE_MEM_SYSTEM;
+      b = build (msg, 4);
+      n_fds = 1;
+      break;
+    case FDS_OVER_CAP:
+      /* an unknown type declaring exactly the cap: without the MSG_CTRUNC
+       * check the producer would take the first 64, close them as the
+       * fds of an ignored message and keep the client */
+      b = raw_message (200, 8, GPUSHARE_MAX_FDS);
+      n_fds = 100;
+      break;
+    default:
+      g_assert_not_reached ();
+  }
+  for (i = 0; i < n_fds; i++) {
+    fds[i] = fcntl (pipe_fds[1], F_DUPFD_CLOEXEC, 3);
+    fail_unless (fds[i] >= 0);
+  }
+  close (pipe_fds[1]);
+  raw_send_bytes (&raw, b, fds, n_fds);
+  gpushare_close_fds (fds, n_fds);
+
+  g_array_unref (raw_drain (&raw));
+  fail_unless (client_log_wait (&s.log, TRUE, 1), "the client was not "
+      "dropped");
+  fail_unless_equals_string (client_log_removed_nick (&s.log, 0), "protocol");
+  fail_unless_equals_int (num_clients (s.sink), 0);
+  fail_unless (wait_pipe_hangup (pipe_fds[0], TIMEOUT_MS),
+      "the producer kept a descriptor it received");
+  close (pipe_fds[0]);
+  raw_clear (&raw);
+  fail_unless_equals_int (wait_fd_count (mid, TIMEOUT_MS), mid);
+  assert_no_error (s.producer);
+
+  scene_stop (&s);
+  g_free (msg);
+  g_free (announce);
+}
+
+GST_END_TEST;
+
+/* ------------------------------------------------------------------------ */
+/* 4. Unknown message types are skipped, with whatever they carry */
+
+GST_START_TEST (test_consumer_unknown_type)
+{
+  GpuShareAnnounce *announce = g_new0 (GpuShareAnnounce, 1);
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  gint fds[GPUSHARE_MAX_FDS];
+  gint pipe_fds[2], two[2];
+  guint n_fds = 0, i;
+  guint64 epoch;
+  RawPeer raw;
+  Scene s;
+
+  scene_start (&s, FALSE);
+  scene_raw_client (&s, &raw, announce);
+  epoch = announce->layout.epoch;
+
+  /* a newer minor's message, before and in the middle of the handshake */
+  fail_unless (raw_send_bytes (&raw, raw_message (200, 40, 0), NULL, 0));
+  fail_unless (pipe2 (pipe_fds, O_CLOEXEC) == 0);
+  two[0] = pipe_fds[1];
+  two[1] = fcntl (pipe_fds[1], F_DUPFD_CLOEXEC, 3);
+  fail_unless (raw_send_bytes (&raw, raw_message (201, 16, 2), two, 2));
+  gpushare_close_fds (two, 2);
+
+  make_accept (msg, announce->instance);
+  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+  raw_expect (&raw, GPUSHARE_MSG_SLOTS, msg, fds, &n_fds);
+  fail_unless_equals_int (n_fds, announce->layout.n_slots);
+  for (i = 0; i < n_fds; i++) {
+    struct stat st;
+    gint seals = fcntl (fds[i], F_GET_SEALS);
+
+    /* what a consumer relies on to map without fear of SIGBUS */
+    fail_unless (fstat (fds[i], &st) == 0 && S_ISREG (st.st_mode));
+    fail_unless_equals_uint64 (st.st_size, msg->u.slots.slot_size);
+    fail_unless (seals >= 0 && (seals & (F_SEAL_SHRINK | F_SEAL_GROW)) ==
+        (F_SEAL_SHRINK | F_SEAL_GROW), "slot %u is not sealed", i);
+  }
+  gpushare_close_fds (fds, n_fds);
+
+  make_simple (msg, GPUSHARE_MSG_MAPPED);
+  msg->u.mapped.epoch = epoch;
+  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+  fail_unless (client_log_wait (&s.log, FALSE, 1), "no client-connected");
+
+  /* frames flow, and go back */
+  for (i = 0; i < 3; i++) {
+    GpuShareFrame f;
+
+    raw_expect (&raw, GPUSHARE_MSG_FRAME, msg, NULL, NULL);
+    f = msg->u.frame;
+    memset (msg, 0, sizeof (*msg));
+    msg->type = GPUSHARE_MSG_RELEASE;
+    msg->u.release.epoch = f.epoch;
+    msg->u.release.slot = f.slot;
+    msg->u.release.generation = f.generation;
+    msg->u.release.sequence = f.sequence;
+    fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+    fail_unless (raw_send_bytes (&raw, raw_message (202, 0, 0), NULL, 0));
+  }
+  /* minor 2's UNMAPPED of its epoch, from a consumer of system memory:
+   * nothing to let go of, and no harm */
+  make_simple (msg, GPUSHARE_MSG_UNMAPPED);
+  msg->u.mapped.epoch = epoch;
+  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+  raw_expect (&raw, GPUSHARE_MSG_FRAME, msg, NULL, NULL);
+  fail_unless_equals_int (client_log_n_removed (&s.log), 0);
+  fail_unless_equals_int (num_clients (s.sink), 1);
+  fail_unless (wait_pipe_hangup (pipe_fds[0], TIMEOUT_MS),
+      "the fds of an ignored message were kept");
+  close (pipe_fds[0]);
+
+  make_simple (msg, GPUSHARE_MSG_GOODBYE);
+  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+  fail_unless (client_log_wait (&s.log, TRUE, 1));
+  fail_unless_equals_string (client_log_removed_nick (&s.log, 0), "goodbye");
+  assert_no_error (s.producer);
+
+  raw_clear (&raw);
+  scene_stop (&s);
+  g_free (msg);
+  g_free (announce);
+}
+
+GST_END_TEST;
+
+static Suite *
+gpushare_sink_protocol_suite (void)
+{
+  Suite *s = suite_create ("gpushare_sink_protocol");
+  TCase *tc_garbage = tcase_create ("garbage");
+  TCase *tc_handshake = tcase_create ("handshake");
+  TCase *tc_descriptors = tcase_create ("descriptors");
+  TCase *tc_unknown_types = tcase_create ("unknown-types");
+
+  suite_add_tcase (s, tc_garbage);
+  tcase_add_checked_fixture (tc_garbage, elements_setup, elements_teardown);
+  tcase_add_loop_test (tc_garbage, test_consumer_garbage, 0, N_GARBAGE);
+  tcase_add_test (tc_garbage, test_sink_answers_version);
+  suite_add_tcase (s, tc_handshake);
+  tcase_add_checked_fixture (tc_handshake, elements_setup, elements_teardown);
+  tcase_add_test (tc_handshake, test_handshake_timeout);
+  tcase_add_test (tc_handshake, test_max_pending);
+  tcase_add_test (tc_handshake, test_heartbeat_silent_consumer);
+  tcase_add_test (tc_handshake, test_heartbeat_pings_keep_alive);
+  suite_add_tcase (s, tc_descriptors);
+  tcase_add_checked_fixture (tc_descriptors, elements_setup, elements_teardown);
+  tcase_add_loop_test (tc_descriptors, test_consumer_fds, 0, N_FDS_CASES);
+  suite_add_tcase (s, tc_unknown_types);
+  tcase_add_checked_fixture (tc_unknown_types, elements_setup,
+      elements_teardown);
+  tcase_add_test (tc_unknown_types, test_consumer_unknown_type);
+  return s;
+}
+
+GST_CHECK_MAIN (gpushare_sink_protocol);

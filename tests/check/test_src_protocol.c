@@ -1,0 +1,540 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * gpusharesrc against producers that break the protocol: a raw socket
+ * plays the producer and sends garbage, another major version, slots that
+ * are not sealed memfds of the right size, frames for slots that do not
+ * exist, layouts that do not fit the format or the ring, or frames after
+ * the end of the stream.  The consumer says why to the producer, posts an
+ * error and keeps no descriptor it was given.
+ *
+ * The fixture and the harness are those of every element test
+ * (tests/common/gpushare-check-elements.c).
+ */
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include <gst/check/gstcheck.h>
+
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gpushare-check-elements.h"
+#include "gpushareconn.h"
+
+/* ------------------------------------------------------------------------ */
+/* 1. A hostile producer: the consumer errors out, cleanly */
+
+typedef enum
+{
+  HP_GARBAGE,
+  HP_HEADER_VERSION,
+  HP_SCHEMA_VERSION,
+  HP_SLOTS_PIPE,
+  HP_SLOTS_UNSEALED,
+  HP_SLOTS_WRONG_SIZE,
+  HP_SLOTS_WRITABLE,
+  HP_FRAME_STALE_GENERATION,
+  HP_FRAME_BAD_SLOT,
+  N_HP
+} HostileProducer;
+
+static const struct
+{
+  const gchar *name;
+  GQuark (*domain) (void);
+  gint code;
+} hp_cases[N_HP] = {
+  {"garbage bytes", gst_stream_error_quark, GST_STREAM_ERROR_DECODE},
+  {"an ANNOUNCE with a header of major version 2", gst_core_error_quark,
+      GST_CORE_ERROR_NEGOTIATION},
+  {"an ANNOUNCE of schema major version 2", gst_core_error_quark,
+      GST_CORE_ERROR_NEGOTIATION},
+  {"SLOTS that are pipes", gst_resource_error_quark,
+      GST_RESOURCE_ERROR_OPEN_READ},
+  {"SLOTS that are unsealed memfds", gst_resource_error_quark,
+      GST_RESOURCE_ERROR_OPEN_READ},
+  {"SLOTS of the wrong size", gst_resource_error_quark,
+      GST_RESOURCE_ERROR_OPEN_READ},
+  {"SLOTS that are memfds without a write seal", gst_resource_error_quark,
+      GST_RESOURCE_ERROR_OPEN_READ},
+  {"a FRAME with a stale generation", gst_stream_error_quark,
+      GST_STREAM_ERROR_DECODE},
+  {"a FRAME for a slot out of range", gst_stream_error_quark,
+      GST_STREAM_ERROR_DECODE},
+};
+
+/* a raw producer's side of the handshake, up to the consumer's ACCEPT */
+static void
+raw_announce (RawPeer * p, GpuShareMsg * msg)
+{
+  make_announce (msg, HP_N_SLOTS, HP_SLOT_SIZE);
+  fail_unless (raw_send_msg (p, msg, NULL, 0));
+  raw_expect (p, GPUSHARE_MSG_ACCEPT, msg, NULL, NULL);
+  fail_unless_equals_int (msg->u.accept.mem_type, GPUSHARE_MEM_SYSTEM);
+  fail_unless_equals_uint64 (msg->u.accept.instance, 0x1234);
+}
+
+static void
+raw_send_slots (RawPeer * p, GpuShareMsg * msg, gint * fds, guint64 epoch)
+{
+  memset (msg, 0, sizeof (*msg));
+  msg->type = GPUSHARE_MSG_SLOTS;
+  msg->u.slots.epoch = epoch;
+  msg->u.slots.slot_size = HP_SLOT_SIZE;
+  msg->u.slots.n_slots = HP_N_SLOTS;
+  msg->u.slots.mem_type = GPUSHARE_MEM_SYSTEM;
+  fail_unless (raw_send_msg (p, msg, fds, HP_N_SLOTS));
+  gpushare_close_fds (fds, HP_N_SLOTS);
+}
+
+static GstElement *
+hostile_consumer_start (const gchar * path, gint * listen_fd, RawPeer * raw)
+{
+  GstElement *p;
+
+  *listen_fd = raw_listen (path);
+  /* no last-sample: a consumed frame goes back to the producer at once */
+  p = launch ("gpusharesrc name=src connection-timeout=%d ! fakesink "
+      "sync=false enable-last-sample=false", TIMEOUT_MS);
+  g_object_set (child (p, "src"), "socket-path", path, NULL);
+  fail_if (gst_element_set_state (p, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  raw_init (raw, raw_accept (*listen_fd));
+  return p;
+}
+
+/* undoes hostile_consumer_start (): the consumer stops cleanly */
+static void
+hostile_consumer_stop (GstElement * pipeline, gint listen_fd, RawPeer * raw,
+    const gchar * path)
+{
+  fail_unless_equals_int (gst_element_set_state (pipeline, GST_STATE_NULL),
+      GST_STATE_CHANGE_SUCCESS);
+  gst_object_unref (pipeline);
+  raw_clear (raw);
+  close (listen_fd);
+  unlink (path);
+}
+
+GST_START_TEST (test_hostile_producer)
+{
+  HostileProducer which = __i__;
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  gchar *path = socket_path ("hostile.sock");
+  gint fds[HP_N_SLOTS], pipe_fds[2] = { -1, -1 };
+  guint before_slots = 0, i;
+  GstElement *pipeline;
+  GByteArray *b;
+  gint listen_fd;
+  RawPeer raw;
+
+  GST_INFO ("producer sends %s", hp_cases[which].name);
+  pipeline = hostile_consumer_start (path, &listen_fd, &raw);
+
+  switch (which) {
+    case HP_GARBAGE:
+      raw_send_bytes (&raw, random_bytes (256), NULL, 0);
+      break;
+    case HP_HEADER_VERSION:
+      make_announce (msg, HP_N_SLOTS, HP_SLOT_SIZE);
+      b = build (msg, 0);
+      patch16 (b, HDR_OFF (version_major), GPUSHARE_VERSION_MAJOR + 1);
+      raw_send_bytes (&raw, b, NULL, 0);
+      break;
+    case HP_SCHEMA_VERSION:
+      /* the payload's own major, at offset 0 of the ANNOUNCE payload */
+      make_announce (msg, HP_N_SLOTS, HP_SLOT_SIZE);
+      b = build (msg, 0);
+      patch16 (b, GPUSHARE_HEADER_SIZE, GPUSHARE_VERSION_MAJOR + 1);
+      raw_send_bytes (&raw, b, NULL, 0);
+      break;
+    case HP_SLOTS_PIPE:
+    case HP_SLOTS_UNSEALED:
+    case HP_SLOTS_WRONG_SIZE:
+    case HP_SLOTS_WRITABLE:
+      raw_announce (&raw, msg);
+      before_slots = count_fds ();
+      for (i = 0; i < HP_N_SLOTS; i++) {
+        if (which == HP_SLOTS_PIPE) {
+          if (i == 0)
+            fail_unless (pipe2 (pipe_fds, O_CLOEXEC) == 0);
+          fds[i] = fcntl (pipe_fds[1], F_DUPFD_CLOEXEC, 3);
+        } else if (which == HP_SLOTS_UNSEALED) {
+          fds[i] = make_memfd (HP_SLOT_SIZE, FALSE);
+        } else if (which == HP_SLOTS_WRITABLE) {
+          /* no shrinking, no growing, but writable by every holder: what
+           * producers once sent */
+          fds[i] = make_memfd (HP_SLOT_SIZE, FALSE);
+          fail_unless (fcntl (fds[i], F_ADD_SEALS, F_SEAL_SHRINK |
+                  F_SEAL_GROW | F_SEAL_SEAL) == 0);
+        } else {
+          fds[i] = make_memfd (HP_SLOT_SIZE / 2, TRUE);
+        }
+      }
+      if (pipe_fds[1] >= 0) {
+        close (pipe_fds[1]);
+        before_slots++;         /* the read end we keep */
+      }
+      raw_send_slots (&raw, msg, fds, 1);
+      if (which == HP_SLOTS_WRITABLE) {
+        /* the consumer says why before it gives up, and maps nothing */
+        fail_unless_equals_int (raw_recv (&raw, msg, NULL, NULL, TIMEOUT_MS),
+            RAW_MSG);
+        fail_unless (msg->type == GPUSHARE_MSG_ERROR, "the consumer took "
+            "writable slots: it answered %s",
+            gpushare_msg_type_to_string (msg->type));
+        fail_unless_equals_int (msg->u.error.code, GPUSHARE_ERR_RESOURCE);
+      }
+      break;
+    case HP_FRAME_STALE_GENERATION:
+    case HP_FRAME_BAD_SLOT:
+      raw_announce (&raw, msg);
+      before_slots = count_fds ();
+      for (i = 0; i < HP_N_SLOTS; i++)
+        fds[i] = make_memfd (HP_SLOT_SIZE, TRUE);
+      raw_send_slots (&raw, msg, fds, 1);
+      raw_expect (&raw, GPUSHARE_MSG_MAPPED, msg, NULL, NULL);
+      fail_unless_equals_uint64 (msg->u.mapped.epoch, 1);
+      /* one good frame, and its release, so the next one is judged on
+       * its own fault */
+      make_frame (msg, 1, 0, 1, 1);
+      fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+      raw_expect (&raw, GPUSHARE_MSG_RELEASE, msg, NULL, NULL);
+      fail_unless_equals_int (msg->u.release.slot, 0);
+      fail_unless_equals_int (msg->u.release.generation, 1);
+      if (which == HP_FRAME_STALE_GENERATION)
+        make_frame (msg, 1, 0, 1, 2);
+      else
+        make_frame (msg, 1, HP_N_SLOTS, 1, 2);
+      fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+      /* the consumer says why before it gives up */
+      raw_expect (&raw, GPUSHARE_MSG_ERROR, msg, NULL, NULL);
+      fail_unless_equals_int (msg->u.error.code, GPUSHARE_ERR_PROTOCOL);
+      break;
+    default:
+      g_assert_not_reached ();
+  }
+
+  assert_error (pipeline, hp_cases[which].domain (), hp_cases[which].code);
+  if (pipe_fds[0] >= 0) {
+    fail_unless (wait_pipe_hangup (pipe_fds[0], TIMEOUT_MS),
+        "the consumer kept a descriptor it refused");
+    close (pipe_fds[0]);
+    before_slots--;
+  }
+  /* every received fd is closed already, mapped or refused */
+  if (before_slots)
+    fail_unless_equals_int (wait_fd_count (before_slots, TIMEOUT_MS),
+        before_slots);
+
+  hostile_consumer_stop (pipeline, listen_fd, &raw, path);
+  g_free (path);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
+/* The consumer side of the same promise: a producer that speaks another
+ * major version is told so with ERROR VERSION. */
+GST_START_TEST (test_src_answers_version)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  gchar *path = socket_path ("hostile.sock");
+  GstElement *pipeline;
+  GByteArray *b;
+  GArray *codes;
+  gint listen_fd;
+  RawPeer raw;
+
+  pipeline = hostile_consumer_start (path, &listen_fd, &raw);
+  make_announce (msg, HP_N_SLOTS, HP_SLOT_SIZE);
+  b = build (msg, 0);
+  patch16 (b, HDR_OFF (version_major), GPUSHARE_VERSION_MAJOR + 1);
+  raw_send_bytes (&raw, b, NULL, 0);
+  assert_error (pipeline, GST_CORE_ERROR, GST_CORE_ERROR_NEGOTIATION);
+  codes = raw_drain (&raw);
+  fail_unless (codes->len == 1,
+      "the producer got no ERROR VERSION, only the hang-up");
+  fail_unless_equals_int (g_array_index (codes, guint32, 0),
+      GPUSHARE_ERR_VERSION);
+  g_array_unref (codes);
+
+  gst_element_set_state (pipeline, GST_STATE_NULL);
+  gst_object_unref (pipeline);
+  raw_clear (&raw);
+  close (listen_fd);
+  unlink (path);
+  g_free (path);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
+/* Heartbeat, consumer side: a producer that sends ANNOUNCE, reads the
+ * ACCEPT and then hangs (socket open, nothing sent) is lost after 3
+ * heartbeat intervals: producer-lost=error posts an ERROR, eos ends the
+ * stream; the consumer PINGed it meanwhile and says why it leaves. */
+GST_START_TEST (test_heartbeat_silent_producer)
+{
+  gboolean eos = (__i__ == 1);
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  gchar *path = socket_path ("silent.sock");
+  GstElement *pipeline;
+  GstMessage *m;
+  GArray *codes;
+  gint64 t0, elapsed;
+  guint n_pings;
+  gint listen_fd;
+  RawPeer raw;
+
+  listen_fd = raw_listen (path);
+  pipeline = launch ("gpusharesrc name=src connection-timeout=%d "
+      "heartbeat-interval=100 producer-lost=%s ! fakesink sync=false",
+      TIMEOUT_MS, eos ? "eos" : "error");
+  g_object_set (child (pipeline, "src"), "socket-path", path, NULL);
+  fail_if (gst_element_set_state (pipeline, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  raw_init (&raw, raw_accept (listen_fd));
+  raw_announce (&raw, msg);
+  t0 = g_get_monotonic_time ();
+
+  m = pop_message (pipeline, GST_MESSAGE_ERROR | GST_MESSAGE_EOS,
+      TIMEOUT_MS);
+  elapsed = (g_get_monotonic_time () - t0) / 1000;
+  fail_unless (m != NULL, "the consumer never noticed the silence");
+  if (eos) {
+    fail_unless_equals_int (GST_MESSAGE_TYPE (m), GST_MESSAGE_EOS);
+  } else {
+    GError *error = NULL;
+
+    fail_unless_equals_int (GST_MESSAGE_TYPE (m), GST_MESSAGE_ERROR);
+    gst_message_parse_error (m, &error, NULL);
+    fail_unless (g_error_matches (error, GST_RESOURCE_ERROR,
+            GST_RESOURCE_ERROR_READ), "%s", error->message);
+    g_error_free (error);
+  }
+  gst_message_unref (m);
+  fail_unless (elapsed >= 250 && elapsed < 1500, "lost after %"
+      G_GINT64_FORMAT " ms, not after about 300", elapsed);
+
+  codes = raw_drain_pings (&raw, &n_pings);
+  fail_unless (n_pings >= 1, "the consumer sent no PING on an idle link");
+  fail_unless_equals_int (codes->len, 1);
+  fail_unless_equals_int (g_array_index (codes, guint32, 0),
+      GPUSHARE_ERR_TIMEOUT);
+  g_array_unref (codes);
+
+  hostile_consumer_stop (pipeline, listen_fd, &raw, path);
+  g_free (path);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
+/* ------------------------------------------------------------------------ */
+/* 2. A hostile producer's layouts: checked against the format and the
+ * mapped ring before any buffer points into a slot */
+
+typedef enum
+{
+  HL_STRIDE_SHORT,
+  HL_STRIDE_ODD_YUY2,
+  HL_UV_STRIDE_SHORT,
+  HL_MEMORY_FEATURE,
+  HL_CAPS_SLOT_SIZE,
+  HL_CAPS_N_SLOTS,
+  N_HL
+} HostileLayout;
+
+static const struct
+{
+  const gchar *name;
+  const gchar *says;            /* what the ERROR to the producer names */
+} hl_cases[N_HL] = {
+  /* crashed the consumer's process in videoconvert (SIGSEGV) */
+  {"an ARGB64 plane 32767 wide with stride 1 at the end of the slot",
+      "plane 0: stride 1 is shorter than a row"},
+  {"YUY2 at width 5 with 10-byte rows", "plane 0: stride 10 is shorter"},
+  {"NV12 whose chroma rows are one byte short", "plane 1: stride 63"},
+  {"caps that name a memory feature", "memory feature"},
+  /* was accepted: criticals, empty buffers, slots never released */
+  {"a CAPS that keeps the epoch but needs larger slots", "slot-size"},
+  {"a CAPS that keeps the epoch but changes the slot count", "n-slots"},
+};
+
+GST_START_TEST (test_hostile_layout)
+{
+  HostileLayout which = __i__;
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  gchar *path = socket_path ("hostile.sock");
+  GpuShareLayout *l = &msg->u.announce.layout;
+  gint fds[HP_N_SLOTS];
+  GstElement *pipeline;
+  gint listen_fd;
+  RawPeer raw;
+  guint i;
+
+  GST_INFO ("producer sends %s", hl_cases[which].name);
+  pipeline = hostile_consumer_start (path, &listen_fd, &raw);
+  make_announce (msg, HP_N_SLOTS, HP_SLOT_SIZE);
+
+  switch (which) {
+    case HL_STRIDE_SHORT:
+      /* two rows of 262136 bytes claimed inside one 8 KiB frame */
+      make_layout_of (l, "ARGB64", 32767, 2, HP_N_SLOTS, HP_SLOT_SIZE);
+      l->frame_size = HP_SLOT_SIZE;
+      l->offsets[0] = HP_SLOT_SIZE - 2;
+      l->strides[0] = 1;
+      break;
+    case HL_STRIDE_ODD_YUY2:
+      make_layout_of (l, "YUY2", 5, 4, HP_N_SLOTS, HP_SLOT_SIZE);
+      l->strides[0] = 10;
+      break;
+    case HL_UV_STRIDE_SHORT:
+      make_layout_of (l, "NV12", 64, 48, HP_N_SLOTS, HP_SLOT_SIZE);
+      l->strides[1] = 63;
+      break;
+    case HL_MEMORY_FEATURE:
+      make_layout_of (l, "NV12", 64, 48, HP_N_SLOTS, HP_SLOT_SIZE);
+      fail_unless (gpushare_layout_set_caps (l, "video/x-raw(memory:"
+              "CUDAMemory), format=NV12, width=64, height=48, "
+              "framerate=30/1"));
+      break;
+    case HL_CAPS_SLOT_SIZE:
+    case HL_CAPS_N_SLOTS:
+      break;
+    default:
+      g_assert_not_reached ();
+  }
+  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+
+  if (which == HL_CAPS_SLOT_SIZE || which == HL_CAPS_N_SLOTS) {
+    raw_expect (&raw, GPUSHARE_MSG_ACCEPT, msg, NULL, NULL);
+    for (i = 0; i < HP_N_SLOTS; i++)
+      fds[i] = make_memfd (HP_SLOT_SIZE, TRUE);
+    raw_send_slots (&raw, msg, fds, 1);
+    raw_expect (&raw, GPUSHARE_MSG_MAPPED, msg, NULL, NULL);
+    /* the ring stays epoch 1, of two 8 KiB slots */
+    memset (msg, 0, sizeof (*msg));
+    msg->type = GPUSHARE_MSG_CAPS;
+    msg->u.caps.latency = GST_CLOCK_TIME_NONE;
+    if (which == HL_CAPS_SLOT_SIZE) {
+      make_layout_of (&msg->u.caps.layout, "NV12", 256, 192, HP_N_SLOTS,
+          128 * 1024);
+    } else {
+      make_layout_of (&msg->u.caps.layout, "NV12", 64, 48, HP_N_SLOTS,
+          HP_SLOT_SIZE);
+      msg->u.caps.layout.n_slots = HP_N_SLOTS + 2;
+    }
+    fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+    /* a frame in the claimed layout, which would be wrapped past the slot */
+    make_frame (msg, 1, 0, 1, 1);
+    raw_send_msg (&raw, msg, NULL, 0);
+  }
+
+  /* the consumer says why, naming the field, before it gives up */
+  raw_expect (&raw, GPUSHARE_MSG_ERROR, msg, NULL, NULL);
+  fail_unless_equals_int (msg->u.error.code, GPUSHARE_ERR_PROTOCOL);
+  fail_unless (strstr (msg->u.error.text, hl_cases[which].says) != NULL,
+      "'%s' does not say '%s'", msg->u.error.text, hl_cases[which].says);
+  assert_error (pipeline, GST_STREAM_ERROR, GST_STREAM_ERROR_DECODE);
+
+  hostile_consumer_stop (pipeline, listen_fd, &raw, path);
+  g_free (path);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
+/* After its EOS, the consumer gives back the frames of a producer that goes
+ * on (a flush on its side) unread, instead of calling them "before the
+ * slots were mapped" and failing. */
+GST_START_TEST (test_frame_after_eos)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  gchar *path = socket_path ("hostile.sock");
+  gint fds[HP_N_SLOTS];
+  GstElement *pipeline;
+  GstMessage *eos;
+  gint listen_fd;
+  RawPeer raw;
+  guint i;
+
+  pipeline = hostile_consumer_start (path, &listen_fd, &raw);
+  raw_announce (&raw, msg);
+  for (i = 0; i < HP_N_SLOTS; i++)
+    fds[i] = make_memfd (HP_SLOT_SIZE, TRUE);
+  raw_send_slots (&raw, msg, fds, 1);
+  raw_expect (&raw, GPUSHARE_MSG_MAPPED, msg, NULL, NULL);
+  make_frame (msg, 1, 0, 1, 1);
+  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+  raw_expect (&raw, GPUSHARE_MSG_RELEASE, msg, NULL, NULL);
+
+  make_simple (msg, GPUSHARE_MSG_EOS);
+  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+  eos = pop_message (pipeline, GST_MESSAGE_EOS | GST_MESSAGE_ERROR,
+      TIMEOUT_MS);
+  fail_unless (eos && GST_MESSAGE_TYPE (eos) == GST_MESSAGE_EOS);
+  gst_message_unref (eos);
+
+  /* two more frames: each comes back at once, unread */
+  for (i = 0; i < 2; i++) {
+    make_frame (msg, 1, 1 - i, 1 + i, 2 + i);
+    fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+    raw_expect (&raw, GPUSHARE_MSG_RELEASE, msg, NULL, NULL);
+    fail_unless_equals_int (msg->u.release.slot, 1 - i);
+    fail_unless_equals_int (msg->u.release.generation, 1 + i);
+    fail_unless_equals_uint64 (msg->u.release.sequence, 2 + i);
+  }
+  /* a new ring after the end (a caps change, a quarantine for another
+   * consumer): followed, mapped, and its frames come back unread too */
+  memset (msg, 0, sizeof (*msg));
+  msg->type = GPUSHARE_MSG_CAPS;
+  msg->u.caps.latency = GST_CLOCK_TIME_NONE;
+  make_layout (&msg->u.caps.layout, HP_N_SLOTS, HP_SLOT_SIZE);
+  msg->u.caps.layout.epoch = 2;
+  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+  for (i = 0; i < HP_N_SLOTS; i++)
+    fds[i] = make_memfd (HP_SLOT_SIZE, TRUE);
+  raw_send_slots (&raw, msg, fds, 2);
+  raw_expect (&raw, GPUSHARE_MSG_MAPPED, msg, NULL, NULL);
+  fail_unless_equals_uint64 (msg->u.mapped.epoch, 2);
+  make_frame (msg, 2, 0, 1, 4);
+  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+  raw_expect (&raw, GPUSHARE_MSG_RELEASE, msg, NULL, NULL);
+  fail_unless_equals_uint64 (msg->u.release.epoch, 2);
+  fail_unless_equals_uint64 (msg->u.release.sequence, 4);
+  assert_no_error (pipeline);
+
+  hostile_consumer_stop (pipeline, listen_fd, &raw, path);
+  g_free (path);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
+static Suite *
+gpushare_src_protocol_suite (void)
+{
+  Suite *s = suite_create ("gpushare_src_protocol");
+  TCase *tc_hostile_producer = tcase_create ("hostile-producer");
+  TCase *tc_layouts = tcase_create ("layouts");
+
+  suite_add_tcase (s, tc_hostile_producer);
+  tcase_add_checked_fixture (tc_hostile_producer, elements_setup,
+      elements_teardown);
+  tcase_add_loop_test (tc_hostile_producer, test_hostile_producer, 0, N_HP);
+  tcase_add_test (tc_hostile_producer, test_src_answers_version);
+  tcase_add_loop_test (tc_hostile_producer, test_heartbeat_silent_producer, 0,
+      2);
+  suite_add_tcase (s, tc_layouts);
+  tcase_add_checked_fixture (tc_layouts, elements_setup, elements_teardown);
+  tcase_add_loop_test (tc_layouts, test_hostile_layout, 0, N_HL);
+  tcase_add_test (tc_layouts, test_frame_after_eos);
+  return s;
+}
+
+GST_CHECK_MAIN (gpushare_src_protocol);

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * What several gst-check programs need alike: the count of open
+ * descriptors (every test that opens anything proves it closed it again),
+ * private temporary directories, and child processes that never outlive
+ * the test.  Failures are gst-check assertions, so these run only inside
+ * a test.
+ */
+
+#ifndef __GPUSHARE_CHECK_UTIL_H__
+#define __GPUSHARE_CHECK_UTIL_H__
+
+#include <glib.h>
+#include <sys/types.h>
+
+G_BEGIN_DECLS
+
+/* Descriptors */
+
+guint count_fds (void);
+guint count_fds_settled (void);
+guint wait_fd_count (guint expected, gint timeout_ms);
+void dump_fds (void);
+gboolean wait_pipe_hangup (gint read_fd, gint timeout_ms);
+
+/* Temporary directories */
+
+gchar *make_tmpdir (const gchar * tmpl);
+void remove_tree (const gchar * dir);
+
+/* Child processes */
+
+void die_with_parent (gpointer user_data);
+pid_t spawn_idle_child (void);
+void kill_and_reap (pid_t pid);
+void reap_clean_exit (pid_t pid);
+
+G_END_DECLS
+
+#endif /* __GPUSHARE_CHECK_UTIL_H__ */
