@@ -17,6 +17,7 @@
 #include <gst/check/gstcheck.h>
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -202,6 +203,56 @@ GST_START_TEST (test_handshake_timeout)
 
   raw_clear (&raw);
   scene_stop (&s);
+  g_free (announce);
+}
+
+GST_END_TEST;
+
+/* A producer that cannot export its slots to a consumer (here: out of file
+ * descriptors) refuses it with ERROR RESOURCE, and says so: the consumer
+ * is removed for "resource", where it used to be "unsupported", which
+ * sent users looking at their memory settings.  The other consumer
+ * streams on. */
+GST_START_TEST (test_export_failure_is_resource)
+{
+  GpuShareAnnounce *announce = g_new0 (GpuShareAnnounce, 1);
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  struct rlimit old, low;
+  GArray *codes;
+  RawPeer raw;
+  Scene s;
+  gint lowest;
+
+  scene_start (&s, TRUE);
+  scene_raw_client (&s, &raw, announce);
+
+  /* the producer runs in this process: no descriptor number is left for
+   * it to export a slot with (the limit bounds new numbers only) */
+  lowest = fcntl (0, F_DUPFD_CLOEXEC, 0);
+  fail_unless (lowest >= 0);
+  close (lowest);
+  fail_unless (getrlimit (RLIMIT_NOFILE, &old) == 0);
+  low = old;
+  low.rlim_cur = lowest;
+  fail_unless (setrlimit (RLIMIT_NOFILE, &low) == 0);
+  make_accept (msg, announce->instance);
+  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+  codes = raw_drain (&raw);
+  fail_unless (setrlimit (RLIMIT_NOFILE, &old) == 0);
+
+  fail_unless_equals_int (codes->len, 1);
+  fail_unless_equals_int (g_array_index (codes, guint32, 0),
+      GPUSHARE_ERR_RESOURCE);
+  g_array_unref (codes);
+  fail_unless (client_log_wait (&s.log, TRUE, 1), "no client-removed");
+  fail_unless_equals_string (client_log_removed_nick (&s.log, 0), "resource");
+  fail_unless_equals_int (num_clients (s.sink), 1);
+  assert_consumer_alive (s.consumer);
+  assert_no_error (s.producer);
+
+  raw_clear (&raw);
+  scene_stop (&s);
+  g_free (msg);
   g_free (announce);
 }
 
@@ -542,6 +593,7 @@ gpushare_sink_protocol_suite (void)
   tcase_add_checked_fixture (tc_handshake, elements_setup, elements_teardown);
   tcase_add_test (tc_handshake, test_handshake_timeout);
   tcase_add_test (tc_handshake, test_max_pending);
+  tcase_add_test (tc_handshake, test_export_failure_is_resource);
   tcase_add_test (tc_handshake, test_heartbeat_silent_consumer);
   tcase_add_test (tc_handshake, test_heartbeat_pings_keep_alive);
   suite_add_tcase (s, tc_descriptors);
