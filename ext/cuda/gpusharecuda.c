@@ -17,6 +17,7 @@
  */
 
 #include "gpusharecuda.h"
+#include "gpusharenegotiate.h"
 
 #include <fcntl.h>
 #include <stdint.h>
@@ -50,9 +51,8 @@ ensure_debug (void)
 gchar *
 gpushare_cuda_uuid_to_string (const guint8 u[16])
 {
-  return g_strdup_printf ("GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
-      "%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2], u[3], u[4], u[5], u[6],
-      u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+  /* one spelling for both: negotiation reasons quote it without CUDA */
+  return gpushare_gpu_uuid_to_string (u);
 }
 
 static gint

@@ -42,42 +42,6 @@ gpushare_cuda_sync_modes (const GpuShareCudaCaps * caps)
   return modes;
 }
 
-GpuShareSyncMode
-gpushare_cuda_sync_mode_pick (guint32 modes, gboolean mps)
-{
-  /* measured on the H200 (docs/benchmarks.md).  Two processes on one GPU
-   * without MPS share it by time slices: a wait on a semaphore word that
-   * the consumer enqueues before the producer's copy has run keeps the GPU
-   * for the rest of the consumer's slice, so at full load host
-   * synchronisation hands frames over in 0.6-0.8 ms where semaphore words
-   * take 2.8 ms and events 4 ms, at the same throughput.  Under MPS both
-   * share one context: semaphore words give the most 4K frames/s. */
-  if (mps && (modes & GPUSHARE_SYNC_SEMAPHORE))
-    return GPUSHARE_SYNC_SEMAPHORE;
-  if (modes & GPUSHARE_SYNC_HOST)
-    return GPUSHARE_SYNC_HOST;
-  if (modes & GPUSHARE_SYNC_SEMAPHORE)
-    return GPUSHARE_SYNC_SEMAPHORE;
-  if (modes & GPUSHARE_SYNC_EVENT)
-    return GPUSHARE_SYNC_EVENT;
-  return 0;
-}
-
-const gchar *
-gpushare_sync_mode_to_string (GpuShareSyncMode mode)
-{
-  switch (mode) {
-    case GPUSHARE_SYNC_HOST:
-      return "host";
-    case GPUSHARE_SYNC_SEMAPHORE:
-      return "semaphore";
-    case GPUSHARE_SYNC_EVENT:
-      return "event";
-    default:
-      return "none";
-  }
-}
-
 /* ------------------------------------------------------------------------ */
 /* Contexts and copies */
 

@@ -33,6 +33,7 @@
 
 #include <gst/video/video.h>
 #include "gpushareproto.h"
+#include "gpusharenegotiate.h"
 #include "gpusharecuda.h"
 
 G_BEGIN_DECLS
@@ -46,12 +47,9 @@ typedef struct
   gint stride[GST_VIDEO_MAX_PLANES];
 } GpuSharePlanes;
 
-/* the sync modes this device supports, GpuShareSyncMode mask */
+/* the sync modes this device supports, GpuShareSyncMode mask.  Picking
+ * one of them and naming it needs no CUDA: gpusharenegotiate.h */
 guint32 gpushare_cuda_sync_modes (const GpuShareCudaCaps * caps);
-/* the fastest correct mode of a mask, with or without MPS (see
- * docs/design.md) */
-GpuShareSyncMode gpushare_cuda_sync_mode_pick (guint32 modes, gboolean mps);
-const gchar *gpushare_sync_mode_to_string (GpuShareSyncMode mode);
 
 typedef struct _GpuShareCudaRing GpuShareCudaRing;
 

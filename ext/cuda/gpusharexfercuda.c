@@ -313,8 +313,6 @@ static const GpuShareXfer cuda_xfer = {
       GPUSHARE_MEM_CUDA_FABRIC,
   .probe = cuda_probe,
   .peer = cuda_peer,
-  .uuid_to_string = gpushare_cuda_uuid_to_string,
-  .sync_mode_name = gpushare_sync_mode_to_string,
   .context_ensure = cuda_context_ensure,
   .context_set = cuda_context_set,
   .context_query = cuda_context_query,

@@ -12,6 +12,7 @@
 
 #include "gpushareconn.h"
 #include "gpushareids.h"
+#include "gpusharenegotiate.h"
 #include "gpusharering.h"
 #include "gpusharetest.h"
 #include "gpusharevideo.h"
@@ -23,17 +24,6 @@ GST_DEBUG_CATEGORY_STATIC (gpushare_client_debug);
 #define RETRY_MAX_MS 250
 #define GOODBYE_FLUSH_MS 100
 #define REFUSAL_FLUSH_MS 10
-
-/* the values of GstGpuShareTransport and GstGpuShareSync */
-enum
-{
-  TRANSPORT_AUTO,
-  TRANSPORT_SYSTEM,
-  TRANSPORT_CUDA,
-  TRANSPORT_CUDA_LEGACY,
-  TRANSPORT_CUDA_FABRIC,
-};
-#define SYNC_AUTO 0
 
 typedef enum
 {
@@ -195,13 +185,8 @@ mapping_unref (Mapping * m)
     return;
   gpushare_xfer_view_unref (m->view);
   g_mutex_lock (&s->lock);
-  if (tell && s->conn) {
-    GpuShareMsg msg = { 0, };
-
-    msg.type = GPUSHARE_MSG_UNMAPPED;
-    msg.u.mapped.epoch = epoch;
-    gpushare_conn_send (s->conn, &msg, NULL, 0, NULL);
-  }
+  if (tell && s->conn)
+    gpushare_conn_send_mapped (s->conn, GPUSHARE_MSG_UNMAPPED, epoch);
   g_mutex_unlock (&s->lock);
   session_unref (s);
   g_free (m);
@@ -248,18 +233,17 @@ deliver_events (GpuShareClient * self)
 static void
 send_release (Session * s, const GpuShareFrame * f)
 {
-  GpuShareMsg msg = { 0, };
+  GpuShareRelease r;
 
   if (!s->conn || s->view.epoch != f->epoch
       || gpushare_slot_view_release (&s->view, f->slot,
           f->generation) != GPUSHARE_RING_OK)
     return;
-  msg.type = GPUSHARE_MSG_RELEASE;
-  msg.u.release.epoch = f->epoch;
-  msg.u.release.slot = f->slot;
-  msg.u.release.generation = f->generation;
-  msg.u.release.sequence = f->sequence;
-  gpushare_conn_send (s->conn, &msg, NULL, 0, NULL);
+  r.epoch = f->epoch;
+  r.slot = f->slot;
+  r.generation = f->generation;
+  r.sequence = f->sequence;
+  gpushare_conn_send_release (s->conn, &r);
 }
 
 const GpuShareFrame *
@@ -418,201 +402,61 @@ update_latency (GpuShareClient * self, guint32 flags, guint64 latency)
     queue_event (self, GPUSHARE_CLIENT_EVENT_LATENCY);
 }
 
-/* The GPU memory type to take, 0 if none; *note says why legacy memory was
- * taken, and what it costs, or why nothing was.  Fabric memory is only
- * ever taken when asked for. */
-static GpuShareMemType
-pick_gpu_memory (GpuShareClient * self, const GpuShareAnnounce * a,
-    guint transport, const gchar ** note)
-{
-  gboolean vmm = (a->mem_types & GPUSHARE_MEM_CUDA_VMM) && self->gpu.posix_fd;
-  gboolean legacy = (a->mem_types & GPUSHARE_MEM_CUDA_LEGACY)
-      && self->gpu.unified_addressing;
-  gboolean fabric = (a->mem_types & GPUSHARE_MEM_CUDA_FABRIC)
-      && self->gpu.fabric;
-
-  *note = NULL;
-  switch (transport) {
-    case TRANSPORT_AUTO:
-      if (vmm)
-        return GPUSHARE_MEM_CUDA_VMM;
-      /* cuIpcOpenMemHandle has no read-only mode: say so wherever it
-       * is chosen */
-      if (legacy) {
-        *note = "legacy CUDA IPC, because VMM file descriptors are not "
-            "possible between these ends; legacy IPC memory cannot be "
-            "mapped read-only: this consumer could write the producer's "
-            "slots";
-        return GPUSHARE_MEM_CUDA_LEGACY;
-      }
-      *note = "neither VMM nor legacy CUDA IPC is possible between these "
-          "ends";
-      return 0;
-    case TRANSPORT_CUDA:
-      if (!vmm)
-        *note = "VMM file descriptors are not possible between these ends";
-      return vmm ? GPUSHARE_MEM_CUDA_VMM : 0;
-    case TRANSPORT_CUDA_LEGACY:
-      *note = legacy ? "legacy CUDA IPC as asked for; legacy IPC memory "
-          "cannot be mapped read-only: this consumer could write the "
-          "producer's slots" :
-          "legacy CUDA IPC is not possible between these ends";
-      return legacy ? GPUSHARE_MEM_CUDA_LEGACY : 0;
-    case TRANSPORT_CUDA_FABRIC:
-      if (!fabric)
-        *note = "the GPUs do not support fabric handles";
-      return fabric ? GPUSHARE_MEM_CUDA_FABRIC : 0;
-    default:
-      return 0;
-  }
-}
-
-/* The producer's GPU is another one: can this consumer read its memory in
- * place?  Returns the sync modes that stay possible (an event is recorded
- * only on a stream of its own GPU, and a consumer records its done events
- * on its stream: they belong to the producer's GPU), sets *peer_note for
- * the reason, or returns 0 with *why_not. */
-static guint32
-peer_sync_modes (GpuShareClient * self, const GpuShareAnnounce * a,
-    guint32 modes, gchar ** peer_note, gchar ** why_not)
-{
-  gchar *uuid = gpushare_xfer_gpu_uuid_string (a->device.uuid);
-  GpuSharePeerInfo peer;
-
-  gpushare_xfer_gpu_peer (self->config.cuda_device_id, a->device.uuid,
-      &peer);
-  if (!peer.visible) {
-    *why_not = g_strdup_printf ("the producer's GPU (%s) is not visible to "
-        "this consumer (another host's GPU, or hidden by "
-        "CUDA_VISIBLE_DEVICES)", uuid);
-  } else if (!peer.reachable) {
-    *why_not = g_strdup_printf ("the producer is on another GPU (%s): %s",
-        uuid, peer.error);
-  } else {
-    self->peer_device = peer.owner;
-    modes &= ~(guint32) GPUSHARE_SYNC_EVENT;
-    *peer_note = g_strdup_printf ("producer on %s (device %d here), read "
-        "over peer access by device %d (link rank %d%s)", uuid, peer.owner,
-        self->config.cuda_device_id, peer.rank,
-        peer.atomics ? ", native atomics" : "");
-  }
-  gpushare_peer_info_clear (&peer);
-  g_free (uuid);
-  return *peer_note ? modes : 0;
-}
-
-static const gchar *
-sync_mode_name (GpuShareSyncMode mode)
-{
-  const GpuShareXfer *gpu = gpushare_xfer_gpu ();
-
-  return gpu && gpu->sync_mode_name ? gpu->sync_mode_name (mode) : "none";
-}
-
-/* the fastest correct mode of a mask, with or without MPS (see
- * docs/design.md): semaphore, then host; events only when nothing else */
-static GpuShareSyncMode
-sync_mode_pick (guint32 modes, gboolean mps)
-{
-  if (modes & GPUSHARE_SYNC_SEMAPHORE)
-    return GPUSHARE_SYNC_SEMAPHORE;
-  if (modes & GPUSHARE_SYNC_HOST)
-    return GPUSHARE_SYNC_HOST;
-  return GPUSHARE_SYNC_EVENT;
-}
-
 /* Picks this consumer's memory type and synchronisation for what the
- * producer offers; sets mem_reason either way.  FALSE when nothing fits
- * (a forced transport that cannot work included). */
+ * producer offers (gpusharenegotiate.h); sets mem_reason either way.
+ * FALSE when nothing fits (a forced transport that cannot work
+ * included).  Lock held, let go while the producer's GPU is probed. */
 static gboolean
 choose_memory (GpuShareClient * self, const GpuShareAnnounce * a)
 {
-  guint transport = self->config.transport;
-  guint sync = self->config.sync;
-  const gchar *why_not = NULL;
-  gchar *why_owned = NULL;
-  gboolean ok;
+  GpuShareTransport transport = (GpuShareTransport) self->config.transport;
+  GpuShareGpu gpu = { 0, };
+  GpuSharePeerProbe probe = { 0, };
+  GpuSharePeerInfo info = { 0, };
+  GpuShareNegotiation n;
+  gboolean peer = FALSE, ok;
 
-  self->sync_mode = 0;
-  self->peer_device = -1;
-
-  if (transport == TRANSPORT_SYSTEM) {
-    why_not = "system memory was asked for (transport=system)";
-  } else if (!self->gpu_ok) {
-    /* this end's own reason first: on a host without the driver it is
-     * the one that matters */
-    why_not = self->gpu_reason;
-  } else if (!(a->mem_types & ~GPUSHARE_MEM_SYSTEM)) {
-    why_not = "the producer offers no GPU memory";
-  } else {
-    guint32 common = a->device.sync_modes & self->gpu.sync_modes;
-    gchar *peer_note = NULL;
-    GpuShareMemType type = 0;
-
-    if (memcmp (a->device.uuid, self->gpu.uuid, 16) != 0) {
-      guint32 all = common;
-
-      common = peer_sync_modes (self, a, common, &peer_note, &why_owned);
-      why_not = why_owned;
-      if (peer_note && sync == GPUSHARE_SYNC_EVENT
-          && (all & GPUSHARE_SYNC_EVENT))
-        why_not = "event synchronisation is not possible across GPUs (an "
-            "event can only be recorded on its own GPU's streams)";
-    }
-    if (!why_not) {
-      const gchar *note = NULL;
-
-      type = pick_gpu_memory (self, a, transport, &note);
-      if (sync != SYNC_AUTO)
-        common &= (guint32) sync;
-      if (!type)
-        why_not = note;
-      else if (!common)
-        why_not = "no synchronisation mode in common";
-      else {
-        gchar *uuid = gpushare_xfer_gpu_uuid_string (self->gpu.uuid);
-        gchar *where = peer_note ? g_strdup (peer_note) :
-            g_strdup_printf ("both ends on %s", uuid);
-
-        self->mem_type = type;
-        self->sync_mode = sync != SYNC_AUTO ? (guint32) sync :
-            sync_mode_pick (common, self->gpu.mps);
-        self->mem_reason = g_strdup_printf ("GPU memory (%s): %s, %s "
-            "synchronisation%s%s%s", gpushare_mem_type_to_string (type), where,
-            sync_mode_name (self->sync_mode),
-            sync != SYNC_AUTO ? "" : self->gpu.mps ?
-            " (auto: MPS is on)" : " (auto: no MPS)",
-            note ? "; " : "", note ? note : "");
-        g_free (where);
-        g_free (uuid);
-        g_free (peer_note);
-        g_free (why_owned);
-        return TRUE;
-      }
-    }
-    g_free (peer_note);
+  gpu.usable = self->gpu_ok;
+  gpu.why_not = self->gpu_reason;
+  memcpy (gpu.uuid, self->gpu.uuid, 16);
+  gpu.posix_fd = self->gpu.posix_fd;
+  gpu.unified_addressing = self->gpu.unified_addressing;
+  gpu.fabric = self->gpu.fabric;
+  gpu.mps = self->gpu.mps;
+  gpu.sync_modes = self->gpu.sync_modes;
+  gpu.device = self->config.cuda_device_id;
+  if (gpushare_negotiate_needs_peer_probe (a, &gpu, transport)) {
+    /* device queries: without the lock */
+    g_mutex_unlock (&self->lock);
+    gpushare_xfer_gpu_peer (self->config.cuda_device_id, a->device.uuid,
+        &info);
+    g_mutex_lock (&self->lock);
+    probe.visible = info.visible;
+    probe.owner = info.owner;
+    probe.peer_ok = info.reachable;
+    probe.error = info.error;
+    probe.atomics = info.atomics;
+    probe.rank = info.rank;
+    peer = TRUE;
   }
-  if (!why_not)
-    why_not = "GPU memory is not possible here";
-  if ((transport != TRANSPORT_AUTO && transport != TRANSPORT_SYSTEM)
-      || !(a->mem_types & GPUSHARE_MEM_SYSTEM)) {
-    self->mem_reason = g_strdup_printf ("GPU memory was asked for but is "
-        "not possible: %s", why_not);
-    ok = FALSE;
-  } else {
-    self->mem_type = GPUSHARE_MEM_SYSTEM;
-    self->mem_reason = g_strdup_printf ("system memory: %s", why_not);
-    ok = TRUE;
-  }
-  self->peer_device = -1;
-  g_free (why_owned);
+  ok = gpushare_negotiate_consumer (a, &gpu, peer ? &probe : NULL, transport,
+      (GpuShareSyncRequest) self->config.sync, &n);
+  if (ok)
+    self->mem_type = n.mem_type;
+  self->sync_mode = n.sync_mode;
+  self->peer_device = n.peer_device;
+  g_free (self->mem_reason);
+  self->mem_reason = n.reason;
+  n.reason = NULL;
+  gpushare_negotiation_clear (&n);
+  gpushare_peer_info_clear (&info);
   return ok;
 }
 
 static void
 handle_announce (GpuShareClient * self, const GpuShareAnnounce * a)
 {
-  GpuShareMsg *msg;
+  GpuShareAccept *acc;
   const gchar *name = self->config.name ? self->config.name : "";
 
   if (self->state != STATE_CONNECTED) {
@@ -634,26 +478,25 @@ handle_announce (GpuShareClient * self, const GpuShareAnnounce * a)
   self->producer_instance = a->instance;
   self->producer_minor = a->schema_minor;
 
-  msg = g_new0 (GpuShareMsg, 1);
-  msg->type = GPUSHARE_MSG_ACCEPT;
-  msg->u.accept.sync_mode = self->sync_mode;
+  acc = g_new0 (GpuShareAccept, 1);
+  acc->sync_mode = self->sync_mode;
   if (self->gpu_ok)
-    memcpy (msg->u.accept.uuid, self->gpu.uuid, 16);
-  msg->u.accept.reason_len = MIN (strlen (self->mem_reason),
+    memcpy (acc->uuid, self->gpu.uuid, 16);
+  acc->reason_len = MIN (strlen (self->mem_reason),
       GPUSHARE_MAX_REASON_LEN);
-  while (msg->u.accept.reason_len > 0 && !g_utf8_validate (self->mem_reason,
-          msg->u.accept.reason_len, NULL))
-    msg->u.accept.reason_len--;
-  memcpy (msg->u.accept.reason, self->mem_reason, msg->u.accept.reason_len);
-  msg->u.accept.schema_major = GPUSHARE_VERSION_MAJOR;
-  msg->u.accept.schema_minor = GPUSHARE_VERSION_MINOR;
-  msg->u.accept.mem_type = self->mem_type;
-  msg->u.accept.pid = getpid ();
-  msg->u.accept.instance = a->instance;
-  msg->u.accept.name_len = MIN (strlen (name), GPUSHARE_MAX_NAME_LEN);
-  memcpy (msg->u.accept.name, name, msg->u.accept.name_len);
-  gpushare_conn_send (self->session->conn, msg, NULL, 0, NULL);
-  g_free (msg);
+  while (acc->reason_len > 0 && !g_utf8_validate (self->mem_reason,
+          acc->reason_len, NULL))
+    acc->reason_len--;
+  memcpy (acc->reason, self->mem_reason, acc->reason_len);
+  acc->schema_major = GPUSHARE_VERSION_MAJOR;
+  acc->schema_minor = GPUSHARE_VERSION_MINOR;
+  acc->mem_type = self->mem_type;
+  acc->pid = getpid ();
+  acc->instance = a->instance;
+  acc->name_len = MIN (strlen (name), GPUSHARE_MAX_NAME_LEN);
+  memcpy (acc->name, name, acc->name_len);
+  gpushare_conn_send_accept (self->session->conn, acc);
+  g_free (acc);
   set_state (self, STATE_ACCEPTED);
   gpushare_test_point ("src", "accept");
   GST_INFO_OBJECT (self->log_object, "transport: %s (%s)",
@@ -727,7 +570,6 @@ map_slots (GpuShareClient * self, const GpuShareSlots * s, gint * fds)
 static void
 handle_slots (GpuShareClient * self, const GpuShareSlots * s, gint * fds)
 {
-  GpuShareMsg msg = { 0, };
   Session *session;
   guint64 last_seq;
   gboolean have_seq;
@@ -762,9 +604,7 @@ handle_slots (GpuShareClient * self, const GpuShareSlots * s, gint * fds)
   g_mutex_unlock (&session->lock);
 
   gpushare_test_point ("src", "map");
-  msg.type = GPUSHARE_MSG_MAPPED;
-  msg.u.mapped.epoch = s->epoch;
-  gpushare_conn_send (session->conn, &msg, NULL, 0, NULL);
+  gpushare_conn_send_mapped (session->conn, GPUSHARE_MSG_MAPPED, s->epoch);
   if (self->state == STATE_ACCEPTED)
     queue_event (self, GPUSHARE_CLIENT_EVENT_TRANSPORT);
   /* after the end of the stream a new ring is only followed */
@@ -987,7 +827,8 @@ static void
 drop_session (GpuShareClient * self, GpuShareErrorCode reason)
 {
   Session *old = self->session;
-  GpuShareMsg msg = { 0, };
+  guint32 flags = 0;
+  guint64 last_sequence = 0;
   GpuShareConn *conn = NULL;
   GQueue items = self->items;
   Mapping *mapping = self->mapping;
@@ -1017,21 +858,19 @@ drop_session (GpuShareClient * self, GpuShareErrorCode reason)
   if (!old)
     return;
 
-  msg.type = GPUSHARE_MSG_GOODBYE;
-  msg.u.goodbye.reason = reason;
   g_mutex_lock (&old->lock);
   conn = old->conn;
   old->conn = NULL;
   if (old->n_in_place > 0 && old->in_place_epoch == old->view.epoch
       && old->view.have_sequence) {
-    msg.u.goodbye.flags = GPUSHARE_GOODBYE_FLAG_HELD;
-    msg.u.goodbye.last_sequence = old->view.last_sequence;
+    flags = GPUSHARE_GOODBYE_FLAG_HELD;
+    last_sequence = old->view.last_sequence;
     GST_DEBUG_OBJECT (self->log_object, "%u buffers still read slots in "
         "place", old->n_in_place);
   }
   g_mutex_unlock (&old->lock);
   if (conn) {
-    if (gpushare_conn_send (conn, &msg, NULL, 0, NULL))
+    if (gpushare_conn_send_goodbye (conn, reason, flags, last_sequence))
       gpushare_conn_flush (conn, GOODBYE_FLUSH_MS);
     gpushare_conn_close (conn);
     gpushare_conn_unref (conn);

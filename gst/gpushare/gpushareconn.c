@@ -217,7 +217,7 @@ static gboolean flush_locked (GpuShareConn * conn, GError ** error);
 static void
 parting_error_locked (GpuShareConn * conn, const GError * error)
 {
-  GpuShareMsg msg = { 0, };
+  GpuShareErrorCode code;
   const gchar *text;
   GError *ignored = NULL;
 
@@ -225,26 +225,24 @@ parting_error_locked (GpuShareConn * conn, const GError * error)
     return;
   switch (error->code) {
     case GPUSHARE_CONN_ERROR_VERSION:
-      msg.u.error.code = GPUSHARE_ERR_VERSION;
+      code = GPUSHARE_ERR_VERSION;
       text = "unsupported protocol version";
       break;
     case GPUSHARE_CONN_ERROR_PROTOCOL:
     case GPUSHARE_CONN_ERROR_FDS:
-      msg.u.error.code = GPUSHARE_ERR_PROTOCOL;
+      code = GPUSHARE_ERR_PROTOCOL;
       text = "malformed message";
       break;
     case GPUSHARE_CONN_ERROR_TIMEOUT:
-      msg.u.error.code = GPUSHARE_ERR_TIMEOUT;
+      code = GPUSHARE_ERR_TIMEOUT;
       text = "no heartbeat";
       break;
     default:
       return;
   }
-  msg.type = GPUSHARE_MSG_ERROR;
-  msg.u.error.text_len = strlen (text);
-  memcpy (msg.u.error.text, text, msg.u.error.text_len);
   if (conn->out->len + GPUSHARE_HEADER_SIZE + GPUSHARE_MAX_PAYLOAD >
-      GPUSHARE_CONN_MAX_QUEUED || !gpushare_msg_build (&msg, 0, conn->out))
+      GPUSHARE_CONN_MAX_QUEUED
+      || !gpushare_msg_build_error (code, text, strlen (text), conn->out))
     return;
   if (!flush_locked (conn, &ignored))
     g_clear_error (&ignored);
@@ -416,9 +414,16 @@ out_dispatch (gint fd, GIOCondition cond, gpointer user_data)
   return ret;
 }
 
-gboolean
-gpushare_conn_send (GpuShareConn * conn, const GpuShareMsg * msg, gint * fds,
-    guint n_fds, GError ** error)
+/* Appends one message to the send queue (whole, or nothing), from
+ * whatever body build () encodes */
+typedef gboolean (*BuildFunc) (gconstpointer body, guint32 n_fds,
+    GByteArray * out);
+
+/* Queues what build () makes of body.  Takes ownership of fds (closed
+ * once sent, or on failure). */
+static gboolean
+send_built (GpuShareConn * conn, GpuShareMsgType type, BuildFunc build,
+    gconstpointer body, gint * fds, guint n_fds, GError ** error)
 {
   guint64 pos;
   GError *err = NULL;
@@ -432,10 +437,10 @@ gpushare_conn_send (GpuShareConn * conn, const GpuShareMsg * msg, gint * fds,
     goto failed;
   }
   pos = conn->out_base + conn->out->len;
-  if (!gpushare_msg_build (msg, n_fds, conn->out)) {
+  if (!build (body, n_fds, conn->out)) {
     g_set_error (error, GPUSHARE_CONN_ERROR, GPUSHARE_CONN_ERROR_PROTOCOL,
         "%s message breaks a protocol limit",
-        gpushare_msg_type_to_string (msg->type));
+        gpushare_msg_type_to_string (type));
     goto failed;
   }
   if (conn->out->len > GPUSHARE_CONN_MAX_QUEUED) {
@@ -478,22 +483,198 @@ failed:
   return FALSE;
 }
 
+/* The bodies of the small messages, and one adapter per builder.  The
+ * adapters of types without fds see n_fds 0: only SLOTS passes any. */
+
+typedef struct
+{
+  GpuShareMsgType type;
+  guint64 epoch;
+} MappedBody;
+
+typedef struct
+{
+  guint32 code;
+  const gchar *text;
+  guint32 text_len;
+} ErrorBody;
+
+static gboolean
+build_msg (gconstpointer body, guint32 n_fds, GByteArray * out)
+{
+  return gpushare_msg_build (body, n_fds, out);
+}
+
+static gboolean
+build_announce (gconstpointer body, guint32 n_fds, GByteArray * out)
+{
+  return gpushare_msg_build_announce (body, out);
+}
+
+static gboolean
+build_accept (gconstpointer body, guint32 n_fds, GByteArray * out)
+{
+  return gpushare_msg_build_accept (body, out);
+}
+
+static gboolean
+build_slots (gconstpointer body, guint32 n_fds, GByteArray * out)
+{
+  return gpushare_msg_build_slots (body, n_fds, out);
+}
+
+static gboolean
+build_mapped (gconstpointer body, guint32 n_fds, GByteArray * out)
+{
+  const MappedBody *m = body;
+
+  return gpushare_msg_build_mapped (m->type, m->epoch, out);
+}
+
+static gboolean
+build_frame (gconstpointer body, guint32 n_fds, GByteArray * out)
+{
+  return gpushare_msg_build_frame (body, out);
+}
+
+static gboolean
+build_release (gconstpointer body, guint32 n_fds, GByteArray * out)
+{
+  return gpushare_msg_build_release (body, out);
+}
+
+static gboolean
+build_caps (gconstpointer body, guint32 n_fds, GByteArray * out)
+{
+  return gpushare_msg_build_caps (body, out);
+}
+
+static gboolean
+build_eos (gconstpointer body, guint32 n_fds, GByteArray * out)
+{
+  const GpuShareEos *e = body;
+
+  return gpushare_msg_build_eos (e->last_sequence, out);
+}
+
+static gboolean
+build_goodbye (gconstpointer body, guint32 n_fds, GByteArray * out)
+{
+  return gpushare_msg_build_goodbye (body, out);
+}
+
+static gboolean
+build_error (gconstpointer body, guint32 n_fds, GByteArray * out)
+{
+  const ErrorBody *e = body;
+
+  return gpushare_msg_build_error (e->code, e->text, e->text_len, out);
+}
+
+static gboolean
+build_ping (gconstpointer body, guint32 n_fds, GByteArray * out)
+{
+  return gpushare_msg_build_ping (out);
+}
+
+gboolean
+gpushare_conn_send (GpuShareConn * conn, const GpuShareMsg * msg, gint * fds,
+    guint n_fds, GError ** error)
+{
+  return send_built (conn, msg->type, build_msg, msg, fds, n_fds, error);
+}
+
+gboolean
+gpushare_conn_send_announce (GpuShareConn * conn, const GpuShareAnnounce * a)
+{
+  return send_built (conn, GPUSHARE_MSG_ANNOUNCE, build_announce, a, NULL, 0,
+      NULL);
+}
+
+gboolean
+gpushare_conn_send_accept (GpuShareConn * conn, const GpuShareAccept * a)
+{
+  return send_built (conn, GPUSHARE_MSG_ACCEPT, build_accept, a, NULL, 0,
+      NULL);
+}
+
+gboolean
+gpushare_conn_send_slots (GpuShareConn * conn, const GpuShareSlots * s,
+    gint * fds, guint n_fds)
+{
+  return send_built (conn, GPUSHARE_MSG_SLOTS, build_slots, s, fds, n_fds,
+      NULL);
+}
+
+gboolean
+gpushare_conn_send_mapped (GpuShareConn * conn, GpuShareMsgType type,
+    guint64 epoch)
+{
+  MappedBody m = { type, epoch };
+
+  return send_built (conn, type, build_mapped, &m, NULL, 0, NULL);
+}
+
+gboolean
+gpushare_conn_send_frame (GpuShareConn * conn, const GpuShareFrame * frame)
+{
+  return send_built (conn, GPUSHARE_MSG_FRAME, build_frame, frame, NULL, 0,
+      NULL);
+}
+
+gboolean
+gpushare_conn_send_release (GpuShareConn * conn,
+    const GpuShareRelease * release)
+{
+  return send_built (conn, GPUSHARE_MSG_RELEASE, build_release, release,
+      NULL, 0, NULL);
+}
+
+gboolean
+gpushare_conn_send_caps (GpuShareConn * conn, const GpuShareCaps * caps)
+{
+  return send_built (conn, GPUSHARE_MSG_CAPS, build_caps, caps, NULL, 0,
+      NULL);
+}
+
+gboolean
+gpushare_conn_send_eos (GpuShareConn * conn, guint64 last_sequence)
+{
+  GpuShareEos e = { last_sequence };
+
+  return send_built (conn, GPUSHARE_MSG_EOS, build_eos, &e, NULL, 0, NULL);
+}
+
+gboolean
+gpushare_conn_send_goodbye (GpuShareConn * conn, guint32 reason,
+    guint32 flags, guint64 last_sequence)
+{
+  GpuShareGoodbye g = { reason, flags, last_sequence };
+
+  return send_built (conn, GPUSHARE_MSG_GOODBYE, build_goodbye, &g, NULL, 0,
+      NULL);
+}
+
+static gboolean
+send_ping (GpuShareConn * conn)
+{
+  return send_built (conn, GPUSHARE_MSG_PING, build_ping, NULL, NULL, 0,
+      NULL);
+}
+
 gboolean
 gpushare_conn_send_error (GpuShareConn * conn, GpuShareErrorCode code,
     const gchar * text)
 {
-  GpuShareMsg msg = { 0, };
+  ErrorBody e = { code, text, 0 };
   gsize len = strlen (text);
 
-  msg.type = GPUSHARE_MSG_ERROR;
-  msg.u.error.code = code;
   len = MIN (len, GPUSHARE_MAX_TEXT_LEN);
   /* keep the cut on a character boundary: the peer checks UTF-8 */
   while (len > 0 && !g_utf8_validate (text, len, NULL))
     len--;
-  memcpy (msg.u.error.text, text, len);
-  msg.u.error.text_len = len;
-  return gpushare_conn_send (conn, &msg, NULL, 0, NULL);
+  e.text_len = len;
+  return send_built (conn, GPUSHARE_MSG_ERROR, build_error, &e, NULL, 0, NULL);
 }
 
 gboolean
@@ -834,11 +1015,8 @@ heartbeat_dispatch (gpointer user_data)
   g_mutex_unlock (&conn->lock);
 
   if (ping) {
-    GpuShareMsg msg = { 0, };
-
-    msg.type = GPUSHARE_MSG_PING;
     GST_LOG ("sending PING");
-    gpushare_conn_send (conn, &msg, NULL, 0, NULL);
+    send_ping (conn);
   }
   return G_SOURCE_CONTINUE;
 }

@@ -70,6 +70,30 @@ gboolean gpushare_conn_send (GpuShareConn * conn, const GpuShareMsg * msg,
 gboolean gpushare_conn_send_error (GpuShareConn * conn,
     GpuShareErrorCode code, const gchar * text);
 
+/* One sender per message type, encoding the body alone straight into the
+ * send queue (gpushare_msg_build_frame () and friends): the same bytes as
+ * gpushare_conn_send () of a GpuShareMsg, without building one.  They
+ * fail as it does; gpushare_conn_send_slots () takes ownership of fds as
+ * it does.  type of gpushare_conn_send_mapped (): GPUSHARE_MSG_MAPPED or
+ * GPUSHARE_MSG_UNMAPPED. */
+gboolean gpushare_conn_send_frame (GpuShareConn * conn,
+    const GpuShareFrame * frame);
+gboolean gpushare_conn_send_release (GpuShareConn * conn,
+    const GpuShareRelease * release);
+gboolean gpushare_conn_send_mapped (GpuShareConn * conn,
+    GpuShareMsgType type, guint64 epoch);
+gboolean gpushare_conn_send_eos (GpuShareConn * conn, guint64 last_sequence);
+gboolean gpushare_conn_send_goodbye (GpuShareConn * conn, guint32 reason,
+    guint32 flags, guint64 last_sequence);
+gboolean gpushare_conn_send_caps (GpuShareConn * conn,
+    const GpuShareCaps * caps);
+gboolean gpushare_conn_send_announce (GpuShareConn * conn,
+    const GpuShareAnnounce * a);
+gboolean gpushare_conn_send_accept (GpuShareConn * conn,
+    const GpuShareAccept * a);
+gboolean gpushare_conn_send_slots (GpuShareConn * conn,
+    const GpuShareSlots * s, gint * fds, guint n_fds);
+
 /* Blocks up to timeout_ms for the send queue to drain (shutdown paths). */
 gboolean gpushare_conn_flush (GpuShareConn * conn, gint timeout_ms);
 

@@ -1030,192 +1030,25 @@ write_layout_fixed (guint8 * p, const GpuShareLayout * l)
   WR32 (p, GpuShareWireLayout, reserved, 0);
 }
 
-static void
-write_payload (guint8 * p, const GpuShareMsg * msg)
+/* Appends the header of a message of type with payload_len bytes of
+ * payload and n_fds fds, and room for that payload.  Returns where the
+ * payload goes, or NULL (out unchanged) when out cannot grow that far. */
+static guint8 *
+append_message (GByteArray * out, guint type, guint32 n_fds,
+    gsize payload_len)
 {
-  switch (msg->type) {
-    case GPUSHARE_MSG_ANNOUNCE:{
-      const GpuShareAnnounce *a = &msg->u.announce;
-      gsize var = sizeof (GpuShareWireAnnounce);
-
-      WR16 (p, GpuShareWireAnnounce, schema_major, a->schema_major);
-      WR16 (p, GpuShareWireAnnounce, schema_minor, a->schema_minor);
-      WR32 (p, GpuShareWireAnnounce, mem_types, a->mem_types);
-      WR32 (p, GpuShareWireAnnounce, flags, a->flags);
-      WR32 (p, GpuShareWireAnnounce, pid, a->pid);
-      WR32 (p, GpuShareWireAnnounce, uid, a->uid);
-      WR32 (p, GpuShareWireAnnounce, name_len, a->name_len);
-      WR64 (p, GpuShareWireAnnounce, instance, a->instance);
-      WR64 (p, GpuShareWireAnnounce, latency, a->latency);
-      write_layout_fixed (p + OFF (GpuShareWireAnnounce, layout), &a->layout);
-      memcpy (p + OFF (GpuShareWireAnnounce, device_uuid), a->device.uuid, 16);
-      WR32 (p, GpuShareWireAnnounce, device_caps, a->device.caps);
-      WR32 (p, GpuShareWireAnnounce, sync_modes, a->device.sync_modes);
-      WR32 (p, GpuShareWireAnnounce, compute_mode,
-          (guint32) a->device.compute_mode);
-      WR32 (p, GpuShareWireAnnounce, reserved, 0);
-      memcpy (p + var, a->name, a->name_len);
-      memcpy (p + var + a->name_len, a->layout.caps, a->layout.caps_len);
-      break;
-    }
-    case GPUSHARE_MSG_ACCEPT:{
-      const GpuShareAccept *a = &msg->u.accept;
-
-      WR16 (p, GpuShareWireAccept, schema_major, a->schema_major);
-      WR16 (p, GpuShareWireAccept, schema_minor, a->schema_minor);
-      WR32 (p, GpuShareWireAccept, mem_type, a->mem_type);
-      WR32 (p, GpuShareWireAccept, flags, a->flags);
-      WR32 (p, GpuShareWireAccept, pid, a->pid);
-      WR64 (p, GpuShareWireAccept, instance, a->instance);
-      WR32 (p, GpuShareWireAccept, name_len, a->name_len);
-      WR32 (p, GpuShareWireAccept, sync_mode, a->sync_mode);
-      memcpy (p + OFF (GpuShareWireAccept, uuid), a->uuid, 16);
-      WR32 (p, GpuShareWireAccept, reason_len, a->reason_len);
-      WR32 (p, GpuShareWireAccept, reserved, 0);
-      memcpy (p + sizeof (GpuShareWireAccept), a->name, a->name_len);
-      memcpy (p + sizeof (GpuShareWireAccept) + a->name_len, a->reason,
-          a->reason_len);
-      break;
-    }
-    case GPUSHARE_MSG_SLOTS:{
-      const GpuShareSlots *s = &msg->u.slots;
-
-      WR64 (p, GpuShareWireSlots, epoch, s->epoch);
-      WR64 (p, GpuShareWireSlots, slot_size, s->slot_size);
-      WR32 (p, GpuShareWireSlots, n_slots, s->n_slots);
-      WR32 (p, GpuShareWireSlots, mem_type, s->mem_type);
-      WR32 (p, GpuShareWireSlots, sync_mode, s->sync_mode);
-      WR32 (p, GpuShareWireSlots, n_sync_fds, s->n_sync_fds);
-      WR64 (p, GpuShareWireSlots, sync_size, s->sync_size);
-      WR32 (p, GpuShareWireSlots, n_handles, s->n_handles);
-      WR32 (p, GpuShareWireSlots, reserved, 0);
-      memcpy (p + sizeof (GpuShareWireSlots), s->handles,
-          s->n_handles * GPUSHARE_EVENT_HANDLE_SIZE);
-      break;
-    }
-    case GPUSHARE_MSG_MAPPED:
-    case GPUSHARE_MSG_UNMAPPED:
-      WR64 (p, GpuShareWireMapped, epoch, msg->u.mapped.epoch);
-      break;
-    case GPUSHARE_MSG_FRAME:{
-      const GpuShareFrame *f = &msg->u.frame;
-
-      WR64 (p, GpuShareWireFrame, epoch, f->epoch);
-      WR32 (p, GpuShareWireFrame, slot, f->slot);
-      WR32 (p, GpuShareWireFrame, generation, f->generation);
-      WR64 (p, GpuShareWireFrame, sequence, f->sequence);
-      WR64 (p, GpuShareWireFrame, pts, f->pts);
-      WR64 (p, GpuShareWireFrame, dts, f->dts);
-      WR64 (p, GpuShareWireFrame, duration, f->duration);
-      WR64 (p, GpuShareWireFrame, offset, f->offset);
-      WR64 (p, GpuShareWireFrame, offset_end, f->offset_end);
-      WR32 (p, GpuShareWireFrame, buffer_flags, f->buffer_flags);
-      WR32 (p, GpuShareWireFrame, flags, f->flags);
-      break;
-    }
-    case GPUSHARE_MSG_RELEASE:{
-      const GpuShareRelease *r = &msg->u.release;
-
-      WR64 (p, GpuShareWireRelease, epoch, r->epoch);
-      WR32 (p, GpuShareWireRelease, slot, r->slot);
-      WR32 (p, GpuShareWireRelease, generation, r->generation);
-      WR64 (p, GpuShareWireRelease, sequence, r->sequence);
-      break;
-    }
-    case GPUSHARE_MSG_CAPS:{
-      const GpuShareCaps *c = &msg->u.caps;
-
-      WR32 (p, GpuShareWireCaps, flags, c->flags);
-      WR32 (p, GpuShareWireCaps, reserved, 0);
-      WR64 (p, GpuShareWireCaps, latency, c->latency);
-      write_layout_fixed (p + OFF (GpuShareWireCaps, layout), &c->layout);
-      memcpy (p + sizeof (GpuShareWireCaps), c->layout.caps,
-          c->layout.caps_len);
-      break;
-    }
-    case GPUSHARE_MSG_EOS:
-      WR64 (p, GpuShareWireEos, last_sequence, msg->u.eos.last_sequence);
-      break;
-    case GPUSHARE_MSG_GOODBYE:
-      WR32 (p, GpuShareWireGoodbye, reason, msg->u.goodbye.reason);
-      if (goodbye_has_held (&msg->u.goodbye)) {
-        WR32 (p, GpuShareWireGoodbyeHeld, flags, msg->u.goodbye.flags);
-        WR64 (p, GpuShareWireGoodbyeHeld, last_sequence,
-            msg->u.goodbye.last_sequence);
-      }
-      break;
-    case GPUSHARE_MSG_ERROR:{
-      const GpuShareError *e = &msg->u.error;
-
-      WR32 (p, GpuShareWireError, code, e->code);
-      WR32 (p, GpuShareWireError, text_len, e->text_len);
-      memcpy (p + sizeof (GpuShareWireError), e->text, e->text_len);
-      break;
-    }
-    case GPUSHARE_MSG_PING:
-      break;
-    default:
-      g_assert_not_reached ();
-  }
-}
-
-/* Payload size of a message that passed check_msg (), so its lengths are
- * within their caps. */
-static gsize
-payload_size (const GpuShareMsg * msg)
-{
-  gsize size = fixed_size (msg->type);
-
-  switch (msg->type) {
-    case GPUSHARE_MSG_ANNOUNCE:
-      size += msg->u.announce.name_len + msg->u.announce.layout.caps_len;
-      break;
-    case GPUSHARE_MSG_ACCEPT:
-      size += msg->u.accept.name_len + msg->u.accept.reason_len;
-      break;
-    case GPUSHARE_MSG_SLOTS:
-      size += (gsize) msg->u.slots.n_handles * GPUSHARE_EVENT_HANDLE_SIZE;
-      break;
-    case GPUSHARE_MSG_CAPS:
-      size += msg->u.caps.layout.caps_len;
-      break;
-    case GPUSHARE_MSG_ERROR:
-      size += msg->u.error.text_len;
-      break;
-    case GPUSHARE_MSG_GOODBYE:
-      if (goodbye_has_held (&msg->u.goodbye))
-        size = sizeof (GpuShareWireGoodbyeHeld);
-      break;
-    default:
-      break;
-  }
-  return size;
-}
-
-gboolean
-gpushare_msg_build (const GpuShareMsg * msg, guint32 n_fds, GByteArray * out)
-{
-  gsize payload_len, total;
+  gsize total;
   guint old_len;
   guint8 *p;
 
-  g_return_val_if_fail (msg != NULL, FALSE);
-  g_return_val_if_fail (out != NULL, FALSE);
-
-  /* never send what a peer of our version would refuse: an unknown type
-   * included, since nobody could decode it */
-  if (check_msg (msg->type, msg, n_fds) != GPUSHARE_PARSE_OK)
-    return FALSE;
-
-  payload_len = payload_size (msg);
   /* the static assertions above make this impossible; kept so that a
    * future field cannot silently break it */
   if (payload_len > GPUSHARE_MAX_PAYLOAD)
-    return FALSE;
+    return NULL;
   total = GPUSHARE_HEADER_SIZE + payload_len;
   old_len = out->len;
   if (old_len > G_MAXUINT - total)
-    return FALSE;
+    return NULL;
 
   g_byte_array_set_size (out, old_len + total);
   p = out->data + old_len;
@@ -1223,14 +1056,310 @@ gpushare_msg_build (const GpuShareMsg * msg, guint32 n_fds, GByteArray * out)
   WR32 (p, GpuShareHeader, magic, GPUSHARE_MAGIC);
   WR16 (p, GpuShareHeader, version_major, GPUSHARE_VERSION_MAJOR);
   WR16 (p, GpuShareHeader, version_minor, GPUSHARE_VERSION_MINOR);
-  WR16 (p, GpuShareHeader, type, msg->type);
+  WR16 (p, GpuShareHeader, type, type);
   WR16 (p, GpuShareHeader, flags, 0);
   WR32 (p, GpuShareHeader, payload_len, payload_len);
   WR32 (p, GpuShareHeader, n_fds, n_fds);
   WR32 (p, GpuShareHeader, reserved, 0);
+  return p + GPUSHARE_HEADER_SIZE;
+}
 
-  write_payload (p + GPUSHARE_HEADER_SIZE, msg);
+/* One builder per type: it runs the very check the parser runs on that
+ * type, sizes the payload from the body alone and writes it straight into
+ * out, so that a small message costs only its own body. */
+
+gboolean
+gpushare_msg_build_announce (const GpuShareAnnounce * a, GByteArray * out)
+{
+  gsize var = sizeof (GpuShareWireAnnounce);
+  guint8 *p;
+
+  g_return_val_if_fail (a != NULL, FALSE);
+  g_return_val_if_fail (out != NULL, FALSE);
+
+  if (check_announce (a) != GPUSHARE_PARSE_OK)
+    return FALSE;
+  p = append_message (out, GPUSHARE_MSG_ANNOUNCE, 0,
+      var + a->name_len + a->layout.caps_len);
+  if (!p)
+    return FALSE;
+  WR16 (p, GpuShareWireAnnounce, schema_major, a->schema_major);
+  WR16 (p, GpuShareWireAnnounce, schema_minor, a->schema_minor);
+  WR32 (p, GpuShareWireAnnounce, mem_types, a->mem_types);
+  WR32 (p, GpuShareWireAnnounce, flags, a->flags);
+  WR32 (p, GpuShareWireAnnounce, pid, a->pid);
+  WR32 (p, GpuShareWireAnnounce, uid, a->uid);
+  WR32 (p, GpuShareWireAnnounce, name_len, a->name_len);
+  WR64 (p, GpuShareWireAnnounce, instance, a->instance);
+  WR64 (p, GpuShareWireAnnounce, latency, a->latency);
+  write_layout_fixed (p + OFF (GpuShareWireAnnounce, layout), &a->layout);
+  memcpy (p + OFF (GpuShareWireAnnounce, device_uuid), a->device.uuid, 16);
+  WR32 (p, GpuShareWireAnnounce, device_caps, a->device.caps);
+  WR32 (p, GpuShareWireAnnounce, sync_modes, a->device.sync_modes);
+  WR32 (p, GpuShareWireAnnounce, compute_mode,
+      (guint32) a->device.compute_mode);
+  WR32 (p, GpuShareWireAnnounce, reserved, 0);
+  memcpy (p + var, a->name, a->name_len);
+  memcpy (p + var + a->name_len, a->layout.caps, a->layout.caps_len);
   return TRUE;
+}
+
+gboolean
+gpushare_msg_build_accept (const GpuShareAccept * a, GByteArray * out)
+{
+  gsize var = sizeof (GpuShareWireAccept);
+  guint8 *p;
+
+  g_return_val_if_fail (a != NULL, FALSE);
+  g_return_val_if_fail (out != NULL, FALSE);
+
+  if (check_accept (a) != GPUSHARE_PARSE_OK)
+    return FALSE;
+  p = append_message (out, GPUSHARE_MSG_ACCEPT, 0,
+      var + a->name_len + a->reason_len);
+  if (!p)
+    return FALSE;
+  WR16 (p, GpuShareWireAccept, schema_major, a->schema_major);
+  WR16 (p, GpuShareWireAccept, schema_minor, a->schema_minor);
+  WR32 (p, GpuShareWireAccept, mem_type, a->mem_type);
+  WR32 (p, GpuShareWireAccept, flags, a->flags);
+  WR32 (p, GpuShareWireAccept, pid, a->pid);
+  WR64 (p, GpuShareWireAccept, instance, a->instance);
+  WR32 (p, GpuShareWireAccept, name_len, a->name_len);
+  WR32 (p, GpuShareWireAccept, sync_mode, a->sync_mode);
+  memcpy (p + OFF (GpuShareWireAccept, uuid), a->uuid, 16);
+  WR32 (p, GpuShareWireAccept, reason_len, a->reason_len);
+  WR32 (p, GpuShareWireAccept, reserved, 0);
+  memcpy (p + var, a->name, a->name_len);
+  memcpy (p + var + a->name_len, a->reason, a->reason_len);
+  return TRUE;
+}
+
+gboolean
+gpushare_msg_build_slots (const GpuShareSlots * s, guint32 n_fds,
+    GByteArray * out)
+{
+  gsize var = sizeof (GpuShareWireSlots);
+  gsize handles;
+  guint8 *p;
+
+  g_return_val_if_fail (s != NULL, FALSE);
+  g_return_val_if_fail (out != NULL, FALSE);
+
+  if (n_fds > GPUSHARE_MAX_FDS || check_slots (s, n_fds) != GPUSHARE_PARSE_OK)
+    return FALSE;
+  handles = (gsize) s->n_handles * GPUSHARE_EVENT_HANDLE_SIZE;
+  p = append_message (out, GPUSHARE_MSG_SLOTS, n_fds, var + handles);
+  if (!p)
+    return FALSE;
+  WR64 (p, GpuShareWireSlots, epoch, s->epoch);
+  WR64 (p, GpuShareWireSlots, slot_size, s->slot_size);
+  WR32 (p, GpuShareWireSlots, n_slots, s->n_slots);
+  WR32 (p, GpuShareWireSlots, mem_type, s->mem_type);
+  WR32 (p, GpuShareWireSlots, sync_mode, s->sync_mode);
+  WR32 (p, GpuShareWireSlots, n_sync_fds, s->n_sync_fds);
+  WR64 (p, GpuShareWireSlots, sync_size, s->sync_size);
+  WR32 (p, GpuShareWireSlots, n_handles, s->n_handles);
+  WR32 (p, GpuShareWireSlots, reserved, 0);
+  memcpy (p + var, s->handles, handles);
+  return TRUE;
+}
+
+gboolean
+gpushare_msg_build_mapped (GpuShareMsgType type, guint64 epoch,
+    GByteArray * out)
+{
+  guint8 *p;
+
+  g_return_val_if_fail (out != NULL, FALSE);
+
+  /* the two share their body, and nothing else does */
+  if (type != GPUSHARE_MSG_MAPPED && type != GPUSHARE_MSG_UNMAPPED)
+    return FALSE;
+  p = append_message (out, type, 0, sizeof (GpuShareWireMapped));
+  if (!p)
+    return FALSE;
+  WR64 (p, GpuShareWireMapped, epoch, epoch);
+  return TRUE;
+}
+
+gboolean
+gpushare_msg_build_frame (const GpuShareFrame * f, GByteArray * out)
+{
+  guint8 *p;
+
+  g_return_val_if_fail (f != NULL, FALSE);
+  g_return_val_if_fail (out != NULL, FALSE);
+
+  p = append_message (out, GPUSHARE_MSG_FRAME, 0, sizeof (GpuShareWireFrame));
+  if (!p)
+    return FALSE;
+  WR64 (p, GpuShareWireFrame, epoch, f->epoch);
+  WR32 (p, GpuShareWireFrame, slot, f->slot);
+  WR32 (p, GpuShareWireFrame, generation, f->generation);
+  WR64 (p, GpuShareWireFrame, sequence, f->sequence);
+  WR64 (p, GpuShareWireFrame, pts, f->pts);
+  WR64 (p, GpuShareWireFrame, dts, f->dts);
+  WR64 (p, GpuShareWireFrame, duration, f->duration);
+  WR64 (p, GpuShareWireFrame, offset, f->offset);
+  WR64 (p, GpuShareWireFrame, offset_end, f->offset_end);
+  WR32 (p, GpuShareWireFrame, buffer_flags, f->buffer_flags);
+  WR32 (p, GpuShareWireFrame, flags, f->flags);
+  return TRUE;
+}
+
+gboolean
+gpushare_msg_build_release (const GpuShareRelease * r, GByteArray * out)
+{
+  guint8 *p;
+
+  g_return_val_if_fail (r != NULL, FALSE);
+  g_return_val_if_fail (out != NULL, FALSE);
+
+  p = append_message (out, GPUSHARE_MSG_RELEASE, 0,
+      sizeof (GpuShareWireRelease));
+  if (!p)
+    return FALSE;
+  WR64 (p, GpuShareWireRelease, epoch, r->epoch);
+  WR32 (p, GpuShareWireRelease, slot, r->slot);
+  WR32 (p, GpuShareWireRelease, generation, r->generation);
+  WR64 (p, GpuShareWireRelease, sequence, r->sequence);
+  return TRUE;
+}
+
+gboolean
+gpushare_msg_build_caps (const GpuShareCaps * c, GByteArray * out)
+{
+  gsize var = sizeof (GpuShareWireCaps);
+  guint8 *p;
+
+  g_return_val_if_fail (c != NULL, FALSE);
+  g_return_val_if_fail (out != NULL, FALSE);
+
+  if (check_caps (c) != GPUSHARE_PARSE_OK)
+    return FALSE;
+  p = append_message (out, GPUSHARE_MSG_CAPS, 0, var + c->layout.caps_len);
+  if (!p)
+    return FALSE;
+  WR32 (p, GpuShareWireCaps, flags, c->flags);
+  WR32 (p, GpuShareWireCaps, reserved, 0);
+  WR64 (p, GpuShareWireCaps, latency, c->latency);
+  write_layout_fixed (p + OFF (GpuShareWireCaps, layout), &c->layout);
+  memcpy (p + var, c->layout.caps, c->layout.caps_len);
+  return TRUE;
+}
+
+gboolean
+gpushare_msg_build_eos (guint64 last_sequence, GByteArray * out)
+{
+  guint8 *p;
+
+  g_return_val_if_fail (out != NULL, FALSE);
+
+  p = append_message (out, GPUSHARE_MSG_EOS, 0, sizeof (GpuShareWireEos));
+  if (!p)
+    return FALSE;
+  WR64 (p, GpuShareWireEos, last_sequence, last_sequence);
+  return TRUE;
+}
+
+gboolean
+gpushare_msg_build_goodbye (const GpuShareGoodbye * g, GByteArray * out)
+{
+  gboolean held;
+  guint8 *p;
+
+  g_return_val_if_fail (g != NULL, FALSE);
+  g_return_val_if_fail (out != NULL, FALSE);
+
+  /* a peer of minor 2 or older gets the 4 bytes it knows, unless there is
+   * something it could not be told in them */
+  held = goodbye_has_held (g);
+  p = append_message (out, GPUSHARE_MSG_GOODBYE, 0,
+      held ? sizeof (GpuShareWireGoodbyeHeld) : sizeof (GpuShareWireGoodbye));
+  if (!p)
+    return FALSE;
+  WR32 (p, GpuShareWireGoodbye, reason, g->reason);
+  if (held) {
+    WR32 (p, GpuShareWireGoodbyeHeld, flags, g->flags);
+    WR64 (p, GpuShareWireGoodbyeHeld, last_sequence, g->last_sequence);
+  }
+  return TRUE;
+}
+
+gboolean
+gpushare_msg_build_error (guint32 code, const gchar * text, guint32 text_len,
+    GByteArray * out)
+{
+  guint8 *p;
+
+  g_return_val_if_fail (text != NULL || text_len == 0, FALSE);
+  g_return_val_if_fail (out != NULL, FALSE);
+
+  if (check_string (text, text_len, GPUSHARE_MAX_TEXT_LEN) !=
+      GPUSHARE_PARSE_OK)
+    return FALSE;
+  p = append_message (out, GPUSHARE_MSG_ERROR, 0,
+      sizeof (GpuShareWireError) + text_len);
+  if (!p)
+    return FALSE;
+  WR32 (p, GpuShareWireError, code, code);
+  WR32 (p, GpuShareWireError, text_len, text_len);
+  if (text_len)
+    memcpy (p + sizeof (GpuShareWireError), text, text_len);
+  return TRUE;
+}
+
+gboolean
+gpushare_msg_build_ping (GByteArray * out)
+{
+  g_return_val_if_fail (out != NULL, FALSE);
+
+  return append_message (out, GPUSHARE_MSG_PING, 0, 0) != NULL;
+}
+
+gboolean
+gpushare_msg_build (const GpuShareMsg * msg, guint32 n_fds, GByteArray * out)
+{
+  g_return_val_if_fail (msg != NULL, FALSE);
+  g_return_val_if_fail (out != NULL, FALSE);
+
+  /* what check_msg () refuses before looking at the body: too many fds,
+   * fds on any type but SLOTS */
+  if (n_fds > GPUSHARE_MAX_FDS)
+    return FALSE;
+  if (msg->type != GPUSHARE_MSG_SLOTS && n_fds != 0)
+    return FALSE;
+
+  switch (msg->type) {
+    case GPUSHARE_MSG_ANNOUNCE:
+      return gpushare_msg_build_announce (&msg->u.announce, out);
+    case GPUSHARE_MSG_ACCEPT:
+      return gpushare_msg_build_accept (&msg->u.accept, out);
+    case GPUSHARE_MSG_SLOTS:
+      return gpushare_msg_build_slots (&msg->u.slots, n_fds, out);
+    case GPUSHARE_MSG_MAPPED:
+    case GPUSHARE_MSG_UNMAPPED:
+      return gpushare_msg_build_mapped (msg->type, msg->u.mapped.epoch, out);
+    case GPUSHARE_MSG_FRAME:
+      return gpushare_msg_build_frame (&msg->u.frame, out);
+    case GPUSHARE_MSG_RELEASE:
+      return gpushare_msg_build_release (&msg->u.release, out);
+    case GPUSHARE_MSG_CAPS:
+      return gpushare_msg_build_caps (&msg->u.caps, out);
+    case GPUSHARE_MSG_EOS:
+      return gpushare_msg_build_eos (msg->u.eos.last_sequence, out);
+    case GPUSHARE_MSG_GOODBYE:
+      return gpushare_msg_build_goodbye (&msg->u.goodbye, out);
+    case GPUSHARE_MSG_ERROR:
+      return gpushare_msg_build_error (msg->u.error.code, msg->u.error.text,
+          msg->u.error.text_len, out);
+    case GPUSHARE_MSG_PING:
+      return gpushare_msg_build_ping (out);
+    default:
+      /* never send what nobody could decode */
+      return FALSE;
+  }
 }
 
 gboolean

@@ -348,6 +348,34 @@ GpuShareParseResult gpushare_msg_parse (const GpuShareHeader * hdr,
 gboolean gpushare_msg_build (const GpuShareMsg * msg, guint32 n_fds,
     GByteArray * out);
 
+/* One builder per message type, from its body alone: the same bytes as
+ * gpushare_msg_build () of a GpuShareMsg holding that body, without one
+ * (the union is over 12 KiB, a FRAME's body 72 bytes).  Each appends
+ * header + payload to out, or returns FALSE, appending nothing, where
+ * gpushare_msg_build () would.  Only SLOTS carries fds (n_fds goes into
+ * the header); gpushare_msg_build_mapped () takes GPUSHARE_MSG_MAPPED or
+ * GPUSHARE_MSG_UNMAPPED. */
+gboolean gpushare_msg_build_announce (const GpuShareAnnounce * a,
+    GByteArray * out);
+gboolean gpushare_msg_build_accept (const GpuShareAccept * a,
+    GByteArray * out);
+gboolean gpushare_msg_build_slots (const GpuShareSlots * s, guint32 n_fds,
+    GByteArray * out);
+gboolean gpushare_msg_build_mapped (GpuShareMsgType type, guint64 epoch,
+    GByteArray * out);
+gboolean gpushare_msg_build_frame (const GpuShareFrame * f, GByteArray * out);
+gboolean gpushare_msg_build_release (const GpuShareRelease * r,
+    GByteArray * out);
+gboolean gpushare_msg_build_caps (const GpuShareCaps * c, GByteArray * out);
+gboolean gpushare_msg_build_eos (guint64 last_sequence, GByteArray * out);
+gboolean gpushare_msg_build_goodbye (const GpuShareGoodbye * g,
+    GByteArray * out);
+/* text_len bytes of text (no NUL needed), within GPUSHARE_MAX_TEXT_LEN,
+ * UTF-8 without NUL */
+gboolean gpushare_msg_build_error (guint32 code, const gchar * text,
+    guint32 text_len, GByteArray * out);
+gboolean gpushare_msg_build_ping (GByteArray * out);
+
 /* Fills a layout's caps string: FALSE (layout unchanged) if it is empty,
  * longer than GPUSHARE_MAX_CAPS_LEN or not UTF-8. */
 gboolean gpushare_layout_set_caps (GpuShareLayout * layout, const gchar * caps);

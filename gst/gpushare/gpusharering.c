@@ -103,10 +103,18 @@ gpushare_ring_ready (GpuShareRing * ring, guint slot, guint64 sequence)
 GpuShareRingResult
 gpushare_ring_publish (GpuShareRing * ring, guint slot, guint64 holders)
 {
+  return gpushare_ring_publish_at (ring, slot, holders, 0);
+}
+
+GpuShareRingResult
+gpushare_ring_publish_at (GpuShareRing * ring, guint slot, guint64 holders,
+    gint64 now_us)
+{
   GpuShareRingResult res = check_slot (ring, slot, GPUSHARE_SLOT_READY);
 
   if (res == GPUSHARE_RING_OK) {
     ring->slots[slot].holders = holders;
+    ring->slots[slot].published_at = now_us;
     if (holders)
       ring->slots[slot].state = GPUSHARE_SLOT_HELD;
     else
@@ -221,6 +229,89 @@ gpushare_ring_n_held_by (const GpuShareRing * ring, guint holder)
   return n;
 }
 
+guint64
+gpushare_ring_expired_holders (const GpuShareRing * ring, gint64 now_us,
+    gint64 limit_us, guint64 * held_seq, gint64 * held_us)
+{
+  guint64 newest[GPUSHARE_MAX_HOLDERS] = { 0, };
+  guint64 seq[GPUSHARE_MAX_HOLDERS] = { 0, };
+  gint64 age[GPUSHARE_MAX_HOLDERS] = { 0, };
+  guint64 expired = 0;
+  guint i, j;
+
+  g_return_val_if_fail (ring != NULL, 0);
+
+  /* each holder's newest frame: the one it may keep for as long as it
+   * likes */
+  for (i = 0; i < ring->n_slots; i++) {
+    const GpuShareSlot *s = &ring->slots[i];
+
+    if (s->state != GPUSHARE_SLOT_HELD)
+      continue;
+    for (j = 0; j < GPUSHARE_MAX_HOLDERS; j++)
+      if (s->holders & (G_GUINT64_CONSTANT (1) << j))
+        newest[j] = MAX (newest[j], s->sequence);
+  }
+  for (i = 0; i < ring->n_slots; i++) {
+    const GpuShareSlot *s = &ring->slots[i];
+    gint64 held = now_us - s->published_at;
+
+    if (s->state != GPUSHARE_SLOT_HELD || held <= limit_us)
+      continue;
+    for (j = 0; j < GPUSHARE_MAX_HOLDERS; j++) {
+      guint64 bit = G_GUINT64_CONSTANT (1) << j;
+
+      if (!(s->holders & bit) || s->sequence == newest[j])
+        continue;
+      /* the frame held longest is the one worth naming */
+      if (!(expired & bit) || held > age[j]) {
+        seq[j] = s->sequence;
+        age[j] = held;
+      }
+      expired |= bit;
+    }
+  }
+  if (held_seq)
+    memcpy (held_seq, seq, sizeof (seq));
+  if (held_us)
+    memcpy (held_us, age, sizeof (age));
+  return expired;
+}
+
+gboolean
+gpushare_ring_any_held (const GpuShareRing * ring)
+{
+  guint i;
+
+  g_return_val_if_fail (ring != NULL, FALSE);
+
+  for (i = 0; i < ring->n_slots; i++)
+    if (ring->slots[i].state == GPUSHARE_SLOT_HELD)
+      return TRUE;
+  return FALSE;
+}
+
+gboolean
+gpushare_ring_is_writing (const GpuShareRing * ring, guint slot,
+    guint32 generation)
+{
+  g_return_val_if_fail (ring != NULL, FALSE);
+
+  /* the generation tells a slot acquired again (and maybe being written
+   * by someone else now) from the acquisition the caller made */
+  return slot < ring->n_slots
+      && ring->slots[slot].state == GPUSHARE_SLOT_WRITING
+      && ring->slots[slot].generation == generation;
+}
+
+guint32
+gpushare_ring_generation (const GpuShareRing * ring, guint slot)
+{
+  g_return_val_if_fail (ring != NULL, 0);
+
+  return slot < ring->n_slots ? ring->slots[slot].generation : 0;
+}
+
 const gchar *
 gpushare_ring_result_to_string (GpuShareRingResult res)
 {
@@ -311,75 +402,4 @@ gpushare_slot_view_release (GpuShareSlotView * view, guint slot,
     return GPUSHARE_RING_NOT_HELD;
   view->held[slot] = FALSE;
   return GPUSHARE_RING_OK;
-}
-
-GpuShareRingResult
-gpushare_ring_publish_at (GpuShareRing * ring, guint slot, guint64 holders,
-    gint64 now_us)
-{
-  GpuShareRingResult res = gpushare_ring_publish (ring, slot, holders);
-
-  if (res == GPUSHARE_RING_OK)
-    ring->slots[slot].published_at = now_us;
-  return res;
-}
-
-guint64
-gpushare_ring_expired_holders (const GpuShareRing * ring, gint64 now_us,
-    gint64 limit_us, guint64 * held_seq, gint64 * held_us)
-{
-  guint64 newest[GPUSHARE_MAX_HOLDERS] = { 0, };
-  guint64 expired = 0;
-  guint i, j;
-
-  for (i = 0; i < ring->n_slots; i++)
-    for (j = 0; j < GPUSHARE_MAX_HOLDERS; j++)
-      if (ring->slots[i].state == GPUSHARE_SLOT_HELD
-          && (ring->slots[i].holders & (G_GUINT64_CONSTANT (1) << j)))
-        newest[j] = MAX (newest[j], ring->slots[i].sequence);
-  for (i = 0; i < ring->n_slots; i++) {
-    const GpuShareSlot *slot = &ring->slots[i];
-    gint64 held = now_us - slot->published_at;
-
-    if (slot->state != GPUSHARE_SLOT_HELD || held <= limit_us)
-      continue;
-    for (j = 0; j < GPUSHARE_MAX_HOLDERS; j++) {
-      guint64 bit = G_GUINT64_CONSTANT (1) << j;
-
-      if (!(slot->holders & bit) || slot->sequence == newest[j])
-        continue;
-      if (!(expired & bit) || held > held_us[j]) {
-        held_seq[j] = slot->sequence;
-        held_us[j] = held;
-      }
-      expired |= bit;
-    }
-  }
-  return expired;
-}
-
-gboolean
-gpushare_ring_any_held (const GpuShareRing * ring)
-{
-  guint i;
-
-  for (i = 0; i < ring->n_slots; i++)
-    if (ring->slots[i].state == GPUSHARE_SLOT_HELD)
-      return TRUE;
-  return FALSE;
-}
-
-gboolean
-gpushare_ring_is_writing (const GpuShareRing * ring, guint slot,
-    guint32 generation)
-{
-  return slot < ring->n_slots
-      && ring->slots[slot].state == GPUSHARE_SLOT_WRITING
-      && ring->slots[slot].generation == generation;
-}
-
-guint32
-gpushare_ring_generation (const GpuShareRing * ring, guint slot)
-{
-  return slot < ring->n_slots ? ring->slots[slot].generation : 0;
 }

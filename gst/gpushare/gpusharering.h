@@ -66,7 +66,8 @@ typedef struct
   guint64 holders;              /* bit per consumer index */
   guint64 freed;                /* when it last came free (ring->clock) */
   gboolean tainted;             /* quarantined once its holders are gone */
-  gint64 published_at;          /* when publish_at () gave it out, us */
+  gint64 published_at;          /* when its frame went out (the caller's
+                                 * clock, microseconds; 0 when not said) */
 } GpuShareSlot;
 
 typedef struct
@@ -84,6 +85,10 @@ GpuShareRingResult gpushare_ring_ready (GpuShareRing * ring, guint slot,
     guint64 sequence);
 GpuShareRingResult gpushare_ring_publish (GpuShareRing * ring, guint slot,
     guint64 holders);
+/* publish, and remember when (now_us, any monotonic clock in microseconds)
+ * for gpushare_ring_expired_holders (); plain publish remembers 0 */
+GpuShareRingResult gpushare_ring_publish_at (GpuShareRing * ring, guint slot,
+    guint64 holders, gint64 now_us);
 GpuShareRingResult gpushare_ring_release (GpuShareRing * ring, guint64 epoch,
     guint slot, guint32 generation, guint holder);
 guint gpushare_ring_release_holder (GpuShareRing * ring, guint holder);
@@ -97,20 +102,21 @@ guint gpushare_ring_quarantine_holder (GpuShareRing * ring, guint holder);
 guint gpushare_ring_n_tainted (const GpuShareRing * ring);
 guint gpushare_ring_n_free (const GpuShareRing * ring);
 guint gpushare_ring_n_held_by (const GpuShareRing * ring, guint holder);
-/* publish, remembering when (monotonic us) for leases */
-GpuShareRingResult gpushare_ring_publish_at (GpuShareRing * ring, guint slot,
-    guint64 holders, gint64 now_us);
-/* The holders that hold a frame published more than limit_us before
- * now_us that is not the newest frame they hold; held_seq[holder] and
- * held_us[holder] (GPUSHARE_MAX_HOLDERS each) get the oldest such frame
- * and how long it was held. */
+/* Leases.  The holders (a bit each) that hold a frame published more than
+ * limit_us before now_us which is not the newest frame they hold: keeping
+ * the newest one on display holds nobody up, since no newer frame comes
+ * while the producer waits.  held_seq[holder] and held_us[holder] (arrays
+ * of GPUSHARE_MAX_HOLDERS, either may be NULL) get each such holder's
+ * longest held frame and for how long; 0 for every other holder. */
 guint64 gpushare_ring_expired_holders (const GpuShareRing * ring,
     gint64 now_us, gint64 limit_us, guint64 * held_seq, gint64 * held_us);
-/* any slot held by a consumer */
+/* does any consumer hold a slot (that is, will one come back by itself) */
 gboolean gpushare_ring_any_held (const GpuShareRing * ring);
-/* slot is being written under that generation */
+/* is slot being written, still as acquired at that generation: not
+ * aborted, published or handed out again since */
 gboolean gpushare_ring_is_writing (const GpuShareRing * ring, guint slot,
     guint32 generation);
+/* the slot's generation (a FRAME names it), 0 for a slot out of range */
 guint32 gpushare_ring_generation (const GpuShareRing * ring, guint slot);
 const gchar *gpushare_ring_result_to_string (GpuShareRingResult res);
 const gchar *gpushare_slot_state_to_string (GpuShareSlotState state);

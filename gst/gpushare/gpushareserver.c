@@ -19,6 +19,7 @@
 
 #include "gpushareconn.h"
 #include "gpushareids.h"
+#include "gpusharenegotiate.h"
 #include "gpusharering.h"
 #include "gpushareretain.h"
 #include "gpusharetest.h"
@@ -276,12 +277,10 @@ refuse (Client * client, GpuShareErrorCode code, GpuShareRemoveReason reason,
 static gboolean
 send_announce (GpuShareServer * self, Client * client)
 {
-  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
-  GpuShareAnnounce *a = &msg->u.announce;
+  GpuShareAnnounce *a = g_new0 (GpuShareAnnounce, 1);
   const gchar *name = self->config.name ? self->config.name : "";
   gboolean ok;
 
-  msg->type = GPUSHARE_MSG_ANNOUNCE;
   a->schema_major = GPUSHARE_VERSION_MAJOR;
   a->schema_minor = GPUSHARE_VERSION_MINOR;
   a->mem_types = GPUSHARE_MEM_SYSTEM;
@@ -300,8 +299,8 @@ send_announce (GpuShareServer * self, Client * client)
   a->layout = self->layout;
   a->name_len = MIN (strlen (name), GPUSHARE_MAX_NAME_LEN);
   memcpy (a->name, name, a->name_len);
-  ok = gpushare_conn_send (client->conn, msg, NULL, 0, NULL);
-  g_free (msg);
+  ok = gpushare_conn_send_announce (client->conn, a);
+  g_free (a);
   if (!ok)
     return FALSE;
   client_set_state (client, CLIENT_ANNOUNCED);
@@ -312,29 +311,15 @@ send_announce (GpuShareServer * self, Client * client)
 static void
 send_caps (GpuShareServer * self, Client * client)
 {
-  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  GpuShareCaps *caps = g_new0 (GpuShareCaps, 1);
 
-  msg->type = GPUSHARE_MSG_CAPS;
-  msg->u.caps.flags = stream_flags (self);
-  msg->u.caps.latency = self->latency;
-  msg->u.caps.layout = self->layout;
-  gpushare_conn_send (client->conn, msg, NULL, 0, NULL);
-  g_free (msg);
+  caps->flags = stream_flags (self);
+  caps->latency = self->latency;
+  caps->layout = self->layout;
+  gpushare_conn_send_caps (client->conn, caps);
+  g_free (caps);
 }
 
-static void
-send_simple (Client * client, GpuShareMsgType type, guint64 value)
-{
-  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
-
-  msg->type = type;
-  if (type == GPUSHARE_MSG_EOS)
-    msg->u.eos.last_sequence = value;
-  else if (type == GPUSHARE_MSG_GOODBYE)
-    msg->u.goodbye.reason = (guint32) value;
-  gpushare_conn_send (client->conn, msg, NULL, 0, NULL);
-  g_free (msg);
-}
 
 /* ------------------------------------------------------------------------ */
 /* GPU rings: made and torn down outside the lock */
@@ -462,7 +447,7 @@ take_freed_rings (GpuShareServer * self)
 static gboolean
 send_slots (GpuShareServer * self, Client * client)
 {
-  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  GpuShareSlots *slots = g_new0 (GpuShareSlots, 1);
   gint fds[GPUSHARE_MAX_FDS];
   guint n_fds = 0;
   GError *error = NULL;
@@ -473,7 +458,7 @@ send_slots (GpuShareServer * self, Client * client)
   if (client->mem_type == GPUSHARE_MEM_SYSTEM) {
     /* self->system keeps it: no device work, no unlock */
     ok = gpushare_xfer_ring_export (self->system, client->index,
-        &msg->u.slots, fds, &n_fds, &error);
+        slots, fds, &n_fds, &error);
   } else {
     ring = ensure_gpu_ring (self, client->mem_type, &error);
     ok = ring != NULL;
@@ -487,8 +472,8 @@ send_slots (GpuShareServer * self, Client * client)
       }
       ok = gpushare_xfer_ring_add_consumer (ring, client->index,
           client->sync_mode, &error)
-          && gpushare_xfer_ring_export (ring, client->index, &msg->u.slots,
-          fds, &n_fds, &error);
+          && gpushare_xfer_ring_export (ring, client->index, slots, fds,
+          &n_fds, &error);
       gpushare_xfer_ring_unref (ring);
       g_mutex_lock (&self->lock);
     }
@@ -499,7 +484,7 @@ send_slots (GpuShareServer * self, Client * client)
         error ? error->message : "unknown error");
 
     g_clear_error (&error);
-    g_free (msg);
+    g_free (slots);
     refuse (client, GPUSHARE_ERR_RESOURCE, GPUSHARE_REMOVE_RESOURCE, text);
     g_free (text);
     return FALSE;
@@ -508,7 +493,7 @@ send_slots (GpuShareServer * self, Client * client)
    * (announce_layout ()) */
   if (self->epoch != epoch) {
     gpushare_close_fds (fds, n_fds);
-    g_free (msg);
+    g_free (slots);
     return FALSE;
   }
   if (client->mem_type == GPUSHARE_MEM_CUDA_LEGACY) {
@@ -518,9 +503,8 @@ send_slots (GpuShareServer * self, Client * client)
     gpushare_holders_add (self->legacy_holders, client->id, client->pid,
         client->pidfd);
   }
-  msg->type = GPUSHARE_MSG_SLOTS;
-  ok = gpushare_conn_send (client->conn, msg, fds, n_fds, NULL);
-  g_free (msg);
+  ok = gpushare_conn_send_slots (client->conn, slots, fds, n_fds);
+  g_free (slots);
   /* before the lock is let go: its MAPPED may be waiting for it already */
   if (ok) {
     client_set_state (client, CLIENT_EXPORTED);
@@ -728,6 +712,8 @@ static void
 handle_accept (GpuShareServer * self, Client * client,
     const GpuShareAccept * acc)
 {
+  const gchar *why_not = NULL;
+
   if (client->state != CLIENT_ANNOUNCED) {
     protocol_error (client, "ACCEPT out of order");
     return;
@@ -737,17 +723,16 @@ handle_accept (GpuShareServer * self, Client * client,
   g_free (client->mem_reason);
   client->mem_reason = acc->reason_len ?
       g_strndup (acc->reason, acc->reason_len) : g_strdup ("not given");
-  if (acc->mem_type == GPUSHARE_MEM_SYSTEM) {
-    client->mem_type = GPUSHARE_MEM_SYSTEM;
-  } else if (self->gpu_ok && (acc->mem_type & self->gpu.mem_types)
-      && (acc->sync_mode & self->gpu.sync_modes)) {
-    client->mem_type = acc->mem_type;
-    client->sync_mode = acc->sync_mode;
-  } else {
+  if (!gpushare_negotiate_check_accept (acc, self->gpu_ok ?
+          self->gpu.mem_types : 0, self->gpu_ok ? self->gpu.sync_modes : 0,
+          &why_not)) {
     refuse (client, GPUSHARE_ERR_UNSUPPORTED, GPUSHARE_REMOVE_UNSUPPORTED,
-        "the chosen memory type or synchronisation was not offered");
+        why_not);
     return;
   }
+  client->mem_type = acc->mem_type;
+  client->sync_mode = acc->mem_type == GPUSHARE_MEM_SYSTEM ? 0 :
+      acc->sync_mode;
   GST_INFO_OBJECT (self->log_object, "client %u takes %s memory (%s)",
       client->id, gpushare_mem_type_to_string (client->mem_type),
       client->mem_reason);
@@ -775,7 +760,7 @@ handle_mapped (GpuShareServer * self, Client * client,
   gpushare_test_point ("sink", "ready");
   /* a consumer that joins after the end still learns it ended */
   if (self->eos)
-    send_simple (client, GPUSHARE_MSG_EOS, self->sequence);
+    gpushare_conn_send_eos (client->conn, self->sequence);
   g_cond_broadcast (&self->cond);
   if (!client->connected_emitted) {
     client->connected_emitted = TRUE;
@@ -1207,7 +1192,7 @@ probe_gpu (GpuShareServer * self)
     g_clear_error (&error);
   }
   if (self->gpu_ok) {
-    gchar *uuid = gpushare_xfer_gpu_uuid_string (self->gpu.uuid);
+    gchar *uuid = gpushare_gpu_uuid_to_string (self->gpu.uuid);
 
     GST_INFO_OBJECT (self->log_object, "offering GPU memory of %s (%s)",
         self->gpu.name, uuid);
@@ -1302,7 +1287,7 @@ gpushare_server_stop (GpuShareServer * self)
   g_mutex_unlock (&self->lock);
 
   for (i = 0; i < n; i++) {
-    send_simple (gone[i], GPUSHARE_MSG_GOODBYE, GPUSHARE_ERR_SHUTDOWN);
+    gpushare_conn_send_goodbye (gone[i]->conn, GPUSHARE_ERR_SHUTDOWN, 0, 0);
     gpushare_conn_flush (gone[i]->conn, GOODBYE_FLUSH_MS);
     client_free (gone[i]);
   }
@@ -1504,7 +1489,7 @@ gpushare_server_eos (GpuShareServer * self)
   self->eos = TRUE;
   for (i = 0; i < MAX_CLIENTS; i++)
     if (self->clients[i] && self->clients[i]->state != CLIENT_CONNECTED)
-      send_simple (self->clients[i], GPUSHARE_MSG_EOS, self->sequence);
+      gpushare_conn_send_eos (self->clients[i]->conn, self->sequence);
   g_mutex_unlock (&self->lock);
 }
 
@@ -1863,15 +1848,12 @@ gpushare_server_end_frame (GpuShareServer * self,
 
   g_mutex_lock (&self->lock);
   if (ok) {
-    GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
-    GpuShareFrame *f = &msg->u.frame;
+    GpuShareFrame f = *fields;
 
-    msg->type = GPUSHARE_MSG_FRAME;
-    *f = *fields;
-    f->epoch = self->ring.epoch;
-    f->slot = slot;
-    f->generation = generation;
-    f->sequence = sequence;
+    f.epoch = self->ring.epoch;
+    f.slot = slot;
+    f.generation = generation;
+    f.sequence = sequence;
     for (i = 0; i < MAX_CLIENTS; i++) {
       Client *c = sent_to[i];
 
@@ -1884,10 +1866,9 @@ gpushare_server_end_frame (GpuShareServer * self,
       }
       /* a failed send drops the client from the control thread, which
        * gives its slots back */
-      if (gpushare_conn_send (c->conn, msg, NULL, 0, NULL))
+      if (gpushare_conn_send_frame (c->conn, &f))
         c->frames_sent++;
     }
-    g_free (msg);
     self->frames_rendered++;
     gpushare_test_point ("sink", "frame");
     GST_LOG_OBJECT (self->log_object, "frame %" G_GUINT64_FORMAT " in slot "

@@ -85,16 +85,6 @@ gpushare_peer_info_clear (GpuSharePeerInfo * peer)
   g_clear_pointer (&peer->error, g_free);
 }
 
-gchar *
-gpushare_xfer_gpu_uuid_string (const guint8 uuid[16])
-{
-  const GpuShareXfer *gpu = gpushare_xfer_gpu ();
-
-  if (gpu && gpu->uuid_to_string)
-    return gpu->uuid_to_string (uuid);
-  return g_strdup ("GPU-?");
-}
-
 gboolean
 gpushare_xfer_gpu_context_ensure (GstElement * element, gint device,
     GstObject ** ctx)

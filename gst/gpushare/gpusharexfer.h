@@ -116,8 +116,6 @@ struct _GpuShareXfer
   /* the device: GPU transfers only */
   gboolean (*probe) (gint device, GpuShareGpuInfo * info, GError ** error);
   void (*peer) (gint reader, const guint8 uuid[16], GpuSharePeerInfo * peer);
-  gchar *(*uuid_to_string) (const guint8 uuid[16]);
-  const gchar *(*sync_mode_name) (GpuShareSyncMode mode);
 
   /* GStreamer's own library for this memory: GPU transfers only */
   gboolean (*context_ensure) (GstElement * element, gint device,
@@ -172,7 +170,6 @@ gboolean gpushare_xfer_gpu_probe (gint device, GpuShareGpuInfo * info,
 void gpushare_xfer_gpu_peer (gint reader, const guint8 uuid[16],
     GpuSharePeerInfo * peer);
 void gpushare_peer_info_clear (GpuSharePeerInfo * peer);
-gchar *gpushare_xfer_gpu_uuid_string (const guint8 uuid[16]);
 
 /* GStreamer's GPU library through the GPU transfer; each is FALSE / NULL
  * without one */

@@ -39,6 +39,7 @@
 
 #include "gpushareclient.h"
 #include "gpushareids.h"
+#include "gpusharenegotiate.h"
 #include "gpusharevideo.h"
 #include "gpusharexfer.h"
 
@@ -644,7 +645,6 @@ static GstStructure *
 make_stats (GstGpuShareSrc * self)
 {
   GpuShareClientStats st;
-  const GpuShareXfer *gpu = gpushare_xfer_gpu ();
   GstStructure *s;
 
   memset (&st, 0, sizeof (st));
@@ -656,8 +656,8 @@ make_stats (GstGpuShareSrc * self)
       "state", G_TYPE_STRING, st.state,
       "memory-type", G_TYPE_STRING, st.mem_type ?
       gpushare_mem_type_to_string (st.mem_type) : "none",
-      "sync-mode", G_TYPE_STRING, st.sync_mode && gpu && gpu->sync_mode_name ?
-      gpu->sync_mode_name (st.sync_mode) : "none",
+      "sync-mode", G_TYPE_STRING, st.sync_mode ?
+      gpushare_sync_mode_to_string (st.sync_mode) : "none",
       "output-memory", G_TYPE_STRING, self->out_gpu ? "CUDAMemory" : "system",
       "peer-device", G_TYPE_INT, st.peer_device,
       "memory-reason", G_TYPE_STRING, st.mem_reason ? st.mem_reason :

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "gpushareproto.h"
+#include "stackdepth.h"
 
 static const guint all_types[] = {
   GPUSHARE_MSG_ANNOUNCE, GPUSHARE_MSG_ACCEPT, GPUSHARE_MSG_SLOTS,
@@ -3620,6 +3621,283 @@ GST_START_TEST (test_to_string)
 
 GST_END_TEST;
 
+/* ------------------------------------------------------------------ */
+/* per-type builders                                                   */
+
+/* msg's body, copied to a heap block of exactly its size (ASan sees any
+ * read past it: a builder reads its body and nothing around it) */
+#define BODY_COPY(msg, field) g_memdup2 (&(msg)->u.field, \
+    sizeof ((msg)->u.field))
+
+/* msg built by the builder of its type, from its body alone */
+static gboolean
+build_by_type (const GpuShareMsg * msg, guint32 n_fds, GByteArray * out)
+{
+  gpointer body = NULL;
+  gboolean ok;
+
+  /* fds go with SLOTS alone, and no other builder takes a count */
+  if (msg->type != GPUSHARE_MSG_SLOTS)
+    fail_unless_equals_int (n_fds, 0);
+  switch (msg->type) {
+    case GPUSHARE_MSG_ANNOUNCE:
+      ok = gpushare_msg_build_announce (body = BODY_COPY (msg, announce),
+          out);
+      break;
+    case GPUSHARE_MSG_ACCEPT:
+      ok = gpushare_msg_build_accept (body = BODY_COPY (msg, accept), out);
+      break;
+    case GPUSHARE_MSG_SLOTS:
+      ok = gpushare_msg_build_slots (body = BODY_COPY (msg, slots), n_fds,
+          out);
+      break;
+    case GPUSHARE_MSG_MAPPED:
+    case GPUSHARE_MSG_UNMAPPED:
+      ok = gpushare_msg_build_mapped (msg->type, msg->u.mapped.epoch, out);
+      break;
+    case GPUSHARE_MSG_FRAME:
+      ok = gpushare_msg_build_frame (body = BODY_COPY (msg, frame), out);
+      break;
+    case GPUSHARE_MSG_RELEASE:
+      ok = gpushare_msg_build_release (body = BODY_COPY (msg, release), out);
+      break;
+    case GPUSHARE_MSG_CAPS:
+      ok = gpushare_msg_build_caps (body = BODY_COPY (msg, caps), out);
+      break;
+    case GPUSHARE_MSG_EOS:
+      ok = gpushare_msg_build_eos (msg->u.eos.last_sequence, out);
+      break;
+    case GPUSHARE_MSG_GOODBYE:
+      ok = gpushare_msg_build_goodbye (body = BODY_COPY (msg, goodbye), out);
+      break;
+    case GPUSHARE_MSG_ERROR:
+      /* the text alone, not the struct's 513 bytes */
+      body = g_memdup2 (msg->u.error.text, msg->u.error.text_len);
+      ok = gpushare_msg_build_error (msg->u.error.code, body,
+          msg->u.error.text_len, out);
+      break;
+    case GPUSHARE_MSG_PING:
+      ok = gpushare_msg_build_ping (out);
+      break;
+    default:
+      g_assert_not_reached ();
+  }
+  g_free (body);
+  return ok;
+}
+
+/* Every type, every sample: the builder of the type writes the bytes the
+ * raw encoder of this file writes from docs/protocol.md, which are those
+ * the single builder wrote before the per-type builders existed
+ * (test_raw_encoder_matches_builder, test_golden_bytes), and those
+ * gpushare_msg_build () writes now.  Appended after what out holds. */
+GST_START_TEST (test_type_builders_same_bytes)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  guint8 *want = g_malloc0 (GPUSHARE_HEADER_SIZE + GPUSHARE_MAX_PAYLOAD);
+  guint i, variant;
+  guint32 n_fds;
+
+  for (i = 0; i < G_N_ELEMENTS (all_types); i++) {
+    for (variant = 0; variant < n_variants (all_types[i]); variant++) {
+      GByteArray *by_type = g_byte_array_new ();
+      GByteArray *by_msg = g_byte_array_new ();
+      gsize len;
+
+      sample_msg (all_types[i], variant, msg, &n_fds);
+      len = raw_payload (msg, want + HDR_SIZE);
+      raw_header (want, GPUSHARE_MAGIC, GPUSHARE_VERSION_MAJOR,
+          GPUSHARE_VERSION_MINOR, all_types[i], 0, len, n_fds, 0);
+      g_byte_array_append (by_type, (const guint8 *) "keep", 4);
+      fail_unless (build_by_type (msg, n_fds, by_type), "%s, variant %u",
+          gpushare_msg_type_to_string (all_types[i]), variant);
+      fail_unless (gpushare_msg_build (msg, n_fds, by_msg));
+      fail_unless_equals_int (by_type->len, 4 + HDR_SIZE + len);
+      fail_unless (memcmp (by_type->data, "keep", 4) == 0);
+      fail_unless (memcmp (by_type->data + 4, want, HDR_SIZE + len) == 0,
+          "%s, variant %u: not the documented bytes",
+          gpushare_msg_type_to_string (all_types[i]), variant);
+      fail_unless_equals_int (by_msg->len, HDR_SIZE + len);
+      fail_unless (memcmp (by_msg->data, want, HDR_SIZE + len) == 0);
+      g_byte_array_unref (by_type);
+      g_byte_array_unref (by_msg);
+    }
+  }
+
+  /* GOODBYE with and without its minor-3 part */
+  memset (msg, 0, sizeof (*msg));
+  msg->type = GPUSHARE_MSG_GOODBYE;
+  msg->u.goodbye.reason = GPUSHARE_ERR_SHUTDOWN;
+  for (i = 0; i < 3; i++) {
+    GByteArray *by_type = g_byte_array_new ();
+    GByteArray *by_msg = g_byte_array_new ();
+
+    msg->u.goodbye.flags = i == 1 ? GPUSHARE_GOODBYE_FLAG_HELD : 0;
+    msg->u.goodbye.last_sequence = i == 2 ? 77 : 0;
+    fail_unless (build_by_type (msg, 0, by_type));
+    fail_unless (gpushare_msg_build (msg, 0, by_msg));
+    fail_unless_equals_int (by_type->len, HDR_SIZE + (i == 0 ?
+            GOODBYE_FIXED : GOODBYE_HELD_FIXED));
+    fail_unless (by_type->len == by_msg->len
+        && memcmp (by_type->data, by_msg->data, by_msg->len) == 0);
+    g_byte_array_unref (by_type);
+    g_byte_array_unref (by_msg);
+  }
+
+  g_free (want);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
+/* What a builder refuses, it refuses whole: out keeps its bytes. */
+static void
+refuse_by_type (const GpuShareMsg * msg, guint32 n_fds)
+{
+  GByteArray *out = g_byte_array_new ();
+
+  g_byte_array_append (out, (const guint8 *) "keep", 4);
+  fail_if (build_by_type (msg, n_fds, out), "%s built",
+      gpushare_msg_type_to_string (msg->type));
+  fail_if (gpushare_msg_build (msg, n_fds, out));
+  fail_unless_equals_int (out->len, 4);
+  fail_unless (memcmp (out->data, "keep", 4) == 0);
+  g_byte_array_unref (out);
+}
+
+/* Each builder runs the checks of its type, as the parser does. */
+GST_START_TEST (test_type_builders_refuse)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  GByteArray *out = g_byte_array_new ();
+  guint32 n_fds;
+
+  sample_msg (GPUSHARE_MSG_ANNOUNCE, 1, msg, &n_fds);
+  msg->u.announce.name_len = GPUSHARE_MAX_NAME_LEN + 1;
+  refuse_by_type (msg, n_fds);
+  sample_msg (GPUSHARE_MSG_ANNOUNCE, 1, msg, &n_fds);
+  msg->u.announce.schema_major = GPUSHARE_VERSION_MAJOR + 1;
+  refuse_by_type (msg, n_fds);
+  sample_msg (GPUSHARE_MSG_ANNOUNCE, 1, msg, &n_fds);
+  msg->u.announce.layout.caps_len = 0;
+  refuse_by_type (msg, n_fds);
+  sample_msg (GPUSHARE_MSG_ANNOUNCE, 2, msg, &n_fds);
+  msg->u.announce.device.sync_modes = 0;
+  refuse_by_type (msg, n_fds);
+
+  sample_msg (GPUSHARE_MSG_ACCEPT, 1, msg, &n_fds);
+  msg->u.accept.mem_type = GPUSHARE_MEM_SYSTEM | GPUSHARE_MEM_CUDA_VMM;
+  refuse_by_type (msg, n_fds);
+  sample_msg (GPUSHARE_MSG_ACCEPT, 2, msg, &n_fds);
+  msg->u.accept.sync_mode = 0;
+  refuse_by_type (msg, n_fds);
+  sample_msg (GPUSHARE_MSG_ACCEPT, 1, msg, &n_fds);
+  msg->u.accept.reason_len = GPUSHARE_MAX_REASON_LEN + 1;
+  refuse_by_type (msg, n_fds);
+
+  sample_msg (GPUSHARE_MSG_SLOTS, 1, msg, &n_fds);
+  refuse_by_type (msg, n_fds + 1);
+  fail_unless (n_fds > 0);
+  refuse_by_type (msg, n_fds - 1);
+  refuse_by_type (msg, GPUSHARE_MAX_FDS + 1);
+  msg->u.slots.n_slots = 0;
+  refuse_by_type (msg, n_fds);
+
+  sample_msg (GPUSHARE_MSG_CAPS, 1, msg, &n_fds);
+  msg->u.caps.layout.n_slots = GPUSHARE_MAX_SLOTS + 1;
+  refuse_by_type (msg, n_fds);
+
+  sample_msg (GPUSHARE_MSG_ERROR, 1, msg, &n_fds);
+  msg->u.error.text_len = GPUSHARE_MAX_TEXT_LEN + 1;
+  refuse_by_type (msg, n_fds);
+  msg->u.error.text_len = 2;
+  memcpy (msg->u.error.text, "\xc3", 1);
+  refuse_by_type (msg, n_fds);
+  memcpy (msg->u.error.text, "a\0", 2);
+  refuse_by_type (msg, n_fds);
+
+  /* MAPPED's builder makes MAPPED and UNMAPPED, nothing else */
+  g_byte_array_append (out, (const guint8 *) "keep", 4);
+  fail_if (gpushare_msg_build_mapped (GPUSHARE_MSG_FRAME, 1, out));
+  fail_if (gpushare_msg_build_mapped (0, 1, out));
+  fail_if (gpushare_msg_build_mapped (FIRST_UNKNOWN_TYPE, 1, out));
+  fail_unless_equals_int (out->len, 4);
+  /* an empty ERROR text needs no text at all */
+  fail_unless (gpushare_msg_build_error (GPUSHARE_ERR_SHUTDOWN, NULL, 0,
+          out));
+  fail_unless_equals_int (out->len, 4 + HDR_SIZE + ERROR_FIXED);
+
+  g_byte_array_unref (out);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
+/* The FRAME of a producer, from a GpuShareFrame alone, byte for byte as
+ * docs/protocol.md gives it; no GpuShareMsg anywhere, in the test nor, as
+ * the stack it takes shows, in the builder. */
+static void
+build_frame_on_stack (gpointer data)
+{
+  gpointer *args = data;
+
+  fail_unless (gpushare_msg_build_frame (args[0], args[1]));
+}
+
+GST_START_TEST (test_frame_from_body)
+{
+  GpuShareFrame *f = g_new0 (GpuShareFrame, 1);
+  GByteArray *out = g_byte_array_sized_new (1024);
+  guint8 want[HDR_SIZE + FRAME_FIXED];
+  gpointer args[2] = { f, out };
+  gsize depth;
+
+  f->epoch = 3;
+  f->slot = 5;
+  f->generation = 0x01020304;
+  f->sequence = G_GUINT64_CONSTANT (0x1122334455667788);
+  f->pts = 1000;
+  f->dts = G_MAXUINT64;
+  f->duration = 40;
+  f->offset = 6;
+  f->offset_end = 7;
+  f->buffer_flags = 0x4040;
+  f->flags = GPUSHARE_FRAME_FLAG_ABSOLUTE_TIME;
+
+  raw_header (want, GPUSHARE_MAGIC, GPUSHARE_VERSION_MAJOR,
+      GPUSHARE_VERSION_MINOR, GPUSHARE_MSG_FRAME, 0, FRAME_FIXED, 0, 0);
+  put64 (want, HDR_SIZE + 0, 3);
+  put32 (want, HDR_SIZE + 8, 5);
+  put32 (want, HDR_SIZE + 12, 0x01020304);
+  put64 (want, HDR_SIZE + 16, G_GUINT64_CONSTANT (0x1122334455667788));
+  put64 (want, HDR_SIZE + 24, 1000);
+  put64 (want, HDR_SIZE + 32, G_MAXUINT64);
+  put64 (want, HDR_SIZE + 40, 40);
+  put64 (want, HDR_SIZE + 48, 6);
+  put64 (want, HDR_SIZE + 56, 7);
+  put32 (want, HDR_SIZE + 64, 0x4040);
+  put32 (want, HDR_SIZE + 68, GPUSHARE_FRAME_FLAG_ABSOLUTE_TIME);
+
+  fail_unless (gpushare_msg_build_frame (f, out));
+  fail_unless_equals_int (out->len, sizeof (want));
+  fail_unless (memcmp (out->data, want, sizeof (want)) == 0);
+
+  /* the array has room: nothing but the builder on that stack */
+  if (stack_depth_sees (sizeof (GpuShareMsg))) {
+    g_byte_array_set_size (out, 0);
+    depth = stack_depth (build_frame_on_stack, args);
+    fail_unless (depth < sizeof (GpuShareMsg) / 8, "encoding a FRAME took "
+        "%" G_GSIZE_FORMAT " bytes of stack", depth);
+    fail_unless_equals_int (out->len, sizeof (want));
+    fail_unless (memcmp (out->data, want, sizeof (want)) == 0);
+  }
+
+  g_byte_array_unref (out);
+  g_free (f);
+}
+
+GST_END_TEST;
+
 static Suite *
 gpushareproto_suite (void)
 {
@@ -3632,6 +3910,9 @@ gpushareproto_suite (void)
   tcase_add_test (tc, test_round_trip_string_lengths);
   tcase_add_test (tc, test_golden_bytes);
   tcase_add_test (tc, test_raw_encoder_matches_builder);
+  tcase_add_test (tc, test_type_builders_same_bytes);
+  tcase_add_test (tc, test_type_builders_refuse);
+  tcase_add_test (tc, test_frame_from_body);
   tcase_add_test (tc, test_stream_of_messages);
   tcase_add_test (tc, test_header_need_more);
   tcase_add_test (tc, test_header_fields);

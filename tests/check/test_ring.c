@@ -977,6 +977,336 @@ GST_START_TEST (test_ring_strings)
 
 GST_END_TEST;
 
+/* ---- publish times and the queries the producer makes ---- */
+
+/* ready + publish_at of a fresh slot, with its time */
+static guint
+make_published (GpuShareRing * ring, guint64 sequence, guint64 holders,
+    gint64 when)
+{
+  guint idx = G_MAXUINT;
+
+  assert_result (gpushare_ring_acquire (ring, &idx), GPUSHARE_RING_OK);
+  assert_result (gpushare_ring_ready (ring, idx, sequence), GPUSHARE_RING_OK);
+  assert_result (gpushare_ring_publish_at (ring, idx, holders, when),
+      GPUSHARE_RING_OK);
+  return idx;
+}
+
+/* expired_holders () with both arrays, first filled with garbage that
+ * must not survive */
+static guint64
+expired (const GpuShareRing * ring, gint64 now, gint64 limit,
+    guint64 * seq, gint64 * us)
+{
+  memset (seq, 0x5a, GPUSHARE_MAX_HOLDERS * sizeof (guint64));
+  memset (us, 0x5a, GPUSHARE_MAX_HOLDERS * sizeof (gint64));
+  return gpushare_ring_expired_holders (ring, now, limit, seq, us);
+}
+
+GST_START_TEST (test_ring_publish_at)
+{
+  GpuShareRing ring;
+  guint idx;
+
+  gpushare_ring_init (&ring, 4, EPOCH);
+  idx = make_published (&ring, 1, BIT (0), 12345);
+  assert_slot (&ring, idx, GPUSHARE_SLOT_HELD, 1, BIT (0));
+  fail_unless_equals_int64 (ring.slots[idx].published_at, 12345);
+  /* plain publish says no time: 0 */
+  idx = make_slot (&ring, GPUSHARE_SLOT_HELD, 2, BIT (1));
+  fail_unless_equals_int64 (ring.slots[idx].published_at, 0);
+  /* nobody to hold it: free at once, like publish */
+  idx = make_published (&ring, 3, 0, 777);
+  assert_slot (&ring, idx, GPUSHARE_SLOT_FREE, 1, 0);
+  /* an illegal publish_at changes nothing, its time included */
+  idx = make_slot (&ring, GPUSHARE_SLOT_WRITING, 0, 0);
+  assert_ring_rejects (&ring, gpushare_ring_publish_at (&ring, idx, BIT (0),
+          999), GPUSHARE_RING_BAD_STATE);
+  assert_ring_rejects (&ring, gpushare_ring_publish_at (&ring, 4, BIT (0),
+          999), GPUSHARE_RING_BAD_SLOT);
+  assert_ring_rejects (&ring, gpushare_ring_publish_at (&ring, 0, BIT (0),
+          999), GPUSHARE_RING_BAD_STATE);
+  /* a new ring forgets the times */
+  gpushare_ring_init (&ring, 4, EPOCH + 1);
+  for (idx = 0; idx < 4; idx++)
+    fail_unless_equals_int64 (ring.slots[idx].published_at, 0);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_ring_expired_holders)
+{
+  GpuShareRing ring;
+  guint64 seq[GPUSHARE_MAX_HOLDERS];
+  gint64 us[GPUSHARE_MAX_HOLDERS];
+  guint i, a, b;
+
+  gpushare_ring_init (&ring, 8, EPOCH);
+  /* nothing held: nobody expired, and every entry is 0 */
+  fail_unless_equals_uint64 (expired (&ring, 1000000, 0, seq, us), 0);
+  for (i = 0; i < GPUSHARE_MAX_HOLDERS; i++) {
+    fail_unless_equals_uint64 (seq[i], 0);
+    fail_unless_equals_int64 (us[i], 0);
+  }
+
+  /* holder 0 keeps frame 1 (at 1000) besides its newest, frame 2 */
+  a = make_published (&ring, 1, BIT (0), 1000);
+  make_published (&ring, 2, BIT (0), 2000);
+  /* not past the limit: held exactly limit_us is still within it */
+  fail_unless_equals_uint64 (expired (&ring, 1500, 500, seq, us), 0);
+  fail_unless_equals_uint64 (expired (&ring, 1500, 1000, seq, us), 0);
+  fail_unless_equals_uint64 (expired (&ring, 3000, 2000, seq, us), 0);
+  /* past it */
+  fail_unless_equals_uint64_hex (expired (&ring, 3001, 2000, seq, us),
+      BIT (0));
+  fail_unless_equals_uint64 (seq[0], 1);
+  fail_unless_equals_int64 (us[0], 2001);
+  for (i = 1; i < GPUSHARE_MAX_HOLDERS; i++) {
+    fail_unless_equals_uint64 (seq[i], 0);
+    fail_unless_equals_int64 (us[i], 0);
+  }
+  /* the newest frame alone never expires, however old */
+  fail_unless_equals_uint64 (expired (&ring, G_MAXINT64 / 2, 0, seq, us),
+      BIT (0));
+  fail_unless_equals_uint64 (seq[0], 1);
+  assert_result (gpushare_ring_release (&ring, EPOCH, a, 1, 0),
+      GPUSHARE_RING_OK);
+  fail_unless_equals_uint64 (expired (&ring, G_MAXINT64 / 2, 0, seq, us), 0);
+  fail_unless_equals_uint64 (seq[0], 0);
+  fail_unless_equals_int64 (us[0], 0);
+
+  /* several old frames: the one held longest is named, whatever the slot
+   * order */
+  gpushare_ring_init (&ring, 8, EPOCH);
+  make_published (&ring, 10, BIT (3), 500);
+  make_published (&ring, 11, BIT (3), 100);
+  make_published (&ring, 12, BIT (3), 300);
+  make_published (&ring, 13, BIT (3), 900);
+  fail_unless_equals_uint64_hex (expired (&ring, 1000, 50, seq, us),
+      BIT (3));
+  fail_unless_equals_uint64 (seq[3], 11);
+  fail_unless_equals_int64 (us[3], 900);
+  /* frames held no longer than the limit do not count */
+  fail_unless_equals_uint64_hex (expired (&ring, 1000, 600, seq, us),
+      BIT (3));
+  fail_unless_equals_uint64 (seq[3], 11);
+  fail_unless_equals_uint64 (expired (&ring, 1000, 900, seq, us), 0);
+  /* a tie names the frame of the lower slot */
+  gpushare_ring_init (&ring, 8, EPOCH);
+  make_published (&ring, 21, BIT (1), 100);
+  make_published (&ring, 20, BIT (1), 100);
+  make_published (&ring, 22, BIT (1), 100);
+  fail_unless_equals_uint64_hex (expired (&ring, 1000, 10, seq, us),
+      BIT (1));
+  fail_unless_equals_uint64 (seq[1], 21);
+  fail_unless_equals_int64 (us[1], 900);
+
+  /* a frame shared by two holders: only the one that has a newer frame
+   * loses its lease; holder 63 is a holder like any other */
+  gpushare_ring_init (&ring, 8, EPOCH);
+  a = make_published (&ring, 1, BIT (0) | BIT (63) | BIT (5), 0);
+  b = make_published (&ring, 2, BIT (63), 10);
+  fail_unless_equals_uint64_hex (expired (&ring, 1000, 100, seq, us),
+      BIT (63));
+  fail_unless_equals_uint64 (seq[63], 1);
+  fail_unless_equals_int64 (us[63], 1000);
+  fail_unless_equals_uint64 (seq[0], 0);
+  fail_unless_equals_uint64 (seq[5], 0);
+  /* the arrays are optional */
+  fail_unless_equals_uint64_hex (gpushare_ring_expired_holders (&ring, 1000,
+          100, NULL, NULL), BIT (63));
+  fail_unless_equals_uint64_hex (gpushare_ring_expired_holders (&ring, 1000,
+          100, seq, NULL), BIT (63));
+  fail_unless_equals_uint64 (seq[63], 1);
+  fail_unless_equals_uint64_hex (gpushare_ring_expired_holders (&ring, 1000,
+          100, NULL, us), BIT (63));
+  fail_unless_equals_int64 (us[63], 1000);
+  /* a slot tainted by a dropped holder is still held by the others */
+  gpushare_ring_quarantine_holder (&ring, 5);
+  fail_unless_equals_uint64_hex (expired (&ring, 1000, 100, seq, us),
+      BIT (63));
+  /* plain publish counts as published at 0 */
+  make_slot (&ring, GPUSHARE_SLOT_HELD, 3, BIT (0));
+  fail_unless_equals_uint64_hex (expired (&ring, 1000, 100, seq, us),
+      BIT (0) | BIT (63));
+  fail_unless_equals_uint64 (seq[0], 1);
+  fail_unless_equals_int64 (us[0], 1000);
+  /* slots not held never count, however old */
+  assert_result (gpushare_ring_release (&ring, EPOCH, a, 1, 0),
+      GPUSHARE_RING_OK);
+  assert_result (gpushare_ring_release (&ring, EPOCH, a, 1, 63),
+      GPUSHARE_RING_OK);
+  assert_slot (&ring, a, GPUSHARE_SLOT_QUARANTINED, 1, 0);
+  make_slot (&ring, GPUSHARE_SLOT_READY, 4, 0);
+  make_slot (&ring, GPUSHARE_SLOT_WRITING, 0, 0);
+  fail_unless_equals_uint64 (expired (&ring, 1000000, 0, seq, us), 0);
+  assert_slot (&ring, b, GPUSHARE_SLOT_HELD, 1, BIT (63));
+}
+
+GST_END_TEST;
+
+/* The lease rule said per holder, as the producer states it: of the frames
+ * a holder holds, those published more than limit ago that are not its
+ * newest; the longest held of them is named (the lower slot on a tie). */
+static guint64
+model_expired (const GpuShareRing * ring, gint64 now, gint64 limit,
+    guint64 * seq, gint64 * us)
+{
+  guint64 mask = 0;
+  guint h, i;
+
+  for (h = 0; h < GPUSHARE_MAX_HOLDERS; h++) {
+    guint64 newest = 0;
+    gboolean any = FALSE;
+
+    seq[h] = 0;
+    us[h] = 0;
+    for (i = 0; i < ring->n_slots; i++)
+      if (ring->slots[i].state == GPUSHARE_SLOT_HELD
+          && (ring->slots[i].holders & BIT (h)))
+        newest = MAX (newest, ring->slots[i].sequence);
+    for (i = 0; i < ring->n_slots; i++) {
+      const GpuShareSlot *s = &ring->slots[i];
+      gint64 held = now - s->published_at;
+
+      if (s->state != GPUSHARE_SLOT_HELD || !(s->holders & BIT (h))
+          || s->sequence == newest || held <= limit)
+        continue;
+      if (!any || held > us[h]) {
+        seq[h] = s->sequence;
+        us[h] = held;
+      }
+      any = TRUE;
+    }
+    if (any)
+      mask |= BIT (h);
+  }
+  return mask;
+}
+
+GST_START_TEST (test_ring_expired_random)
+{
+  GRand *rand = g_rand_new_with_seed (0x1ea5e);
+  guint64 seq[GPUSHARE_MAX_HOLDERS], want_seq[GPUSHARE_MAX_HOLDERS];
+  gint64 us[GPUSHARE_MAX_HOLDERS], want_us[GPUSHARE_MAX_HOLDERS];
+  guint round;
+
+  for (round = 0; round < 2000; round++) {
+    GpuShareRing ring;
+    guint n_slots = g_rand_int_range (rand, 1, GPUSHARE_MAX_SLOTS + 1);
+    guint64 sequence = 0;
+    gint64 now = 0, limit;
+    guint i;
+
+    gpushare_ring_init (&ring, n_slots, EPOCH);
+    for (i = 0; i < n_slots; i++) {
+      guint idx;
+      /* few holders, so that they share slots */
+      guint64 holders = 0;
+      guint k, n = g_rand_int_range (rand, 0, 4);
+
+      for (k = 0; k < n; k++)
+        holders |= BIT (g_rand_int_range (rand, 0, 2) ?
+            g_rand_int_range (rand, 0, 3) : g_rand_int_range (rand, 0, 64));
+      now += g_rand_int_range (rand, 0, 100);
+      if (gpushare_ring_acquire (&ring, &idx) != GPUSHARE_RING_OK)
+        break;
+      if (g_rand_int_range (rand, 0, 8) == 0)
+        continue;               /* left WRITING */
+      /* sequences mostly rise, as the producer's do */
+      sequence += g_rand_int_range (rand, 0, 3);
+      gpushare_ring_ready (&ring, idx, sequence);
+      gpushare_ring_publish_at (&ring, idx, holders, now);
+    }
+    now += g_rand_int_range (rand, 0, 1000);
+    limit = g_rand_int_range (rand, 0, 2000);
+    fail_unless_equals_uint64_hex (expired (&ring, now, limit, seq, us),
+        model_expired (&ring, now, limit, want_seq, want_us));
+    fail_unless (memcmp (seq, want_seq, sizeof (seq)) == 0, "round %u",
+        round);
+    fail_unless (memcmp (us, want_us, sizeof (us)) == 0, "round %u", round);
+  }
+  g_rand_free (rand);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_ring_any_held)
+{
+  GpuShareRing ring;
+  guint a, b;
+
+  gpushare_ring_init (&ring, 4, EPOCH);
+  fail_if (gpushare_ring_any_held (&ring));
+  /* slots the producer itself has do not come back by themselves */
+  make_slot (&ring, GPUSHARE_SLOT_WRITING, 0, 0);
+  make_slot (&ring, GPUSHARE_SLOT_READY, 1, 0);
+  fail_if (gpushare_ring_any_held (&ring));
+  a = make_slot (&ring, GPUSHARE_SLOT_HELD, 2, BIT (0) | BIT (1));
+  fail_unless (gpushare_ring_any_held (&ring));
+  assert_result (gpushare_ring_release (&ring, EPOCH, a, 1, 0),
+      GPUSHARE_RING_OK);
+  fail_unless (gpushare_ring_any_held (&ring));
+  assert_result (gpushare_ring_release (&ring, EPOCH, a, 1, 1),
+      GPUSHARE_RING_OK);
+  fail_if (gpushare_ring_any_held (&ring));
+  /* quarantined is not held: nobody gives it back */
+  b = make_slot (&ring, GPUSHARE_SLOT_QUARANTINED, 3, 0);
+  fail_unless (ring.slots[b].state == GPUSHARE_SLOT_QUARANTINED);
+  fail_if (gpushare_ring_any_held (&ring));
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_ring_is_writing)
+{
+  GpuShareRing ring;
+  guint idx, other;
+  guint32 gen;
+
+  gpushare_ring_init (&ring, 2, EPOCH);
+  fail_unless_equals_int (gpushare_ring_generation (&ring, 0), 0);
+  fail_if (gpushare_ring_is_writing (&ring, 0, 0));
+  idx = make_slot (&ring, GPUSHARE_SLOT_WRITING, 0, 0);
+  gen = gpushare_ring_generation (&ring, idx);
+  fail_unless_equals_int (gen, 1);
+  fail_unless (gpushare_ring_is_writing (&ring, idx, gen));
+  fail_if (gpushare_ring_is_writing (&ring, idx, gen + 1));
+  fail_if (gpushare_ring_is_writing (&ring, idx, 0));
+  /* out of range, within the array or not */
+  fail_if (gpushare_ring_is_writing (&ring, 2, gen));
+  fail_if (gpushare_ring_is_writing (&ring, GPUSHARE_MAX_SLOTS, gen));
+  fail_if (gpushare_ring_is_writing (&ring, G_MAXUINT, gen));
+  fail_unless_equals_int (gpushare_ring_generation (&ring, 2), 0);
+  fail_unless_equals_int (gpushare_ring_generation (&ring, G_MAXUINT), 0);
+  /* aborted, then acquired again: the old acquisition is over */
+  assert_result (gpushare_ring_abort (&ring, idx), GPUSHARE_RING_OK);
+  fail_if (gpushare_ring_is_writing (&ring, idx, gen));
+  fail_unless_equals_int (gpushare_ring_generation (&ring, idx), gen);
+  assert_result (gpushare_ring_acquire (&ring, &other), GPUSHARE_RING_OK);
+  fail_unless_equals_int (other, idx);
+  fail_if (gpushare_ring_is_writing (&ring, idx, gen));
+  fail_unless (gpushare_ring_is_writing (&ring, idx, gen + 1));
+  fail_unless_equals_int (gpushare_ring_generation (&ring, idx), gen + 1);
+  /* ready and published are past writing; the generation stays for the
+   * FRAME */
+  assert_result (gpushare_ring_ready (&ring, idx, 5), GPUSHARE_RING_OK);
+  fail_if (gpushare_ring_is_writing (&ring, idx, gen + 1));
+  assert_result (gpushare_ring_publish_at (&ring, idx, BIT (2), 10),
+      GPUSHARE_RING_OK);
+  fail_if (gpushare_ring_is_writing (&ring, idx, gen + 1));
+  fail_unless_equals_int (gpushare_ring_generation (&ring, idx), gen + 1);
+  /* the generation past its wrap is never 0 */
+  ring.slots[1].generation = G_MAXUINT32;
+  assert_result (gpushare_ring_acquire (&ring, &other), GPUSHARE_RING_OK);
+  fail_unless_equals_int (other, 1);
+  fail_unless_equals_int (gpushare_ring_generation (&ring, 1), 1);
+  fail_unless (gpushare_ring_is_writing (&ring, 1, 1));
+}
+
+GST_END_TEST;
+
 /* ---- consumer slot view ---- */
 
 GST_START_TEST (test_view_init)
@@ -1838,6 +2168,11 @@ gpusharering_suite (void)
   tcase_add_test (tc_ring, test_ring_size_one);
   tcase_add_test (tc_ring, test_ring_size_max);
   tcase_add_test (tc_ring, test_ring_strings);
+  tcase_add_test (tc_ring, test_ring_publish_at);
+  tcase_add_test (tc_ring, test_ring_expired_holders);
+  tcase_add_test (tc_ring, test_ring_expired_random);
+  tcase_add_test (tc_ring, test_ring_any_held);
+  tcase_add_test (tc_ring, test_ring_is_writing);
 
   suite_add_tcase (s, tc_view);
   tcase_add_checked_fixture (tc_view, fd_setup, fd_teardown);

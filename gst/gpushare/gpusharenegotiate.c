@@ -1,0 +1,296 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Memory and synchronisation negotiation.  See gpusharenegotiate.h.
+ */
+
+#include "gpusharenegotiate.h"
+
+#include <string.h>
+
+GpuShareSyncMode
+gpushare_cuda_sync_mode_pick (guint32 modes, gboolean mps)
+{
+  /* measured on the H200 (docs/benchmarks.md).  Two processes on one GPU
+   * without MPS share it by time slices: a wait on a semaphore word that
+   * the consumer enqueues before the producer's copy has run keeps the GPU
+   * for the rest of the consumer's slice, so at full load host
+   * synchronisation hands frames over in 0.6-0.8 ms where semaphore words
+   * take 2.8 ms and events 4 ms, at the same throughput.  Under MPS both
+   * share one context: semaphore words give the most 4K frames/s. */
+  if (mps && (modes & GPUSHARE_SYNC_SEMAPHORE))
+    return GPUSHARE_SYNC_SEMAPHORE;
+  if (modes & GPUSHARE_SYNC_HOST)
+    return GPUSHARE_SYNC_HOST;
+  if (modes & GPUSHARE_SYNC_SEMAPHORE)
+    return GPUSHARE_SYNC_SEMAPHORE;
+  if (modes & GPUSHARE_SYNC_EVENT)
+    return GPUSHARE_SYNC_EVENT;
+  return 0;
+}
+
+const gchar *
+gpushare_sync_mode_to_string (GpuShareSyncMode mode)
+{
+  switch (mode) {
+    case GPUSHARE_SYNC_HOST:
+      return "host";
+    case GPUSHARE_SYNC_SEMAPHORE:
+      return "semaphore";
+    case GPUSHARE_SYNC_EVENT:
+      return "event";
+    default:
+      return "none";
+  }
+}
+
+gchar *
+gpushare_gpu_uuid_to_string (const guint8 u[16])
+{
+  return g_strdup_printf ("GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
+      "%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2], u[3], u[4], u[5], u[6],
+      u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Consumer */
+
+static gboolean
+gpu_usable (const GpuShareGpu * gpu)
+{
+  return gpu != NULL && gpu->usable;
+}
+
+gboolean
+gpushare_negotiate_needs_peer_probe (const GpuShareAnnounce * a,
+    const GpuShareGpu * gpu, GpuShareTransport transport)
+{
+  g_return_val_if_fail (a != NULL, FALSE);
+
+  return transport != GPUSHARE_TRANSPORT_SYSTEM && gpu_usable (gpu)
+      && (a->mem_types & ~GPUSHARE_MEM_SYSTEM)
+      && memcmp (a->device.uuid, gpu->uuid, 16) != 0;
+}
+
+/* The GPU memory type to take, 0 if none; *note says why legacy memory was
+ * taken, and what it costs, or why nothing was.  Fabric memory is only
+ * ever taken when asked for. */
+static GpuShareMemType
+pick_gpu_memory (const GpuShareAnnounce * a, const GpuShareGpu * gpu,
+    GpuShareTransport transport, const gchar ** note)
+{
+  gboolean vmm = (a->mem_types & GPUSHARE_MEM_CUDA_VMM) && gpu->posix_fd;
+  gboolean legacy = (a->mem_types & GPUSHARE_MEM_CUDA_LEGACY)
+      && gpu->unified_addressing;
+  gboolean fabric = (a->mem_types & GPUSHARE_MEM_CUDA_FABRIC) && gpu->fabric;
+
+  *note = NULL;
+  switch (transport) {
+    case GPUSHARE_TRANSPORT_AUTO:
+      if (vmm)
+        return GPUSHARE_MEM_CUDA_VMM;
+      /* cuIpcOpenMemHandle has no read-only mode: say so wherever it
+       * is chosen */
+      if (legacy) {
+        *note = "legacy CUDA IPC, because VMM file descriptors are not "
+            "possible between these ends; legacy IPC memory cannot be "
+            "mapped read-only: this consumer could write the producer's "
+            "slots";
+        return GPUSHARE_MEM_CUDA_LEGACY;
+      }
+      *note = "neither VMM nor legacy CUDA IPC is possible between these "
+          "ends";
+      return 0;
+    case GPUSHARE_TRANSPORT_CUDA:
+      if (!vmm)
+        *note = "VMM file descriptors are not possible between these ends";
+      return vmm ? GPUSHARE_MEM_CUDA_VMM : 0;
+    case GPUSHARE_TRANSPORT_CUDA_LEGACY:
+      *note = legacy ? "legacy CUDA IPC as asked for; legacy IPC memory "
+          "cannot be mapped read-only: this consumer could write the "
+          "producer's slots" :
+          "legacy CUDA IPC is not possible between these ends";
+      return legacy ? GPUSHARE_MEM_CUDA_LEGACY : 0;
+    case GPUSHARE_TRANSPORT_CUDA_FABRIC:
+      if (!fabric)
+        *note = "the GPUs do not support fabric handles";
+      return fabric ? GPUSHARE_MEM_CUDA_FABRIC : 0;
+    default:
+      return 0;
+  }
+}
+
+/* The producer's GPU is another one: can this consumer read its memory in
+ * place?  Returns the sync modes that stay possible (an event is recorded
+ * only on a stream of its own GPU, and a consumer records its done events
+ * on its stream: they belong to the producer's GPU) with *peer_device and
+ * *peer_note set, or 0 with *why_not. */
+static guint32
+peer_sync_modes (const GpuShareAnnounce * a, const GpuShareGpu * gpu,
+    const GpuSharePeerProbe * peer, guint32 modes, gint * peer_device,
+    gchar ** peer_note, gchar ** why_not)
+{
+  gchar *uuid = gpushare_gpu_uuid_to_string (a->device.uuid);
+
+  if (!peer) {
+    /* a caller that skipped the probe must not get a guess */
+    *why_not = g_strdup_printf ("the producer is on another GPU (%s): peer "
+        "access was not probed", uuid);
+  } else if (!peer->visible || peer->owner < 0) {
+    *why_not = g_strdup_printf ("the producer's GPU (%s) is not visible to "
+        "this consumer (another host's GPU, or hidden by "
+        "CUDA_VISIBLE_DEVICES)", uuid);
+  } else if (!peer->peer_ok) {
+    *why_not = g_strdup_printf ("the producer is on another GPU (%s): %s",
+        uuid, peer->error ? peer->error : "peer access is not possible");
+  } else {
+    *peer_device = peer->owner;
+    modes &= ~(guint32) GPUSHARE_SYNC_EVENT;
+    *peer_note = g_strdup_printf ("producer on %s (device %d here), read "
+        "over peer access by device %d (link rank %d%s)", uuid, peer->owner,
+        gpu->device, peer->rank, peer->atomics ? ", native atomics" : "");
+  }
+  g_free (uuid);
+  return *peer_note ? modes : 0;
+}
+
+gboolean
+gpushare_negotiate_consumer (const GpuShareAnnounce * a,
+    const GpuShareGpu * gpu, const GpuSharePeerProbe * peer,
+    GpuShareTransport transport, GpuShareSyncRequest sync,
+    GpuShareNegotiation * out)
+{
+  const gchar *why_not = NULL;
+  gchar *why_owned = NULL;
+
+  g_return_val_if_fail (a != NULL, FALSE);
+  g_return_val_if_fail (out != NULL, FALSE);
+
+  out->ok = FALSE;
+  out->mem_type = 0;
+  out->sync_mode = 0;
+  out->peer_device = -1;
+  out->reason = NULL;
+
+  if (transport == GPUSHARE_TRANSPORT_SYSTEM) {
+    why_not = "system memory was asked for (transport=system)";
+  } else if (!gpu_usable (gpu)) {
+    /* this end's own reason first: on a host without the driver it is
+     * the one that matters */
+    why_not = gpu ? gpu->why_not : NULL;
+  } else if (!(a->mem_types & ~GPUSHARE_MEM_SYSTEM)) {
+    why_not = "the producer offers no GPU memory";
+  } else {
+    guint32 common = a->device.sync_modes & gpu->sync_modes;
+    gchar *peer_note = NULL;
+    gint peer_device = -1;
+    GpuShareMemType type = 0;
+
+    if (memcmp (a->device.uuid, gpu->uuid, 16) != 0) {
+      guint32 all = common;
+
+      common = peer_sync_modes (a, gpu, peer, common, &peer_device,
+          &peer_note, &why_owned);
+      why_not = why_owned;
+      if (peer_note && sync == GPUSHARE_SYNC_REQUEST_EVENT
+          && (all & GPUSHARE_SYNC_EVENT))
+        why_not = "event synchronisation is not possible across GPUs (an "
+            "event can only be recorded on its own GPU's streams)";
+    }
+    if (!why_not) {
+      const gchar *note = NULL;
+
+      type = pick_gpu_memory (a, gpu, transport, &note);
+      if (sync != GPUSHARE_SYNC_REQUEST_AUTO)
+        common &= (guint32) sync;
+      if (!type)
+        why_not = note;
+      else if (!common)
+        why_not = "no synchronisation mode in common";
+      else {
+        gchar *uuid = gpushare_gpu_uuid_to_string (gpu->uuid);
+        gchar *where = peer_note ? g_strdup (peer_note) :
+            g_strdup_printf ("both ends on %s", uuid);
+
+        out->ok = TRUE;
+        out->mem_type = type;
+        out->sync_mode = sync != GPUSHARE_SYNC_REQUEST_AUTO ?
+            (GpuShareSyncMode) sync :
+            gpushare_cuda_sync_mode_pick (common, gpu->mps);
+        out->peer_device = peer_device;
+        out->reason = g_strdup_printf ("GPU memory (%s): %s, %s "
+            "synchronisation%s%s%s", gpushare_mem_type_to_string (type), where,
+            gpushare_sync_mode_to_string (out->sync_mode),
+            sync != GPUSHARE_SYNC_REQUEST_AUTO ? "" : gpu->mps ?
+            " (auto: MPS is on)" : " (auto: no MPS)",
+            note ? "; " : "", note ? note : "");
+        g_free (where);
+        g_free (uuid);
+        g_free (peer_note);
+        g_free (why_owned);
+        return TRUE;
+      }
+    }
+    g_free (peer_note);
+  }
+  if (!why_not)
+    why_not = "GPU memory is not possible here";
+  /* system memory is the fallback only when nothing else was insisted on
+   * and the producer has it */
+  if ((transport != GPUSHARE_TRANSPORT_AUTO
+          && transport != GPUSHARE_TRANSPORT_SYSTEM)
+      || !(a->mem_types & GPUSHARE_MEM_SYSTEM)) {
+    out->reason = g_strdup_printf ("GPU memory was asked for but is not "
+        "possible: %s", why_not);
+  } else {
+    out->ok = TRUE;
+    out->mem_type = GPUSHARE_MEM_SYSTEM;
+    out->reason = g_strdup_printf ("system memory: %s", why_not);
+  }
+  g_free (why_owned);
+  return out->ok;
+}
+
+void
+gpushare_negotiation_clear (GpuShareNegotiation * n)
+{
+  g_return_if_fail (n != NULL);
+
+  g_clear_pointer (&n->reason, g_free);
+  n->ok = FALSE;
+  n->mem_type = 0;
+  n->sync_mode = 0;
+  n->peer_device = -1;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Producer */
+
+guint32
+gpushare_negotiate_producer_mem_types (const GpuShareGpu * gpu)
+{
+  if (!gpu_usable (gpu))
+    return 0;
+  return (gpu->posix_fd ? GPUSHARE_MEM_CUDA_VMM : 0) |
+      (gpu->unified_addressing ? GPUSHARE_MEM_CUDA_LEGACY : 0) |
+      (gpu->fabric ? GPUSHARE_MEM_CUDA_FABRIC : 0);
+}
+
+gboolean
+gpushare_negotiate_check_accept (const GpuShareAccept * acc,
+    guint32 offered_mem_types, guint32 offered_sync_modes,
+    const gchar ** why_not)
+{
+  g_return_val_if_fail (acc != NULL, FALSE);
+
+  if (why_not)
+    *why_not = NULL;
+  /* every producer has system memory, whatever it announced */
+  if (acc->mem_type == GPUSHARE_MEM_SYSTEM)
+    return TRUE;
+  if ((acc->mem_type & offered_mem_types & ~(guint32) GPUSHARE_MEM_SYSTEM)
+      && (acc->sync_mode & offered_sync_modes))
+    return TRUE;
+  if (why_not)
+    *why_not = GPUSHARE_NEGOTIATE_NOT_OFFERED;
+  return FALSE;
+}
