@@ -84,6 +84,7 @@ typedef struct
 
 struct _GpuShareServer
 {
+  gint ref_count;
   GpuShareServerConfig config;
   gpointer log_object;
   GpuShareServerEventFunc event_func;
@@ -1135,6 +1136,7 @@ gpushare_server_new (const GpuShareServerConfig * config,
   GpuShareServer *self = g_new0 (GpuShareServer, 1);
   static gsize once = 0;
 
+  self->ref_count = 1;
   if (g_once_init_enter (&once)) {
     GST_DEBUG_CATEGORY_INIT (gpushare_server_debug, "gpushareserver", 0,
         "gpushare producer core");
@@ -1155,9 +1157,18 @@ gpushare_server_new (const GpuShareServerConfig * config,
   return self;
 }
 
-void
-gpushare_server_free (GpuShareServer * self)
+GpuShareServer *
+gpushare_server_ref (GpuShareServer * self)
 {
+  g_atomic_int_inc (&self->ref_count);
+  return self;
+}
+
+void
+gpushare_server_unref (GpuShareServer * self)
+{
+  if (!g_atomic_int_dec_and_test (&self->ref_count))
+    return;
   gpushare_server_stop (self);
   g_free (self->config.socket_path);
   g_free (self->config.name);

@@ -152,7 +152,9 @@ void gpushare_server_stats_clear (GpuShareServerStats * stats);
 /* log_object: what log lines name (the element), may be NULL */
 GpuShareServer *gpushare_server_new (const GpuShareServerConfig * config,
     gpointer log_object, GpuShareServerEventFunc func, gpointer user_data);
-void gpushare_server_free (GpuShareServer * server);
+GpuShareServer *gpushare_server_ref (GpuShareServer * server);
+/* the last reference stops it (gpushare_server_stop ()) and frees it */
+void gpushare_server_unref (GpuShareServer * server);
 
 /* listens, probes the GPU, starts the control thread */
 gboolean gpushare_server_start (GpuShareServer * server, GError ** error);

@@ -41,6 +41,7 @@
 
 #include "gpushareids.h"
 #include "gpushareserver.h"
+#include "gstgpusharesinkpool.h"
 #include "gpusharevideo.h"
 #include "gpusharexfer.h"
 
@@ -98,12 +99,6 @@ enum
 
 static guint signals[N_SIGNALS];
 
-/* a pool buffer that is a slot of the ring */
-typedef struct
-{
-  GpuShareServerTag t;
-} SlotTag;
-
 struct _GstGpuShareSink
 {
   GstBaseSink parent;
@@ -133,7 +128,6 @@ struct _GstGpuShareSink
   gboolean live;
 };
 
-static GQuark slot_tag_quark;
 
 #define gst_gpu_share_sink_parent_class parent_class
 G_DEFINE_TYPE (GstGpuShareSink, gst_gpu_share_sink, GST_TYPE_BASE_SINK);
@@ -219,11 +213,11 @@ gst_gpu_share_sink_start (GstBaseSink * bsink)
     GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ_WRITE,
         ("Could not listen on the socket path"), ("%s", error->message));
     g_clear_error (&error);
-    gpushare_server_free (server);
+    gpushare_server_unref (server);
     return FALSE;
   }
   GST_OBJECT_LOCK (self);
-  g_clear_pointer (&self->server, gpushare_server_free);
+  g_clear_pointer (&self->server, gpushare_server_unref);
   self->server = server;
   GST_OBJECT_UNLOCK (self);
   self->live_known = FALSE;
@@ -334,18 +328,25 @@ effective_policy (GstGpuShareSink * self)
   return policy;
 }
 
-static const SlotTag *
-slot_tag (GstBuffer * buf)
-{
-  return gst_mini_object_get_qdata (GST_MINI_OBJECT (buf), slot_tag_quark);
-}
-
 /* buf's slot, when buf is one of our pool's slots still as the pool
  * handed it out (the server checks it is of the current ring) */
+gboolean
+gst_gpu_share_sink_pool_state (GstGpuShareSink * self,
+    const GstVideoInfo * vinfo, gboolean * leaky)
+{
+  gboolean current;
+
+  *leaky = effective_policy (self) == GST_GPU_SHARE_POLICY_LEAKY;
+  GST_OBJECT_LOCK (self);
+  current = gst_video_info_is_equal (vinfo, &self->vinfo);
+  GST_OBJECT_UNLOCK (self);
+  return current;
+}
+
 static const GpuShareServerTag *
 in_place_tag (GstBuffer * buf)
 {
-  const SlotTag *tag = slot_tag (buf);
+  const GpuShareServerTag *tag = gst_gpu_share_sink_pool_buffer_tag (buf);
   GstMemory *mem;
   GstMapInfo map;
   gboolean same;
@@ -355,9 +356,9 @@ in_place_tag (GstBuffer * buf)
   mem = gst_buffer_peek_memory (buf, 0);
   if (!gst_memory_map (mem, &map, GST_MAP_READ))
     return NULL;
-  same = map.data == tag->t.ring->data[tag->t.slot];
+  same = map.data == tag->ring->data[tag->slot];
   gst_memory_unmap (mem, &map);
-  return same ? &tag->t : NULL;
+  return same ? tag : NULL;
 }
 
 static guint64
@@ -536,152 +537,6 @@ gst_gpu_share_sink_unlock_stop (GstBaseSink * bsink)
   return TRUE;
 }
 
-/* ------------------------------------------------------------------------ */
-/* The pool: buffers that are slots, so upstream writes into shared memory */
-
-#define GST_TYPE_GPU_SHARE_SINK_POOL (gst_gpu_share_sink_pool_get_type ())
-G_DECLARE_FINAL_TYPE (GstGpuShareSinkPool, gst_gpu_share_sink_pool, GST,
-    GPU_SHARE_SINK_POOL, GstBufferPool);
-
-struct _GstGpuShareSinkPool
-{
-  GstBufferPool parent;
-  GstGpuShareSink *sink;
-  GpuShareServer *server;
-  GstVideoInfo vinfo;
-  gint flushing;                /* atomic */
-};
-
-G_DEFINE_TYPE (GstGpuShareSinkPool, gst_gpu_share_sink_pool,
-    GST_TYPE_BUFFER_POOL);
-
-static void
-slot_tag_free (gpointer data)
-{
-  SlotTag *tag = data;
-
-  gpushare_xfer_ring_unref (tag->t.ring);
-  g_free (tag);
-}
-
-static gboolean
-pool_set_config (GstBufferPool * pool, GstStructure * config)
-{
-  GstGpuShareSinkPool *self = (GstGpuShareSinkPool *) pool;
-  GstCaps *caps = NULL;
-
-  if (!gst_buffer_pool_config_get_params (config, &caps, NULL, NULL, NULL)
-      || !caps || !gst_video_info_from_caps (&self->vinfo, caps))
-    return FALSE;
-  return GST_BUFFER_POOL_CLASS (gst_gpu_share_sink_pool_parent_class)
-      ->set_config (pool, config);
-}
-
-static const gchar **
-pool_get_options (GstBufferPool * pool)
-{
-  static const gchar *options[] = { GST_BUFFER_POOL_OPTION_VIDEO_META, NULL };
-  return options;
-}
-
-static GstFlowReturn
-pool_acquire_buffer (GstBufferPool * pool, GstBuffer ** buffer,
-    GstBufferPoolAcquireParams * params)
-{
-  GstGpuShareSinkPool *self = (GstGpuShareSinkPool *) pool;
-  GstGpuShareSink *sink = self->sink;
-  gboolean leaky = effective_policy (sink) == GST_GPU_SHARE_POLICY_LEAKY;
-  GstVideoInfo *vi = &self->vinfo;
-  GpuShareServerTag t;
-  gboolean current;
-  GstBuffer *buf;
-
-  GST_OBJECT_LOCK (sink);
-  current = gst_video_info_is_equal (vi, &sink->vinfo);
-  GST_OBJECT_UNLOCK (sink);
-  if (current && gpushare_server_pool_acquire (self->server, leaky,
-          &self->flushing, &t)) {
-    SlotTag *tag = g_new0 (SlotTag, 1);
-
-    tag->t = t;
-    buf = gst_buffer_new_wrapped_full (0, t.ring->data[t.slot],
-        t.ring->slot_size, 0, GST_VIDEO_INFO_SIZE (vi),
-        gpushare_xfer_ring_ref (t.ring),
-        (GDestroyNotify) gpushare_xfer_ring_unref);
-    gst_mini_object_set_qdata (GST_MINI_OBJECT (buf), slot_tag_quark, tag,
-        slot_tag_free);
-  } else if (g_atomic_int_get (&self->flushing)) {
-    return GST_FLOW_FLUSHING;
-  } else {
-    /* no slot to hand out: a plain buffer, copied in at render */
-    buf = gst_buffer_new_allocate (NULL, GST_VIDEO_INFO_SIZE (vi), NULL);
-  }
-  gst_buffer_add_video_meta_full (buf, GST_VIDEO_FRAME_FLAG_NONE,
-      GST_VIDEO_INFO_FORMAT (vi), GST_VIDEO_INFO_WIDTH (vi),
-      GST_VIDEO_INFO_HEIGHT (vi), GST_VIDEO_INFO_N_PLANES (vi), vi->offset,
-      vi->stride);
-  *buffer = buf;
-  return GST_FLOW_OK;
-}
-
-static void
-pool_release_buffer (GstBufferPool * pool, GstBuffer * buffer)
-{
-  GstGpuShareSinkPool *self = (GstGpuShareSinkPool *) pool;
-  const SlotTag *tag = slot_tag (buffer);
-
-  /* a slot that never reached render (upstream dropped it) goes back */
-  if (tag)
-    gpushare_server_pool_release (self->server, &tag->t);
-  /* slots are never pooled: the ring is the pool */
-  gst_buffer_unref (buffer);
-}
-
-static void
-pool_flush_start (GstBufferPool * pool)
-{
-  GstGpuShareSinkPool *self = (GstGpuShareSinkPool *) pool;
-
-  g_atomic_int_set (&self->flushing, 1);
-  gpushare_server_wake (self->server);
-}
-
-static void
-pool_flush_stop (GstBufferPool * pool)
-{
-  GstGpuShareSinkPool *self = (GstGpuShareSinkPool *) pool;
-
-  g_atomic_int_set (&self->flushing, 0);
-}
-
-static void
-pool_finalize (GObject * object)
-{
-  GstGpuShareSinkPool *self = (GstGpuShareSinkPool *) object;
-
-  gst_object_unref (self->sink);
-  G_OBJECT_CLASS (gst_gpu_share_sink_pool_parent_class)->finalize (object);
-}
-
-static void
-gst_gpu_share_sink_pool_class_init (GstGpuShareSinkPoolClass * klass)
-{
-  GstBufferPoolClass *pool_class = GST_BUFFER_POOL_CLASS (klass);
-
-  G_OBJECT_CLASS (klass)->finalize = pool_finalize;
-  pool_class->set_config = pool_set_config;
-  pool_class->get_options = pool_get_options;
-  pool_class->acquire_buffer = pool_acquire_buffer;
-  pool_class->release_buffer = pool_release_buffer;
-  pool_class->flush_start = pool_flush_start;
-  pool_class->flush_stop = pool_flush_stop;
-}
-
-static void
-gst_gpu_share_sink_pool_init (GstGpuShareSinkPool * self)
-{
-}
-
 static gboolean
 caps_are_gpu (GstCaps * caps)
 {
@@ -731,23 +586,19 @@ gst_gpu_share_sink_propose_allocation (GstBaseSink * bsink, GstQuery * query)
   }
 
   if (need_pool && self->server) {
-    GstGpuShareSinkPool *pool = g_object_new (GST_TYPE_GPU_SHARE_SINK_POOL,
-        NULL);
+    GstBufferPool *pool = gst_gpu_share_sink_pool_new (self, self->server);
     GstStructure *config;
 
-    gst_object_ref_sink (pool);
-    pool->sink = gst_object_ref (self);
-    pool->server = self->server;
     config = gst_buffer_pool_get_config (GST_BUFFER_POOL (pool));
     gst_buffer_pool_config_set_params (config, caps,
         GST_VIDEO_INFO_SIZE (&vinfo), 0, 0);
     gst_buffer_pool_config_add_option (config,
         GST_BUFFER_POOL_OPTION_VIDEO_META);
-    if (!gst_buffer_pool_set_config (GST_BUFFER_POOL (pool), config)) {
+    if (!gst_buffer_pool_set_config (pool, config)) {
       gst_object_unref (pool);
       return FALSE;
     }
-    gst_query_add_allocation_pool (query, GST_BUFFER_POOL (pool),
+    gst_query_add_allocation_pool (query, pool,
         GST_VIDEO_INFO_SIZE (&vinfo), 0, 0);
     gst_object_unref (pool);
   }
@@ -939,7 +790,7 @@ gst_gpu_share_sink_finalize (GObject * object)
 {
   GstGpuShareSink *self = GST_GPU_SHARE_SINK (object);
 
-  g_clear_pointer (&self->server, gpushare_server_free);
+  g_clear_pointer (&self->server, gpushare_server_unref);
   g_free (self->socket_path);
   g_clear_pointer (&self->allowed_uids, g_array_unref);
   g_clear_pointer (&self->allowed_gids, g_array_unref);
@@ -1075,7 +926,6 @@ gst_gpu_share_sink_class_init (GstGpuShareSinkClass * klass)
   bsink_class->propose_allocation =
       GST_DEBUG_FUNCPTR (gst_gpu_share_sink_propose_allocation);
 
-  slot_tag_quark = g_quark_from_static_string ("gpushare-slot-tag");
   GST_DEBUG_CATEGORY_INIT (gst_gpu_share_sink_debug, "gpusharesink", 0,
       "gpushare producer");
   gst_type_mark_as_plugin_api (GST_TYPE_GPU_SHARE_CLIENT_REMOVE_REASON, 0);

@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * gpusharesink's buffer pool: buffers that are slots of the ring, so that
+ * upstream writes straight into shared memory.  A slot it hands out is
+ * tagged (gst_gpu_share_sink_pool_buffer_tag ()); render sends that slot
+ * as it is, with no copy, when it is still the one the pool handed out.
+ * Where no slot is free (leaky, or upstream holds them all) it hands out
+ * a plain buffer, copied in at render.
+ */
+
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "gstgpusharesinkpool.h"
+
+struct _GstGpuShareSinkPool
+{
+  GstBufferPool parent;
+  GstGpuShareSink *sink;
+  GpuShareServer *server;
+  GstVideoInfo vinfo;
+  gint flushing;                /* atomic */
+};
+
+G_DEFINE_TYPE (GstGpuShareSinkPool, gst_gpu_share_sink_pool,
+    GST_TYPE_BUFFER_POOL);
+
+static GQuark slot_tag_quark;
+
+static void
+slot_tag_free (gpointer data)
+{
+  GpuShareServerTag *tag = data;
+
+  gpushare_xfer_ring_unref (tag->ring);
+  g_free (tag);
+}
+
+const GpuShareServerTag *
+gst_gpu_share_sink_pool_buffer_tag (GstBuffer * buf)
+{
+  return gst_mini_object_get_qdata (GST_MINI_OBJECT (buf), slot_tag_quark);
+}
+
+static gboolean
+pool_set_config (GstBufferPool * pool, GstStructure * config)
+{
+  GstGpuShareSinkPool *self = (GstGpuShareSinkPool *) pool;
+  GstCaps *caps = NULL;
+
+  if (!gst_buffer_pool_config_get_params (config, &caps, NULL, NULL, NULL)
+      || !caps || !gst_video_info_from_caps (&self->vinfo, caps))
+    return FALSE;
+  return GST_BUFFER_POOL_CLASS (gst_gpu_share_sink_pool_parent_class)
+      ->set_config (pool, config);
+}
+
+static const gchar **
+pool_get_options (GstBufferPool * pool)
+{
+  static const gchar *options[] = { GST_BUFFER_POOL_OPTION_VIDEO_META, NULL };
+  return options;
+}
+
+static GstFlowReturn
+pool_acquire_buffer (GstBufferPool * pool, GstBuffer ** buffer,
+    GstBufferPoolAcquireParams * params)
+{
+  GstGpuShareSinkPool *self = (GstGpuShareSinkPool *) pool;
+  GstVideoInfo *vi = &self->vinfo;
+  GpuShareServerTag t;
+  gboolean current, leaky;
+  GstBuffer *buf;
+
+  current = gst_gpu_share_sink_pool_state (self->sink, vi, &leaky);
+  if (current && gpushare_server_pool_acquire (self->server, leaky,
+          &self->flushing, &t)) {
+    GpuShareServerTag *tag = g_memdup2 (&t, sizeof (t));
+
+    buf = gst_buffer_new_wrapped_full (0, t.ring->data[t.slot],
+        t.ring->slot_size, 0, GST_VIDEO_INFO_SIZE (vi),
+        gpushare_xfer_ring_ref (t.ring),
+        (GDestroyNotify) gpushare_xfer_ring_unref);
+    gst_mini_object_set_qdata (GST_MINI_OBJECT (buf), slot_tag_quark, tag,
+        slot_tag_free);
+  } else if (g_atomic_int_get (&self->flushing)) {
+    return GST_FLOW_FLUSHING;
+  } else {
+    /* no slot to hand out: a plain buffer, copied in at render */
+    buf = gst_buffer_new_allocate (NULL, GST_VIDEO_INFO_SIZE (vi), NULL);
+  }
+  gst_buffer_add_video_meta_full (buf, GST_VIDEO_FRAME_FLAG_NONE,
+      GST_VIDEO_INFO_FORMAT (vi), GST_VIDEO_INFO_WIDTH (vi),
+      GST_VIDEO_INFO_HEIGHT (vi), GST_VIDEO_INFO_N_PLANES (vi), vi->offset,
+      vi->stride);
+  *buffer = buf;
+  return GST_FLOW_OK;
+}
+
+static void
+pool_release_buffer (GstBufferPool * pool, GstBuffer * buffer)
+{
+  GstGpuShareSinkPool *self = (GstGpuShareSinkPool *) pool;
+  const GpuShareServerTag *tag = gst_gpu_share_sink_pool_buffer_tag (buffer);
+
+  /* a slot that never reached render (upstream dropped it) goes back */
+  if (tag)
+    gpushare_server_pool_release (self->server, tag);
+  /* slots are never pooled: the ring is the pool */
+  gst_buffer_unref (buffer);
+}
+
+static void
+pool_flush_start (GstBufferPool * pool)
+{
+  GstGpuShareSinkPool *self = (GstGpuShareSinkPool *) pool;
+
+  g_atomic_int_set (&self->flushing, 1);
+  gpushare_server_wake (self->server);
+}
+
+static void
+pool_flush_stop (GstBufferPool * pool)
+{
+  GstGpuShareSinkPool *self = (GstGpuShareSinkPool *) pool;
+
+  g_atomic_int_set (&self->flushing, 0);
+}
+
+static void
+pool_finalize (GObject * object)
+{
+  GstGpuShareSinkPool *self = (GstGpuShareSinkPool *) object;
+
+  gst_object_unref (self->sink);
+  gpushare_server_unref (self->server);
+  G_OBJECT_CLASS (gst_gpu_share_sink_pool_parent_class)->finalize (object);
+}
+
+static void
+gst_gpu_share_sink_pool_class_init (GstGpuShareSinkPoolClass * klass)
+{
+  GstBufferPoolClass *pool_class = GST_BUFFER_POOL_CLASS (klass);
+
+  G_OBJECT_CLASS (klass)->finalize = pool_finalize;
+  pool_class->set_config = pool_set_config;
+  pool_class->get_options = pool_get_options;
+  pool_class->acquire_buffer = pool_acquire_buffer;
+  pool_class->release_buffer = pool_release_buffer;
+  pool_class->flush_start = pool_flush_start;
+  pool_class->flush_stop = pool_flush_stop;
+  slot_tag_quark = g_quark_from_static_string ("gpushare-slot-tag");
+}
+
+static void
+gst_gpu_share_sink_pool_init (GstGpuShareSinkPool * self)
+{
+}
+
+GstBufferPool *
+gst_gpu_share_sink_pool_new (GstGpuShareSink * sink, GpuShareServer * server)
+{
+  GstGpuShareSinkPool *pool = g_object_new (GST_TYPE_GPU_SHARE_SINK_POOL,
+      NULL);
+
+  gst_object_ref_sink (pool);
+  pool->sink = gst_object_ref (sink);
+  pool->server = gpushare_server_ref (server);
+  return GST_BUFFER_POOL (pool);
+}

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * gpusharesink's buffer pool: its slots, handed to upstream to write in.
+ */
+
+#ifndef __GST_GPU_SHARE_SINK_POOL_H__
+#define __GST_GPU_SHARE_SINK_POOL_H__
+
+#include <gst/gst.h>
+#include <gst/video/video.h>
+#include "gstgpusharesink.h"
+#include "gpushareserver.h"
+
+G_BEGIN_DECLS
+
+#define GST_TYPE_GPU_SHARE_SINK_POOL (gst_gpu_share_sink_pool_get_type ())
+G_DECLARE_FINAL_TYPE (GstGpuShareSinkPool, gst_gpu_share_sink_pool, GST,
+    GPU_SHARE_SINK_POOL, GstBufferPool);
+
+/* transfer full; it holds a reference on sink and server */
+GstBufferPool *gst_gpu_share_sink_pool_new (GstGpuShareSink * sink,
+    GpuShareServer * server);
+/* the slot a buffer of the pool is, or NULL */
+const GpuShareServerTag *gst_gpu_share_sink_pool_buffer_tag (GstBuffer * buf);
+
+/* the sink's, for its pool: are buffers of vinfo those of the current
+ * caps, and is the policy leaky now */
+gboolean gst_gpu_share_sink_pool_state (GstGpuShareSink * sink,
+    const GstVideoInfo * vinfo, gboolean * leaky);
+
+G_END_DECLS
+
+#endif /* __GST_GPU_SHARE_SINK_POOL_H__ */
