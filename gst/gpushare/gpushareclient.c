@@ -23,7 +23,6 @@ GST_DEBUG_CATEGORY_STATIC (gpushare_client_debug);
 #define RETRY_MIN_MS 10
 #define RETRY_MAX_MS 250
 #define GOODBYE_FLUSH_MS 100
-#define REFUSAL_FLUSH_MS 10
 
 typedef enum
 {
@@ -346,10 +345,10 @@ producer_error (GpuShareClient * self, const gchar * debug)
 {
   GpuShareConn *conn = self->session ? self->session->conn : NULL;
 
-  if (conn) {
+  /* queued: it leaves with the GOODBYE that ends the session, whose
+   * flush waits for both (not under our lock) */
+  if (conn)
     gpushare_conn_send_error (conn, GPUSHARE_ERR_PROTOCOL, debug);
-    gpushare_conn_flush (conn, REFUSAL_FLUSH_MS);
-  }
   fail (self, GST_STREAM_ERROR, GST_STREAM_ERROR_DECODE,
       "The producer sent an invalid message", debug);
 }
@@ -674,19 +673,26 @@ handle_caps (GpuShareClient * self, const GpuShareCaps * c)
 static void
 handle_frame_after_eos (GpuShareClient * self, const GpuShareFrame * f)
 {
-  Session *s = self->session;
+  Session *s = session_ref (self->session);
+  Mapping *m = self->mapping ? mapping_ref (self->mapping) : NULL;
   GpuShareRingResult res;
 
   g_mutex_lock (&s->lock);
   res = gpushare_slot_view_frame (&s->view, f->epoch, f->slot,
       f->generation, f->sequence);
-  /* a GPU slot is done only once its done signal is written */
-  if (res == GPUSHARE_RING_OK && self->mapping)
-    gpushare_xfer_view_skip (self->mapping->view, f->slot, f->sequence,
-        NULL);
+  g_mutex_unlock (&s->lock);
+  /* a GPU slot is done only once its done signal is written: device
+   * work, without the locks */
+  g_mutex_unlock (&self->lock);
+  if (res == GPUSHARE_RING_OK && m)
+    gpushare_xfer_view_skip (m->view, f->slot, f->sequence, NULL);
+  g_mutex_lock (&s->lock);
   if (res == GPUSHARE_RING_OK)
     send_release (s, f);
   g_mutex_unlock (&s->lock);
+  g_clear_pointer (&m, mapping_unref);
+  session_unref (s);
+  g_mutex_lock (&self->lock);
   GST_DEBUG_OBJECT (self->log_object, "frame %" G_GUINT64_FORMAT " after "
       "the end of the stream: %s", f->sequence, res == GPUSHARE_RING_OK ?
       "given back unread" : gpushare_ring_result_to_string (res));
@@ -815,7 +821,8 @@ conn_message (GpuShareConn * conn, const GpuShareMsg * msg, gint * fds,
   deliver_events (self);
 }
 
-/* lock held.  Ends the session: every frame still queued from it goes
+/* lock held, and let go while it works.  Ends the session: every frame
+ * still queued from it goes
  * back to the producer, then our mappings go (buffers already pushed keep
  * theirs), then a GOODBYE, and the connection is closed.  Whatever the
  * reason (our stop, a producer lost and connected to again), buffers that
@@ -854,10 +861,12 @@ drop_session (GpuShareClient * self, GpuShareErrorCode reason)
     item_free (item);
   }
   g_clear_pointer (&mapping, mapping_unref);
-  g_mutex_lock (&self->lock);
-  if (!old)
+  if (!old) {
+    g_mutex_lock (&self->lock);
     return;
+  }
 
+  /* the GOODBYE, and the wait for it to leave, also without our lock */
   g_mutex_lock (&old->lock);
   conn = old->conn;
   old->conn = NULL;
@@ -876,6 +885,7 @@ drop_session (GpuShareClient * self, GpuShareErrorCode reason)
     gpushare_conn_unref (conn);
   }
   session_unref (old);
+  g_mutex_lock (&self->lock);
 }
 
 static gboolean try_connect (gpointer user_data);

@@ -16,6 +16,20 @@ G_DEFINE_QUARK (gpushare-xfer-error-quark, gpushare_xfer_error);
 
 static const GpuShareXfer *gpu_xfer;
 
+/* One error domain per layer: what a backend or the CUDA layer reports
+ * reaches the cores as GPUSHARE_XFER_ERROR, with its message. */
+static gboolean
+own_error (GError ** error, GpuShareXferError code)
+{
+  if (error && *error && (*error)->domain != GPUSHARE_XFER_ERROR) {
+    GError *lower = *error;
+
+    *error = g_error_new_literal (GPUSHARE_XFER_ERROR, code, lower->message);
+    g_error_free (lower);
+  }
+  return FALSE;
+}
+
 void
 gpushare_xfer_register_gpu (const GpuShareXfer * xfer)
 {
@@ -149,8 +163,10 @@ gpushare_xfer_ring_new (GpuShareMemType type, gint device, guint64 epoch,
     return NULL;
   }
   ring = xfer->ring_new (device, type, epoch, n_slots, frame_size, error);
-  if (!ring)
+  if (!ring) {
+    own_error (error, GPUSHARE_XFER_ERROR_RESOURCE);
     return NULL;
+  }
   ring->xfer = xfer;
   ring->ref_count = 1;
   g_mutex_init (&ring->lock);
@@ -188,7 +204,7 @@ gpushare_xfer_ring_add_consumer (GpuShareXferRing * ring, guint index,
   g_mutex_lock (&ring->lock);
   ok = ring->xfer->add_consumer (ring, index, mode, error);
   g_mutex_unlock (&ring->lock);
-  return ok;
+  return ok || own_error (error, GPUSHARE_XFER_ERROR_RESOURCE);
 }
 
 void
@@ -211,7 +227,7 @@ gpushare_xfer_ring_export (GpuShareXferRing * ring, guint index,
   g_mutex_lock (&ring->lock);
   ok = ring->xfer->export_slots (ring, index, slots, fds, n_fds, error);
   g_mutex_unlock (&ring->lock);
-  return ok;
+  return ok || own_error (error, GPUSHARE_XFER_ERROR_RESOURCE);
 }
 
 gboolean
@@ -225,7 +241,7 @@ gpushare_xfer_ring_write (GpuShareXferRing * ring, guint slot,
   g_mutex_lock (&ring->lock);
   ok = ring->xfer->write (ring, slot, info, buf, staged, error);
   g_mutex_unlock (&ring->lock);
-  return ok;
+  return ok || own_error (error, GPUSHARE_XFER_ERROR_COPY);
 }
 
 gboolean
@@ -239,7 +255,7 @@ gpushare_xfer_ring_publish (GpuShareXferRing * ring, guint slot,
   g_mutex_lock (&ring->lock);
   ok = ring->xfer->publish (ring, slot, holders, sequence, error);
   g_mutex_unlock (&ring->lock);
-  return ok;
+  return ok || own_error (error, GPUSHARE_XFER_ERROR_COPY);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -260,8 +276,10 @@ gpushare_xfer_view_new (gint device, const GpuShareSlots * slots, gint * fds,
     return NULL;
   }
   view = xfer->view_new (device, slots, fds, error);
-  if (!view)
+  if (!view) {
+    own_error (error, GPUSHARE_XFER_ERROR_RESOURCE);
     return NULL;
+  }
   view->xfer = xfer;
   view->ref_count = 1;
   view->mem_type = slots->mem_type;
@@ -331,7 +349,7 @@ gpushare_xfer_view_read (GpuShareXferView * view, guint slot,
 {
   g_return_val_if_fail (slot < view->n_slots, FALSE);
   return view->xfer->read (view, slot, sequence, slot_info, dst_info, dst,
-      dst_device, error);
+      dst_device, error) || own_error (error, GPUSHARE_XFER_ERROR_COPY);
 }
 
 gboolean
@@ -339,7 +357,8 @@ gpushare_xfer_view_skip (GpuShareXferView * view, guint slot,
     guint64 sequence, GError ** error)
 {
   g_return_val_if_fail (slot < view->n_slots, FALSE);
-  return !view->xfer->skip || view->xfer->skip (view, slot, sequence, error);
+  return !view->xfer->skip || view->xfer->skip (view, slot, sequence, error)
+      || own_error (error, GPUSHARE_XFER_ERROR_COPY);
 }
 
 /* ------------------------------------------------------------------------ */
