@@ -41,9 +41,6 @@ cuda_probe (gint device, GpuShareGpuInfo * info, GError ** error)
   info->fabric = caps.fabric;
   info->mps = caps.mps;
   info->compute_mode = caps.compute_mode;
-  info->mem_types = (caps.posix_fd ? GPUSHARE_MEM_CUDA_VMM : 0) |
-      (caps.unified_addressing ? GPUSHARE_MEM_CUDA_LEGACY : 0) |
-      (caps.fabric ? GPUSHARE_MEM_CUDA_FABRIC : 0);
   info->device_caps = (caps.posix_fd ? GPUSHARE_DEVICE_CAP_VMM_FD : 0) |
       (caps.fabric ? GPUSHARE_DEVICE_CAP_FABRIC : 0) |
       (caps.ipc_event ? GPUSHARE_DEVICE_CAP_IPC_EVENT : 0) |

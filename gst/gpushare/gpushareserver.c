@@ -1203,7 +1203,15 @@ probe_gpu (GpuShareServer * self)
     g_clear_error (&error);
   }
   if (self->gpu_ok) {
+    GpuShareGpu offer = { 0, };
     gchar *uuid = gpushare_gpu_uuid_to_string (self->gpu.uuid);
+
+    /* what the ANNOUNCE offers, as the negotiation says */
+    offer.usable = TRUE;
+    offer.posix_fd = self->gpu.posix_fd;
+    offer.unified_addressing = self->gpu.unified_addressing;
+    offer.fabric = self->gpu.fabric;
+    self->gpu.mem_types = gpushare_negotiate_producer_mem_types (&offer);
 
     GST_INFO_OBJECT (self->log_object, "offering GPU memory of %s (%s)",
         self->gpu.name, uuid);

@@ -59,7 +59,8 @@ typedef struct
   gint device;
   gchar name[128];
   guint8 uuid[16];
-  guint32 mem_types;            /* GPU GpuShareMemType it can share */
+  guint32 mem_types;            /* GPU GpuShareMemType a producer offers:
+                                 * gpusharenegotiate.h says, not the probe */
   guint32 device_caps;          /* GPUSHARE_DEVICE_CAP_* */
   guint32 sync_modes;           /* GpuShareSyncMode mask */
   gint compute_mode;
