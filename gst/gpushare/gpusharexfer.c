@@ -54,6 +54,19 @@ gpushare_xfer_for (GpuShareMemType type)
   return NULL;
 }
 
+GstCaps *
+gpushare_xfer_template_caps (void)
+{
+  GstCaps *caps = gst_caps_from_string (GST_VIDEO_CAPS_MAKE
+      (GST_VIDEO_FORMATS_ALL));
+
+  if (gpushare_xfer_gpu ())
+    caps = gst_caps_merge (gst_caps_from_string
+        (GST_VIDEO_CAPS_MAKE_WITH_FEATURES (GPUSHARE_XFER_GPU_CAPS_FEATURE,
+                GST_VIDEO_FORMATS_ALL)), caps);
+  return caps;
+}
+
 guint
 gpushare_slots_n_fds (const GpuShareSlots * s)
 {

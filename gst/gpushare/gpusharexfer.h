@@ -184,6 +184,9 @@ gboolean gpushare_xfer_gpu_is_memory (GstMemory * mem);
 GstBufferPool *gpushare_xfer_gpu_pool_new (GstObject * ctx);
 /* GPU caps features of the templates: "memory:CUDAMemory" */
 #define GPUSHARE_XFER_GPU_CAPS_FEATURE "memory:CUDAMemory"
+/* the raw video the elements' pads take: GPU memory too where a GPU
+ * transfer is registered (the plugin does so before its elements) */
+GstCaps *gpushare_xfer_template_caps (void);
 
 /* producer */
 GpuShareXferRing *gpushare_xfer_ring_new (GpuShareMemType type, gint device,

@@ -797,21 +797,6 @@ gst_gpu_share_sink_finalize (GObject * object)
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
 
-/* GPU memory from upstream where this build has a GPU transfer (the
- * plugin registers it before its elements) */
-static GstCaps *
-template_caps (void)
-{
-  GstCaps *caps = gst_caps_from_string (GST_VIDEO_CAPS_MAKE
-      (GST_VIDEO_FORMATS_ALL));
-
-  if (gpushare_xfer_gpu ())
-    caps = gst_caps_merge (gst_caps_from_string
-        (GST_VIDEO_CAPS_MAKE_WITH_FEATURES (GPUSHARE_XFER_GPU_CAPS_FEATURE,
-                GST_VIDEO_FORMATS_ALL)), caps);
-  return caps;
-}
-
 static void
 gst_gpu_share_sink_class_init (GstGpuShareSinkClass * klass)
 {
@@ -905,7 +890,7 @@ gst_gpu_share_sink_class_init (GstGpuShareSinkClass * klass)
       G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
       G_TYPE_NONE, 2, G_TYPE_UINT, GST_TYPE_GPU_SHARE_CLIENT_REMOVE_REASON);
 
-  caps = template_caps ();
+  caps = gpushare_xfer_template_caps ();
   gst_element_class_add_pad_template (element_class,
       gst_pad_template_new ("sink", GST_PAD_SINK, GST_PAD_ALWAYS, caps));
   gst_caps_unref (caps);

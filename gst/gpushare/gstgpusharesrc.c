@@ -780,21 +780,6 @@ gst_gpu_share_src_finalize (GObject * object)
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
 
-/* GPU memory downstream where this build has a GPU transfer (the plugin
- * registers it before its elements) */
-static GstCaps *
-template_caps (void)
-{
-  GstCaps *caps = gst_caps_from_string (GST_VIDEO_CAPS_MAKE
-      (GST_VIDEO_FORMATS_ALL));
-
-  if (gpushare_xfer_gpu ())
-    caps = gst_caps_merge (gst_caps_from_string
-        (GST_VIDEO_CAPS_MAKE_WITH_FEATURES (GPUSHARE_XFER_GPU_CAPS_FEATURE,
-                GST_VIDEO_FORMATS_ALL)), caps);
-  return caps;
-}
-
 static void
 gst_gpu_share_src_class_init (GstGpuShareSrcClass * klass)
 {
@@ -865,7 +850,7 @@ gst_gpu_share_src_class_init (GstGpuShareSrcClass * klass)
       GST_TYPE_STRUCTURE, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
   g_object_class_install_properties (gobject_class, N_PROPERTIES, properties);
 
-  caps = template_caps ();
+  caps = gpushare_xfer_template_caps ();
   gst_element_class_add_pad_template (element_class,
       gst_pad_template_new ("src", GST_PAD_SRC, GST_PAD_ALWAYS, caps));
   gst_caps_unref (caps);
