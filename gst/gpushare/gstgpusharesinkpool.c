@@ -26,7 +26,17 @@ struct _GstGpuShareSinkPool
 G_DEFINE_TYPE (GstGpuShareSinkPool, gst_gpu_share_sink_pool,
     GST_TYPE_BUFFER_POOL);
 
-static GQuark slot_tag_quark;
+/* not from the pool's class_init: render asks every buffer for its tag,
+ * also where upstream never took a pool of ours */
+static GQuark
+slot_tag_quark (void)
+{
+  static GQuark quark;
+
+  if (G_UNLIKELY (quark == 0))
+    quark = g_quark_from_static_string ("gpushare-slot-tag");
+  return quark;
+}
 
 static void
 slot_tag_free (gpointer data)
@@ -40,7 +50,7 @@ slot_tag_free (gpointer data)
 const GpuShareServerTag *
 gst_gpu_share_sink_pool_buffer_tag (GstBuffer * buf)
 {
-  return gst_mini_object_get_qdata (GST_MINI_OBJECT (buf), slot_tag_quark);
+  return gst_mini_object_get_qdata (GST_MINI_OBJECT (buf), slot_tag_quark ());
 }
 
 static gboolean
@@ -82,7 +92,7 @@ pool_acquire_buffer (GstBufferPool * pool, GstBuffer ** buffer,
         t.ring->slot_size, 0, GST_VIDEO_INFO_SIZE (vi),
         gpushare_xfer_ring_ref (t.ring),
         (GDestroyNotify) gpushare_xfer_ring_unref);
-    gst_mini_object_set_qdata (GST_MINI_OBJECT (buf), slot_tag_quark, tag,
+    gst_mini_object_set_qdata (GST_MINI_OBJECT (buf), slot_tag_quark (), tag,
         slot_tag_free);
   } else if (g_atomic_int_get (&self->flushing)) {
     return GST_FLOW_FLUSHING;
@@ -150,7 +160,6 @@ gst_gpu_share_sink_pool_class_init (GstGpuShareSinkPoolClass * klass)
   pool_class->release_buffer = pool_release_buffer;
   pool_class->flush_start = pool_flush_start;
   pool_class->flush_stop = pool_flush_stop;
-  slot_tag_quark = g_quark_from_static_string ("gpushare-slot-tag");
 }
 
 static void

@@ -18,6 +18,7 @@
 #include <gst/check/gstcheck.h>
 #include <gmodule.h>
 #include <gst/check/gstharness.h>
+#include <glib/gstdio.h>
 #include <gst/app/app.h>
 #include <gst/video/video.h>
 
@@ -175,6 +176,59 @@ GST_END_TEST;
 
 /* ------------------------------------------------------------------------ */
 /* 2. The sink alone, in a harness: its pool writes into the slots */
+
+/* Upstream that never asked for our pool (CUDA memory upstream never
+ * does, nor anything that skips the ALLOCATION query): its buffers are
+ * copied in, and asking them for a pool tag raises no critical (once,
+ * with no pool ever made in the process, it did: the tag's quark came
+ * from the pool's class_init). */
+GST_START_TEST (test_sink_without_our_pool)
+{
+  /* not in the elements' fixture: its warm-up pipeline would have made a
+   * pool in this process already */
+  gchar *dir = g_dir_make_tmp ("gpushare-nopool-XXXXXX", NULL);
+  gchar *path = g_build_filename (dir, "nopool.sock", NULL);
+  GstElement *sink = gst_element_factory_make ("gpusharesink", NULL);
+  GstCaps *caps, *pad_caps;
+  GstHarness *h;
+  GstBuffer *buf;
+  guint i;
+
+  fail_unless (sink != NULL);
+  gst_object_ref_sink (sink);
+  g_object_set (sink, "socket-path", path, "ring-size", 4, NULL);
+  h = gst_harness_new_with_element (sink, "sink", NULL);
+  gst_harness_play (h);
+  /* GPU caps: the sink offers no pool for them (it copies GPU memory on
+   * the device), and without a GPU buffers of system memory come all the
+   * same, copied in; a build without a GPU transfer takes none */
+  caps = gst_caps_from_string (CAPS_STR);
+  gst_caps_set_features_simple (caps,
+      gst_caps_features_new ("memory:CUDAMemory", NULL));
+  pad_caps = gst_pad_peer_query_caps (h->srcpad, NULL);
+  if (!gst_caps_can_intersect (pad_caps, caps)) {
+    GST_INFO ("no GPU transfer in this build: system caps");
+    gst_caps_unref (caps);
+    caps = gst_caps_from_string (CAPS_STR);
+  }
+  gst_caps_unref (pad_caps);
+  gst_harness_set_src_caps (h, caps);
+  for (i = 0; i < 3; i++) {
+    buf = gst_buffer_new_allocate (NULL, FRAME_SIZE, NULL);
+    gst_buffer_memset (buf, 0, 0x40 + i, FRAME_SIZE);
+    GST_BUFFER_PTS (buf) = i * (GST_SECOND / 30);
+    fail_unless_equals_int (gst_harness_push (h, buf), GST_FLOW_OK);
+  }
+  fail_unless_equals_uint64 (stat_u64 (sink, "frames-copied"), 3);
+  fail_unless_equals_uint64 (stat_u64 (sink, "frames-in-place"), 0);
+  gst_harness_teardown (h);
+  gst_object_unref (sink);
+  g_rmdir (dir);
+  g_free (path);
+  g_free (dir);
+}
+
+GST_END_TEST;
 
 GST_START_TEST (test_sink_harness_pool)
 {
@@ -723,6 +777,7 @@ gpushare_transfer_suite (void)
   Suite *s = suite_create ("gpushare_transfer");
   TCase *tc_inspect = tcase_create ("inspect");
   TCase *tc_harness = tcase_create ("harness");
+  TCase *tc_nopool = tcase_create ("no-pool");
   TCase *tc_exchange = tcase_create ("exchange");
   TCase *tc_formats = tcase_create ("formats");
 
@@ -732,6 +787,8 @@ gpushare_transfer_suite (void)
   suite_add_tcase (s, tc_harness);
   tcase_add_checked_fixture (tc_harness, elements_setup, elements_teardown);
   tcase_add_test (tc_harness, test_sink_harness_pool);
+  suite_add_tcase (s, tc_nopool);
+  tcase_add_test (tc_nopool, test_sink_without_our_pool);
   suite_add_tcase (s, tc_exchange);
   tcase_add_checked_fixture (tc_exchange, elements_setup, elements_teardown);
   tcase_add_test (tc_exchange, test_exchange_copied);
