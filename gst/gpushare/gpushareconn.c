@@ -22,8 +22,7 @@ GST_DEBUG_CATEGORY_STATIC (gpushare_conn_debug);
 G_DEFINE_QUARK (gpushare-conn-error-quark, gpushare_conn_error);
 
 #define IN_CAP (GPUSHARE_HEADER_SIZE + GPUSHARE_MAX_PAYLOAD)
-/* fds may run ahead of their message by at most one message's worth */
-#define IN_FD_CAP (2 * GPUSHARE_MAX_FDS)
+#define IN_FD_CAP GPUSHARE_CONN_MAX_HELD_FDS
 /* reads per dispatch, so one busy peer cannot starve the others */
 #define MAX_READS_PER_DISPATCH 32
 

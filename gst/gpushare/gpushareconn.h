@@ -39,6 +39,9 @@ typedef enum
   GPUSHARE_CONN_ERROR_TIMEOUT,  /* nothing received for 3 heartbeats */
 } GpuShareConnError;
 
+/* received fds held for messages not read yet: fds may run ahead of their
+ * message by at most one message's worth */
+#define GPUSHARE_CONN_MAX_HELD_FDS (2 * GPUSHARE_MAX_FDS)
 /* bytes waiting to be sent to one peer before it counts as not reading */
 #define GPUSHARE_CONN_MAX_QUEUED (1024 * 1024)
 /* heartbeat intervals without a byte from the peer before it is gone */

@@ -11,6 +11,7 @@
 #include <gst/check/gstcheck.h>
 #include <string.h>
 
+#include "gpushareconn.h"
 #include "gpushareproto.h"
 
 static gchar *
@@ -127,6 +128,28 @@ GST_START_TEST (test_protocol_caps)
     fail_unless (seen[i], "docs/protocol.md does not give %s",
         constants[i].name);
   g_regex_unref (row);
+  g_free (doc);
+}
+
+GST_END_TEST;
+
+/* the transport's limits as docs/design.md gives them */
+GST_START_TEST (test_design_limits)
+{
+  gchar *doc = read_doc ("docs/design.md");
+  gchar *want;
+
+  want = g_strdup_printf ("(header + %u KiB)", GPUSHARE_MAX_PAYLOAD / 1024);
+  fail_unless (strstr (doc, want) != NULL, "docs/design.md lacks '%s'", want);
+  g_free (want);
+  want = g_strdup_printf ("at most %u received fds",
+      GPUSHARE_CONN_MAX_HELD_FDS);
+  fail_unless (strstr (doc, want) != NULL, "docs/design.md lacks '%s'", want);
+  g_free (want);
+  want = g_strdup_printf ("(at most %u MiB;", GPUSHARE_CONN_MAX_QUEUED /
+      (1024 * 1024));
+  fail_unless (strstr (doc, want) != NULL, "docs/design.md lacks '%s'", want);
+  g_free (want);
   g_free (doc);
 }
 
@@ -448,6 +471,7 @@ docs_suite (void)
   suite_add_tcase (s, tc);
   tcase_add_test (tc, test_protocol_version);
   tcase_add_test (tc, test_protocol_caps);
+  tcase_add_test (tc, test_design_limits);
   tcase_add_test (tc, test_readme_properties);
   tcase_add_test (tc, test_readme_debug_categories);
   tcase_add_test (tc, test_docs_name_their_tests);
