@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * How much stack a call takes: it runs on a thread whose stack is a
- * painted buffer, and the deepest byte no longer painted tells.  What the
- * thread itself needs (its descriptor and TLS sit on that stack too) is
+ * painted buffer, and the deepest byte no longer painted tells, counted
+ * from where the call starts.  What the thread's start wrote below that
+ * is painted again first; what is left of the thread's own needs is
  * measured once with nothing to run and taken off.
  *
  * Used to show that a message is encoded and sent from its small body
@@ -26,20 +27,33 @@
 
 typedef void (*StackDepthFunc) (gpointer data);
 
+/* room left above the repainted part for the frames of this header's
+ * own calls (the thread function's, memset's) */
+#define STACK_DEPTH_MARGIN 256
+
 typedef struct
 {
   StackDepthFunc func;
   gpointer data;
+  guint8 *stack;                /* the lowest address */
+  guint8 *here;                 /* func's frames start below this */
 } StackDepthRun;
 
 static inline void *
 stack_depth_thread (void *arg)
 {
   StackDepthRun *run = arg;
+  volatile guint8 here = 0;
 
+  /* the thread's start may have gone deeper than func will (with glibc
+   * 2.41 it writes 6 KiB down): paint everything below this frame (but
+   * for the margin memset's own frame needs) again, and count from here */
+  run->here = (guint8 *) & here;
+  memset (run->stack, STACK_DEPTH_PAINT, (gsize) (run->here - run->stack) -
+      STACK_DEPTH_MARGIN);
   if (run->func)
     run->func (run->data);
-  return NULL;
+  return (gpointer) (gsize) here;
 }
 
 /* bytes between the top of the thread's stack and the deepest one
@@ -47,7 +61,7 @@ stack_depth_thread (void *arg)
 static inline gsize
 stack_depth_raw (StackDepthFunc func, gpointer data)
 {
-  StackDepthRun run = { func, data };
+  StackDepthRun run = { func, data, NULL, NULL };
   pthread_attr_t attr;
   pthread_t thread;
   guint8 *stack;
@@ -55,6 +69,7 @@ stack_depth_raw (StackDepthFunc func, gpointer data)
 
   stack = g_aligned_alloc (STACK_DEPTH_SIZE, 1, 4096);
   memset (stack, STACK_DEPTH_PAINT, STACK_DEPTH_SIZE);
+  run.stack = stack;
   fail_unless (pthread_attr_init (&attr) == 0);
   fail_unless (pthread_attr_setstack (&attr, stack, STACK_DEPTH_SIZE) == 0);
   fail_unless (pthread_create (&thread, &attr, stack_depth_thread,
@@ -64,7 +79,7 @@ stack_depth_raw (StackDepthFunc func, gpointer data)
   /* the stack grows down: the lowest written byte is the deepest */
   for (i = 0; i < STACK_DEPTH_SIZE && stack[i] == STACK_DEPTH_PAINT; i++);
   g_aligned_free (stack);
-  return STACK_DEPTH_SIZE - i;
+  return stack + i < run.here ? (gsize) (run.here - (stack + i)) : 0;
 }
 
 /* bytes of stack func (data) takes, beyond what an empty thread takes.

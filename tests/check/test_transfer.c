@@ -400,12 +400,15 @@ check_transport_reason (GstElement * src, GstElement * sink)
   fail_unless_equals_string (gst_structure_get_string (s, "memory-type"),
       "system");
   reason = gst_structure_get_string (s, "memory-reason");
-  fail_unless (reason && strstr (reason, "libcuda.so.1"),
+  /* what is missing: the driver, or CUDA in this build */
+  fail_unless (reason && (strstr (reason, "libcuda.so.1")
+          || strstr (reason, "built without CUDA")),
       "the consumer does not say why it uses system memory: %s", reason);
   gst_structure_free (s);
   s = get_stats (sink);
   reason = gst_structure_get_string (s, "gpu-memory");
-  fail_unless (reason && strstr (reason, "libcuda.so.1"),
+  fail_unless (reason && (strstr (reason, "libcuda.so.1")
+          || strstr (reason, "built without CUDA")),
       "the producer does not say why it offers no GPU memory: %s", reason);
   gst_structure_free (s);
 }
