@@ -73,6 +73,7 @@ static gboolean
 load_once (GError ** error)
 {
   GModule *module;
+  gpointer stream_fn = NULL;
 
   GST_DEBUG_CATEGORY_INIT (gpushare_gst_cuda_debug, "gpusharegstcuda", 0,
       "gpushare: GStreamer's libgstcuda, loaded at run time");
@@ -101,6 +102,27 @@ load_once (GError ** error)
   }
   GPUSHARE_GST_CUDA_FUNCS (GPUSHARE_GST_CUDA_LOAD)
 #undef GPUSHARE_GST_CUDA_LOAD
+
+  /* From 1.24 on a GstCudaMemory is ordered on a CUDA stream: a decoder
+   * pushes it before its stream finished writing it, and whoever reads it
+   * must wait on that stream first (gst_cuda_memory_sync ()).  The calls
+   * above do not, and so read frames a decoder has not finished (seen on
+   * the H200 with 1.26: 2 to 4 frames of 300 differ).  Until they do, a
+   * library that has streams is not used at all: no CUDA memory is taken
+   * from or given to neighbouring elements, which then download and upload
+   * themselves.  gpushare's own GPU transport does not depend on it. */
+  if (g_module_symbol (module, "gst_cuda_memory_get_stream", &stream_fn)
+      && stream_fn) {
+    g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_UNSUPPORTED,
+        "%s is GStreamer 1.24 or later, whose CUDA memory is ordered on a "
+        "CUDA stream that gpushare does not wait on yet: CUDA memory is "
+        "neither taken from nor given to neighbouring elements (they "
+        "download and upload themselves)", GPUSHARE_GST_CUDA_LIBNAME);
+    GST_WARNING ("%s", (*error)->message);
+    memset (&api, 0, sizeof (api));
+    g_module_close (module);
+    return FALSE;
+  }
 
   /* the module is never closed: the table and the GTypes registered by the
    * library live as long as the process */

@@ -69,6 +69,12 @@ cuda_peer (gint reader, const guint8 uuid[16], GpuSharePeerInfo * peer)
 }
 
 static gboolean
+cuda_library_ok (void)
+{
+  return gpushare_gst_cuda_load (NULL);
+}
+
+static gboolean
 cuda_context_ensure (GstElement * element, gint device, GstObject ** ctx)
 {
   /* without GStreamer's CUDA library we work in the primary context */
@@ -310,6 +316,7 @@ static const GpuShareXfer cuda_xfer = {
       GPUSHARE_MEM_CUDA_FABRIC,
   .probe = cuda_probe,
   .peer = cuda_peer,
+  .library_ok = cuda_library_ok,
   .context_ensure = cuda_context_ensure,
   .context_set = cuda_context_set,
   .context_query = cuda_context_query,

@@ -57,10 +57,11 @@ gpushare_xfer_for (GpuShareMemType type)
 GstCaps *
 gpushare_xfer_template_caps (void)
 {
+  const GpuShareXfer *gpu = gpushare_xfer_gpu ();
   GstCaps *caps = gst_caps_from_string (GST_VIDEO_CAPS_MAKE
       (GST_VIDEO_FORMATS_ALL));
 
-  if (gpushare_xfer_gpu ())
+  if (gpu && gpu->library_ok && gpu->library_ok ())
     caps = gst_caps_merge (gst_caps_from_string
         (GST_VIDEO_CAPS_MAKE_WITH_FEATURES (GPUSHARE_XFER_GPU_CAPS_FEATURE,
                 GST_VIDEO_FORMATS_ALL)), caps);

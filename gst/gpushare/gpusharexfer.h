@@ -118,7 +118,9 @@ struct _GpuShareXfer
   gboolean (*probe) (gint device, GpuShareGpuInfo * info, GError ** error);
   void (*peer) (gint reader, const guint8 uuid[16], GpuSharePeerInfo * peer);
 
-  /* GStreamer's own library for this memory: GPU transfers only */
+  /* GStreamer's own library for this memory: GPU transfers only.
+   * library_ok: it is there, and of a version these hooks are right for */
+  gboolean (*library_ok) (void);
   gboolean (*context_ensure) (GstElement * element, gint device,
       GstObject ** ctx);
   gboolean (*context_set) (GstElement * element, GstContext * context,
@@ -185,7 +187,8 @@ GstBufferPool *gpushare_xfer_gpu_pool_new (GstObject * ctx);
 /* GPU caps features of the templates: "memory:CUDAMemory" */
 #define GPUSHARE_XFER_GPU_CAPS_FEATURE "memory:CUDAMemory"
 /* the raw video the elements' pads take: GPU memory too where a GPU
- * transfer is registered (the plugin does so before its elements) */
+ * transfer is registered (the plugin does so before its elements) and
+ * GStreamer's library for that memory is one it can use */
 GstCaps *gpushare_xfer_template_caps (void);
 
 /* producer */

@@ -20,11 +20,14 @@
 #endif
 
 #include <gst/check/gstcheck.h>
+#include <gmodule.h>
 #include <gst/video/video.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "gpusharegstcuda.h"
 #include "gpusharecudaloader.h"
+#include "gpusharexfercuda.h"
 
 #define SKIP_EXIT_CODE 77
 
@@ -388,6 +391,93 @@ GST_START_TEST (test_gpu_memory)
 
 GST_END_TEST;
 
+/* does the library on this host order its memory on streams (1.24+) */
+static gboolean
+library_has_streams (void)
+{
+  GModule *module = g_module_open (GPUSHARE_GST_CUDA_LIBNAME,
+      G_MODULE_BIND_LAZY | G_MODULE_BIND_LOCAL);
+  gpointer fn = NULL;
+  gboolean has;
+
+  if (!module)
+    return FALSE;
+  has = g_module_symbol (module, "gst_cuda_memory_get_stream", &fn) && fn;
+  g_module_close (module);
+  return has;
+}
+
+static gboolean
+caps_have_gpu_memory (GstCaps * caps)
+{
+  guint i;
+
+  for (i = 0; i < gst_caps_get_size (caps); i++)
+    if (gst_caps_features_contains (gst_caps_get_features (caps, i),
+            GPUSHARE_CAPS_FEATURE_MEMORY_CUDA))
+      return TRUE;
+  return FALSE;
+}
+
+/* 1.22: the elements' pads take and give CUDA memory */
+GST_START_TEST (test_template_has_gpu)
+{
+  GstCaps *caps;
+
+  gpushare_cuda_xfer_register ();
+  caps = gpushare_xfer_template_caps ();
+  fail_unless (caps_have_gpu_memory (caps), "%" GST_PTR_FORMAT, caps);
+  gst_caps_unref (caps);
+}
+
+GST_END_TEST;
+
+/* 1.24 and later: CUDA memory is ordered on a stream that gpushare does
+ * not wait on yet, so the library is refused with the reason, no CUDA
+ * memory is taken or given (the pads do not offer it), and no call
+ * reaches it.  Reading such memory without waiting gave frames a decoder
+ * had not finished (on the H200 with 1.26). */
+GST_START_TEST (test_refuses_streams)
+{
+  GError *err = NULL;
+  GstElement *bin;
+  GstObject *ctx = NULL;
+  GstMemory *mem;
+  GstCaps *caps;
+
+  fail_if (gpushare_gst_cuda_load (&err));
+  fail_unless (err != NULL && strstr (err->message, "1.24 or later"),
+      "%s", err ? err->message : "no reason");
+  g_clear_error (&err);
+  fail_if (gpushare_gst_cuda_is_loaded ());
+
+  mem = gst_allocator_alloc (NULL, 4096, NULL);
+  fail_if (gpushare_gst_cuda_is_cuda_memory (mem));
+  gst_memory_unref (mem);
+  bin = gst_bin_new ("cuda-user");
+  fail_if (gpushare_gst_cuda_ensure_element_context (bin, -1, &ctx));
+  fail_unless (ctx == NULL);
+  gst_object_unref (bin);
+
+  gpushare_cuda_xfer_register ();
+  caps = gpushare_xfer_template_caps ();
+  fail_if (caps_have_gpu_memory (caps), "%" GST_PTR_FORMAT, caps);
+  gst_caps_unref (caps);
+}
+
+GST_END_TEST;
+
+static Suite *
+streams_suite (void)
+{
+  Suite *s = suite_create ("gpusharegstcuda");
+  TCase *tc = tcase_create ("streams");
+
+  suite_add_tcase (s, tc);
+  tcase_add_test (tc, test_refuses_streams);
+  return s;
+}
+
 static Suite *
 gstcuda_suite (void)
 {
@@ -397,6 +487,7 @@ gstcuda_suite (void)
   suite_add_tcase (s, tc);
   tcase_add_test (tc, test_constants);
   tcase_add_test (tc, test_load);
+  tcase_add_test (tc, test_template_has_gpu);
   tcase_add_test (tc, test_no_gpu);
   tcase_add_test (tc, test_not_cuda);
   tcase_add_test (tc, test_context_sharing);
@@ -412,6 +503,11 @@ main (int argc, char **argv)
 
   gst_check_init (&argc, &argv);
 
+  /* asked before it is loaded: a refused library is never loaded */
+  if (library_has_streams ()) {
+    s = streams_suite ();
+    return gst_check_run_suite (s, "gpusharegstcuda", __FILE__);
+  }
   if (!gpushare_gst_cuda_load (&err)) {
     printf ("SKIP: %s\n", err->message);
     g_clear_error (&err);
