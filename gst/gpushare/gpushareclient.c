@@ -409,20 +409,14 @@ static gboolean
 choose_memory (GpuShareClient * self, const GpuShareAnnounce * a)
 {
   GpuShareTransport transport = (GpuShareTransport) self->config.transport;
-  GpuShareGpu gpu = { 0, };
+  GpuShareGpu gpu;
   GpuSharePeerProbe probe = { 0, };
   GpuSharePeerInfo info = { 0, };
   GpuShareNegotiation n;
   gboolean peer = FALSE, ok;
 
-  gpu.usable = self->gpu_ok;
-  gpu.why_not = self->gpu_reason;
-  memcpy (gpu.uuid, self->gpu.uuid, 16);
-  gpu.posix_fd = self->gpu.posix_fd;
-  gpu.unified_addressing = self->gpu.unified_addressing;
-  gpu.fabric = self->gpu.fabric;
-  gpu.mps = self->gpu.mps;
-  gpu.sync_modes = self->gpu.sync_modes;
+  gpushare_xfer_gpu_describe (&self->gpu, self->gpu_ok, self->gpu_reason,
+      &gpu);
   gpu.device = self->config.cuda_device_id;
   if (gpushare_negotiate_needs_peer_probe (a, &gpu, transport)) {
     /* device queries: without the lock */

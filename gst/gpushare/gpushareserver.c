@@ -1203,14 +1203,11 @@ probe_gpu (GpuShareServer * self)
     g_clear_error (&error);
   }
   if (self->gpu_ok) {
-    GpuShareGpu offer = { 0, };
+    GpuShareGpu offer;
     gchar *uuid = gpushare_gpu_uuid_to_string (self->gpu.uuid);
 
     /* what the ANNOUNCE offers, as the negotiation says */
-    offer.usable = TRUE;
-    offer.posix_fd = self->gpu.posix_fd;
-    offer.unified_addressing = self->gpu.unified_addressing;
-    offer.fabric = self->gpu.fabric;
+    gpushare_xfer_gpu_describe (&self->gpu, TRUE, NULL, &offer);
     self->gpu.mem_types = gpushare_negotiate_producer_mem_types (&offer);
 
     GST_INFO_OBJECT (self->log_object, "offering GPU memory of %s (%s)",
@@ -1370,11 +1367,6 @@ gpushare_server_gpu_ok (GpuShareServer * self)
   return self->gpu_ok;
 }
 
-const gchar *
-gpushare_server_gpu_reason (GpuShareServer * self)
-{
-  return self->gpu_reason;
-}
 
 /* ------------------------------------------------------------------------ */
 /* The stream */
@@ -1460,16 +1452,6 @@ gpushare_server_set_format (GpuShareServer * self,
   return TRUE;
 }
 
-gboolean
-gpushare_server_has_format (GpuShareServer * self)
-{
-  gboolean ret;
-
-  g_mutex_lock (&self->lock);
-  ret = self->system != NULL;
-  g_mutex_unlock (&self->lock);
-  return ret;
-}
 
 void
 gpushare_server_set_live (GpuShareServer * self, gboolean live,

@@ -166,16 +166,14 @@ void gpushare_server_stop (GpuShareServer * server);
 void gpushare_server_configure (GpuShareServer * server,
     const GpuShareServerConfig * config);
 
-/* GPU memory offered to consumers, or why not */
+/* GPU memory offered to consumers (stats say why not) */
 gboolean gpushare_server_gpu_ok (GpuShareServer * server);
-const gchar *gpushare_server_gpu_reason (GpuShareServer * server);
 
 /* The stream.  layout: the caps, frame size and planes; the ring's fields
  * are the server's.  A new ring is made when the frame needs larger
  * slots; consumers get the caps (and the slots) before the next frame. */
 gboolean gpushare_server_set_format (GpuShareServer * server,
     const GpuShareLayout * layout, guint ring_size, GError ** error);
-gboolean gpushare_server_has_format (GpuShareServer * server);
 void gpushare_server_set_live (GpuShareServer * server, gboolean live,
     guint64 latency);
 gboolean gpushare_server_is_live (GpuShareServer * server);

@@ -113,6 +113,22 @@ gpushare_peer_info_clear (GpuSharePeerInfo * peer)
   g_clear_pointer (&peer->error, g_free);
 }
 
+void
+gpushare_xfer_gpu_describe (const GpuShareGpuInfo * info, gboolean usable,
+    const gchar * why_not, GpuShareGpu * gpu)
+{
+  memset (gpu, 0, sizeof (*gpu));
+  gpu->usable = usable;
+  gpu->why_not = why_not;
+  memcpy (gpu->uuid, info->uuid, 16);
+  gpu->posix_fd = info->posix_fd;
+  gpu->unified_addressing = info->unified_addressing;
+  gpu->fabric = info->fabric;
+  gpu->mps = info->mps;
+  gpu->sync_modes = info->sync_modes;
+  gpu->device = info->device;
+}
+
 gboolean
 gpushare_xfer_gpu_context_ensure (GstElement * element, gint device,
     GstObject ** ctx)

@@ -36,6 +36,7 @@
 #include <gst/gst.h>
 #include <gst/video/video.h>
 #include "gpushareproto.h"
+#include "gpusharenegotiate.h"
 
 G_BEGIN_DECLS
 
@@ -173,6 +174,10 @@ gboolean gpushare_xfer_gpu_probe (gint device, GpuShareGpuInfo * info,
 void gpushare_xfer_gpu_peer (gint reader, const guint8 uuid[16],
     GpuSharePeerInfo * peer);
 void gpushare_peer_info_clear (GpuSharePeerInfo * peer);
+/* a probed GPU as the negotiation takes it (gpusharenegotiate.h);
+ * why_not is borrowed */
+void gpushare_xfer_gpu_describe (const GpuShareGpuInfo * info,
+    gboolean usable, const gchar * why_not, GpuShareGpu * gpu);
 
 /* GStreamer's GPU library through the GPU transfer; each is FALSE / NULL
  * without one */
