@@ -750,6 +750,7 @@ conn_message (GpuShareConn * conn, const GpuShareMsg * msg, gint * fds,
     guint n_fds, gpointer user_data)
 {
   GpuShareClient *self = user_data;
+  gboolean pending;
 
   g_mutex_lock (&self->lock);
   if (self->state == STATE_FAILED || !self->session
@@ -811,8 +812,11 @@ conn_message (GpuShareConn * conn, const GpuShareMsg * msg, gint * fds,
   }
   if (fds)
     gpushare_close_fds (fds, n_fds);
+  /* most messages (every FRAME) queue none: no second lock for them */
+  pending = !g_queue_is_empty (&self->events);
   g_mutex_unlock (&self->lock);
-  deliver_events (self);
+  if (pending)
+    deliver_events (self);
 }
 
 /* lock held, and let go while it works.  Ends the session: every frame

@@ -823,6 +823,7 @@ client_message (GpuShareConn * conn, const GpuShareMsg * msg, gint * fds,
   Client *client = user_data;
   GpuShareServer *self = client->server;
   GPtrArray *freed;
+  gboolean pending;
 
   /* no message from a consumer carries fds: refuse and close them */
   if (n_fds > 0) {
@@ -869,9 +870,12 @@ client_message (GpuShareConn * conn, const GpuShareMsg * msg, gint * fds,
       break;
   }
   freed = take_freed_rings (self);
+  /* most messages (every RELEASE) queue none: no second lock for them */
+  pending = !g_queue_is_empty (&self->events);
   g_mutex_unlock (&self->lock);
   g_clear_pointer (&freed, g_ptr_array_unref);
-  deliver_events (self);
+  if (pending)
+    deliver_events (self);
 }
 
 /* ------------------------------------------------------------------------ */
