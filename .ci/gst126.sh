@@ -3,8 +3,9 @@
 #
 # Runs a command against GStreamer 1.26: in a Debian 13 (trixie) root made
 # from Debian's own packages (debootstrap, about a minute, once per
-# machine), with this project bind-mounted at /src and the CUDA toolkit's
-# headers at /usr/local/cuda when this machine has them.  Needs root.
+# machine), with this project bind-mounted at its own path (so that a build
+# directory made in the root names the same files outside it) and the CUDA
+# toolkit at /usr/local/cuda when this machine has it.  Needs root.
 #
 #   bash .ci/gst126.sh 'meson setup build126 && ninja -C build126'
 #
@@ -40,19 +41,19 @@ if [ ! -f "$marker" ] || [ "$(cat "$marker")" != "$(echo $packages)" ]; then
   echo $packages > "$marker"
 fi
 
-mkdir -p "$root/src" "$root/usr/local/cuda"
+mkdir -p "$root$project" "$root/usr/local/cuda"
 mounts=()
 mount_bind () {
   mount --bind "$1" "$2" && mounts+=("$2")
 }
 mount_bind /proc "$root/proc" && mount_bind /dev "$root/dev" \
-  && mount_bind "$project" "$root/src" || {
+  && mount_bind "$project" "$root$project" || {
   echo "gst126: cannot bind-mount into the root" >&2; rc=1; }
 if [ -z "${rc:-}" ]; then
   [ -d /usr/local/cuda/include ] && \
     mount_bind /usr/local/cuda "$root/usr/local/cuda"
   echo "gst126: $(chroot "$root" gst-launch-1.0 --version | sed -n 2p)"
-  chroot "$root" bash -c "cd /src && $cmd"
+  chroot "$root" bash -c "cd '$project' && $cmd"
   rc=$?
 fi
 for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do

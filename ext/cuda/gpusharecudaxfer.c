@@ -618,6 +618,11 @@ gpushare_cuda_ring_copy_in (GpuShareCudaRing * ring, guint slot,
   if (!push (ring->ctx, error))
     return FALSE;
   ok = copy_planes (ring->stream, info, src, &dst, error);
+  /* a copy from device memory (or pinned host memory) has not read it
+   * when the call returns */
+  if (ok)
+    ok = gpushare_cuda_check (gpushare_cuda ()->cuStreamSynchronize
+        (ring->stream), "cuStreamSynchronize", error);
   gpushare_cuda_pop ();
   return ok;
 }
@@ -856,6 +861,46 @@ gpushare_cuda_view_skip (GpuShareCudaView * view, guint slot,
     return FALSE;
   ok = view_wait_ready (view, slot, sequence, error)
       && view_signal_done (view, slot, sequence, error);
+  gpushare_cuda_pop ();
+  return ok;
+}
+
+CUdeviceptr
+gpushare_cuda_view_slot_ptr (GpuShareCudaView * view, guint slot)
+{
+  g_return_val_if_fail (slot < view->n_slots, 0);
+  return view->ptrs[slot];
+}
+
+gboolean
+gpushare_cuda_view_wait_ready (GpuShareCudaView * view, guint slot,
+    guint64 sequence, GError ** error)
+{
+  gboolean ok;
+
+  if (view->mode == GPUSHARE_SYNC_HOST)
+    return TRUE;
+  if (!push (view->ctx, error))
+    return FALSE;
+  ok = view_wait_ready (view, slot, sequence, error)
+      && gpushare_cuda_check (gpushare_cuda ()->cuStreamSynchronize
+      (view->stream), "cuStreamSynchronize", error);
+  gpushare_cuda_pop ();
+  return ok;
+}
+
+gboolean
+gpushare_cuda_view_done (GpuShareCudaView * view, guint slot,
+    guint64 sequence, GError ** error)
+{
+  gboolean ok;
+
+  /* host mode: the RELEASE that follows says it */
+  if (view->mode == GPUSHARE_SYNC_HOST)
+    return TRUE;
+  if (!push (view->ctx, error))
+    return FALSE;
+  ok = view_signal_done (view, slot, sequence, error);
   gpushare_cuda_pop ();
   return ok;
 }

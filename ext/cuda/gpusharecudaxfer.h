@@ -78,6 +78,10 @@ gboolean gpushare_cuda_ring_export (GpuShareCudaRing * ring, guint index,
 /* a frame: begin (waits for the slot's last readers), copy, publish */
 gboolean gpushare_cuda_ring_begin (GpuShareCudaRing * ring, guint slot,
     GError ** error);
+/* copies src into the slot on the ring's stream and waits for the copy to
+ * finish, so that src's owner may write it again as soon as this returns
+ * (upstream reuses a buffer on its own stream, which is not ordered after
+ * ours) */
 gboolean gpushare_cuda_ring_copy_in (GpuShareCudaRing * ring, guint slot,
     const GstVideoInfo * info, const GpuSharePlanes * src,
     const GpuSharePlanes * slot_layout, GError ** error);
@@ -99,6 +103,15 @@ gboolean gpushare_cuda_view_read (GpuShareCudaView * view, guint slot,
     GError ** error);
 /* a frame that will not be read: done is signalled all the same */
 gboolean gpushare_cuda_view_skip (GpuShareCudaView * view, guint slot,
+    guint64 sequence, GError ** error);
+/* Read in place (import): the slot's device address in this process, and
+ * the two halves of a read: wait_ready returns once the frame may be read
+ * (ready waited for on the host), done signals that it was, once every
+ * reader finished */
+CUdeviceptr gpushare_cuda_view_slot_ptr (GpuShareCudaView * view, guint slot);
+gboolean gpushare_cuda_view_wait_ready (GpuShareCudaView * view, guint slot,
+    guint64 sequence, GError ** error);
+gboolean gpushare_cuda_view_done (GpuShareCudaView * view, guint slot,
     guint64 sequence, GError ** error);
 
 G_END_DECLS

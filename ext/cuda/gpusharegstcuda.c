@@ -35,6 +35,12 @@ typedef gboolean (*HandleContextQueryFunc) (GstElement * element,
 typedef void (*MemoryInitOnceFunc) (void);
 typedef gboolean (*IsCudaMemoryFunc) (GstMemory * mem);
 typedef GstBufferPool *(*BufferPoolNewFunc) (GstObject * context);
+/* 1.24 and later (gstcudamemory.h); a GstCudaStream * is a gpointer here */
+typedef void (*MemorySyncFunc) (GstMemory * mem);
+typedef gpointer (*MemoryGetStreamFunc) (GstMemory * mem);
+typedef GstMemory *(*AllocWrappedFunc) (GstAllocator * allocator,
+    GstObject * context, gpointer stream, const GstVideoInfo * info,
+    CUdeviceptr dev_ptr, gpointer user_data, GDestroyNotify notify);
 
 #define GPUSHARE_GST_CUDA_FUNCS(X) \
   X (gst_cuda_load_library, LoadLibraryFunc) \
@@ -54,6 +60,13 @@ typedef struct
 #define GPUSHARE_GST_CUDA_DECL(name, type) type name;
   GPUSHARE_GST_CUDA_FUNCS (GPUSHARE_GST_CUDA_DECL)
 #undef GPUSHARE_GST_CUDA_DECL
+  /* NULL with the 1.22 calls */
+  struct
+  {
+    MemorySyncFunc gst_cuda_memory_sync;
+    MemoryGetStreamFunc gst_cuda_memory_get_stream;
+    AllocWrappedFunc gst_cuda_allocator_alloc_wrapped;
+  } streams;
 } GpuShareGstCudaApi;
 
 /* The public head of GstCudaMemory, unchanged from 1.22 to 1.26:
@@ -66,14 +79,64 @@ typedef struct
 } GpuShareGstCudaMemoryHead;
 
 static GpuShareGstCudaApi api;
+static GpuShareGstCudaAbi abi;
 static gboolean loaded;
 static GError *load_error;
+
+GpuShareGstCudaAbi
+gpushare_gst_cuda_abi_for (guint major, guint minor, gboolean has_streams,
+    gboolean allow_untested, gchar ** why_not)
+{
+  if (major != 1 || minor < 22) {
+    *why_not = g_strdup ("GStreamer 1.22 or later is needed");
+    return GPUSHARE_GST_CUDA_ABI_NONE;
+  }
+  if (minor <= 23) {
+    if (!has_streams)
+      return GPUSHARE_GST_CUDA_ABI_1_22;
+    *why_not = g_strdup ("the library has the stream calls of 1.24, the "
+        "core is older: mixed versions");
+    return GPUSHARE_GST_CUDA_ABI_NONE;
+  }
+  if (!has_streams) {
+    *why_not = g_strdup ("the library lacks the stream calls of 1.24 "
+        "(gst_cuda_memory_sync, gst_cuda_memory_get_stream, "
+        "gst_cuda_allocator_alloc_wrapped): mixed versions");
+    return GPUSHARE_GST_CUDA_ABI_NONE;
+  }
+  if (minor > GPUSHARE_GST_CUDA_NEWEST_MINOR && !allow_untested) {
+    *why_not = g_strdup_printf ("gpushare was made for GStreamer 1.22 to "
+        "1.%u; set GPUSHARE_GST_CUDA_UNTESTED=1 to use the calls of 1.24 on "
+        "a newer one", GPUSHARE_GST_CUDA_NEWEST_MINOR);
+    return GPUSHARE_GST_CUDA_ABI_NONE;
+  }
+  return GPUSHARE_GST_CUDA_ABI_1_24;
+}
+
+GpuShareGstCudaAbi
+gpushare_gst_cuda_abi (void)
+{
+  return loaded ? abi : GPUSHARE_GST_CUDA_ABI_NONE;
+}
 
 static gboolean
 load_once (GError ** error)
 {
   GModule *module;
-  gpointer stream_fn = NULL;
+  struct
+  {
+    const gchar *name;
+    gpointer *fn;
+  } stream_syms[] = {
+    {"gst_cuda_memory_sync", (gpointer *) & api.streams.gst_cuda_memory_sync},
+    {"gst_cuda_memory_get_stream",
+        (gpointer *) & api.streams.gst_cuda_memory_get_stream},
+    {"gst_cuda_allocator_alloc_wrapped",
+        (gpointer *) & api.streams.gst_cuda_allocator_alloc_wrapped},
+  };
+  gboolean has_streams = TRUE, allow_untested;
+  guint major, minor, micro, nano, i;
+  gchar *why_not = NULL;
 
   GST_DEBUG_CATEGORY_INIT (gpushare_gst_cuda_debug, "gpusharegstcuda", 0,
       "gpushare: GStreamer's libgstcuda, loaded at run time");
@@ -105,28 +168,43 @@ load_once (GError ** error)
 
   /* From 1.24 on a GstCudaMemory is ordered on a CUDA stream: a decoder
    * pushes it before its stream finished writing it, and whoever reads it
-   * must wait on that stream first (gst_cuda_memory_sync ()).  The calls
-   * above do not, and so read frames a decoder has not finished (seen on
-   * the H200 with 1.26: 2 to 4 frames of 300 differ).  Until they do, a
-   * library that has streams is not used at all: no CUDA memory is taken
-   * from or given to neighbouring elements, which then download and upload
-   * themselves.  gpushare's own GPU transport does not depend on it. */
-  if (g_module_symbol (module, "gst_cuda_memory_get_stream", &stream_fn)
-      && stream_fn) {
+   * must wait on that stream first (gst_cuda_memory_sync ()).  Reading
+   * without waiting gave frames a decoder had not finished (on the H200
+   * with 1.26: 2 to 4 frames of 300 differed).  So the calls of the
+   * version actually loaded are used, and a version this binding was not
+   * made for is not used at all. */
+  for (i = 0; i < G_N_ELEMENTS (stream_syms); i++) {
+    gpointer fn = NULL;
+
+    if (g_module_symbol (module, stream_syms[i].name, &fn) && fn)
+      *stream_syms[i].fn = fn;
+    else
+      has_streams = FALSE;
+  }
+  gst_version (&major, &minor, &micro, &nano);
+  allow_untested = g_strcmp0 (g_getenv ("GPUSHARE_GST_CUDA_UNTESTED"),
+      "1") == 0;
+  abi = gpushare_gst_cuda_abi_for (major, minor, has_streams, allow_untested,
+      &why_not);
+  if (abi == GPUSHARE_GST_CUDA_ABI_NONE) {
     g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_UNSUPPORTED,
-        "%s is GStreamer 1.24 or later, whose CUDA memory is ordered on a "
-        "CUDA stream that gpushare does not wait on yet: CUDA memory is "
-        "neither taken from nor given to neighbouring elements (they "
-        "download and upload themselves)", GPUSHARE_GST_CUDA_LIBNAME);
+        "%s of GStreamer %u.%u not used: %s; CUDA memory is neither taken "
+        "from nor given to neighbouring elements (they download and upload "
+        "themselves)", GPUSHARE_GST_CUDA_LIBNAME, major, minor, why_not);
     GST_WARNING ("%s", (*error)->message);
+    g_free (why_not);
     memset (&api, 0, sizeof (api));
     g_module_close (module);
     return FALSE;
   }
+  if (abi == GPUSHARE_GST_CUDA_ABI_1_22)
+    memset (&api.streams, 0, sizeof (api.streams));
 
   /* the module is never closed: the table and the GTypes registered by the
    * library live as long as the process */
-  GST_DEBUG ("%s loaded", GPUSHARE_GST_CUDA_LIBNAME);
+  GST_INFO ("%s loaded, with the calls of GStreamer %s (GStreamer %u.%u.%u)",
+      GPUSHARE_GST_CUDA_LIBNAME, abi == GPUSHARE_GST_CUDA_ABI_1_22 ?
+      "1.22" : "1.24 and later", major, minor, micro);
   return TRUE;
 }
 
@@ -318,4 +396,40 @@ gpushare_gst_cuda_buffer_pool_new (GstObject * cuda_ctx)
    * nvcodec need not be loaded in this process */
   api.gst_cuda_memory_init_once ();
   return api.gst_cuda_buffer_pool_new (cuda_ctx);
+}
+
+void
+gpushare_gst_cuda_memory_sync (GstMemory * mem)
+{
+  /* 1.22: memory is complete when it is pushed */
+  if (!gpushare_gst_cuda_is_cuda_memory (mem)
+      || !api.streams.gst_cuda_memory_sync)
+    return;
+  api.streams.gst_cuda_memory_sync (mem);
+}
+
+gboolean
+gpushare_gst_cuda_memory_has_stream (GstMemory * mem)
+{
+  return gpushare_gst_cuda_is_cuda_memory (mem)
+      && api.streams.gst_cuda_memory_get_stream
+      && api.streams.gst_cuda_memory_get_stream (mem) != NULL;
+}
+
+GstMemory *
+gpushare_gst_cuda_memory_wrap (GstObject * cuda_ctx, const GstVideoInfo * info,
+    CUdeviceptr ptr, gpointer user_data, GDestroyNotify notify)
+{
+  g_return_val_if_fail (info != NULL, NULL);
+  g_return_val_if_fail (ptr != 0, NULL);
+  g_return_val_if_fail (notify != NULL, NULL);
+
+  if (!api.streams.gst_cuda_allocator_alloc_wrapped
+      || !gpushare_gst_cuda_is_cuda_context (cuda_ctx))
+    return NULL;
+  /* the default allocator, which the call takes when given none */
+  api.gst_cuda_memory_init_once ();
+  /* no stream: the memory is complete when it is handed out */
+  return api.streams.gst_cuda_allocator_alloc_wrapped (NULL, cuda_ctx, NULL,
+      info, ptr, user_data, notify);
 }

@@ -80,6 +80,27 @@
  *   neither gst_cuda_allocator_alloc (its signature changed in 1.24) nor
  *   anything that depends on allocator struct sizes.
  *
+ * What changed in 1.24 (checked against gst-plugins-bad 1.24 and 1.26,
+ * gstcudamemory.cpp, and the Debian 13 binary of 1.26.2):
+ * - A GstCudaMemory may carry a GstCudaStream.  Whoever writes it on that
+ *   stream (nvh264dec, cudaupload, cudaconvert) does not wait for the work
+ *   to finish: it sets the memory flag GST_CUDA_MEMORY_TRANSFER_NEED_SYNC
+ *   and pushes.  A map with GST_MAP_CUDA does NOT wait; a CPU map does.  A
+ *   reader on a device pointer must call gst_cuda_memory_sync () first
+ *   (it synchronises the memory's stream when the flag is set, and clears
+ *   it): gpushare_gst_cuda_memory_sync ().
+ * - Memory without a stream (a pool whose config names none, as ours) is
+ *   complete when it is pushed: its writer synchronised.
+ * - gst_cuda_allocator_alloc_wrapped () (new in 1.24) makes a GstCudaMemory
+ *   around a device pointer the caller owns; with a notify, the pointer is
+ *   not freed, notify is called when the memory is: the import path of
+ *   gpusharesrc.  The memory's GstVideoInfo must describe the real layout;
+ *   its pitch is stride[0] and its row count size / stride[0].
+ * Which calls are used is decided once, at load, from the core's version
+ *   and the symbols the library has (gpushare_gst_cuda_abi_for ()): 1.22
+ *   and 1.23 without the stream calls, 1.24 to GPUSHARE_GST_CUDA_NEWEST_MINOR
+ *   with them; anything else, or a mix, is not used, with the reason.
+ *
  * Every wrapper returns FALSE, NULL or -1 when the library is not loaded.
  * Call gpushare_gst_cuda_load () first (once per process is enough).
  */
@@ -88,6 +109,7 @@
 #define __GPUSHARE_GST_CUDA_H__
 
 #include <gst/gst.h>
+#include <gst/video/video.h>
 #include <cuda.h>
 
 G_BEGIN_DECLS
@@ -102,6 +124,26 @@ G_BEGIN_DECLS
 #define GPUSHARE_CUDA_MEMORY_TYPE_NAME "gst.cuda.memory"
 /* the soname we open */
 #define GPUSHARE_GST_CUDA_LIBNAME "libgstcuda-1.0.so.0"
+
+/* the newest minor version of GStreamer 1.x this binding was made for */
+#define GPUSHARE_GST_CUDA_NEWEST_MINOR 26
+
+typedef enum
+{
+  GPUSHARE_GST_CUDA_ABI_NONE = 0,       /* not loaded, or not usable */
+  GPUSHARE_GST_CUDA_ABI_1_22,   /* memory is complete when pushed */
+  GPUSHARE_GST_CUDA_ABI_1_24,   /* memory ordered on a stream; wrapping */
+} GpuShareGstCudaAbi;
+
+/* Which calls suit a libgstcuda of GStreamer major.minor that has (or not)
+ * the stream calls of 1.24.  NONE, with why_not (free it), for versions
+ * before 1.22, mixed versions, and minors after
+ * GPUSHARE_GST_CUDA_NEWEST_MINOR unless allow_untested (the environment
+ * variable GPUSHARE_GST_CUDA_UNTESTED=1 at load). */
+GpuShareGstCudaAbi gpushare_gst_cuda_abi_for (guint major, guint minor,
+    gboolean has_streams, gboolean allow_untested, gchar ** why_not);
+/* the calls in use, once loaded */
+GpuShareGstCudaAbi gpushare_gst_cuda_abi (void);
 
 /* Opens libgstcuda-1.0.so.0 once per process and resolves the functions
  * below.  FALSE with a reason (not installed, a function missing).  It does
@@ -159,6 +201,23 @@ GstObject *gpushare_gst_cuda_memory_get_context (GstMemory * mem);
 /* gst_cuda_buffer_pool_new (), after gst_cuda_memory_init_once (); see the
  * notes above for its config.  Transfer full. */
 GstBufferPool *gpushare_gst_cuda_buffer_pool_new (GstObject * cuda_ctx);
+
+/* gst_cuda_memory_sync () (1.24+): waits until the memory's stream has
+ * finished writing it; nothing on 1.22, where memory is complete when
+ * pushed, and for memory that is no CUDA memory.  Call it before reading
+ * through a GPUSHARE_MAP_CUDA map. */
+void gpushare_gst_cuda_memory_sync (GstMemory * mem);
+/* the memory carries a stream (1.24+ only) */
+gboolean gpushare_gst_cuda_memory_has_stream (GstMemory * mem);
+
+/* gst_cuda_allocator_alloc_wrapped () (1.24+): a CUDA memory of @cuda_ctx
+ * around @ptr, laid out as @info (one pitch, stride[0], for every plane),
+ * without a stream (complete when handed out).  @ptr is not freed: @notify
+ * (@user_data) is called when the memory is.  NULL on 1.22 or when
+ * @cuda_ctx is no GstCudaContext.  Transfer full. */
+GstMemory *gpushare_gst_cuda_memory_wrap (GstObject * cuda_ctx,
+    const GstVideoInfo * info, CUdeviceptr ptr, gpointer user_data,
+    GDestroyNotify notify);
 
 G_END_DECLS
 

@@ -419,7 +419,7 @@ caps_have_gpu_memory (GstCaps * caps)
   return FALSE;
 }
 
-/* 1.22: the elements' pads take and give CUDA memory */
+/* every GStreamer version: the elements' pads take and give CUDA memory */
 GST_START_TEST (test_template_has_gpu)
 {
   GstCaps *caps;
@@ -432,51 +432,77 @@ GST_START_TEST (test_template_has_gpu)
 
 GST_END_TEST;
 
-/* 1.24 and later: CUDA memory is ordered on a stream that gpushare does
- * not wait on yet, so the library is refused with the reason, no CUDA
- * memory is taken or given (the pads do not offer it), and no call
- * reaches it.  Reading such memory without waiting gave frames a decoder
- * had not finished (on the H200 with 1.26). */
-GST_START_TEST (test_refuses_streams)
+/* the calls of the version loaded: 1.22's without the stream calls, 1.24's
+ * with them (CUDA memory ordered on a stream, waited on before reading) */
+GST_START_TEST (test_abi_loaded)
 {
-  GError *err = NULL;
-  GstElement *bin;
-  GstObject *ctx = NULL;
-  GstMemory *mem;
-  GstCaps *caps;
+  guint major, minor, micro, nano;
 
-  fail_if (gpushare_gst_cuda_load (&err));
-  fail_unless (err != NULL && strstr (err->message, "1.24 or later"),
-      "%s", err ? err->message : "no reason");
-  g_clear_error (&err);
-  fail_if (gpushare_gst_cuda_is_loaded ());
+  gst_version (&major, &minor, &micro, &nano);
+  fail_unless (gpushare_gst_cuda_load (NULL));
+  if (library_has_streams ()) {
+    fail_unless (minor >= 24, "stream calls in GStreamer 1.%u", minor);
+    fail_unless_equals_int (gpushare_gst_cuda_abi (),
+        GPUSHARE_GST_CUDA_ABI_1_24);
+  } else {
+    fail_unless (minor < 24, "no stream calls in GStreamer 1.%u", minor);
+    fail_unless_equals_int (gpushare_gst_cuda_abi (),
+        GPUSHARE_GST_CUDA_ABI_1_22);
+  }
+  /* plain memory: nothing to wait on, nothing to crash on */
+  {
+    GstMemory *mem = gst_allocator_alloc (NULL, 64, NULL);
 
-  mem = gst_allocator_alloc (NULL, 4096, NULL);
-  fail_if (gpushare_gst_cuda_is_cuda_memory (mem));
-  gst_memory_unref (mem);
-  bin = gst_bin_new ("cuda-user");
-  fail_if (gpushare_gst_cuda_ensure_element_context (bin, -1, &ctx));
-  fail_unless (ctx == NULL);
-  gst_object_unref (bin);
-
-  gpushare_cuda_xfer_register ();
-  caps = gpushare_xfer_template_caps ();
-  fail_if (caps_have_gpu_memory (caps), "%" GST_PTR_FORMAT, caps);
-  gst_caps_unref (caps);
+    gpushare_gst_cuda_memory_sync (mem);
+    fail_if (gpushare_gst_cuda_memory_has_stream (mem));
+    gpushare_gst_cuda_memory_sync (NULL);
+    gst_memory_unref (mem);
+  }
 }
 
 GST_END_TEST;
 
-static Suite *
-streams_suite (void)
+/* which calls a version gets, and why not */
+GST_START_TEST (test_abi_for)
 {
-  Suite *s = suite_create ("gpusharegstcuda");
-  TCase *tc = tcase_create ("streams");
+  static const struct
+  {
+    guint major, minor;
+    gboolean streams, untested;
+    GpuShareGstCudaAbi abi;
+    const gchar *why;
+  } cases[] = {
+    {1, 20, FALSE, FALSE, GPUSHARE_GST_CUDA_ABI_NONE, "1.22 or later"},
+    {1, 22, FALSE, FALSE, GPUSHARE_GST_CUDA_ABI_1_22, NULL},
+    {1, 23, FALSE, FALSE, GPUSHARE_GST_CUDA_ABI_1_22, NULL},
+    {1, 22, TRUE, FALSE, GPUSHARE_GST_CUDA_ABI_NONE, "mixed"},
+    {1, 24, FALSE, FALSE, GPUSHARE_GST_CUDA_ABI_NONE, "mixed"},
+    {1, 24, TRUE, FALSE, GPUSHARE_GST_CUDA_ABI_1_24, NULL},
+    {1, 26, TRUE, FALSE, GPUSHARE_GST_CUDA_ABI_1_24, NULL},
+    {1, 28, TRUE, FALSE, GPUSHARE_GST_CUDA_ABI_NONE,
+        "GPUSHARE_GST_CUDA_UNTESTED=1"},
+    {1, 28, TRUE, TRUE, GPUSHARE_GST_CUDA_ABI_1_24, NULL},
+    {1, 28, FALSE, TRUE, GPUSHARE_GST_CUDA_ABI_NONE, "mixed"},
+    {2, 0, TRUE, TRUE, GPUSHARE_GST_CUDA_ABI_NONE, "1.22 or later"},
+  };
+  guint i;
 
-  suite_add_tcase (s, tc);
-  tcase_add_test (tc, test_refuses_streams);
-  return s;
+  for (i = 0; i < G_N_ELEMENTS (cases); i++) {
+    gchar *why = NULL;
+    GpuShareGstCudaAbi abi = gpushare_gst_cuda_abi_for (cases[i].major,
+        cases[i].minor, cases[i].streams, cases[i].untested, &why);
+
+    fail_unless_equals_int (abi, cases[i].abi);
+    if (cases[i].why)
+      fail_unless (why && strstr (why, cases[i].why), "case %u: %s", i,
+          why ? why : "no reason");
+    else
+      fail_unless (why == NULL, "case %u: %s", i, why);
+    g_free (why);
+  }
 }
+
+GST_END_TEST;
 
 static Suite *
 gstcuda_suite (void)
@@ -488,6 +514,8 @@ gstcuda_suite (void)
   tcase_add_test (tc, test_constants);
   tcase_add_test (tc, test_load);
   tcase_add_test (tc, test_template_has_gpu);
+  tcase_add_test (tc, test_abi_loaded);
+  tcase_add_test (tc, test_abi_for);
   tcase_add_test (tc, test_no_gpu);
   tcase_add_test (tc, test_not_cuda);
   tcase_add_test (tc, test_context_sharing);
@@ -503,11 +531,6 @@ main (int argc, char **argv)
 
   gst_check_init (&argc, &argv);
 
-  /* asked before it is loaded: a refused library is never loaded */
-  if (library_has_streams ()) {
-    s = streams_suite ();
-    return gst_check_run_suite (s, "gpusharegstcuda", __FILE__);
-  }
   if (!gpushare_gst_cuda_load (&err)) {
     printf ("SKIP: %s\n", err->message);
     g_clear_error (&err);

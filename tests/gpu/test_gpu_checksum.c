@@ -345,7 +345,9 @@ checksum_buffer (Checker * c, GstPad * pad, GstBuffer * buf, guint64 * sums,
   }
   if (!(k = get_kernel (c, gst_ctx, error)))
     return FALSE;
-  /* in place: plane data are CUdeviceptrs, strides the pitch */
+  /* in place: plane data are CUdeviceptrs, strides the pitch; 1.24+:
+   * after the writer's stream finished */
+  gpushare_gst_cuda_memory_sync (gst_buffer_peek_memory (buf, 0));
   if (!gst_video_frame_map (&frame, &c->info, buf,
           GST_MAP_READ | GPUSHARE_MAP_CUDA)) {
     g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_CALL,

@@ -1,12 +1,14 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
 #
-# make-clip.sh: make tests/media/clip-h264.mp4, the H.264 clip the decode
-# tests feed through gpushare.
+# make-clip.sh: make the H.264 clips the decode tests feed through
+# gpushare: tests/media/clip-h264.mp4 and tests/media/clip-h264-1080p.mp4.
 #
-#   tests/media/make-clip.sh [OUTPUT]      (default: next to this script)
+#   tests/media/make-clip.sh [OUTPUT [WIDTH HEIGHT FRAMES QUANTIZER]]
+#   tests/media/make-clip.sh tests/media/clip-h264-1080p.mp4 1920 1080 300 48
 #
-# What it makes: 60 frames (2 s) of 1280x720 at 30 fps, H.264 High profile,
+# What it makes by default (next to this script): 60 frames (2 s) of
+# 1280x720 at 30 fps (quantizer 26), H.264 High profile,
 # 8-bit 4:2:0, in MP4.  A moving zone plate (videotestsrc pattern=zone-plate
 # kt=1), so that every frame differs and carries texture.  GOP of 30 with two
 # B-frames between references (b-adapt=false: a fixed I B B P pattern), so
@@ -34,7 +36,10 @@ set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
 out=${1:-"$here/clip-h264.mp4"}
-frames=60
+width=${2:-1280}
+height=${3:-720}
+frames=${4:-60}
+quantizer=${5:-26}
 
 for e in videotestsrc x264enc h264parse mp4mux qtdemux; do
   if ! gst-inspect-1.0 --exists "$e"; then
@@ -53,9 +58,9 @@ trap 'rm -f "$tmp"' EXIT
 
 gst-launch-1.0 -q \
   videotestsrc pattern=zone-plate kx2=20 ky2=20 kt=1 num-buffers=$frames ! \
-  video/x-raw,format=I420,width=1280,height=720,framerate=30/1 ! \
+  video/x-raw,format=I420,width=$width,height=$height,framerate=30/1 ! \
   x264enc threads=1 key-int-max=30 bframes=2 b-adapt=false \
-    pass=quant quantizer=26 ! \
+    pass=quant quantizer=$quantizer ! \
   video/x-h264,profile=high ! \
   h264parse ! mp4mux ! filesink location="$tmp"
 
@@ -112,7 +117,7 @@ if [ "$pts_back" -eq 0 ]; then
 fi
 
 if gst-inspect-1.0 --exists avdec_h264; then
-  check="avdec_h264 ! video/x-raw,format=I420,width=1280,height=720"
+  check="avdec_h264 ! video/x-raw,format=I420,width=$width,height=$height"
 else
   echo "make-clip: no avdec_h264 (gstreamer1.0-libav): parsing only" >&2
   check="video/x-h264,profile=high,stream-format=avc"
