@@ -9,9 +9,14 @@
 
 #include <string.h>
 
+#include "gpusharecudaloader.h"
+
 #include "gpusharecuda.h"
 #include "gpusharecudaxfer.h"
 #include "gpusharegstcuda.h"
+
+GST_DEBUG_CATEGORY_STATIC (gpushare_xfer_cuda_debug);
+#define GST_CAT_DEFAULT gpushare_xfer_cuda_debug
 
 typedef struct
 {
@@ -199,6 +204,9 @@ cuda_write (GpuShareXferRing * ring, guint slot, const GstVideoInfo * info,
       return FALSE;
     }
     mem = gst_buffer_peek_memory (buf, 0);
+    /* 1.24+: upstream's stream may still be writing it; a map with
+     * GST_MAP_CUDA does not wait */
+    gpushare_gst_cuda_memory_sync (mem);
     if (!gst_memory_map (mem, &map, GST_MAP_READ | GPUSHARE_MAP_CUDA)) {
       g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_CALL,
           "could not map upstream's CUDA memory");
@@ -280,6 +288,10 @@ cuda_read (GpuShareXferView * view, guint slot, guint64 sequence,
   gboolean ok;
   guint i;
 
+  /* 1.24+: a buffer of a pool with a stream may still be read there */
+  if (dst_device)
+    for (i = 0; i < gst_buffer_n_memory (dst); i++)
+      gpushare_gst_cuda_memory_sync (gst_buffer_peek_memory (dst, i));
   if (!gst_video_frame_map (&frame, dst_info, dst, GST_MAP_WRITE |
           (dst_device ? GPUSHARE_MAP_CUDA : 0))) {
     g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_CALL,
@@ -310,6 +322,123 @@ cuda_skip (GpuShareXferView * view, guint slot, guint64 sequence,
       error);
 }
 
+static gboolean
+cuda_can_import (const gchar ** why_not)
+{
+  if (!gpushare_gst_cuda_load (NULL)) {
+    *why_not = "GStreamer's CUDA library is not usable here";
+    return FALSE;
+  }
+  if (gpushare_gst_cuda_abi () != GPUSHARE_GST_CUDA_ABI_1_24) {
+    *why_not = "GStreamer 1.22's CUDA library cannot wrap device memory "
+        "(1.24 and later can)";
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* a slot handed downstream in place: what its memory's notify needs */
+typedef struct
+{
+  GpuShareXferView *view;       /* a reference */
+  GstObject *ctx;               /* a reference: the memory's context */
+  guint slot;
+  guint64 sequence;
+  gpointer user_data;
+  GDestroyNotify notify;
+} CudaImport;
+
+static void
+cuda_import_free (gpointer data)
+{
+  CudaImport *imp = data;
+  CUcontext handle = gpushare_gst_cuda_context_get_handle (imp->ctx);
+  GError *error = NULL;
+
+  /* Downstream dropped its last reference, but may have queued reads of
+   * the slot on a stream of its own that have not run yet (1.24+ elements
+   * do not wait for their work before they drop their input): everything
+   * queued in the memory's context is waited for before the producer may
+   * write the slot again.  The elements of this process share that
+   * context (gpusharesrc answers their context queries with it). */
+  if (handle && gpushare_cuda ()->cuCtxPushCurrent (handle) == CUDA_SUCCESS) {
+    gpushare_cuda ()->cuCtxSynchronize ();
+    gpushare_cuda_pop ();
+  }
+  if (!gpushare_cuda_view_done (((CudaView *) imp->view)->view, imp->slot,
+          imp->sequence, &error)) {
+    /* the lease takes the slot back from a consumer that never says done */
+    GST_WARNING ("slot %u: done not signalled: %s", imp->slot,
+        error->message);
+    g_clear_error (&error);
+  }
+  if (imp->notify)
+    imp->notify (imp->user_data);
+  gpushare_xfer_view_unref (imp->view);
+  gst_object_unref (imp->ctx);
+  g_free (imp);
+}
+
+static GstMemory *
+cuda_import (GpuShareXferView * view, guint slot, guint64 sequence,
+    const GstVideoInfo * slot_info, GstObject * ctx, gpointer user_data,
+    GDestroyNotify notify, GError ** error)
+{
+  GpuShareCudaView *cview = ((CudaView *) view)->view;
+  CudaImport *imp;
+  GstMemory *mem;
+  GstVideoInfo info = *slot_info;
+  const gchar *why = NULL;
+  guint i;
+
+  if (!cuda_can_import (&why)) {
+    g_set_error_literal (error, GPUSHARE_CUDA_ERROR,
+        GPUSHARE_CUDA_ERROR_UNSUPPORTED, why);
+    return NULL;
+  }
+  /* GStreamer's CUDA memory has one pitch for every plane (its size /
+   * pitch rows of it): a slot laid out otherwise is copied */
+  for (i = 1; i < GST_VIDEO_INFO_N_PLANES (&info); i++) {
+    if (GST_VIDEO_INFO_PLANE_STRIDE (&info, i) !=
+        GST_VIDEO_INFO_PLANE_STRIDE (&info, 0)) {
+      g_set_error (error, GPUSHARE_CUDA_ERROR,
+          GPUSHARE_CUDA_ERROR_UNSUPPORTED, "the slot's planes have different "
+          "strides (%s), which GStreamer's CUDA memory cannot describe",
+          gst_video_format_to_string (GST_VIDEO_INFO_FORMAT (&info)));
+      return NULL;
+    }
+  }
+  if (GST_VIDEO_INFO_SIZE (&info) > view->slot_size
+      || GST_VIDEO_INFO_SIZE (&info) % GST_VIDEO_INFO_PLANE_STRIDE (&info,
+          0) != 0) {
+    g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_UNSUPPORTED,
+        "the frame's size is no whole number of rows of its pitch");
+    return NULL;
+  }
+  if (!gpushare_cuda_view_wait_ready (cview, slot, sequence, error))
+    return NULL;
+  imp = g_new0 (CudaImport, 1);
+  imp->view = gpushare_xfer_view_ref (view);
+  imp->ctx = gst_object_ref (ctx);
+  imp->slot = slot;
+  imp->sequence = sequence;
+  imp->user_data = user_data;
+  imp->notify = notify;
+  mem = gpushare_gst_cuda_memory_wrap (ctx, &info,
+      gpushare_cuda_view_slot_ptr (cview, slot), imp, cuda_import_free);
+  if (!mem) {
+    /* done was not waited for by anyone yet: say it, then give it back */
+    imp->notify = NULL;
+    cuda_import_free (imp);
+    g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_CALL,
+        "GStreamer's CUDA library did not wrap the slot");
+    return NULL;
+  }
+  /* a writer downstream gets a copy, never the producer's slot */
+  GST_MINI_OBJECT_FLAG_SET (mem, GST_MEMORY_FLAG_READONLY);
+  return mem;
+}
+
 static const GpuShareXfer cuda_xfer = {
   .name = "cuda",
   .mem_types = GPUSHARE_MEM_CUDA_VMM | GPUSHARE_MEM_CUDA_LEGACY |
@@ -333,10 +462,14 @@ static const GpuShareXfer cuda_xfer = {
   .view_free = cuda_view_free,
   .read = cuda_read,
   .skip = cuda_skip,
+  .can_import = cuda_can_import,
+  .import = cuda_import,
 };
 
 void
 gpushare_cuda_xfer_register (void)
 {
+  GST_DEBUG_CATEGORY_INIT (gpushare_xfer_cuda_debug, "gpusharexfercuda", 0,
+      "gpushare: the GPU transfer");
   gpushare_xfer_register_gpu (&cuda_xfer);
 }

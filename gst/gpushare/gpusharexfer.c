@@ -372,6 +372,42 @@ gpushare_xfer_view_wrap (GpuShareXferView * view, guint slot, gsize size,
 }
 
 gboolean
+gpushare_xfer_gpu_can_import (const gchar ** why_not)
+{
+  const GpuShareXfer *gpu = gpushare_xfer_gpu ();
+  const gchar *why = "this build has no GPU transfer";
+  gboolean ok = FALSE;
+
+  if (gpu && gpu->can_import)
+    ok = gpu->can_import (&why);
+  if (!ok && why_not)
+    *why_not = why;
+  return ok;
+}
+
+GstMemory *
+gpushare_xfer_view_import (GpuShareXferView * view, guint slot,
+    guint64 sequence, const GstVideoInfo * slot_info, GstObject * ctx,
+    gpointer user_data, GDestroyNotify notify, GError ** error)
+{
+  GstMemory *mem;
+
+  g_return_val_if_fail (slot < view->n_slots, NULL);
+  g_return_val_if_fail (GST_IS_OBJECT (ctx), NULL);
+  if (!view->xfer->import) {
+    g_set_error (error, GPUSHARE_XFER_ERROR, GPUSHARE_XFER_ERROR_UNSUPPORTED,
+        "%s memory cannot be handed out in place as GPU memory",
+        gpushare_mem_type_to_string (view->mem_type));
+    return NULL;
+  }
+  mem = view->xfer->import (view, slot, sequence, slot_info, ctx, user_data,
+      notify, error);
+  if (!mem)
+    own_error (error, GPUSHARE_XFER_ERROR_RESOURCE);
+  return mem;
+}
+
+gboolean
 gpushare_xfer_view_read (GpuShareXferView * view, guint slot,
     guint64 sequence, const GstVideoInfo * slot_info,
     const GstVideoInfo * dst_info, GstBuffer * dst, gboolean dst_device,

@@ -155,6 +155,14 @@ struct _GpuShareXfer
       GstBuffer * dst, gboolean dst_device, GError ** error);
   gboolean (*skip) (GpuShareXferView * view, guint slot, guint64 sequence,
       GError ** error);
+  /* GPU transfers: GStreamer's library can wrap device memory (NULL: never;
+   * FALSE with a borrowed reason) */
+  gboolean (*can_import) (const gchar ** why_not);
+  /* a memory of GStreamer's GPU library (of ctx) wrapping the slot in
+   * place; see gpushare_xfer_view_import () */
+  GstMemory *(*import) (GpuShareXferView * view, guint slot,
+      guint64 sequence, const GstVideoInfo * slot_info, GstObject * ctx,
+      gpointer user_data, GDestroyNotify notify, GError ** error);
 };
 
 /* the system-memory transfer, always there */
@@ -226,6 +234,21 @@ void gpushare_xfer_view_unref (GpuShareXferView * view);
  * when this memory cannot be wrapped */
 GstMemory *gpushare_xfer_view_wrap (GpuShareXferView * view, guint slot,
     gsize size, gpointer user_data, GDestroyNotify notify);
+/* Whether GPU slots can be handed downstream in place: GStreamer's GPU
+ * library of this process can wrap device memory (1.24 and later).  FALSE
+ * with a borrowed reason otherwise. */
+gboolean gpushare_xfer_gpu_can_import (const gchar ** why_not);
+/* A read-only GPU memory of GStreamer's library (a memory of ctx, the
+ * element's GstCudaContext) that is the slot itself, laid out as
+ * slot_info: zero copies.  Ready has been waited for when it returns.
+ * When the memory is freed, whatever this process still has queued on the
+ * GPU in ctx is waited for (a reader downstream may have queued work on it
+ * and dropped the buffer), done is signalled, the view's reference dropped
+ * and notify (user_data) called.  NULL, with error, when it cannot be
+ * made. */
+GstMemory *gpushare_xfer_view_import (GpuShareXferView * view, guint slot,
+    guint64 sequence, const GstVideoInfo * slot_info, GstObject * ctx,
+    gpointer user_data, GDestroyNotify notify, GError ** error);
 /* copies the frame of slot (laid out as slot_info) into dst (as dst_info,
  * device memory when dst_device) */
 gboolean gpushare_xfer_view_read (GpuShareXferView * view, guint slot,

@@ -130,3 +130,22 @@ gst_gpu_share_sync_get_type (void)
   }
   return type;
 }
+
+GType
+gst_gpu_share_io_mode_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {GST_GPU_SHARE_IO_AUTO, "In place where the memory and GStreamer allow "
+          "it, a copy otherwise", "auto"},
+    {GST_GPU_SHARE_IO_COPY, "Every frame copied out of its slot", "copy"},
+    {GST_GPU_SHARE_IO_IMPORT, "In place, or an error", "import"},
+    {0, NULL, NULL}
+  };
+
+  if (g_once_init_enter (&type)) {
+    GType t = g_enum_register_static ("GstGpuShareIoMode", values);
+    g_once_init_leave (&type, t);
+  }
+  return type;
+}

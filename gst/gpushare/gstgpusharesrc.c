@@ -55,6 +55,7 @@ GST_DEBUG_CATEGORY_STATIC (gst_gpu_share_src_debug);
 #define DEFAULT_PRODUCER_LOST GST_GPU_SHARE_PRODUCER_LOST_ERROR
 #define DEFAULT_HEARTBEAT_INTERVAL 1000 /* ms */
 #define DEFAULT_MAX_IN_PLACE 0  /* half the producer's ring */
+#define DEFAULT_IO_MODE GST_GPU_SHARE_IO_AUTO
 
 /* the client's settings are the element's enums */
 G_STATIC_ASSERT ((gint) GPUSHARE_PRODUCER_LOST_RECONNECT ==
@@ -73,6 +74,7 @@ enum
   PROP_HEARTBEAT_INTERVAL,
   PROP_ALLOWED_PRODUCER_UIDS,
   PROP_MAX_IN_PLACE,
+  PROP_IO_MODE,
   PROP_STATS,
   N_PROPERTIES
 };
@@ -94,16 +96,22 @@ struct _GstGpuShareSrc
   guint heartbeat_interval;     /* ms, 0: none */
   GArray *allowed_producer_uids;        /* guint, beside our own and root */
   guint max_in_place;           /* 0: half the producer's ring */
+  GstGpuShareIoMode io_mode;
 
   /* the consumer core, from start on (kept after stop for its stats) */
   GpuShareClient *client;
   GstObject *gpu_ctx;           /* GStreamer's GPU context, shared */
-  gint frames_copied;           /* past max-in-place; atomic */
+  gint frames_copied;           /* atomic */
+  gint frames_in_place;         /* atomic */
 
   /* streaming thread; caps and in_caps also read by get_caps under the
    * object lock */
   GstBufferPool *out_pool;      /* for copies out of GPU slots */
   gboolean out_gpu;             /* negotiated GPU memory */
+  /* frames may be pushed in place (under the object lock: stats), and why
+   * not (a static string) */
+  gboolean in_place;
+  gchar *copy_reason;
   GstCaps *caps;                /* the output caps */
   GstCaps *in_caps;             /* the producer's caps, system memory */
   GstVideoInfo vinfo;           /* the slots' layout */
@@ -170,6 +178,7 @@ gst_gpu_share_src_start (GstBaseSrc * bsrc)
   GST_OBJECT_UNLOCK (self);
 
   g_atomic_int_set (&self->frames_copied, 0);
+  g_atomic_int_set (&self->frames_in_place, 0);
   self->have_first_abs = FALSE;
   gst_video_info_init (&self->vinfo);
   gpushare_client_start (client);
@@ -262,9 +271,42 @@ set_frame_fields (GstGpuShareSrc * self, GstBuffer * buf,
       GST_MINI_OBJECT_FLAG_MAY_BE_LEAKED);
 }
 
+/* the reason frames are copied (NULL: pushed in place); a
+ * frame that could not go in place stops the others too */
+static void
+set_copy_reason (GstGpuShareSrc * self, const gchar * why)
+{
+  GST_OBJECT_LOCK (self);
+  self->in_place = why == NULL;
+  g_free (self->copy_reason);
+  self->copy_reason = g_strdup (why);
+  GST_OBJECT_UNLOCK (self);
+}
+
+/* TRUE when this frame may go downstream in place: in-place frames are
+ * possible and downstream holds fewer than max-in-place of them */
+static gboolean
+hold_in_place (GstGpuShareSrc * self, GpuShareClientFrame * frame)
+{
+  guint max;
+  gboolean in_place;
+
+  GST_OBJECT_LOCK (self);
+  max = self->max_in_place;
+  in_place = self->in_place;
+  GST_OBJECT_UNLOCK (self);
+  if (!in_place)
+    return FALSE;
+  /* half the ring: the producer always finds a slot for the next frames
+   * while downstream keeps the other half */
+  if (max == 0)
+    max = MAX (1, gpushare_client_frame_view (frame)->n_slots / 2);
+  return gpushare_client_frame_hold_in_place (frame, max);
+}
+
 /* A buffer of a frame in system memory: the slot wrapped in place,
  * read-only, while downstream holds fewer than max-in-place of them; a
- * copy, and the slot back at once, past that. */
+ * copy, and the slot back at once, past that (or with io-mode=copy). */
 static GstBuffer *
 make_buffer (GstGpuShareSrc * self, GpuShareClientFrame * frame)
 {
@@ -273,22 +315,14 @@ make_buffer (GstGpuShareSrc * self, GpuShareClientFrame * frame)
   GstVideoInfo *vi = &self->vinfo;
   GstBuffer *buf = NULL;
   GstMemory *mem;
-  guint max;
 
-  GST_OBJECT_LOCK (self);
-  max = self->max_in_place;
-  GST_OBJECT_UNLOCK (self);
-  /* half the ring: the producer always finds a slot for the next frames
-   * while downstream keeps the other half */
-  if (max == 0)
-    max = MAX (1, view->n_slots / 2);
-
-  if (gpushare_client_frame_hold_in_place (frame, max)) {
+  if (hold_in_place (self, frame)) {
     mem = gpushare_xfer_view_wrap (view, f->slot, self->layout.frame_size,
         frame, (GDestroyNotify) gpushare_client_frame_release);
     if (mem) {
       buf = gst_buffer_new ();
       gst_buffer_append_memory (buf, mem);
+      g_atomic_int_inc (&self->frames_in_place);
     }
   }
   if (!buf) {
@@ -304,8 +338,8 @@ make_buffer (GstGpuShareSrc * self, GpuShareClientFrame * frame)
         NULL);
     gpushare_client_frame_release (frame);
     g_atomic_int_inc (&self->frames_copied);
-    GST_LOG_OBJECT (self, "%u buffers held in place: frame %"
-        G_GUINT64_FORMAT " copied", max, f->sequence);
+    GST_LOG_OBJECT (self, "frame %" G_GUINT64_FORMAT " copied",
+        f->sequence);
   }
   gst_buffer_add_video_meta_full (buf, GST_VIDEO_FRAME_FLAG_NONE,
       GST_VIDEO_INFO_FORMAT (vi), GST_VIDEO_INFO_WIDTH (vi),
@@ -314,8 +348,52 @@ make_buffer (GstGpuShareSrc * self, GpuShareClientFrame * frame)
   return buf;
 }
 
-/* One copy out of a GPU slot, on the device into a buffer of a GPU pool
- * or downloaded into system memory; the slot goes back to the producer as
+/* GPU memory that is the slot itself (GStreamer 1.24+), read-only; the
+ * slot goes back to the producer when the last reference goes.  NULL when
+ * it cannot be made: the reason is then in the stats, or, with
+ * io-mode=import, an error is posted. */
+static GstBuffer *
+import_gpu_buffer (GstGpuShareSrc * self, GpuShareClientFrame * frame,
+    gboolean * failed)
+{
+  GpuShareXferView *view = gpushare_client_frame_view (frame);
+  const GpuShareFrame *f = gpushare_client_frame_info (frame);
+  GstVideoInfo *vi = &self->vinfo;
+  GError *error = NULL;
+  GstMemory *mem;
+  GstBuffer *buf;
+
+  mem = gpushare_xfer_view_import (view, f->slot, f->sequence, vi,
+      self->gpu_ctx, frame, (GDestroyNotify) gpushare_client_frame_release,
+      &error);
+  if (!mem) {
+    /* the frame is still ours: the caller copies it (or fails); its
+     * in-place count goes when it is released */
+    GST_WARNING_OBJECT (self, "frame %" G_GUINT64_FORMAT " copied: %s",
+        f->sequence, error->message);
+    set_copy_reason (self, error->message);
+    if (self->io_mode == GST_GPU_SHARE_IO_IMPORT) {
+      GST_ELEMENT_ERROR (self, RESOURCE, READ,
+          ("io-mode=import, but a frame could not be pushed in place"),
+          ("%s", error->message));
+      *failed = TRUE;
+    }
+    g_clear_error (&error);
+    return NULL;
+  }
+  buf = gst_buffer_new ();
+  gst_buffer_append_memory (buf, mem);
+  gst_buffer_add_video_meta_full (buf, GST_VIDEO_FRAME_FLAG_NONE,
+      GST_VIDEO_INFO_FORMAT (vi), GST_VIDEO_INFO_WIDTH (vi),
+      GST_VIDEO_INFO_HEIGHT (vi), GST_VIDEO_INFO_N_PLANES (vi), vi->offset,
+      vi->stride);
+  g_atomic_int_inc (&self->frames_in_place);
+  return buf;
+}
+
+/* A frame out of a GPU slot: the slot itself where it may go in place,
+ * otherwise one copy, on the device into a buffer of a GPU pool or
+ * downloaded into system memory, and the slot back to the producer as
  * soon as the copy is done. */
 static GstFlowReturn
 make_gpu_buffer (GstGpuShareSrc * self, GpuShareClientFrame * frame,
@@ -327,8 +405,18 @@ make_gpu_buffer (GstGpuShareSrc * self, GpuShareClientFrame * frame,
   GstVideoInfo tight;
   GstBuffer *buf = NULL;
   GError *error = NULL;
-  gboolean ok;
+  gboolean ok, failed = FALSE;
 
+  if (self->out_gpu && hold_in_place (self, frame)) {
+    *outbuf = import_gpu_buffer (self, frame, &failed);
+    if (*outbuf)
+      return GST_FLOW_OK;
+    if (failed) {
+      gpushare_xfer_view_skip (view, f->slot, f->sequence, NULL);
+      gpushare_client_frame_release (frame);
+      return GST_FLOW_ERROR;
+    }
+  }
   if (self->out_gpu) {
     if (!gst_buffer_pool_is_active (self->out_pool))
       gst_buffer_pool_set_active (self->out_pool, TRUE);
@@ -358,6 +446,8 @@ make_gpu_buffer (GstGpuShareSrc * self, GpuShareClientFrame * frame,
   }
   ok = gpushare_xfer_view_read (view, f->slot, f->sequence, &self->vinfo,
       vi, buf, self->out_gpu, &error);
+  if (ok)
+    g_atomic_int_inc (&self->frames_copied);
   if (!ok)
     gpushare_xfer_view_skip (view, f->slot, f->sequence, NULL);
   gpushare_client_frame_release (frame);
@@ -450,6 +540,46 @@ output_caps (GstGpuShareSrc * self, GstCaps * caps)
   gst_caps_unref (gpu);
   return gst_caps_ref (caps);
 }
+/* streaming thread, once the output caps are set: whether frames go
+ * downstream in place, said in the stats and in a "gpushare-output"
+ * element message.  FALSE, with an error posted, when io-mode=import and
+ * they cannot. */
+static gboolean
+choose_io (GstGpuShareSrc * self)
+{
+  const gchar *why = NULL;
+  GstGpuShareIoMode mode;
+  gboolean gpu_slots;
+
+  GST_OBJECT_LOCK (self);
+  mode = self->io_mode;
+  GST_OBJECT_UNLOCK (self);
+  gpu_slots = gpushare_client_mem_type (self->client) != GPUSHARE_MEM_SYSTEM;
+  if (mode == GST_GPU_SHARE_IO_COPY)
+    why = "io-mode=copy";
+  else if (gpu_slots && !self->out_gpu)
+    why = "downstream takes system memory: GPU frames are downloaded";
+  else if (gpu_slots)
+    gpushare_xfer_gpu_can_import (&why);
+  set_copy_reason (self, why);
+  GST_INFO_OBJECT (self, "frames %s%s", why ? "copied: " : "in place",
+      why ? why : "");
+  gst_element_post_message (GST_ELEMENT (self),
+      gst_message_new_element (GST_OBJECT (self),
+          gst_structure_new ("gpushare-output",
+              "output-memory", G_TYPE_STRING,
+              self->out_gpu ? "CUDAMemory" : "system",
+              "io", G_TYPE_STRING, why ? "copy" : "in-place",
+              "reason", G_TYPE_STRING, why ? why : "", NULL)));
+  if (why && mode == GST_GPU_SHARE_IO_IMPORT) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+        ("io-mode=import, but frames cannot be pushed in place"),
+        ("%s", why));
+    return FALSE;
+  }
+  return TRUE;
+}
+
 /* streaming thread.  Picks the output caps for the producer's caps and
  * sets them when they changed, or always when force (a RECONFIGURE). */
 static gboolean
@@ -511,6 +641,8 @@ gst_gpu_share_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
               ("Downstream refused the producer's caps"), (NULL));
           return GST_FLOW_NOT_NEGOTIATED;
         }
+        if (!choose_io (self))
+          return GST_FLOW_NOT_NEGOTIATED;
         continue;
       case GPUSHARE_CLIENT_ITEM_FRAME:
         break;
@@ -546,7 +678,7 @@ gst_gpu_share_src_negotiate (GstBaseSrc * bsrc)
    * gone from CUDA memory to system memory or back. */
   if (!self->in_caps)
     return TRUE;
-  return set_output_caps (self, TRUE);
+  return set_output_caps (self, TRUE) && choose_io (self);
 }
 
 static GstCaps *
@@ -644,6 +776,8 @@ gst_gpu_share_src_unlock_stop (GstBaseSrc * bsrc)
 static GstStructure *
 make_stats (GstGpuShareSrc * self)
 {
+  const gchar *io;
+  gchar *io_reason;
   GpuShareClientStats st;
   GstStructure *s;
 
@@ -652,6 +786,10 @@ make_stats (GstGpuShareSrc * self)
   st.peer_device = -1;
   if (self->client)
     gpushare_client_get_stats (self->client, &st);
+  GST_OBJECT_LOCK (self);
+  io = !self->caps ? "none" : self->in_place ? "in-place" : "copy";
+  io_reason = g_strdup (self->copy_reason ? self->copy_reason : "");
+  GST_OBJECT_UNLOCK (self);
   s = gst_structure_new ("application/x-gpushare-src-stats",
       "state", G_TYPE_STRING, st.state,
       "memory-type", G_TYPE_STRING, st.mem_type ?
@@ -666,9 +804,14 @@ make_stats (GstGpuShareSrc * self)
       "frames-received", G_TYPE_UINT64, st.frames_received,
       "frames-copied", G_TYPE_UINT64,
       (guint64) (guint) g_atomic_int_get (&self->frames_copied),
+      "frames-in-place", G_TYPE_UINT64,
+      (guint64) (guint) g_atomic_int_get (&self->frames_in_place),
+      "io", G_TYPE_STRING, io,
+      "io-reason", G_TYPE_STRING, io_reason,
       "reconnects", G_TYPE_UINT, st.reconnects,
       "producer-live", G_TYPE_BOOLEAN, st.producer_live, NULL);
   g_free (st.mem_reason);
+  g_free (io_reason);
   return s;
 }
 
@@ -704,6 +847,9 @@ gst_gpu_share_src_set_property (GObject * object, guint prop_id,
       break;
     case PROP_ALLOWED_PRODUCER_UIDS:
       gpushare_ids_from_value (&self->allowed_producer_uids, value);
+      break;
+    case PROP_IO_MODE:
+      self->io_mode = g_value_get_enum (value);
       break;
     case PROP_MAX_IN_PLACE:
       self->max_in_place = g_value_get_uint (value);
@@ -759,6 +905,9 @@ gst_gpu_share_src_get_property (GObject * object, guint prop_id,
     case PROP_ALLOWED_PRODUCER_UIDS:
       gpushare_ids_to_value (self->allowed_producer_uids, value);
       break;
+    case PROP_IO_MODE:
+      g_value_set_enum (value, self->io_mode);
+      break;
     case PROP_MAX_IN_PLACE:
       g_value_set_uint (value, self->max_in_place);
       break;
@@ -776,6 +925,7 @@ gst_gpu_share_src_finalize (GObject * object)
 
   g_clear_pointer (&self->client, gpushare_client_free);
   g_free (self->socket_path);
+  g_free (self->copy_reason);
   g_clear_pointer (&self->allowed_producer_uids, g_array_unref);
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
@@ -845,6 +995,13 @@ gst_gpu_share_src_class_init (GstGpuShareSrcClass * klass)
       "1)", 0, GPUSHARE_MAX_SLOTS, DEFAULT_MAX_IN_PLACE,
       G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING
       | GST_PARAM_DOC_SHOW_DEFAULT);
+  properties[PROP_IO_MODE] = g_param_spec_enum ("io-mode", "I/O mode",
+      "How frames reach downstream: in place (the buffer is the producer's "
+      "read-only slot, in system memory, and in GPU memory from GStreamer "
+      "1.24 on), copied, or in place where possible (auto); see the stats' "
+      "io and io-reason", GST_TYPE_GPU_SHARE_IO_MODE, DEFAULT_IO_MODE,
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY |
+      GST_PARAM_DOC_SHOW_DEFAULT);
   properties[PROP_STATS] = g_param_spec_boxed ("stats", "Statistics",
       "Memory type in use and why, frames received and copied",
       GST_TYPE_STRUCTURE, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
@@ -875,6 +1032,7 @@ gst_gpu_share_src_class_init (GstGpuShareSrcClass * klass)
   gst_type_mark_as_plugin_api (GST_TYPE_GPU_SHARE_TRANSPORT, 0);
   gst_type_mark_as_plugin_api (GST_TYPE_GPU_SHARE_PRODUCER_LOST, 0);
   gst_type_mark_as_plugin_api (GST_TYPE_GPU_SHARE_SYNC, 0);
+  gst_type_mark_as_plugin_api (GST_TYPE_GPU_SHARE_IO_MODE, 0);
 
   GST_DEBUG_CATEGORY_INIT (gst_gpu_share_src_debug, "gpusharesrc", 0,
       "gpushare consumer");
@@ -892,6 +1050,7 @@ gst_gpu_share_src_init (GstGpuShareSrc * self)
   self->cuda_device_id = DEFAULT_CUDA_DEVICE_ID;
   self->heartbeat_interval = DEFAULT_HEARTBEAT_INTERVAL;
   self->max_in_place = DEFAULT_MAX_IN_PLACE;
+  self->io_mode = DEFAULT_IO_MODE;
   gst_video_info_init (&self->vinfo);
   gst_base_src_set_format (GST_BASE_SRC (self), GST_FORMAT_TIME);
   gst_base_src_set_live (GST_BASE_SRC (self), DEFAULT_IS_LIVE);

@@ -72,6 +72,31 @@ typedef enum
   (gst_gpu_share_producer_lost_get_type ())
 GType gst_gpu_share_producer_lost_get_type (void);
 
+/**
+ * GstGpuShareIoMode:
+ * @GST_GPU_SHARE_IO_AUTO: in place where the memory and GStreamer allow it
+ *   (system memory always; GPU memory from GStreamer 1.24 on), a copy
+ *   otherwise, with the reason in the stats
+ * @GST_GPU_SHARE_IO_COPY: every frame is copied out of its slot, which goes
+ *   back to the producer at once
+ * @GST_GPU_SHARE_IO_IMPORT: in place or not at all: an error where the
+ *   output memory cannot point into the slot
+ *
+ * How the frames pushed reach downstream.  In place, the buffer is the
+ * producer's slot (read-only): no copy, and the slot goes back when the last
+ * reference to the buffer goes, at most #GstGpuShareSrc:max-in-place of
+ * them at once (past that a frame is copied).
+ */
+typedef enum
+{
+  GST_GPU_SHARE_IO_AUTO = 0,
+  GST_GPU_SHARE_IO_COPY = 1,
+  GST_GPU_SHARE_IO_IMPORT = 2,
+} GstGpuShareIoMode;
+
+#define GST_TYPE_GPU_SHARE_IO_MODE (gst_gpu_share_io_mode_get_type ())
+GType gst_gpu_share_io_mode_get_type (void);
+
 G_END_DECLS
 
 #endif /* __GST_GPU_SHARE_SRC_H__ */
