@@ -10,8 +10,10 @@
  *             video/x-raw(memory:CUDAMemory) ! appsink
  *
  * The producer writes each frame as a 1.24 element does: on its own CUDA
- * stream, without waiting, behind about BUSY_MS of other work queued on
- * the same stream, and pushes the memory with the NEED_SYNC flag set.
+ * stream (in the device's primary context, which gpushare's ring uses
+ * too), without waiting, and pushes the memory with the NEED_SYNC flag
+ * set.  Its stream is busy: the fill is queued behind a kernel that spins
+ * for SPIN_MS (spin.cu).
  * gpusharesink must wait for that stream before it reads the frame: a
  * reader that does not (a GST_MAP_CUDA map does not wait) copies the frame
  * before it is written, which every frame here would show.  Frame i is
@@ -42,14 +44,14 @@
 #include "gpu-test-util.h"
 #include "gpusharecudaloader.h"
 #include "gpusharegstcuda.h"
+#include "spin-ptx.h"
 
 #define FRAMES 40
 #define HELD 2
 #define WIDTH 1920
 #define HEIGHT 1080
-/* 1 GiB memsets queued ahead of each frame's own fill */
-#define BUSY_BYTES (1024u * 1024u * 1024u)
-#define BUSY_OPS 150
+/* how long each frame's stream is busy before its fill */
+#define SPIN_MS 20
 #define TIMEOUT_MS 60000
 #define CHILD_ALARM_S 180
 /* GST_CUDA_MEMORY_TRANSFER_NEED_SYNC of 1.24 */
@@ -162,15 +164,17 @@ producer (gint ctl, gpointer data)
   GstObject *ctx;
   GstVideoInfo info;
   GstMessage *msg;
-  CUdeviceptr scratch = 0;
-  CUcontext handle;
+  CUmodule module = NULL;
+  CUfunction spin = NULL;
+  CUcontext handle, primary;
+  CUdevice dev;
   gpointer stream;
   CUstream sh;
   Api124 api;
   gchar *desc;
   GstBus *bus;
   gboolean ok = TRUE;
-  guint i, k;
+  guint i;
 
   if (!gpushare_cuda_load (&error) || !gpushare_gst_cuda_load (&error)
       || !open_api (&api)) {
@@ -178,7 +182,15 @@ producer (gint ctl, gpointer data)
     return 1;
   }
   cu = gpushare_cuda ();
-  ctx = gpushare_gst_cuda_context_new (0);
+  /* the device's primary context, as gpushare's own ring: one context in
+   * the process, so that nothing but the stream orders the work (a copy
+   * between two contexts may be ordered by the driver) */
+  if (cu->cuDeviceGet (&dev, 0) != CUDA_SUCCESS
+      || cu->cuDevicePrimaryCtxRetain (&primary, dev) != CUDA_SUCCESS) {
+    g_print ("producer: no primary context\n");
+    return 1;
+  }
+  ctx = gpushare_gst_cuda_context_new_wrapped (primary, dev);
   stream = ctx ? api.stream_new (ctx) : NULL;
   if (!stream) {
     g_print ("producer: no CUDA context or stream\n");
@@ -187,14 +199,19 @@ producer (gint ctl, gpointer data)
   sh = api.stream_get_handle (stream);
   handle = gpushare_gst_cuda_context_get_handle (ctx);
   cu->cuCtxPushCurrent (handle);
-  if (cu->cuMemAlloc (&scratch, BUSY_BYTES) != CUDA_SUCCESS) {
-    g_print ("producer: cannot allocate the busy buffer\n");
+  if (cu->cuModuleLoadData (&module, spin_ptx) != CUDA_SUCCESS
+      || cu->cuModuleGetFunction (&spin, module, "gpushare_spin") !=
+      CUDA_SUCCESS) {
+    g_print ("producer: cannot load the spin kernel\n");
     return 1;
   }
   gpushare_cuda_pop ();
 
   gst_video_info_set_format (&info, GST_VIDEO_FORMAT_NV12, WIDTH, HEIGHT);
-  desc = g_strdup_printf ("appsrc name=src format=time "
+  /* two frames queued at most: each frame's work is queued on the stream
+   * just before the frame reaches the sink */
+  desc = g_strdup_printf ("appsrc name=src format=time max-buffers=2 "
+      "block=true "
       "caps=\"video/x-raw(memory:CUDAMemory),format=NV12,width=%u,"
       "height=%u,framerate=30/1\" ! gpusharesink socket-path=\"%s\" "
       "wait-for-connection=true policy=lossless ring-size=8", WIDTH, HEIGHT,
@@ -221,14 +238,18 @@ producer (gint ctl, gpointer data)
     cu->cuCtxPushCurrent (handle);
     ok = cu->cuMemAlloc (&f->ptr, GST_VIDEO_INFO_SIZE (&info)) ==
         CUDA_SUCCESS;
-    /* a stale value first, then, behind BUSY_OPS of other work on the
-     * same stream, the frame's own: as a decoder that has not finished */
+    /* a stale value first, then, SPIN_MS of work later, the frame's own:
+     * as a decoder that has not finished */
     if (ok)
       ok = cu->cuMemsetD8Async (f->ptr, 0, GST_VIDEO_INFO_SIZE (&info),
           sh) == CUDA_SUCCESS && cu->cuStreamSynchronize (sh) == CUDA_SUCCESS;
-    for (k = 0; ok && k < BUSY_OPS; k++)
-      ok = cu->cuMemsetD8Async (scratch, (guint8) k, BUSY_BYTES, sh) ==
+    if (ok) {
+      guint64 ns = SPIN_MS * G_GUINT64_CONSTANT (1000000);
+      gpointer args[] = { &ns };
+
+      ok = cu->cuLaunchKernel (spin, 1, 1, 1, 1, 1, 1, 0, sh, args, NULL) ==
           CUDA_SUCCESS;
+    }
     if (ok)
       ok = cu->cuMemsetD8Async (f->ptr, value (i),
           GST_VIDEO_INFO_SIZE (&info), sh) == CUDA_SUCCESS;
@@ -251,7 +272,11 @@ producer (gint ctl, gpointer data)
     gst_buffer_unref (buf);
     ok = ret == GST_FLOW_OK;
   }
-  g_signal_emit_by_name (src, "end-of-stream", NULL);
+  {
+    GstFlowReturn ret;
+
+    g_signal_emit_by_name (src, "end-of-stream", &ret);
+  }
   msg = gst_bus_timed_pop_filtered (bus, TIMEOUT_MS * GST_MSECOND,
       GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
   if (!msg) {
@@ -270,11 +295,13 @@ producer (gint ctl, gpointer data)
   gst_object_unref (pipeline);
   api.stream_unref (stream);
   cu->cuCtxPushCurrent (handle);
-  cu->cuMemFree (scratch);
+  cu->cuStreamSynchronize (sh);
+  cu->cuModuleUnload (module);
   gpushare_cuda_pop ();
   gst_object_unref (ctx);
-  g_print ("producer: %u frames pushed, each behind %u queued 1 GiB "
-      "memsets on its stream: %s\n", i, BUSY_OPS, ok ? "PASS" : "FAIL");
+  cu->cuDevicePrimaryCtxRelease (dev);
+  g_print ("producer: %u frames pushed, each written on its stream behind "
+      "%u ms of work: %s\n", i, SPIN_MS, ok ? "PASS" : "FAIL");
   return ok ? 0 : 1;
 }
 
