@@ -106,6 +106,18 @@
  * producer is on GPU 0, the peer rows' consumer on GPU 1 */
 #define GPUSHARE_SRC_CUDA(sync) "gpusharesrc name=out socket-path=@SOCKET@ " \
   "transport=cuda sync-mode=" sync " ! video/x-raw(memory:CUDAMemory)"
+/* the same, every frame copied out of its slot (io-mode=copy); the rows
+ * above push the slot itself where GStreamer allows it (1.24+) */
+#define GPUSHARE_SRC_CUDA_COPY(sync) "gpusharesrc name=out " \
+  "socket-path=@SOCKET@ transport=cuda io-mode=copy sync-mode=" sync \
+  " ! video/x-raw(memory:CUDAMemory)"
+/* GStreamer 1.24's own CUDA IPC: cudaipcsink is a GstBaseSink (sync=true
+ * by default, so sync=false as every other sink here) and drops frames
+ * while no client is connected, hence the gate */
+#define CUDAIPC_SINK(ipc) "cudaipcsink name=in address=@SOCKET@ " \
+  "ipc-mode=" ipc " sync=false"
+#define CUDAIPC_SRC(io) "cudaipcsrc name=out address=@SOCKET@ io-mode=" io \
+  " ! video/x-raw(memory:CUDAMemory)"
 #define GPUSHARE_SRC_PEER(sync) "gpusharesrc name=out " \
   "socket-path=@SOCKET@ cuda-device-id=1 transport=cuda sync-mode=" sync \
   " ! video/x-raw(memory:CUDAMemory)"
@@ -145,6 +157,10 @@ typedef struct
   gboolean gpu;
   /* GPUs the row needs (0: none asked for); skipped on fewer */
   gint gpus;
+  /* the sink has no wait-for-connection and drops frames while no consumer
+   * is there (cudaipcsink): the producer holds its first frame until the
+   * consumer has started and had GATE_SETTLE_MS to connect */
+  gboolean gate;
 } BenchMode;
 
 /* New rows (other transports) go here.  A mode whose elements are missing
@@ -203,6 +219,34 @@ static const BenchMode modes[] = {
   CUDA_ROW ("gpushare-cuda-event", "event",
       "gpushare, CUDA slots, CUDA IPC events"),
 #undef CUDA_ROW
+  {"gpushare-cuda-copy", "gpushare, CUDA slots, io-mode=copy: the consumer "
+        "copies every frame into its own pool",
+        "imagefreeze cudaupload gpusharesink gpusharesrc",
+        "gpusharesink", "video/x-raw(memory:CUDAMemory)",
+        CUDA_SOURCE " ! " GPUSHARE_SINK,
+      GPUSHARE_SRC_CUDA_COPY ("auto") " ! " FAKESINK, KEY_OFFSET, TRUE},
+  /* GStreamer 1.24+: cudaipcsink / cudaipcsrc in each IPC mode and I/O
+   * mode (cudaipcsrc ignores io-mode with ipc-mode=mmap), and unixfdsink /
+   * unixfdsrc behind a download, as the shm row */
+#define CUDAIPC_ROW(name, ipc, io, what) \
+  {name, what, "imagefreeze cudaupload cudaipcsink cudaipcsrc", NULL, NULL, \
+        CUDA_SOURCE " ! " CUDAIPC_SINK (ipc), \
+      CUDAIPC_SRC (io) " ! " FAKESINK, KEY_ORDER, TRUE, 0, TRUE}
+  CUDAIPC_ROW ("cudaipc-legacy-copy", "legacy", "copy",
+      "cudaipcsink ipc-mode=legacy / cudaipcsrc io-mode=copy"),
+  CUDAIPC_ROW ("cudaipc-legacy-import", "legacy", "import",
+      "cudaipcsink ipc-mode=legacy / cudaipcsrc io-mode=import"),
+  CUDAIPC_ROW ("cudaipc-mmap-copy", "mmap", "copy",
+      "cudaipcsink ipc-mode=mmap / cudaipcsrc io-mode=copy"),
+  CUDAIPC_ROW ("cudaipc-mmap-import", "mmap", "import",
+      "cudaipcsink ipc-mode=mmap / cudaipcsrc io-mode=import"),
+#undef CUDAIPC_ROW
+  {"cuda-unixfd", "cudadownload ! unixfdsink / unixfdsrc ! cudaupload",
+        "imagefreeze cudaupload cudadownload unixfdsink unixfdsrc", NULL, NULL,
+        CUDA_SOURCE " ! cudadownload name=in ! unixfdsink "
+        "socket-path=@SOCKET@ wait-for-connection=true sync=false",
+        "unixfdsrc socket-path=@SOCKET@ ! cudaupload ! capsfilter name=out "
+        "caps=video/x-raw(memory:CUDAMemory) ! " FAKESINK, KEY_ORDER, TRUE},
   /* A consumer on a second GPU: reading in place over peer access, and
    * what it gets without (system memory, uploaded to its GPU) */
 #define CUDA_PEER_ROW(name, sync, what) \
@@ -397,6 +441,25 @@ stamp_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
   return GST_PAD_PROBE_OK;
 }
 
+/* How long a gated consumer waits after starting before it lets the
+ * producer go */
+#define GATE_SETTLE_MS 500
+
+/* holds the producer's first frame until the consumer said it is ready
+ * (<socket>.ready), then goes away; at most the row's timeout */
+static GstPadProbeReturn
+gate_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  const gchar *ready = data;
+  gint64 until = g_get_monotonic_time () + (gint64) opt.timeout_s *
+      G_USEC_PER_SEC;
+
+  while (!g_file_test (ready, G_FILE_TEST_EXISTS)
+      && g_get_monotonic_time () < until)
+    g_usleep (1000);
+  return GST_PAD_PROBE_REMOVE;
+}
+
 static gint
 run_side (const gchar * role)
 {
@@ -408,7 +471,7 @@ run_side (const gchar * role)
   GstBus *bus = NULL;
   GError *error = NULL;
   GString *report = g_string_new (NULL);
-  gchar *desc, *errmsg = NULL;
+  gchar *desc, *errmsg = NULL, *gate_path = NULL;
   gint64 last_progress;
   gint last_n = -1, i, rc = 0;
 
@@ -438,10 +501,23 @@ run_side (const gchar * role)
     rc = 2;
     goto done;
   }
+  if (mode->gate && !consumer) {
+    gate_path = g_strconcat (opt.socket, ".ready", NULL);
+    gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, gate_probe, gate_path,
+        NULL);
+  }
   gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, stamp_probe, &s, NULL);
 
   bus = gst_element_get_bus (s.pipeline);
   gst_element_set_state (s.pipeline, GST_STATE_PLAYING);
+  if (mode->gate && consumer) {
+    /* started (the src connects in start ()), plus time to be registered */
+    gchar *ready = g_strconcat (opt.socket, ".ready", NULL);
+
+    g_usleep (GATE_SETTLE_MS * 1000);
+    g_file_set_contents (ready, "ready\n", -1, NULL);
+    g_free (ready);
+  }
   last_progress = g_get_monotonic_time ();
   for (;;) {
     GstMessage *msg = gst_bus_timed_pop (bus, 200 * GST_MSECOND);
@@ -516,9 +592,9 @@ run_side (const gchar * role)
     g_free (go);
   }
 
-  /* the sink's own figures (gpusharesink: frames copied, in place) */
-  if (!consumer && g_object_class_find_property (G_OBJECT_GET_CLASS (el),
-          "stats")) {
+  /* the element's own figures (gpusharesink: frames copied, in place;
+   * gpusharesrc: io, frames in place) */
+  if (g_object_class_find_property (G_OBJECT_GET_CLASS (el), "stats")) {
     GstStructure *stats = NULL;
 
     g_object_get (el, "stats", &stats, NULL);
@@ -553,6 +629,7 @@ done:
   }
   g_string_free (report, TRUE);
   g_free (errmsg);
+  g_free (gate_path);
   g_free (s.stamps);
   gst_clear_object (&pad);
   gst_clear_object (&el);
@@ -1192,7 +1269,9 @@ run_row (const gchar * self, Row * row)
   if (two)
     read_side (cfile, &cr);
   last = two ? &cr : &pr;
-  row->stats = g_strdup (pr.stats);
+  row->stats = pr.stats || cr.stats ? g_strdup_printf ("%s%s%s",
+      pr.stats ? pr.stats : "", pr.stats && cr.stats ? "; " : "",
+      cr.stats ? cr.stats : "") : NULL;
 
   if (!row->failed && error)
     row->failed = g_strdup (error->message);
@@ -1548,7 +1627,7 @@ print_row (const Row * r)
     g_print ("%-28s %-10s %5s %9s %9s %9s %10s %10s %12s%s%s\n", name, size,
         runs, fps, p50, p99, cp, cc, mem, *note ? "  " : "", note);
   if (opt.verbose && r->stats)
-    g_print ("    producer stats: %s\n", r->stats);
+    g_print ("    stats: %s\n", r->stats);
   g_free (name);
   g_free (size);
   g_free (runs);
