@@ -35,6 +35,7 @@ typedef gboolean (*HandleContextQueryFunc) (GstElement * element,
 typedef void (*MemoryInitOnceFunc) (void);
 typedef gboolean (*IsCudaMemoryFunc) (GstMemory * mem);
 typedef GstBufferPool *(*BufferPoolNewFunc) (GstObject * context);
+typedef GstContext *(*ContextNewCudaContextFunc) (GstObject * cuda_ctx);
 /* 1.24 and later (gstcudamemory.h); a GstCudaStream * is a gpointer here */
 typedef void (*MemorySyncFunc) (GstMemory * mem);
 typedef gpointer (*MemoryGetStreamFunc) (GstMemory * mem);
@@ -53,7 +54,8 @@ typedef GstMemory *(*AllocWrappedFunc) (GstAllocator * allocator,
   X (gst_cuda_handle_context_query, HandleContextQueryFunc) \
   X (gst_cuda_memory_init_once, MemoryInitOnceFunc) \
   X (gst_is_cuda_memory, IsCudaMemoryFunc) \
-  X (gst_cuda_buffer_pool_new, BufferPoolNewFunc)
+  X (gst_cuda_buffer_pool_new, BufferPoolNewFunc) \
+  X (gst_context_new_cuda_context, ContextNewCudaContextFunc)
 
 typedef struct
 {
@@ -432,4 +434,12 @@ gpushare_gst_cuda_memory_wrap (GstObject * cuda_ctx, const GstVideoInfo * info,
   /* no stream: the memory is complete when it is handed out */
   return api.streams.gst_cuda_allocator_alloc_wrapped (NULL, cuda_ctx, NULL,
       info, ptr, user_data, notify);
+}
+
+GstContext *
+gpushare_gst_cuda_context_to_gst_context (GstObject * cuda_ctx)
+{
+  if (!gpushare_gst_cuda_is_cuda_context (cuda_ctx))
+    return NULL;
+  return api.gst_context_new_cuda_context (cuda_ctx);
 }

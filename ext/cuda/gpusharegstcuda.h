@@ -182,6 +182,9 @@ GstObject *gpushare_gst_cuda_context_new (gint device_id);
  * alive as long as the returned object lives.  Transfer full. */
 GstObject *gpushare_gst_cuda_context_new_wrapped (CUcontext handle,
     CUdevice device);
+/* gst_context_new_cuda_context (): a "gst.cuda.context" GstContext that
+ * holds @cuda_ctx, for a have-context message.  Transfer full. */
+GstContext *gpushare_gst_cuda_context_to_gst_context (GstObject * cuda_ctx);
 /* gst_cuda_context_get_handle (): the CUcontext, owned by @cuda_ctx */
 CUcontext gpushare_gst_cuda_context_get_handle (GstObject * cuda_ctx);
 /* the "cuda-device-id" property; -1 when @cuda_ctx is no GstCudaContext */

@@ -79,12 +79,110 @@ cuda_library_ok (void)
   return gpushare_gst_cuda_load (NULL);
 }
 
+#define SHARED_MAX_DEVICES 64
+
+/* One CUDA context per process: the device's primary context, which
+ * gpushare's rings and views work in, wrapped as a GstCudaContext for the
+ * neighbouring CUDA elements (nvh264dec, cudaupload, cudadownload,
+ * cudaconvert), instead of the context of its own that GStreamer's library
+ * would make (cuCtxCreate: several hundred MiB of device memory more).
+ * Made once per device and kept, with its retain of the primary context,
+ * for the process's life. */
+static GstObject *
+shared_context (gint device)
+{
+  static GMutex lock;
+  static GstObject *contexts[SHARED_MAX_DEVICES];
+  GstObject *ctx = NULL;
+  CUcontext handle;
+  CUdevice dev;
+
+  if (device < 0)
+    device = 0;
+  if (device >= SHARED_MAX_DEVICES || !gpushare_cuda_load (NULL)
+      || !gpushare_gst_cuda_load (NULL))
+    return NULL;
+  g_mutex_lock (&lock);
+  if (!contexts[device]
+      && gpushare_cuda ()->cuDeviceGet (&dev, device) == CUDA_SUCCESS
+      && gpushare_cuda ()->cuDevicePrimaryCtxRetain (&handle, dev) ==
+      CUDA_SUCCESS) {
+    contexts[device] = gpushare_gst_cuda_context_new_wrapped (handle, dev);
+    if (!contexts[device])
+      gpushare_cuda ()->cuDevicePrimaryCtxRelease (dev);
+    else
+      GST_INFO ("GPU %d: the primary context, shared with GStreamer's CUDA "
+          "elements", device);
+  }
+  if (contexts[device])
+    ctx = gst_object_ref (contexts[device]);
+  g_mutex_unlock (&lock);
+  return ctx;
+}
+
+/* a neighbour's context, as gst_cuda_ensure_element_context () finds one:
+ * a context query to the peers of every pad, then a need-context message
+ * (the application or the bin may answer it with set_context, which puts
+ * the context into *ctx) */
+typedef struct
+{
+  GstQuery *query;
+  gint device;
+  GstObject **ctx;
+} NeighbourQuery;
+
+static gboolean
+query_peer (GstElement * element, GstPad * pad, gpointer data)
+{
+  NeighbourQuery *q = data;
+  GstContext *context = NULL;
+
+  if (gst_pad_peer_query (pad, q->query)) {
+    gst_query_parse_context (q->query, &context);
+    if (context)
+      gpushare_gst_cuda_handle_set_context (element, context, q->device,
+          q->ctx);
+  }
+  /* on to the next pad while none was found */
+  return *q->ctx == NULL;
+}
+
+static gboolean
+neighbour_context (GstElement * element, gint device, GstObject ** ctx)
+{
+  NeighbourQuery q = { gst_query_new_context (GPUSHARE_CUDA_CONTEXT_TYPE),
+    device, ctx
+  };
+
+  gst_element_foreach_pad (element, query_peer, &q);
+  gst_query_unref (q.query);
+  if (!*ctx)
+    gst_element_post_message (element, gst_message_new_need_context
+        (GST_OBJECT (element), GPUSHARE_CUDA_CONTEXT_TYPE));
+  return *ctx != NULL;
+}
+
 static gboolean
 cuda_context_ensure (GstElement * element, gint device, GstObject ** ctx)
 {
+  GstContext *context;
+
   /* without GStreamer's CUDA library we work in the primary context */
-  return gpushare_gst_cuda_load (NULL)
-      && gpushare_gst_cuda_ensure_element_context (element, device, ctx);
+  if (*ctx || !gpushare_gst_cuda_load (NULL))
+    return *ctx != NULL;
+  /* a context a neighbour or the application already has (it may be
+   * ours, from the other element of this process) */
+  if (neighbour_context (element, device, ctx))
+    return TRUE;
+  *ctx = shared_context (device);
+  if (!*ctx)
+    return FALSE;
+  /* for the neighbours that start after us, and the bin */
+  context = gpushare_gst_cuda_context_to_gst_context (*ctx);
+  gst_element_set_context (element, context);
+  gst_element_post_message (element, gst_message_new_have_context
+      (GST_OBJECT (element), context));
+  return TRUE;
 }
 
 static gboolean
@@ -96,10 +194,21 @@ cuda_context_set (GstElement * element, GstContext * context, gint device,
 }
 
 static gboolean
-cuda_context_query (GstElement * element, GstQuery * query, GstObject * ctx)
+cuda_context_query (GstElement * element, GstQuery * query, gint device,
+    GstObject ** ctx)
 {
-  return GST_QUERY_TYPE (query) == GST_QUERY_CONTEXT
-      && gpushare_gst_cuda_handle_context_query (element, query, ctx);
+  const gchar *type = NULL;
+
+  if (GST_QUERY_TYPE (query) != GST_QUERY_CONTEXT
+      || !gst_query_parse_context_type (query, &type)
+      || g_strcmp0 (type, GPUSHARE_CUDA_CONTEXT_TYPE) != 0)
+    return FALSE;
+  /* a neighbour starting before us asks: it gets the primary context, so
+   * that the process keeps one */
+  if (!*ctx)
+    *ctx = shared_context (device);
+  return *ctx && gpushare_gst_cuda_handle_context_query (element, query,
+      *ctx);
 }
 
 /* ------------------------------------------------------------------------ */

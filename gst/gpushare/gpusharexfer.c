@@ -151,12 +151,12 @@ gpushare_xfer_gpu_context_set (GstElement * element, GstContext * context,
 
 gboolean
 gpushare_xfer_gpu_context_query (GstElement * element, GstQuery * query,
-    GstObject * ctx)
+    gint device, GstObject ** ctx)
 {
   const GpuShareXfer *gpu = gpushare_xfer_gpu ();
 
-  return ctx && gpu && gpu->context_query
-      && gpu->context_query (element, query, ctx);
+  return gpu && gpu->context_query
+      && gpu->context_query (element, query, device, ctx);
 }
 
 gboolean

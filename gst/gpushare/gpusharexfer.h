@@ -127,7 +127,7 @@ struct _GpuShareXfer
   gboolean (*context_set) (GstElement * element, GstContext * context,
       gint device, GstObject ** ctx);
   gboolean (*context_query) (GstElement * element, GstQuery * query,
-      GstObject * ctx);
+      gint device, GstObject ** ctx);
   gboolean (*is_memory) (GstMemory * mem);
   GstBufferPool *(*pool_new) (GstObject * ctx);
 
@@ -193,8 +193,10 @@ gboolean gpushare_xfer_gpu_context_ensure (GstElement * element, gint device,
     GstObject ** ctx);
 gboolean gpushare_xfer_gpu_context_set (GstElement * element,
     GstContext * context, gint device, GstObject ** ctx);
+/* answers a neighbour's context query: with *ctx, or, when the element has
+ * none yet, with this process's shared context of device (put into *ctx) */
 gboolean gpushare_xfer_gpu_context_query (GstElement * element,
-    GstQuery * query, GstObject * ctx);
+    GstQuery * query, gint device, GstObject ** ctx);
 gboolean gpushare_xfer_gpu_is_memory (GstMemory * mem);
 GstBufferPool *gpushare_xfer_gpu_pool_new (GstObject * ctx);
 /* GPU caps features of the templates: "memory:CUDAMemory" */

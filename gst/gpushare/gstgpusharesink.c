@@ -562,7 +562,7 @@ gst_gpu_share_sink_query (GstBaseSink * bsink, GstQuery * query)
   GstGpuShareSink *self = GST_GPU_SHARE_SINK (bsink);
 
   if (gpushare_xfer_gpu_context_query (GST_ELEMENT (self), query,
-          self->gpu_ctx))
+          self->cuda_device_id, &self->gpu_ctx))
     return TRUE;
   return GST_BASE_SINK_CLASS (parent_class)->query (bsink, query);
 }

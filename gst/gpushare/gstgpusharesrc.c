@@ -730,7 +730,7 @@ gst_gpu_share_src_query (GstBaseSrc * bsrc, GstQuery * query)
   GstGpuShareSrc *self = GST_GPU_SHARE_SRC (bsrc);
 
   if (gpushare_xfer_gpu_context_query (GST_ELEMENT (self), query,
-          self->gpu_ctx))
+          self->cuda_device_id, &self->gpu_ctx))
     return TRUE;
 
   if (GST_QUERY_TYPE (query) == GST_QUERY_LATENCY) {

@@ -9,7 +9,9 @@
  * Once a decoded frame has gone through, the "gst.cuda.context" context
  * that gpusharesink answers is the very GstCudaContext object nvh264dec
  * answers, and gpusharesrc's is cudadownload's: one CUDA context per GPU
- * and process, not one per element.
+ * and process, not one per element.  And that context is the device's
+ * primary context, the one gpushare's rings and views work in: the
+ * elements did not make one of their own (cuCtxCreate) beside it.
  *
  * usage: test_cuda_context CLIP.  Prints one SKIP line and exits 77 where
  * there is no GPU or no nvh264dec.
@@ -23,6 +25,8 @@
 #include <gst/gst.h>
 
 #include "gpusharecuda.h"
+#include "gpusharecudaloader.h"
+#include "gpusharegstcuda.h"
 #include "gpu-test-util.h"
 
 #define SKIP 77
@@ -35,6 +39,32 @@ count_probe (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
 {
   g_atomic_int_inc (&frames);
   return GST_PAD_PROBE_OK;
+}
+
+/* the GstCudaContext wraps GPU 0's primary context */
+static gboolean
+is_primary (const gchar * who, GObject * ctx)
+{
+  const GpuShareCudaApi *cu;
+  CUcontext primary = NULL;
+  CUdevice dev;
+  gboolean ok;
+
+  if (!ctx || !gpushare_cuda_load (NULL) || !gpushare_gst_cuda_load (NULL)) {
+    g_print ("%s: no CUDA context to look at: FAIL\n", who);
+    return FALSE;
+  }
+  cu = gpushare_cuda ();
+  if (cu->cuDeviceGet (&dev, 0) != CUDA_SUCCESS
+      || cu->cuDevicePrimaryCtxRetain (&primary, dev) != CUDA_SUCCESS) {
+    g_print ("%s: no primary context: FAIL\n", who);
+    return FALSE;
+  }
+  ok = gpushare_gst_cuda_context_get_handle (GST_OBJECT (ctx)) == primary;
+  cu->cuDevicePrimaryCtxRelease (dev);
+  g_print ("%s: the shared CUDA context is the device's primary context, "
+      "as gpushare's own: %s\n", who, ok ? "PASS" : "FAIL");
+  return ok;
 }
 
 /* the GstCudaContext a pad answers for "gst.cuda.context", or NULL */
@@ -143,6 +173,8 @@ main (int argc, char **argv)
         "context", dec, sink);
     failures += !check ("consumer: gpusharesrc shares cudadownload's CUDA "
         "context", down, src);
+    failures += !is_primary ("producer", sink);
+    failures += !is_primary ("consumer", src);
     g_clear_object (&dec);
     g_clear_object (&sink);
     g_clear_object (&src);
