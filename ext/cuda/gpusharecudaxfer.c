@@ -605,6 +605,29 @@ gpushare_cuda_ring_begin (GpuShareCudaRing * ring, guint slot,
   return ok;
 }
 
+CUdeviceptr
+gpushare_cuda_ring_slot_ptr (GpuShareCudaRing * ring, guint slot)
+{
+  g_return_val_if_fail (slot < ring->n_slots, 0);
+  return ring->ptrs[slot];
+}
+
+gboolean
+gpushare_cuda_ring_prepare (GpuShareCudaRing * ring, guint slot,
+    GError ** error)
+{
+  gboolean ok;
+
+  if (!gpushare_cuda_ring_begin (ring, slot, error))
+    return FALSE;
+  if (!push (ring->ctx, error))
+    return FALSE;
+  ok = gpushare_cuda_check (gpushare_cuda ()->cuStreamSynchronize
+      (ring->stream), "cuStreamSynchronize", error);
+  gpushare_cuda_pop ();
+  return ok;
+}
+
 gboolean
 gpushare_cuda_ring_copy_in (GpuShareCudaRing * ring, guint slot,
     const GstVideoInfo * info, const GpuSharePlanes * src,

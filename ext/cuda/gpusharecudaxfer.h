@@ -63,6 +63,12 @@ GpuShareCudaRing *gpushare_cuda_ring_new (gint device, CUcontext ctx,
 void gpushare_cuda_ring_free (GpuShareCudaRing * ring);
 guint64 gpushare_cuda_ring_epoch (GpuShareCudaRing * ring);
 gsize gpushare_cuda_ring_slot_size (GpuShareCudaRing * ring);
+/* the slot's device address in this process */
+CUdeviceptr gpushare_cuda_ring_slot_ptr (GpuShareCudaRing * ring, guint slot);
+/* waits, on the host, until the slot's last readers signalled done: then
+ * anyone (upstream, writing in place) may write it */
+gboolean gpushare_cuda_ring_prepare (GpuShareCudaRing * ring, guint slot,
+    GError ** error);
 
 /* consumer holder index (the ring's bit); creates its sync objects */
 gboolean gpushare_cuda_ring_add_consumer (GpuShareCudaRing * ring,

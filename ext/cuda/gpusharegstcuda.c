@@ -42,6 +42,10 @@ typedef gpointer (*MemoryGetStreamFunc) (GstMemory * mem);
 typedef GstMemory *(*AllocWrappedFunc) (GstAllocator * allocator,
     GstObject * context, gpointer stream, const GstVideoInfo * info,
     CUdeviceptr dev_ptr, gpointer user_data, GDestroyNotify notify);
+/* gst_cuda_allocator_alloc () as 1.24 declares it (1.22's has no stream) */
+typedef GstMemory *(*Alloc124Func) (GstAllocator * allocator,
+    GstObject * context, gpointer stream, const GstVideoInfo * info);
+typedef GType (*BufferPoolGetTypeFunc) (void);
 
 #define GPUSHARE_GST_CUDA_FUNCS(X) \
   X (gst_cuda_load_library, LoadLibraryFunc) \
@@ -68,17 +72,30 @@ typedef struct
     MemorySyncFunc gst_cuda_memory_sync;
     MemoryGetStreamFunc gst_cuda_memory_get_stream;
     AllocWrappedFunc gst_cuda_allocator_alloc_wrapped;
+    Alloc124Func gst_cuda_allocator_alloc;
+    BufferPoolGetTypeFunc gst_cuda_buffer_pool_get_type;
   } streams;
 } GpuShareGstCudaApi;
 
 /* The public head of GstCudaMemory, unchanged from 1.22 to 1.26:
- * { GstMemory mem; GstCudaContext *context; GstVideoInfo info; ... }.
- * Only the context pointer is read. */
+ * { GstMemory mem; GstCudaContext *context; GstVideoInfo info; ... }. */
 typedef struct
 {
   GstMemory mem;
   GstObject *context;
+  GstVideoInfo info;
 } GpuShareGstCudaMemoryHead;
+
+/* The public head of GstCudaBufferPool, unchanged from 1.22 to 1.26:
+ * { GstBufferPool parent; GstCudaContext *context; priv; }.  The nvcodec
+ * elements take a downstream pool only when it is of this type and its
+ * context is theirs. */
+typedef struct
+{
+  GstBufferPool parent;
+  GstObject *context;
+  gpointer priv;
+} GpuShareGstCudaBufferPoolHead;
 
 static GpuShareGstCudaApi api;
 static GpuShareGstCudaAbi abi;
@@ -135,6 +152,10 @@ load_once (GError ** error)
         (gpointer *) & api.streams.gst_cuda_memory_get_stream},
     {"gst_cuda_allocator_alloc_wrapped",
         (gpointer *) & api.streams.gst_cuda_allocator_alloc_wrapped},
+    {"gst_cuda_allocator_alloc",
+        (gpointer *) & api.streams.gst_cuda_allocator_alloc},
+    {"gst_cuda_buffer_pool_get_type",
+        (gpointer *) & api.streams.gst_cuda_buffer_pool_get_type},
   };
   gboolean has_streams = TRUE, allow_untested;
   guint major, minor, micro, nano, i;
@@ -419,8 +440,9 @@ gpushare_gst_cuda_memory_has_stream (GstMemory * mem)
 }
 
 GstMemory *
-gpushare_gst_cuda_memory_wrap (GstObject * cuda_ctx, const GstVideoInfo * info,
-    CUdeviceptr ptr, gpointer user_data, GDestroyNotify notify)
+gpushare_gst_cuda_memory_wrap (GstObject * cuda_ctx, gpointer stream,
+    const GstVideoInfo * info, CUdeviceptr ptr, gpointer user_data,
+    GDestroyNotify notify)
 {
   g_return_val_if_fail (info != NULL, NULL);
   g_return_val_if_fail (ptr != 0, NULL);
@@ -431,9 +453,60 @@ gpushare_gst_cuda_memory_wrap (GstObject * cuda_ctx, const GstVideoInfo * info,
     return NULL;
   /* the default allocator, which the call takes when given none */
   api.gst_cuda_memory_init_once ();
-  /* no stream: the memory is complete when it is handed out */
-  return api.streams.gst_cuda_allocator_alloc_wrapped (NULL, cuda_ctx, NULL,
+  return api.streams.gst_cuda_allocator_alloc_wrapped (NULL, cuda_ctx, stream,
       info, ptr, user_data, notify);
+}
+
+GstMemory *
+gpushare_gst_cuda_memory_alloc (GstObject * cuda_ctx, gpointer stream,
+    const GstVideoInfo * info)
+{
+  g_return_val_if_fail (info != NULL, NULL);
+
+  if (!api.streams.gst_cuda_allocator_alloc
+      || !gpushare_gst_cuda_is_cuda_context (cuda_ctx) || !driver_usable ())
+    return NULL;
+  api.gst_cuda_memory_init_once ();
+  return api.streams.gst_cuda_allocator_alloc (NULL, cuda_ctx, stream, info);
+}
+
+const GstVideoInfo *
+gpushare_gst_cuda_memory_get_info (GstMemory * mem)
+{
+  if (!gpushare_gst_cuda_memory_get_context (mem))
+    return NULL;
+  return &((GpuShareGstCudaMemoryHead *) mem)->info;
+}
+
+GType
+gpushare_gst_cuda_buffer_pool_get_type (void)
+{
+  if (!api.streams.gst_cuda_buffer_pool_get_type)
+    return G_TYPE_INVALID;
+  return api.streams.gst_cuda_buffer_pool_get_type ();
+}
+
+GstObject *
+gpushare_gst_cuda_buffer_pool_get_context (GstBufferPool * pool)
+{
+  GType type = gpushare_gst_cuda_buffer_pool_get_type ();
+
+  if (type == G_TYPE_INVALID || !G_TYPE_CHECK_INSTANCE_TYPE (pool, type))
+    return NULL;
+  return ((GpuShareGstCudaBufferPoolHead *) pool)->context;
+}
+
+void
+gpushare_gst_cuda_buffer_pool_set_context (GstBufferPool * pool,
+    GstObject * cuda_ctx)
+{
+  GpuShareGstCudaBufferPoolHead *head = (GpuShareGstCudaBufferPoolHead *) pool;
+  GType type = gpushare_gst_cuda_buffer_pool_get_type ();
+
+  g_return_if_fail (type != G_TYPE_INVALID
+      && G_TYPE_CHECK_INSTANCE_TYPE (pool, type));
+  g_return_if_fail (gpushare_gst_cuda_is_cuda_context (cuda_ctx));
+  gst_object_replace (&head->context, cuda_ctx);
 }
 
 GstContext *

@@ -215,12 +215,28 @@ gboolean gpushare_gst_cuda_memory_has_stream (GstMemory * mem);
 
 /* gst_cuda_allocator_alloc_wrapped () (1.24+): a CUDA memory of @cuda_ctx
  * around @ptr, laid out as @info (one pitch, stride[0], for every plane),
- * without a stream (complete when handed out).  @ptr is not freed: @notify
- * (@user_data) is called when the memory is.  NULL on 1.22 or when
- * @cuda_ctx is no GstCudaContext.  Transfer full. */
+ * ordered on @stream (a GstCudaStream, or NULL: complete when handed out).
+ * @ptr is not freed: @notify (@user_data) is called when the memory is.
+ * NULL on 1.22 or when @cuda_ctx is no GstCudaContext.  Transfer full. */
 GstMemory *gpushare_gst_cuda_memory_wrap (GstObject * cuda_ctx,
-    const GstVideoInfo * info, CUdeviceptr ptr, gpointer user_data,
-    GDestroyNotify notify);
+    gpointer stream, const GstVideoInfo * info, CUdeviceptr ptr,
+    gpointer user_data, GDestroyNotify notify);
+/* gst_cuda_allocator_alloc () with 1.24's prototype: a pitched CUDA memory
+ * of @cuda_ctx for @info; NULL on 1.22 (whose prototype differs) or
+ * without a driver.  Its layout: gpushare_gst_cuda_memory_get_info (). */
+GstMemory *gpushare_gst_cuda_memory_alloc (GstObject * cuda_ctx,
+    gpointer stream, const GstVideoInfo * info);
+/* GstCudaMemory.info: the memory's own layout; NULL for other memory */
+const GstVideoInfo *gpushare_gst_cuda_memory_get_info (GstMemory * mem);
+
+/* gst_cuda_buffer_pool_get_type (); G_TYPE_INVALID on 1.22 (the pool of
+ * slots that derives from it is 1.24+ only) or when not loaded */
+GType gpushare_gst_cuda_buffer_pool_get_type (void);
+/* GstCudaBufferPool.context of a pool of that type (NULL otherwise), and
+ * setting it (a reference is taken; the pool's dispose drops it) */
+GstObject *gpushare_gst_cuda_buffer_pool_get_context (GstBufferPool * pool);
+void gpushare_gst_cuda_buffer_pool_set_context (GstBufferPool * pool,
+    GstObject * cuda_ctx);
 
 G_END_DECLS
 

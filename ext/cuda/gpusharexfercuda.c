@@ -14,6 +14,7 @@
 #include "gpusharecuda.h"
 #include "gpusharecudaxfer.h"
 #include "gpusharegstcuda.h"
+#include "gpusharecudaslotpool.h"
 
 GST_DEBUG_CATEGORY_STATIC (gpushare_xfer_cuda_debug);
 #define GST_CAT_DEFAULT gpushare_xfer_cuda_debug
@@ -220,6 +221,7 @@ cuda_ring_new (gint device, GpuShareMemType type, guint64 epoch,
 {
   CudaRing *self;
   GpuShareCudaRing *ring;
+  guint i;
   /* the allocation granularity of this very device */
   gsize slot_size = gpushare_cuda_vmm_backend.slot_size (device, frame_size);
 
@@ -233,6 +235,8 @@ cuda_ring_new (gint device, GpuShareMemType type, guint64 epoch,
   self = g_new0 (CudaRing, 1);
   self->ring = ring;
   self->parent.slot_size = gpushare_cuda_ring_slot_size (ring);
+  for (i = 0; i < n_slots; i++)
+    self->parent.device_ptr[i] = gpushare_cuda_ring_slot_ptr (ring, i);
   return &self->parent;
 }
 
@@ -285,6 +289,27 @@ planes_from_info (GpuSharePlanes * p, const GstVideoInfo * info,
   }
 }
 
+/* the memory is the slot itself */
+static gboolean
+cuda_holds (GpuShareXferRing * ring, guint slot, GstMemory * mem)
+{
+  GstMapInfo map;
+  gboolean same;
+
+  if (!ring->device_ptr[slot] || !gpushare_gst_cuda_is_cuda_memory (mem)
+      || !gst_memory_map (mem, &map, GST_MAP_READ | GPUSHARE_MAP_CUDA))
+    return FALSE;
+  same = (guintptr) map.data == ring->device_ptr[slot];
+  gst_memory_unmap (mem, &map);
+  return same;
+}
+
+static gboolean
+cuda_prepare (GpuShareXferRing * ring, guint slot, GError ** error)
+{
+  return gpushare_cuda_ring_prepare (((CudaRing *) ring)->ring, slot, error);
+}
+
 /* Writes the frame into the CUDA slot: from upstream's GPU memory (one
  * copy on the device), from the system-memory slot it is already in, or
  * from upstream's system memory (one upload). */
@@ -301,6 +326,14 @@ cuda_write (GpuShareXferRing * ring, guint slot, const GstVideoInfo * info,
   gboolean ok, mapped_frame = FALSE;
   guint i;
 
+  if (gst_buffer_n_memory (buf) == 1
+      && gpushare_gst_cuda_is_cuda_memory (gst_buffer_peek_memory (buf, 0))
+      && cuda_holds (ring, slot, gst_buffer_peek_memory (buf, 0))) {
+    /* upstream wrote the slot itself (a buffer of the pool of slots), after
+     * prepare () saw its readers gone: wait for upstream's stream only */
+    gpushare_gst_cuda_memory_sync (gst_buffer_peek_memory (buf, 0));
+    return TRUE;
+  }
   if (!gpushare_cuda_ring_begin (cring, slot, error))
     return FALSE;
   planes_from_info (&dst, info, TRUE, 0);
@@ -533,7 +566,7 @@ cuda_import (GpuShareXferView * view, guint slot, guint64 sequence,
   imp->sequence = sequence;
   imp->user_data = user_data;
   imp->notify = notify;
-  mem = gpushare_gst_cuda_memory_wrap (ctx, &info,
+  mem = gpushare_gst_cuda_memory_wrap (ctx, NULL, &info,
       gpushare_cuda_view_slot_ptr (cview, slot), imp, cuda_import_free);
   if (!mem) {
     /* done was not waited for by anyone yet: say it, then give it back */
@@ -567,6 +600,9 @@ static const GpuShareXfer cuda_xfer = {
   .export_slots = cuda_export,
   .write = cuda_write,
   .publish = cuda_publish,
+  .prepare = cuda_prepare,
+  .holds = cuda_holds,
+  .slot_pool_new = gpushare_cuda_slot_pool_new,
   .view_new = cuda_view_new,
   .view_free = cuda_view_free,
   .read = cuda_read,

@@ -1646,11 +1646,40 @@ replace_ring (GpuShareServer * self, GError ** error)
 
 /* lock held: is tag a slot of the current ring, still as the pool handed
  * it out? */
+/* lock held.  The current GPU ring that upstream may write in place: the
+ * one of the first GPU memory type a ready consumer of this epoch uses
+ * (VMM before legacy before fabric), made already; NULL if none. */
+static GpuShareXferRing *
+pool_gpu_ring (GpuShareServer * self)
+{
+  gboolean sys;
+  guint32 gpu;
+  guint i;
+
+  memory_needs (self, &sys, &gpu);
+  for (i = 0; i < 32; i++) {
+    GpuShareXferRing *ring;
+
+    if (!(gpu & (1u << i)))
+      continue;
+    ring = self->gpu_rings[gpu_index (1u << i)];
+    return ring && ring->epoch == self->epoch ? ring : NULL;
+  }
+  return NULL;
+}
+
 static gboolean
 is_current_slot (GpuShareServer * self, const GpuShareServerTag * tag)
 {
-  return tag && tag->ring == self->system
-      && gpushare_ring_is_writing (&self->ring, tag->slot, tag->generation);
+  if (!tag || !gpushare_ring_is_writing (&self->ring, tag->slot,
+          tag->generation))
+    return FALSE;
+  if (tag->ring == self->system)
+    return TRUE;
+  /* a GPU slot of the current ring of its type */
+  return tag->ring->mem_type != GPUSHARE_MEM_SYSTEM
+      && self->gpu_rings[gpu_index (tag->ring->mem_type)] == tag->ring
+      && tag->ring->epoch == self->epoch;
 }
 
 static void
@@ -1707,7 +1736,8 @@ again:
   if (is_current_slot (self, tag)) {
     slot = tag->slot;
     self->frames_in_place++;
-    in_sys_slot = TRUE;
+    /* a GPU slot: the system ring, if needed, is written from it */
+    in_sys_slot = tag->ring == self->system;
     frame->in_place = TRUE;
   } else {
     gboolean waiting = FALSE;
@@ -1922,13 +1952,61 @@ gpushare_server_pool_acquire (GpuShareServer * self, gboolean leaky,
   return got;
 }
 
+GstFlowReturn
+gpushare_server_pool_acquire_gpu (GpuShareServer * self, gboolean leaky,
+    const gint * flushing, GpuShareServerTag * tag, GError ** error)
+{
+  GstFlowReturn ret = GST_FLOW_CUSTOM_SUCCESS;
+  GpuShareXferRing *ring = NULL;
+  gboolean waiting = FALSE;
+  guint slot;
+
+  g_mutex_lock (&self->lock);
+  while (self->system) {
+    if (g_atomic_int_get (flushing)) {
+      ret = GST_FLOW_FLUSHING;
+      break;
+    }
+    /* no GPU consumer (yet): upstream gets memory of the pool's own */
+    ring = pool_gpu_ring (self);
+    if (!ring)
+      break;
+    if (gpushare_ring_acquire (&self->ring, &slot) == GPUSHARE_RING_OK) {
+      tag->ring = gpushare_xfer_ring_ref (ring);
+      tag->slot = slot;
+      tag->generation = gpushare_ring_generation (&self->ring, slot);
+      ret = GST_FLOW_OK;
+      break;
+    }
+    if (leaky || !gpushare_ring_any_held (&self->ring)
+        || gpushare_ring_n_tainted (&self->ring) > 0)
+      break;
+    if (!waiting) {
+      slot_wait_begin (self);
+      waiting = TRUE;
+    }
+    g_cond_wait (&self->cond, &self->lock);
+  }
+  if (waiting)
+    slot_wait_end (self);
+  g_mutex_unlock (&self->lock);
+  /* the slot's last readers may still read it on the GPU: upstream writes
+   * it as soon as it has it, so they are waited for first */
+  if (ret == GST_FLOW_OK
+      && !gpushare_xfer_ring_prepare (tag->ring, tag->slot, error)) {
+    gpushare_server_pool_release (self, tag);
+    g_clear_pointer (&tag->ring, gpushare_xfer_ring_unref);
+    ret = GST_FLOW_ERROR;
+  }
+  return ret;
+}
+
 void
 gpushare_server_pool_release (GpuShareServer * self,
     const GpuShareServerTag * tag)
 {
   g_mutex_lock (&self->lock);
-  if (tag->ring == self->system
-      && gpushare_ring_is_writing (&self->ring, tag->slot, tag->generation)) {
+  if (is_current_slot (self, tag)) {
     gpushare_ring_abort (&self->ring, tag->slot);
     g_cond_broadcast (&self->cond);
   }

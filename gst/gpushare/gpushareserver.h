@@ -204,6 +204,15 @@ gboolean gpushare_server_end_frame (GpuShareServer * server,
  * consumers hold every slot, unless leaky or *flushing. */
 gboolean gpushare_server_pool_acquire (GpuShareServer * server,
     gboolean leaky, const gint * flushing, GpuShareServerTag * tag);
+/* The pool of GPU slots: a free slot of the current GPU ring (the first
+ * GPU memory type its consumers use), its last readers gone, for upstream
+ * to write in place.  GST_FLOW_OK with tag (its ring a reference);
+ * GST_FLOW_CUSTOM_SUCCESS when there is no GPU consumer or no free slot
+ * (leaky, or every slot held and the wait would be a lease's); FLUSHING;
+ * or ERROR when waiting for the readers failed. */
+GstFlowReturn gpushare_server_pool_acquire_gpu (GpuShareServer * server,
+    gboolean leaky, const gint * flushing, GpuShareServerTag * tag,
+    GError ** error);
 /* a slot that never reached a frame */
 void gpushare_server_pool_release (GpuShareServer * server,
     const GpuShareServerTag * tag);

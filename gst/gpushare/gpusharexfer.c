@@ -175,6 +175,17 @@ gpushare_xfer_gpu_pool_new (GstObject * ctx)
   return ctx && gpu && gpu->pool_new ? gpu->pool_new (ctx) : NULL;
 }
 
+GstBufferPool *
+gpushare_xfer_gpu_slot_pool_new (GstObject * ctx,
+    const GpuShareSlotPoolFuncs * funcs)
+{
+  const GpuShareXfer *gpu = gpushare_xfer_gpu ();
+
+  g_return_val_if_fail (funcs != NULL && funcs->acquire != NULL, NULL);
+  return ctx && gpu && gpu->slot_pool_new ? gpu->slot_pool_new (ctx, funcs)
+      : NULL;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Producer */
 
@@ -272,6 +283,38 @@ gpushare_xfer_ring_write (GpuShareXferRing * ring, guint slot,
   ok = ring->xfer->write (ring, slot, info, buf, staged, error);
   g_mutex_unlock (&ring->lock);
   return ok || own_error (error, GPUSHARE_XFER_ERROR_COPY);
+}
+
+gboolean
+gpushare_xfer_ring_holds (GpuShareXferRing * ring, guint slot,
+    GstMemory * mem)
+{
+  GstMapInfo map;
+  gboolean same;
+
+  g_return_val_if_fail (slot < ring->n_slots, FALSE);
+  if (ring->xfer->holds)
+    return ring->xfer->holds (ring, slot, mem);
+  if (!ring->data[slot] || !gst_memory_map (mem, &map, GST_MAP_READ))
+    return FALSE;
+  same = map.data == ring->data[slot];
+  gst_memory_unmap (mem, &map);
+  return same;
+}
+
+gboolean
+gpushare_xfer_ring_prepare (GpuShareXferRing * ring, guint slot,
+    GError ** error)
+{
+  gboolean ok = TRUE;
+
+  g_return_val_if_fail (slot < ring->n_slots, FALSE);
+  if (!ring->xfer->prepare)
+    return TRUE;
+  g_mutex_lock (&ring->lock);
+  ok = ring->xfer->prepare (ring, slot, error);
+  g_mutex_unlock (&ring->lock);
+  return ok || own_error (error, GPUSHARE_XFER_ERROR_RESOURCE);
 }
 
 gboolean

@@ -96,7 +96,31 @@ struct _GpuShareXferRing
   gsize slot_size;
   /* where the producer writes a slot, NULL if not host-visible */
   gpointer data[GPUSHARE_MAX_SLOTS];
+  /* the slot's device address in this process, 0 if not device memory */
+  guintptr device_ptr[GPUSHARE_MAX_SLOTS];
 };
+
+/* What a pool of slots (gpushare_xfer_gpu_slot_pool_new ()) asks its
+ * owner, the sink */
+typedef struct
+{
+  /* a slot for upstream to write, readers gone (see
+   * gpushare_xfer_ring_prepare ()): GST_FLOW_OK with *ring (a reference),
+   * *slot and *tag (the owner's, put on the buffer); GST_FLOW_FLUSHING;
+   * or GST_FLOW_CUSTOM_SUCCESS for none now: the pool hands out memory of
+   * its own, copied at render */
+  GstFlowReturn (*acquire) (gpointer user_data, GpuShareXferRing ** ring,
+      guint * slot, gpointer * tag);
+  /* a buffer of a slot comes back to the pool, rendered or not */
+  void (*release) (gpointer user_data, gpointer tag);
+  /* the pool starts or stops flushing: a waiting acquire returns */
+  void (*flush) (gpointer user_data, gboolean flushing);
+  /* the buffers' qdata key for the tag, and its free function */
+  GQuark tag_quark;
+  GDestroyNotify tag_free;
+  gpointer user_data;
+  GDestroyNotify destroy;
+} GpuShareSlotPoolFuncs;
 
 struct _GpuShareXferView
 {
@@ -130,6 +154,9 @@ struct _GpuShareXfer
       gint device, GstObject ** ctx);
   gboolean (*is_memory) (GstMemory * mem);
   GstBufferPool *(*pool_new) (GstObject * ctx);
+  /* a pool of the GPU library's own type whose buffers are slots */
+  GstBufferPool *(*slot_pool_new) (GstObject * ctx,
+      const GpuShareSlotPoolFuncs * funcs);
 
   /* producer */
   GpuShareXferRing *(*ring_new) (gint device, GpuShareMemType type,
@@ -145,6 +172,11 @@ struct _GpuShareXfer
       GError ** error);
   gboolean (*publish) (GpuShareXferRing * ring, guint slot, guint64 holders,
       guint64 sequence, GError ** error);
+  /* the slot may be written by anyone: its last readers are gone (NULL:
+   * nothing to wait for) */
+  gboolean (*prepare) (GpuShareXferRing * ring, guint slot, GError ** error);
+  /* mem is the slot itself (NULL: compare host addresses) */
+  gboolean (*holds) (GpuShareXferRing * ring, guint slot, GstMemory * mem);
 
   /* consumer */
   GpuShareXferView *(*view_new) (gint device, const GpuShareSlots * slots,
@@ -199,6 +231,12 @@ gboolean gpushare_xfer_gpu_context_query (GstElement * element,
     GstQuery * query, gint device, GstObject ** ctx);
 gboolean gpushare_xfer_gpu_is_memory (GstMemory * mem);
 GstBufferPool *gpushare_xfer_gpu_pool_new (GstObject * ctx);
+/* A buffer pool of GStreamer's GPU library's own pool type (the nvcodec
+ * elements take no other), of context ctx, whose buffers are slots handed
+ * out by funcs->acquire (GStreamer 1.24+): upstream writes the frame
+ * straight into shared memory.  NULL where it cannot be made (1.22). */
+GstBufferPool *gpushare_xfer_gpu_slot_pool_new (GstObject * ctx,
+    const GpuShareSlotPoolFuncs * funcs);
 /* GPU caps features of the templates: "memory:CUDAMemory" */
 #define GPUSHARE_XFER_GPU_CAPS_FEATURE "memory:CUDAMemory"
 /* the raw video the elements' pads take: GPU memory too where a GPU
@@ -225,6 +263,13 @@ gboolean gpushare_xfer_ring_write (GpuShareXferRing * ring, guint slot,
     GError ** error);
 gboolean gpushare_xfer_ring_publish (GpuShareXferRing * ring, guint slot,
     guint64 holders, guint64 sequence, GError ** error);
+/* mem is the slot itself: upstream wrote it in place */
+gboolean gpushare_xfer_ring_holds (GpuShareXferRing * ring, guint slot,
+    GstMemory * mem);
+/* waits until the slot's last readers are gone, so that it may be handed
+ * to upstream to write in place */
+gboolean gpushare_xfer_ring_prepare (GpuShareXferRing * ring, guint slot,
+    GError ** error);
 
 /* consumer: takes every fd (closed on every path) */
 GpuShareXferView *gpushare_xfer_view_new (gint device,

@@ -343,22 +343,17 @@ gst_gpu_share_sink_pool_state (GstGpuShareSink * self,
   return current;
 }
 
+/* the buffer is still the slot the pool handed out: upstream wrote it in
+ * place (its memory could have been replaced on the way) */
 static const GpuShareServerTag *
 in_place_tag (GstBuffer * buf)
 {
   const GpuShareServerTag *tag = gst_gpu_share_sink_pool_buffer_tag (buf);
-  GstMemory *mem;
-  GstMapInfo map;
-  gboolean same;
 
   if (!tag || gst_buffer_n_memory (buf) != 1)
     return NULL;
-  mem = gst_buffer_peek_memory (buf, 0);
-  if (!gst_memory_map (mem, &map, GST_MAP_READ))
-    return NULL;
-  same = map.data == tag->ring->data[tag->slot];
-  gst_memory_unmap (mem, &map);
-  return same ? tag : NULL;
+  return gpushare_xfer_ring_holds (tag->ring, tag->slot,
+      gst_buffer_peek_memory (buf, 0)) ? tag : NULL;
 }
 
 static guint64
@@ -578,9 +573,28 @@ gst_gpu_share_sink_propose_allocation (GstBaseSink * bsink, GstQuery * query)
   gst_query_parse_allocation (query, &caps, &need_pool);
   if (!caps || !gst_video_info_from_caps (&vinfo, caps))
     return FALSE;
-  /* GPU memory from upstream is copied on the device into a GPU slot:
+  /* GPU memory from upstream: from GStreamer 1.24 on, a pool whose buffers
+   * are GPU slots (the frame is decoded or converted straight into shared
+   * memory); otherwise it is copied on the device into a GPU slot and
    * upstream keeps its own GPU pool */
   if (caps_are_gpu (caps)) {
+    if (need_pool && self->server && self->gpu_ctx) {
+      GstBufferPool *pool = gst_gpu_share_sink_gpu_pool_new (self,
+          self->server, self->gpu_ctx, &vinfo);
+
+      if (pool) {
+        GstStructure *config = gst_buffer_pool_get_config (pool);
+
+        gst_buffer_pool_config_set_params (config, caps,
+            GST_VIDEO_INFO_SIZE (&vinfo), 0, 0);
+        gst_buffer_pool_config_add_option (config,
+            GST_BUFFER_POOL_OPTION_VIDEO_META);
+        if (gst_buffer_pool_set_config (pool, config))
+          gst_query_add_allocation_pool (query, pool,
+              GST_VIDEO_INFO_SIZE (&vinfo), 0, 0);
+        gst_object_unref (pool);
+      }
+    }
     gst_query_add_allocation_meta (query, GST_VIDEO_META_API_TYPE, NULL);
     return TRUE;
   }

@@ -178,3 +178,98 @@ gst_gpu_share_sink_pool_new (GstGpuShareSink * sink, GpuShareServer * server)
   pool->server = gpushare_server_ref (server);
   return GST_BUFFER_POOL (pool);
 }
+
+/* ------------------------------------------------------------------------ */
+/* GPU slots: a pool of GStreamer's GPU library's own type (the nvcodec
+ * elements take no other), made by the GPU transfer; the sink only says
+ * which slot upstream may write */
+
+typedef struct
+{
+  GstGpuShareSink *sink;
+  GpuShareServer *server;
+  GstVideoInfo vinfo;
+  gint flushing;                /* atomic */
+} GpuSlotSource;
+
+static GstFlowReturn
+gpu_slot_acquire (gpointer user_data, GpuShareXferRing ** ring, guint * slot,
+    gpointer * tag)
+{
+  GpuSlotSource *src = user_data;
+  GpuShareServerTag t;
+  GError *error = NULL;
+  GstFlowReturn ret;
+  gboolean leaky;
+
+  if (!gst_gpu_share_sink_pool_state (src->sink, &src->vinfo, &leaky))
+    return GST_FLOW_CUSTOM_SUCCESS;
+  ret = gpushare_server_pool_acquire_gpu (src->server, leaky, &src->flushing,
+      &t, &error);
+  if (ret == GST_FLOW_ERROR) {
+    /* upstream's buffer is copied at render instead */
+    GST_WARNING_OBJECT (src->sink, "no GPU slot for upstream: %s",
+        error->message);
+    g_clear_error (&error);
+    return GST_FLOW_CUSTOM_SUCCESS;
+  }
+  if (ret != GST_FLOW_OK)
+    return ret;
+  *ring = gpushare_xfer_ring_ref (t.ring);
+  *slot = t.slot;
+  *tag = g_memdup2 (&t, sizeof (t));
+  return GST_FLOW_OK;
+}
+
+static void
+gpu_slot_release (gpointer user_data, gpointer tag)
+{
+  GpuSlotSource *src = user_data;
+
+  gpushare_server_pool_release (src->server, tag);
+}
+
+static void
+gpu_slot_flush (gpointer user_data, gboolean flushing)
+{
+  GpuSlotSource *src = user_data;
+
+  g_atomic_int_set (&src->flushing, flushing);
+  if (flushing)
+    gpushare_server_wake (src->server);
+}
+
+static void
+gpu_slot_source_free (gpointer user_data)
+{
+  GpuSlotSource *src = user_data;
+
+  gst_object_unref (src->sink);
+  gpushare_server_unref (src->server);
+  g_free (src);
+}
+
+GstBufferPool *
+gst_gpu_share_sink_gpu_pool_new (GstGpuShareSink * sink,
+    GpuShareServer * server, GstObject * gpu_ctx, const GstVideoInfo * vinfo)
+{
+  GpuSlotSource *src = g_new0 (GpuSlotSource, 1);
+  GpuShareSlotPoolFuncs funcs = {
+    .acquire = gpu_slot_acquire,
+    .release = gpu_slot_release,
+    .flush = gpu_slot_flush,
+    .tag_quark = slot_tag_quark (),
+    .tag_free = slot_tag_free,
+    .user_data = src,
+    .destroy = gpu_slot_source_free,
+  };
+  GstBufferPool *pool;
+
+  src->sink = gst_object_ref (sink);
+  src->server = gpushare_server_ref (server);
+  src->vinfo = *vinfo;
+  pool = gpushare_xfer_gpu_slot_pool_new (gpu_ctx, &funcs);
+  if (!pool)
+    gpu_slot_source_free (src);
+  return pool;
+}

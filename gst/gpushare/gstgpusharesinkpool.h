@@ -28,6 +28,12 @@ const GpuShareServerTag *gst_gpu_share_sink_pool_buffer_tag (GstBuffer * buf);
 gboolean gst_gpu_share_sink_pool_state (GstGpuShareSink * sink,
     const GstVideoInfo * vinfo, gboolean * leaky);
 
+/* A pool of GStreamer's GPU library's own type whose buffers are GPU slots
+ * (GStreamer 1.24+), for upstream that offers GPU memory: no copy in the
+ * sink when upstream takes it.  NULL where it cannot be made. */
+GstBufferPool *gst_gpu_share_sink_gpu_pool_new (GstGpuShareSink * sink,
+    GpuShareServer * server, GstObject * gpu_ctx, const GstVideoInfo * vinfo);
+
 G_END_DECLS
 
 #endif /* __GST_GPU_SHARE_SINK_POOL_H__ */

@@ -28,6 +28,7 @@
 #include "gpusharegstcuda.h"
 #include "gpusharecudaloader.h"
 #include "gpusharexfercuda.h"
+#include "gpusharecudaslotpool.h"
 
 #define SKIP_EXIT_CODE 77
 
@@ -462,6 +463,105 @@ GST_START_TEST (test_abi_loaded)
 
 GST_END_TEST;
 
+/* The pool of GPU slots the sink offers upstream (1.24+): of GStreamer's
+ * own CUDA pool type with the shared context in its public field, which is
+ * what nvh264dec, cudaupload and cudaconvert check before they take a
+ * downstream pool; configurable without a driver; its acquire asks the
+ * sink first and, without a slot and without a driver, fails cleanly.
+ * On 1.22 there is none. */
+static GstFlowReturn acquire_result;
+static guint acquired, released, flushed, destroyed;
+
+static GstFlowReturn
+fake_acquire (gpointer user_data, GpuShareXferRing ** ring, guint * slot,
+    gpointer * tag)
+{
+  acquired++;
+  return acquire_result;
+}
+
+static void
+fake_release (gpointer user_data, gpointer tag)
+{
+  released++;
+}
+
+static void
+fake_flush (gpointer user_data, gboolean flushing)
+{
+  flushed += flushing;
+}
+
+static void
+fake_destroy (gpointer user_data)
+{
+  destroyed++;
+}
+
+GST_START_TEST (test_slot_pool)
+{
+  GpuShareSlotPoolFuncs funcs = {
+    .acquire = fake_acquire,
+    .release = fake_release,
+    .flush = fake_flush,
+    .tag_quark = g_quark_from_static_string ("test-slot-tag"),
+    .destroy = fake_destroy,
+  };
+  GstObject *ctx = fake_cuda_context (0);
+  GstBufferPool *pool;
+  GstStructure *config;
+  GstBuffer *buf = NULL;
+  GstCaps *caps;
+
+  fail_unless (gpushare_gst_cuda_load (NULL));
+  pool = gpushare_cuda_slot_pool_new (ctx, &funcs);
+  if (gpushare_gst_cuda_abi () != GPUSHARE_GST_CUDA_ABI_1_24) {
+    fail_unless (pool == NULL, "a pool of slots on GStreamer 1.22");
+    gst_object_unref (ctx);
+    return;
+  }
+  fail_unless (pool != NULL);
+  fail_unless (G_TYPE_CHECK_INSTANCE_TYPE (pool,
+          gpushare_gst_cuda_buffer_pool_get_type ()));
+  fail_unless (gpushare_gst_cuda_buffer_pool_get_context (pool) == ctx);
+
+  caps = gst_caps_from_string ("video/x-raw(memory:CUDAMemory),"
+      "format=NV12,width=64,height=48,framerate=30/1");
+  config = gst_buffer_pool_get_config (pool);
+  gst_buffer_pool_config_set_params (config, caps, 64 * 48 * 3 / 2, 0, 0);
+  fail_unless (gst_buffer_pool_set_config (pool, config));
+  fail_unless (gst_buffer_pool_has_option (pool,
+          GST_BUFFER_POOL_OPTION_VIDEO_META));
+  fail_unless (gst_buffer_pool_set_active (pool, TRUE));
+  /* nothing allocated ahead: the ring is the pool */
+  fail_unless_equals_int (acquired, 0);
+
+  acquire_result = GST_FLOW_FLUSHING;
+  fail_unless_equals_int (gst_buffer_pool_acquire_buffer (pool, &buf, NULL),
+      GST_FLOW_FLUSHING);
+  /* no slot, and no driver to make CUDA memory of its own: an error, no
+   * crash */
+  acquire_result = GST_FLOW_CUSTOM_SUCCESS;
+  if (!have_gpu ())
+    fail_unless_equals_int (gst_buffer_pool_acquire_buffer (pool, &buf,
+            NULL), GST_FLOW_ERROR);
+  fail_unless (acquired >= 1);
+  fail_unless_equals_int (released, 0);
+
+  gst_buffer_pool_set_flushing (pool, TRUE);
+  fail_unless_equals_int (flushed, 1);
+  gst_buffer_pool_set_flushing (pool, FALSE);
+  fail_unless (gst_buffer_pool_set_active (pool, FALSE));
+  gst_object_unref (pool);
+  fail_unless_equals_int (destroyed, 1);
+  gst_caps_unref (caps);
+  /* the pool held a reference of its own, dropped at dispose */
+  ASSERT_OBJECT_REFCOUNT (ctx, "context", 1);
+  gst_object_unref (ctx);
+}
+
+GST_END_TEST;
+
 /* which calls a version gets, and why not */
 GST_START_TEST (test_abi_for)
 {
@@ -516,6 +616,7 @@ gstcuda_suite (void)
   tcase_add_test (tc, test_template_has_gpu);
   tcase_add_test (tc, test_abi_loaded);
   tcase_add_test (tc, test_abi_for);
+  tcase_add_test (tc, test_slot_pool);
   tcase_add_test (tc, test_no_gpu);
   tcase_add_test (tc, test_not_cuda);
   tcase_add_test (tc, test_context_sharing);

@@ -78,6 +78,37 @@ else
   fail "decode: nvh264dec is missing"
 fi
 
+# Zero copies from GStreamer 1.24 on: cudaupload writes each frame into a
+# GPU slot of the sink's pool (frames-in-place), and the consumer's buffers
+# are the slots themselves (io=in-place); with 1.22 both ends copy once,
+# and say why.  Every frame compared all the same.
+minor=$(gst-launch-1.0 --version | sed -n 's/^GStreamer [0-9]*\.\([0-9]*\).*/\1/p' | head -1)
+sock="$dir/zero.sock"
+timeout 60 "$peer" consumer --socket "$sock" --timeout 30000 --transport cuda \
+  --gpu-output --out "$dir/zc.log" & cpid=$!
+timeout 60 "$peer" producer --socket "$sock" --wait --source videotestsrc \
+  --gpu-input --frames "$frames" --width 1920 --height 1080 --policy lossless \
+  --timeout 30000 --out "$dir/zp.log"
+wait $cpid
+stat_of() { grep '^stats ' "$1" | tail -1 | sed -n "s/.*$2=([a-z0-9]*)\"\{0,1\}\([^,;\"]*\).*/\1/p"; }
+pin=$(stat_of "$dir/zp.log" frames-in-place)
+cio=$(stat_of "$dir/zc.log" io)
+cin=$(stat_of "$dir/zc.log" frames-in-place)
+compare "zero copies, GStreamer 1.$minor: frames" "$dir/zp.log" "$dir/zc.log" cuda-vmm
+if [ "${minor:-0}" -ge 24 ]; then
+  if [ "${pin:-0}" -ge $((frames / 2)) ] && [ "$cio" = in-place ] \
+      && [ "${cin:-0}" -ge $((frames / 2)) ]; then
+    pass "zero copies, GStreamer 1.$minor: $pin of $frames frames written by cudaupload into the slots, $cin pushed as the slots themselves (io=$cio)"
+  else
+    fail "zero copies, GStreamer 1.$minor: producer frames-in-place=$pin, consumer io=$cio frames-in-place=$cin"
+  fi
+elif [ "${pin:-1}" -eq 0 ] && [ "$cio" = copy ] && [ "${cin:-1}" -eq 0 ]; then
+  pass "GStreamer 1.$minor: one copy at each end, as documented (producer frames-in-place=0, consumer io=copy: $(stat_of "$dir/zc.log" io-reason | cut -c1-60))"
+else
+  fail "GStreamer 1.$minor: producer frames-in-place=$pin, consumer io=$cio frames-in-place=$cin"
+fi
+rm -f "$dir"/zp.log "$dir"/zc.log
+
 # fabric handles need an IMEX channel: where there is none, a consumer that
 # asks for them gets a clear error, and the producer goes on serving others
 sock="$dir/fabric.sock"
