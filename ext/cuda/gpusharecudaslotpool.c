@@ -11,8 +11,8 @@
 
 #include "gpusharegstcuda.h"
 
-GST_DEBUG_CATEGORY_STATIC (gpushare_cuda_slot_pool_debug);
-#define GST_CAT_DEFAULT gpushare_cuda_slot_pool_debug
+GST_DEBUG_CATEGORY_STATIC (slot_pool_debug);
+#define GST_CAT_DEFAULT slot_pool_debug
 
 /* ours, after the parent's instance */
 typedef struct
@@ -215,8 +215,8 @@ slot_pool_get_type (void)
     GType t = G_TYPE_INVALID;
     GTypeQuery q;
 
-    GST_DEBUG_CATEGORY_INIT (gpushare_cuda_slot_pool_debug,
-        "gpusharecudaslotpool", 0, "gpushare: GPU slots as a CUDA pool");
+    GST_DEBUG_CATEGORY_INIT (slot_pool_debug, "gpusharecudaslotpool", 0,
+        "gpushare: GPU slots as a CUDA pool");
     if (parent != G_TYPE_INVALID) {
       g_type_query (parent, &q);
       if (q.type != 0) {

@@ -401,11 +401,15 @@ cuda_view_new (gint device, const GpuShareSlots * slots, gint * fds,
   GpuShareCudaView *view = gpushare_cuda_view_new (device, NULL, slots, fds,
       error);
   CudaView *self;
+  guint i;
 
   if (!view)
     return NULL;
   self = g_new0 (CudaView, 1);
   self->view = view;
+  self->parent.device = device;
+  for (i = 0; i < slots->n_slots; i++)
+    self->parent.device_ptr[i] = gpushare_cuda_view_slot_ptr (view, i);
   return &self->parent;
 }
 
@@ -461,6 +465,22 @@ cuda_skip (GpuShareXferView * view, guint slot, guint64 sequence,
     GError ** error)
 {
   return gpushare_cuda_view_skip (((CudaView *) view)->view, slot, sequence,
+      error);
+}
+
+static gboolean
+cuda_wait_ready (GpuShareXferView * view, guint slot, guint64 sequence,
+    GError ** error)
+{
+  return gpushare_cuda_view_wait_ready (((CudaView *) view)->view, slot,
+      sequence, error);
+}
+
+static gboolean
+cuda_done (GpuShareXferView * view, guint slot, guint64 sequence,
+    GError ** error)
+{
+  return gpushare_cuda_view_done (((CudaView *) view)->view, slot, sequence,
       error);
 }
 
@@ -607,6 +627,8 @@ static const GpuShareXfer cuda_xfer = {
   .view_free = cuda_view_free,
   .read = cuda_read,
   .skip = cuda_skip,
+  .wait_ready = cuda_wait_ready,
+  .done = cuda_done,
   .can_import = cuda_can_import,
   .import = cuda_import,
 };

@@ -6,6 +6,9 @@
 
 #include "gpusharexfer.h"
 
+#define GPUSHARE_PLUGIN_INTERNAL 1
+#include "gpusharemeta.h"
+
 #include <string.h>
 
 #include "gpusharebackend.h"
@@ -448,6 +451,63 @@ gpushare_xfer_view_import (GpuShareXferView * view, guint slot,
   if (!mem)
     own_error (error, GPUSHARE_XFER_ERROR_RESOURCE);
   return mem;
+}
+
+typedef struct
+{
+  GpuShareXferView *view;
+  guint slot;
+  guint64 sequence;
+  gpointer user_data;
+  GDestroyNotify notify;
+} SlotImport;
+
+static void
+slot_import_free (gpointer data)
+{
+  SlotImport *imp = data;
+  GpuShareXferView *view = imp->view;
+  GError *error = NULL;
+
+  if (view->xfer->done
+      && !view->xfer->done (view, imp->slot, imp->sequence, &error)) {
+    /* the lease takes the slot back from a consumer that never says done */
+    GST_WARNING ("slot %u: done not signalled: %s", imp->slot,
+        error->message);
+    g_clear_error (&error);
+  }
+  if (imp->notify)
+    imp->notify (imp->user_data);
+  gpushare_xfer_view_unref (view);
+  g_free (imp);
+}
+
+GstMemory *
+gpushare_xfer_view_import_slot (GpuShareXferView * view, guint slot,
+    guint64 sequence, gsize size, gpointer user_data, GDestroyNotify notify,
+    GError ** error)
+{
+  SlotImport *imp;
+
+  g_return_val_if_fail (slot < view->n_slots, NULL);
+  if (!view->device_ptr[slot]) {
+    g_set_error (error, GPUSHARE_XFER_ERROR, GPUSHARE_XFER_ERROR_UNSUPPORTED,
+        "%s memory is not GPU memory",
+        gpushare_mem_type_to_string (view->mem_type));
+    return NULL;
+  }
+  if (view->xfer->wait_ready
+      && !view->xfer->wait_ready (view, slot, sequence, error)) {
+    own_error (error, GPUSHARE_XFER_ERROR_COPY);
+    return NULL;
+  }
+  imp = g_new0 (SlotImport, 1);
+  imp->view = gpushare_xfer_view_ref (view);
+  imp->slot = slot;
+  imp->sequence = sequence;
+  imp->user_data = user_data;
+  imp->notify = notify;
+  return gpushare_slot_memory_new (size, imp, slot_import_free);
 }
 
 gboolean

@@ -132,6 +132,9 @@ struct _GpuShareXferView
   gsize slot_size;
   /* where the consumer reads a slot, NULL if not host-visible */
   gconstpointer data[GPUSHARE_MAX_SLOTS];
+  /* the slot's device address in this process, 0 if not device memory */
+  guintptr device_ptr[GPUSHARE_MAX_SLOTS];
+  gint device;                  /* the CUDA ordinal it is read on */
 };
 
 struct _GpuShareXfer
@@ -186,6 +189,12 @@ struct _GpuShareXfer
       const GstVideoInfo * slot_info, const GstVideoInfo * dst_info,
       GstBuffer * dst, gboolean dst_device, GError ** error);
   gboolean (*skip) (GpuShareXferView * view, guint slot, guint64 sequence,
+      GError ** error);
+  /* a read in place, in two halves: ready waited for on the host, then,
+   * once the frame was read, done signalled (NULL: nothing to do) */
+  gboolean (*wait_ready) (GpuShareXferView * view, guint slot,
+      guint64 sequence, GError ** error);
+  gboolean (*done) (GpuShareXferView * view, guint slot, guint64 sequence,
       GError ** error);
   /* GPU transfers: GStreamer's library can wrap device memory (NULL: never;
    * FALSE with a borrowed reason) */
@@ -296,6 +305,16 @@ gboolean gpushare_xfer_gpu_can_import (const gchar ** why_not);
 GstMemory *gpushare_xfer_view_import (GpuShareXferView * view, guint slot,
     guint64 sequence, const GstVideoInfo * slot_info, GstObject * ctx,
     gpointer user_data, GDestroyNotify notify, GError ** error);
+/* The application's route (gpusharemeta.h): a memory of size bytes
+ * that stands for the GPU slot (no host address), with a
+ * GstGpuShareCudaMeta to add from view->device_ptr[slot].  Ready has been
+ * waited for when it returns; when it is freed, done is signalled (the
+ * application finished reading), the view's reference dropped and notify
+ * (user_data) called.  NULL, with error, where the slot is not device
+ * memory. */
+GstMemory *gpushare_xfer_view_import_slot (GpuShareXferView * view,
+    guint slot, guint64 sequence, gsize size, gpointer user_data,
+    GDestroyNotify notify, GError ** error);
 /* copies the frame of slot (laid out as slot_info) into dst (as dst_info,
  * device memory when dst_device) */
 gboolean gpushare_xfer_view_read (GpuShareXferView * view, guint slot,

@@ -33,6 +33,9 @@
 
 #include "gstgpusharesrc.h"
 
+#define GPUSHARE_PLUGIN_INTERNAL 1
+#include "gpusharemeta.h"
+
 #include <string.h>
 #include <time.h>
 #include <gst/video/video.h>
@@ -108,6 +111,8 @@ struct _GstGpuShareSrc
    * object lock */
   GstBufferPool *out_pool;      /* for copies out of GPU slots */
   gboolean out_gpu;             /* negotiated GPU memory */
+  gboolean out_slot;            /* negotiated the application's route
+                                 * (memory:GpuShareCUDA) */
   /* frames may be pushed in place (under the object lock: stats), and why
    * not (a static string) */
   gboolean in_place;
@@ -206,6 +211,7 @@ gst_gpu_share_src_stop (GstBaseSrc * bsrc)
     gst_clear_object (&self->out_pool);
   }
   self->out_gpu = FALSE;
+  self->out_slot = FALSE;
   gst_clear_object (&self->gpu_ctx);
   return TRUE;
 }
@@ -269,6 +275,14 @@ set_frame_fields (GstGpuShareSrc * self, GstBuffer * buf,
   GST_MINI_OBJECT_FLAGS (buf) |= f->buffer_flags & 0xffff &
       ~(GST_MINI_OBJECT_FLAG_LOCKABLE | GST_MINI_OBJECT_FLAG_LOCK_READONLY |
       GST_MINI_OBJECT_FLAG_MAY_BE_LEAKED);
+}
+
+/* what the src pushes, as the stats and messages say it */
+static const gchar *
+output_memory (GstGpuShareSrc * self)
+{
+  return self->out_slot ? "GpuShareCUDA" : self->out_gpu ? "CUDAMemory" :
+      "system";
 }
 
 /* the reason frames are copied (NULL: pushed in place); a
@@ -391,6 +405,42 @@ import_gpu_buffer (GstGpuShareSrc * self, GpuShareClientFrame * frame,
   return buf;
 }
 
+/* The application's route: a buffer that stands for the slot, with the
+ * slot's device address and layout in a GstGpuShareCudaMeta.  Every frame
+ * goes this way (there is nothing to copy it into). */
+static GstFlowReturn
+make_slot_buffer (GstGpuShareSrc * self, GpuShareClientFrame * frame,
+    GstBuffer ** outbuf)
+{
+  GpuShareXferView *view = gpushare_client_frame_view (frame);
+  const GpuShareFrame *f = gpushare_client_frame_info (frame);
+  GError *error = NULL;
+  GstMemory *mem;
+  GstBuffer *buf;
+
+  /* counted in place, whatever max-in-place says */
+  gpushare_client_frame_hold_in_place (frame, G_MAXUINT);
+  mem = gpushare_xfer_view_import_slot (view, f->slot, f->sequence,
+      GST_VIDEO_INFO_SIZE (&self->vinfo), frame,
+      (GDestroyNotify) gpushare_client_frame_release, &error);
+  if (!mem) {
+    gpushare_xfer_view_skip (view, f->slot, f->sequence, NULL);
+    gpushare_client_frame_release (frame);
+    GST_ELEMENT_ERROR (self, RESOURCE, READ,
+        ("Could not hand the frame's GPU slot to the application"), ("%s",
+            error->message));
+    g_clear_error (&error);
+    return GST_FLOW_ERROR;
+  }
+  buf = gst_buffer_new ();
+  gst_buffer_append_memory (buf, mem);
+  gpushare_buffer_add_slot_meta (buf, view->device_ptr[f->slot],
+      view->device, &self->vinfo);
+  g_atomic_int_inc (&self->frames_in_place);
+  *outbuf = buf;
+  return GST_FLOW_OK;
+}
+
 /* A frame out of a GPU slot: the slot itself where it may go in place,
  * otherwise one copy, on the device into a buffer of a GPU pool or
  * downloaded into system memory, and the slot back to the producer as
@@ -407,6 +457,8 @@ make_gpu_buffer (GstGpuShareSrc * self, GpuShareClientFrame * frame,
   GError *error = NULL;
   gboolean ok, failed = FALSE;
 
+  if (self->out_slot)
+    return make_slot_buffer (self, frame, outbuf);
   if (self->out_gpu && hold_in_place (self, frame)) {
     *outbuf = import_gpu_buffer (self, frame, &failed);
     if (*outbuf)
@@ -467,7 +519,7 @@ make_gpu_buffer (GstGpuShareSrc * self, GpuShareClientFrame * frame,
  * memory, as from nvh264dec: it would otherwise receive CUDA memory it can
  * only map through a download with the slot's pitch. */
 static gboolean
-downstream_names_gpu (GstGpuShareSrc * self)
+downstream_names (GstGpuShareSrc * self, const gchar * feature)
 {
   GstCaps *peer = gst_pad_peer_query_caps (GST_BASE_SRC_PAD (self), NULL);
   gboolean named = FALSE;
@@ -480,11 +532,37 @@ downstream_names_gpu (GstGpuShareSrc * self)
       GstCapsFeatures *f = gst_caps_get_features (peer, i);
 
       named = f && !gst_caps_features_is_any (f)
-          && gst_caps_features_contains (f, GPUSHARE_XFER_GPU_CAPS_FEATURE);
+          && gst_caps_features_contains (f, feature);
     }
   }
   gst_caps_unref (peer);
   return named;
+}
+
+static gboolean
+downstream_names_gpu (GstGpuShareSrc * self)
+{
+  return downstream_names (self, GPUSHARE_XFER_GPU_CAPS_FEATURE);
+}
+
+/* the application's route: the producer's caps with the feature, when
+ * downstream names it and the slots are GPU memory */
+static GstCaps *
+slot_caps (GstGpuShareSrc * self, GstCaps * caps)
+{
+  GstCaps *slot;
+
+  if (gpushare_client_mem_type (self->client) == GPUSHARE_MEM_SYSTEM
+      || !downstream_names (self, GPUSHARE_CAPS_FEATURE_MEMORY_GPUSHARE_CUDA))
+    return NULL;
+  slot = gst_caps_copy (caps);
+  gst_caps_set_features_simple (slot,
+      gst_caps_features_new (GPUSHARE_CAPS_FEATURE_MEMORY_GPUSHARE_CUDA,
+          NULL));
+  if (gst_pad_peer_query_accept_caps (GST_BASE_SRC_PAD (self), slot))
+    return slot;
+  gst_caps_unref (slot);
+  return NULL;
 }
 
 /* the output caps for the producer's caps: GPU memory when the transport
@@ -496,6 +574,11 @@ output_caps (GstGpuShareSrc * self, GstCaps * caps)
   GstCaps *gpu;
 
   self->out_gpu = FALSE;
+  self->out_slot = FALSE;
+  if ((gpu = slot_caps (self, caps))) {
+    self->out_slot = TRUE;
+    return gpu;
+  }
   if (gpushare_client_mem_type (self->client) == GPUSHARE_MEM_SYSTEM
       || !self->gpu_ctx || !downstream_names_gpu (self))
     return gst_caps_ref (caps);
@@ -555,7 +638,15 @@ choose_io (GstGpuShareSrc * self)
   mode = self->io_mode;
   GST_OBJECT_UNLOCK (self);
   gpu_slots = gpushare_client_mem_type (self->client) != GPUSHARE_MEM_SYSTEM;
-  if (mode == GST_GPU_SHARE_IO_COPY)
+  if (self->out_slot && mode == GST_GPU_SHARE_IO_COPY) {
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+        ("io-mode=copy, but downstream asked for %s, which is the slot "
+            "itself", GPUSHARE_CAPS_FEATURE_MEMORY_GPUSHARE_CUDA), (NULL));
+    return FALSE;
+  }
+  if (self->out_slot)
+    why = NULL;
+  else if (mode == GST_GPU_SHARE_IO_COPY)
     why = "io-mode=copy";
   else if (gpu_slots && !self->out_gpu)
     why = "downstream takes system memory: GPU frames are downloaded";
@@ -567,8 +658,7 @@ choose_io (GstGpuShareSrc * self)
   gst_element_post_message (GST_ELEMENT (self),
       gst_message_new_element (GST_OBJECT (self),
           gst_structure_new ("gpushare-output",
-              "output-memory", G_TYPE_STRING,
-              self->out_gpu ? "CUDAMemory" : "system",
+              "output-memory", G_TYPE_STRING, output_memory (self),
               "io", G_TYPE_STRING, why ? "copy" : "in-place",
               "reason", G_TYPE_STRING, why ? why : "", NULL)));
   if (why && mode == GST_GPU_SHARE_IO_IMPORT) {
@@ -691,6 +781,15 @@ gst_gpu_share_src_get_caps (GstBaseSrc * bsrc, GstCaps * filter)
   if (self->in_caps) {
     /* the producer's caps in both memories this src can output */
     caps = gst_caps_new_empty ();
+    if (self->client
+        && gpushare_client_mem_type (self->client) != GPUSHARE_MEM_SYSTEM) {
+      GstCaps *slot = gst_caps_copy (self->in_caps);
+
+      gst_caps_set_features_simple (slot,
+          gst_caps_features_new (GPUSHARE_CAPS_FEATURE_MEMORY_GPUSHARE_CUDA,
+              NULL));
+      caps = gst_caps_merge (caps, slot);
+    }
     if (self->client && self->gpu_ctx
         && gpushare_client_mem_type (self->client) != GPUSHARE_MEM_SYSTEM) {
       GstCaps *gpu = gst_caps_copy (self->in_caps);
@@ -796,7 +895,7 @@ make_stats (GstGpuShareSrc * self)
       gpushare_mem_type_to_string (st.mem_type) : "none",
       "sync-mode", G_TYPE_STRING, st.sync_mode ?
       gpushare_sync_mode_to_string (st.sync_mode) : "none",
-      "output-memory", G_TYPE_STRING, self->out_gpu ? "CUDAMemory" : "system",
+      "output-memory", G_TYPE_STRING, output_memory (self),
       "peer-device", G_TYPE_INT, st.peer_device,
       "memory-reason", G_TYPE_STRING, st.mem_reason ? st.mem_reason :
       "not connected",
@@ -1008,6 +1107,12 @@ gst_gpu_share_src_class_init (GstGpuShareSrcClass * klass)
   g_object_class_install_properties (gobject_class, N_PROPERTIES, properties);
 
   caps = gpushare_xfer_template_caps ();
+  /* the application's route, wherever the slots can be GPU memory */
+  if (gpushare_xfer_gpu ())
+    caps = gst_caps_merge (caps, gst_caps_from_string
+        (GST_VIDEO_CAPS_MAKE_WITH_FEATURES
+            (GPUSHARE_CAPS_FEATURE_MEMORY_GPUSHARE_CUDA,
+                GST_VIDEO_FORMATS_ALL)));
   gst_element_class_add_pad_template (element_class,
       gst_pad_template_new ("src", GST_PAD_SRC, GST_PAD_ALWAYS, caps));
   gst_caps_unref (caps);

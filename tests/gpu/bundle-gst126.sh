@@ -43,7 +43,7 @@ for x in tests/peer/gpushare-test-peer tests/check/test_gstcuda \
     tests/gpu/test_gpu_checksum tests/gpu/test_gpu_streams \
     tests/gpu/test_gpu_cycles tests/gpu/test_gpu_restarts \
     tests/gpu/test_gpu_relink tests/gpu/test_gpu_legacy \
-    tests/gpu/test_cuda_context examples/gpushare-bench \
+    tests/gpu/test_cuda_context tests/gpu/gpushare-cuda-app examples/gpushare-bench \
     examples/gpushare-demo; do
   [ -x "$build/$x" ] && cp "$build/$x" "$out/bin/"
 done

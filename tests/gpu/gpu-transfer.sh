@@ -109,6 +109,32 @@ else
 fi
 rm -f "$dir"/zp.log "$dir"/zc.log
 
+# The application's route (gst/gpushare/gpusharemeta.h), on every
+# GStreamer version: examples/gpushare-cuda-app asks for
+# memory:GpuShareCUDA and reads a white picture where it is, on the GPU,
+# through the device address and layout of GstGpuShareCudaMeta (Y 235,
+# U and V 128 in every row it reads).
+if [ -n "${GPUSHARE_CUDA_APP:-}" ] && [ -x "$GPUSHARE_CUDA_APP" ]; then
+  sock="$dir/app.sock"
+  timeout 60 "$GPUSHARE_CUDA_APP" "$sock" --frames 100 --expect 235,128,128 \
+    > "$dir/app.log" 2>&1 & apid=$!
+  timeout 60 gst-launch-1.0 -q videotestsrc num-buffers=100 pattern=white ! \
+    video/x-raw,format=NV12,width=1920,height=1080,framerate=30/1 ! \
+    gpusharesink socket-path="$sock" wait-for-connection=true \
+    policy=lossless > "$dir/app-producer.log" 2>&1
+  wait $apid
+  arc=$?
+  if [ $arc -eq 0 ] && grep -q '^100 frames read in place$' "$dir/app.log"; then
+    pass "the application's route: 100 frames read in place through GstGpuShareCudaMeta ($(grep -m1 '^frame 0 ' "$dir/app.log" | cut -c1-80))"
+  else
+    fail "the application's route: gpushare-cuda-app exited with $arc"
+    tail -3 "$dir/app.log"
+  fi
+  rm -f "$dir"/app.log "$dir"/app-producer.log
+else
+  fail "the application's route: gpushare-cuda-app was not built here"
+fi
+
 # fabric handles need an IMEX channel: where there is none, a consumer that
 # asks for them gets a clear error, and the producer goes on serving others
 sock="$dir/fabric.sock"

@@ -17,6 +17,7 @@ b=$PWD/.gst126
 mkdir -p "$logs"
 export GST_PLUGIN_PATH_1_0=$PWD/$build/tests/plugin
 export GST_DEBUG='*:1,gpushare*:2' GST_DEBUG_NO_COLOR=1
+export GPUSHARE_CUDA_APP=$b/bin/gpushare-cuda-app
 clip=$PWD/tests/media/clip-h264.mp4
 # name, timeout (s), command
 tests=(
