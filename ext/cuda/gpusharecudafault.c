@@ -78,6 +78,7 @@ SHIM (cuStreamWaitValue64, (CUstream st, CUdeviceptr p, cuuint64_t v,
     unsigned int f), (st, p, v, f))
 SHIM (cuEventCreate, (CUevent * e, unsigned int f), (e, f))
 SHIM (cuEventRecord, (CUevent e, CUstream st), (e, st))
+SHIM (cuEventSynchronize, (CUevent e), (e))
 SHIM (cuIpcGetEventHandle, (CUipcEventHandle * h, CUevent e), (h, e))
 SHIM (cuIpcOpenEventHandle, (CUevent * e, CUipcEventHandle h), (e, h))
 SHIM (cuIpcGetMemHandle, (CUipcMemHandle * h, CUdeviceptr p), (h, p))
@@ -92,6 +93,7 @@ SHIM (cuIpcOpenMemHandle, (CUdeviceptr * p, CUipcMemHandle h,
   X (cuMemSetAccess) X (cuMemsetD8Async) X (cuMemcpy2DAsync) \
   X (cuStreamCreate) X (cuStreamSynchronize) X (cuStreamWriteValue64) \
   X (cuStreamWaitValue64) X (cuEventCreate) X (cuEventRecord) \
+  X (cuEventSynchronize) \
   X (cuIpcGetEventHandle) X (cuIpcOpenEventHandle) X (cuIpcGetMemHandle) \
   X (cuIpcOpenMemHandle)
 

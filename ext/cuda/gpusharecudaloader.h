@@ -74,6 +74,7 @@ G_BEGIN_DECLS
   X (cuEventCreate) \
   X (cuEventDestroy) \
   X (cuEventRecord) \
+  X (cuEventSynchronize) \
   X (cuIpcGetEventHandle) \
   X (cuIpcOpenEventHandle) \
   X (cuIpcGetMemHandle) \

@@ -87,6 +87,51 @@ slot_pool_alloc_buffer (GstBufferPool * pool, GstBuffer ** buffer,
   return GST_FLOW_ERROR;
 }
 
+/* GStreamer's CUDA memory has one pitch, stride[0], for every plane and
+ * size / pitch rows: a slot laid out otherwise is not handed out as such
+ * (the frame would be copied wrongly from it, to system memory say) */
+static gboolean
+layout_wrappable (const GstVideoInfo * info, gsize slot_size)
+{
+  guint i;
+
+  if (GST_VIDEO_INFO_SIZE (info) > slot_size
+      || GST_VIDEO_INFO_PLANE_STRIDE (info, 0) <= 0
+      || GST_VIDEO_INFO_SIZE (info) % GST_VIDEO_INFO_PLANE_STRIDE (info, 0))
+    return FALSE;
+  for (i = 1; i < GST_VIDEO_INFO_N_PLANES (info); i++)
+    if (GST_VIDEO_INFO_PLANE_STRIDE (info, i) !=
+        GST_VIDEO_INFO_PLANE_STRIDE (info, 0))
+      return FALSE;
+  return TRUE;
+}
+
+/* a slot's memory, made by acquire_buffer: its last reference gives the
+ * slot back */
+typedef struct
+{
+  GstBufferPool *pool;          /* a reference: funcs live while we do */
+  GpuShareXferRing *ring;       /* a reference */
+  gpointer tag;                 /* ours */
+} SlotMemory;
+
+static void
+slot_memory_free (gpointer data)
+{
+  SlotMemory *sm = data;
+  SlotPool *p = SLOT_POOL (sm->pool);
+
+  /* GStreamer's allocator has waited for the memory's stream (upstream's
+   * pending writes, NEED_SYNC) before it calls this */
+  if (p->funcs.release)
+    p->funcs.release (p->funcs.user_data, sm->tag);
+  if (p->funcs.tag_free)
+    p->funcs.tag_free (sm->tag);
+  gpushare_xfer_ring_unref (sm->ring);
+  gst_object_unref (sm->pool);
+  g_free (sm);
+}
+
 static GstFlowReturn
 slot_pool_acquire_buffer (GstBufferPool * pool, GstBuffer ** buffer,
     GstBufferPoolAcquireParams * params)
@@ -101,17 +146,35 @@ slot_pool_acquire_buffer (GstBufferPool * pool, GstBuffer ** buffer,
   GstBuffer *buf;
   guint slot = 0;
 
+  /* GstBufferPool checks this in its own acquire, which this replaces */
+  if (GST_BUFFER_POOL_IS_FLUSHING (pool))
+    return GST_FLOW_FLUSHING;
   ret = p->funcs.acquire (p->funcs.user_data, &ring, &slot, &tag);
+  if (ret == GST_FLOW_OK && !layout_wrappable (&p->info, ring->slot_size)) {
+    GST_INFO_OBJECT (pool, "the frame's layout is not one GStreamer's CUDA "
+        "memory can describe: upstream writes memory of the pool's own");
+    if (p->funcs.release)
+      p->funcs.release (p->funcs.user_data, tag);
+    if (p->funcs.tag_free)
+      p->funcs.tag_free (tag);
+    gpushare_xfer_ring_unref (ring);
+    ring = NULL;
+    tag = NULL;
+    ret = GST_FLOW_CUSTOM_SUCCESS;
+  }
   if (ret == GST_FLOW_OK) {
+    SlotMemory *sm = g_new0 (SlotMemory, 1);
+
+    sm->pool = gst_object_ref (pool);
+    sm->ring = ring;
+    sm->tag = tag;
     mem = gpushare_gst_cuda_memory_wrap (ctx, p->stream, &p->info,
-        (CUdeviceptr) ring->device_ptr[slot], ring,
-        (GDestroyNotify) gpushare_xfer_ring_unref);
-    if (!mem) {
-      gpushare_xfer_ring_unref (ring);
-      if (p->funcs.release)
-        p->funcs.release (p->funcs.user_data, tag);
-      if (p->funcs.tag_free)
-        p->funcs.tag_free (tag);
+        (CUdeviceptr) ring->device_ptr[slot], sm, slot_memory_free);
+    if (mem) {
+      /* the buffer's own copy, for render */
+      tag = p->funcs.tag_copy ? p->funcs.tag_copy (sm->tag) : NULL;
+    } else {
+      slot_memory_free (sm);
       tag = NULL;
     }
   } else if (ret != GST_FLOW_CUSTOM_SUCCESS) {
@@ -144,14 +207,9 @@ slot_pool_acquire_buffer (GstBufferPool * pool, GstBuffer ** buffer,
 static void
 slot_pool_release_buffer (GstBufferPool * pool, GstBuffer * buffer)
 {
-  SlotPool *p = SLOT_POOL (pool);
-  gpointer tag = gst_mini_object_get_qdata (GST_MINI_OBJECT (buffer),
-      p->funcs.tag_quark);
-
-  /* a slot that never reached a frame goes back */
-  if (tag && p->funcs.release)
-    p->funcs.release (p->funcs.user_data, tag);
-  /* slots are never pooled: the ring is the pool */
+  /* slots are never pooled: the ring is the pool.  The slot goes back when
+   * its memory is freed (slot_memory_free ()), which may be later: a copy
+   * of the buffer may still hold it */
   gst_buffer_unref (buffer);
 }
 

@@ -339,6 +339,9 @@ struct _GpuShareCudaRing
   GpuShareAllocation *alloc;    /* VMM */
   HandleMem *hmem;              /* legacy, fabric */
   GpuShareCudaEvents *ready;    /* one per slot, for event consumers */
+  /* one per slot: recorded after the work a writer of the slot waits for
+   * (readers gone, the copy in), waited for without any lock held */
+  CUevent settled[GPUSHARE_MAX_SLOTS];
   Consumer consumers[MAX_HOLDERS];
   /* who read each slot's last frame, and which frame */
   guint64 last_holders[GPUSHARE_MAX_SLOTS];
@@ -385,6 +388,14 @@ gpushare_cuda_ring_new (gint device, CUcontext ctx, GpuShareMemType mem_type,
               CU_STREAM_NON_BLOCKING), "cuStreamCreate", error)) {
     gpushare_cuda_pop ();
     goto failed;
+  }
+  for (i = 0; i < n_slots; i++) {
+    if (!gpushare_cuda_check (gpushare_cuda ()->cuEventCreate
+            (&ring->settled[i], CU_EVENT_DISABLE_TIMING), "cuEventCreate",
+            error)) {
+      gpushare_cuda_pop ();
+      goto failed;
+    }
   }
   gpushare_cuda_pop ();
   GST_DEBUG ("ring of %u CUDA slots, epoch %" G_GUINT64_FORMAT, n_slots,
@@ -450,6 +461,9 @@ gpushare_cuda_ring_free (GpuShareCudaRing * ring)
   if (ring->stream && push (ring->ctx, NULL)) {
     gpushare_cuda ()->cuStreamSynchronize (ring->stream);
     gpushare_cuda ()->cuStreamDestroy (ring->stream);
+    for (i = 0; i < GPUSHARE_MAX_SLOTS; i++)
+      if (ring->settled[i])
+        gpushare_cuda ()->cuEventDestroy (ring->settled[i]);
     gpushare_cuda_pop ();
   }
   if (ring->ready)
@@ -622,8 +636,23 @@ gpushare_cuda_ring_prepare (GpuShareCudaRing * ring, guint slot,
     return FALSE;
   if (!push (ring->ctx, error))
     return FALSE;
-  ok = gpushare_cuda_check (gpushare_cuda ()->cuStreamSynchronize
-      (ring->stream), "cuStreamSynchronize", error);
+  ok = gpushare_cuda_check (gpushare_cuda ()->cuEventRecord
+      (ring->settled[slot], ring->stream), "cuEventRecord", error);
+  gpushare_cuda_pop ();
+  return ok;
+}
+
+gboolean
+gpushare_cuda_ring_settle (GpuShareCudaRing * ring, guint slot,
+    GError ** error)
+{
+  gboolean ok;
+
+  g_return_val_if_fail (slot < ring->n_slots, FALSE);
+  if (!push (ring->ctx, error))
+    return FALSE;
+  ok = gpushare_cuda_check (gpushare_cuda ()->cuEventSynchronize
+      (ring->settled[slot]), "cuEventSynchronize", error);
   gpushare_cuda_pop ();
   return ok;
 }
@@ -642,10 +671,10 @@ gpushare_cuda_ring_copy_in (GpuShareCudaRing * ring, guint slot,
     return FALSE;
   ok = copy_planes (ring->stream, info, src, &dst, error);
   /* a copy from device memory (or pinned host memory) has not read it
-   * when the call returns */
+   * when the call returns: gpushare_cuda_ring_settle () waits for it */
   if (ok)
-    ok = gpushare_cuda_check (gpushare_cuda ()->cuStreamSynchronize
-        (ring->stream), "cuStreamSynchronize", error);
+    ok = gpushare_cuda_check (gpushare_cuda ()->cuEventRecord
+        (ring->settled[slot], ring->stream), "cuEventRecord", error);
   gpushare_cuda_pop ();
   return ok;
 }
@@ -678,9 +707,9 @@ gpushare_cuda_ring_publish (GpuShareCudaRing * ring, guint slot,
     ok = gpushare_cuda_check (gpushare_cuda ()->cuEventRecord
         (gpushare_cuda_events_get (ring->ready, slot), ring->stream),
         "cuEventRecord", error);
-  if (ok && host)
-    ok = gpushare_cuda_check (gpushare_cuda ()->cuStreamSynchronize
-        (ring->stream), "cuStreamSynchronize", error);
+  /* host consumers read once the copy is in: the writer settled the slot
+   * (gpushare_cuda_ring_settle ()) before it publishes, without a lock */
+  (void) host;
   gpushare_cuda_pop ();
   /* host consumers synchronise before they release: nothing to wait for */
   for (i = 0; i < MAX_HOLDERS; i++)

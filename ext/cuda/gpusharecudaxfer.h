@@ -65,9 +65,16 @@ guint64 gpushare_cuda_ring_epoch (GpuShareCudaRing * ring);
 gsize gpushare_cuda_ring_slot_size (GpuShareCudaRing * ring);
 /* the slot's device address in this process */
 CUdeviceptr gpushare_cuda_ring_slot_ptr (GpuShareCudaRing * ring, guint slot);
-/* waits, on the host, until the slot's last readers signalled done: then
- * anyone (upstream, writing in place) may write it */
+/* queues the wait for the slot's last readers' done signals; once
+ * gpushare_cuda_ring_settle () returned, anyone (upstream, writing in
+ * place) may write the slot */
 gboolean gpushare_cuda_ring_prepare (GpuShareCudaRing * ring, guint slot,
+    GError ** error);
+/* waits on the host for what prepare or copy_in queued for the slot.
+ * Call it without any lock that removing a consumer takes: a consumer
+ * that never signals done is released by forcing its words, and only
+ * that ends the wait */
+gboolean gpushare_cuda_ring_settle (GpuShareCudaRing * ring, guint slot,
     GError ** error);
 
 /* consumer holder index (the ring's bit); creates its sync objects */
@@ -84,14 +91,14 @@ gboolean gpushare_cuda_ring_export (GpuShareCudaRing * ring, guint index,
 /* a frame: begin (waits for the slot's last readers), copy, publish */
 gboolean gpushare_cuda_ring_begin (GpuShareCudaRing * ring, guint slot,
     GError ** error);
-/* copies src into the slot on the ring's stream and waits for the copy to
- * finish, so that src's owner may write it again as soon as this returns
- * (upstream reuses a buffer on its own stream, which is not ordered after
- * ours) */
+/* copies src into the slot on the ring's stream; once
+ * gpushare_cuda_ring_settle () returned, the copy is done, and src's owner
+ * may write it again (upstream reuses a buffer on its own stream, which
+ * is not ordered after ours) and host consumers may read the slot */
 gboolean gpushare_cuda_ring_copy_in (GpuShareCudaRing * ring, guint slot,
     const GstVideoInfo * info, const GpuSharePlanes * src,
     const GpuSharePlanes * slot_layout, GError ** error);
-/* signals ready to the holders; synchronises when a holder uses host mode */
+/* signals ready to the holders (after settle, for host-mode holders) */
 gboolean gpushare_cuda_ring_publish (GpuShareCudaRing * ring, guint slot,
     guint64 holders, guint64 sequence, GError ** error);
 

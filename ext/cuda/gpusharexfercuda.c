@@ -199,17 +199,24 @@ cuda_context_query (GstElement * element, GstQuery * query, gint device,
     GstObject ** ctx)
 {
   const gchar *type = NULL;
+  GstObject *shared;
+  gboolean ok;
 
   if (GST_QUERY_TYPE (query) != GST_QUERY_CONTEXT
       || !gst_query_parse_context_type (query, &type)
       || g_strcmp0 (type, GPUSHARE_CUDA_CONTEXT_TYPE) != 0)
     return FALSE;
+  if (*ctx)
+    return gpushare_gst_cuda_handle_context_query (element, query, *ctx);
   /* a neighbour starting before us asks: it gets the primary context, so
-   * that the process keeps one */
-  if (!*ctx)
-    *ctx = shared_context (device);
-  return *ctx && gpushare_gst_cuda_handle_context_query (element, query,
-      *ctx);
+   * that the process keeps one.  Not stored: the query may come from any
+   * thread; the element finds it again from that neighbour when it
+   * starts */
+  shared = shared_context (device);
+  ok = shared && gpushare_gst_cuda_handle_context_query (element, query,
+      shared);
+  gst_clear_object (&shared);
+  return ok;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -308,6 +315,12 @@ static gboolean
 cuda_prepare (GpuShareXferRing * ring, guint slot, GError ** error)
 {
   return gpushare_cuda_ring_prepare (((CudaRing *) ring)->ring, slot, error);
+}
+
+static gboolean
+cuda_settle (GpuShareXferRing * ring, guint slot, GError ** error)
+{
+  return gpushare_cuda_ring_settle (((CudaRing *) ring)->ring, slot, error);
 }
 
 /* Writes the frame into the CUDA slot: from upstream's GPU memory (one
@@ -621,6 +634,7 @@ static const GpuShareXfer cuda_xfer = {
   .write = cuda_write,
   .publish = cuda_publish,
   .prepare = cuda_prepare,
+  .settle = cuda_settle,
   .holds = cuda_holds,
   .slot_pool_new = gpushare_cuda_slot_pool_new,
   .view_new = cuda_view_new,

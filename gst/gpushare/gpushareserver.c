@@ -592,10 +592,9 @@ drop_client (GpuShareServer * self, Client * client,
    * in place says so in its GOODBYE, after a RELEASE for every other frame
    * it received: what it still holds of the frames up to the last it
    * received is read by those buffers.  The frames sent after that were
-   * on their way as it left: it never read them.  A GPU consumer copies
-   * every frame out: nothing of it stays in place */
-  held = reason == GPUSHARE_REMOVE_GOODBYE && client->goodbye_held
-      && client->mem_type == GPUSHARE_MEM_SYSTEM;
+   * on their way as it left: it never read them.  A GPU consumer holds
+   * slots in place too (io-mode import, the application's route) */
+  held = reason == GPUSHARE_REMOVE_GOODBYE && client->goodbye_held;
   if (held)
     unseen = gpushare_ring_release_holder_after (&self->ring, index,
         client->held_upto);
@@ -618,8 +617,9 @@ drop_client (GpuShareServer * self, Client * client,
   } else {
     released = gpushare_ring_release_holder (&self->ring, index);
   }
-  /* its src closes every mapping before its goodbye */
-  if (reason == GPUSHARE_REMOVE_GOODBYE
+  /* its src closes every mapping before its goodbye, unless buffers of it
+   * still read slots in place: then the ring is kept as quarantined */
+  if (reason == GPUSHARE_REMOVE_GOODBYE && !held
       && client->mem_type == GPUSHARE_MEM_CUDA_LEGACY)
     release_legacy (self, client, G_MAXUINT64);
   /* its index is not handed out again before its GPU objects are gone */

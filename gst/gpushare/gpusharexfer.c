@@ -285,6 +285,10 @@ gpushare_xfer_ring_write (GpuShareXferRing * ring, guint slot,
   g_mutex_lock (&ring->lock);
   ok = ring->xfer->write (ring, slot, info, buf, staged, error);
   g_mutex_unlock (&ring->lock);
+  /* without the lock: a consumer that never says done is released by
+   * removing it, which takes the lock */
+  if (ok && ring->xfer->settle)
+    ok = ring->xfer->settle (ring, slot, error);
   return ok || own_error (error, GPUSHARE_XFER_ERROR_COPY);
 }
 
@@ -317,6 +321,8 @@ gpushare_xfer_ring_prepare (GpuShareXferRing * ring, guint slot,
   g_mutex_lock (&ring->lock);
   ok = ring->xfer->prepare (ring, slot, error);
   g_mutex_unlock (&ring->lock);
+  if (ok && ring->xfer->settle)
+    ok = ring->xfer->settle (ring, slot, error);
   return ok || own_error (error, GPUSHARE_XFER_ERROR_RESOURCE);
 }
 

@@ -111,12 +111,17 @@ typedef struct
    * its own, copied at render */
   GstFlowReturn (*acquire) (gpointer user_data, GpuShareXferRing ** ring,
       guint * slot, gpointer * tag);
-  /* a buffer of a slot comes back to the pool, rendered or not */
+  /* the memory of a slot is freed, rendered or not (upstream's stream
+   * waited for) */
   void (*release) (gpointer user_data, gpointer tag);
   /* the pool starts or stops flushing: a waiting acquire returns */
   void (*flush) (gpointer user_data, gboolean flushing);
-  /* the buffers' qdata key for the tag, and its free function */
+  /* the buffers' qdata key for the tag, a copy of a tag and its free
+   * function: the buffer carries one copy, the slot's memory another, and
+   * the slot goes back (release) when that memory is freed, not when the
+   * buffer comes back: a copy of the buffer may share it */
   GQuark tag_quark;
+  gpointer (*tag_copy) (gpointer tag);
   GDestroyNotify tag_free;
   gpointer user_data;
   GDestroyNotify destroy;
@@ -178,6 +183,9 @@ struct _GpuShareXfer
   /* the slot may be written by anyone: its last readers are gone (NULL:
    * nothing to wait for) */
   gboolean (*prepare) (GpuShareXferRing * ring, guint slot, GError ** error);
+  /* after write or prepare, without the ring's lock: waits on the host for
+   * the device work they queued (NULL: none) */
+  gboolean (*settle) (GpuShareXferRing * ring, guint slot, GError ** error);
   /* mem is the slot itself (NULL: compare host addresses) */
   gboolean (*holds) (GpuShareXferRing * ring, guint slot, GstMemory * mem);
 
@@ -235,7 +243,8 @@ gboolean gpushare_xfer_gpu_context_ensure (GstElement * element, gint device,
 gboolean gpushare_xfer_gpu_context_set (GstElement * element,
     GstContext * context, gint device, GstObject ** ctx);
 /* answers a neighbour's context query: with *ctx, or, when the element has
- * none yet, with this process's shared context of device (put into *ctx) */
+ * none yet, with this process's shared context of device (not stored in
+ * *ctx: the query may come from any thread) */
 gboolean gpushare_xfer_gpu_context_query (GstElement * element,
     GstQuery * query, gint device, GstObject ** ctx);
 gboolean gpushare_xfer_gpu_is_memory (GstMemory * mem);

@@ -38,6 +38,15 @@ slot_tag_quark (void)
   return quark;
 }
 
+static gpointer
+slot_tag_copy (gpointer data)
+{
+  GpuShareServerTag *tag = g_memdup2 (data, sizeof (GpuShareServerTag));
+
+  gpushare_xfer_ring_ref (tag->ring);
+  return tag;
+}
+
 static void
 slot_tag_free (gpointer data)
 {
@@ -202,6 +211,8 @@ gpu_slot_acquire (gpointer user_data, GpuShareXferRing ** ring, guint * slot,
   GstFlowReturn ret;
   gboolean leaky;
 
+  if (g_atomic_int_get (&src->flushing))
+    return GST_FLOW_FLUSHING;
   if (!gst_gpu_share_sink_pool_state (src->sink, &src->vinfo, &leaky))
     return GST_FLOW_CUSTOM_SUCCESS;
   ret = gpushare_server_pool_acquire_gpu (src->server, leaky, &src->flushing,
@@ -259,6 +270,7 @@ gst_gpu_share_sink_gpu_pool_new (GstGpuShareSink * sink,
     .release = gpu_slot_release,
     .flush = gpu_slot_flush,
     .tag_quark = slot_tag_quark (),
+    .tag_copy = slot_tag_copy,
     .tag_free = slot_tag_free,
     .user_data = src,
     .destroy = gpu_slot_source_free,

@@ -10,6 +10,9 @@
 
 #include "gpusharevideo.h"
 
+#define GPUSHARE_PLUGIN_INTERNAL 1
+#include "gpusharemeta.h"
+
 static void
 info_for (GstVideoInfo * info, GstVideoFormat format, guint w, guint h)
 {
@@ -210,6 +213,60 @@ GST_START_TEST (test_frame_copy_odd_yuy2)
 
 GST_END_TEST;
 
+/* The application's route (gpusharemeta.h): the meta the header finds by
+ * name alone, with the layout it was given, and the memory that stands for
+ * a slot: no host mapping, read-only, and its notify once, when freed */
+static guint slot_freed;
+
+static void
+on_slot_freed (gpointer data)
+{
+  slot_freed++;
+}
+
+GST_START_TEST (test_slot_meta)
+{
+  GstGpuShareCudaMeta *m;
+  GstVideoInfo info;
+  GstMemory *mem;
+  GstMapInfo map;
+  GstBuffer *buf, *copy;
+
+  gst_video_info_set_format (&info, GST_VIDEO_FORMAT_NV12, 1920, 1080);
+  mem = gpushare_slot_memory_new (GST_VIDEO_INFO_SIZE (&info), NULL,
+      on_slot_freed);
+  fail_unless (GST_MEMORY_IS_READONLY (mem));
+  fail_if (gst_memory_map (mem, &map, GST_MAP_READ));
+  buf = gst_buffer_new ();
+  gst_buffer_append_memory (buf, mem);
+  fail_unless (gst_buffer_get_gpu_share_cuda_meta (buf) == NULL);
+  gpushare_buffer_add_slot_meta (buf, G_GUINT64_CONSTANT (0x7f0000200000), 3,
+      &info);
+  /* found by the API type's name, as an application does */
+  m = gst_buffer_get_gpu_share_cuda_meta (buf);
+  fail_unless (m != NULL);
+  fail_unless (g_type_from_name (GPUSHARE_CUDA_META_API_NAME) ==
+      gpushare_slot_meta_api_get_type ());
+  fail_unless (m->device_ptr == G_GUINT64_CONSTANT (0x7f0000200000));
+  fail_unless_equals_int (m->device, 3);
+  fail_unless_equals_int (m->format, GST_VIDEO_FORMAT_NV12);
+  fail_unless_equals_int (m->width, 1920);
+  fail_unless_equals_int (m->height, 1080);
+  fail_unless_equals_int (m->n_planes, 2);
+  fail_unless_equals_uint64 (m->offset[1], info.offset[1]);
+  fail_unless_equals_int (m->stride[0], info.stride[0]);
+  /* a copy of the buffer does not take the meta along: it would point
+   * into a slot the copy does not hold */
+  copy = gst_buffer_copy (buf);
+  fail_unless (gst_buffer_get_gpu_share_cuda_meta (copy) == NULL);
+  gst_buffer_unref (copy);
+  fail_unless_equals_int (slot_freed, 0);
+  gst_buffer_unref (buf);
+  fail_unless_equals_int (slot_freed, 1);
+}
+
+GST_END_TEST;
+
 static Suite *
 video_suite (void)
 {
@@ -221,6 +278,7 @@ video_suite (void)
   tcase_add_test (tc, test_default_layouts_pass);
   tcase_add_test (tc, test_check_planes);
   tcase_add_test (tc, test_frame_copy_odd_yuy2);
+  tcase_add_test (tc, test_slot_meta);
   return s;
 }
 
