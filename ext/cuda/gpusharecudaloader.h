@@ -75,6 +75,7 @@ G_BEGIN_DECLS
   X (cuEventDestroy) \
   X (cuEventRecord) \
   X (cuEventSynchronize) \
+  X (cuEventQuery) \
   X (cuIpcGetEventHandle) \
   X (cuIpcOpenEventHandle) \
   X (cuIpcGetMemHandle) \

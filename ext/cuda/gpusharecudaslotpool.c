@@ -149,7 +149,11 @@ slot_pool_acquire_buffer (GstBufferPool * pool, GstBuffer ** buffer,
   /* GstBufferPool checks this in its own acquire, which this replaces */
   if (GST_BUFFER_POOL_IS_FLUSHING (pool))
     return GST_FLOW_FLUSHING;
-  ret = p->funcs.acquire (p->funcs.user_data, &ring, &slot, &tag);
+  /* a layout GStreamer's CUDA memory cannot describe: no slot at all */
+  if (!layout_wrappable (&p->info, G_MAXSIZE))
+    ret = GST_FLOW_CUSTOM_SUCCESS;
+  else
+    ret = p->funcs.acquire (p->funcs.user_data, &ring, &slot, &tag);
   if (ret == GST_FLOW_OK && !layout_wrappable (&p->info, ring->slot_size)) {
     GST_INFO_OBJECT (pool, "the frame's layout is not one GStreamer's CUDA "
         "memory can describe: upstream writes memory of the pool's own");

@@ -642,19 +642,41 @@ gpushare_cuda_ring_prepare (GpuShareCudaRing * ring, guint slot,
   return ok;
 }
 
+/* how long a writer waits for a slot's readers and its copy, at most */
+#define SETTLE_TIMEOUT_US (10 * G_USEC_PER_SEC)
+
 gboolean
 gpushare_cuda_ring_settle (GpuShareCudaRing * ring, guint slot,
     GError ** error)
 {
-  gboolean ok;
+  gint64 deadline = g_get_monotonic_time () + SETTLE_TIMEOUT_US;
+  gulong sleep_us = 20;
+  CUresult r;
 
-  g_return_val_if_fail (slot < ring->n_slots, FALSE);
+  if (slot >= ring->n_slots) {
+    g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_CALL,
+        "no slot %u in a ring of %u", slot, ring->n_slots);
+    return FALSE;
+  }
   if (!push (ring->ctx, error))
     return FALSE;
-  ok = gpushare_cuda_check (gpushare_cuda ()->cuEventSynchronize
-      (ring->settled[slot]), "cuEventSynchronize", error);
+  /* polled, not cuEventSynchronize (): a consumer that never signals done
+   * would hold the writer for ever, beyond any flush or state change; it
+   * is removed meanwhile (its words forced) and the wait ends, or this
+   * gives up with an error */
+  while ((r = gpushare_cuda ()->cuEventQuery (ring->settled[slot])) ==
+      CUDA_ERROR_NOT_READY && g_get_monotonic_time () < deadline) {
+    g_usleep (sleep_us);
+    sleep_us = MIN (sleep_us * 2, 1000);
+  }
   gpushare_cuda_pop ();
-  return ok;
+  if (r == CUDA_ERROR_NOT_READY) {
+    g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_CALL,
+        "slot %u: a consumer's done signal or the copy did not come within "
+        "%d s", slot, (gint) (SETTLE_TIMEOUT_US / G_USEC_PER_SEC));
+    return FALSE;
+  }
+  return gpushare_cuda_check (r, "cuEventQuery", error);
 }
 
 gboolean

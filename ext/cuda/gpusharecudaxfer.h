@@ -70,10 +70,10 @@ CUdeviceptr gpushare_cuda_ring_slot_ptr (GpuShareCudaRing * ring, guint slot);
  * place) may write the slot */
 gboolean gpushare_cuda_ring_prepare (GpuShareCudaRing * ring, guint slot,
     GError ** error);
-/* waits on the host for what prepare or copy_in queued for the slot.
- * Call it without any lock that removing a consumer takes: a consumer
- * that never signals done is released by forcing its words, and only
- * that ends the wait */
+/* waits on the host for what prepare or copy_in queued for the slot, at
+ * most 10 s (then an error).  Call it without any lock that removing a
+ * consumer takes: a consumer that never signals done is released by
+ * forcing its words, which ends the wait */
 gboolean gpushare_cuda_ring_settle (GpuShareCudaRing * ring, guint slot,
     GError ** error);
 

@@ -571,6 +571,14 @@ cuda_import (GpuShareXferView * view, guint slot, guint64 sequence,
         GPUSHARE_CUDA_ERROR_UNSUPPORTED, why);
     return NULL;
   }
+  /* legacy IPC mappings are given back at the consumer's goodbye, so that
+   * the producer can free retired rings: they are read by copies only */
+  if (view->mem_type == GPUSHARE_MEM_CUDA_LEGACY) {
+    g_set_error_literal (error, GPUSHARE_CUDA_ERROR,
+        GPUSHARE_CUDA_ERROR_UNSUPPORTED, "legacy CUDA IPC slots are copied, "
+        "not handed out in place");
+    return NULL;
+  }
   /* GStreamer's CUDA memory has one pitch for every plane (its size /
    * pitch rows of it): a slot laid out otherwise is copied */
   for (i = 1; i < GST_VIDEO_INFO_N_PLANES (&info); i++) {

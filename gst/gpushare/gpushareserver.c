@@ -593,8 +593,12 @@ drop_client (GpuShareServer * self, Client * client,
    * it received: what it still holds of the frames up to the last it
    * received is read by those buffers.  The frames sent after that were
    * on their way as it left: it never read them.  A GPU consumer holds
-   * slots in place too (io-mode import, the application's route) */
-  held = reason == GPUSHARE_REMOVE_GOODBYE && client->goodbye_held;
+   * slots in place too (io-mode import, the application's route), except
+   * over legacy IPC, which its src only copies out of: its mappings are
+   * closed at its goodbye, so that retired legacy rings can be freed (a
+   * HELD from it is not believed) */
+  held = reason == GPUSHARE_REMOVE_GOODBYE && client->goodbye_held
+      && client->mem_type != GPUSHARE_MEM_CUDA_LEGACY;
   if (held)
     unseen = gpushare_ring_release_holder_after (&self->ring, index,
         client->held_upto);
@@ -617,9 +621,8 @@ drop_client (GpuShareServer * self, Client * client,
   } else {
     released = gpushare_ring_release_holder (&self->ring, index);
   }
-  /* its src closes every mapping before its goodbye, unless buffers of it
-   * still read slots in place: then the ring is kept as quarantined */
-  if (reason == GPUSHARE_REMOVE_GOODBYE && !held
+  /* its src closes every mapping before its goodbye */
+  if (reason == GPUSHARE_REMOVE_GOODBYE
       && client->mem_type == GPUSHARE_MEM_CUDA_LEGACY)
     release_legacy (self, client, G_MAXUINT64);
   /* its index is not handed out again before its GPU objects are gone */

@@ -496,6 +496,14 @@ gpushare_xfer_view_import_slot (GpuShareXferView * view, guint slot,
   SlotImport *imp;
 
   g_return_val_if_fail (slot < view->n_slots, NULL);
+  /* legacy IPC mappings are given back at the consumer's goodbye, so that
+   * the producer can free retired rings: never held by the application */
+  if (view->mem_type == GPUSHARE_MEM_CUDA_LEGACY) {
+    g_set_error (error, GPUSHARE_XFER_ERROR, GPUSHARE_XFER_ERROR_UNSUPPORTED,
+        "legacy CUDA IPC slots cannot be handed to the application in place "
+        "(transport=cuda-legacy)");
+    return NULL;
+  }
   if (!view->device_ptr[slot]) {
     g_set_error (error, GPUSHARE_XFER_ERROR, GPUSHARE_XFER_ERROR_UNSUPPORTED,
         "%s memory is not GPU memory",
