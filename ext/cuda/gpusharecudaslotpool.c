@@ -87,25 +87,6 @@ slot_pool_alloc_buffer (GstBufferPool * pool, GstBuffer ** buffer,
   return GST_FLOW_ERROR;
 }
 
-/* GStreamer's CUDA memory has one pitch, stride[0], for every plane and
- * size / pitch rows: a slot laid out otherwise is not handed out as such
- * (the frame would be copied wrongly from it, to system memory say) */
-static gboolean
-layout_wrappable (const GstVideoInfo * info, gsize slot_size)
-{
-  guint i;
-
-  if (GST_VIDEO_INFO_SIZE (info) > slot_size
-      || GST_VIDEO_INFO_PLANE_STRIDE (info, 0) <= 0
-      || GST_VIDEO_INFO_SIZE (info) % GST_VIDEO_INFO_PLANE_STRIDE (info, 0))
-    return FALSE;
-  for (i = 1; i < GST_VIDEO_INFO_N_PLANES (info); i++)
-    if (GST_VIDEO_INFO_PLANE_STRIDE (info, i) !=
-        GST_VIDEO_INFO_PLANE_STRIDE (info, 0))
-      return FALSE;
-  return TRUE;
-}
-
 /* a slot's memory, made by acquire_buffer: its last reference gives the
  * slot back */
 typedef struct
@@ -142,6 +123,7 @@ slot_pool_acquire_buffer (GstBufferPool * pool, GstBuffer ** buffer,
   GpuShareXferRing *ring = NULL;
   gpointer tag = NULL;
   GstMemory *mem = NULL;
+  const gchar *why = NULL;
   GstFlowReturn ret;
   GstBuffer *buf;
   guint slot = 0;
@@ -149,14 +131,17 @@ slot_pool_acquire_buffer (GstBufferPool * pool, GstBuffer ** buffer,
   /* GstBufferPool checks this in its own acquire, which this replaces */
   if (GST_BUFFER_POOL_IS_FLUSHING (pool))
     return GST_FLOW_FLUSHING;
-  /* a layout GStreamer's CUDA memory cannot describe: no slot at all */
-  if (!layout_wrappable (&p->info, G_MAXSIZE))
+  /* a layout GStreamer's CUDA memory cannot describe (the frame would be
+   * copied wrongly from the slot, to system memory say): no slot at all */
+  if (!gpushare_gst_cuda_layout_wrappable (&p->info, G_MAXSIZE, &why))
     ret = GST_FLOW_CUSTOM_SUCCESS;
   else
     ret = p->funcs.acquire (p->funcs.user_data, &ring, &slot, &tag);
-  if (ret == GST_FLOW_OK && !layout_wrappable (&p->info, ring->slot_size)) {
-    GST_INFO_OBJECT (pool, "the frame's layout is not one GStreamer's CUDA "
-        "memory can describe: upstream writes memory of the pool's own");
+  if (ret == GST_FLOW_OK
+      && !gpushare_gst_cuda_layout_wrappable (&p->info, ring->slot_size,
+          &why)) {
+    GST_INFO_OBJECT (pool, "%s: upstream writes memory of the pool's own",
+        why);
     if (p->funcs.release)
       p->funcs.release (p->funcs.user_data, tag);
     if (p->funcs.tag_free)

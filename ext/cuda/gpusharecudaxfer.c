@@ -705,11 +705,13 @@ gboolean
 gpushare_cuda_ring_publish (GpuShareCudaRing * ring, guint slot,
     guint64 holders, guint64 sequence, GError ** error)
 {
-  gboolean ok = TRUE, host = FALSE, event = FALSE;
+  gboolean ok = TRUE, event = FALSE;
   guint i;
 
   if (!push (ring->ctx, error))
     return FALSE;
+  /* host consumers read once the copy is in: the writer settled the slot
+   * (gpushare_cuda_ring_settle ()) before it publishes, without a lock */
   for (i = 0; ok && i < MAX_HOLDERS; i++) {
     Consumer *c = &ring->consumers[i];
 
@@ -720,8 +722,6 @@ gpushare_cuda_ring_publish (GpuShareCudaRing * ring, guint slot,
           gpushare_cuda_sem_ready (c->sem, slot), sequence, error);
     else if (c->mode == GPUSHARE_SYNC_EVENT)
       event = TRUE;
-    else
-      host = TRUE;
   }
   /* the consumer's wait was enqueued before it released the slot's last
    * frame, so re-recording here cannot move a wait that is pending */
@@ -729,9 +729,6 @@ gpushare_cuda_ring_publish (GpuShareCudaRing * ring, guint slot,
     ok = gpushare_cuda_check (gpushare_cuda ()->cuEventRecord
         (gpushare_cuda_events_get (ring->ready, slot), ring->stream),
         "cuEventRecord", error);
-  /* host consumers read once the copy is in: the writer settled the slot
-   * (gpushare_cuda_ring_settle ()) before it publishes, without a lock */
-  (void) host;
   gpushare_cuda_pop ();
   /* host consumers synchronise before they release: nothing to wait for */
   for (i = 0; i < MAX_HOLDERS; i++)

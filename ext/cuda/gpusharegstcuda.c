@@ -431,14 +431,6 @@ gpushare_gst_cuda_memory_sync (GstMemory * mem)
   api.streams.gst_cuda_memory_sync (mem);
 }
 
-gboolean
-gpushare_gst_cuda_memory_has_stream (GstMemory * mem)
-{
-  return gpushare_gst_cuda_is_cuda_memory (mem)
-      && api.streams.gst_cuda_memory_get_stream
-      && api.streams.gst_cuda_memory_get_stream (mem) != NULL;
-}
-
 GstMemory *
 gpushare_gst_cuda_memory_wrap (GstObject * cuda_ctx, gpointer stream,
     const GstVideoInfo * info, CUdeviceptr ptr, gpointer user_data,
@@ -515,4 +507,29 @@ gpushare_gst_cuda_context_to_gst_context (GstObject * cuda_ctx)
   if (!gpushare_gst_cuda_is_cuda_context (cuda_ctx))
     return NULL;
   return api.gst_context_new_cuda_context (cuda_ctx);
+}
+
+gboolean
+gpushare_gst_cuda_layout_wrappable (const GstVideoInfo * info,
+    gsize max_size, const gchar ** why_not)
+{
+  gint pitch = GST_VIDEO_INFO_PLANE_STRIDE (info, 0);
+  guint i;
+
+  for (i = 1; i < GST_VIDEO_INFO_N_PLANES (info); i++) {
+    if (GST_VIDEO_INFO_PLANE_STRIDE (info, i) != pitch) {
+      *why_not = "the planes have different strides, which GStreamer's "
+          "CUDA memory cannot describe";
+      return FALSE;
+    }
+  }
+  if (pitch <= 0 || GST_VIDEO_INFO_SIZE (info) % pitch != 0) {
+    *why_not = "the frame's size is no whole number of rows of its pitch";
+    return FALSE;
+  }
+  if (GST_VIDEO_INFO_SIZE (info) > max_size) {
+    *why_not = "the frame does not fit a slot";
+    return FALSE;
+  }
+  return TRUE;
 }

@@ -210,8 +210,6 @@ GstBufferPool *gpushare_gst_cuda_buffer_pool_new (GstObject * cuda_ctx);
  * pushed, and for memory that is no CUDA memory.  Call it before reading
  * through a GPUSHARE_MAP_CUDA map. */
 void gpushare_gst_cuda_memory_sync (GstMemory * mem);
-/* the memory carries a stream (1.24+ only) */
-gboolean gpushare_gst_cuda_memory_has_stream (GstMemory * mem);
 
 /* gst_cuda_allocator_alloc_wrapped () (1.24+): a CUDA memory of @cuda_ctx
  * around @ptr, laid out as @info (one pitch, stride[0], for every plane),
@@ -221,6 +219,11 @@ gboolean gpushare_gst_cuda_memory_has_stream (GstMemory * mem);
 GstMemory *gpushare_gst_cuda_memory_wrap (GstObject * cuda_ctx,
     gpointer stream, const GstVideoInfo * info, CUdeviceptr ptr,
     gpointer user_data, GDestroyNotify notify);
+/* GStreamer's CUDA memory describes a frame by one pitch, stride[0], for
+ * every plane and size / pitch rows: whether @info is such a layout, of at
+ * most @max_size bytes; FALSE with a static reason in *why_not */
+gboolean gpushare_gst_cuda_layout_wrappable (const GstVideoInfo * info,
+    gsize max_size, const gchar ** why_not);
 /* gst_cuda_allocator_alloc () with 1.24's prototype: a pitched CUDA memory
  * of @cuda_ctx for @info; NULL on 1.22 (whose prototype differs) or
  * without a driver.  Its layout: gpushare_gst_cuda_memory_get_info (). */

@@ -498,7 +498,8 @@ cuda_done (GpuShareXferView * view, guint slot, guint64 sequence,
 }
 
 static gboolean
-cuda_can_import (const gchar ** why_not)
+cuda_can_import (const GstVideoInfo * info, gsize slot_size,
+    const gchar ** why_not)
 {
   if (!gpushare_gst_cuda_load (NULL)) {
     *why_not = "GStreamer's CUDA library is not usable here";
@@ -509,110 +510,38 @@ cuda_can_import (const gchar ** why_not)
         "(1.24 and later can)";
     return FALSE;
   }
-  return TRUE;
+  /* a slot laid out otherwise than GStreamer's CUDA memory can say is
+   * copied */
+  return !info || gpushare_gst_cuda_layout_wrappable (info, slot_size,
+      why_not);
 }
 
-/* a slot handed downstream in place: what its memory's notify needs */
-typedef struct
-{
-  GpuShareXferView *view;       /* a reference */
-  GstObject *ctx;               /* a reference: the memory's context */
-  guint slot;
-  guint64 sequence;
-  gpointer user_data;
-  GDestroyNotify notify;
-} CudaImport;
-
+/* Downstream dropped its last reference, but may have queued reads of the
+ * slot on a stream of its own that have not run yet (1.24+ elements do not
+ * wait for their work before they drop their input): everything queued in
+ * the memory's context is waited for before the producer may write the
+ * slot again.  The elements of this process share that context
+ * (gpusharesrc answers their context queries with it). */
 static void
-cuda_import_free (gpointer data)
+cuda_quiesce (GstObject * ctx)
 {
-  CudaImport *imp = data;
-  CUcontext handle = gpushare_gst_cuda_context_get_handle (imp->ctx);
-  GError *error = NULL;
+  CUcontext handle = gpushare_gst_cuda_context_get_handle (ctx);
 
-  /* Downstream dropped its last reference, but may have queued reads of
-   * the slot on a stream of its own that have not run yet (1.24+ elements
-   * do not wait for their work before they drop their input): everything
-   * queued in the memory's context is waited for before the producer may
-   * write the slot again.  The elements of this process share that
-   * context (gpusharesrc answers their context queries with it). */
   if (handle && gpushare_cuda ()->cuCtxPushCurrent (handle) == CUDA_SUCCESS) {
     gpushare_cuda ()->cuCtxSynchronize ();
     gpushare_cuda_pop ();
   }
-  if (!gpushare_cuda_view_done (((CudaView *) imp->view)->view, imp->slot,
-          imp->sequence, &error)) {
-    /* the lease takes the slot back from a consumer that never says done */
-    GST_WARNING ("slot %u: done not signalled: %s", imp->slot,
-        error->message);
-    g_clear_error (&error);
-  }
-  if (imp->notify)
-    imp->notify (imp->user_data);
-  gpushare_xfer_view_unref (imp->view);
-  gst_object_unref (imp->ctx);
-  g_free (imp);
 }
 
 static GstMemory *
-cuda_import (GpuShareXferView * view, guint slot, guint64 sequence,
+cuda_import (GpuShareXferView * view, guint slot,
     const GstVideoInfo * slot_info, GstObject * ctx, gpointer user_data,
     GDestroyNotify notify, GError ** error)
 {
-  GpuShareCudaView *cview = ((CudaView *) view)->view;
-  CudaImport *imp;
-  GstMemory *mem;
-  GstVideoInfo info = *slot_info;
-  const gchar *why = NULL;
-  guint i;
+  GstMemory *mem = gpushare_gst_cuda_memory_wrap (ctx, NULL, slot_info,
+      (CUdeviceptr) view->device_ptr[slot], user_data, notify);
 
-  if (!cuda_can_import (&why)) {
-    g_set_error_literal (error, GPUSHARE_CUDA_ERROR,
-        GPUSHARE_CUDA_ERROR_UNSUPPORTED, why);
-    return NULL;
-  }
-  /* legacy IPC mappings are given back at the consumer's goodbye, so that
-   * the producer can free retired rings: they are read by copies only */
-  if (view->mem_type == GPUSHARE_MEM_CUDA_LEGACY) {
-    g_set_error_literal (error, GPUSHARE_CUDA_ERROR,
-        GPUSHARE_CUDA_ERROR_UNSUPPORTED, "legacy CUDA IPC slots are copied, "
-        "not handed out in place");
-    return NULL;
-  }
-  /* GStreamer's CUDA memory has one pitch for every plane (its size /
-   * pitch rows of it): a slot laid out otherwise is copied */
-  for (i = 1; i < GST_VIDEO_INFO_N_PLANES (&info); i++) {
-    if (GST_VIDEO_INFO_PLANE_STRIDE (&info, i) !=
-        GST_VIDEO_INFO_PLANE_STRIDE (&info, 0)) {
-      g_set_error (error, GPUSHARE_CUDA_ERROR,
-          GPUSHARE_CUDA_ERROR_UNSUPPORTED, "the slot's planes have different "
-          "strides (%s), which GStreamer's CUDA memory cannot describe",
-          gst_video_format_to_string (GST_VIDEO_INFO_FORMAT (&info)));
-      return NULL;
-    }
-  }
-  if (GST_VIDEO_INFO_SIZE (&info) > view->slot_size
-      || GST_VIDEO_INFO_SIZE (&info) % GST_VIDEO_INFO_PLANE_STRIDE (&info,
-          0) != 0) {
-    g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_UNSUPPORTED,
-        "the frame's size is no whole number of rows of its pitch");
-    return NULL;
-  }
-  if (!gpushare_cuda_view_wait_ready (cview, slot, sequence, error))
-    return NULL;
-  imp = g_new0 (CudaImport, 1);
-  imp->view = gpushare_xfer_view_ref (view);
-  imp->ctx = gst_object_ref (ctx);
-  imp->slot = slot;
-  imp->sequence = sequence;
-  imp->user_data = user_data;
-  imp->notify = notify;
-  mem = gpushare_gst_cuda_memory_wrap (ctx, NULL, &info,
-      gpushare_cuda_view_slot_ptr (cview, slot), imp, cuda_import_free);
   if (!mem) {
-    /* done was not waited for by anyone yet: say it, then give it back */
-    imp->notify = NULL;
-    cuda_import_free (imp);
     g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_CALL,
         "GStreamer's CUDA library did not wrap the slot");
     return NULL;
@@ -653,6 +582,7 @@ static const GpuShareXfer cuda_xfer = {
   .done = cuda_done,
   .can_import = cuda_can_import,
   .import = cuda_import,
+  .quiesce = cuda_quiesce,
 };
 
 void

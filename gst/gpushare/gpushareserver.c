@@ -1920,22 +1920,33 @@ gpushare_server_end_frame (GpuShareServer * self,
 
 /* lock held: lossless waits only while consumers hold slots (they will come
  * back); slots that upstream holds itself would never come back */
-gboolean
-gpushare_server_pool_acquire (GpuShareServer * self, gboolean leaky,
-    const gint * flushing, GpuShareServerTag * tag)
+/* The pools' wait for a free slot for upstream: of the system ring, or
+ * (gpu) of the GPU ring its consumers use, none while there is no GPU
+ * consumer.  GST_FLOW_OK with tag (its ring a reference), FLUSHING, or
+ * CUSTOM_SUCCESS for none. */
+static GstFlowReturn
+pool_acquire (GpuShareServer * self, gboolean leaky, const gint * flushing,
+    gboolean gpu, GpuShareServerTag * tag)
 {
-  gboolean waiting = FALSE, got = FALSE;
+  GstFlowReturn ret = GST_FLOW_CUSTOM_SUCCESS;
+  GpuShareXferRing *ring;
+  gboolean waiting = FALSE;
   guint slot;
 
   g_mutex_lock (&self->lock);
   while (self->system) {
-    if (g_atomic_int_get (flushing))
+    if (g_atomic_int_get (flushing)) {
+      ret = GST_FLOW_FLUSHING;
+      break;
+    }
+    ring = gpu ? pool_gpu_ring (self) : self->system;
+    if (!ring)
       break;
     if (gpushare_ring_acquire (&self->ring, &slot) == GPUSHARE_RING_OK) {
-      tag->ring = gpushare_xfer_ring_ref (self->system);
+      tag->ring = gpushare_xfer_ring_ref (ring);
       tag->slot = slot;
       tag->generation = gpushare_ring_generation (&self->ring, slot);
-      got = TRUE;
+      ret = GST_FLOW_OK;
       break;
     }
     /* quarantined slots: render replaces the ring, give it a frame */
@@ -1952,47 +1963,22 @@ gpushare_server_pool_acquire (GpuShareServer * self, gboolean leaky,
   if (waiting)
     slot_wait_end (self);
   g_mutex_unlock (&self->lock);
-  return got;
+  return ret;
+}
+
+gboolean
+gpushare_server_pool_acquire (GpuShareServer * self, gboolean leaky,
+    const gint * flushing, GpuShareServerTag * tag)
+{
+  return pool_acquire (self, leaky, flushing, FALSE, tag) == GST_FLOW_OK;
 }
 
 GstFlowReturn
 gpushare_server_pool_acquire_gpu (GpuShareServer * self, gboolean leaky,
     const gint * flushing, GpuShareServerTag * tag, GError ** error)
 {
-  GstFlowReturn ret = GST_FLOW_CUSTOM_SUCCESS;
-  GpuShareXferRing *ring = NULL;
-  gboolean waiting = FALSE;
-  guint slot;
+  GstFlowReturn ret = pool_acquire (self, leaky, flushing, TRUE, tag);
 
-  g_mutex_lock (&self->lock);
-  while (self->system) {
-    if (g_atomic_int_get (flushing)) {
-      ret = GST_FLOW_FLUSHING;
-      break;
-    }
-    /* no GPU consumer (yet): upstream gets memory of the pool's own */
-    ring = pool_gpu_ring (self);
-    if (!ring)
-      break;
-    if (gpushare_ring_acquire (&self->ring, &slot) == GPUSHARE_RING_OK) {
-      tag->ring = gpushare_xfer_ring_ref (ring);
-      tag->slot = slot;
-      tag->generation = gpushare_ring_generation (&self->ring, slot);
-      ret = GST_FLOW_OK;
-      break;
-    }
-    if (leaky || !gpushare_ring_any_held (&self->ring)
-        || gpushare_ring_n_tainted (&self->ring) > 0)
-      break;
-    if (!waiting) {
-      slot_wait_begin (self);
-      waiting = TRUE;
-    }
-    g_cond_wait (&self->cond, &self->lock);
-  }
-  if (waiting)
-    slot_wait_end (self);
-  g_mutex_unlock (&self->lock);
   /* the slot's last readers may still read it on the GPU: upstream writes
    * it as soon as it has it, so they are waited for first */
   if (ret == GST_FLOW_OK

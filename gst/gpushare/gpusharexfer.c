@@ -431,39 +431,22 @@ gpushare_xfer_gpu_can_import (const gchar ** why_not)
   gboolean ok = FALSE;
 
   if (gpu && gpu->can_import)
-    ok = gpu->can_import (&why);
+    ok = gpu->can_import (NULL, 0, &why);
   if (!ok && why_not)
     *why_not = why;
   return ok;
 }
 
-GstMemory *
-gpushare_xfer_view_import (GpuShareXferView * view, guint slot,
-    guint64 sequence, const GstVideoInfo * slot_info, GstObject * ctx,
-    gpointer user_data, GDestroyNotify notify, GError ** error)
-{
-  GstMemory *mem;
-
-  g_return_val_if_fail (slot < view->n_slots, NULL);
-  g_return_val_if_fail (GST_IS_OBJECT (ctx), NULL);
-  if (!view->xfer->import) {
-    g_set_error (error, GPUSHARE_XFER_ERROR, GPUSHARE_XFER_ERROR_UNSUPPORTED,
-        "%s memory cannot be handed out in place as GPU memory",
-        gpushare_mem_type_to_string (view->mem_type));
-    return NULL;
-  }
-  mem = view->xfer->import (view, slot, sequence, slot_info, ctx, user_data,
-      notify, error);
-  if (!mem)
-    own_error (error, GPUSHARE_XFER_ERROR_RESOURCE);
-  return mem;
-}
-
+/* A slot read in place, by buffers downstream or by the application:
+ * ready was waited for when it was made; when the memory that stands for
+ * it is freed, the work queued in ctx (if any) is waited for, done
+ * signalled, the view's reference dropped and notify called */
 typedef struct
 {
   GpuShareXferView *view;
   guint slot;
   guint64 sequence;
+  GstObject *ctx;               /* a reference, or NULL */
   gpointer user_data;
   GDestroyNotify notify;
 } SlotImport;
@@ -475,6 +458,10 @@ slot_import_free (gpointer data)
   GpuShareXferView *view = imp->view;
   GError *error = NULL;
 
+  /* a reader downstream may have queued reads of the slot and dropped the
+   * buffer before they ran */
+  if (imp->ctx && view->xfer->quiesce)
+    view->xfer->quiesce (imp->ctx);
   if (view->xfer->done
       && !view->xfer->done (view, imp->slot, imp->sequence, &error)) {
     /* the lease takes the slot back from a consumer that never says done */
@@ -484,24 +471,24 @@ slot_import_free (gpointer data)
   }
   if (imp->notify)
     imp->notify (imp->user_data);
+  gst_clear_object (&imp->ctx);
   gpushare_xfer_view_unref (view);
   g_free (imp);
 }
 
-GstMemory *
-gpushare_xfer_view_import_slot (GpuShareXferView * view, guint slot,
-    guint64 sequence, gsize size, gpointer user_data, GDestroyNotify notify,
+/* ready waited for, then the record of the read; NULL with error */
+static SlotImport *
+slot_import_new (GpuShareXferView * view, guint slot, guint64 sequence,
+    GstObject * ctx, gpointer user_data, GDestroyNotify notify,
     GError ** error)
 {
   SlotImport *imp;
 
-  g_return_val_if_fail (slot < view->n_slots, NULL);
   /* legacy IPC mappings are given back at the consumer's goodbye, so that
-   * the producer can free retired rings: never held by the application */
+   * the producer can free retired rings: never held in place */
   if (view->mem_type == GPUSHARE_MEM_CUDA_LEGACY) {
     g_set_error (error, GPUSHARE_XFER_ERROR, GPUSHARE_XFER_ERROR_UNSUPPORTED,
-        "legacy CUDA IPC slots cannot be handed to the application in place "
-        "(transport=cuda-legacy)");
+        "legacy CUDA IPC slots are copied, not handed out in place");
     return NULL;
   }
   if (!view->device_ptr[slot]) {
@@ -519,8 +506,58 @@ gpushare_xfer_view_import_slot (GpuShareXferView * view, guint slot,
   imp->view = gpushare_xfer_view_ref (view);
   imp->slot = slot;
   imp->sequence = sequence;
+  imp->ctx = ctx ? gst_object_ref (ctx) : NULL;
   imp->user_data = user_data;
   imp->notify = notify;
+  return imp;
+}
+
+GstMemory *
+gpushare_xfer_view_import (GpuShareXferView * view, guint slot,
+    guint64 sequence, const GstVideoInfo * slot_info, GstObject * ctx,
+    gpointer user_data, GDestroyNotify notify, GError ** error)
+{
+  const gchar *why = NULL;
+  SlotImport *imp;
+  GstMemory *mem;
+
+  g_return_val_if_fail (slot < view->n_slots, NULL);
+  g_return_val_if_fail (GST_IS_OBJECT (ctx), NULL);
+  if (!view->xfer->import || !view->xfer->can_import
+      || !view->xfer->can_import (slot_info, view->slot_size, &why)) {
+    g_set_error (error, GPUSHARE_XFER_ERROR, GPUSHARE_XFER_ERROR_UNSUPPORTED,
+        "%s memory cannot be handed out in place as GPU memory%s%s",
+        gpushare_mem_type_to_string (view->mem_type), why ? ": " : "",
+        why ? why : "");
+    return NULL;
+  }
+  imp = slot_import_new (view, slot, sequence, ctx, user_data, notify, error);
+  if (!imp)
+    return NULL;
+  mem = view->xfer->import (view, slot, slot_info, ctx, imp,
+      slot_import_free, error);
+  if (!mem) {
+    /* nobody read it: done all the same, and the frame stays the
+     * caller's */
+    imp->notify = NULL;
+    slot_import_free (imp);
+    own_error (error, GPUSHARE_XFER_ERROR_RESOURCE);
+  }
+  return mem;
+}
+
+GstMemory *
+gpushare_xfer_view_import_slot (GpuShareXferView * view, guint slot,
+    guint64 sequence, gsize size, gpointer user_data, GDestroyNotify notify,
+    GError ** error)
+{
+  SlotImport *imp;
+
+  g_return_val_if_fail (slot < view->n_slots, NULL);
+  imp = slot_import_new (view, slot, sequence, NULL, user_data, notify,
+      error);
+  if (!imp)
+    return NULL;
   return gpushare_slot_memory_new (size, imp, slot_import_free);
 }
 

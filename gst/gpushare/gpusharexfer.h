@@ -204,14 +204,20 @@ struct _GpuShareXfer
       guint64 sequence, GError ** error);
   gboolean (*done) (GpuShareXferView * view, guint slot, guint64 sequence,
       GError ** error);
-  /* GPU transfers: GStreamer's library can wrap device memory (NULL: never;
-   * FALSE with a borrowed reason) */
-  gboolean (*can_import) (const gchar ** why_not);
-  /* a memory of GStreamer's GPU library (of ctx) wrapping the slot in
-   * place; see gpushare_xfer_view_import () */
+  /* GPU transfers: GStreamer's library can wrap device memory, and, given
+   * info, a frame laid out so in a slot of slot_size (NULL: never; FALSE
+   * with a borrowed reason) */
+  gboolean (*can_import) (const GstVideoInfo * info, gsize slot_size,
+      const gchar ** why_not);
+  /* a memory of GStreamer's GPU library (of ctx) wrapping the slot, ready
+   * already, that calls notify (user_data) when freed; see
+   * gpushare_xfer_view_import () */
   GstMemory *(*import) (GpuShareXferView * view, guint slot,
-      guint64 sequence, const GstVideoInfo * slot_info, GstObject * ctx,
-      gpointer user_data, GDestroyNotify notify, GError ** error);
+      const GstVideoInfo * slot_info, GstObject * ctx, gpointer user_data,
+      GDestroyNotify notify, GError ** error);
+  /* waits for the work queued in ctx, before a slot read in place goes
+   * back (NULL: nothing to wait for) */
+  void (*quiesce) (GstObject * ctx);
 };
 
 /* the system-memory transfer, always there */
