@@ -562,6 +562,93 @@ GST_START_TEST (test_filesink_small_frames)
 
 GST_END_TEST;
 
+/* io-mode on system memory: copy copies every frame out of its slot,
+ * import (and auto) push every frame in place, and both say so in the
+ * stats (io, io-reason, frames-in-place, frames-copied) and in the
+ * gpushare-output element message */
+#define N_IO_FRAMES 20
+
+static void
+check_io_mode (const gchar * mode, gboolean in_place)
+{
+  gchar *path = socket_path ("io.sock");
+  GstElement *producer, *sink, *consumer, *src;
+  GstStructure *stats;
+  gchar *io = NULL, *reason = NULL;
+  const gchar *msg_io = NULL;
+  gchar *msg_io_copy = NULL;
+  GstMessage *msg;
+
+  producer = launch ("videotestsrc num-buffers=%d pattern=ball ! "
+      SMALL_CAPS_STR " ! gpusharesink name=sink wait-for-connection=true",
+      N_IO_FRAMES);
+  sink = child (producer, "sink");
+  g_object_set (sink, "socket-path", path, NULL);
+  consumer = launch ("gpusharesrc name=src transport=system io-mode=%s "
+      "connection-timeout=%d ! fakesink sync=false", mode, TIMEOUT_MS);
+  src = child (consumer, "src");
+  g_object_set (src, "socket-path", path, NULL);
+  fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  fail_if (gst_element_set_state (consumer, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  while ((msg = pop_message (consumer, GST_MESSAGE_EOS | GST_MESSAGE_ERROR |
+              GST_MESSAGE_ELEMENT, TIMEOUT_MS))) {
+    const GstStructure *st = gst_message_get_structure (msg);
+
+    fail_if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR, "io-mode=%s: an "
+        "error", mode);
+    if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_EOS) {
+      gst_message_unref (msg);
+      break;
+    }
+    if (st && gst_structure_has_name (st, "gpushare-output")
+        && (msg_io = gst_structure_get_string (st, "io"))) {
+      g_free (msg_io_copy);
+      msg_io_copy = g_strdup (msg_io);
+    }
+    gst_message_unref (msg);
+  }
+  stats = get_stats (src);
+  io = g_strdup (gst_structure_get_string (stats, "io"));
+  reason = g_strdup (gst_structure_get_string (stats, "io-reason"));
+  gst_structure_free (stats);
+  if (in_place) {
+    fail_unless_equals_uint64 (stat_u64 (src, "frames-in-place"),
+        N_IO_FRAMES);
+    fail_unless_equals_uint64 (stat_u64 (src, "frames-copied"), 0);
+    fail_unless_equals_string (io, "in-place");
+    fail_unless_equals_string (reason, "");
+    fail_unless_equals_string (msg_io_copy, "in-place");
+  } else {
+    fail_unless_equals_uint64 (stat_u64 (src, "frames-in-place"), 0);
+    fail_unless_equals_uint64 (stat_u64 (src, "frames-copied"),
+        N_IO_FRAMES);
+    fail_unless_equals_string (io, "copy");
+    fail_unless_equals_string (reason, "io-mode=copy");
+    fail_unless_equals_string (msg_io_copy, "copy");
+  }
+  g_free (io);
+  g_free (reason);
+  g_free (msg_io_copy);
+  fail_unless_equals_int (gst_element_set_state (consumer, GST_STATE_NULL),
+      GST_STATE_CHANGE_SUCCESS);
+  gst_object_unref (consumer);
+  fail_unless_equals_int (gst_element_set_state (producer, GST_STATE_NULL),
+      GST_STATE_CHANGE_SUCCESS);
+  gst_object_unref (producer);
+  g_free (path);
+}
+
+GST_START_TEST (test_io_mode)
+{
+  check_io_mode ("copy", FALSE);
+  check_io_mode ("import", TRUE);
+  check_io_mode ("auto", TRUE);
+}
+
+GST_END_TEST;
+
 /* Buffers of a ring the producer replaced take none of its slots: they do
  * not count against max-in-place in the new ring.  A consumer that keeps
  * every buffer, one at most in place, holds the first frame of each ring in
@@ -656,6 +743,7 @@ gpushare_slots_suite (void)
   tcase_add_checked_fixture (tc_in_place, elements_setup, elements_teardown);
   tcase_add_test (tc_in_place, test_filesink_small_frames);
   tcase_add_test (tc_in_place, test_in_place_per_ring);
+  tcase_add_test (tc_in_place, test_io_mode);
   return s;
 }
 
