@@ -52,11 +52,15 @@
 #include <gst/gst.h>
 #include <gst/video/video.h>
 
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -157,9 +161,13 @@ typedef struct
   gboolean gpu;
   /* GPUs the row needs (0: none asked for); skipped on fewer */
   gint gpus;
-  /* the sink has no wait-for-connection and drops frames while no consumer
-   * is there (cudaipcsink): the producer holds its first frame until the
-   * consumer has started and had GATE_SETTLE_MS to connect */
+  /* the sink keeps only the newest frame and drops the others: while no
+   * consumer is there, and whenever the producer is faster than the
+   * consumer (cudaipcsink sends a client the newest frame when it asks).
+   * The producer holds its first frame until the consumer has started and
+   * had GATE_SETTLE_MS to connect, then each frame until the consumer has
+   * the one before (lock-step through a pipe, see credit_probe ()): the
+   * most such a transport carries without losing frames */
   gboolean gate;
 } BenchMode;
 
@@ -410,6 +418,7 @@ typedef struct
   gint n;                       /* frames seen */
   gint bad_keys;
   gint64 cpu_first, cpu_last;
+  gint credit_fd;               /* gated rows: see credit_probe () */
 } Side;
 
 static GstPadProbeReturn
@@ -428,6 +437,9 @@ stamp_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
     s->bad_keys++;
   if (s->n == 0)
     s->cpu_first = cpu_ns ();
+  /* a gated consumer gives the producer its next frame */
+  if (s->credit_fd >= 0 && write (s->credit_fd, "c", 1) != 1)
+    s->bad_keys++;
   /* read by the main thread to see progress */
   g_atomic_int_inc (&s->n);
   if (s->n == opt.frames) {
@@ -460,6 +472,42 @@ gate_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
   return GST_PAD_PROBE_REMOVE;
 }
 
+typedef struct
+{
+  const gchar *path;
+  gint fd;
+  gint n;
+} Credit;
+
+/* a gated producer: frame i goes once the consumer has frame i - 1 (one
+ * byte in the pipe <socket>.credit per frame it got); a consumer that is
+ * gone or silent for the row's timeout lets the rest go */
+static GstPadProbeReturn
+credit_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  Credit *c = data;
+  struct pollfd pfd;
+  gchar byte;
+
+  if (c->n++ == 0)
+    return GST_PAD_PROBE_OK;
+  if (c->fd < 0)
+    c->fd = open (c->path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (c->fd < 0)
+    return GST_PAD_PROBE_REMOVE;
+  pfd.fd = c->fd;
+  pfd.events = POLLIN;
+  for (;;) {
+    gint r = poll (&pfd, 1, opt.timeout_s * 1000);
+
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0 || read (c->fd, &byte, 1) != 1)
+      return GST_PAD_PROBE_REMOVE;
+    return GST_PAD_PROBE_OK;
+  }
+}
+
 static gint
 run_side (const gchar * role)
 {
@@ -472,8 +520,11 @@ run_side (const gchar * role)
   GError *error = NULL;
   GString *report = g_string_new (NULL);
   gchar *desc, *errmsg = NULL, *gate_path = NULL;
+  Credit credit = { NULL, -1, 0 };
   gint64 last_progress;
   gint last_n = -1, i, rc = 0;
+
+  s.credit_fd = -1;
 
   if (!mode || !opt.stamps || (consumer && !mode->consumer)) {
     g_printerr ("bench %s: no such mode or no --stamps\n", role);
@@ -505,6 +556,21 @@ run_side (const gchar * role)
     gate_path = g_strconcat (opt.socket, ".ready", NULL);
     gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, gate_probe, gate_path,
         NULL);
+    credit.path = g_strconcat (opt.socket, ".credit", NULL);
+    gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, credit_probe, &credit,
+        NULL);
+  }
+  if (mode->gate && consumer) {
+    /* the pipe exists, held open for writing, before the producer may go:
+     * read-write, so that opening does not wait for the reader */
+    credit.path = g_strconcat (opt.socket, ".credit", NULL);
+    if (mkfifo (credit.path, 0600) == 0)
+      s.credit_fd = open (credit.path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+    if (s.credit_fd < 0) {
+      errmsg = g_strdup_printf ("credit pipe: %s", g_strerror (errno));
+      rc = 2;
+      goto done;
+    }
   }
   gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, stamp_probe, &s, NULL);
 
@@ -629,7 +695,16 @@ done:
   }
   g_string_free (report, TRUE);
   g_free (errmsg);
+  if (gate_path)
+    g_unlink (gate_path);
   g_free (gate_path);
+  if (credit.fd >= 0)
+    close (credit.fd);
+  if (s.credit_fd >= 0) {
+    close (s.credit_fd);
+    g_unlink (credit.path);
+  }
+  g_free ((gchar *) credit.path);
   g_free (s.stamps);
   gst_clear_object (&pad);
   gst_clear_object (&el);

@@ -2,6 +2,7 @@
 #include "gpu-test-util.h"
 
 #include <errno.h>
+#include <execinfo.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -259,10 +260,44 @@ gpu_test_child_exit (gint rc)
   _exit (rc);
 }
 
+/* a child that crashes says where: the frames go to stderr, as
+ * "object(+offset)" where the symbol is not exported, for addr2line */
+static void
+crash_handler (gint sig)
+{
+  gpointer frames[64];
+  gint n = backtrace (frames, G_N_ELEMENTS (frames));
+  static const gchar head[] = "crashed; backtrace:\n";
+
+  if (write (STDERR_FILENO, head, sizeof head - 1) < 0)
+    _exit (128 + sig);
+  backtrace_symbols_fd (frames, n, STDERR_FILENO);
+  signal (sig, SIG_DFL);
+  raise (sig);
+}
+
+static void
+crash_handler_install (void)
+{
+  gpointer frame;
+  struct sigaction sa = { 0 };
+  const gint sigs[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT };
+  guint i;
+
+  /* the first backtrace () loads libgcc_s: not in the handler */
+  backtrace (&frame, 1);
+  sa.sa_handler = crash_handler;
+  sigemptyset (&sa.sa_mask);
+  sa.sa_flags = SA_RESETHAND;
+  for (i = 0; i < G_N_ELEMENTS (sigs); i++)
+    sigaction (sigs[i], &sa, NULL);
+}
+
 void
 gpu_test_run_child (guint alarm_s)
 {
   alarm (alarm_s);
+  crash_handler_install ();
   gst_init (NULL, NULL);
   g_log_set_always_fatal (G_LOG_LEVEL_CRITICAL | G_LOG_LEVEL_WARNING);
 }

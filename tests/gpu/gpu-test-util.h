@@ -77,7 +77,8 @@ gboolean gpu_test_ctl_expect (gint sock, guint8 cmd, guint64 * value,
 /* in a child: flushes stdout and stderr and leaves with rc */
 G_GNUC_NORETURN void gpu_test_child_exit (gint rc);
 /* in a child, after the fork: arms alarm_s (a hang is a failure, not a
- * stuck test), starts GStreamer and makes warnings fatal */
+ * stuck test), starts GStreamer, makes warnings fatal and
+ * prints a backtrace when it crashes */
 void gpu_test_run_child (guint alarm_s);
 /* waits for a child: TRUE when it exited with 0, its fate printed
  * otherwise (who NULL: nothing printed) */

@@ -293,11 +293,12 @@ producer (gint ctl, gpointer data)
   gst_object_unref (bus);
   gst_object_unref (src);
   gst_object_unref (pipeline);
-  api.stream_unref (stream);
+  /* the last reference to the stream destroys it: synchronise first */
   cu->cuCtxPushCurrent (handle);
   cu->cuStreamSynchronize (sh);
   cu->cuModuleUnload (module);
   gpushare_cuda_pop ();
+  api.stream_unref (stream);
   gst_object_unref (ctx);
   cu->cuDevicePrimaryCtxRelease (dev);
   g_print ("producer: %u frames pushed, each written on its stream behind "
