@@ -1775,10 +1775,19 @@ finish_row (Row * row)
 /* ------------------------------------------------------------------------ */
 /* --targets */
 
-/* the gpushare GPU modes the targets are about */
-static const gchar *const target_modes[] = {
-  "gpushare-cuda", "gpushare-cuda-host", "gpushare-cuda-semaphore",
-  "gpushare-cuda-event",
+/* the copy modes of GStreamer's CUDA IPC, and every mode of it */
+static const gchar *const cudaipc_copy[] = {
+  "cudaipc-legacy-copy", "cudaipc-mmap-copy", NULL,
+};
+
+static const gchar *const cudaipc_all[] = {
+  "cudaipc-legacy-copy", "cudaipc-legacy-import", "cudaipc-mmap-copy",
+  "cudaipc-mmap-import", NULL,
+};
+
+/* the gpushare modes whose consumer pushes the slot itself (1.24+) */
+static const gchar *const import_modes[] = {
+  "gpushare-cuda", "gpushare-cuda-semaphore", NULL,
 };
 
 static const Row *
@@ -1811,29 +1820,55 @@ unusable (const Row * r, const gchar * mode, gboolean with_mps)
 
 static void
 print_target (const gchar * target, const gchar * mode, gboolean with_mps,
-    const gchar * size, const gchar * figure, const gchar * result)
+    gint w, gint h, const gchar * figure, const gchar * result)
 {
   gchar *name = g_strdup_printf ("%s%s", mode, with_mps ? " +MPS" : "");
+  gchar *size = g_strdup_printf ("%dx%d", w, h);
 
   if (opt.markdown)
     g_print ("| %s | %s | %s | %s | %s |\n", target, name, size, figure,
         result);
   else
-    g_print ("  %-32s %-28s %-10s %-32s %s\n", target, name, size, figure,
+    g_print ("  %-34s %-28s %-10s %-40s %s\n", target, name, size, figure,
         result);
+  g_free (size);
   g_free (name);
 }
 
+/* the fastest usable row of names; NULL and why (every reason) if none */
+static const Row *
+fastest_of (const Row * rows, gint n, const gchar * const *names, gint w,
+    gint h, gboolean with_mps, gchar ** why)
+{
+  const Row *best = NULL;
+  GString *reasons = g_string_new (NULL);
+
+  for (; *names; names++) {
+    const Row *r = find_row (rows, n, *names, w, h, with_mps);
+    gchar *no = unusable (r, *names, with_mps);
+
+    if (no) {
+      g_string_append_printf (reasons, "%s%s", reasons->len ? "; " : "", no);
+      g_free (no);
+    } else if (!best || r->fps > best->fps) {
+      best = r;
+    }
+  }
+  *why = best ? NULL : g_strdup (reasons->str);
+  g_string_free (reasons, TRUE);
+  return best;
+}
+
+/* mode's fps against the fastest of bases: met at goal times it or more */
 static void
 target_ratio (const Row * rows, gint n, const gchar * target,
-    const gchar * mode, const gchar * base, gint w, gint h,
+    const gchar * mode, const gchar * const *bases, gint w, gint h,
     gboolean with_mps, gdouble goal)
 {
   const Row *a = find_row (rows, n, mode, w, h, with_mps);
-  const Row *b = find_row (rows, n, base, w, h, with_mps);
-  gchar *why_a = unusable (a, mode, with_mps);
-  gchar *why_b = unusable (b, base, with_mps);
-  gchar *size = g_strdup_printf ("%dx%d", w, h), *figure, *result;
+  gchar *why_a = unusable (a, mode, with_mps), *why_b = NULL;
+  const Row *b = fastest_of (rows, n, bases, w, h, with_mps, &why_b);
+  gchar *figure, *result;
 
   if (why_a || why_b) {
     figure = g_strdup ("-");
@@ -1841,14 +1876,14 @@ target_ratio (const Row * rows, gint n, const gchar * target,
   } else {
     gdouble ratio = a->fps / b->fps;
 
-    figure = g_strdup_printf ("%.2fx (%.0f / %.0f fps)", ratio, a->fps,
-        b->fps);
-    result = g_strdup (ratio >= goal ? "met" : "not met");
+    figure = g_strdup_printf ("%.2fx (%.0f / %.0f fps, %s)", ratio, a->fps,
+        b->fps, b->mode->name);
+    result = ratio >= goal ? g_strdup ("met") :
+        g_strdup_printf ("not met: %.0f%% short", (1 - ratio / goal) * 100);
   }
-  print_target (target, mode, with_mps, size, figure, result);
+  print_target (target, mode, with_mps, w, h, figure, result);
   g_free (why_a);
   g_free (why_b);
-  g_free (size);
   g_free (figure);
   g_free (result);
 }
@@ -1859,7 +1894,7 @@ target_latency (const Row * rows, gint n, const gchar * mode, gint w, gint h,
 {
   const Row *a = find_row (rows, n, mode, w, h, with_mps);
   gchar *why = unusable (a, mode, with_mps);
-  gchar *size = g_strdup_printf ("%dx%d", w, h), *figure, *result;
+  gchar *figure, *result;
 
   if (!why && a->p50_us < 0)
     why = g_strdup ("no latency");
@@ -1869,19 +1904,59 @@ target_latency (const Row * rows, gint n, const gchar * mode, gint w, gint h,
   } else {
     figure = g_strdup_printf ("p50 %.1f us (p99 %.1f)", a->p50_us,
         a->p99_us);
-    if (a->p50_us < 50)
-      result = g_strdup ("met");
-    else if (!with_mps && g_str_equal (mode, "gpushare-cuda-event"))
-      /* each cross-process event wait switches GPU contexts without MPS:
-       * ~300 us a round trip in the gpu suite's cuda_sync */
-      result = g_strdup ("not met (the mode does not allow it without "
-          "MPS)");
-    else
-      result = g_strdup ("not met");
+    result = a->p50_us <= 50 ? g_strdup ("met") :
+        g_strdup_printf ("not met: %.0f us over", a->p50_us - 50);
   }
-  print_target ("latency p50 < 50 us", mode, with_mps, size, figure, result);
+  print_target ("paced latency p50 <= 50 us", mode, with_mps, w, h, figure,
+      result);
   g_free (why);
-  g_free (size);
+  g_free (figure);
+  g_free (result);
+}
+
+/* MiB that a frame of w x h NV12 takes in a VMM slot (2 MiB granules) */
+static gdouble
+slot_mib (gint w, gint h)
+{
+  gdouble bytes = (gdouble) w * h * 3 / 2;
+  gdouble granule = 2.0 * 1024 * 1024;
+
+  return ((guint64) ((bytes + granule - 1) / granule)) * 2;
+}
+
+/* device memory of one side of mode against one-process-cuda's plus
+ * extra_mib (said in what) */
+static void
+target_memory (const Row * rows, gint n, const gchar * mode,
+    gboolean producer, gint w, gint h, gdouble extra_mib, const gchar * what)
+{
+  const Row *a = find_row (rows, n, mode, w, h, FALSE);
+  const Row *one = find_row (rows, n, "one-process-cuda", w, h, FALSE);
+  gchar *why = unusable (a, mode, FALSE);
+  gchar *target = g_strdup_printf ("GPU memory of the %s",
+      producer ? "producer" : "consumer");
+  gchar *figure, *result;
+  gdouble got = a ? (producer ? a->mem_producer : a->mem_consumer) : -1;
+
+  if (!why)
+    why = unusable (one, "one-process-cuda", FALSE);
+  if (!why && (!a->have_mem || got < 0 || !one->have_mem
+          || one->mem_producer < 0))
+    why = g_strdup ("nvidia-smi listed no figure");
+  if (why) {
+    figure = g_strdup ("-");
+    result = g_strdup_printf ("not measured: %s", why);
+  } else {
+    gdouble limit = one->mem_producer + extra_mib;
+
+    figure = g_strdup_printf ("%.0f MiB <= %.0f + %.0f (%s)", got,
+        one->mem_producer, extra_mib, what);
+    result = got <= limit ? g_strdup ("met") :
+        g_strdup_printf ("not met: %.0f MiB over", got - limit);
+  }
+  print_target (target, mode, FALSE, w, h, figure, result);
+  g_free (target);
+  g_free (why);
   g_free (figure);
   g_free (result);
 }
@@ -1890,47 +1965,63 @@ static void
 print_targets (const Row * rows, gint n, gint n_sizes, const gint * ws,
     const gint * hs)
 {
-  gint b, i, m, k4 = -1;
+  const gchar *const shm[] = { "cuda-shm", NULL };
+  const gchar *const shm_nopool[] = { "shm-nopool", NULL };
+  gint b, i, m;
 
-  for (i = 0; i < n_sizes; i++)
-    if (ws[i] == 3840 && hs[i] == 2160)
-      k4 = i;
   if (opt.markdown) {
-    g_print ("\n**Targets**: 4K throughput of each gpushare GPU mode at "
-        "least 0.9x one-process-cuda and at least 10x cuda-shm, in the same "
-        "block (with or without MPS); handoff latency p50 under 50 us where "
-        "the mode allows it (not gpushare-cuda-event without MPS); "
-        "gpushare-sysmem-nopool at least as fast as shm-nopool.\n\n");
+    g_print ("\n**Targets** (same GPU, each block on its own, with or "
+        "without MPS): at full speed, gpushare-cuda at least as fast as the "
+        "fastest cudaipc mode and gpushare-cuda-copy at least 1.5x the "
+        "fastest cudaipc copy mode, at 4K; without MPS, gpushare-cuda at "
+        "least 10x cuda-shm at 4K; paced (--pace-us), latency p50 at most "
+        "50 us in the import modes; without MPS, device memory of each "
+        "gpushare process at most one-process-cuda's plus the ring (plus "
+        "the output pool in copy mode); gpushare-sysmem-nopool at least as "
+        "fast as shm-nopool.\n\n");
     g_print ("| target | mode | size | figure | result |\n");
     g_print ("|---|---|---|---|---|\n");
   } else {
-    g_print ("\nTargets (the ratios within one block, with or without "
-        "MPS):\n");
+    g_print ("\nTargets (each block on its own, with or without MPS):\n");
   }
   for (b = 0; b <= (opt.mps ? 1 : 0); b++) {
-    for (m = 0; m < (gint) G_N_ELEMENTS (target_modes); m++) {
+    for (i = 0; i < n_sizes; i++) {
       if (opt.pace_us > 0) {
-        print_target ("4K fps targets", target_modes[m], b, "3840x2160", "-",
-            "not judged: a paced run (--pace-us)");
+        for (m = 0; import_modes[m]; m++)
+          target_latency (rows, n, import_modes[m], ws[i], hs[i], b);
         continue;
       }
-      if (k4 < 0) {
-        print_target ("4K fps targets", target_modes[m], b, "3840x2160", "-",
-            "not measured: --sizes has no 4k");
+      if (ws[i] != 3840 || hs[i] != 2160)
         continue;
-      }
-      target_ratio (rows, n, "4K fps >= 0.9x one-process-cuda",
-          target_modes[m], "one-process-cuda", ws[k4], hs[k4], b, 0.9);
-      target_ratio (rows, n, "4K fps >= 10x cuda-shm", target_modes[m],
-          "cuda-shm", ws[k4], hs[k4], b, 10);
+      target_ratio (rows, n, "fps >= fastest cudaipc", "gpushare-cuda",
+          cudaipc_all, ws[i], hs[i], b, 1.0);
+      target_ratio (rows, n, "copy fps >= 1.5x cudaipc copy",
+          "gpushare-cuda-copy", cudaipc_copy, ws[i], hs[i], b, 1.5);
+      if (!b)
+        target_ratio (rows, n, "fps >= 10x cuda-shm", "gpushare-cuda", shm,
+            ws[i], hs[i], b, 10);
     }
-    for (i = 0; i < n_sizes; i++)
-      for (m = 0; m < (gint) G_N_ELEMENTS (target_modes); m++)
-        target_latency (rows, n, target_modes[m], ws[i], hs[i], b);
   }
-  for (i = 0; i < n_sizes && opt.pace_us <= 0; i++)
-    target_ratio (rows, n, "fps >= 1.0x shm-nopool",
-        "gpushare-sysmem-nopool", "shm-nopool", ws[i], hs[i], FALSE, 1.0);
+  for (i = 0; i < n_sizes; i++) {
+    gdouble slot = slot_mib (ws[i], hs[i]);
+    gdouble ring = slot * opt.ring + 2;
+    gchar *ring_what = g_strdup_printf ("the ring: %d slots of %.0f MiB and "
+        "2 MiB of synchronisation words", opt.ring, slot);
+    gchar *pool_what = g_strdup_printf ("its output pool: 2 frames of "
+        "%.0f MiB", slot);
+
+    target_memory (rows, n, "gpushare-cuda", TRUE, ws[i], hs[i], ring,
+        ring_what);
+    target_memory (rows, n, "gpushare-cuda", FALSE, ws[i], hs[i], 0,
+        "nothing: the buffers are the slots");
+    target_memory (rows, n, "gpushare-cuda-copy", FALSE, ws[i], hs[i],
+        2 * slot, pool_what);
+    g_free (ring_what);
+    g_free (pool_what);
+    if (opt.pace_us <= 0)
+      target_ratio (rows, n, "fps >= 1.0x shm-nopool",
+          "gpushare-sysmem-nopool", shm_nopool, ws[i], hs[i], FALSE, 1.0);
+  }
 }
 
 static gboolean
