@@ -76,6 +76,8 @@ typedef struct
   GpuShareClientItemType type;
   GpuShareLayout *layout;
   GpuShareClientFrame *frame;
+  guint64 missed;               /* FRAME: the producer's frames before it
+                                 * that never came */
 } Item;
 
 struct _GpuShareClient
@@ -120,6 +122,7 @@ struct _GpuShareClient
   guint64 producer_instance;
   guint producer_minor;         /* of its protocol version */
   guint64 frames_received;
+  guint64 frames_missed;
   guint reconnects;
   gboolean discont;             /* the next frame starts a new producer */
 
@@ -697,6 +700,7 @@ handle_frame (GpuShareClient * self, const GpuShareFrame * f)
 {
   GpuShareRingResult res;
   GpuShareClientFrame *frame;
+  guint64 missed = 0;
   Item *item;
 
   if (self->state == STATE_DONE) {
@@ -708,6 +712,11 @@ handle_frame (GpuShareClient * self, const GpuShareFrame * f)
     return;
   }
   g_mutex_lock (&self->session->lock);
+  /* the producer numbers every frame it renders, those it sent nobody or
+   * not us included: a gap is frames this consumer missed */
+  if (self->session->view.have_sequence
+      && f->sequence > self->session->view.last_sequence + 1)
+    missed = f->sequence - self->session->view.last_sequence - 1;
   res = gpushare_slot_view_frame (&self->session->view, f->epoch, f->slot,
       f->generation, f->sequence);
   g_mutex_unlock (&self->session->lock);
@@ -726,8 +735,14 @@ handle_frame (GpuShareClient * self, const GpuShareFrame * f)
   item = g_new0 (Item, 1);
   item->type = GPUSHARE_CLIENT_ITEM_FRAME;
   item->frame = frame;
+  item->missed = missed;
   g_queue_push_tail (&self->items, item);
   self->frames_received++;
+  self->frames_missed += missed;
+  if (missed)
+    GST_LOG_OBJECT (self->log_object, "%" G_GUINT64_FORMAT " frames of the "
+        "producer missed before frame %" G_GUINT64_FORMAT, missed,
+        f->sequence);
   g_cond_broadcast (&self->cond);
 }
 
@@ -1219,6 +1234,9 @@ gpushare_client_pop (GpuShareClient * self, GpuShareClientItem * out)
         out->discont = TRUE;
         self->discont = FALSE;
       }
+      out->missed = item->missed;
+      if (out->missed)
+        out->discont = TRUE;
       item_free (item);
       break;
     }
@@ -1281,6 +1299,7 @@ gpushare_client_get_stats (GpuShareClient * self, GpuShareClientStats * s)
   s->mem_reason = g_strdup (self->mem_reason);
   s->epoch = self->mapped_epoch;
   s->frames_received = self->frames_received;
+  s->frames_missed = self->frames_missed;
   s->reconnects = self->reconnects;
   s->producer_live = self->producer_live;
   g_mutex_unlock (&self->lock);

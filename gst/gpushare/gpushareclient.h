@@ -84,7 +84,9 @@ typedef struct
   GpuShareLayout layout;
   /* FRAME: released with gpushare_client_frame_release () */
   GpuShareClientFrame *frame;
-  gboolean discont;             /* the first frame of a new producer */
+  /* the first frame of a new producer, or after frames missed */
+  gboolean discont;
+  guint64 missed;               /* frames of the producer missed before it */
   /* ERROR, for GST_ELEMENT_ERROR */
   GQuark error_domain;
   gint error_code;
@@ -103,6 +105,7 @@ typedef struct
   gchar *mem_reason;
   guint64 epoch;
   guint64 frames_received;
+  guint64 frames_missed;        /* rendered by the producer, not received */
   guint reconnects;
   gboolean producer_live;
 } GpuShareClientStats;

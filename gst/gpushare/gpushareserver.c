@@ -1755,8 +1755,10 @@ again:
         goto again;
       }
       if (!lossless) {
-        /* every slot is taken: drop this frame, never wait */
+        /* every slot is taken: drop this frame, never wait.  It is
+         * numbered all the same, so that the consumers see the gap */
         self->frames_dropped++;
+        self->sequence++;
         g_mutex_unlock (&self->lock);
         GST_LOG_OBJECT (self->log_object, "no free slot: frame dropped");
         return GPUSHARE_SERVER_DROPPED;

@@ -20,6 +20,15 @@
 
 G_BEGIN_DECLS
 
+/* The buffer flags a FRAME carries: every GstBufferFlags and
+ * GstVideoBufferFlags bit (the video ones start at bit 20), but not the
+ * mini-object's own (LOCKABLE, LOCK_READONLY, MAY_BE_LEAKED) nor
+ * TAG_MEMORY, which speak of a buffer of one process, not of the frame. */
+#define GPUSHARE_BUFFER_FLAGS_CARRIED \
+  ((guint32) ~(GST_MINI_OBJECT_FLAG_LOCKABLE | \
+      GST_MINI_OBJECT_FLAG_LOCK_READONLY | \
+      GST_MINI_OBJECT_FLAG_MAY_BE_LEAKED | GST_BUFFER_FLAG_TAG_MEMORY))
+
 /* The bytes one row of plane p holds and its number of rows, for the
  * format, width and height of info (its strides are not read).  FALSE for a
  * format whose rows are not described this way (tiled formats). */

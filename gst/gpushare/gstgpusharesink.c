@@ -387,7 +387,8 @@ frame_fields (GstGpuShareSink * self, GstBuffer * buf, GpuShareFrame * f)
   f->duration = GST_BUFFER_DURATION (buf);
   f->offset = GST_BUFFER_OFFSET (buf);
   f->offset_end = GST_BUFFER_OFFSET_END (buf);
-  f->buffer_flags = GST_MINI_OBJECT_FLAGS (buf) & 0xffff;
+  f->buffer_flags =
+      GST_MINI_OBJECT_FLAGS (buf) & GPUSHARE_BUFFER_FLAGS_CARRIED;
   if (self->live && GST_CLOCK_TIME_IS_VALID (f->pts)) {
     GstClockTime rt = gst_segment_to_running_time (segment, GST_FORMAT_TIME,
         f->pts);

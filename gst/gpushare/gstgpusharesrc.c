@@ -272,9 +272,8 @@ set_frame_fields (GstGpuShareSrc * self, GstBuffer * buf,
     /* the first frame of a new producer */
     GST_BUFFER_FLAG_SET (buf, GST_BUFFER_FLAG_DISCONT);
   }
-  GST_MINI_OBJECT_FLAGS (buf) |= f->buffer_flags & 0xffff &
-      ~(GST_MINI_OBJECT_FLAG_LOCKABLE | GST_MINI_OBJECT_FLAG_LOCK_READONLY |
-      GST_MINI_OBJECT_FLAG_MAY_BE_LEAKED);
+  GST_MINI_OBJECT_FLAGS (buf) |=
+      f->buffer_flags & GPUSHARE_BUFFER_FLAGS_CARRIED;
 }
 
 /* what the src pushes, as the stats and messages say it */
@@ -901,6 +900,7 @@ make_stats (GstGpuShareSrc * self)
       "not connected",
       "epoch", G_TYPE_UINT64, st.epoch,
       "frames-received", G_TYPE_UINT64, st.frames_received,
+      "frames-missed", G_TYPE_UINT64, st.frames_missed,
       "frames-copied", G_TYPE_UINT64,
       (guint64) (guint) g_atomic_int_get (&self->frames_copied),
       "frames-in-place", G_TYPE_UINT64,
