@@ -1232,6 +1232,7 @@ gpushare_client_pop (GpuShareClient * self, GpuShareClientItem * out)
       item->frame = NULL;
       if (out->type == GPUSHARE_CLIENT_ITEM_FRAME && self->discont) {
         out->discont = TRUE;
+        out->new_producer = TRUE;
         self->discont = FALSE;
       }
       out->missed = item->missed;

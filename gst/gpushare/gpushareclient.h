@@ -86,6 +86,8 @@ typedef struct
   GpuShareClientFrame *frame;
   /* the first frame of a new producer, or after frames missed */
   gboolean discont;
+  gboolean new_producer;        /* the first frame of a producer after a
+                                 * reconnect */
   guint64 missed;               /* frames of the producer missed before it */
   /* ERROR, for GST_ELEMENT_ERROR */
   GQuark error_domain;

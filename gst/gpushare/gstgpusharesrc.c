@@ -123,6 +123,11 @@ struct _GstGpuShareSrc
   GpuShareLayout layout;
   gboolean have_first_abs;
   guint64 first_abs;
+  /* the stream times of the producer: a segment starts at the first frame
+   * taken from each producer (need_segment), and running time goes on from
+   * where it was (running_end) or from now */
+  gboolean need_segment;
+  GstClockTime running_end;
 };
 
 #define gst_gpu_share_src_parent_class parent_class
@@ -185,6 +190,8 @@ gst_gpu_share_src_start (GstBaseSrc * bsrc)
   g_atomic_int_set (&self->frames_copied, 0);
   g_atomic_int_set (&self->frames_in_place, 0);
   self->have_first_abs = FALSE;
+  self->need_segment = TRUE;
+  self->running_end = 0;
   gst_video_info_init (&self->vinfo);
   gpushare_client_start (client);
   /* share a GPU context with neighbouring GPU elements (the query goes to
@@ -274,6 +281,78 @@ set_frame_fields (GstGpuShareSrc * self, GstBuffer * buf,
   }
   GST_MINI_OBJECT_FLAGS (buf) |=
       f->buffer_flags & GPUSHARE_BUFFER_FLAGS_CARRIED;
+}
+
+/* now, in this pipeline's running time, when it is PLAYING with a clock */
+static GstClockTime
+running_now (GstGpuShareSrc * self)
+{
+  GstClock *clock = gst_element_get_clock (GST_ELEMENT (self));
+  GstClockTime now = GST_CLOCK_TIME_NONE, base;
+
+  if (!clock)
+    return now;
+  GST_OBJECT_LOCK (self);
+  if (GST_STATE (self) == GST_STATE_PLAYING) {
+    base = GST_ELEMENT_CAST (self)->base_time;
+    now = gst_clock_get_time (clock);
+    now = now > base ? now - base : 0;
+  }
+  GST_OBJECT_UNLOCK (self);
+  gst_object_unref (clock);
+  return now;
+}
+
+/* Frames of the producer's stream time (not ABSOLUTE_TIME): the first one
+ * taken from a producer starts a segment at its own timestamp, so that a
+ * consumer that joins a stream under way, or a producer that restarted at
+ * 0, does not leave a synchronising sink waiting for, or dropping, every
+ * frame.  Running time goes on from the end of the last buffer, or from
+ * now when the pipeline is playing and that is later: the segment's base.
+ * Stream time stays the producer's (segment time = start). */
+static void
+follow_stream_time (GstGpuShareSrc * self, GstBuffer * buf,
+    gboolean absolute)
+{
+  GstBaseSrc *bsrc = GST_BASE_SRC (self);
+  GstClockTime pts = GST_BUFFER_PTS (buf), dts = GST_BUFFER_DTS (buf);
+  GstClockTime end;
+
+  if (absolute) {
+    /* already running times (set_frame_fields): the segment from 0, as
+     * it is unless a producer of stream times came first */
+    if (self->need_segment && (bsrc->segment.start != 0
+            || bsrc->segment.base != 0)) {
+      GstSegment segment;
+
+      gst_segment_init (&segment, GST_FORMAT_TIME);
+      gst_base_src_new_segment (bsrc, &segment);
+    }
+    self->need_segment = FALSE;
+  } else if (self->need_segment && GST_CLOCK_TIME_IS_VALID (pts)) {
+    GstClockTime start = GST_CLOCK_TIME_IS_VALID (dts) && dts < pts ? dts :
+        pts;
+    GstClockTime now = running_now (self);
+    GstSegment segment;
+
+    gst_segment_init (&segment, GST_FORMAT_TIME);
+    segment.start = segment.time = segment.position = start;
+    segment.base = GST_CLOCK_TIME_IS_VALID (now) ?
+        MAX (now, self->running_end) : self->running_end;
+    GST_DEBUG_OBJECT (self, "the producer's stream from %" GST_TIME_FORMAT
+        " at running time %" GST_TIME_FORMAT, GST_TIME_ARGS (start),
+        GST_TIME_ARGS (segment.base));
+    if (!gst_base_src_new_segment (bsrc, &segment))
+      GST_WARNING_OBJECT (self, "the new segment was refused");
+    self->need_segment = FALSE;
+  }
+  if (!GST_CLOCK_TIME_IS_VALID (pts))
+    return;
+  end = gst_segment_to_running_time (&bsrc->segment, GST_FORMAT_TIME,
+      pts + (GST_BUFFER_DURATION_IS_VALID (buf) ?
+          GST_BUFFER_DURATION (buf) : 0));
+  if (GST_CLOCK_TIME_IS_VALID (end) && end > self->running_end)
+    self->running_end = end;
 }
 
 /* what the src pushes, as the stats and messages say it */
@@ -751,8 +830,13 @@ gst_gpu_share_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
       *outbuf = make_buffer (self, frame);
     else
       ret = make_gpu_buffer (self, frame, outbuf);
-    if (ret == GST_FLOW_OK)
+    if (ret == GST_FLOW_OK) {
+      if (item.new_producer)
+        self->need_segment = TRUE;
       set_frame_fields (self, *outbuf, &f, item.discont);
+      follow_stream_time (self, *outbuf,
+          (f.flags & GPUSHARE_FRAME_FLAG_ABSOLUTE_TIME) != 0);
+    }
   }
   return ret;
 }

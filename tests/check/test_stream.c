@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * What a frame carries besides its pixels, and what a consumer learns of
- * the stream: every buffer flag (GstVideoBufferFlags included), and the
+ * the stream: every buffer flag (GstVideoBufferFlags included), the
  * frames it missed, each gap marked DISCONT and counted in the src's
- * stats.
+ * stats, and timestamps a synchronising sink can play from, for a consumer
+ * that joins late and for one whose producer restarts.
  *
  * The fixture and the harness are those of every element test
  * (tests/common/gpushare-check-elements.c).
@@ -180,16 +181,236 @@ GST_START_TEST (test_frames_missed)
 
 GST_END_TEST;
 
+/* ------------------------------------------------------------------------ */
+/* 3. Timestamps: a consumer that joins a stream under way, and one whose
+ * producer restarts at 0, play on in a synchronising sink */
+
+/* gpusharesrc ! fakesink sync=true: the running time of every buffer the
+ * sink rendered, from the segment it had */
+typedef struct
+{
+  GstElement *pipeline;
+  GstElement *src;
+  GMutex lock;
+  GstSegment segment;
+  GArray *running;              /* GstClockTime, per rendered buffer */
+  GArray *pts;
+} SyncConsumer;
+
+static GstPadProbeReturn
+segment_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  SyncConsumer *c = data;
+  GstEvent *event = GST_PAD_PROBE_INFO_EVENT (info);
+
+  if (GST_EVENT_TYPE (event) == GST_EVENT_SEGMENT) {
+    g_mutex_lock (&c->lock);
+    gst_event_copy_segment (event, &c->segment);
+    g_mutex_unlock (&c->lock);
+  }
+  return GST_PAD_PROBE_OK;
+}
+
+static void
+sync_handoff (GstElement * sink, GstBuffer * buf, GstPad * pad,
+    gpointer data)
+{
+  SyncConsumer *c = data;
+  GstClockTime pts = GST_BUFFER_PTS (buf), rt;
+
+  g_mutex_lock (&c->lock);
+  rt = gst_segment_to_running_time (&c->segment, GST_FORMAT_TIME, pts);
+  g_array_append_val (c->running, rt);
+  g_array_append_val (c->pts, pts);
+  g_mutex_unlock (&c->lock);
+}
+
+static SyncConsumer *
+sync_consumer_new (const gchar * path, const gchar * extra)
+{
+  SyncConsumer *c = g_new0 (SyncConsumer, 1);
+  GstElement *sink;
+  GstPad *pad;
+
+  c->pipeline = launch ("gpusharesrc name=src connection-timeout=%d %s ! "
+      "fakesink name=out sync=true max-lateness=20000000 "
+      "enable-last-sample=false signal-handoffs=true", TIMEOUT_MS, extra);
+  c->src = child (c->pipeline, "src");
+  g_object_set (c->src, "socket-path", path, NULL);
+  g_mutex_init (&c->lock);
+  gst_segment_init (&c->segment, GST_FORMAT_TIME);
+  c->running = g_array_new (FALSE, FALSE, sizeof (GstClockTime));
+  c->pts = g_array_new (FALSE, FALSE, sizeof (GstClockTime));
+  sink = child (c->pipeline, "out");
+  g_signal_connect (sink, "handoff", G_CALLBACK (sync_handoff), c);
+  pad = gst_element_get_static_pad (sink, "sink");
+  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, segment_probe,
+      c, NULL);
+  gst_object_unref (pad);
+  fail_if (gst_element_set_state (c->pipeline, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  return c;
+}
+
+/* waits up to ms for n rendered buffers; how many there are */
+static guint
+sync_consumer_wait (SyncConsumer * c, guint n, gint ms)
+{
+  gint64 until = g_get_monotonic_time () + ms * 1000;
+  guint have;
+
+  for (;;) {
+    g_mutex_lock (&c->lock);
+    have = c->running->len;
+    g_mutex_unlock (&c->lock);
+    if (have >= n || g_get_monotonic_time () > until)
+      return have;
+    g_usleep (5000);
+  }
+}
+
+static void
+sync_consumer_free (SyncConsumer * c)
+{
+  gst_element_set_state (c->pipeline, GST_STATE_NULL);
+  gst_object_unref (c->pipeline);
+  g_array_unref (c->running);
+  g_array_unref (c->pts);
+  g_mutex_clear (&c->lock);
+  g_free (c);
+}
+
+/* frames first .. first + n - 1 at 30/s of stream time */
+static void
+push_frames (GstElement * src, guint first, guint n)
+{
+  guint i;
+
+  for (i = first; i < first + n; i++)
+    push_frame (src, i, 0);
+}
+
+#define LATE_FIRST 300          /* 10 s into the producer's stream */
+#define LATE_FRAMES 6
+
+/* A consumer whose first frame is 10 s into the producer's stream (it
+ * joined late) renders at once, in real time: its segment starts at that
+ * frame.  Before, the segment started at 0 and fakesink sync=true waited
+ * 10 s for the first frame. */
+GST_START_TEST (test_late_consumer_plays)
+{
+  gchar *path = socket_path ("late");
+  GstElement *producer, *sink, *src;
+  SyncConsumer *c;
+  gint64 t0, took;
+  guint i, got;
+
+  producer = appsrc_producer (path, "lossless", 8, &sink, &src);
+  fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  c = sync_consumer_new (path, "");
+  t0 = g_get_monotonic_time ();
+  push_frames (src, LATE_FIRST, LATE_FRAMES);
+  got = sync_consumer_wait (c, LATE_FRAMES, 3000);
+  took = (g_get_monotonic_time () - t0) / 1000;
+  fail_unless_equals_int (got, LATE_FRAMES);
+  /* six frames at 30/s: 0.2 s, not 10 */
+  fail_unless (took < 3000, "%u frames took %" G_GINT64_FORMAT " ms", got,
+      took);
+  g_mutex_lock (&c->lock);
+  fail_unless_equals_uint64 (c->segment.start,
+      gst_util_uint64_scale (LATE_FIRST, GST_SECOND, 30));
+  /* the producer's stream time is kept */
+  fail_unless_equals_uint64 (c->segment.time, c->segment.start);
+  for (i = 0; i < got; i++) {
+    GstClockTime want = gst_util_uint64_scale (i, GST_SECOND, 30);
+
+    fail_unless_equals_uint64 (g_array_index (c->pts, GstClockTime, i),
+        gst_util_uint64_scale (LATE_FIRST + i, GST_SECOND, 30));
+    fail_unless (g_array_index (c->running, GstClockTime, i) >= want &&
+        g_array_index (c->running, GstClockTime, i) < want + GST_SECOND,
+        "frame %u at running time %" GST_TIME_FORMAT, i,
+        GST_TIME_ARGS (g_array_index (c->running, GstClockTime, i)));
+  }
+  g_mutex_unlock (&c->lock);
+  assert_no_error (c->pipeline);
+  sync_consumer_free (c);
+  gst_element_set_state (producer, GST_STATE_NULL);
+  gst_object_unref (producer);
+  g_free (path);
+}
+
+GST_END_TEST;
+
+#define RESTART_FRAMES 8
+
+/* The producer stops mid-stream and another starts on the same socket,
+ * its timestamps from 0 again.  A consumer with producer-lost=reconnect
+ * and a synchronising sink with max-lateness 20 ms renders every frame of
+ * both, in increasing running time.  Before, the second producer's frames
+ * came with only DISCONT, running time went back to 0, and the sink threw
+ * them away as late. */
+GST_START_TEST (test_reconnect_plays_on)
+{
+  gchar *path = socket_path ("restart");
+  GstElement *producer, *sink, *src;
+  SyncConsumer *c;
+  guint i, got;
+
+  producer = appsrc_producer (path, "lossless", 8, &sink, &src);
+  fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  c = sync_consumer_new (path, "producer-lost=reconnect");
+  push_frames (src, 0, RESTART_FRAMES);
+  fail_unless_equals_int (sync_consumer_wait (c, RESTART_FRAMES, 3000),
+      RESTART_FRAMES);
+  gst_element_set_state (producer, GST_STATE_NULL);
+  gst_object_unref (producer);
+  /* some time passes before the new producer is there */
+  g_usleep (300 * 1000);
+
+  producer = appsrc_producer (path, "lossless", 8, &sink, &src);
+  fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  push_frames (src, 0, RESTART_FRAMES);
+  got = sync_consumer_wait (c, 2 * RESTART_FRAMES, 4000);
+  fail_unless_equals_int (got, 2 * RESTART_FRAMES);
+  fail_unless_equals_uint64 (stat_uint (c->src, "reconnects"), 1);
+  g_mutex_lock (&c->lock);
+  for (i = 1; i < got; i++)
+    fail_unless (g_array_index (c->running, GstClockTime, i) >
+        g_array_index (c->running, GstClockTime, i - 1),
+        "frame %u: running time %" GST_TIME_FORMAT " after %" GST_TIME_FORMAT,
+        i, GST_TIME_ARGS (g_array_index (c->running, GstClockTime, i)),
+        GST_TIME_ARGS (g_array_index (c->running, GstClockTime, i - 1)));
+  /* the new producer's own timestamps, from 0 */
+  fail_unless_equals_uint64 (g_array_index (c->pts, GstClockTime,
+          RESTART_FRAMES), 0);
+  g_mutex_unlock (&c->lock);
+  assert_no_error (c->pipeline);
+  sync_consumer_free (c);
+  gst_element_set_state (producer, GST_STATE_NULL);
+  gst_object_unref (producer);
+  g_free (path);
+}
+
+GST_END_TEST;
+
 static Suite *
 gpushare_stream_suite (void)
 {
   Suite *s = suite_create ("gpushare_stream");
   TCase *tc_frame = tcase_create ("frame");
+  TCase *tc_time = tcase_create ("time");
 
   suite_add_tcase (s, tc_frame);
   tcase_add_checked_fixture (tc_frame, elements_setup, elements_teardown);
   tcase_add_test (tc_frame, test_video_flags);
   tcase_add_test (tc_frame, test_frames_missed);
+  suite_add_tcase (s, tc_time);
+  tcase_add_checked_fixture (tc_time, elements_setup, elements_teardown);
+  tcase_add_test (tc_time, test_late_consumer_plays);
+  tcase_add_test (tc_time, test_reconnect_plays_on);
   return s;
 }
 
