@@ -111,6 +111,9 @@ struct _GpuShareServer
   guint64 instance;
   guint64 epoch;
   guint64 sequence;
+  /* frames wait for consumers: at the start, and when a frame finds none
+   * connected, until the number asked for are ready */
+  gboolean gathering;
   GpuShareRing ring;
   GpuShareXferRing *system;     /* the system ring of this epoch */
   gboolean have_layout;
@@ -1241,6 +1244,7 @@ gpushare_server_start (GpuShareServer * self, GError ** error)
   self->instance = g_random_int () | ((guint64) g_random_int () << 32);
   self->epoch = 0;
   self->sequence = 0;
+  self->gathering = TRUE;
   self->flushing = FALSE;
   self->have_layout = FALSE;
   self->live = FALSE;
@@ -1559,6 +1563,18 @@ n_ready_clients (GpuShareServer * self)
   return n;
 }
 
+/* lock held.  Consumers connected, in any state */
+static guint
+n_connected_clients (GpuShareServer * self)
+{
+  guint i, n = 0;
+
+  for (i = 0; i < MAX_CLIENTS; i++)
+    if (self->clients[i])
+      n++;
+  return n;
+}
+
 /* lock held.  Consumers that were streaming and are mapping the ring that a
  * caps change just made: lossless waits for them, leaky counts what they
  * miss meanwhile. */
@@ -1699,7 +1715,7 @@ frame_clear (GpuShareServer * self, GpuShareServerFrame * frame)
 
 GpuShareServerResult
 gpushare_server_begin_frame (GpuShareServer * self, gboolean lossless,
-    gboolean wait_for_connection, gboolean gpu_buffer,
+    guint wait_for, gboolean gpu_buffer,
     const GpuShareServerTag * tag, GpuShareServerFrame * frame,
     GError ** error)
 {
@@ -1720,11 +1736,15 @@ again:
     g_mutex_unlock (&self->lock);
     return GPUSHARE_SERVER_ERROR;
   }
-  while (wait_for_connection && n_ready_clients (self) == 0) {
-    GST_LOG_OBJECT (self->log_object, "waiting for a consumer");
+  if (n_connected_clients (self) == 0)
+    self->gathering = TRUE;
+  while (self->gathering && n_ready_clients (self) < wait_for) {
+    GST_LOG_OBJECT (self->log_object, "waiting for %u consumers, %u ready",
+        wait_for, n_ready_clients (self));
     if (!wait_locked (self))
       goto flushing;
   }
+  self->gathering = FALSE;
   while (lossless && n_remapping_clients (self) > 0) {
     GST_LOG_OBJECT (self->log_object, "waiting for consumers to map the new "
         "ring");

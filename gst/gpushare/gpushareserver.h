@@ -188,9 +188,11 @@ guint gpushare_server_n_clients (GpuShareServer * server);
 
 /* A frame: a slot for it (waits as the policy says), written by the
  * caller through the rings in frame, then given to the consumers.
+ * wait_for: consumers the frame waits for, at the start of the stream and
+ * when it finds none connected (0: never waits for them).
  * tag: the pool slot the buffer is, when upstream wrote into it. */
 GpuShareServerResult gpushare_server_begin_frame (GpuShareServer * server,
-    gboolean lossless, gboolean wait_for_connection, gboolean gpu_buffer,
+    gboolean lossless, guint wait_for, gboolean gpu_buffer,
     const GpuShareServerTag * tag, GpuShareServerFrame * frame,
     GError ** error);
 /* written: FALSE when a write failed (the slot goes back).  fields: the

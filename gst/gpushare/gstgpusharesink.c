@@ -50,6 +50,7 @@ GST_DEBUG_CATEGORY_STATIC (gst_gpu_share_sink_debug);
 
 #define DEFAULT_SOCKET_PATH NULL
 #define DEFAULT_WAIT_FOR_CONNECTION FALSE
+#define DEFAULT_MIN_CONSUMERS 1
 #define DEFAULT_RING_SIZE 8
 #define DEFAULT_POLICY GST_GPU_SHARE_POLICY_AUTO
 #define DEFAULT_SOCKET_MODE 0600
@@ -72,6 +73,7 @@ enum
   PROP_0,
   PROP_SOCKET_PATH,
   PROP_WAIT_FOR_CONNECTION,
+  PROP_MIN_CONSUMERS,
   PROP_RING_SIZE,
   PROP_POLICY,
   PROP_SOCKET_MODE,
@@ -106,6 +108,7 @@ struct _GstGpuShareSink
   /* properties, and vinfo, under the object lock */
   gchar *socket_path;
   gboolean wait_for_connection;
+  guint min_consumers;
   guint ring_size;
   GstGpuShareSlowPolicy policy;
   guint socket_mode;
@@ -416,21 +419,26 @@ gst_gpu_share_sink_render (GstBaseSink * bsink, GstBuffer * buf)
   GpuShareFrame fields;
   GstVideoInfo vinfo;
   GError *error = NULL;
-  gboolean wait_for_connection, lossless, gpu_buffer;
-  guint i;
+  gboolean lossless, gpu_buffer;
+  guint i, wait_for;
 
   if (!self->live_known)
     learn_liveness (self);
   lossless = effective_policy (self) == GST_GPU_SHARE_POLICY_LOSSLESS;
   GST_OBJECT_LOCK (self);
-  wait_for_connection = self->wait_for_connection;
+  /* a file is not thrown away while nobody reads it, nor a camera held up
+   * unless asked */
+  if (self->wait_for_connection)
+    wait_for = MAX (self->min_consumers, 1);
+  else
+    wait_for = self->live ? 0 : self->min_consumers;
   vinfo = self->vinfo;
   GST_OBJECT_UNLOCK (self);
   gpu_buffer = gst_buffer_n_memory (buf) > 0
       && gpushare_xfer_gpu_is_memory (gst_buffer_peek_memory (buf, 0));
 
-  res = gpushare_server_begin_frame (self->server, lossless,
-      wait_for_connection, gpu_buffer, in_place_tag (buf), &frame, &error);
+  res = gpushare_server_begin_frame (self->server, lossless, wait_for,
+      gpu_buffer, in_place_tag (buf), &frame, &error);
   switch (res) {
     case GPUSHARE_SERVER_OK:
       break;
@@ -686,6 +694,9 @@ gst_gpu_share_sink_set_property (GObject * object, guint prop_id,
     case PROP_WAIT_FOR_CONNECTION:
       self->wait_for_connection = g_value_get_boolean (value);
       break;
+    case PROP_MIN_CONSUMERS:
+      self->min_consumers = g_value_get_uint (value);
+      break;
     case PROP_RING_SIZE:
       self->ring_size = g_value_get_uint (value);
       break;
@@ -760,6 +771,9 @@ gst_gpu_share_sink_get_property (GObject * object, guint prop_id,
     case PROP_WAIT_FOR_CONNECTION:
       g_value_set_boolean (value, self->wait_for_connection);
       break;
+    case PROP_MIN_CONSUMERS:
+      g_value_set_uint (value, self->min_consumers);
+      break;
     case PROP_RING_SIZE:
       g_value_set_uint (value, self->ring_size);
       break;
@@ -831,8 +845,14 @@ gst_gpu_share_sink_class_init (GstGpuShareSinkClass * klass)
       DEFAULT_SOCKET_PATH, rw);
   properties[PROP_WAIT_FOR_CONNECTION] =
       g_param_spec_boolean ("wait-for-connection", "Wait for connection",
-      "Hold the stream until a consumer has mapped the ring",
-      DEFAULT_WAIT_FOR_CONNECTION, rw | GST_PARAM_MUTABLE_PLAYING);
+      "Hold a live stream too until min-consumers consumers (at least one) "
+      "have mapped the ring", DEFAULT_WAIT_FOR_CONNECTION,
+      rw | GST_PARAM_MUTABLE_PLAYING);
+  properties[PROP_MIN_CONSUMERS] = g_param_spec_uint ("min-consumers",
+      "Min consumers", "Consumers a non-live stream waits for, at its start "
+      "and when a frame finds none connected (0: never wait); a live stream "
+      "waits only with wait-for-connection", 0, MAX_CLIENTS,
+      DEFAULT_MIN_CONSUMERS, rw | GST_PARAM_MUTABLE_PLAYING);
   properties[PROP_RING_SIZE] = g_param_spec_uint ("ring-size", "Ring size",
       "Number of shared frame slots", 2, GPUSHARE_MAX_SLOTS,
       DEFAULT_RING_SIZE, rw);
@@ -937,6 +957,7 @@ gst_gpu_share_sink_init (GstGpuShareSink * self)
 {
   self->socket_path = g_strdup (DEFAULT_SOCKET_PATH);
   self->wait_for_connection = DEFAULT_WAIT_FOR_CONNECTION;
+  self->min_consumers = DEFAULT_MIN_CONSUMERS;
   self->ring_size = DEFAULT_RING_SIZE;
   self->policy = DEFAULT_POLICY;
   self->socket_mode = DEFAULT_SOCKET_MODE;

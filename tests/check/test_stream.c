@@ -4,7 +4,8 @@
  * the stream: every buffer flag (GstVideoBufferFlags included), the
  * frames it missed, each gap marked DISCONT and counted in the src's
  * stats, and timestamps a synchronising sink can play from, for a consumer
- * that joins late and for one whose producer restarts.
+ * that joins late and for one whose producer restarts; and a producer that
+ * waits for its consumers rather than throw a file away.
  *
  * The fixture and the harness are those of every element test
  * (tests/common/gpushare-check-elements.c).
@@ -396,12 +397,118 @@ GST_START_TEST (test_reconnect_plays_on)
 
 GST_END_TEST;
 
+/* ------------------------------------------------------------------------ */
+/* 4. Producer defaults: a non-live producer waits for its consumers */
+
+#define IDLE_FRAMES 30
+
+/* Nobody connected: a file is held, not thrown away (nor run through at
+ * full speed, a core busy); a live source is not held, its frames with
+ * nobody to take them are dropped */
+GST_START_TEST (test_idle_producer_waits)
+{
+  gchar *path = socket_path ("idle");
+  gchar *live_path = socket_path ("idle-live");
+  GstElement *producer, *sink, *live, *live_sink;
+  Consumer *c;
+  guint i;
+
+  producer = launch ("videotestsrc pattern=snow num-buffers=%d ! " CAPS_STR
+      " ! gpusharesink name=sink", IDLE_FRAMES);
+  sink = child (producer, "sink");
+  g_object_set (sink, "socket-path", path, NULL);
+  gst_util_set_object_arg (G_OBJECT (sink), "policy", "lossless");
+  live = launch ("videotestsrc is-live=true ! " LIVE_CAPS_STR
+      " ! gpusharesink name=sink");
+  live_sink = child (live, "sink");
+  g_object_set (live_sink, "socket-path", live_path, NULL);
+  fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  fail_if (gst_element_set_state (live, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  g_usleep (500 * 1000);
+  fail_unless_equals_uint64 (stat_u64 (sink, "frames-rendered"), 0);
+  fail_unless (wait_stat_u64_at_least (live_sink, "frames-rendered", 3) >= 3,
+      "the live producer was held");
+
+  /* the consumer that comes gets the file from its first frame */
+  c = consumer_new (path, TRUE);
+  consumer_start (c);
+  for (i = 0; i < IDLE_FRAMES; i++) {
+    GstBuffer *buf = next_buffer (c, i);
+
+    fail_unless_equals_uint64 (GST_BUFFER_OFFSET (buf), i);
+    gst_buffer_unref (buf);
+  }
+  assert_no_error (producer);
+  assert_no_error (live);
+  consumer_free (c);
+  gst_element_set_state (live, GST_STATE_NULL);
+  gst_object_unref (live);
+  gst_element_set_state (producer, GST_STATE_NULL);
+  gst_object_unref (producer);
+  g_free (live_path);
+  g_free (path);
+}
+
+GST_END_TEST;
+
+#define N_CONSUMERS 3
+#define GATHER_FRAMES 20
+
+/* min-consumers=3: three consumers started one after the other each get
+ * every frame from the first.  With one (wait-for-connection), those that
+ * came later missed the first frames. */
+GST_START_TEST (test_min_consumers)
+{
+  gchar *path = socket_path ("gather");
+  GstElement *producer, *sink;
+  Consumer *c[N_CONSUMERS];
+  guint i, k;
+
+  producer = launch ("videotestsrc pattern=snow num-buffers=%d ! " CAPS_STR
+      " ! gpusharesink name=sink", GATHER_FRAMES);
+  sink = child (producer, "sink");
+  g_object_set (sink, "socket-path", path, "min-consumers", N_CONSUMERS,
+      "ring-size", 4, NULL);
+  gst_util_set_object_arg (G_OBJECT (sink), "policy", "lossless");
+  fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  for (k = 0; k < N_CONSUMERS; k++) {
+    c[k] = consumer_new (path, TRUE);
+    consumer_start (c[k]);
+    /* the first ones are streaming-ready well before the next comes */
+    g_usleep (200 * 1000);
+    if (k + 1 < N_CONSUMERS)
+      fail_unless_equals_uint64 (stat_u64 (sink, "frames-rendered"), 0);
+  }
+  for (k = 0; k < N_CONSUMERS; k++) {
+    for (i = 0; i < GATHER_FRAMES; i++) {
+      GstBuffer *buf = next_buffer (c[k], i);
+
+      fail_unless_equals_uint64 (GST_BUFFER_OFFSET (buf), i);
+      gst_buffer_unref (buf);
+    }
+  }
+  for (k = 0; k < N_CONSUMERS; k++) {
+    assert_no_error (c[k]->pipeline);
+    consumer_free (c[k]);
+  }
+  assert_no_error (producer);
+  gst_element_set_state (producer, GST_STATE_NULL);
+  gst_object_unref (producer);
+  g_free (path);
+}
+
+GST_END_TEST;
+
 static Suite *
 gpushare_stream_suite (void)
 {
   Suite *s = suite_create ("gpushare_stream");
   TCase *tc_frame = tcase_create ("frame");
   TCase *tc_time = tcase_create ("time");
+  TCase *tc_defaults = tcase_create ("defaults");
 
   suite_add_tcase (s, tc_frame);
   tcase_add_checked_fixture (tc_frame, elements_setup, elements_teardown);
@@ -411,6 +518,10 @@ gpushare_stream_suite (void)
   tcase_add_checked_fixture (tc_time, elements_setup, elements_teardown);
   tcase_add_test (tc_time, test_late_consumer_plays);
   tcase_add_test (tc_time, test_reconnect_plays_on);
+  suite_add_tcase (s, tc_defaults);
+  tcase_add_checked_fixture (tc_defaults, elements_setup, elements_teardown);
+  tcase_add_test (tc_defaults, test_idle_producer_waits);
+  tcase_add_test (tc_defaults, test_min_consumers);
   return s;
 }
 

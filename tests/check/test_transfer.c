@@ -118,7 +118,8 @@ check_enum_nicks (GType type, const gchar * const *nicks)
 GST_START_TEST (test_inspect)
 {
   static const gchar *const sink_props[] = { "socket-path",
-    "wait-for-connection", "ring-size", "policy", "socket-mode",
+    "wait-for-connection", "min-consumers", "ring-size", "policy",
+    "socket-mode",
     "max-clients", "handshake-timeout", "lease-timeout", "max-pending",
     "allowed-uids", "allowed-gids", "cuda-device-id", "heartbeat-interval",
     "num-clients", "stats", NULL
