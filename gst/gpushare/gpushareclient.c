@@ -11,6 +11,7 @@
 #include <gst/gst.h>
 
 #include "gpushareconn.h"
+#include "gpushareframemeta.h"
 #include "gpushareids.h"
 #include "gpusharenegotiate.h"
 #include "gpusharering.h"
@@ -69,6 +70,7 @@ struct _GpuShareClientFrame
   Session *session;
   Mapping *mapping;
   gboolean in_place;            /* counted in session->n_in_place */
+  GpuShareMeta *meta;           /* its metas, or NULL */
 };
 
 typedef struct
@@ -123,6 +125,8 @@ struct _GpuShareClient
   guint producer_minor;         /* of its protocol version */
   guint64 frames_received;
   guint64 frames_missed;
+  /* the META of the next FRAME, checked */
+  GpuShareMeta *pending_meta;
   guint reconnects;
   gboolean discont;             /* the next frame starts a new producer */
 
@@ -248,6 +252,12 @@ send_release (Session * s, const GpuShareFrame * f)
   gpushare_conn_send_release (s->conn, &r);
 }
 
+GpuShareMeta *
+gpushare_client_frame_take_meta (GpuShareClientFrame * f)
+{
+  return g_steal_pointer (&f->meta);
+}
+
 const GpuShareFrame *
 gpushare_client_frame_info (GpuShareClientFrame * f)
 {
@@ -294,6 +304,7 @@ frame_free (GpuShareClientFrame * f, gboolean give_back)
   g_mutex_unlock (&s->lock);
   mapping_unref (f->mapping);
   session_unref (s);
+  g_free (f->meta);
   g_free (f);
 }
 
@@ -695,6 +706,31 @@ handle_frame_after_eos (GpuShareClient * self, const GpuShareFrame * f)
       "given back unread" : gpushare_ring_result_to_string (res));
 }
 
+/* the metas of the next FRAME: checked, kept until it comes */
+static void
+handle_meta (GpuShareClient * self, const GpuShareMeta * m)
+{
+  gchar *why = NULL;
+
+  if (self->state == STATE_DONE)
+    return;
+  if (self->state != STATE_READY) {
+    producer_error (self, "META before the slots were mapped");
+    return;
+  }
+  if (self->pending_meta) {
+    producer_error (self, "two METAs for one FRAME");
+    return;
+  }
+  if (!gpushare_frame_meta_check (m, &why)) {
+    producer_error (self, why);
+    g_free (why);
+    return;
+  }
+  self->pending_meta = g_memdup2 (m, G_STRUCT_OFFSET (GpuShareMeta, data) +
+      m->data_len);
+}
+
 static void
 handle_frame (GpuShareClient * self, const GpuShareFrame * f)
 {
@@ -728,8 +764,19 @@ handle_frame (GpuShareClient * self, const GpuShareFrame * f)
     g_free (debug);
     return;
   }
+  if (self->pending_meta && self->pending_meta->sequence != f->sequence) {
+    gchar *debug = g_strdup_printf ("META of frame %" G_GUINT64_FORMAT
+        ", then FRAME %" G_GUINT64_FORMAT, self->pending_meta->sequence,
+        f->sequence);
+
+    g_clear_pointer (&self->pending_meta, g_free);
+    producer_error (self, debug);
+    g_free (debug);
+    return;
+  }
   frame = g_new0 (GpuShareClientFrame, 1);
   frame->info = *f;
+  frame->meta = g_steal_pointer (&self->pending_meta);
   frame->session = session_ref (self->session);
   frame->mapping = mapping_ref (self->mapping);
   item = g_new0 (Item, 1);
@@ -786,6 +833,9 @@ conn_message (GpuShareConn * conn, const GpuShareMsg * msg, gint * fds,
     case GPUSHARE_MSG_CAPS:
       update_latency (self, msg->u.caps.flags, msg->u.caps.latency);
       handle_caps (self, &msg->u.caps);
+      break;
+    case GPUSHARE_MSG_META:
+      handle_meta (self, &msg->u.meta);
       break;
     case GPUSHARE_MSG_FRAME:
       handle_frame (self, &msg->u.frame);
@@ -854,6 +904,7 @@ drop_session (GpuShareClient * self, GpuShareErrorCode reason)
   Mapping *mapping = self->mapping;
   Item *item;
 
+  g_clear_pointer (&self->pending_meta, g_free);
   self->session = NULL;
   self->mapping = NULL;
   g_queue_init (&self->items);
@@ -1133,6 +1184,7 @@ gpushare_client_free (GpuShareClient * self)
   g_free (self->gpu_reason);
   g_free (self->error_text);
   g_free (self->error_debug);
+  g_free (self->pending_meta);
   g_queue_clear_full (&self->events, g_free);
   g_mutex_clear (&self->lock);
   g_cond_clear (&self->cond);

@@ -137,6 +137,8 @@ void gpushare_client_get_stats (GpuShareClient * client,
 
 /* A frame taken */
 const GpuShareFrame *gpushare_client_frame_info (GpuShareClientFrame * f);
+/* its metas (checked), or NULL; the caller frees them */
+GpuShareMeta *gpushare_client_frame_take_meta (GpuShareClientFrame * f);
 GpuShareXferView *gpushare_client_frame_view (GpuShareClientFrame * f);
 /* counts f among the frames read in place, if fewer than max are; TRUE
  * when it is (the GOODBYE of a consumer that leaves says such frames are

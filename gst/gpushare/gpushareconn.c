@@ -537,6 +537,12 @@ build_frame (gconstpointer body, guint32 n_fds, GByteArray * out)
 }
 
 static gboolean
+build_meta (gconstpointer body, guint32 n_fds, GByteArray * out)
+{
+  return gpushare_msg_build_meta (body, out);
+}
+
+static gboolean
 build_release (gconstpointer body, guint32 n_fds, GByteArray * out)
 {
   return gpushare_msg_build_release (body, out);
@@ -618,6 +624,13 @@ gboolean
 gpushare_conn_send_frame (GpuShareConn * conn, const GpuShareFrame * frame)
 {
   return send_built (conn, GPUSHARE_MSG_FRAME, build_frame, frame, NULL, 0,
+      NULL);
+}
+
+gboolean
+gpushare_conn_send_meta (GpuShareConn * conn, const GpuShareMeta * meta)
+{
+  return send_built (conn, GPUSHARE_MSG_META, build_meta, meta, NULL, 0,
       NULL);
 }
 

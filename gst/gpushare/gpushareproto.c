@@ -343,6 +343,28 @@ typedef struct
 G_STATIC_ASSERT (sizeof (GpuShareWireEos) == 8);
 WIRE_AT (GpuShareWireEos, last_sequence, 0);
 
+/* META, producer -> consumer, since minor 4.  16 bytes + data_len.
+ *
+ *   off size field
+ *     0    8 sequence         the FRAME it goes with, sent next
+ *     8    4 n_entries        1 .. GPUSHARE_MAX_META_ENTRIES
+ *    12    4 data_len         <= GPUSHARE_MAX_META_LEN
+ *    16    - entries          kind (2), reserved (2), length (4), body
+ */
+typedef struct
+{
+  guint64 sequence;
+  guint32 n_entries;
+  guint32 data_len;
+} GpuShareWireMeta;
+
+G_STATIC_ASSERT (sizeof (GpuShareWireMeta) == 16);
+G_STATIC_ASSERT (sizeof (GpuShareWireMeta) + GPUSHARE_MAX_META_LEN <=
+    GPUSHARE_MAX_PAYLOAD);
+WIRE_AT (GpuShareWireMeta, sequence, 0);
+WIRE_AT (GpuShareWireMeta, n_entries, 8);
+WIRE_AT (GpuShareWireMeta, data_len, 12);
+
 /* GOODBYE, either direction.  4 bytes, or 16 since minor 3.
  *
  *   off size field
@@ -479,7 +501,7 @@ wr64 (guint8 * p, guint64 v)
 static gboolean
 is_known_type (guint type)
 {
-  return type >= GPUSHARE_MSG_ANNOUNCE && type <= GPUSHARE_MSG_UNMAPPED;
+  return type >= GPUSHARE_MSG_ANNOUNCE && type <= GPUSHARE_MSG_META;
 }
 
 /* A chosen memory type is one bit we know: a consumer cannot pick a
@@ -626,6 +648,33 @@ check_caps (const GpuShareCaps * c)
   return check_layout (&c->layout);
 }
 
+/* the entries chain: n_entries headers and bodies, back to back, filling
+ * data_len exactly; reserved fields 0 */
+static GpuShareParseResult
+check_meta (const GpuShareMeta * m)
+{
+  gsize at = 0;
+  guint i;
+
+  if (m->n_entries == 0 || m->n_entries > GPUSHARE_MAX_META_ENTRIES
+      || m->data_len > GPUSHARE_MAX_META_LEN)
+    return GPUSHARE_PARSE_MALFORMED;
+  for (i = 0; i < m->n_entries; i++) {
+    guint32 len;
+
+    if (m->data_len - at < GPUSHARE_META_ENTRY_HEADER)
+      return GPUSHARE_PARSE_MALFORMED;
+    if (rd16 (m->data + at + 2) != 0)
+      return GPUSHARE_PARSE_MALFORMED;
+    len = rd32 (m->data + at + 4);
+    at += GPUSHARE_META_ENTRY_HEADER;
+    if (len > m->data_len - at)
+      return GPUSHARE_PARSE_MALFORMED;
+    at += len;
+  }
+  return at == m->data_len ? GPUSHARE_PARSE_OK : GPUSHARE_PARSE_MALFORMED;
+}
+
 static GpuShareParseResult
 check_error (const GpuShareError * e)
 {
@@ -656,6 +705,8 @@ check_msg (guint type, const GpuShareMsg * msg, guint32 n_fds)
       return check_caps (&msg->u.caps);
     case GPUSHARE_MSG_ERROR:
       return check_error (&msg->u.error);
+    case GPUSHARE_MSG_META:
+      return check_meta (&msg->u.meta);
     case GPUSHARE_MSG_MAPPED:
     case GPUSHARE_MSG_UNMAPPED:
     case GPUSHARE_MSG_FRAME:
@@ -693,6 +744,8 @@ fixed_size (guint type)
       return sizeof (GpuShareWireCaps);
     case GPUSHARE_MSG_EOS:
       return sizeof (GpuShareWireEos);
+    case GPUSHARE_MSG_META:
+      return sizeof (GpuShareWireMeta);
     case GPUSHARE_MSG_GOODBYE:
       return sizeof (GpuShareWireGoodbye);
     case GPUSHARE_MSG_ERROR:
@@ -922,6 +975,22 @@ parse_error (const guint8 * p, gsize len, GpuShareError * e)
   return GPUSHARE_PARSE_OK;
 }
 
+static GpuShareParseResult
+parse_meta (const guint8 * p, gsize len, GpuShareMeta * m)
+{
+  gsize var = sizeof (GpuShareWireMeta);
+
+  m->sequence = RD64 (p, GpuShareWireMeta, sequence);
+  m->n_entries = RD32 (p, GpuShareWireMeta, n_entries);
+  m->data_len = RD32 (p, GpuShareWireMeta, data_len);
+  if (m->data_len > GPUSHARE_MAX_META_LEN)
+    return GPUSHARE_PARSE_MALFORMED;
+  if (len - var < m->data_len)
+    return GPUSHARE_PARSE_TRUNCATED;
+  memcpy (m->data, p + var, m->data_len);
+  return GPUSHARE_PARSE_OK;
+}
+
 GpuShareParseResult
 gpushare_msg_parse (const GpuShareHeader * hdr, const guint8 * payload,
     gsize len, GpuShareMsg * msg)
@@ -983,6 +1052,9 @@ gpushare_msg_parse (const GpuShareHeader * hdr, const guint8 * payload,
     case GPUSHARE_MSG_EOS:
       msg->u.eos.last_sequence = RD64 (payload, GpuShareWireEos,
           last_sequence);
+      break;
+    case GPUSHARE_MSG_META:
+      res = parse_meta (payload, len, &msg->u.meta);
       break;
     case GPUSHARE_MSG_GOODBYE:
       msg->u.goodbye.reason = RD32 (payload, GpuShareWireGoodbye, reason);
@@ -1264,6 +1336,27 @@ gpushare_msg_build_eos (guint64 last_sequence, GByteArray * out)
 }
 
 gboolean
+gpushare_msg_build_meta (const GpuShareMeta * m, GByteArray * out)
+{
+  guint8 *p;
+
+  g_return_val_if_fail (m != NULL, FALSE);
+  g_return_val_if_fail (out != NULL, FALSE);
+
+  if (check_meta (m) != GPUSHARE_PARSE_OK)
+    return FALSE;
+  p = append_message (out, GPUSHARE_MSG_META, 0,
+      sizeof (GpuShareWireMeta) + m->data_len);
+  if (!p)
+    return FALSE;
+  WR64 (p, GpuShareWireMeta, sequence, m->sequence);
+  WR32 (p, GpuShareWireMeta, n_entries, m->n_entries);
+  WR32 (p, GpuShareWireMeta, data_len, m->data_len);
+  memcpy (p + sizeof (GpuShareWireMeta), m->data, m->data_len);
+  return TRUE;
+}
+
+gboolean
 gpushare_msg_build_goodbye (const GpuShareGoodbye * g, GByteArray * out)
 {
   gboolean held;
@@ -1349,6 +1442,8 @@ gpushare_msg_build (const GpuShareMsg * msg, guint32 n_fds, GByteArray * out)
       return gpushare_msg_build_caps (&msg->u.caps, out);
     case GPUSHARE_MSG_EOS:
       return gpushare_msg_build_eos (msg->u.eos.last_sequence, out);
+    case GPUSHARE_MSG_META:
+      return gpushare_msg_build_meta (&msg->u.meta, out);
     case GPUSHARE_MSG_GOODBYE:
       return gpushare_msg_build_goodbye (&msg->u.goodbye, out);
     case GPUSHARE_MSG_ERROR:
@@ -1410,6 +1505,8 @@ gpushare_msg_type_to_string (guint type)
       return "PING";
     case GPUSHARE_MSG_UNMAPPED:
       return "UNMAPPED";
+    case GPUSHARE_MSG_META:
+      return "META";
     default:
       return "UNKNOWN";
   }

@@ -56,7 +56,7 @@ G_BEGIN_DECLS
 
 #define GPUSHARE_MAGIC 0x48535047u      /* "GPSH" as little-endian bytes */
 #define GPUSHARE_VERSION_MAJOR 1
-#define GPUSHARE_VERSION_MINOR 3
+#define GPUSHARE_VERSION_MINOR 4
 
 #define GPUSHARE_HEADER_SIZE 24
 /* caps, checked before anything is allocated or copied */
@@ -67,6 +67,11 @@ G_BEGIN_DECLS
 #define GPUSHARE_MAX_CAPS_LEN 4096      /* bytes, without NUL */
 #define GPUSHARE_MAX_NAME_LEN 128       /* bytes, without NUL */
 #define GPUSHARE_MAX_TEXT_LEN 512       /* bytes, without NUL */
+/* META: the entries of one frame, and how many */
+#define GPUSHARE_MAX_META_LEN (12 * 1024)
+#define GPUSHARE_MAX_META_ENTRIES 64
+/* META entry header: kind (16), reserved (16), length (32) */
+#define GPUSHARE_META_ENTRY_HEADER 8
 /* 1 TiB: no slot is ever that large; guards size arithmetic */
 #define GPUSHARE_MAX_SLOT_SIZE (G_GUINT64_CONSTANT (1) << 40)
 
@@ -84,6 +89,7 @@ typedef enum
   GPUSHARE_MSG_ERROR = 10,      /* both */
   GPUSHARE_MSG_PING = 11,       /* both, empty; since minor 1 */
   GPUSHARE_MSG_UNMAPPED = 12,   /* C -> P; since minor 2 */
+  GPUSHARE_MSG_META = 13,       /* P -> C; since minor 4 */
 } GpuShareMsgType;
 
 /* memory types, a bit each: offered as a mask, chosen as one bit */
@@ -292,6 +298,19 @@ typedef struct
   guint64 last_sequence;
 } GpuShareEos;
 
+/* The metadata of the next FRAME (sequence), to a consumer of minor 4 or
+ * later.  data holds n_entries entries, each GPUSHARE_META_ENTRY_HEADER
+ * bytes (kind, reserved, length, little-endian) and length bytes of body,
+ * back to back, filling data_len exactly: the parser checks that chain,
+ * gpusharemeta.c what each kind's body says. */
+typedef struct
+{
+  guint64 sequence;
+  guint32 n_entries;            /* 1 .. GPUSHARE_MAX_META_ENTRIES */
+  guint32 data_len;             /* <= GPUSHARE_MAX_META_LEN */
+  guint8 data[GPUSHARE_MAX_META_LEN];
+} GpuShareMeta;
+
 typedef struct
 {
   guint32 reason;               /* GpuShareErrorCode, GPUSHARE_ERR_SHUTDOWN */
@@ -320,6 +339,7 @@ typedef struct
     GpuShareRelease release;
     GpuShareCaps caps;
     GpuShareEos eos;
+    GpuShareMeta meta;
     GpuShareGoodbye goodbye;
     GpuShareError error;
   } u;
@@ -368,6 +388,7 @@ gboolean gpushare_msg_build_release (const GpuShareRelease * r,
     GByteArray * out);
 gboolean gpushare_msg_build_caps (const GpuShareCaps * c, GByteArray * out);
 gboolean gpushare_msg_build_eos (guint64 last_sequence, GByteArray * out);
+gboolean gpushare_msg_build_meta (const GpuShareMeta * m, GByteArray * out);
 gboolean gpushare_msg_build_goodbye (const GpuShareGoodbye * g,
     GByteArray * out);
 /* text_len bytes of text (no NUL needed), within GPUSHARE_MAX_TEXT_LEN,

@@ -55,6 +55,7 @@ typedef struct
   guint index;                  /* holder bit in the ring */
   ClientState state;
   GpuShareConn *conn;
+  guint minor;                  /* of its protocol version, from ACCEPT */
   pid_t pid;
   gint pidfd;                   /* its process, from the connect on; -1 */
   uid_t uid;
@@ -738,6 +739,7 @@ handle_accept (GpuShareServer * self, Client * client,
     return;
   }
   client->mem_type = acc->mem_type;
+  client->minor = acc->schema_minor;
   client->sync_mode = acc->mem_type == GPUSHARE_MEM_SYSTEM ? 0 :
       acc->sync_mode;
   GST_INFO_OBJECT (self->log_object, "client %u takes %s memory (%s)",
@@ -1828,7 +1830,7 @@ flushing:
 gboolean
 gpushare_server_end_frame (GpuShareServer * self,
     GpuShareServerFrame * frame, gboolean written,
-    const GpuShareFrame * fields, GError ** error)
+    const GpuShareFrame * fields, GpuShareMeta * meta, GError ** error)
 {
   Client *sent_to[MAX_CLIENTS];
   guint sent_id[MAX_CLIENTS];
@@ -1914,6 +1916,8 @@ gpushare_server_end_frame (GpuShareServer * self,
     f.slot = slot;
     f.generation = generation;
     f.sequence = sequence;
+    if (meta)
+      meta->sequence = sequence;
     for (i = 0; i < MAX_CLIENTS; i++) {
       Client *c = sent_to[i];
 
@@ -1924,8 +1928,11 @@ gpushare_server_end_frame (GpuShareServer * self,
         /* gone meanwhile; its slots went with it */
         continue;
       }
-      /* a failed send drops the client from the control thread, which
-       * gives its slots back */
+      /* the frame's metas first, to a consumer that knows META; a failed
+       * send drops the client from the control thread, which gives its
+       * slots back */
+      if (meta && c->minor >= 4 && !gpushare_conn_send_meta (c->conn, meta))
+        continue;
       if (gpushare_conn_send_frame (c->conn, &f))
         c->frames_sent++;
     }

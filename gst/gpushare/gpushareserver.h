@@ -196,10 +196,12 @@ GpuShareServerResult gpushare_server_begin_frame (GpuShareServer * server,
     const GpuShareServerTag * tag, GpuShareServerFrame * frame,
     GError ** error);
 /* written: FALSE when a write failed (the slot goes back).  fields: the
- * frame's timestamps and flags; the ring's fields are the server's */
+ * frame's timestamps and flags; the ring's fields are the server's.  meta:
+ * the frame's metas or NULL, sent before the FRAME to the consumers that
+ * know META (its sequence is set here) */
 gboolean gpushare_server_end_frame (GpuShareServer * server,
     GpuShareServerFrame * frame, gboolean written,
-    const GpuShareFrame * fields, GError ** error);
+    const GpuShareFrame * fields, GpuShareMeta * meta, GError ** error);
 
 /* The pool: a free system slot for upstream to write into.  FALSE when
  * none is to be had (upstream then gets a plain buffer); waits while

@@ -39,6 +39,7 @@
 #include <time.h>
 #include <gst/video/video.h>
 
+#include "gpushareframemeta.h"
 #include "gpushareids.h"
 #include "gpushareserver.h"
 #include "gstgpusharesinkpool.h"
@@ -109,6 +110,12 @@ struct _GstGpuShareSink
   gchar *socket_path;
   gboolean wait_for_connection;
   guint min_consumers;
+  /* streaming thread: the metas of the frame being sent; the counts are
+   * read by the stats (atomic) */
+  GpuShareMeta *meta;
+  gint metas_sent;
+  gint metas_not_carried;
+  gboolean told_not_carried;
   guint ring_size;
   GstGpuShareSlowPolicy policy;
   guint socket_mode;
@@ -410,6 +417,30 @@ frame_fields (GstGpuShareSink * self, GstBuffer * buf, GpuShareFrame * f)
   }
 }
 
+/* the metas of buf that travel (NULL: none); those that cannot are
+ * counted, and said once */
+static GpuShareMeta *
+frame_metas (GstGpuShareSink * self, GstBuffer * buf)
+{
+  const gchar *name = NULL;
+  gboolean any;
+  guint skipped = 0;
+
+  any = gpushare_frame_meta_collect (buf, self->meta, &skipped, &name);
+  if (skipped) {
+    g_atomic_int_add (&self->metas_not_carried, skipped);
+    if (!self->told_not_carried) {
+      GST_INFO_OBJECT (self, "metadata that cannot travel is left out, "
+          "counted in the stats (metas-not-carried): %s first", name);
+      self->told_not_carried = TRUE;
+    }
+  }
+  if (!any)
+    return NULL;
+  g_atomic_int_add (&self->metas_sent, self->meta->n_entries);
+  return self->meta;
+}
+
 static GstFlowReturn
 gst_gpu_share_sink_render (GstBaseSink * bsink, GstBuffer * buf)
 {
@@ -473,7 +504,8 @@ gst_gpu_share_sink_render (GstBaseSink * bsink, GstBuffer * buf)
   /* only we write a slot the server handed us: no lock held */
   if (frame.system && !gpushare_xfer_ring_write (frame.system, frame.slot,
           &vinfo, buf, NULL, &error)) {
-    gpushare_server_end_frame (self->server, &frame, FALSE, NULL, NULL);
+    gpushare_server_end_frame (self->server, &frame, FALSE, NULL, NULL,
+        NULL);
     GST_ELEMENT_ERROR (self, STREAM, FAILED, ("Could not copy a frame"),
         ("%s", error->message));
     g_clear_error (&error);
@@ -482,7 +514,8 @@ gst_gpu_share_sink_render (GstBaseSink * bsink, GstBuffer * buf)
   for (i = 0; i < frame.n_gpu; i++) {
     if (!gpushare_xfer_ring_write (frame.gpu[i], frame.slot, &vinfo, buf,
             frame.staged, &error)) {
-      gpushare_server_end_frame (self->server, &frame, FALSE, NULL, NULL);
+      gpushare_server_end_frame (self->server, &frame, FALSE, NULL, NULL,
+          NULL);
       GST_ELEMENT_ERROR (self, RESOURCE, WRITE,
           ("Could not write a frame into GPU memory"), ("%s",
               error->message));
@@ -492,7 +525,7 @@ gst_gpu_share_sink_render (GstBaseSink * bsink, GstBuffer * buf)
   }
   frame_fields (self, buf, &fields);
   if (!gpushare_server_end_frame (self->server, &frame, TRUE, &fields,
-          &error)) {
+          frame_metas (self, buf), &error)) {
     GST_ELEMENT_ERROR (self, RESOURCE, WRITE,
         ("Could not signal a frame to the consumers"), ("%s",
             error->message));
@@ -654,6 +687,10 @@ make_stats (GstGpuShareSink * self)
       "frames-in-place", G_TYPE_UINT64, st.frames_in_place,
       "frames-copied", G_TYPE_UINT64, st.frames_copied,
       "frames-to-gpu", G_TYPE_UINT64, st.frames_to_gpu,
+      "metas-sent", G_TYPE_UINT64,
+      (guint64) (guint) g_atomic_int_get (&self->metas_sent),
+      "metas-not-carried", G_TYPE_UINT64,
+      (guint64) (guint) g_atomic_int_get (&self->metas_not_carried),
       "gpu-memory", G_TYPE_STRING, st.gpu_memory ? st.gpu_memory :
       "not probed", "free-slots", G_TYPE_UINT, st.free_slots, NULL);
   for (i = 0; i < st.n_clients; i++) {
@@ -820,6 +857,7 @@ gst_gpu_share_sink_finalize (GObject * object)
   GstGpuShareSink *self = GST_GPU_SHARE_SINK (object);
 
   g_clear_pointer (&self->server, gpushare_server_unref);
+  g_free (self->meta);
   g_free (self->socket_path);
   g_clear_pointer (&self->allowed_uids, g_array_unref);
   g_clear_pointer (&self->allowed_gids, g_array_unref);
@@ -956,6 +994,7 @@ static void
 gst_gpu_share_sink_init (GstGpuShareSink * self)
 {
   self->socket_path = g_strdup (DEFAULT_SOCKET_PATH);
+  self->meta = g_new0 (GpuShareMeta, 1);
   self->wait_for_connection = DEFAULT_WAIT_FOR_CONNECTION;
   self->min_consumers = DEFAULT_MIN_CONSUMERS;
   self->ring_size = DEFAULT_RING_SIZE;

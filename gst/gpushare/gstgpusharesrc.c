@@ -43,6 +43,7 @@
 #include "gpushareclient.h"
 #include "gpushareids.h"
 #include "gpusharenegotiate.h"
+#include "gpushareframemeta.h"
 #include "gpusharevideo.h"
 #include "gpusharexfer.h"
 
@@ -106,6 +107,9 @@ struct _GstGpuShareSrc
   GstObject *gpu_ctx;           /* GStreamer's GPU context, shared */
   gint frames_copied;           /* atomic */
   gint frames_in_place;         /* atomic */
+  gint metas_received;          /* atomic */
+  gint metas_dropped;           /* atomic */
+  gboolean told_metas_dropped;
 
   /* streaming thread; caps and in_caps also read by get_caps under the
    * object lock */
@@ -189,6 +193,9 @@ gst_gpu_share_src_start (GstBaseSrc * bsrc)
 
   g_atomic_int_set (&self->frames_copied, 0);
   g_atomic_int_set (&self->frames_in_place, 0);
+  g_atomic_int_set (&self->metas_received, 0);
+  g_atomic_int_set (&self->metas_dropped, 0);
+  self->told_metas_dropped = FALSE;
   self->have_first_abs = FALSE;
   self->need_segment = TRUE;
   self->running_end = 0;
@@ -281,6 +288,24 @@ set_frame_fields (GstGpuShareSrc * self, GstBuffer * buf,
   }
   GST_MINI_OBJECT_FLAGS (buf) |=
       f->buffer_flags & GPUSHARE_BUFFER_FLAGS_CARRIED;
+}
+
+/* the producer's metas onto buf; those that could not be added (a kind
+ * this version does not know, a value GStreamer refused) are counted */
+static void
+add_metas (GstGpuShareSrc * self, GstBuffer * buf, const GpuShareMeta * m)
+{
+  guint dropped = 0, added = gpushare_frame_meta_apply (m, buf, &dropped);
+
+  g_atomic_int_add (&self->metas_received, added);
+  if (dropped) {
+    g_atomic_int_add (&self->metas_dropped, dropped);
+    if (!self->told_metas_dropped) {
+      GST_INFO_OBJECT (self, "%u of the producer's metas could not be "
+          "added, counted in the stats (metas-dropped)", dropped);
+      self->told_metas_dropped = TRUE;
+    }
+  }
 }
 
 /* now, in this pipeline's running time, when it is PLAYING with a clock */
@@ -825,6 +850,7 @@ gst_gpu_share_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
       gpushare_client_frame_info (frame)->slot);
   {
     GpuShareFrame f = *gpushare_client_frame_info (frame);
+    GpuShareMeta *meta = gpushare_client_frame_take_meta (frame);
 
     if (gpushare_client_frame_view (frame)->data[f.slot])
       *outbuf = make_buffer (self, frame);
@@ -836,7 +862,10 @@ gst_gpu_share_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
       set_frame_fields (self, *outbuf, &f, item.discont);
       follow_stream_time (self, *outbuf,
           (f.flags & GPUSHARE_FRAME_FLAG_ABSOLUTE_TIME) != 0);
+      if (meta)
+        add_metas (self, *outbuf, meta);
     }
+    g_free (meta);
   }
   return ret;
 }
@@ -985,6 +1014,10 @@ make_stats (GstGpuShareSrc * self)
       "epoch", G_TYPE_UINT64, st.epoch,
       "frames-received", G_TYPE_UINT64, st.frames_received,
       "frames-missed", G_TYPE_UINT64, st.frames_missed,
+      "metas-received", G_TYPE_UINT64,
+      (guint64) (guint) g_atomic_int_get (&self->metas_received),
+      "metas-dropped", G_TYPE_UINT64,
+      (guint64) (guint) g_atomic_int_get (&self->metas_dropped),
       "frames-copied", G_TYPE_UINT64,
       (guint64) (guint) g_atomic_int_get (&self->frames_copied),
       "frames-in-place", G_TYPE_UINT64,

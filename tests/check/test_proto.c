@@ -24,10 +24,11 @@ static const guint all_types[] = {
   GPUSHARE_MSG_MAPPED, GPUSHARE_MSG_FRAME, GPUSHARE_MSG_RELEASE,
   GPUSHARE_MSG_CAPS, GPUSHARE_MSG_EOS, GPUSHARE_MSG_GOODBYE,
   GPUSHARE_MSG_ERROR, GPUSHARE_MSG_PING, GPUSHARE_MSG_UNMAPPED,
+  GPUSHARE_MSG_META,
 };
 
 /* the first type this version does not know */
-#define FIRST_UNKNOWN_TYPE 13
+#define FIRST_UNKNOWN_TYPE 14
 
 /* ------------------------------------------------------------------ */
 /* raw little-endian writers, independent of the codec's own           */
@@ -100,6 +101,7 @@ get32 (const guint8 * b, gsize off)
 #define ERROR_FIXED 8
 #define ERROR_TEXT_LEN 4
 #define PING_FIXED 0
+#define META_FIXED 16
 #define LAYOUT_CAPS_LEN 80
 
 static void
@@ -240,6 +242,11 @@ raw_fixed (const GpuShareMsg * msg, guint8 * b)
       return ERROR_FIXED;
     case GPUSHARE_MSG_PING:
       return PING_FIXED;
+    case GPUSHARE_MSG_META:
+      put64 (b, 0, msg->u.meta.sequence);
+      put32 (b, 8, msg->u.meta.n_entries);
+      put32 (b, 12, msg->u.meta.data_len);
+      return META_FIXED;
     default:
       g_assert_not_reached ();
   }
@@ -281,6 +288,10 @@ raw_payload (const GpuShareMsg * msg, guint8 * b)
     case GPUSHARE_MSG_ERROR:
       memcpy (b + len, msg->u.error.text, msg->u.error.text_len);
       len += msg->u.error.text_len;
+      break;
+    case GPUSHARE_MSG_META:
+      memcpy (b + len, msg->u.meta.data, msg->u.meta.data_len);
+      len += msg->u.meta.data_len;
       break;
     default:
       break;
@@ -436,6 +447,29 @@ static guint32
 want_fds (guint32 mem_type, guint32 n_slots, guint32 n_sync_fds)
 {
   return (slots_in_handles (mem_type) ? 0 : n_slots) + n_sync_fds;
+}
+
+/* META entries: big, as many as fit (the most entries, the whole data),
+ * else one small entry of an unknown kind */
+static void
+fill_meta (GpuShareMeta * m, gboolean big)
+{
+  guint i, n = big ? GPUSHARE_MAX_META_ENTRIES : 1;
+  gsize body = big ? GPUSHARE_MAX_META_LEN / n -
+      GPUSHARE_META_ENTRY_HEADER : 5;
+
+  m->sequence = big ? G_MAXUINT64 : 1;
+  m->n_entries = n;
+  m->data_len = 0;
+  for (i = 0; i < n; i++) {
+    guint8 *e = m->data + m->data_len;
+
+    put16 (e, 0, big ? 0xffff : 0x7777);
+    put16 (e, 2, 0);
+    put32 (e, 4, body);
+    memset (e + GPUSHARE_META_ENTRY_HEADER, 0xa5 ^ i, body);
+    m->data_len += GPUSHARE_META_ENTRY_HEADER + body;
+  }
 }
 
 /* variant 2, where a type has one: GPU memory with its sync fields;
@@ -646,6 +680,9 @@ sample_msg (guint type, guint variant, GpuShareMsg * msg, guint32 * n_fds)
     case GPUSHARE_MSG_PING:
       /* nothing to fill: the empty heartbeat */
       break;
+    case GPUSHARE_MSG_META:
+      fill_meta (&msg->u.meta, big);
+      break;
     default:
       g_assert_not_reached ();
   }
@@ -788,6 +825,13 @@ assert_msg_equal (const GpuShareMsg * got, const GpuShareMsg * want)
           want->u.error.text, want->u.error.text_len);
       break;
     case GPUSHARE_MSG_PING:
+      break;
+    case GPUSHARE_MSG_META:
+      fail_unless_equals_uint64 (got->u.meta.sequence, want->u.meta.sequence);
+      fail_unless_equals_int (got->u.meta.n_entries, want->u.meta.n_entries);
+      fail_unless_equals_int (got->u.meta.data_len, want->u.meta.data_len);
+      fail_unless (memcmp (got->u.meta.data, want->u.meta.data,
+              want->u.meta.data_len) == 0);
       break;
     default:
       g_assert_not_reached ();
@@ -944,7 +988,7 @@ GST_END_TEST;
 GST_START_TEST (test_golden_bytes)
 {
   static const guint8 release[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x03, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x04, 0x00,
     0x06, 0x00, 0x00, 0x00, 0x18, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,
@@ -952,7 +996,7 @@ GST_START_TEST (test_golden_bytes)
     0x00, 0xff, 0xee, 0xdd, 0xcc, 0xbb, 0xaa, 0x99,
   };
   static const guint8 error[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x03, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x04, 0x00,
     0x0a, 0x00, 0x00, 0x00, 0x0b, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x08, 0x00, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00,
@@ -960,7 +1004,7 @@ GST_START_TEST (test_golden_bytes)
   };
   /* 3 slots of CUDA VMM memory with a semaphore block: 4 fds */
   static const guint8 slots[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x03, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x04, 0x00,
     0x03, 0x00, 0x00, 0x00, 0x30, 0x00, 0x00, 0x00,
     0x04, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x2a, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -973,7 +1017,7 @@ GST_START_TEST (test_golden_bytes)
   /* the same 3 slots of CUDA fabric memory: 3 memory handles, and the
    * block's fd alone; the 192 bytes of handles follow these */
   static const guint8 slots_fabric[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x03, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x04, 0x00,
     0x03, 0x00, 0x00, 0x00, 0xf0, 0x00, 0x00, 0x00,
     0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x2a, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -986,7 +1030,7 @@ GST_START_TEST (test_golden_bytes)
   /* 1 slot of CUDA VMM memory with its two event handles: 1 fd; the
    * 128 bytes of handles follow these */
   static const guint8 slots_events[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x03, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x04, 0x00,
     0x03, 0x00, 0x00, 0x00, 0xb0, 0x00, 0x00, 0x00,
     0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -1000,7 +1044,7 @@ GST_START_TEST (test_golden_bytes)
    * the ready and the done handle, and no fd; the 192 bytes of handles
    * follow these */
   static const guint8 slots_legacy_events[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x03, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x04, 0x00,
     0x03, 0x00, 0x00, 0x00, 0xf0, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -1011,7 +1055,7 @@ GST_START_TEST (test_golden_bytes)
     0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
   };
   static const guint8 accept[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x03, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x04, 0x00,
     0x02, 0x00, 0x00, 0x00, 0x3d, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x01, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00,
@@ -2419,12 +2463,16 @@ GST_START_TEST (test_constants)
   fail_unless_equals_int (GPUSHARE_MAX_REASON_LEN, 128);
 
   /* minor 1 added PING, minor 2 UNMAPPED, minor 3 the GOODBYE's HELD
-   * part; the types this version knows, in wire order */
+   * part, minor 4 META; the types this version knows, in wire order */
   fail_unless_equals_int (GPUSHARE_VERSION_MAJOR, 1);
-  fail_unless_equals_int (GPUSHARE_VERSION_MINOR, 3);
+  fail_unless_equals_int (GPUSHARE_VERSION_MINOR, 4);
   fail_unless_equals_int (GPUSHARE_GOODBYE_FLAG_HELD, 1);
   fail_unless_equals_int (GPUSHARE_MSG_UNMAPPED, 12);
   fail_unless_equals_string (gpushare_msg_type_to_string (12), "UNMAPPED");
+  fail_unless_equals_int (GPUSHARE_MSG_META, 13);
+  fail_unless_equals_string (gpushare_msg_type_to_string (13), "META");
+  fail_unless_equals_int (GPUSHARE_MAX_META_LEN, 12 * 1024);
+  fail_unless_equals_int (GPUSHARE_MAX_META_ENTRIES, 64);
   for (i = 0; i < G_N_ELEMENTS (all_types); i++)
     fail_unless_equals_int (all_types[i], i + 1);
   fail_unless_equals_int (G_N_ELEMENTS (all_types), FIRST_UNKNOWN_TYPE - 1);
@@ -3421,7 +3469,7 @@ GST_END_TEST;
 GST_START_TEST (test_ping)
 {
   static const guint8 golden[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x03, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x04, 0x00,
     0x0b, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
   };
@@ -3491,13 +3539,13 @@ GST_END_TEST;
 GST_START_TEST (test_goodbye_held)
 {
   static const guint8 plain[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x03, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x04, 0x00,
     0x09, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x08, 0x00, 0x00, 0x00,
   };
   static const guint8 held[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x03, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x04, 0x00,
     0x09, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x08, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00,
@@ -3678,6 +3726,13 @@ build_by_type (const GpuShareMsg * msg, guint32 n_fds, GByteArray * out)
       break;
     case GPUSHARE_MSG_PING:
       ok = gpushare_msg_build_ping (out);
+      break;
+    case GPUSHARE_MSG_META:
+      /* the entries alone, as the consumer keeps them, not the struct's
+       * 12 KiB */
+      body = g_memdup2 (&msg->u.meta, G_STRUCT_OFFSET (GpuShareMeta, data) +
+          msg->u.meta.data_len);
+      ok = gpushare_msg_build_meta (body, out);
       break;
     default:
       g_assert_not_reached ();
@@ -3898,6 +3953,100 @@ GST_START_TEST (test_frame_from_body)
 
 GST_END_TEST;
 
+/* META: the chain of entries fills data_len exactly, with 1 to
+ * GPUSHARE_MAX_META_ENTRIES entries whose reserved field is 0; anything
+ * else is MALFORMED, a payload shorter than data_len TRUNCATED.  The
+ * builder refuses what the parser would. */
+static gsize
+meta_payload (guint8 * b, guint64 seq, guint32 n, guint32 data_len)
+{
+  put64 (b, 0, seq);
+  put32 (b, 8, n);
+  put32 (b, 12, data_len);
+  return META_FIXED + data_len;
+}
+
+static void
+meta_entry (guint8 * e, guint16 kind, guint16 reserved, guint32 len)
+{
+  put16 (e, 0, kind);
+  put16 (e, 2, reserved);
+  put32 (e, 4, len);
+}
+
+GST_START_TEST (test_meta_chain)
+{
+  GpuShareMsg *back = g_new0 (GpuShareMsg, 1);
+  guint8 *b = g_malloc0 (GPUSHARE_MAX_PAYLOAD);
+  GByteArray *out = g_byte_array_new ();
+  guint8 *d = b + META_FIXED;
+  gsize len;
+  guint i;
+
+  /* two entries, 3 and 0 bytes of body */
+  meta_entry (d, 1, 0, 3);
+  meta_entry (d + 11, 9, 0, 0);
+  len = meta_payload (b, 42, 2, 19);
+  fail_unless_equals_int (parse_payload (GPUSHARE_MSG_META, 0, b, len, back),
+      GPUSHARE_PARSE_OK);
+  fail_unless_equals_uint64 (back->u.meta.sequence, 42);
+  fail_unless (gpushare_msg_build_meta (&back->u.meta, out));
+  fail_unless_equals_int (out->len, GPUSHARE_HEADER_SIZE + len);
+  fail_unless (memcmp (out->data + GPUSHARE_HEADER_SIZE, b, len) == 0);
+  /* fds never come with it */
+  fail_unless_equals_int (parse_payload (GPUSHARE_MSG_META, 1, b, len, back),
+      GPUSHARE_PARSE_BAD_FD_COUNT);
+  /* the payload shorter than data_len */
+  fail_unless_equals_int (parse_payload (GPUSHARE_MSG_META, 0, b, len - 1,
+          back), GPUSHARE_PARSE_TRUNCATED);
+  /* more entries than the chain holds, fewer, none */
+  for (i = 0; i < 3; i++) {
+    static const guint32 counts[] = { 3, 1, 0 };
+
+    len = meta_payload (b, 42, counts[i], 19);
+    fail_unless_equals_int (parse_payload (GPUSHARE_MSG_META, 0, b, len,
+            back), GPUSHARE_PARSE_MALFORMED);
+    fail_if (gpushare_msg_build_meta (&back->u.meta, out));
+  }
+  /* an entry longer than what is left; a reserved field set */
+  meta_entry (d + 11, 9, 0, 1);
+  len = meta_payload (b, 42, 2, 19);
+  fail_unless_equals_int (parse_payload (GPUSHARE_MSG_META, 0, b, len, back),
+      GPUSHARE_PARSE_MALFORMED);
+  meta_entry (d + 11, 9, 1, 0);
+  fail_unless_equals_int (parse_payload (GPUSHARE_MSG_META, 0, b, len, back),
+      GPUSHARE_PARSE_MALFORMED);
+  meta_entry (d + 11, 9, 0, G_MAXUINT32);
+  fail_unless_equals_int (parse_payload (GPUSHARE_MSG_META, 0, b, len, back),
+      GPUSHARE_PARSE_MALFORMED);
+  /* bytes after the last entry */
+  meta_entry (d + 11, 9, 0, 0);
+  len = meta_payload (b, 42, 2, 20);
+  fail_unless_equals_int (parse_payload (GPUSHARE_MSG_META, 0, b, len, back),
+      GPUSHARE_PARSE_MALFORMED);
+  /* data_len over the cap, whatever the payload */
+  len = meta_payload (b, 42, 2, GPUSHARE_MAX_META_LEN + 1);
+  fail_unless_equals_int (parse_payload (GPUSHARE_MSG_META, 0, b,
+          GPUSHARE_MAX_PAYLOAD, back), GPUSHARE_PARSE_MALFORMED);
+  /* the most entries, and one more */
+  for (i = 0; i <= GPUSHARE_MAX_META_ENTRIES; i++)
+    meta_entry (d + i * GPUSHARE_META_ENTRY_HEADER, 5, 0, 0);
+  len = meta_payload (b, 1, GPUSHARE_MAX_META_ENTRIES,
+      GPUSHARE_MAX_META_ENTRIES * GPUSHARE_META_ENTRY_HEADER);
+  fail_unless_equals_int (parse_payload (GPUSHARE_MSG_META, 0, b, len, back),
+      GPUSHARE_PARSE_OK);
+  len = meta_payload (b, 1, GPUSHARE_MAX_META_ENTRIES + 1,
+      (GPUSHARE_MAX_META_ENTRIES + 1) * GPUSHARE_META_ENTRY_HEADER);
+  fail_unless_equals_int (parse_payload (GPUSHARE_MSG_META, 0, b, len, back),
+      GPUSHARE_PARSE_MALFORMED);
+
+  g_byte_array_unref (out);
+  g_free (b);
+  g_free (back);
+}
+
+GST_END_TEST;
+
 static Suite *
 gpushareproto_suite (void)
 {
@@ -3948,6 +4097,7 @@ gpushareproto_suite (void)
   tcase_add_test (tc, test_payload_slots_sync);
   tcase_add_test (tc, test_layout_set_caps);
   tcase_add_test (tc, test_ping);
+  tcase_add_test (tc, test_meta_chain);
   tcase_add_test (tc, test_goodbye_held);
   tcase_add_test (tc, test_to_string);
 

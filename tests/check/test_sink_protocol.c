@@ -15,6 +15,7 @@
 #endif
 
 #include <gst/check/gstcheck.h>
+#include <gst/video/video.h>
 
 #include <fcntl.h>
 #include <sys/resource.h>
@@ -24,6 +25,7 @@
 
 #include "gpushare-check-elements.h"
 #include "gpushareconn.h"
+#include "gpushareframemeta.h"
 
 /* ------------------------------------------------------------------------ */
 /* 1. A consumer that sends garbage is dropped, alone */
@@ -576,6 +578,78 @@ GST_START_TEST (test_consumer_unknown_type)
 
 GST_END_TEST;
 
+/* META goes to consumers of minor 4 and later, before each FRAME whose
+ * buffer has metas, with that FRAME's sequence; a consumer of minor 3
+ * never gets one (it would take it for an unknown type, but need not) */
+static GstPadProbeReturn
+add_roi_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  GstBuffer *buf = gst_buffer_make_writable (GST_PAD_PROBE_INFO_BUFFER (info));
+
+  gst_buffer_add_video_region_of_interest_meta (buf, "face", 1, 2, 3, 4);
+  GST_PAD_PROBE_INFO_DATA (info) = buf;
+  return GST_PAD_PROBE_OK;
+}
+
+GST_START_TEST (test_meta_by_minor)
+{
+  guint minor = __i__ ? GPUSHARE_VERSION_MINOR : 3;
+  GpuShareAnnounce *announce = g_new0 (GpuShareAnnounce, 1);
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  gint fds[GPUSHARE_MAX_FDS];
+  guint n_fds = 0, i;
+  GstPad *pad;
+  RawPeer raw;
+  Scene s;
+
+  scene_start (&s, FALSE);
+  pad = gst_element_get_static_pad (s.sink, "sink");
+  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, add_roi_probe, NULL,
+      NULL);
+  gst_object_unref (pad);
+  scene_raw_client (&s, &raw, announce);
+  make_accept (msg, announce->instance);
+  msg->u.accept.schema_minor = minor;
+  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+  raw_expect (&raw, GPUSHARE_MSG_SLOTS, msg, fds, &n_fds);
+  gpushare_close_fds (fds, n_fds);
+  make_simple (msg, GPUSHARE_MSG_MAPPED);
+  msg->u.mapped.epoch = announce->layout.epoch;
+  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+
+  for (i = 0; i < 3; i++) {
+    guint64 meta_seq = 0;
+    GpuShareFrame f;
+
+    if (minor >= 4) {
+      raw_expect (&raw, GPUSHARE_MSG_META, msg, NULL, NULL);
+      meta_seq = msg->u.meta.sequence;
+      fail_unless_equals_int (msg->u.meta.n_entries, 1);
+      fail_unless (gpushare_frame_meta_check (&msg->u.meta, NULL));
+    }
+    /* minor 3: the FRAME comes with nothing before it */
+    raw_expect (&raw, GPUSHARE_MSG_FRAME, msg, NULL, NULL);
+    f = msg->u.frame;
+    if (minor >= 4)
+      fail_unless_equals_uint64 (meta_seq, f.sequence);
+    memset (msg, 0, sizeof (*msg));
+    msg->type = GPUSHARE_MSG_RELEASE;
+    msg->u.release.epoch = f.epoch;
+    msg->u.release.slot = f.slot;
+    msg->u.release.generation = f.generation;
+    msg->u.release.sequence = f.sequence;
+    fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+  }
+  fail_unless_equals_int (client_log_n_removed (&s.log), 0);
+  assert_no_error (s.producer);
+  raw_clear (&raw);
+  scene_stop (&s);
+  g_free (msg);
+  g_free (announce);
+}
+
+GST_END_TEST;
+
 static Suite *
 gpushare_sink_protocol_suite (void)
 {
@@ -603,6 +677,7 @@ gpushare_sink_protocol_suite (void)
   tcase_add_checked_fixture (tc_unknown_types, elements_setup,
       elements_teardown);
   tcase_add_test (tc_unknown_types, test_consumer_unknown_type);
+  tcase_add_loop_test (tc_unknown_types, test_meta_by_minor, 0, 2);
   return s;
 }
 

@@ -3,8 +3,9 @@
  * gpusharesrc against producers that break the protocol: a raw socket
  * plays the producer and sends garbage, another major version, slots that
  * are not sealed memfds of the right size, frames for slots that do not
- * exist, layouts that do not fit the format or the ring, or frames after
- * the end of the stream.  The consumer says why to the producer, posts an
+ * exist, layouts that do not fit the format or the ring, metadata that
+ * does not parse or belongs to another frame, or frames after the end of
+ * the stream.  The consumer says why to the producer, posts an
  * error and keeps no descriptor it was given.
  *
  * The fixture and the harness are those of every element test
@@ -23,6 +24,7 @@
 
 #include "gpushare-check-elements.h"
 #include "gpushareconn.h"
+#include "gpushareframemeta.h"
 
 /* ------------------------------------------------------------------------ */
 /* 1. A hostile producer: the consumer errors out, cleanly */
@@ -38,6 +40,8 @@ typedef enum
   HP_SLOTS_WRITABLE,
   HP_FRAME_STALE_GENERATION,
   HP_FRAME_BAD_SLOT,
+  HP_META_MALFORMED,
+  HP_META_OTHER_FRAME,
   N_HP
 } HostileProducer;
 
@@ -64,7 +68,33 @@ static const struct
       GST_STREAM_ERROR_DECODE},
   {"a FRAME for a slot out of range", gst_stream_error_quark,
       GST_STREAM_ERROR_DECODE},
+  {"a META whose region of interest overruns its entry",
+      gst_stream_error_quark, GST_STREAM_ERROR_DECODE},
+  {"a META for another FRAME than the next", gst_stream_error_quark,
+      GST_STREAM_ERROR_DECODE},
 };
+
+/* a META of one region of interest (gpushareframemeta.h), for frame seq;
+ * overrun: its type string says it is longer than the entry */
+static void
+make_meta (GpuShareMsg * msg, guint64 seq, gboolean overrun)
+{
+  guint8 *e = msg->u.meta.data;
+  guint i;
+
+  memset (msg, 0, sizeof (*msg));
+  msg->type = GPUSHARE_MSG_META;
+  msg->u.meta.sequence = seq;
+  msg->u.meta.n_entries = 1;
+  /* kind 1, reserved, 36 bytes: six numbers, a string of 4, no params */
+  e[0] = 1;
+  e[4] = 36;
+  for (i = 0; i < 6; i++)
+    e[GPUSHARE_META_ENTRY_HEADER + 4 * i] = i;
+  e[GPUSHARE_META_ENTRY_HEADER + 24] = overrun ? 0xff : 4;
+  memcpy (e + GPUSHARE_META_ENTRY_HEADER + 28, "face", 4);
+  msg->u.meta.data_len = GPUSHARE_META_ENTRY_HEADER + 36;
+}
 
 /* a raw producer's side of the handshake, up to the consumer's ACCEPT */
 static void
@@ -191,6 +221,8 @@ GST_START_TEST (test_hostile_producer)
       break;
     case HP_FRAME_STALE_GENERATION:
     case HP_FRAME_BAD_SLOT:
+    case HP_META_MALFORMED:
+    case HP_META_OTHER_FRAME:
       raw_announce (&raw, msg);
       before_slots = count_fds ();
       for (i = 0; i < HP_N_SLOTS; i++)
@@ -205,10 +237,17 @@ GST_START_TEST (test_hostile_producer)
       raw_expect (&raw, GPUSHARE_MSG_RELEASE, msg, NULL, NULL);
       fail_unless_equals_int (msg->u.release.slot, 0);
       fail_unless_equals_int (msg->u.release.generation, 1);
+      if (which == HP_META_MALFORMED || which == HP_META_OTHER_FRAME) {
+        make_meta (msg, which == HP_META_MALFORMED ? 2 : 3,
+            which == HP_META_MALFORMED);
+        fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+      }
       if (which == HP_FRAME_STALE_GENERATION)
         make_frame (msg, 1, 0, 1, 2);
-      else
+      else if (which == HP_FRAME_BAD_SLOT)
         make_frame (msg, 1, HP_N_SLOTS, 1, 2);
+      else
+        make_frame (msg, 1, 1, 1, 2);
       fail_unless (raw_send_msg (&raw, msg, NULL, 0));
       /* the consumer says why before it gives up */
       raw_expect (&raw, GPUSHARE_MSG_ERROR, msg, NULL, NULL);

@@ -15,7 +15,10 @@
 #include <gst/app/app.h>
 #include <gst/video/video.h>
 
+#include <string.h>
+
 #include "gpushare-check-elements.h"
+#include "gpushareframemeta.h"
 
 /* a producer appsrc ! gpusharesink; the sink in *sink, the appsrc in *src */
 static GstElement *
@@ -178,6 +181,202 @@ GST_START_TEST (test_frames_missed)
   gst_element_set_state (producer, GST_STATE_NULL);
   gst_object_unref (producer);
   g_free (path);
+}
+
+GST_END_TEST;
+
+/* ------------------------------------------------------------------------ */
+/* 2b. Metadata: the metas a frame carries reach the consumer's buffer */
+
+static const guint8 caption_bytes[] = { 0xfc, 0x94, 0x20, 0xfc, 0x94, 0xae };
+
+static GstBuffer *
+buffer_with_metas (guint i)
+{
+  GstBuffer *buf = gst_buffer_new_allocate (NULL, FRAME_SIZE, NULL);
+  GstBuffer *other = gst_buffer_new ();
+  GstVideoRegionOfInterestMeta *roi;
+  GstCaps *ref = gst_caps_new_empty_simple ("timestamp/x-ntp");
+  GstCustomMeta *custom;
+
+  gst_buffer_memset (buf, 0, 0x40 + i, FRAME_SIZE);
+  GST_BUFFER_PTS (buf) = gst_util_uint64_scale (i, GST_SECOND, 30);
+  GST_BUFFER_OFFSET (buf) = i;
+  roi = gst_buffer_add_video_region_of_interest_meta (buf, "face", 3, 4, 20,
+      10);
+  roi->id = 7;
+  roi->parent_id = 2;
+  gst_video_region_of_interest_meta_add_param (roi,
+      gst_structure_new ("detection", "label", G_TYPE_STRING, "face",
+          "confidence", G_TYPE_DOUBLE, 0.75, NULL));
+  gst_buffer_add_reference_timestamp_meta (buf, ref, 1234567890 + i, 33);
+  gst_caps_unref (ref);
+  gst_buffer_add_video_time_code_meta_full (buf, 30, 1, NULL,
+      GST_VIDEO_TIME_CODE_FLAGS_NONE, 10, 20, 30, i, 0);
+  gst_buffer_add_video_caption_meta (buf, GST_VIDEO_CAPTION_TYPE_CEA608_RAW,
+      caption_bytes, sizeof (caption_bytes));
+  gst_buffer_add_video_afd_meta (buf, 0, GST_VIDEO_AFD_SPEC_ATSC_A53,
+      GST_VIDEO_AFD_16_9_TOP_ALIGNED);
+  gst_buffer_add_video_bar_meta (buf, 0, TRUE, 40, 1040);
+  custom = gst_buffer_add_custom_meta (buf, "gpushare-test-tracker");
+  gst_structure_set (gst_custom_meta_get_structure (custom), "track-id",
+      G_TYPE_UINT, 100 + i, "class", G_TYPE_STRING, "car", NULL);
+  /* cannot travel: a reference to a buffer of this process */
+  gst_buffer_add_parent_buffer_meta (buf, other);
+  gst_buffer_unref (other);
+  return buf;
+}
+
+static void
+check_metas (GstBuffer * buf, guint i)
+{
+  GstVideoRegionOfInterestMeta *roi =
+      gst_buffer_get_video_region_of_interest_meta (buf);
+  GstCaps *ref = gst_caps_new_empty_simple ("timestamp/x-ntp");
+  GstReferenceTimestampMeta *ts =
+      gst_buffer_get_reference_timestamp_meta (buf, ref);
+  GstVideoTimeCodeMeta *tc = gst_buffer_get_video_time_code_meta (buf);
+  GstVideoCaptionMeta *cc = gst_buffer_get_video_caption_meta (buf);
+  GstVideoAFDMeta *afd = gst_buffer_get_video_afd_meta (buf);
+  GstVideoBarMeta *bar = gst_buffer_get_video_bar_meta (buf);
+  GstCustomMeta *custom = gst_buffer_get_custom_meta (buf,
+      "gpushare-test-tracker");
+  GstStructure *param;
+  guint u = 0;
+
+  gst_caps_unref (ref);
+  fail_unless (roi != NULL, "frame %u: no region of interest", i);
+  fail_unless_equals_string (g_quark_to_string (roi->roi_type), "face");
+  fail_unless_equals_int (roi->id, 7);
+  fail_unless_equals_int (roi->parent_id, 2);
+  fail_unless (roi->x == 3 && roi->y == 4 && roi->w == 20 && roi->h == 10);
+  param = gst_video_region_of_interest_meta_get_param (roi, "detection");
+  fail_unless (param != NULL, "frame %u: the region lost its parameter", i);
+  fail_unless_equals_string (gst_structure_get_string (param, "label"),
+      "face");
+  fail_unless (ts != NULL, "frame %u: no reference timestamp", i);
+  fail_unless_equals_uint64 (ts->timestamp, 1234567890 + i);
+  fail_unless_equals_uint64 (ts->duration, 33);
+  fail_unless (tc != NULL, "frame %u: no time code", i);
+  fail_unless (tc->tc.hours == 10 && tc->tc.minutes == 20
+      && tc->tc.seconds == 30 && tc->tc.frames == i);
+  fail_unless_equals_int (tc->tc.config.fps_n, 30);
+  fail_unless (cc != NULL, "frame %u: no caption", i);
+  fail_unless_equals_int (cc->caption_type,
+      GST_VIDEO_CAPTION_TYPE_CEA608_RAW);
+  fail_unless (cc->size == sizeof (caption_bytes)
+      && memcmp (cc->data, caption_bytes, cc->size) == 0);
+  fail_unless (afd != NULL, "frame %u: no AFD", i);
+  fail_unless_equals_int (afd->afd, GST_VIDEO_AFD_16_9_TOP_ALIGNED);
+  fail_unless_equals_int (afd->spec, GST_VIDEO_AFD_SPEC_ATSC_A53);
+  fail_unless (bar != NULL, "frame %u: no bar data", i);
+  fail_unless (bar->is_letterbox && bar->bar_data1 == 40
+      && bar->bar_data2 == 1040);
+  fail_unless (custom != NULL, "frame %u: no custom meta", i);
+  fail_unless (gst_structure_get_uint (gst_custom_meta_get_structure (custom),
+          "track-id", &u));
+  fail_unless_equals_int (u, 100 + i);
+  /* the parent buffer meta stayed in the producer's process */
+  fail_unless (gst_buffer_get_parent_buffer_meta (buf) == NULL);
+}
+
+#define META_FRAMES 4
+#define METAS_PER_FRAME 7
+
+GST_START_TEST (test_metas_travel)
+{
+  const gchar *tags[] = { NULL };
+  gchar *path = socket_path ("metas");
+  GstElement *producer, *sink, *src;
+  Consumer *c;
+  guint i;
+
+  gst_meta_register_custom ("gpushare-test-tracker", tags, NULL, NULL, NULL);
+  producer = appsrc_producer (path, "lossless", 8, &sink, &src);
+  fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  c = consumer_new (path, TRUE);
+  consumer_start (c);
+  for (i = 0; i < META_FRAMES; i++)
+    fail_unless_equals_int (gst_app_src_push_buffer (GST_APP_SRC (src),
+            buffer_with_metas (i)), GST_FLOW_OK);
+  for (i = 0; i < META_FRAMES; i++) {
+    GstBuffer *buf = next_buffer (c, i);
+
+    fail_unless_equals_uint64 (GST_BUFFER_OFFSET (buf), i);
+    check_metas (buf, i);
+    gst_buffer_unref (buf);
+  }
+  fail_unless_equals_uint64 (stat_u64 (sink, "metas-sent"),
+      META_FRAMES * METAS_PER_FRAME);
+  fail_unless_equals_uint64 (stat_u64 (sink, "metas-not-carried"),
+      META_FRAMES);
+  fail_unless_equals_uint64 (stat_u64 (c->src, "metas-received"),
+      META_FRAMES * METAS_PER_FRAME);
+  fail_unless_equals_uint64 (stat_u64 (c->src, "metas-dropped"), 0);
+  assert_no_error (producer);
+  assert_no_error (c->pipeline);
+  consumer_free (c);
+  gst_element_set_state (producer, GST_STATE_NULL);
+  gst_object_unref (producer);
+  g_free (path);
+}
+
+GST_END_TEST;
+
+/* A producer's custom meta names become types in the consumer's process:
+ * a name GObject would refuse, or one of a type that exists, is dropped,
+ * never registered (a critical would be fatal here), and a kind this
+ * version does not know is skipped */
+static void
+put_entry_str (GByteArray * b, const gchar * s)
+{
+  guint32 len = GUINT32_TO_LE (strlen (s));
+
+  g_byte_array_append (b, (const guint8 *) &len, 4);
+  g_byte_array_append (b, (const guint8 *) s, strlen (s));
+}
+
+static void
+add_entry (GpuShareMeta * m, guint16 kind, GByteArray * body)
+{
+  guint16 k = GUINT16_TO_LE (kind), zero = 0;
+  guint32 len = GUINT32_TO_LE (body->len);
+
+  memcpy (m->data + m->data_len, &k, 2);
+  memcpy (m->data + m->data_len + 2, &zero, 2);
+  memcpy (m->data + m->data_len + 4, &len, 4);
+  memcpy (m->data + m->data_len + 8, body->data, body->len);
+  m->data_len += 8 + body->len;
+  m->n_entries++;
+  g_byte_array_set_size (body, 0);
+}
+
+GST_START_TEST (test_hostile_meta_names)
+{
+  static const gchar *const names[] = { "bad name!", "GstBuffer", "x",
+    "9lives", "gpushare-test-remote",
+  };
+  GpuShareMeta *m = g_new0 (GpuShareMeta, 1);
+  GByteArray *body = g_byte_array_new ();
+  GstBuffer *buf = gst_buffer_new ();
+  guint i, dropped = 0;
+
+  for (i = 0; i < G_N_ELEMENTS (names); i++) {
+    put_entry_str (body, names[i]);
+    put_entry_str (body, "s, track=(int)3");
+    add_entry (m, GPUSHARE_META_CUSTOM, body);
+  }
+  g_byte_array_append (body, (const guint8 *) "future", 6);
+  add_entry (m, 0x4242, body);
+  fail_unless (gpushare_frame_meta_check (m, NULL));
+  /* the one good name, registered here on the way */
+  fail_unless_equals_int (gpushare_frame_meta_apply (m, buf, &dropped), 1);
+  fail_unless_equals_int (dropped, 5);
+  fail_unless (gst_buffer_get_custom_meta (buf, "gpushare-test-remote"));
+  gst_buffer_unref (buf);
+  g_byte_array_unref (body);
+  g_free (m);
 }
 
 GST_END_TEST;
@@ -514,6 +713,8 @@ gpushare_stream_suite (void)
   tcase_add_checked_fixture (tc_frame, elements_setup, elements_teardown);
   tcase_add_test (tc_frame, test_video_flags);
   tcase_add_test (tc_frame, test_frames_missed);
+  tcase_add_test (tc_frame, test_metas_travel);
+  tcase_add_test (tc_frame, test_hostile_meta_names);
   suite_add_tcase (s, tc_time);
   tcase_add_checked_fixture (tc_time, elements_setup, elements_teardown);
   tcase_add_test (tc_time, test_late_consumer_plays);

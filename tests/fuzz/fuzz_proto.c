@@ -24,6 +24,7 @@
  */
 
 #include "fuzz_proto.h"
+#include "gpushareframemeta.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -138,7 +139,7 @@ process_input (gsize * in_len, guint * n_fds)
     *in_len -= total;
 
     if (res == GPUSHARE_PARSE_UNKNOWN_TYPE) {
-      if (hdr.type >= GPUSHARE_MSG_ANNOUNCE && hdr.type <= GPUSHARE_MSG_PING)
+      if (hdr.type >= GPUSHARE_MSG_ANNOUNCE && hdr.type <= GPUSHARE_MSG_META)
         fail ("a known type parsed as unknown", hdr.type);
       continue;
     }
@@ -147,6 +148,9 @@ process_input (gsize * in_len, guint * n_fds)
     if (res != GPUSHARE_PARSE_OK)
       return FALSE;
     check_round_trip (&hdr, &msg_a);
+    /* what a consumer checks of the entries before any reaches a buffer */
+    if (msg_a.type == GPUSHARE_MSG_META)
+      gpushare_frame_meta_check (&msg_a.u.meta, NULL);
   }
   return TRUE;
 }

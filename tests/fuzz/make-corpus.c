@@ -16,7 +16,11 @@
 
 #include "fuzz_proto.h"
 
+#include <stdlib.h>
 #include <string.h>
+#include <gst/video/video.h>
+
+#include "gpushareframemeta.h"
 
 static const gchar *out_dir;
 
@@ -735,6 +739,57 @@ write_hostile_layouts (GpuShareMsg * msg)
   save_one ("caps-same-epoch-larger", msg, 0);
 }
 
+/* META (minor 4): the entries gpusharesink writes for a buffer with one
+ * meta of every kind it knows, and a small one of an unknown kind */
+static void
+write_metas (GpuShareMsg * msg)
+{
+  static const guint8 cc[] = { 0xfc, 0x94, 0x20 };
+  const gchar *tags[] = { NULL };
+  GstBuffer *buf = gst_buffer_new ();
+  GstCaps *ref = gst_caps_new_empty_simple ("timestamp/x-ntp");
+  GstVideoRegionOfInterestMeta *roi;
+  GstCustomMeta *custom;
+  guint skipped = 0;
+
+  roi = gst_buffer_add_video_region_of_interest_meta (buf, "face", 1, 2, 3,
+      4);
+  gst_video_region_of_interest_meta_add_param (roi,
+      gst_structure_new ("detection", "confidence", G_TYPE_DOUBLE, 0.5,
+          NULL));
+  gst_buffer_add_reference_timestamp_meta (buf, ref, 1, 2);
+  gst_caps_unref (ref);
+  gst_buffer_add_video_time_code_meta_full (buf, 30, 1, NULL, 0, 1, 2, 3, 4,
+      0);
+  gst_buffer_add_video_caption_meta (buf, GST_VIDEO_CAPTION_TYPE_CEA608_RAW,
+      cc, sizeof (cc));
+  gst_buffer_add_video_afd_meta (buf, 0, GST_VIDEO_AFD_SPEC_ATSC_A53,
+      GST_VIDEO_AFD_4_3_FULL_16_9_FULL);
+  gst_buffer_add_video_bar_meta (buf, 0, TRUE, 10, 20);
+  gst_meta_register_custom ("gpushare-corpus-meta", tags, NULL, NULL, NULL);
+  custom = gst_buffer_add_custom_meta (buf, "gpushare-corpus-meta");
+  gst_structure_set (gst_custom_meta_get_structure (custom), "id",
+      G_TYPE_INT, 7, NULL);
+
+  init (msg, GPUSHARE_MSG_META);
+  if (!gpushare_frame_meta_collect (buf, &msg->u.meta, &skipped, NULL)
+      || skipped) {
+    g_printerr ("make-corpus: the metas were not all written\n");
+    exit (1);
+  }
+  msg->u.meta.sequence = 5;
+  save_one ("meta", msg, 0);
+  gst_buffer_unref (buf);
+
+  init (msg, GPUSHARE_MSG_META);
+  msg->u.meta.sequence = G_MAXUINT64;
+  msg->u.meta.n_entries = 1;
+  msg->u.meta.data[0] = 0x99;
+  msg->u.meta.data[4] = 3;
+  msg->u.meta.data_len = GPUSHARE_META_ENTRY_HEADER + 3;
+  save_one ("meta-unknown-kind", msg, 0);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -750,7 +805,9 @@ main (int argc, char **argv)
     return 1;
   }
 
+  gst_init (NULL, NULL);
   msg = g_new0 (GpuShareMsg, 1);
+  write_metas (msg);
   write_handshake (msg);
   write_simple (msg);
   write_streams (msg);

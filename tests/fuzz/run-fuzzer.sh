@@ -53,14 +53,17 @@ cleanup () {
 }
 trap cleanup EXIT
 
-# the codec needs nothing but GLib; -fno-sanitize-recover makes every
-# UBSan report a crash the fuzzer stops on
+# the codec needs nothing but GLib; the check of META's entries
+# (gpushareframemeta.c) is built with GStreamer's headers but calls none of
+# it.  -fno-sanitize-recover makes every UBSan report a crash the fuzzer
+# stops on
 # shellcheck disable=SC2046
 "$cc" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
   -I "$root/gst/gpushare" -I "$root/tests/fuzz" \
-  $(pkg-config --cflags glib-2.0) \
+  $(pkg-config --cflags glib-2.0 gstreamer-1.0 gstreamer-video-1.0) \
   "$root/tests/fuzz/fuzz_proto.c" "$root/gst/gpushare/gpushareproto.c" \
-  $(pkg-config --libs glib-2.0) \
+  "$root/gst/gpushare/gpushareframemeta.c" \
+  $(pkg-config --libs glib-2.0 gstreamer-1.0 gstreamer-video-1.0) \
   -o "$work/fuzz_proto"
 
 rm -rf "$work/corpus"

@@ -1,0 +1,642 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "gpushareframemeta.h"
+
+#include <string.h>
+#include <gst/video/video.h>
+
+GST_DEBUG_CATEGORY_STATIC (gpushare_frame_meta_debug);
+#define GST_CAT_DEFAULT gpushare_frame_meta_debug
+
+/* custom metas a consumer registers for a producer's names, at most: the
+ * registry is process-wide and never shrinks */
+#define MAX_CUSTOM_REGISTRATIONS 32
+
+static void
+debug_init (void)
+{
+  static gsize once = 0;
+
+  if (g_once_init_enter (&once)) {
+    GST_DEBUG_CATEGORY_INIT (gpushare_frame_meta_debug, "gpushareframemeta", 0, "gpushare metadata on the wire");
+    g_once_init_leave (&once, 1);
+  }
+}
+
+/* ------------------------------------------------------------------------ */
+/* writing */
+
+typedef struct
+{
+  GpuShareMeta *m;
+  gsize entry;                  /* where the open entry starts */
+  gboolean overflow;
+} Writer;
+
+static void
+put (Writer * w, gconstpointer data, gsize len)
+{
+  if (w->overflow || len > GPUSHARE_MAX_META_LEN - w->m->data_len) {
+    w->overflow = TRUE;
+    return;
+  }
+  memcpy (w->m->data + w->m->data_len, data, len);
+  w->m->data_len += len;
+}
+
+static void
+put_u16 (Writer * w, guint16 v)
+{
+  v = GUINT16_TO_LE (v);
+  put (w, &v, 2);
+}
+
+static void
+put_u32 (Writer * w, guint32 v)
+{
+  v = GUINT32_TO_LE (v);
+  put (w, &v, 4);
+}
+
+static void
+put_u64 (Writer * w, guint64 v)
+{
+  v = GUINT64_TO_LE (v);
+  put (w, &v, 8);
+}
+
+static void
+put_bytes (Writer * w, gconstpointer data, gsize len)
+{
+  if (len > G_MAXUINT32) {
+    w->overflow = TRUE;
+    return;
+  }
+  put_u32 (w, len);
+  put (w, data, len);
+}
+
+static void
+put_str (Writer * w, const gchar * s)
+{
+  gsize len = s ? strlen (s) : 0;
+
+  if (len > GPUSHARE_META_MAX_STRING) {
+    w->overflow = TRUE;
+    return;
+  }
+  put_bytes (w, s, len);
+}
+
+static void
+begin (Writer * w, GpuShareMetaKind kind)
+{
+  w->entry = w->m->data_len;
+  w->overflow = w->m->n_entries >= GPUSHARE_MAX_META_ENTRIES;
+  put_u16 (w, kind);
+  put_u16 (w, 0);
+  put_u32 (w, 0);
+}
+
+/* closes the entry: FALSE (and nothing of it left) if it did not fit */
+static gboolean
+end (Writer * w)
+{
+  guint32 len;
+
+  if (w->overflow) {
+    w->m->data_len = w->entry;
+    w->overflow = FALSE;
+    return FALSE;
+  }
+  len = GUINT32_TO_LE (w->m->data_len - w->entry -
+      GPUSHARE_META_ENTRY_HEADER);
+  memcpy (w->m->data + w->entry + 4, &len, 4);
+  w->m->n_entries++;
+  return TRUE;
+}
+
+static void
+put_structure (Writer * w, const GstStructure * s)
+{
+  gchar *str = gst_structure_to_string (s);
+
+  put_str (w, str);
+  g_free (str);
+}
+
+typedef struct
+{
+  Writer w;
+  guint n_skipped;
+  const gchar *skipped_name;
+} Collect;
+
+static gboolean
+write_meta (Writer * w, GstMeta * meta)
+{
+  GType api = meta->info->api;
+  guint i;
+
+  if (api == GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE) {
+    GstVideoRegionOfInterestMeta *r = (GstVideoRegionOfInterestMeta *) meta;
+    guint n = MIN (g_list_length (r->params), GPUSHARE_META_MAX_ROI_PARAMS);
+    GList *l;
+
+    begin (w, GPUSHARE_META_ROI);
+    put_u32 (w, r->id);
+    put_u32 (w, (guint32) r->parent_id);
+    put_u32 (w, r->x);
+    put_u32 (w, r->y);
+    put_u32 (w, r->w);
+    put_u32 (w, r->h);
+    put_str (w, g_quark_to_string (r->roi_type));
+    put_u32 (w, n);
+    for (l = r->params, i = 0; l && i < n; l = l->next, i++)
+      put_structure (w, l->data);
+    return end (w);
+  }
+  if (api == GST_REFERENCE_TIMESTAMP_META_API_TYPE) {
+    GstReferenceTimestampMeta *t = (GstReferenceTimestampMeta *) meta;
+    gchar *caps = t->reference ? gst_caps_to_string (t->reference) : NULL;
+
+    begin (w, GPUSHARE_META_REFERENCE_TIMESTAMP);
+    put_str (w, caps);
+    put_u64 (w, t->timestamp);
+    put_u64 (w, t->duration);
+    g_free (caps);
+    return end (w);
+  }
+  if (api == GST_VIDEO_TIME_CODE_META_API_TYPE) {
+    GstVideoTimeCode *tc = &((GstVideoTimeCodeMeta *) meta)->tc;
+
+    begin (w, GPUSHARE_META_TIMECODE);
+    put_u32 (w, tc->config.fps_n);
+    put_u32 (w, tc->config.fps_d);
+    put_u32 (w, tc->config.flags);
+    put_u32 (w, tc->hours);
+    put_u32 (w, tc->minutes);
+    put_u32 (w, tc->seconds);
+    put_u32 (w, tc->frames);
+    put_u32 (w, tc->field_count);
+    return end (w);
+  }
+  if (api == GST_VIDEO_CAPTION_META_API_TYPE) {
+    GstVideoCaptionMeta *c = (GstVideoCaptionMeta *) meta;
+
+    begin (w, GPUSHARE_META_CAPTION);
+    put_u32 (w, c->caption_type);
+    put_bytes (w, c->data, c->size);
+    return end (w);
+  }
+  if (api == GST_VIDEO_AFD_META_API_TYPE) {
+    GstVideoAFDMeta *a = (GstVideoAFDMeta *) meta;
+
+    begin (w, GPUSHARE_META_AFD);
+    put_u32 (w, a->field);
+    put_u32 (w, a->spec);
+    put_u32 (w, a->afd);
+    return end (w);
+  }
+  if (api == GST_VIDEO_BAR_META_API_TYPE) {
+    GstVideoBarMeta *b = (GstVideoBarMeta *) meta;
+
+    begin (w, GPUSHARE_META_BAR);
+    put_u32 (w, b->field);
+    put_u32 (w, b->is_letterbox);
+    put_u32 (w, b->bar_data1);
+    put_u32 (w, b->bar_data2);
+    return end (w);
+  }
+  if (gst_meta_info_is_custom (meta->info)) {
+    const GstStructure *s =
+        gst_custom_meta_get_structure ((GstCustomMeta *) meta);
+
+    begin (w, GPUSHARE_META_CUSTOM);
+    put_str (w, g_type_name (meta->info->type));
+    put_structure (w, s);
+    return end (w);
+  }
+#if GST_CHECK_VERSION(1, 24, 0)
+  if (meta->info->serialize_func) {
+    GByteArray *bytes = g_byte_array_new ();
+    gboolean ok = gst_meta_serialize_simple (meta, bytes);
+
+    if (ok) {
+      begin (w, GPUSHARE_META_SERIALIZED);
+      put (w, bytes->data, bytes->len);
+      ok = end (w);
+    }
+    g_byte_array_unref (bytes);
+    return ok;
+  }
+#endif
+  return FALSE;
+}
+
+static gboolean
+collect_one (GstBuffer * buf, GstMeta ** meta, gpointer data)
+{
+  Collect *c = data;
+  GType api = (*meta)->info->api;
+
+  /* the layout carries it */
+  if (api == GST_VIDEO_META_API_TYPE)
+    return TRUE;
+  if (!write_meta (&c->w, *meta)) {
+    if (c->n_skipped++ == 0)
+      c->skipped_name = g_type_name ((*meta)->info->type);
+  }
+  return TRUE;
+}
+
+gboolean
+gpushare_frame_meta_collect (GstBuffer * buf, GpuShareMeta * m,
+    guint * n_skipped, const gchar ** skipped_name)
+{
+  Collect c = { {m, 0, FALSE}, 0, NULL };
+
+  debug_init ();
+  m->n_entries = 0;
+  m->data_len = 0;
+  gst_buffer_foreach_meta (buf, collect_one, &c);
+  if (n_skipped)
+    *n_skipped = c.n_skipped;
+  if (skipped_name)
+    *skipped_name = c.skipped_name;
+  return m->n_entries > 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* reading */
+
+typedef struct
+{
+  const guint8 *p;
+  gsize len;
+  gsize at;
+  const gchar *bad;             /* what did not parse */
+} Reader;
+
+static gboolean
+take (Reader * r, gpointer out, gsize n, const gchar * what)
+{
+  if (r->bad)
+    return FALSE;
+  if (n > r->len - r->at) {
+    r->bad = what;
+    return FALSE;
+  }
+  if (out)
+    memcpy (out, r->p + r->at, n);
+  r->at += n;
+  return TRUE;
+}
+
+static guint32
+get_u32 (Reader * r, const gchar * what)
+{
+  guint32 v = 0;
+
+  take (r, &v, 4, what);
+  return GUINT32_FROM_LE (v);
+}
+
+static guint64
+get_u64 (Reader * r, const gchar * what)
+{
+  guint64 v = 0;
+
+  take (r, &v, 8, what);
+  return GUINT64_FROM_LE (v);
+}
+
+/* a byte string: a pointer into the message */
+static const guint8 *
+get_bytes (Reader * r, guint32 * len, const gchar * what)
+{
+  const guint8 *p;
+
+  *len = get_u32 (r, what);
+  if (r->bad)
+    return NULL;
+  p = r->p + r->at;
+  if (!take (r, NULL, *len, what))
+    return NULL;
+  return p;
+}
+
+/* a string, copied and NUL-terminated; NULL when it does not parse */
+static gchar *
+get_str (Reader * r, const gchar * what)
+{
+  guint32 len;
+  const guint8 *p = get_bytes (r, &len, what);
+
+  if (!p)
+    return NULL;
+  if (len > GPUSHARE_META_MAX_STRING
+      || !g_utf8_validate_len ((const gchar *) p, len, NULL)) {
+    r->bad = what;
+    return NULL;
+  }
+  return g_strndup ((const gchar *) p, len);
+}
+
+typedef struct
+{
+  guint kind;
+  Reader body;
+} Entry;
+
+/* the entries of a META whose chain the parser checked */
+static gboolean
+next_entry (const GpuShareMeta * m, gsize * at, Entry * e)
+{
+  guint16 kind;
+  guint32 len;
+
+  if (*at + GPUSHARE_META_ENTRY_HEADER > m->data_len)
+    return FALSE;
+  memcpy (&kind, m->data + *at, 2);
+  memcpy (&len, m->data + *at + 4, 4);
+  e->kind = GUINT16_FROM_LE (kind);
+  len = GUINT32_FROM_LE (len);
+  *at += GPUSHARE_META_ENTRY_HEADER;
+  if (len > m->data_len - *at)
+    return FALSE;
+  e->body.p = m->data + *at;
+  e->body.len = len;
+  e->body.at = 0;
+  e->body.bad = NULL;
+  *at += len;
+  return TRUE;
+}
+
+/* The body of one entry, read in full: into the fields given (each may be
+ * NULL when only checking).  Strings are returned allocated. */
+typedef struct
+{
+  guint32 u[8];
+  guint64 t[2];
+  gchar *str[2];
+  const guint8 *bytes;
+  guint32 n_bytes;
+  gchar *params[GPUSHARE_META_MAX_ROI_PARAMS];
+  guint n_params;
+} Body;
+
+static void
+body_clear (Body * b)
+{
+  guint i;
+
+  g_free (b->str[0]);
+  g_free (b->str[1]);
+  for (i = 0; i < b->n_params; i++)
+    g_free (b->params[i]);
+  memset (b, 0, sizeof (*b));
+}
+
+/* FALSE with r->bad set when a known kind does not parse; TRUE, *known
+ * FALSE, for a kind this version does not know */
+static gboolean
+read_body (Entry * e, Body * b, gboolean * known)
+{
+  Reader *r = &e->body;
+  guint i, n;
+
+  memset (b, 0, sizeof (*b));
+  *known = TRUE;
+  switch (e->kind) {
+    case GPUSHARE_META_ROI:
+      for (i = 0; i < 6; i++)
+        b->u[i] = get_u32 (r, "region of interest");
+      b->str[0] = get_str (r, "region of interest type");
+      n = get_u32 (r, "region of interest parameters");
+      if (!r->bad && n > GPUSHARE_META_MAX_ROI_PARAMS)
+        r->bad = "region of interest parameters";
+      for (i = 0; i < n && !r->bad; i++) {
+        b->params[i] = get_str (r, "region of interest parameter");
+        b->n_params = i + 1;
+      }
+      break;
+    case GPUSHARE_META_REFERENCE_TIMESTAMP:
+      b->str[0] = get_str (r, "reference timestamp caps");
+      b->t[0] = get_u64 (r, "reference timestamp");
+      b->t[1] = get_u64 (r, "reference timestamp duration");
+      break;
+    case GPUSHARE_META_TIMECODE:
+      for (i = 0; i < 8; i++)
+        b->u[i] = get_u32 (r, "time code");
+      break;
+    case GPUSHARE_META_CAPTION:
+      b->u[0] = get_u32 (r, "caption type");
+      b->bytes = get_bytes (r, &b->n_bytes, "caption data");
+      break;
+    case GPUSHARE_META_AFD:
+      for (i = 0; i < 3; i++)
+        b->u[i] = get_u32 (r, "active format description");
+      break;
+    case GPUSHARE_META_BAR:
+      for (i = 0; i < 4; i++)
+        b->u[i] = get_u32 (r, "bar data");
+      break;
+    case GPUSHARE_META_CUSTOM:
+      b->str[0] = get_str (r, "custom meta name");
+      b->str[1] = get_str (r, "custom meta structure");
+      break;
+    case GPUSHARE_META_SERIALIZED:
+      /* gst_meta_deserialize () checks what it reads */
+      b->bytes = r->p;
+      b->n_bytes = r->len;
+      break;
+    default:
+      *known = FALSE;
+      return TRUE;
+  }
+  /* a newer producer may add fields at the end of a kind: not read */
+  return r->bad == NULL;
+}
+
+gboolean
+gpushare_frame_meta_check (const GpuShareMeta * m, gchar ** why)
+{
+  gsize at = 0;
+  guint i;
+
+  for (i = 0; i < m->n_entries; i++) {
+    gboolean known;
+    Entry e;
+    Body b;
+
+    if (!next_entry (m, &at, &e)) {
+      if (why)
+        *why = g_strdup_printf ("META entry %u of %u is cut short", i,
+            m->n_entries);
+      return FALSE;
+    }
+    if (!read_body (&e, &b, &known)) {
+      if (why)
+        *why = g_strdup_printf ("META entry %u (kind %u): bad %s", i, e.kind,
+            e.body.bad);
+      body_clear (&b);
+      return FALSE;
+    }
+    body_clear (&b);
+  }
+  return TRUE;
+}
+
+/* ------------------------------------------------------------------------ */
+/* adding to a buffer */
+
+static gboolean
+set_field (GQuark field, const GValue * value, gpointer user_data)
+{
+  gst_structure_id_set_value (user_data, field, value);
+  return TRUE;
+}
+
+/* a name GObject takes for a type: a letter, then letters, digits and
+ * "-_+", three characters at least */
+static gboolean
+is_type_name (const gchar * name)
+{
+  gsize i, len = strlen (name);
+
+  if (len < 3 || len > 96 || !g_ascii_isalpha (name[0]))
+    return FALSE;
+  for (i = 1; i < len; i++)
+    if (!g_ascii_isalnum (name[i]) && !strchr ("-_+", name[i]))
+      return FALSE;
+  return TRUE;
+}
+
+/* a custom meta of that name, registered here if it is not yet, within
+ * MAX_CUSTOM_REGISTRATIONS for the whole process.  Registering makes two
+ * types, "name" and "name-api": neither may exist already. */
+static const GstMetaInfo *
+custom_info (const gchar * name)
+{
+  static gint registered = 0;
+  static const gchar *no_tags[] = { NULL };
+  const GstMetaInfo *info = gst_meta_get_info (name);
+  gchar *api;
+  gboolean free_names;
+
+  if (info)
+    return gst_meta_info_is_custom (info) ? info : NULL;
+  if (!is_type_name (name))
+    return NULL;
+  api = g_strconcat (name, "-api", NULL);
+  free_names = g_type_from_name (name) == 0 && g_type_from_name (api) == 0;
+  g_free (api);
+  if (!free_names
+      || g_atomic_int_add (&registered, 1) >= MAX_CUSTOM_REGISTRATIONS)
+    return NULL;
+  return gst_meta_register_custom (name, no_tags, NULL, NULL, NULL);
+}
+
+static gboolean
+add_meta (GstBuffer * buf, guint kind, Body * b)
+{
+  guint i;
+
+  switch (kind) {
+    case GPUSHARE_META_ROI:{
+      GstVideoRegionOfInterestMeta *r =
+          gst_buffer_add_video_region_of_interest_meta (buf, b->str[0],
+          b->u[2], b->u[3], b->u[4], b->u[5]);
+
+      if (!r)
+        return FALSE;
+      r->id = b->u[0];
+      r->parent_id = (gint) b->u[1];
+      for (i = 0; i < b->n_params; i++) {
+        GstStructure *s = gst_structure_from_string (b->params[i], NULL);
+
+        if (s)
+          gst_video_region_of_interest_meta_add_param (r, s);
+      }
+      return TRUE;
+    }
+    case GPUSHARE_META_REFERENCE_TIMESTAMP:{
+      GstCaps *caps = gst_caps_from_string (b->str[0]);
+      gboolean ok = caps && gst_caps_is_fixed (caps)
+          && gst_buffer_add_reference_timestamp_meta (buf, caps, b->t[0],
+          b->t[1]) != NULL;
+
+      gst_clear_caps (&caps);
+      return ok;
+    }
+    case GPUSHARE_META_TIMECODE:
+      return b->u[1] != 0 && gst_buffer_add_video_time_code_meta_full (buf,
+          b->u[0], b->u[1], NULL, b->u[2], b->u[3], b->u[4], b->u[5],
+          b->u[6], b->u[7]) != NULL;
+    case GPUSHARE_META_CAPTION:
+      return b->u[0] <= GST_VIDEO_CAPTION_TYPE_CEA708_CDP && b->n_bytes > 0
+          && gst_buffer_add_video_caption_meta (buf, b->u[0], b->bytes,
+          b->n_bytes) != NULL;
+    case GPUSHARE_META_AFD:
+      return b->u[0] <= 1 && b->u[1] <= GST_VIDEO_AFD_SPEC_SMPTE_ST2016_1
+          && b->u[2] <= 0xf && gst_buffer_add_video_afd_meta (buf, b->u[0],
+          b->u[1], b->u[2]) != NULL;
+    case GPUSHARE_META_BAR:
+      return b->u[0] <= 1 && b->u[1] <= 1
+          && gst_buffer_add_video_bar_meta (buf, b->u[0], b->u[1], b->u[2],
+          b->u[3]) != NULL;
+    case GPUSHARE_META_CUSTOM:{
+      const GstMetaInfo *info = custom_info (b->str[0]);
+      GstStructure *from = gst_structure_from_string (b->str[1], NULL);
+      GstCustomMeta *c = info && from ?
+          gst_buffer_add_custom_meta (buf, b->str[0]) : NULL;
+
+      if (c)
+        gst_structure_foreach (from, set_field,
+            gst_custom_meta_get_structure (c));
+      if (from)
+        gst_structure_free (from);
+      return c != NULL;
+    }
+    case GPUSHARE_META_SERIALIZED:{
+#if GST_CHECK_VERSION(1, 24, 0)
+      guint32 consumed = 0;
+
+      return gst_meta_deserialize (buf, b->bytes, b->n_bytes,
+          &consumed) != NULL;
+#else
+      return FALSE;
+#endif
+    }
+    default:
+      return FALSE;
+  }
+}
+
+guint
+gpushare_frame_meta_apply (const GpuShareMeta * m, GstBuffer * buf,
+    guint * n_dropped)
+{
+  gsize at = 0;
+  guint i, added = 0, dropped = 0;
+
+  debug_init ();
+  for (i = 0; i < m->n_entries; i++) {
+    gboolean known;
+    Entry e;
+    Body b;
+
+    if (!next_entry (m, &at, &e))
+      break;
+    if (read_body (&e, &b, &known) && known && add_meta (buf, e.kind, &b)) {
+      added++;
+    } else {
+      dropped++;
+      GST_LOG ("META entry %u (kind %u) not added", i, e.kind);
+    }
+    body_clear (&b);
+  }
+  if (n_dropped)
+    *n_dropped = dropped + (m->n_entries - i);
+  return added;
+}

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The GstMetas of a frame on the wire: the entries of a META message
+ * (gpushareproto.h), written from a producer's buffer and added to the
+ * consumer's.
+ *
+ * Each entry is one meta: a kind, and a body the kind describes (all
+ * integers little-endian; a string is its length (32 bits) and that many
+ * bytes of UTF-8 without NUL, at most GPUSHARE_META_MAX_STRING).  A
+ * consumer skips kinds it does not know (a newer producer's), and refuses
+ * a message whose known entries do not parse (gpushare_frame_meta_check),
+ * before any of it reaches a buffer.  A meta that cannot be written (no
+ * kind for it, larger than what is left of the message) is counted, never
+ * fatal.
+ */
+
+#ifndef __GPUSHARE_FRAME_META_H__
+#define __GPUSHARE_FRAME_META_H__
+
+#include <gst/gst.h>
+#include "gpushareproto.h"
+
+G_BEGIN_DECLS
+
+#define GPUSHARE_META_MAX_STRING 4096
+#define GPUSHARE_META_MAX_ROI_PARAMS 16
+
+typedef enum
+{
+  /* GstVideoRegionOfInterestMeta: id (32), parent_id (32, signed), x, y,
+   * w, h (32 each), roi_type (string), n_params (32), each param a
+   * GstStructure as a string */
+  GPUSHARE_META_ROI = 1,
+  /* GstReferenceTimestampMeta: reference caps (string), timestamp (64),
+   * duration (64) */
+  GPUSHARE_META_REFERENCE_TIMESTAMP = 2,
+  /* GstVideoTimeCodeMeta: fps_n, fps_d, flags, hours, minutes, seconds,
+   * frames, field_count (32 each) */
+  GPUSHARE_META_TIMECODE = 3,
+  /* GstVideoCaptionMeta: caption_type (32), data (32-bit length, bytes) */
+  GPUSHARE_META_CAPTION = 4,
+  /* GstVideoAFDMeta: field, spec, afd (32 each) */
+  GPUSHARE_META_AFD = 5,
+  /* GstVideoBarMeta: field, is_letterbox, bar_data1, bar_data2 (32 each) */
+  GPUSHARE_META_BAR = 6,
+  /* GstCustomMeta: name (string), its structure as a string */
+  GPUSHARE_META_CUSTOM = 7,
+  /* any other meta with a serialize function (GStreamer 1.24+):
+   * gst_meta_serialize ()'s bytes, which name the meta */
+  GPUSHARE_META_SERIALIZED = 8,
+} GpuShareMetaKind;
+
+/* Producer: the metas of buf that travel, into m (sequence left to the
+ * caller).  FALSE when there is none (nothing to send).  *n_skipped:
+ * metas of buf that could not be written (GstVideoMeta, which the layout
+ * carries, is not one of them).  *skipped_names: the first one's name, if
+ * the caller wants it (static). */
+gboolean gpushare_frame_meta_collect (GstBuffer * buf, GpuShareMeta * m,
+    guint * n_skipped, const gchar ** skipped_name);
+
+/* Consumer, at receipt: every entry of a known kind parses.  On failure
+ * *why says which and what (free it). */
+gboolean gpushare_frame_meta_check (const GpuShareMeta * m, gchar ** why);
+
+/* Consumer: adds the metas of a checked m to buf.  Returns how many were
+ * added; *n_dropped counts entries that were not (a kind this version
+ * does not know, a value GStreamer refused, a custom meta past the
+ * registrations allowed). */
+guint gpushare_frame_meta_apply (const GpuShareMeta * m, GstBuffer * buf,
+    guint * n_dropped);
+
+G_END_DECLS
+
+#endif /* __GPUSHARE_FRAME_META_H__ */
