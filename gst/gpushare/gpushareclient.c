@@ -1121,6 +1121,8 @@ try_connect (gpointer user_data)
   fail (self, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_OPEN_READ,
       error->code == GPUSHARE_CONN_ERROR_HANGUP ?
       "No producer appeared before the connection timeout" :
+      error->code == GPUSHARE_CONN_ERROR_PATH ?
+      "The socket path is not a socket: check socket-path" :
       "Could not connect to the producer", error->message);
 
 done:

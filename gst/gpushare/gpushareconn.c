@@ -1096,8 +1096,19 @@ gpushare_connect_path (const gchar * path, GError ** error)
   } while (ret < 0 && errno == EINTR);
   if (ret < 0) {
     int err = errno;
+    struct stat st;
 
     close (fd);
+    /* a file that is no socket refuses as a socket nobody listens on
+     * does: no producer will ever come there */
+    if (err == ECONNREFUSED && stat (path, &st) == 0
+        && !S_ISSOCK (st.st_mode)) {
+      g_set_error (error, GPUSHARE_CONN_ERROR, GPUSHARE_CONN_ERROR_PATH,
+          "%s is a %s, not a socket", path, S_ISDIR (st.st_mode) ?
+          "directory" : S_ISREG (st.st_mode) ? "regular file" :
+          "file of another kind");
+      return -1;
+    }
     g_set_error (error, GPUSHARE_CONN_ERROR,
         (err == ENOENT || err == ECONNREFUSED) ? GPUSHARE_CONN_ERROR_HANGUP :
         GPUSHARE_CONN_ERROR_IO, "cannot connect to %s: %s", path,

@@ -4,8 +4,9 @@
  * the stream: every buffer flag (GstVideoBufferFlags included), the
  * frames it missed, each gap marked DISCONT and counted in the src's
  * stats, and timestamps a synchronising sink can play from, for a consumer
- * that joins late and for one whose producer restarts; and a producer that
- * waits for its consumers rather than throw a file away.
+ * that joins late and for one whose producer restarts; a producer that
+ * waits for its consumers rather than throw a file away; and errors that
+ * say what to change.
  *
  * The fixture and the harness are those of every element test
  * (tests/common/gpushare-check-elements.c).
@@ -13,6 +14,7 @@
 
 #include <gst/check/gstcheck.h>
 #include <gst/app/app.h>
+#include <glib/gstdio.h>
 #include <gst/video/video.h>
 
 #include <string.h>
@@ -701,6 +703,53 @@ GST_START_TEST (test_min_consumers)
 
 GST_END_TEST;
 
+/* ------------------------------------------------------------------------ */
+/* 5. Errors that say what to change */
+
+/* A socket-path that is a regular file or a directory: no producer will
+ * ever listen there.  The consumer says so at once, not after its whole
+ * connection-timeout as a refused connection. */
+GST_START_TEST (test_path_not_a_socket)
+{
+  gchar *path = socket_path (__i__ ? "a-directory" : "a-file");
+  GError *error = NULL;
+  gchar *debug = NULL;
+  GstElement *c;
+  GstMessage *msg;
+  gint64 t0;
+
+  if (__i__)
+    fail_unless (g_mkdir (path, 0700) == 0);
+  else
+    fail_unless (g_file_set_contents (path, "not a socket", -1, NULL));
+  c = launch ("gpusharesrc name=src connection-timeout=10000 ! fakesink");
+  g_object_set (child (c, "src"), "socket-path", path, NULL);
+  t0 = g_get_monotonic_time ();
+  gst_element_set_state (c, GST_STATE_PLAYING);
+  msg = pop_message (c, GST_MESSAGE_ERROR, 3000);
+  fail_unless (msg != NULL, "no error within 3 s");
+  fail_unless ((g_get_monotonic_time () - t0) / 1000 < 3000);
+  gst_message_parse_error (msg, &error, &debug);
+  fail_unless (g_error_matches (error, GST_RESOURCE_ERROR,
+          GST_RESOURCE_ERROR_OPEN_READ), "%s", error->message);
+  fail_unless (strstr (error->message, "not a socket") != NULL, "%s",
+      error->message);
+  fail_unless (strstr (debug, __i__ ? "is a directory" :
+          "is a regular file") != NULL, "%s", debug);
+  g_clear_error (&error);
+  g_free (debug);
+  gst_message_unref (msg);
+  gst_element_set_state (c, GST_STATE_NULL);
+  gst_object_unref (c);
+  if (__i__)
+    g_rmdir (path);
+  else
+    g_unlink (path);
+  g_free (path);
+}
+
+GST_END_TEST;
+
 static Suite *
 gpushare_stream_suite (void)
 {
@@ -708,6 +757,7 @@ gpushare_stream_suite (void)
   TCase *tc_frame = tcase_create ("frame");
   TCase *tc_time = tcase_create ("time");
   TCase *tc_defaults = tcase_create ("defaults");
+  TCase *tc_errors = tcase_create ("errors");
 
   suite_add_tcase (s, tc_frame);
   tcase_add_checked_fixture (tc_frame, elements_setup, elements_teardown);
@@ -723,6 +773,9 @@ gpushare_stream_suite (void)
   tcase_add_checked_fixture (tc_defaults, elements_setup, elements_teardown);
   tcase_add_test (tc_defaults, test_idle_producer_waits);
   tcase_add_test (tc_defaults, test_min_consumers);
+  suite_add_tcase (s, tc_errors);
+  tcase_add_checked_fixture (tc_errors, elements_setup, elements_teardown);
+  tcase_add_loop_test (tc_errors, test_path_not_a_socket, 0, 2);
   return s;
 }
 
