@@ -855,19 +855,27 @@ conn_message (GpuShareConn * conn, const GpuShareMsg * msg, gint * fds,
       const GpuShareError *e = &msg->u.error;
       gchar *debug = g_strdup_printf ("producer error %s: %s",
           gpushare_error_code_to_string (e->code), e->text);
+      gchar *text = NULL;
 
-      if (e->code == GPUSHARE_ERR_NOT_AUTHORIZED)
+      /* the producer's text says who was refused, or the limit reached,
+       * and what to change */
+      if (e->code == GPUSHARE_ERR_NOT_AUTHORIZED) {
+        text = g_strdup_printf ("The producer refused this consumer: %s",
+            e->text);
         fail (self, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_NOT_AUTHORIZED,
-            "The producer refused this consumer", debug);
-      else if (e->code == GPUSHARE_ERR_VERSION)
+            text, debug);
+      } else if (e->code == GPUSHARE_ERR_VERSION) {
         fail (self, GST_CORE_ERROR, GST_CORE_ERROR_NEGOTIATION,
             "The producer speaks another protocol version", debug);
-      else if (e->code == GPUSHARE_ERR_TOO_MANY_CLIENTS)
-        fail (self, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_BUSY,
-            "The producer has too many consumers", debug);
-      else
+      } else if (e->code == GPUSHARE_ERR_TOO_MANY_CLIENTS) {
+        text = g_strdup_printf ("The producer has too many consumers: %s",
+            e->text);
+        fail (self, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_BUSY, text, debug);
+      } else {
         fail (self, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_READ,
             "The producer reported an error", debug);
+      }
+      g_free (text);
       g_free (debug);
       break;
     }

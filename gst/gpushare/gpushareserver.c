@@ -1061,22 +1061,30 @@ listen_dispatch (gint fd, GIOCondition cond, gpointer user_data)
     g_mutex_unlock (&self->lock);
   }
   if (!allowed) {
-    GST_WARNING_OBJECT (self->log_object, "refused a consumer: pid %d uid %u "
-        "gid %u is not allowed", (gint) cred.pid, (guint) cred.uid,
-        (guint) cred.gid);
+    gchar *text = g_strdup_printf ("uid %u, gid %u is not allowed: the "
+        "producer admits its own uid, root, and the uids and gids in its "
+        "allowed-uids and allowed-gids", (guint) cred.uid, (guint) cred.gid);
+
+    GST_WARNING_OBJECT (self->log_object, "refused a consumer (pid %d): %s",
+        (gint) cred.pid, text);
     refuse_new (self, cfd, GPUSHARE_ERR_NOT_AUTHORIZED,
-        GPUSHARE_REMOVE_NOT_AUTHORIZED, "not authorized");
+        GPUSHARE_REMOVE_NOT_AUTHORIZED, text);
+    g_free (text);
     return G_SOURCE_CONTINUE;
   }
 
   g_mutex_lock (&self->lock);
   if (n_pending_clients (self) >= self->config.max_pending) {
-    g_mutex_unlock (&self->lock);
-    GST_WARNING_OBJECT (self->log_object, "refused a consumer (pid %d): %u "
-        "handshakes are pending already", (gint) cred.pid,
+    gchar *text = g_strdup_printf ("%u handshakes are pending already "
+        "(max-pending %u)", self->config.max_pending,
         self->config.max_pending);
+
+    g_mutex_unlock (&self->lock);
+    GST_WARNING_OBJECT (self->log_object, "refused a consumer (pid %d): %s",
+        (gint) cred.pid, text);
     refuse_new (self, cfd, GPUSHARE_ERR_TOO_MANY_CLIENTS,
-        GPUSHARE_REMOVE_TOO_MANY, "too many pending handshakes");
+        GPUSHARE_REMOVE_TOO_MANY, text);
+    g_free (text);
     return G_SOURCE_CONTINUE;
   }
   for (i = 0; i < MAX_CLIENTS; i++)
@@ -1084,11 +1092,16 @@ listen_dispatch (gint fd, GIOCondition cond, gpointer user_data)
         && !(self->busy_index & (G_GUINT64_CONSTANT (1) << i)))
       break;
   if (self->n_clients >= self->config.max_clients || i == MAX_CLIENTS) {
+    gchar *text = g_strdup_printf ("%u consumers are connected already "
+        "(max-clients %u)", self->n_clients,
+        MIN (self->config.max_clients, MAX_CLIENTS));
+
     g_mutex_unlock (&self->lock);
-    GST_WARNING_OBJECT (self->log_object, "refused a consumer (pid %d): "
-        "max-clients reached", (gint) cred.pid);
+    GST_WARNING_OBJECT (self->log_object, "refused a consumer (pid %d): %s",
+        (gint) cred.pid, text);
     refuse_new (self, cfd, GPUSHARE_ERR_TOO_MANY_CLIENTS,
-        GPUSHARE_REMOVE_TOO_MANY, "too many clients");
+        GPUSHARE_REMOVE_TOO_MANY, text);
+    g_free (text);
     return G_SOURCE_CONTINUE;
   }
 

@@ -284,6 +284,10 @@ assert_refused (UidReport * report, GByteArray * bytes, GpuShareMsg * msg,
           bytes->data + GPUSHARE_HEADER_SIZE, hdr.payload_len, msg),
       GPUSHARE_PARSE_OK);
   fail_unless_equals_int (msg->u.error.code, GPUSHARE_ERR_NOT_AUTHORIZED);
+  /* who was refused, and what admits it */
+  fail_unless (strstr (msg->u.error.text, "uid 65534") != NULL
+      && strstr (msg->u.error.text, "allowed-uids") != NULL, "%s",
+      msg->u.error.text);
 }
 
 GST_START_TEST (test_foreign_uid_refused)

@@ -257,6 +257,9 @@ GST_START_TEST (test_refused_no_reconnect)
   gst_message_parse_error (msg, &err, NULL);
   fail_unless (g_error_matches (err, GST_RESOURCE_ERROR,
           GST_RESOURCE_ERROR_BUSY), "%s", err->message);
+  /* it says the limit, and which setting it is */
+  fail_unless (strstr (err->message, "(max-clients 1)") != NULL, "%s",
+      err->message);
   g_clear_error (&err);
   gst_message_unref (msg);
   /* give a reconnect loop the time to show */
