@@ -108,6 +108,9 @@ struct _GpuShareClient
   gint error_code;
   gchar *error_text;
   gchar *error_debug;
+  const gchar *error_file;      /* where the error was found (static) */
+  const gchar *error_function;
+  gint error_line;
   GpuShareLayout pending;       /* announced, slots not yet mapped */
   /* the shape of the ring mapped now (epoch 0: none), as its SLOTS said
    * and the import checked */
@@ -336,14 +339,18 @@ gpushare_client_item_clear (GpuShareClientItem * item)
 /* ------------------------------------------------------------------------ */
 /* The control plane, lock held */
 
-/* a fatal problem, reported to the streaming thread */
+/* a fatal problem, reported to the streaming thread with the place that
+ * found it (fail () and producer_error () give theirs) */
 static void
-fail (GpuShareClient * self, GQuark domain, gint code, const gchar * text,
-    const gchar * debug)
+fail_at (GpuShareClient * self, GQuark domain, gint code, const gchar * text,
+    const gchar * debug, const gchar * file, const gchar * function, gint line)
 {
   if (self->state == STATE_FAILED)
     return;
   GST_WARNING_OBJECT (self->log_object, "%s: %s", text, debug ? debug : "");
+  self->error_file = file;
+  self->error_function = function;
+  self->error_line = line;
   self->error_domain = domain;
   self->error_code = code;
   g_free (self->error_text);
@@ -353,9 +360,13 @@ fail (GpuShareClient * self, GQuark domain, gint code, const gchar * text,
   set_state (self, STATE_FAILED);
 }
 
+#define fail(self, domain, code, text, debug) \
+  fail_at (self, domain, code, text, debug, __FILE__, G_STRFUNC, __LINE__)
+
 /* the producer broke the protocol; tell it and give up */
 static void
-producer_error (GpuShareClient * self, const gchar * debug)
+producer_error_at (GpuShareClient * self, const gchar * debug,
+    const gchar * file, const gchar * function, gint line)
 {
   GpuShareConn *conn = self->session ? self->session->conn : NULL;
 
@@ -363,9 +374,12 @@ producer_error (GpuShareClient * self, const gchar * debug)
    * flush waits for both (not under our lock) */
   if (conn)
     gpushare_conn_send_error (conn, GPUSHARE_ERR_PROTOCOL, debug);
-  fail (self, GST_STREAM_ERROR, GST_STREAM_ERROR_DECODE,
-      "The producer sent an invalid message", debug);
+  fail_at (self, GST_STREAM_ERROR, GST_STREAM_ERROR_DECODE,
+      "The producer sent an invalid message", debug, file, function, line);
 }
+
+#define producer_error(self, debug) \
+  producer_error_at (self, debug, __FILE__, G_STRFUNC, __LINE__)
 
 /* the layout, checked, or FALSE after a protocol error that says what is
  * wrong with it */
@@ -1309,6 +1323,9 @@ gpushare_client_pop (GpuShareClient * self, GpuShareClientItem * out)
       out->error_code = self->error_code;
       out->error_text = g_strdup (self->error_text);
       out->error_debug = g_strdup (self->error_debug);
+      out->error_file = self->error_file;
+      out->error_function = self->error_function;
+      out->error_line = self->error_line;
       break;
     }
     g_cond_wait (&self->cond, &self->lock);

@@ -94,6 +94,10 @@ typedef struct
   gint error_code;
   gchar *error_text;
   gchar *error_debug;
+  /* where it was found, for the error message (static strings) */
+  const gchar *error_file;
+  const gchar *error_function;
+  gint error_line;
 } GpuShareClientItem;
 
 void gpushare_client_item_clear (GpuShareClientItem * item);

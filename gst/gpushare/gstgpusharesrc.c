@@ -809,9 +809,12 @@ gst_gpu_share_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
       case GPUSHARE_CLIENT_ITEM_FLUSHING:
         return GST_FLOW_FLUSHING;
       case GPUSHARE_CLIENT_ITEM_ERROR:
+        /* posted with the place in the consumer core that found it */
         gst_element_message_full (GST_ELEMENT (self), GST_MESSAGE_ERROR,
             item.error_domain, item.error_code, item.error_text,
-            item.error_debug, __FILE__, GST_FUNCTION, __LINE__);
+            item.error_debug, item.error_file ? item.error_file : __FILE__,
+            item.error_function ? item.error_function : GST_FUNCTION,
+            item.error_file ? item.error_line : __LINE__);
         /* taken by the message */
         item.error_text = item.error_debug = NULL;
         gpushare_client_item_clear (&item);

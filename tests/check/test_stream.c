@@ -736,6 +736,9 @@ GST_START_TEST (test_path_not_a_socket)
       error->message);
   fail_unless (strstr (debug, __i__ ? "is a directory" :
           "is a regular file") != NULL, "%s", debug);
+  /* posted with the place that found it, not the src's create () */
+  fail_unless (strstr (debug, "gpushareclient.c") != NULL
+      && strstr (debug, "try_connect") != NULL, "%s", debug);
   g_clear_error (&error);
   g_free (debug);
   gst_message_unref (msg);
