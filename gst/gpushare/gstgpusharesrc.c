@@ -783,6 +783,23 @@ set_output_caps (GstGpuShareSrc * self, gboolean force)
 
   out = output_caps (self, self->in_caps);
   if (force || !self->caps || !gst_caps_is_equal (self->caps, out)) {
+    GstPad *pad = GST_BASE_SRC_PAD (self);
+
+    /* a refusal would only show at the next push, as GStreamer's
+     * "Internal data stream error": say here what was refused and what
+     * downstream takes */
+    if (gst_pad_is_linked (pad) && !gst_pad_peer_query_accept_caps (pad,
+            out)) {
+      GstCaps *peer = gst_pad_peer_query_caps (pad, NULL);
+
+      GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+          ("Downstream does not accept the producer's caps"),
+          ("the producer sends %" GST_PTR_FORMAT "; downstream accepts %"
+              GST_PTR_FORMAT, out, peer));
+      gst_clear_caps (&peer);
+      gst_caps_unref (out);
+      return FALSE;
+    }
     GST_OBJECT_LOCK (self);
     gst_caps_replace (&self->caps, out);
     GST_OBJECT_UNLOCK (self);
@@ -832,11 +849,9 @@ gst_gpu_share_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
         GST_OBJECT_UNLOCK (self);
         gst_clear_caps (&caps);
         g_clear_pointer (&why, g_free);
-        if (!set_output_caps (self, FALSE)) {
-          GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
-              ("Downstream refused the producer's caps"), (NULL));
+        /* a refusal is posted there */
+        if (!set_output_caps (self, FALSE))
           return GST_FLOW_NOT_NEGOTIATED;
-        }
         if (!choose_io (self))
           return GST_FLOW_NOT_NEGOTIATED;
         continue;

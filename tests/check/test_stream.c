@@ -753,6 +753,45 @@ GST_START_TEST (test_path_not_a_socket)
 
 GST_END_TEST;
 
+/* Downstream takes none of the producer's caps: the error says so, with
+ * both sides' caps, not GStreamer's "Internal data stream error" */
+GST_START_TEST (test_not_negotiated_says_caps)
+{
+  gchar *path = socket_path ("caps");
+  GstElement *producer, *sink, *src, *c;
+  GError *error = NULL;
+  gchar *debug = NULL;
+  GstMessage *msg;
+
+  producer = appsrc_producer (path, "lossless", 4, &sink, &src);
+  fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  c = launch ("gpusharesrc name=src connection-timeout=%d ! "
+      "video/x-raw,format=I420 ! fakesink", TIMEOUT_MS);
+  g_object_set (child (c, "src"), "socket-path", path, NULL);
+  gst_element_set_state (c, GST_STATE_PLAYING);
+  push_frame (src, 0, 0);
+  msg = pop_message (c, GST_MESSAGE_ERROR, TIMEOUT_MS);
+  fail_unless (msg != NULL, "no error");
+  gst_message_parse_error (msg, &error, &debug);
+  fail_unless (g_error_matches (error, GST_CORE_ERROR,
+          GST_CORE_ERROR_NEGOTIATION), "%s", error->message);
+  fail_unless (strstr (error->message, "does not accept the producer's caps")
+      != NULL, "%s", error->message);
+  fail_unless (strstr (debug, "format=(string)NV12") != NULL
+      && strstr (debug, "format=(string)I420") != NULL, "%s", debug);
+  g_clear_error (&error);
+  g_free (debug);
+  gst_message_unref (msg);
+  gst_element_set_state (c, GST_STATE_NULL);
+  gst_object_unref (c);
+  gst_element_set_state (producer, GST_STATE_NULL);
+  gst_object_unref (producer);
+  g_free (path);
+}
+
+GST_END_TEST;
+
 static Suite *
 gpushare_stream_suite (void)
 {
@@ -779,6 +818,7 @@ gpushare_stream_suite (void)
   suite_add_tcase (s, tc_errors);
   tcase_add_checked_fixture (tc_errors, elements_setup, elements_teardown);
   tcase_add_loop_test (tc_errors, test_path_not_a_socket, 0, 2);
+  tcase_add_test (tc_errors, test_not_negotiated_says_caps);
   return s;
 }
 
