@@ -126,6 +126,8 @@ struct _GpuShareClient
   guint64 latency;
   guint64 producer_instance;
   guint producer_minor;         /* of its protocol version */
+  gint producer_pid;            /* SO_PEERCRED of the connection */
+  gchar *producer_name;         /* announced */
   guint64 frames_received;
   guint64 frames_missed;
   /* the META of the next FRAME, checked */
@@ -201,13 +203,14 @@ mapping_unref (Mapping * m)
   g_free (m);
 }
 
-static void
+static GpuShareClientEvent *
 queue_event (GpuShareClient * self, GpuShareClientEventType type)
 {
   GpuShareClientEvent *ev = g_new0 (GpuShareClientEvent, 1);
 
   ev->type = type;
   g_queue_push_tail (&self->events, ev);
+  return ev;
 }
 
 /* lock NOT held */
@@ -216,21 +219,24 @@ deliver_events (GpuShareClient * self)
 {
   GQueue events;
   GpuShareClientEvent *ev;
-  gchar *reason;
+  gchar *reason, *name;
 
   g_mutex_lock (&self->lock);
   events = self->events;
   g_queue_init (&self->events);
   reason = g_strdup (self->mem_reason);
+  name = g_strdup (self->producer_name);
   g_mutex_unlock (&self->lock);
   while ((ev = g_queue_pop_head (&events))) {
     ev->mem_type = self->mem_type;
     ev->reason = reason;
+    ev->producer_name = name;
     if (self->event_func)
       self->event_func (self, ev, self->user_data);
     g_free (ev);
   }
   g_free (reason);
+  g_free (name);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -498,6 +504,8 @@ handle_announce (GpuShareClient * self, const GpuShareAnnounce * a)
   self->pending = a->layout;
   self->producer_instance = a->instance;
   self->producer_minor = a->schema_minor;
+  g_free (self->producer_name);
+  self->producer_name = g_strndup (a->name, a->name_len);
 
   acc = g_new0 (GpuShareAccept, 1);
   acc->sync_mode = self->sync_mode;
@@ -626,8 +634,13 @@ handle_slots (GpuShareClient * self, const GpuShareSlots * s, gint * fds)
 
   gpushare_test_point ("src", "map");
   gpushare_conn_send_mapped (session->conn, GPUSHARE_MSG_MAPPED, s->epoch);
-  if (self->state == STATE_ACCEPTED)
-    queue_event (self, GPUSHARE_CLIENT_EVENT_TRANSPORT);
+  if (self->state == STATE_ACCEPTED) {
+    GpuShareClientEvent *ev = queue_event (self,
+        GPUSHARE_CLIENT_EVENT_TRANSPORT);
+
+    ev->producer_pid = self->producer_pid;
+    ev->reconnects = self->reconnects;
+  }
   /* after the end of the stream a new ring is only followed */
   if (self->state != STATE_DONE)
     set_state (self, STATE_READY);
@@ -1012,7 +1025,13 @@ static void
 producer_lost (GpuShareClient * self, const gchar * text, const gchar * debug)
 {
   guint timeout = self->config.connection_timeout;
+  GpuShareClientEvent *ev = queue_event (self,
+      GPUSHARE_CLIENT_EVENT_PRODUCER_LOST);
 
+  g_strlcpy (ev->detail, text, sizeof (ev->detail));
+  ev->action = self->config.producer_lost;
+  ev->producer_pid = self->producer_pid;
+  ev->reconnects = self->reconnects;
   switch (self->config.producer_lost) {
     case GPUSHARE_PRODUCER_LOST_EOS:
       GST_WARNING_OBJECT (self->log_object, "%s: ending the stream", text);
@@ -1071,6 +1090,7 @@ conn_closed (GpuShareConn * conn, const GError * error, gpointer user_data)
     }
   }
   g_mutex_unlock (&self->lock);
+  deliver_events (self);
 }
 
 /* Is the process at the other end of fd a producer this consumer may
@@ -1089,8 +1109,10 @@ producer_trusted (GpuShareClient * self, gint fd, gchar ** debug)
     return FALSE;
   }
   if (uid == getuid () || uid == 0
-      || gpushare_ids_contain (self->config.allowed_producer_uids, uid))
+      || gpushare_ids_contain (self->config.allowed_producer_uids, uid)) {
+    self->producer_pid = pid;
     return TRUE;
+  }
   *debug = g_strdup_printf ("the process listening at the socket path "
       "(pid %d) runs as uid %u; this consumer takes frames only from uid "
       "%u, root or a uid in allowed-producer-uids", (gint) pid,
@@ -1209,6 +1231,7 @@ gpushare_client_free (GpuShareClient * self)
   g_free (self->error_text);
   g_free (self->error_debug);
   g_free (self->pending_meta);
+  g_free (self->producer_name);
   g_queue_clear_full (&self->events, g_free);
   g_mutex_clear (&self->lock);
   g_cond_clear (&self->cond);
@@ -1380,6 +1403,8 @@ gpushare_client_get_stats (GpuShareClient * self, GpuShareClientStats * s)
   s->epoch = self->mapped_epoch;
   s->frames_received = self->frames_received;
   s->frames_missed = self->frames_missed;
+  s->producer_pid = self->producer_pid;
+  s->producer_name = g_strdup (self->producer_name);
   s->reconnects = self->reconnects;
   s->producer_live = self->producer_live;
   g_mutex_unlock (&self->lock);

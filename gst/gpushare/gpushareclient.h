@@ -56,6 +56,8 @@ typedef enum
 {
   GPUSHARE_CLIENT_EVENT_LATENCY,        /* the producer's latency changed */
   GPUSHARE_CLIENT_EVENT_TRANSPORT,      /* the first ring is mapped */
+  GPUSHARE_CLIENT_EVENT_PRODUCER_LOST,  /* detail: what happened; action:
+                                         * the GpuShareProducerLost done */
 } GpuShareClientEventType;
 
 typedef struct
@@ -63,6 +65,13 @@ typedef struct
   GpuShareClientEventType type;
   GpuShareMemType mem_type;
   const gchar *reason;
+  /* TRANSPORT: the producer (its pid from the socket's credentials) and
+   * the reconnects so far; PRODUCER_LOST: what happened, what is done */
+  gint producer_pid;
+  const gchar *producer_name;
+  guint reconnects;
+  gchar detail[256];
+  guint action;
 } GpuShareClientEvent;
 
 typedef void (*GpuShareClientEventFunc) (GpuShareClient * client,
@@ -112,6 +121,8 @@ typedef struct
   guint64 epoch;
   guint64 frames_received;
   guint64 frames_missed;        /* rendered by the producer, not received */
+  gint producer_pid;            /* from the socket's credentials; 0 */
+  gchar *producer_name;         /* the name it announced, or NULL */
   guint reconnects;
   gboolean producer_live;
 } GpuShareClientStats;

@@ -192,6 +192,33 @@ queue_event (GpuShareServer * self, GpuShareServerEventType type, guint id,
   g_queue_push_tail (&self->events, ev);
 }
 
+/* lock held: CONNECTED or REMOVED, with who the consumer is (client may
+ * be NULL: refused before it became one, then pid and uid are those of
+ * the peer) */
+static void
+queue_client_event (GpuShareServer * self, GpuShareServerEventType type,
+    Client * client, gint pid, guint uid, GpuShareRemoveReason reason,
+    const gchar * detail)
+{
+  GpuShareServerEvent *ev = g_new0 (GpuShareServerEvent, 1);
+
+  ev->type = type;
+  ev->reason = reason;
+  ev->pid = pid;
+  ev->uid = uid;
+  if (client) {
+    ev->client_id = client->id;
+    ev->pid = client->pid;
+    ev->uid = client->uid;
+    ev->mem_type = client->mem_type;
+    if (client->name)
+      g_strlcpy (ev->name, client->name, sizeof (ev->name));
+  }
+  if (detail)
+    g_strlcpy (ev->detail, detail, sizeof (ev->detail));
+  g_queue_push_tail (&self->events, ev);
+}
+
 /* lock NOT held */
 static void
 deliver_events (GpuShareServer * self)
@@ -639,7 +666,8 @@ drop_client (GpuShareServer * self, Client * client,
     queue_event (self, GPUSHARE_SERVER_EVENT_QUARANTINE, id, reason,
         released);
   queue_event (self, GPUSHARE_SERVER_EVENT_NUM_CLIENTS, 0, 0, 0);
-  queue_event (self, GPUSHARE_SERVER_EVENT_REMOVED, id, reason, 0);
+  queue_client_event (self, GPUSHARE_SERVER_EVENT_REMOVED, client, 0, 0,
+      reason, detail);
   g_cond_broadcast (&self->cond);
   g_mutex_unlock (&self->lock);
 
@@ -774,7 +802,8 @@ handle_mapped (GpuShareServer * self, Client * client,
   if (!client->connected_emitted) {
     client->connected_emitted = TRUE;
     queue_event (self, GPUSHARE_SERVER_EVENT_NUM_CLIENTS, 0, 0, 0);
-    queue_event (self, GPUSHARE_SERVER_EVENT_CONNECTED, client->id, 0, 0);
+    queue_client_event (self, GPUSHARE_SERVER_EVENT_CONNECTED, client, 0, 0,
+        0, NULL);
   }
 }
 
@@ -1030,11 +1059,12 @@ peer_allowed (GpuShareServer * self, const struct ucred *cred)
 
 static void
 refuse_new (GpuShareServer * self, gint cfd, GpuShareErrorCode code,
-    GpuShareRemoveReason reason, const gchar * text)
+    GpuShareRemoveReason reason, const gchar * text, const struct ucred *cred)
 {
   refuse_connection (self, cfd, code, text);
   g_mutex_lock (&self->lock);
-  queue_event (self, GPUSHARE_SERVER_EVENT_REMOVED, 0, reason, 0);
+  queue_client_event (self, GPUSHARE_SERVER_EVENT_REMOVED, NULL, cred->pid,
+      cred->uid, reason, text);
   g_mutex_unlock (&self->lock);
   deliver_events (self);
 }
@@ -1068,7 +1098,7 @@ listen_dispatch (gint fd, GIOCondition cond, gpointer user_data)
     GST_WARNING_OBJECT (self->log_object, "refused a consumer (pid %d): %s",
         (gint) cred.pid, text);
     refuse_new (self, cfd, GPUSHARE_ERR_NOT_AUTHORIZED,
-        GPUSHARE_REMOVE_NOT_AUTHORIZED, text);
+        GPUSHARE_REMOVE_NOT_AUTHORIZED, text, &cred);
     g_free (text);
     return G_SOURCE_CONTINUE;
   }
@@ -1083,7 +1113,7 @@ listen_dispatch (gint fd, GIOCondition cond, gpointer user_data)
     GST_WARNING_OBJECT (self->log_object, "refused a consumer (pid %d): %s",
         (gint) cred.pid, text);
     refuse_new (self, cfd, GPUSHARE_ERR_TOO_MANY_CLIENTS,
-        GPUSHARE_REMOVE_TOO_MANY, text);
+        GPUSHARE_REMOVE_TOO_MANY, text, &cred);
     g_free (text);
     return G_SOURCE_CONTINUE;
   }
@@ -1100,7 +1130,7 @@ listen_dispatch (gint fd, GIOCondition cond, gpointer user_data)
     GST_WARNING_OBJECT (self->log_object, "refused a consumer (pid %d): %s",
         (gint) cred.pid, text);
     refuse_new (self, cfd, GPUSHARE_ERR_TOO_MANY_CLIENTS,
-        GPUSHARE_REMOVE_TOO_MANY, text);
+        GPUSHARE_REMOVE_TOO_MANY, text, &cred);
     g_free (text);
     return G_SOURCE_CONTINUE;
   }
@@ -1322,8 +1352,8 @@ gpushare_server_stop (GpuShareServer * self)
   }
   self->n_clients = 0;
   for (i = 0; i < n; i++)
-    queue_event (self, GPUSHARE_SERVER_EVENT_REMOVED, gone[i]->id,
-        GPUSHARE_REMOVE_SHUTDOWN, 0);
+    queue_client_event (self, GPUSHARE_SERVER_EVENT_REMOVED, gone[i], 0, 0,
+        GPUSHARE_REMOVE_SHUTDOWN, "the producer stopped");
   if (n)
     queue_event (self, GPUSHARE_SERVER_EVENT_NUM_CLIENTS, 0, 0, 0);
   g_mutex_unlock (&self->lock);

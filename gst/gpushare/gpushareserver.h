@@ -64,6 +64,13 @@ typedef struct
   guint client_id;              /* 0: refused before it got one */
   GpuShareRemoveReason reason;
   guint slots;                  /* QUARANTINE */
+  /* CONNECTED and REMOVED: the consumer's process (pid 0: unknown), the
+   * name it gave, its memory type, and (REMOVED) what happened */
+  gint pid;
+  guint uid;
+  gchar name[GPUSHARE_MAX_NAME_LEN + 1];
+  GpuShareMemType mem_type;
+  gchar detail[256];
 } GpuShareServerEvent;
 
 /* called from any thread, never with a lock of the server held */

@@ -157,10 +157,31 @@ server_event (GpuShareServer * server, const GpuShareServerEvent * ev,
     case GPUSHARE_SERVER_EVENT_CONNECTED:
       g_signal_emit (self, signals[SIGNAL_CLIENT_CONNECTED], 0,
           ev->client_id);
+      /* and on the bus, for gst-launch and applications that watch it */
+      gst_element_post_message (GST_ELEMENT (self),
+          gst_message_new_element (GST_OBJECT (self),
+              gst_structure_new ("gpushare-client-connected",
+                  "client-id", G_TYPE_UINT, ev->client_id,
+                  "pid", G_TYPE_INT, ev->pid,
+                  "uid", G_TYPE_UINT, ev->uid,
+                  "name", G_TYPE_STRING, ev->name,
+                  "memory-type", G_TYPE_STRING,
+                  gpushare_mem_type_to_string (ev->mem_type), NULL)));
       break;
     case GPUSHARE_SERVER_EVENT_REMOVED:
       g_signal_emit (self, signals[SIGNAL_CLIENT_REMOVED], 0, ev->client_id,
           (GstGpuShareClientRemoveReason) ev->reason);
+      /* a refusal (client-id 0) too, with who was refused */
+      gst_element_post_message (GST_ELEMENT (self),
+          gst_message_new_element (GST_OBJECT (self),
+              gst_structure_new ("gpushare-client-removed",
+                  "client-id", G_TYPE_UINT, ev->client_id,
+                  "pid", G_TYPE_INT, ev->pid,
+                  "uid", G_TYPE_UINT, ev->uid,
+                  "name", G_TYPE_STRING, ev->name,
+                  "reason", G_TYPE_STRING,
+                  gpushare_remove_reason_to_string (ev->reason),
+                  "detail", G_TYPE_STRING, ev->detail, NULL)));
       break;
     case GPUSHARE_SERVER_EVENT_QUARANTINE:
       gst_element_post_message (GST_ELEMENT (self),

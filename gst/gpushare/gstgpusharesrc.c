@@ -158,7 +158,28 @@ client_event (GpuShareClient * client, const GpuShareClientEvent * ev,
                   "memory-type", G_TYPE_STRING,
                   gpushare_mem_type_to_string (ev->mem_type),
                   "reason", G_TYPE_STRING, ev->reason, NULL)));
+      /* connected to a producer: the first, or one after a reconnect */
+      gst_element_post_message (GST_ELEMENT (self),
+          gst_message_new_element (GST_OBJECT (self),
+              gst_structure_new ("gpushare-producer-connected",
+                  "pid", G_TYPE_INT, ev->producer_pid,
+                  "name", G_TYPE_STRING, ev->producer_name,
+                  "reconnects", G_TYPE_UINT, ev->reconnects, NULL)));
       break;
+    case GPUSHARE_CLIENT_EVENT_PRODUCER_LOST:{
+      GEnumClass *k = g_type_class_ref (GST_TYPE_GPU_SHARE_PRODUCER_LOST);
+      GEnumValue *v = g_enum_get_value (k, ev->action);
+
+      gst_element_post_message (GST_ELEMENT (self),
+          gst_message_new_element (GST_OBJECT (self),
+              gst_structure_new ("gpushare-producer-lost",
+                  "pid", G_TYPE_INT, ev->producer_pid,
+                  "detail", G_TYPE_STRING, ev->detail,
+                  "action", G_TYPE_STRING, v ? v->value_nick : "error",
+                  "reconnects", G_TYPE_UINT, ev->reconnects, NULL)));
+      g_type_class_unref (k);
+      break;
+    }
   }
 }
 
@@ -1032,6 +1053,9 @@ make_stats (GstGpuShareSrc * self)
       "epoch", G_TYPE_UINT64, st.epoch,
       "frames-received", G_TYPE_UINT64, st.frames_received,
       "frames-missed", G_TYPE_UINT64, st.frames_missed,
+      "producer-pid", G_TYPE_INT, st.producer_pid,
+      "producer-name", G_TYPE_STRING, st.producer_name ? st.producer_name :
+      "",
       "metas-received", G_TYPE_UINT64,
       (guint64) (guint) g_atomic_int_get (&self->metas_received),
       "metas-dropped", G_TYPE_UINT64,
@@ -1045,6 +1069,7 @@ make_stats (GstGpuShareSrc * self)
       "reconnects", G_TYPE_UINT, st.reconnects,
       "producer-live", G_TYPE_BOOLEAN, st.producer_live, NULL);
   g_free (st.mem_reason);
+  g_free (st.producer_name);
   g_free (io_reason);
   return s;
 }

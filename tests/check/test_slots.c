@@ -177,6 +177,25 @@ GST_START_TEST (test_stopped_reading_loses_lease)
   fail_unless (client_log_wait (&log, TRUE, 1), "the lease never expired");
   fail_unless_equals_string (client_log_removed_nick (&log, 0), "lease");
   fail_unless (stat_u64 (sink, "slots-quarantined") >= 1);
+  /* and on the producer's bus: gpushare-quarantine, after the consumer's
+   * gpushare-client-connected */
+  for (;;) {
+    const GstStructure *st;
+    guint slots = 0;
+
+    msg = pop_message (producer, GST_MESSAGE_ELEMENT, TIMEOUT_MS);
+    fail_unless (msg != NULL, "no gpushare-quarantine message");
+    st = gst_message_get_structure (msg);
+    if (gst_structure_has_name (st, "gpushare-quarantine")) {
+      fail_unless_equals_string (gst_structure_get_string (st, "reason"),
+          "lease");
+      fail_unless (gst_structure_get_uint (st, "slots", &slots)
+          && slots >= 1);
+      gst_message_unref (msg);
+      break;
+    }
+    gst_message_unref (msg);
+  }
 
   /* let go, it delivers what it had, then says why it was dropped */
   consumer_start (c);

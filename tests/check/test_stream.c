@@ -18,6 +18,7 @@
 #include <gst/video/video.h>
 
 #include <string.h>
+#include <unistd.h>
 
 #include "gpushare-check-elements.h"
 #include "gpushareframemeta.h"
@@ -792,6 +793,112 @@ GST_START_TEST (test_not_negotiated_says_caps)
 
 GST_END_TEST;
 
+/* the next element message named name on pipeline's bus (other messages
+ * are dropped), or NULL after timeout_ms */
+static GstStructure *
+next_element_message (GstElement * pipeline, const gchar * name,
+    gint timeout_ms)
+{
+  gint64 until = g_get_monotonic_time () + timeout_ms * 1000ll;
+  GstStructure *found = NULL;
+
+  while (!found && g_get_monotonic_time () < until) {
+    GstMessage *msg = pop_message (pipeline, GST_MESSAGE_ELEMENT, 100);
+    const GstStructure *s = msg ? gst_message_get_structure (msg) : NULL;
+
+    if (s && gst_structure_has_name (s, name))
+      found = gst_structure_copy (s);
+    if (msg)
+      gst_message_unref (msg);
+  }
+  return found;
+}
+
+/* Connects, refusals, removals, a lost producer and a reconnect reach the
+ * bus of each side, with who the peer is; the src's stats name its
+ * producer */
+GST_START_TEST (test_bus_messages)
+{
+  gchar *path = socket_path ("bus");
+  GstElement *producer, *sink;
+  Consumer *a, *b;
+  GstStructure *s;
+  gint pid = 0;
+  guint u = 0;
+
+  producer = producer_new (path, &sink);
+  g_object_set (sink, "max-clients", 1, NULL);
+  producer_start (producer, sink);
+  a = consumer_new (path, FALSE);
+  gst_util_set_object_arg (G_OBJECT (a->src), "producer-lost", "reconnect");
+  consumer_start (a);
+  fail_unless (consumer_wait (a, 2));
+
+  s = next_element_message (producer, "gpushare-client-connected",
+      TIMEOUT_MS);
+  fail_unless (s != NULL, "the sink posted no gpushare-client-connected");
+  fail_unless (gst_structure_get_int (s, "pid", &pid) && pid == getpid ());
+  fail_unless (gst_structure_get_uint (s, "uid", &u) && u == getuid ());
+  fail_unless_equals_string (gst_structure_get_string (s, "name"), "src");
+  gst_structure_free (s);
+  s = next_element_message (a->pipeline, "gpushare-producer-connected",
+      TIMEOUT_MS);
+  fail_unless (s != NULL, "the src posted no gpushare-producer-connected");
+  fail_unless (gst_structure_get_int (s, "pid", &pid) && pid == getpid ());
+  fail_unless_equals_string (gst_structure_get_string (s, "name"), "sink");
+  gst_structure_free (s);
+  s = get_stats (a->src);
+  fail_unless (gst_structure_get_int (s, "producer-pid", &pid)
+      && pid == getpid ());
+  fail_unless_equals_string (gst_structure_get_string (s, "producer-name"),
+      "sink");
+  gst_structure_free (s);
+
+  /* one consumer too many: refused, and said on the sink's bus */
+  b = consumer_new (path, FALSE);
+  consumer_start (b);
+  s = next_element_message (producer, "gpushare-client-removed", TIMEOUT_MS);
+  fail_unless (s != NULL, "the sink posted no gpushare-client-removed");
+  fail_unless_equals_string (gst_structure_get_string (s, "reason"),
+      "too-many-clients");
+  fail_unless (strstr (gst_structure_get_string (s, "detail"),
+          "max-clients 1") != NULL);
+  fail_unless (gst_structure_get_int (s, "pid", &pid) && pid == getpid ());
+  gst_structure_free (s);
+  consumer_free (b);
+
+  /* the producer goes, another comes: lost, then connected again */
+  gst_element_set_state (producer, GST_STATE_NULL);
+  gst_object_unref (producer);
+  s = next_element_message (a->pipeline, "gpushare-producer-lost",
+      TIMEOUT_MS);
+  fail_unless (s != NULL, "the src posted no gpushare-producer-lost");
+  fail_unless_equals_string (gst_structure_get_string (s, "action"),
+      "reconnect");
+  gst_structure_free (s);
+  producer = producer_new (path, &sink);
+  producer_start (producer, sink);
+  s = next_element_message (a->pipeline, "gpushare-producer-connected",
+      TIMEOUT_MS);
+  fail_unless (s != NULL, "no gpushare-producer-connected after reconnect");
+  fail_unless (gst_structure_get_uint (s, "reconnects", &u) && u == 1);
+  gst_structure_free (s);
+
+  /* the consumer leaves: removed, reason goodbye */
+  consumer_free (a);
+  s = next_element_message (producer, "gpushare-client-removed", TIMEOUT_MS);
+  fail_unless (s != NULL);
+  fail_unless_equals_string (gst_structure_get_string (s, "reason"),
+      "goodbye");
+  fail_unless_equals_string (gst_structure_get_string (s, "name"), "src");
+  gst_structure_free (s);
+  gst_element_set_state (producer, GST_STATE_NULL);
+  gst_object_unref (producer);
+  g_free (path);
+}
+
+GST_END_TEST;
+
 static Suite *
 gpushare_stream_suite (void)
 {
@@ -819,6 +926,7 @@ gpushare_stream_suite (void)
   tcase_add_checked_fixture (tc_errors, elements_setup, elements_teardown);
   tcase_add_loop_test (tc_errors, test_path_not_a_socket, 0, 2);
   tcase_add_test (tc_errors, test_not_negotiated_says_caps);
+  tcase_add_test (tc_errors, test_bus_messages);
   return s;
 }
 
