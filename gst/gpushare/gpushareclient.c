@@ -80,6 +80,7 @@ typedef struct
   GpuShareClientFrame *frame;
   guint64 missed;               /* FRAME: the producer's frames before it
                                  * that never came */
+  GpuShareEvent *event;         /* EVENT */
 } Item;
 
 struct _GpuShareClient
@@ -329,6 +330,7 @@ item_free (Item * item)
   g_free (item->layout);
   if (item->frame)
     gpushare_client_frame_release (item->frame);
+  g_free (item->event);
   g_free (item);
 }
 
@@ -339,6 +341,7 @@ gpushare_client_item_clear (GpuShareClientItem * item)
     gpushare_client_frame_release (item->frame);
   g_free (item->error_text);
   g_free (item->error_debug);
+  g_clear_pointer (&item->event, g_free);
   memset (item, 0, sizeof (*item));
 }
 
@@ -733,6 +736,27 @@ handle_frame_after_eos (GpuShareClient * self, const GpuShareFrame * f)
       "given back unread" : gpushare_ring_result_to_string (res));
 }
 
+/* an event of the stream, in its place among the frames (the codec
+ * checked its text is UTF-8; the src parses it) */
+static void
+handle_event (GpuShareClient * self, const GpuShareEvent * e)
+{
+  Item *item;
+
+  if (self->state == STATE_DONE)
+    return;
+  if (self->state != STATE_READY) {
+    producer_error (self, "EVENT before the slots were mapped");
+    return;
+  }
+  item = g_new0 (Item, 1);
+  item->type = GPUSHARE_CLIENT_ITEM_EVENT;
+  item->event = g_memdup2 (e, G_STRUCT_OFFSET (GpuShareEvent, text) +
+      e->text_len + 1);
+  g_queue_push_tail (&self->items, item);
+  g_cond_broadcast (&self->cond);
+}
+
 /* the metas of the next FRAME: checked, kept until it comes */
 static void
 handle_meta (GpuShareClient * self, const GpuShareMeta * m)
@@ -863,6 +887,9 @@ conn_message (GpuShareConn * conn, const GpuShareMsg * msg, gint * fds,
       break;
     case GPUSHARE_MSG_META:
       handle_meta (self, &msg->u.meta);
+      break;
+    case GPUSHARE_MSG_EVENT:
+      handle_event (self, &msg->u.event);
       break;
     case GPUSHARE_MSG_FRAME:
       handle_frame (self, &msg->u.frame);
@@ -1329,6 +1356,7 @@ gpushare_client_pop (GpuShareClient * self, GpuShareClientItem * out)
         out->layout = *item->layout;
       out->frame = item->frame;
       item->frame = NULL;
+      out->event = g_steal_pointer (&item->event);
       if (out->type == GPUSHARE_CLIENT_ITEM_FRAME && self->discont) {
         out->discont = TRUE;
         out->new_producer = TRUE;

@@ -84,6 +84,7 @@ typedef enum
   GPUSHARE_CLIENT_ITEM_EOS,
   GPUSHARE_CLIENT_ITEM_ERROR,
   GPUSHARE_CLIENT_ITEM_FLUSHING,
+  GPUSHARE_CLIENT_ITEM_EVENT,
 } GpuShareClientItemType;
 
 typedef struct
@@ -93,6 +94,8 @@ typedef struct
   GpuShareLayout layout;
   /* FRAME: released with gpushare_client_frame_release () */
   GpuShareClientFrame *frame;
+  /* EVENT: the producer's event, freed by gpushare_client_item_clear () */
+  GpuShareEvent *event;
   /* the first frame of a new producer, or after frames missed */
   gboolean discont;
   gboolean new_producer;        /* the first frame of a producer after a

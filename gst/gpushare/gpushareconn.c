@@ -627,6 +627,19 @@ gpushare_conn_send_frame (GpuShareConn * conn, const GpuShareFrame * frame)
       NULL);
 }
 
+static gboolean
+build_event (gconstpointer body, guint32 n_fds, GByteArray * out)
+{
+  return gpushare_msg_build_event (body, out);
+}
+
+gboolean
+gpushare_conn_send_event (GpuShareConn * conn, const GpuShareEvent * event)
+{
+  return send_built (conn, GPUSHARE_MSG_EVENT, build_event, event, NULL, 0,
+      NULL);
+}
+
 gboolean
 gpushare_conn_send_meta (GpuShareConn * conn, const GpuShareMeta * meta)
 {

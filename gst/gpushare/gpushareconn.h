@@ -79,6 +79,8 @@ gboolean gpushare_conn_send_error (GpuShareConn * conn,
  * fail as it does; gpushare_conn_send_slots () takes ownership of fds as
  * it does.  type of gpushare_conn_send_mapped (): GPUSHARE_MSG_MAPPED or
  * GPUSHARE_MSG_UNMAPPED. */
+gboolean gpushare_conn_send_event (GpuShareConn * conn,
+    const GpuShareEvent * event);
 gboolean gpushare_conn_send_meta (GpuShareConn * conn,
     const GpuShareMeta * meta);
 gboolean gpushare_conn_send_frame (GpuShareConn * conn,

@@ -358,6 +358,25 @@ typedef struct
   guint32 data_len;
 } GpuShareWireMeta;
 
+/* EVENT, producer -> consumer, since minor 4.  8 bytes + text_len.
+ *
+ *   off size field
+ *     0    4 kind             GpuShareEventKind
+ *     4    4 text_len         1 .. GPUSHARE_MAX_EVENT_LEN
+ *     8    - text             UTF-8, no NUL
+ */
+typedef struct
+{
+  guint32 kind;
+  guint32 text_len;
+} GpuShareWireEvent;
+
+G_STATIC_ASSERT (sizeof (GpuShareWireEvent) == 8);
+G_STATIC_ASSERT (sizeof (GpuShareWireEvent) + GPUSHARE_MAX_EVENT_LEN <=
+    GPUSHARE_MAX_PAYLOAD);
+WIRE_AT (GpuShareWireEvent, kind, 0);
+WIRE_AT (GpuShareWireEvent, text_len, 4);
+
 G_STATIC_ASSERT (sizeof (GpuShareWireMeta) == 16);
 G_STATIC_ASSERT (sizeof (GpuShareWireMeta) + GPUSHARE_MAX_META_LEN <=
     GPUSHARE_MAX_PAYLOAD);
@@ -501,7 +520,7 @@ wr64 (guint8 * p, guint64 v)
 static gboolean
 is_known_type (guint type)
 {
-  return type >= GPUSHARE_MSG_ANNOUNCE && type <= GPUSHARE_MSG_META;
+  return type >= GPUSHARE_MSG_ANNOUNCE && type <= GPUSHARE_MSG_EVENT;
 }
 
 /* A chosen memory type is one bit we know: a consumer cannot pick a
@@ -675,6 +694,17 @@ check_meta (const GpuShareMeta * m)
   return at == m->data_len ? GPUSHARE_PARSE_OK : GPUSHARE_PARSE_MALFORMED;
 }
 
+/* any kind (an unknown one is skipped by the consumer), a text of 1 to
+ * GPUSHARE_MAX_EVENT_LEN bytes of UTF-8 without NUL */
+static GpuShareParseResult
+check_event (const GpuShareEvent * e)
+{
+  if (e->text_len == 0 || e->text_len > GPUSHARE_MAX_EVENT_LEN
+      || !g_utf8_validate (e->text, e->text_len, NULL))
+    return GPUSHARE_PARSE_MALFORMED;
+  return GPUSHARE_PARSE_OK;
+}
+
 static GpuShareParseResult
 check_error (const GpuShareError * e)
 {
@@ -707,6 +737,8 @@ check_msg (guint type, const GpuShareMsg * msg, guint32 n_fds)
       return check_error (&msg->u.error);
     case GPUSHARE_MSG_META:
       return check_meta (&msg->u.meta);
+    case GPUSHARE_MSG_EVENT:
+      return check_event (&msg->u.event);
     case GPUSHARE_MSG_MAPPED:
     case GPUSHARE_MSG_UNMAPPED:
     case GPUSHARE_MSG_FRAME:
@@ -746,6 +778,8 @@ fixed_size (guint type)
       return sizeof (GpuShareWireEos);
     case GPUSHARE_MSG_META:
       return sizeof (GpuShareWireMeta);
+    case GPUSHARE_MSG_EVENT:
+      return sizeof (GpuShareWireEvent);
     case GPUSHARE_MSG_GOODBYE:
       return sizeof (GpuShareWireGoodbye);
     case GPUSHARE_MSG_ERROR:
@@ -976,6 +1010,21 @@ parse_error (const guint8 * p, gsize len, GpuShareError * e)
 }
 
 static GpuShareParseResult
+parse_event (const guint8 * p, gsize len, GpuShareEvent * e)
+{
+  gsize var = sizeof (GpuShareWireEvent);
+
+  e->kind = RD32 (p, GpuShareWireEvent, kind);
+  e->text_len = RD32 (p, GpuShareWireEvent, text_len);
+  if (e->text_len > GPUSHARE_MAX_EVENT_LEN)
+    return GPUSHARE_PARSE_MALFORMED;
+  if (len - var < e->text_len)
+    return GPUSHARE_PARSE_TRUNCATED;
+  read_string (p + var, e->text_len, e->text);
+  return GPUSHARE_PARSE_OK;
+}
+
+static GpuShareParseResult
 parse_meta (const guint8 * p, gsize len, GpuShareMeta * m)
 {
   gsize var = sizeof (GpuShareWireMeta);
@@ -1055,6 +1104,9 @@ gpushare_msg_parse (const GpuShareHeader * hdr, const guint8 * payload,
       break;
     case GPUSHARE_MSG_META:
       res = parse_meta (payload, len, &msg->u.meta);
+      break;
+    case GPUSHARE_MSG_EVENT:
+      res = parse_event (payload, len, &msg->u.event);
       break;
     case GPUSHARE_MSG_GOODBYE:
       msg->u.goodbye.reason = RD32 (payload, GpuShareWireGoodbye, reason);
@@ -1336,6 +1388,26 @@ gpushare_msg_build_eos (guint64 last_sequence, GByteArray * out)
 }
 
 gboolean
+gpushare_msg_build_event (const GpuShareEvent * e, GByteArray * out)
+{
+  guint8 *p;
+
+  g_return_val_if_fail (e != NULL, FALSE);
+  g_return_val_if_fail (out != NULL, FALSE);
+
+  if (check_event (e) != GPUSHARE_PARSE_OK)
+    return FALSE;
+  p = append_message (out, GPUSHARE_MSG_EVENT, 0,
+      sizeof (GpuShareWireEvent) + e->text_len);
+  if (!p)
+    return FALSE;
+  WR32 (p, GpuShareWireEvent, kind, e->kind);
+  WR32 (p, GpuShareWireEvent, text_len, e->text_len);
+  memcpy (p + sizeof (GpuShareWireEvent), e->text, e->text_len);
+  return TRUE;
+}
+
+gboolean
 gpushare_msg_build_meta (const GpuShareMeta * m, GByteArray * out)
 {
   guint8 *p;
@@ -1444,6 +1516,8 @@ gpushare_msg_build (const GpuShareMsg * msg, guint32 n_fds, GByteArray * out)
       return gpushare_msg_build_eos (msg->u.eos.last_sequence, out);
     case GPUSHARE_MSG_META:
       return gpushare_msg_build_meta (&msg->u.meta, out);
+    case GPUSHARE_MSG_EVENT:
+      return gpushare_msg_build_event (&msg->u.event, out);
     case GPUSHARE_MSG_GOODBYE:
       return gpushare_msg_build_goodbye (&msg->u.goodbye, out);
     case GPUSHARE_MSG_ERROR:
@@ -1507,6 +1581,8 @@ gpushare_msg_type_to_string (guint type)
       return "UNMAPPED";
     case GPUSHARE_MSG_META:
       return "META";
+    case GPUSHARE_MSG_EVENT:
+      return "EVENT";
     default:
       return "UNKNOWN";
   }

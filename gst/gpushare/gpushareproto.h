@@ -70,6 +70,8 @@ G_BEGIN_DECLS
 /* META: the entries of one frame, and how many */
 #define GPUSHARE_MAX_META_LEN (12 * 1024)
 #define GPUSHARE_MAX_META_ENTRIES 64
+/* EVENT: the serialised event, bytes without NUL */
+#define GPUSHARE_MAX_EVENT_LEN 8192
 /* META entry header: kind (16), reserved (16), length (32) */
 #define GPUSHARE_META_ENTRY_HEADER 8
 /* 1 TiB: no slot is ever that large; guards size arithmetic */
@@ -90,6 +92,7 @@ typedef enum
   GPUSHARE_MSG_PING = 11,       /* both, empty; since minor 1 */
   GPUSHARE_MSG_UNMAPPED = 12,   /* C -> P; since minor 2 */
   GPUSHARE_MSG_META = 13,       /* P -> C; since minor 4 */
+  GPUSHARE_MSG_EVENT = 14,      /* P -> C; since minor 4 */
 } GpuShareMsgType;
 
 /* memory types, a bit each: offered as a mask, chosen as one bit */
@@ -303,6 +306,23 @@ typedef struct
  * bytes (kind, reserved, length, little-endian) and length bytes of body,
  * back to back, filling data_len exactly: the parser checks that chain,
  * gpusharemeta.c what each kind's body says. */
+/* A downstream event of the stream, in its place between the FRAMEs, to a
+ * consumer of minor 4 or later: kind says which, text is what
+ * GStreamer's serialisation of it gives (a tag list, a structure) */
+typedef enum
+{
+  GPUSHARE_EVENT_TAGS = 1,      /* gst_tag_list_to_string () */
+  GPUSHARE_EVENT_CUSTOM = 2,    /* CUSTOM_DOWNSTREAM: its structure */
+  GPUSHARE_EVENT_CUSTOM_STICKY = 3,     /* CUSTOM_DOWNSTREAM_STICKY */
+} GpuShareEventKind;
+
+typedef struct
+{
+  guint32 kind;                 /* GpuShareEventKind; others are skipped */
+  guint32 text_len;             /* 1 .. GPUSHARE_MAX_EVENT_LEN */
+  gchar text[GPUSHARE_MAX_EVENT_LEN + 1];       /* NUL-terminated */
+} GpuShareEvent;
+
 typedef struct
 {
   guint64 sequence;
@@ -340,6 +360,7 @@ typedef struct
     GpuShareCaps caps;
     GpuShareEos eos;
     GpuShareMeta meta;
+    GpuShareEvent event;
     GpuShareGoodbye goodbye;
     GpuShareError error;
   } u;
@@ -389,6 +410,7 @@ gboolean gpushare_msg_build_release (const GpuShareRelease * r,
 gboolean gpushare_msg_build_caps (const GpuShareCaps * c, GByteArray * out);
 gboolean gpushare_msg_build_eos (guint64 last_sequence, GByteArray * out);
 gboolean gpushare_msg_build_meta (const GpuShareMeta * m, GByteArray * out);
+gboolean gpushare_msg_build_event (const GpuShareEvent * e, GByteArray * out);
 gboolean gpushare_msg_build_goodbye (const GpuShareGoodbye * g,
     GByteArray * out);
 /* text_len bytes of text (no NUL needed), within GPUSHARE_MAX_TEXT_LEN,

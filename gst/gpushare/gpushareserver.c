@@ -115,6 +115,9 @@ struct _GpuShareServer
   /* frames wait for consumers: at the start, and when a frame finds none
    * connected, until the number asked for are ready */
   gboolean gathering;
+  /* the sticky events of the stream (GpuShareEvent), for consumers that
+   * join: the last tags, the last custom sticky event of each name */
+  GPtrArray *sticky;
   GpuShareRing ring;
   GpuShareXferRing *system;     /* the system ring of this epoch */
   gboolean have_layout;
@@ -776,6 +779,18 @@ handle_accept (GpuShareServer * self, Client * client,
   send_slots (self, client);
 }
 
+/* lock held */
+static void
+send_sticky (GpuShareServer * self, Client * client)
+{
+  guint i;
+
+  for (i = 0; client->minor >= 4 && self->sticky && i < self->sticky->len;
+      i++)
+    gpushare_conn_send_event (client->conn,
+        g_ptr_array_index (self->sticky, i));
+}
+
 static void
 handle_mapped (GpuShareServer * self, Client * client,
     const GpuShareMapped * m)
@@ -795,6 +810,9 @@ handle_mapped (GpuShareServer * self, Client * client,
   client->mapped_epoch = m->epoch;
   client_set_state (client, CLIENT_READY);
   gpushare_test_point ("sink", "ready");
+  /* the stream's sticky events before its first frame */
+  if (!client->connected_emitted)
+    send_sticky (self, client);
   /* a consumer that joins after the end still learns it ended */
   if (self->eos)
     gpushare_conn_send_eos (client->conn, self->sequence);
@@ -1225,6 +1243,7 @@ gpushare_server_unref (GpuShareServer * self)
   if (!g_atomic_int_dec_and_test (&self->ref_count))
     return;
   gpushare_server_stop (self);
+  g_clear_pointer (&self->sticky, g_ptr_array_unref);
   g_free (self->config.socket_path);
   g_free (self->config.name);
   g_clear_pointer (&self->config.allowed_uids, g_array_unref);
@@ -1547,6 +1566,70 @@ gpushare_server_eos (GpuShareServer * self)
   for (i = 0; i < MAX_CLIENTS; i++)
     if (self->clients[i] && self->clients[i]->state != CLIENT_CONNECTED)
       gpushare_conn_send_eos (self->clients[i]->conn, self->sequence);
+  g_mutex_unlock (&self->lock);
+}
+
+/* the name of a custom event's structure: its text up to the first ',' */
+static gsize
+event_name_len (const GpuShareEvent * e)
+{
+  const gchar *comma = memchr (e->text, ',', e->text_len);
+
+  return comma ? (gsize) (comma - e->text) : e->text_len;
+}
+
+/* the sticky event that ev replaces, or -1 */
+static gint
+sticky_index (GpuShareServer * self, const GpuShareEvent * ev)
+{
+  guint i;
+
+  for (i = 0; self->sticky && i < self->sticky->len; i++) {
+    const GpuShareEvent *s = g_ptr_array_index (self->sticky, i);
+
+    if (s->kind != ev->kind)
+      continue;
+    if (ev->kind == GPUSHARE_EVENT_TAGS || (event_name_len (s) ==
+            event_name_len (ev) && !memcmp (s->text, ev->text,
+                event_name_len (ev))))
+      return i;
+  }
+  return -1;
+}
+
+#define MAX_STICKY 16
+
+void
+gpushare_server_send_event (GpuShareServer * self, const GpuShareEvent * ev)
+{
+  guint i;
+
+  g_mutex_lock (&self->lock);
+  if (ev->kind == GPUSHARE_EVENT_TAGS
+      || ev->kind == GPUSHARE_EVENT_CUSTOM_STICKY) {
+    gint at = sticky_index (self, ev);
+    GpuShareEvent *copy = g_memdup2 (ev, G_STRUCT_OFFSET (GpuShareEvent,
+            text) + ev->text_len + 1);
+
+    if (!self->sticky)
+      self->sticky = g_ptr_array_new_with_free_func (g_free);
+    if (at >= 0) {
+      g_free (g_ptr_array_index (self->sticky, at));
+      g_ptr_array_index (self->sticky, at) = copy;
+    } else if (self->sticky->len < MAX_STICKY) {
+      g_ptr_array_add (self->sticky, copy);
+    } else {
+      g_free (copy);
+      GST_WARNING_OBJECT (self->log_object, "more than %u sticky events: "
+          "consumers that join later miss this one", MAX_STICKY);
+    }
+  }
+  for (i = 0; i < MAX_CLIENTS; i++) {
+    Client *c = self->clients[i];
+
+    if (c && c->state == CLIENT_READY && c->minor >= 4)
+      gpushare_conn_send_event (c->conn, ev);
+  }
   g_mutex_unlock (&self->lock);
 }
 

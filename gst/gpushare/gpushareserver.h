@@ -185,6 +185,10 @@ void gpushare_server_set_live (GpuShareServer * server, gboolean live,
     guint64 latency);
 gboolean gpushare_server_is_live (GpuShareServer * server);
 void gpushare_server_eos (GpuShareServer * server);
+/* a downstream event of the stream, to the consumers that know EVENT; the
+ * sticky ones (tags, custom sticky) are kept for those that join */
+void gpushare_server_send_event (GpuShareServer * server,
+    const GpuShareEvent * event);
 void gpushare_server_reset_eos (GpuShareServer * server);
 /* wakes every wait; frames are refused while flushing */
 void gpushare_server_set_flushing (GpuShareServer * server,

@@ -115,6 +115,8 @@ struct _GstGpuShareSink
   GpuShareMeta *meta;
   gint metas_sent;
   gint metas_not_carried;
+  gint events_sent;             /* atomic */
+  gint events_not_carried;      /* atomic */
   gboolean told_not_carried;
   guint ring_size;
   GstGpuShareSlowPolicy policy;
@@ -556,11 +558,58 @@ gst_gpu_share_sink_render (GstBaseSink * bsink, GstBuffer * buf)
   return GST_FLOW_OK;
 }
 
+/* tags and custom downstream events travel to the consumers, in their
+ * place in the stream; one that does not fit is counted */
+static void
+forward_event (GstGpuShareSink * self, GstEvent * event)
+{
+  GpuShareEvent *ev;
+  gchar *text = NULL;
+  guint kind;
+
+  switch (GST_EVENT_TYPE (event)) {
+    case GST_EVENT_TAG:{
+      GstTagList *tags = NULL;
+
+      gst_event_parse_tag (event, &tags);
+      kind = GPUSHARE_EVENT_TAGS;
+      text = tags ? gst_tag_list_to_string (tags) : NULL;
+      break;
+    }
+    case GST_EVENT_CUSTOM_DOWNSTREAM:
+    case GST_EVENT_CUSTOM_DOWNSTREAM_STICKY:
+      kind = GST_EVENT_TYPE (event) == GST_EVENT_CUSTOM_DOWNSTREAM ?
+          GPUSHARE_EVENT_CUSTOM : GPUSHARE_EVENT_CUSTOM_STICKY;
+      text = gst_event_get_structure (event) ?
+          gst_structure_to_string (gst_event_get_structure (event)) : NULL;
+      break;
+    default:
+      return;
+  }
+  if (!text || !*text || strlen (text) > GPUSHARE_MAX_EVENT_LEN
+      || !self->server) {
+    g_atomic_int_inc (&self->events_not_carried);
+    GST_INFO_OBJECT (self, "%s event not carried (%s)",
+        GST_EVENT_TYPE_NAME (event), text ? "too long" : "nothing to send");
+    g_free (text);
+    return;
+  }
+  ev = g_new0 (GpuShareEvent, 1);
+  ev->kind = kind;
+  ev->text_len = strlen (text);
+  memcpy (ev->text, text, ev->text_len);
+  gpushare_server_send_event (self->server, ev);
+  g_atomic_int_inc (&self->events_sent);
+  g_free (ev);
+  g_free (text);
+}
+
 static gboolean
 gst_gpu_share_sink_event (GstBaseSink * bsink, GstEvent * event)
 {
   GstGpuShareSink *self = GST_GPU_SHARE_SINK (bsink);
 
+  forward_event (self, event);
   switch (GST_EVENT_TYPE (event)) {
     case GST_EVENT_EOS:
       gpushare_server_eos (self->server);
@@ -712,6 +761,10 @@ make_stats (GstGpuShareSink * self)
       (guint64) (guint) g_atomic_int_get (&self->metas_sent),
       "metas-not-carried", G_TYPE_UINT64,
       (guint64) (guint) g_atomic_int_get (&self->metas_not_carried),
+      "events-sent", G_TYPE_UINT64,
+      (guint64) (guint) g_atomic_int_get (&self->events_sent),
+      "events-not-carried", G_TYPE_UINT64,
+      (guint64) (guint) g_atomic_int_get (&self->events_not_carried),
       "gpu-memory", G_TYPE_STRING, st.gpu_memory ? st.gpu_memory :
       "not probed", "free-slots", G_TYPE_UINT, st.free_slots, NULL);
   for (i = 0; i < st.n_clients; i++) {

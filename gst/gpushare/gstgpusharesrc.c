@@ -110,6 +110,14 @@ struct _GstGpuShareSrc
   gint metas_received;          /* atomic */
   gint metas_dropped;           /* atomic */
   gboolean told_metas_dropped;
+  gint events_received;         /* atomic */
+  gint events_dropped;          /* atomic */
+  gboolean told_events_dropped;
+  /* streaming thread: the producer's events before the first buffer,
+   * pushed after its segment (early_probe) */
+  GQueue early_events;
+  gboolean first_pushed;
+  gulong early_probe_id;
 
   /* streaming thread; caps and in_caps also read by get_caps under the
    * object lock */
@@ -183,6 +191,9 @@ client_event (GpuShareClient * client, const GpuShareClientEvent * ev,
   }
 }
 
+static GstPadProbeReturn early_probe (GstPad * pad, GstPadProbeInfo * info,
+    gpointer user_data);
+
 static gboolean
 gst_gpu_share_src_start (GstBaseSrc * bsrc)
 {
@@ -217,7 +228,16 @@ gst_gpu_share_src_start (GstBaseSrc * bsrc)
   g_atomic_int_set (&self->metas_received, 0);
   g_atomic_int_set (&self->metas_dropped, 0);
   self->told_metas_dropped = FALSE;
+  g_atomic_int_set (&self->events_received, 0);
+  g_atomic_int_set (&self->events_dropped, 0);
+  self->told_events_dropped = FALSE;
   self->have_first_abs = FALSE;
+  self->first_pushed = FALSE;
+  g_queue_clear_full (&self->early_events, (GDestroyNotify) gst_event_unref);
+  if (!self->early_probe_id)
+    self->early_probe_id = gst_pad_add_probe (GST_BASE_SRC_PAD (self),
+        GST_PAD_PROBE_TYPE_BUFFER | GST_PAD_PROBE_TYPE_BUFFER_LIST,
+        early_probe, self, NULL);
   self->need_segment = TRUE;
   self->running_end = 0;
   gst_video_info_init (&self->vinfo);
@@ -327,6 +347,60 @@ add_metas (GstGpuShareSrc * self, GstBuffer * buf, const GpuShareMeta * m)
       self->told_metas_dropped = TRUE;
     }
   }
+}
+
+/* the producer's tags or custom event, downstream in its place; one whose
+ * text does not parse is counted and said once */
+static void
+push_producer_event (GstGpuShareSrc * self, const GpuShareEvent * e)
+{
+  GstEvent *event = NULL;
+
+  if (e->kind == GPUSHARE_EVENT_TAGS) {
+    GstTagList *tags = gst_tag_list_new_from_string (e->text);
+
+    if (tags)
+      event = gst_event_new_tag (tags);
+  } else if (e->kind == GPUSHARE_EVENT_CUSTOM
+      || e->kind == GPUSHARE_EVENT_CUSTOM_STICKY) {
+    GstStructure *s = gst_structure_from_string (e->text, NULL);
+
+    if (s)
+      event = gst_event_new_custom (e->kind == GPUSHARE_EVENT_CUSTOM ?
+          GST_EVENT_CUSTOM_DOWNSTREAM : GST_EVENT_CUSTOM_DOWNSTREAM_STICKY,
+          s);
+  }
+  if (!event) {
+    g_atomic_int_inc (&self->events_dropped);
+    if (!self->told_events_dropped) {
+      GST_INFO_OBJECT (self, "an event of the producer (kind %u) could not "
+          "be made, counted in the stats (events-dropped)", e->kind);
+      self->told_events_dropped = TRUE;
+    }
+    return;
+  }
+  g_atomic_int_inc (&self->events_received);
+  /* before the first buffer the segment is not out yet: a tag or sticky
+   * event would come before it */
+  if (!self->first_pushed)
+    g_queue_push_tail (&self->early_events, event);
+  else
+    gst_pad_push_event (GST_BASE_SRC_PAD (self), event);
+}
+
+/* the first buffer: the segment went just before it, so the events that
+ * came before it may go now, in their order */
+static GstPadProbeReturn
+early_probe (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
+{
+  GstGpuShareSrc *self = user_data;
+  GstEvent *event;
+
+  self->first_pushed = TRUE;
+  self->early_probe_id = 0;
+  while ((event = g_queue_pop_head (&self->early_events)))
+    gst_pad_push_event (pad, event);
+  return GST_PAD_PROBE_REMOVE;
 }
 
 /* now, in this pipeline's running time, when it is PLAYING with a clock */
@@ -876,6 +950,10 @@ gst_gpu_share_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
         if (!choose_io (self))
           return GST_FLOW_NOT_NEGOTIATED;
         continue;
+      case GPUSHARE_CLIENT_ITEM_EVENT:
+        push_producer_event (self, item.event);
+        gpushare_client_item_clear (&item);
+        continue;
       case GPUSHARE_CLIENT_ITEM_FRAME:
         break;
     }
@@ -1060,6 +1138,10 @@ make_stats (GstGpuShareSrc * self)
       (guint64) (guint) g_atomic_int_get (&self->metas_received),
       "metas-dropped", G_TYPE_UINT64,
       (guint64) (guint) g_atomic_int_get (&self->metas_dropped),
+      "events-received", G_TYPE_UINT64,
+      (guint64) (guint) g_atomic_int_get (&self->events_received),
+      "events-dropped", G_TYPE_UINT64,
+      (guint64) (guint) g_atomic_int_get (&self->events_dropped),
       "frames-copied", G_TYPE_UINT64,
       (guint64) (guint) g_atomic_int_get (&self->frames_copied),
       "frames-in-place", G_TYPE_UINT64,
@@ -1183,6 +1265,7 @@ gst_gpu_share_src_finalize (GObject * object)
   GstGpuShareSrc *self = GST_GPU_SHARE_SRC (object);
 
   g_clear_pointer (&self->client, gpushare_client_free);
+  g_queue_clear_full (&self->early_events, (GDestroyNotify) gst_event_unref);
   g_free (self->socket_path);
   g_free (self->copy_reason);
   g_clear_pointer (&self->allowed_producer_uids, g_array_unref);

@@ -871,7 +871,20 @@ GST_START_TEST (test_stopped_consumer)
   fail_unless (stopped, "could not stop the victim");
   assert_exit (p, 0);
   assert_exit (survivor, 0);
-  assert_all_frames (p, survivor, frames);
+  if (g_str_equal (k->policy, "leaky")) {
+    /* a leaky producer skips a consumer while it maps the ring that
+     * replaced the one the victim held: the survivor may miss frames
+     * then, and counts them (frames-missed), each gap DISCONT */
+    guint got = assert_frames_subset (p, survivor, TRUE);
+
+    s = child_stats (survivor, "stats ");
+    fail_unless_equals_int (got + stats_u64 (s, "frames-missed"), frames);
+    fail_unless (got >= frames - 16, "the survivor got %u of %u frames", got,
+        frames);
+    gst_structure_free (s);
+  } else {
+    assert_all_frames (p, survivor, frames);
+  }
   assert_eos (survivor);
   /* the first consumer to go is the victim, for the expected reason */
   line = line_with (p, "client-removed ");

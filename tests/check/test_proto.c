@@ -24,11 +24,11 @@ static const guint all_types[] = {
   GPUSHARE_MSG_MAPPED, GPUSHARE_MSG_FRAME, GPUSHARE_MSG_RELEASE,
   GPUSHARE_MSG_CAPS, GPUSHARE_MSG_EOS, GPUSHARE_MSG_GOODBYE,
   GPUSHARE_MSG_ERROR, GPUSHARE_MSG_PING, GPUSHARE_MSG_UNMAPPED,
-  GPUSHARE_MSG_META,
+  GPUSHARE_MSG_META, GPUSHARE_MSG_EVENT,
 };
 
 /* the first type this version does not know */
-#define FIRST_UNKNOWN_TYPE 14
+#define FIRST_UNKNOWN_TYPE 15
 
 /* ------------------------------------------------------------------ */
 /* raw little-endian writers, independent of the codec's own           */
@@ -102,6 +102,7 @@ get32 (const guint8 * b, gsize off)
 #define ERROR_TEXT_LEN 4
 #define PING_FIXED 0
 #define META_FIXED 16
+#define EVENT_FIXED 8
 #define LAYOUT_CAPS_LEN 80
 
 static void
@@ -247,6 +248,10 @@ raw_fixed (const GpuShareMsg * msg, guint8 * b)
       put32 (b, 8, msg->u.meta.n_entries);
       put32 (b, 12, msg->u.meta.data_len);
       return META_FIXED;
+    case GPUSHARE_MSG_EVENT:
+      put32 (b, 0, msg->u.event.kind);
+      put32 (b, 4, msg->u.event.text_len);
+      return EVENT_FIXED;
     default:
       g_assert_not_reached ();
   }
@@ -292,6 +297,10 @@ raw_payload (const GpuShareMsg * msg, guint8 * b)
     case GPUSHARE_MSG_META:
       memcpy (b + len, msg->u.meta.data, msg->u.meta.data_len);
       len += msg->u.meta.data_len;
+      break;
+    case GPUSHARE_MSG_EVENT:
+      memcpy (b + len, msg->u.event.text, msg->u.event.text_len);
+      len += msg->u.event.text_len;
       break;
     default:
       break;
@@ -683,6 +692,16 @@ sample_msg (guint type, guint variant, GpuShareMsg * msg, guint32 * n_fds)
     case GPUSHARE_MSG_META:
       fill_meta (&msg->u.meta, big);
       break;
+    case GPUSHARE_MSG_EVENT:
+      msg->u.event.kind = big ? G_MAXUINT32 : GPUSHARE_EVENT_TAGS;
+      if (big) {
+        fill_utf8 (msg->u.event.text, GPUSHARE_MAX_EVENT_LEN);
+        msg->u.event.text_len = GPUSHARE_MAX_EVENT_LEN;
+      } else {
+        strcpy (msg->u.event.text, "taglist, title=(string)x");
+        msg->u.event.text_len = strlen (msg->u.event.text);
+      }
+      break;
     default:
       g_assert_not_reached ();
   }
@@ -825,6 +844,11 @@ assert_msg_equal (const GpuShareMsg * got, const GpuShareMsg * want)
           want->u.error.text, want->u.error.text_len);
       break;
     case GPUSHARE_MSG_PING:
+      break;
+    case GPUSHARE_MSG_EVENT:
+      fail_unless_equals_uint64 (got->u.event.kind, want->u.event.kind);
+      assert_string_equal (got->u.event.text, got->u.event.text_len,
+          want->u.event.text, want->u.event.text_len);
       break;
     case GPUSHARE_MSG_META:
       fail_unless_equals_uint64 (got->u.meta.sequence, want->u.meta.sequence);
@@ -2463,13 +2487,17 @@ GST_START_TEST (test_constants)
   fail_unless_equals_int (GPUSHARE_MAX_REASON_LEN, 128);
 
   /* minor 1 added PING, minor 2 UNMAPPED, minor 3 the GOODBYE's HELD
-   * part, minor 4 META; the types this version knows, in wire order */
+   * part, minor 4 META and EVENT; the types this version knows, in wire
+   * order */
   fail_unless_equals_int (GPUSHARE_VERSION_MAJOR, 1);
   fail_unless_equals_int (GPUSHARE_VERSION_MINOR, 4);
   fail_unless_equals_int (GPUSHARE_GOODBYE_FLAG_HELD, 1);
   fail_unless_equals_int (GPUSHARE_MSG_UNMAPPED, 12);
   fail_unless_equals_string (gpushare_msg_type_to_string (12), "UNMAPPED");
   fail_unless_equals_int (GPUSHARE_MSG_META, 13);
+  fail_unless_equals_int (GPUSHARE_MSG_EVENT, 14);
+  fail_unless_equals_string (gpushare_msg_type_to_string (14), "EVENT");
+  fail_unless_equals_int (GPUSHARE_MAX_EVENT_LEN, 8192);
   fail_unless_equals_string (gpushare_msg_type_to_string (13), "META");
   fail_unless_equals_int (GPUSHARE_MAX_META_LEN, 12 * 1024);
   fail_unless_equals_int (GPUSHARE_MAX_META_ENTRIES, 64);
@@ -3727,6 +3755,12 @@ build_by_type (const GpuShareMsg * msg, guint32 n_fds, GByteArray * out)
     case GPUSHARE_MSG_PING:
       ok = gpushare_msg_build_ping (out);
       break;
+    case GPUSHARE_MSG_EVENT:
+      /* the text alone, as the consumer keeps it */
+      body = g_memdup2 (&msg->u.event, G_STRUCT_OFFSET (GpuShareEvent, text)
+          + msg->u.event.text_len + 1);
+      ok = gpushare_msg_build_event (body, out);
+      break;
     case GPUSHARE_MSG_META:
       /* the entries alone, as the consumer keeps them, not the struct's
        * 12 KiB */
@@ -4047,6 +4081,51 @@ GST_START_TEST (test_meta_chain)
 
 GST_END_TEST;
 
+/* EVENT: a text of 1 to GPUSHARE_MAX_EVENT_LEN bytes of UTF-8 without
+ * NUL, any kind (the consumer skips the kinds it does not know) */
+GST_START_TEST (test_event_text)
+{
+  GpuShareMsg *back = g_new0 (GpuShareMsg, 1);
+  guint8 *b = g_malloc0 (GPUSHARE_MAX_PAYLOAD);
+  GByteArray *out = g_byte_array_new ();
+  static const struct
+  {
+    const gchar *text;
+    guint32 len;
+    GpuShareParseResult want;
+  } cases[] = {
+    {"taglist, title=(string)a", 24, GPUSHARE_PARSE_OK},
+    {"", 0, GPUSHARE_PARSE_MALFORMED},
+    {"a\0b", 3, GPUSHARE_PARSE_MALFORMED},
+    {"\xff\xfe", 2, GPUSHARE_PARSE_MALFORMED},
+  };
+  guint i;
+
+  for (i = 0; i < G_N_ELEMENTS (cases); i++) {
+    put32 (b, 0, 0x77);
+    put32 (b, 4, cases[i].len);
+    memcpy (b + EVENT_FIXED, cases[i].text, cases[i].len);
+    fail_unless_equals_int (parse_payload (GPUSHARE_MSG_EVENT, 0, b,
+            EVENT_FIXED + cases[i].len, back), cases[i].want);
+    if (cases[i].want == GPUSHARE_PARSE_OK) {
+      fail_unless_equals_int (back->u.event.kind, 0x77);
+      fail_unless (gpushare_msg_build_event (&back->u.event, out));
+    }
+  }
+  /* over the cap, and cut short */
+  put32 (b, 4, GPUSHARE_MAX_EVENT_LEN + 1);
+  fail_unless_equals_int (parse_payload (GPUSHARE_MSG_EVENT, 0, b,
+          GPUSHARE_MAX_PAYLOAD, back), GPUSHARE_PARSE_MALFORMED);
+  put32 (b, 4, 10);
+  fail_unless_equals_int (parse_payload (GPUSHARE_MSG_EVENT, 0, b,
+          EVENT_FIXED + 9, back), GPUSHARE_PARSE_TRUNCATED);
+  g_byte_array_unref (out);
+  g_free (b);
+  g_free (back);
+}
+
+GST_END_TEST;
+
 static Suite *
 gpushareproto_suite (void)
 {
@@ -4098,6 +4177,7 @@ gpushareproto_suite (void)
   tcase_add_test (tc, test_layout_set_caps);
   tcase_add_test (tc, test_ping);
   tcase_add_test (tc, test_meta_chain);
+  tcase_add_test (tc, test_event_text);
   tcase_add_test (tc, test_goodbye_held);
   tcase_add_test (tc, test_to_string);
 

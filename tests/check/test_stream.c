@@ -385,6 +385,193 @@ GST_START_TEST (test_hostile_meta_names)
 GST_END_TEST;
 
 /* ------------------------------------------------------------------------ */
+/* 2c. Events: tags and custom events in their place among the frames, and
+ * the sticky ones for a consumer that joins later */
+
+typedef struct
+{
+  GstElement *pipeline;
+  GMutex lock;
+  GPtrArray *seen;              /* "buffer:N", "tag:TITLE", "custom:NAME",
+                                 * "sticky:NAME" */
+} EventLog;
+
+static GstPadProbeReturn
+event_log_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  EventLog *log = data;
+  gchar *what = NULL;
+
+  if (info->type & GST_PAD_PROBE_TYPE_BUFFER) {
+    what = g_strdup_printf ("buffer:%" G_GUINT64_FORMAT,
+        GST_BUFFER_OFFSET (GST_PAD_PROBE_INFO_BUFFER (info)));
+  } else {
+    GstEvent *e = GST_PAD_PROBE_INFO_EVENT (info);
+    gchar *title = NULL;
+    GstTagList *tags;
+
+    switch (GST_EVENT_TYPE (e)) {
+      case GST_EVENT_TAG:
+        gst_event_parse_tag (e, &tags);
+        if (gst_tag_list_get_string (tags, GST_TAG_TITLE, &title))
+          what = g_strdup_printf ("tag:%s", title);
+        g_free (title);
+        break;
+      case GST_EVENT_CUSTOM_DOWNSTREAM:
+        what = g_strdup_printf ("custom:%s",
+            gst_structure_get_name (gst_event_get_structure (e)));
+        break;
+      case GST_EVENT_CUSTOM_DOWNSTREAM_STICKY:
+        what = g_strdup_printf ("sticky:%s",
+            gst_structure_get_name (gst_event_get_structure (e)));
+        break;
+      default:
+        break;
+    }
+  }
+  if (what) {
+    g_mutex_lock (&log->lock);
+    g_ptr_array_add (log->seen, what);
+    g_mutex_unlock (&log->lock);
+  }
+  return GST_PAD_PROBE_OK;
+}
+
+static EventLog *
+event_log_consumer (const gchar * path)
+{
+  EventLog *log = g_new0 (EventLog, 1);
+  GstPad *pad;
+
+  log->pipeline = launch ("gpusharesrc name=src connection-timeout=%d ! "
+      "fakesink name=out sync=false", TIMEOUT_MS);
+  g_object_set (child (log->pipeline, "src"), "socket-path", path, NULL);
+  g_mutex_init (&log->lock);
+  log->seen = g_ptr_array_new_with_free_func (g_free);
+  pad = gst_element_get_static_pad (child (log->pipeline, "out"), "sink");
+  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER |
+      GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, event_log_probe, log, NULL);
+  gst_object_unref (pad);
+  fail_if (gst_element_set_state (log->pipeline, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  return log;
+}
+
+/* waits for n entries; they are then compared with want */
+static void
+event_log_expect (EventLog * log, const gchar * const *want, guint n)
+{
+  gint64 until = g_get_monotonic_time () + TIMEOUT_MS * 1000ll;
+  guint i, have = 0;
+
+  while (g_get_monotonic_time () < until) {
+    g_mutex_lock (&log->lock);
+    have = log->seen->len;
+    g_mutex_unlock (&log->lock);
+    if (have >= n)
+      break;
+    g_usleep (5000);
+  }
+  g_mutex_lock (&log->lock);
+  for (i = 0; i < MIN (n, log->seen->len); i++)
+    fail_unless_equals_string (g_ptr_array_index (log->seen, i), want[i]);
+  fail_unless_equals_int (log->seen->len, n);
+  g_mutex_unlock (&log->lock);
+}
+
+static void
+event_log_free (EventLog * log)
+{
+  gst_element_set_state (log->pipeline, GST_STATE_NULL);
+  gst_object_unref (log->pipeline);
+  g_ptr_array_unref (log->seen);
+  g_mutex_clear (&log->lock);
+  g_free (log);
+}
+
+static void
+send_tag (GstElement * src, const gchar * title)
+{
+  fail_unless (gst_element_send_event (src,
+          gst_event_new_tag (gst_tag_list_new (GST_TAG_TITLE, title,
+                  NULL))));
+}
+
+static void
+send_custom (GstElement * src, GstEventType type, const gchar * name)
+{
+  fail_unless (gst_element_send_event (src, gst_event_new_custom (type,
+              gst_structure_new (name, "n", G_TYPE_INT, 1, NULL))));
+}
+
+/* consumers of the sink whose slots are mapped */
+static guint
+n_ready (GstElement * sink)
+{
+  GstStructure *st = get_stats (sink);
+  const GValue *clients = gst_structure_get_value (st, "clients");
+  guint i, n = 0;
+
+  for (i = 0; clients && i < gst_value_array_get_size (clients); i++) {
+    const GstStructure *c =
+        gst_value_get_structure (gst_value_array_get_value (clients, i));
+
+    n += g_strcmp0 (gst_structure_get_string (c, "state"), "ready") == 0;
+  }
+  gst_structure_free (st);
+  return n;
+}
+
+GST_START_TEST (test_events_travel)
+{
+  static const gchar *const want_a[] = { "buffer:0", "tag:first", "buffer:1",
+    "custom:marker", "buffer:2", "sticky:zone", "buffer:3",
+  };
+  static const gchar *const want_b[] = { "tag:first", "sticky:zone",
+    "buffer:4",
+  };
+  gchar *path = socket_path ("events");
+  GstElement *producer, *sink, *src;
+  EventLog *a, *b;
+  guint i;
+
+  producer = appsrc_producer (path, "lossless", 8, &sink, &src);
+  fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  a = event_log_consumer (path);
+  push_frame (src, 0, 0);
+  send_tag (src, "first");
+  push_frame (src, 1, 0);
+  send_custom (src, GST_EVENT_CUSTOM_DOWNSTREAM, "marker");
+  push_frame (src, 2, 0);
+  send_custom (src, GST_EVENT_CUSTOM_DOWNSTREAM_STICKY, "zone");
+  push_frame (src, 3, 0);
+  event_log_expect (a, want_a, G_N_ELEMENTS (want_a));
+  fail_unless_equals_uint64 (stat_u64 (sink, "events-sent"), 3);
+
+  /* one that joins now gets the sticky ones before its first frame */
+  b = event_log_consumer (path);
+  for (i = 0; i < 500 && n_ready (sink) < 2; i++)
+    g_usleep (10 * 1000);
+  fail_unless_equals_int (n_ready (sink), 2);
+  push_frame (src, 4, 0);
+  event_log_expect (b, want_b, G_N_ELEMENTS (want_b));
+  fail_unless_equals_uint64 (stat_u64 (child (b->pipeline, "src"),
+          "events-received"), 2);
+
+  assert_no_error (producer);
+  assert_no_error (a->pipeline);
+  assert_no_error (b->pipeline);
+  event_log_free (b);
+  event_log_free (a);
+  gst_element_set_state (producer, GST_STATE_NULL);
+  gst_object_unref (producer);
+  g_free (path);
+}
+
+GST_END_TEST;
+
+/* ------------------------------------------------------------------------ */
 /* 3. Timestamps: a consumer that joins a stream under way, and one whose
  * producer restarts at 0, play on in a synchronising sink */
 
@@ -914,6 +1101,7 @@ gpushare_stream_suite (void)
   tcase_add_test (tc_frame, test_frames_missed);
   tcase_add_test (tc_frame, test_metas_travel);
   tcase_add_test (tc_frame, test_hostile_meta_names);
+  tcase_add_test (tc_frame, test_events_travel);
   suite_add_tcase (s, tc_time);
   tcase_add_checked_fixture (tc_time, elements_setup, elements_teardown);
   tcase_add_test (tc_time, test_late_consumer_plays);

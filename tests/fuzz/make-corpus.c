@@ -788,6 +788,21 @@ write_metas (GpuShareMsg * msg)
   msg->u.meta.data[4] = 3;
   msg->u.meta.data_len = GPUSHARE_META_ENTRY_HEADER + 3;
   save_one ("meta-unknown-kind", msg, 0);
+
+  /* EVENT (minor 4): tags, a custom event, the longest text */
+  init (msg, GPUSHARE_MSG_EVENT);
+  msg->u.event.kind = GPUSHARE_EVENT_TAGS;
+  set_string (msg->u.event.text, &msg->u.event.text_len,
+      "taglist, title=(string)first");
+  save_one ("event-tags", msg, 0);
+  msg->u.event.kind = GPUSHARE_EVENT_CUSTOM_STICKY;
+  set_string (msg->u.event.text, &msg->u.event.text_len,
+      "zone, id=(int)5");
+  save_one ("event-custom-sticky", msg, 0);
+  msg->u.event.kind = G_MAXUINT32;
+  fill_utf8 (msg->u.event.text, GPUSHARE_MAX_EVENT_LEN);
+  msg->u.event.text_len = GPUSHARE_MAX_EVENT_LEN;
+  save_one ("event-max", msg, 0);
 }
 
 int
