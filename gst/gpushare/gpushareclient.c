@@ -71,6 +71,7 @@ struct _GpuShareClientFrame
   Mapping *mapping;
   gboolean in_place;            /* counted in session->n_in_place */
   GpuShareMeta *meta;           /* its metas, or NULL */
+  gint64 received_us;           /* monotonic: its FRAME was read */
 };
 
 typedef struct
@@ -260,6 +261,12 @@ send_release (Session * s, const GpuShareFrame * f)
   r.generation = f->generation;
   r.sequence = f->sequence;
   gpushare_conn_send_release (s->conn, &r);
+}
+
+gint64
+gpushare_client_frame_received (GpuShareClientFrame * f)
+{
+  return f->received_us;
 }
 
 GpuShareMeta *
@@ -828,6 +835,7 @@ handle_frame (GpuShareClient * self, const GpuShareFrame * f)
   frame = g_new0 (GpuShareClientFrame, 1);
   frame->info = *f;
   frame->meta = g_steal_pointer (&self->pending_meta);
+  frame->received_us = g_get_monotonic_time ();
   frame->session = session_ref (self->session);
   frame->mapping = mapping_ref (self->mapping);
   item = g_new0 (Item, 1);

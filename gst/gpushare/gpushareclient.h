@@ -155,6 +155,8 @@ void gpushare_client_get_stats (GpuShareClient * client,
 
 /* A frame taken */
 const GpuShareFrame *gpushare_client_frame_info (GpuShareClientFrame * f);
+/* when its FRAME was read (monotonic us) */
+gint64 gpushare_client_frame_received (GpuShareClientFrame * f);
 /* its metas (checked), or NULL; the caller frees them */
 GpuShareMeta *gpushare_client_frame_take_meta (GpuShareClientFrame * f);
 GpuShareXferView *gpushare_client_frame_view (GpuShareClientFrame * f);

@@ -42,6 +42,7 @@
 #include "gpushareframemeta.h"
 #include "gpushareids.h"
 #include "gpushareserver.h"
+#include "gpusharetiming.h"
 #include "gstgpusharesinkpool.h"
 #include "gpusharevideo.h"
 #include "gpusharexfer.h"
@@ -117,6 +118,12 @@ struct _GstGpuShareSink
   gint metas_not_carried;
   gint events_sent;             /* atomic */
   gint events_not_carried;      /* atomic */
+  /* where a frame's time goes in render: the wait for a slot (consumers,
+   * the policy), the write into it (copies, the GPU's wait), the publish
+   * (signals, FRAME messages) */
+  GpuShareTiming slot_wait;
+  GpuShareTiming write;
+  GpuShareTiming publish;
   gboolean told_not_carried;
   guint ring_size;
   GstGpuShareSlowPolicy policy;
@@ -230,6 +237,9 @@ gst_gpu_share_sink_start (GstBaseSink * bsink)
   GpuShareServer *server;
   GError *error = NULL;
 
+  gpushare_timing_reset (&self->slot_wait);
+  gpushare_timing_reset (&self->write);
+  gpushare_timing_reset (&self->publish);
   GST_OBJECT_LOCK (self);
   if (!self->socket_path) {
     GST_OBJECT_UNLOCK (self);
@@ -475,6 +485,7 @@ gst_gpu_share_sink_render (GstBaseSink * bsink, GstBuffer * buf)
   GError *error = NULL;
   gboolean lossless, gpu_buffer;
   guint i, wait_for;
+  gint64 t0 = g_get_monotonic_time (), t1, t2;
 
   if (!self->live_known)
     learn_liveness (self);
@@ -524,6 +535,8 @@ gst_gpu_share_sink_render (GstBaseSink * bsink, GstBuffer * buf)
       return GST_FLOW_ERROR;
   }
 
+  t1 = g_get_monotonic_time ();
+  gpushare_timing_add (&self->slot_wait, t1 - t0);
   /* only we write a slot the server handed us: no lock held */
   if (frame.system && !gpushare_xfer_ring_write (frame.system, frame.slot,
           &vinfo, buf, NULL, &error)) {
@@ -546,6 +559,8 @@ gst_gpu_share_sink_render (GstBaseSink * bsink, GstBuffer * buf)
       return GST_FLOW_ERROR;
     }
   }
+  t2 = g_get_monotonic_time ();
+  gpushare_timing_add (&self->write, t2 - t1);
   frame_fields (self, buf, &fields);
   if (!gpushare_server_end_frame (self->server, &frame, TRUE, &fields,
           frame_metas (self, buf), &error)) {
@@ -555,6 +570,7 @@ gst_gpu_share_sink_render (GstBaseSink * bsink, GstBuffer * buf)
     g_clear_error (&error);
     return GST_FLOW_ERROR;
   }
+  gpushare_timing_add (&self->publish, g_get_monotonic_time () - t2);
   return GST_FLOW_OK;
 }
 
@@ -767,6 +783,9 @@ make_stats (GstGpuShareSink * self)
       (guint64) (guint) g_atomic_int_get (&self->events_not_carried),
       "gpu-memory", G_TYPE_STRING, st.gpu_memory ? st.gpu_memory :
       "not probed", "free-slots", G_TYPE_UINT, st.free_slots, NULL);
+  gpushare_timing_set_fields (&self->slot_wait, s, "slot-wait-us");
+  gpushare_timing_set_fields (&self->write, s, "write-us");
+  gpushare_timing_set_fields (&self->publish, s, "publish-us");
   for (i = 0; i < st.n_clients; i++) {
     const GpuShareServerClientStats *c = &st.clients[i];
     GValue v = G_VALUE_INIT;
@@ -931,6 +950,9 @@ gst_gpu_share_sink_finalize (GObject * object)
   GstGpuShareSink *self = GST_GPU_SHARE_SINK (object);
 
   g_clear_pointer (&self->server, gpushare_server_unref);
+  gpushare_timing_clear (&self->slot_wait);
+  gpushare_timing_clear (&self->write);
+  gpushare_timing_clear (&self->publish);
   g_free (self->meta);
   g_free (self->socket_path);
   g_clear_pointer (&self->allowed_uids, g_array_unref);
@@ -1069,6 +1091,9 @@ gst_gpu_share_sink_init (GstGpuShareSink * self)
 {
   self->socket_path = g_strdup (DEFAULT_SOCKET_PATH);
   self->meta = g_new0 (GpuShareMeta, 1);
+  gpushare_timing_init (&self->slot_wait);
+  gpushare_timing_init (&self->write);
+  gpushare_timing_init (&self->publish);
   self->wait_for_connection = DEFAULT_WAIT_FOR_CONNECTION;
   self->min_consumers = DEFAULT_MIN_CONSUMERS;
   self->ring_size = DEFAULT_RING_SIZE;

@@ -44,6 +44,7 @@
 #include "gpushareids.h"
 #include "gpusharenegotiate.h"
 #include "gpushareframemeta.h"
+#include "gpusharetiming.h"
 #include "gpusharevideo.h"
 #include "gpusharexfer.h"
 
@@ -117,6 +118,8 @@ struct _GstGpuShareSrc
    * pushed after its segment (early_probe) */
   GQueue early_events;
   gboolean first_pushed;
+  /* from a FRAME read by the control thread to its buffer made here */
+  GpuShareTiming handoff;
   gulong early_probe_id;
 
   /* streaming thread; caps and in_caps also read by get_caps under the
@@ -233,6 +236,7 @@ gst_gpu_share_src_start (GstBaseSrc * bsrc)
   self->told_events_dropped = FALSE;
   self->have_first_abs = FALSE;
   self->first_pushed = FALSE;
+  gpushare_timing_reset (&self->handoff);
   g_queue_clear_full (&self->early_events, (GDestroyNotify) gst_event_unref);
   if (!self->early_probe_id)
     self->early_probe_id = gst_pad_add_probe (GST_BASE_SRC_PAD (self),
@@ -968,6 +972,7 @@ gst_gpu_share_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
   {
     GpuShareFrame f = *gpushare_client_frame_info (frame);
     GpuShareMeta *meta = gpushare_client_frame_take_meta (frame);
+    gint64 received = gpushare_client_frame_received (frame);
 
     if (gpushare_client_frame_view (frame)->data[f.slot])
       *outbuf = make_buffer (self, frame);
@@ -981,6 +986,8 @@ gst_gpu_share_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
           (f.flags & GPUSHARE_FRAME_FLAG_ABSOLUTE_TIME) != 0);
       if (meta)
         add_metas (self, *outbuf, meta);
+      gpushare_timing_add (&self->handoff,
+          g_get_monotonic_time () - received);
     }
     g_free (meta);
   }
@@ -1151,6 +1158,7 @@ make_stats (GstGpuShareSrc * self)
       "reconnects", G_TYPE_UINT, st.reconnects,
       "producer-live", G_TYPE_BOOLEAN, st.producer_live, NULL);
   g_free (st.mem_reason);
+  gpushare_timing_set_fields (&self->handoff, s, "handoff-us");
   g_free (st.producer_name);
   g_free (io_reason);
   return s;
@@ -1266,6 +1274,7 @@ gst_gpu_share_src_finalize (GObject * object)
 
   g_clear_pointer (&self->client, gpushare_client_free);
   g_queue_clear_full (&self->early_events, (GDestroyNotify) gst_event_unref);
+  gpushare_timing_clear (&self->handoff);
   g_free (self->socket_path);
   g_free (self->copy_reason);
   g_clear_pointer (&self->allowed_producer_uids, g_array_unref);
@@ -1400,6 +1409,7 @@ gst_gpu_share_src_init (GstGpuShareSrc * self)
   self->max_in_place = DEFAULT_MAX_IN_PLACE;
   self->io_mode = DEFAULT_IO_MODE;
   gst_video_info_init (&self->vinfo);
+  gpushare_timing_init (&self->handoff);
   gst_base_src_set_format (GST_BASE_SRC (self), GST_FORMAT_TIME);
   gst_base_src_set_live (GST_BASE_SRC (self), DEFAULT_IS_LIVE);
 }

@@ -22,6 +22,7 @@
 
 #include "gpushare-check-elements.h"
 #include "gpushareframemeta.h"
+#include "gpusharetiming.h"
 
 /* a producer appsrc ! gpusharesink; the sink in *sink, the appsrc in *src */
 static GstElement *
@@ -1086,6 +1087,89 @@ GST_START_TEST (test_bus_messages)
 
 GST_END_TEST;
 
+/* ------------------------------------------------------------------------ */
+/* 6. Where a frame's time goes: percentiles of each stage */
+
+GST_START_TEST (test_timing_percentiles)
+{
+  GpuShareTiming t;
+  guint p50, p99, i;
+
+  gpushare_timing_init (&t);
+  gpushare_timing_get (&t, &p50, &p99);
+  fail_unless (p50 == 0 && p99 == 0);
+  /* 1 .. 100, in any order: nearest rank */
+  for (i = 0; i < 100; i++)
+    gpushare_timing_add (&t, 1 + (i * 37) % 100);
+  gpushare_timing_get (&t, &p50, &p99);
+  fail_unless_equals_int (p50, 50);
+  fail_unless_equals_int (p99, 99);
+  /* the last GPUSHARE_TIMING_SAMPLES only: 1000 old samples of 7, then a
+   * full window of 3 */
+  for (i = 0; i < 1000; i++)
+    gpushare_timing_add (&t, 7);
+  for (i = 0; i < GPUSHARE_TIMING_SAMPLES; i++)
+    gpushare_timing_add (&t, 3);
+  gpushare_timing_get (&t, &p50, &p99);
+  fail_unless (p50 == 3 && p99 == 3);
+  /* out of range */
+  gpushare_timing_reset (&t);
+  gpushare_timing_add (&t, -5);
+  gpushare_timing_add (&t, G_GINT64_CONSTANT (1) << 40);
+  gpushare_timing_get (&t, &p50, &p99);
+  fail_unless (p50 == 0 && p99 == G_MAXUINT32);
+  gpushare_timing_clear (&t);
+}
+
+GST_END_TEST;
+
+/* the stats say where the time went, stage by stage */
+GST_START_TEST (test_stage_timings)
+{
+  static const gchar *const sink_fields[] = { "slot-wait-us", "write-us",
+    "publish-us",
+  };
+  gchar *path = socket_path ("timing");
+  GstElement *producer, *sink, *src;
+  GstStructure *s;
+  Consumer *c;
+  guint i, p50, p99;
+
+  producer = appsrc_producer (path, "lossless", 8, &sink, &src);
+  fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  c = consumer_new (path, FALSE);
+  consumer_start (c);
+  for (i = 0; i < 20; i++)
+    push_frame (src, i, 0);
+  fail_unless (consumer_wait (c, 20));
+  s = get_stats (sink);
+  for (i = 0; i < G_N_ELEMENTS (sink_fields); i++) {
+    gchar *f50 = g_strconcat (sink_fields[i], "-p50", NULL);
+    gchar *f99 = g_strconcat (sink_fields[i], "-p99", NULL);
+
+    fail_unless (gst_structure_get_uint (s, f50, &p50)
+        && gst_structure_get_uint (s, f99, &p99) && p99 >= p50,
+        "%s: %" GST_PTR_FORMAT, sink_fields[i], s);
+    g_free (f50);
+    g_free (f99);
+  }
+  /* a frame is copied into its slot: that takes some time */
+  fail_unless (gst_structure_get_uint (s, "write-us-p99", &p99) && p99 > 0);
+  gst_structure_free (s);
+  s = get_stats (c->src);
+  fail_unless (gst_structure_get_uint (s, "handoff-us-p50", &p50)
+      && gst_structure_get_uint (s, "handoff-us-p99", &p99) && p99 >= p50
+      && p99 > 0, "%" GST_PTR_FORMAT, s);
+  gst_structure_free (s);
+  consumer_free (c);
+  gst_element_set_state (producer, GST_STATE_NULL);
+  gst_object_unref (producer);
+  g_free (path);
+}
+
+GST_END_TEST;
+
 static Suite *
 gpushare_stream_suite (void)
 {
@@ -1094,6 +1178,7 @@ gpushare_stream_suite (void)
   TCase *tc_time = tcase_create ("time");
   TCase *tc_defaults = tcase_create ("defaults");
   TCase *tc_errors = tcase_create ("errors");
+  TCase *tc_timing = tcase_create ("timing");
 
   suite_add_tcase (s, tc_frame);
   tcase_add_checked_fixture (tc_frame, elements_setup, elements_teardown);
@@ -1115,6 +1200,10 @@ gpushare_stream_suite (void)
   tcase_add_loop_test (tc_errors, test_path_not_a_socket, 0, 2);
   tcase_add_test (tc_errors, test_not_negotiated_says_caps);
   tcase_add_test (tc_errors, test_bus_messages);
+  suite_add_tcase (s, tc_timing);
+  tcase_add_checked_fixture (tc_timing, elements_setup, elements_teardown);
+  tcase_add_test (tc_timing, test_timing_percentiles);
+  tcase_add_test (tc_timing, test_stage_timings);
   return s;
 }
 
