@@ -856,6 +856,23 @@ static void producer_lost (GpuShareClient * self, const gchar * text,
     const gchar * debug);
 static void connect_again (GpuShareClient * self);
 
+/* the producer's last frame: those after the last one we got never came
+ * (no buffer follows to mark DISCONT; the stats count them) */
+static void
+count_missed_at_eos (GpuShareClient * self, guint64 last_sequence)
+{
+  guint64 missed = 0;
+
+  if (self->state != STATE_READY || !self->session)
+    return;
+  g_mutex_lock (&self->session->lock);
+  if (self->session->view.have_sequence
+      && last_sequence > self->session->view.last_sequence)
+    missed = last_sequence - self->session->view.last_sequence;
+  g_mutex_unlock (&self->session->lock);
+  self->frames_missed += missed;
+}
+
 static void
 push_eos (GpuShareClient * self)
 {
@@ -903,6 +920,7 @@ conn_message (GpuShareConn * conn, const GpuShareMsg * msg, gint * fds,
       handle_frame (self, &msg->u.frame);
       break;
     case GPUSHARE_MSG_EOS:
+      count_missed_at_eos (self, msg->u.eos.last_sequence);
       push_eos (self);
       break;
     case GPUSHARE_MSG_GOODBYE:

@@ -179,6 +179,22 @@ GST_START_TEST (test_frames_missed)
   fail_unless_equals_uint64 (stat_u64 (c->src, "frames-missed"), 2);
   fail_unless_equals_uint64 (stat_u64 (c->src, "frames-received"), 5);
 
+  /* at the end: it holds its share again, the last two frames go to
+   * nobody, then the end of the stream says how many there were */
+  for (i = 0; i < LEAKY_SHARE; i++)
+    push_frame (src, n++, 0);
+  fail_unless (consumer_wait (c, 5 + LEAKY_SHARE));
+  for (i = 0; i < LEAKY_SHARE; i++)
+    held[i] = next_buffer (c, n - LEAKY_SHARE + i);
+  push_frame (src, n++, 0);
+  push_frame (src, n++, 0);
+  fail_unless (wait_stat_u64_at_least (sink, "frames-rendered", n) >= n);
+  gst_app_src_end_of_stream (GST_APP_SRC (src));
+  fail_unless (wait_stat_u64_at_least (c->src, "frames-missed", 4) == 4,
+      "the two frames at the end were not counted");
+  for (i = 0; i < LEAKY_SHARE; i++)
+    gst_buffer_unref (held[i]);
+
   assert_no_error (producer);
   assert_no_error (c->pipeline);
   consumer_free (c);
