@@ -537,6 +537,12 @@ build_frame (gconstpointer body, guint32 n_fds, GByteArray * out)
 }
 
 static gboolean
+build_event (gconstpointer body, guint32 n_fds, GByteArray * out)
+{
+  return gpushare_msg_build_event (body, out);
+}
+
+static gboolean
 build_meta (gconstpointer body, guint32 n_fds, GByteArray * out)
 {
   return gpushare_msg_build_meta (body, out);
@@ -625,12 +631,6 @@ gpushare_conn_send_frame (GpuShareConn * conn, const GpuShareFrame * frame)
 {
   return send_built (conn, GPUSHARE_MSG_FRAME, build_frame, frame, NULL, 0,
       NULL);
-}
-
-static gboolean
-build_event (gconstpointer body, guint32 n_fds, GByteArray * out)
-{
-  return gpushare_msg_build_event (body, out);
 }
 
 gboolean

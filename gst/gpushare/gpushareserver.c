@@ -1691,18 +1691,6 @@ n_ready_clients (GpuShareServer * self)
   return n;
 }
 
-/* lock held.  Consumers connected, in any state */
-static guint
-n_connected_clients (GpuShareServer * self)
-{
-  guint i, n = 0;
-
-  for (i = 0; i < MAX_CLIENTS; i++)
-    if (self->clients[i])
-      n++;
-  return n;
-}
-
 /* lock held.  Consumers that were streaming and are mapping the ring that a
  * caps change just made: lossless waits for them, leaky counts what they
  * miss meanwhile. */
@@ -1864,7 +1852,7 @@ again:
     g_mutex_unlock (&self->lock);
     return GPUSHARE_SERVER_ERROR;
   }
-  if (n_connected_clients (self) == 0)
+  if (self->n_clients == 0)
     self->gathering = TRUE;
   while (self->gathering && n_ready_clients (self) < wait_for) {
     GST_LOG_OBJECT (self->log_object, "waiting for %u consumers, %u ready",

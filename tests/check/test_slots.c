@@ -158,7 +158,9 @@ GST_START_TEST (test_stopped_reading_loses_lease)
   gchar *debug = NULL;
   ClientLog log;
   GstMessage *msg;
+  GstStructure *st;
   Consumer *c;
+  guint slots = 0;
 
   producer = launch ("videotestsrc ! " CAPS_STR " ! gpusharesink name=sink");
   sink = child (producer, "sink");
@@ -179,23 +181,12 @@ GST_START_TEST (test_stopped_reading_loses_lease)
   fail_unless (stat_u64 (sink, "slots-quarantined") >= 1);
   /* and on the producer's bus: gpushare-quarantine, after the consumer's
    * gpushare-client-connected */
-  for (;;) {
-    const GstStructure *st;
-    guint slots = 0;
-
-    msg = pop_message (producer, GST_MESSAGE_ELEMENT, TIMEOUT_MS);
-    fail_unless (msg != NULL, "no gpushare-quarantine message");
-    st = gst_message_get_structure (msg);
-    if (gst_structure_has_name (st, "gpushare-quarantine")) {
-      fail_unless_equals_string (gst_structure_get_string (st, "reason"),
-          "lease");
-      fail_unless (gst_structure_get_uint (st, "slots", &slots)
-          && slots >= 1);
-      gst_message_unref (msg);
-      break;
-    }
-    gst_message_unref (msg);
-  }
+  st = next_element_message (producer, "gpushare-quarantine", TIMEOUT_MS);
+  fail_unless (st != NULL, "no gpushare-quarantine message");
+  fail_unless_equals_string (gst_structure_get_string (st, "reason"),
+      "lease");
+  fail_unless (gst_structure_get_uint (st, "slots", &slots) && slots >= 1);
+  gst_structure_free (st);
 
   /* let go, it delivers what it had, then says why it was dropped */
   consumer_start (c);

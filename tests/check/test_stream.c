@@ -997,27 +997,6 @@ GST_START_TEST (test_not_negotiated_says_caps)
 
 GST_END_TEST;
 
-/* the next element message named name on pipeline's bus (other messages
- * are dropped), or NULL after timeout_ms */
-static GstStructure *
-next_element_message (GstElement * pipeline, const gchar * name,
-    gint timeout_ms)
-{
-  gint64 until = g_get_monotonic_time () + timeout_ms * 1000ll;
-  GstStructure *found = NULL;
-
-  while (!found && g_get_monotonic_time () < until) {
-    GstMessage *msg = pop_message (pipeline, GST_MESSAGE_ELEMENT, 100);
-    const GstStructure *s = msg ? gst_message_get_structure (msg) : NULL;
-
-    if (s && gst_structure_has_name (s, name))
-      found = gst_structure_copy (s);
-    if (msg)
-      gst_message_unref (msg);
-  }
-  return found;
-}
-
 /* Connects, refusals, removals, a lost producer and a reconnect reach the
  * bus of each side, with who the peer is; the src's stats name its
  * producer */

@@ -112,6 +112,25 @@ pop_message (GstElement * pipeline, GstMessageType types, gint timeout_ms)
   return msg;
 }
 
+GstStructure *
+next_element_message (GstElement * pipeline, const gchar * name,
+    gint timeout_ms)
+{
+  gint64 until = g_get_monotonic_time () + timeout_ms * 1000ll;
+  GstStructure *found = NULL;
+
+  while (!found && g_get_monotonic_time () < until) {
+    GstMessage *msg = pop_message (pipeline, GST_MESSAGE_ELEMENT, 100);
+    const GstStructure *s = msg ? gst_message_get_structure (msg) : NULL;
+
+    if (s && gst_structure_has_name (s, name))
+      found = gst_structure_copy (s);
+    if (msg)
+      gst_message_unref (msg);
+  }
+  return found;
+}
+
 void
 assert_error (GstElement * pipeline, GQuark domain, gint code)
 {

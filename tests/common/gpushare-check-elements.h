@@ -47,6 +47,11 @@ GstElement *launch (const gchar * format, ...) G_GNUC_PRINTF (1, 2);
 GstElement *child (GstElement * bin, const gchar * name);
 GstMessage *pop_message (GstElement * pipeline, GstMessageType types,
     gint timeout_ms);
+/* the next element message named name on pipeline's bus (the messages
+ * before it are dropped), a copy of its structure, or NULL after
+ * timeout_ms */
+GstStructure *next_element_message (GstElement * pipeline,
+    const gchar * name, gint timeout_ms);
 void assert_error (GstElement * pipeline, GQuark domain, gint code);
 void assert_no_error (GstElement * pipeline);
 GstStructure *get_stats (GstElement * element);
