@@ -77,6 +77,41 @@ context_clear (gint device, gboolean owned)
     gpushare_cuda_primary_release (device);
 }
 
+/* How long a host wait spins before it sleeps.  A device copy of a frame
+ * takes some microseconds, and the shortest sleep costs the timer slack on
+ * top (50 us by default): sleeping at once made the paced handoff several
+ * times longer than the work it waited for. */
+#define SPIN_US 200
+
+/* Polls an event (stream NULL) or a stream until it is no longer busy or
+ * the deadline passes: spins for SPIN_US, then sleeps, doubling up to
+ * 1 ms.  The context is current.  Never cuEventSynchronize () or
+ * cuStreamSynchronize (): a consumer that never signals done would hold
+ * the caller for ever, beyond any flush or state change. */
+static CUresult
+poll_done (CUevent event, CUstream stream, gint64 deadline)
+{
+  gint64 spin_until = g_get_monotonic_time () + SPIN_US;
+  gulong sleep_us = 20;
+  CUresult r;
+
+  for (;;) {
+    gint64 now;
+
+    r = event ? gpushare_cuda ()->cuEventQuery (event) :
+        gpushare_cuda ()->cuStreamQuery (stream);
+    if (r != CUDA_ERROR_NOT_READY)
+      return r;
+    now = g_get_monotonic_time ();
+    if (now >= deadline)
+      return r;
+    if (now < spin_until)
+      continue;
+    g_usleep (sleep_us);
+    sleep_us = MIN (sleep_us * 2, 1000);
+  }
+}
+
 static gboolean
 push (CUcontext ctx, GError ** error)
 {
@@ -346,6 +381,11 @@ struct _GpuShareCudaRing
   /* who read each slot's last frame, and which frame */
   guint64 last_holders[GPUSHARE_MAX_SLOTS];
   guint64 last_sequence[GPUSHARE_MAX_SLOTS];
+  /* recorded on upstream's stream, for ours to wait on */
+  CUevent upstream_written;
+  /* the slot's last write is ordered on the device alone, with upstream's
+   * stream: nothing waited for it on the host */
+  gboolean ordered[GPUSHARE_MAX_SLOTS];
 };
 
 GpuShareCudaRing *
@@ -386,6 +426,12 @@ gpushare_cuda_ring_new (gint device, CUcontext ctx, GpuShareMemType mem_type,
   /* non-blocking: never serialised behind the legacy default stream */
   if (!gpushare_cuda_check (gpushare_cuda ()->cuStreamCreate (&ring->stream,
               CU_STREAM_NON_BLOCKING), "cuStreamCreate", error)) {
+    gpushare_cuda_pop ();
+    goto failed;
+  }
+  if (!gpushare_cuda_check (gpushare_cuda ()->cuEventCreate
+          (&ring->upstream_written, CU_EVENT_DISABLE_TIMING),
+          "cuEventCreate", error)) {
     gpushare_cuda_pop ();
     goto failed;
   }
@@ -439,9 +485,7 @@ drain (GpuShareCudaRing * ring, gint timeout_ms)
 
   if (!ring->stream || !push (ring->ctx, NULL))
     return;
-  while (gpushare_cuda ()->cuStreamQuery (ring->stream) == CUDA_ERROR_NOT_READY
-      && g_get_monotonic_time () < deadline)
-    g_usleep (100);
+  poll_done (NULL, ring->stream, deadline);
   gpushare_cuda_pop ();
 }
 
@@ -464,6 +508,8 @@ gpushare_cuda_ring_free (GpuShareCudaRing * ring)
     for (i = 0; i < GPUSHARE_MAX_SLOTS; i++)
       if (ring->settled[i])
         gpushare_cuda ()->cuEventDestroy (ring->settled[i]);
+    if (ring->upstream_written)
+      gpushare_cuda ()->cuEventDestroy (ring->upstream_written);
     gpushare_cuda_pop ();
   }
   if (ring->ready)
@@ -619,6 +665,12 @@ gpushare_cuda_ring_begin (GpuShareCudaRing * ring, guint slot,
   return ok;
 }
 
+CUcontext
+gpushare_cuda_ring_context (GpuShareCudaRing * ring)
+{
+  return ring->ctx;
+}
+
 CUdeviceptr
 gpushare_cuda_ring_slot_ptr (GpuShareCudaRing * ring, guint slot)
 {
@@ -650,7 +702,6 @@ gpushare_cuda_ring_settle (GpuShareCudaRing * ring, guint slot,
     GError ** error)
 {
   gint64 deadline = g_get_monotonic_time () + SETTLE_TIMEOUT_US;
-  gulong sleep_us = 20;
   CUresult r;
 
   if (slot >= ring->n_slots) {
@@ -660,15 +711,9 @@ gpushare_cuda_ring_settle (GpuShareCudaRing * ring, guint slot,
   }
   if (!push (ring->ctx, error))
     return FALSE;
-  /* polled, not cuEventSynchronize (): a consumer that never signals done
-   * would hold the writer for ever, beyond any flush or state change; it
-   * is removed meanwhile (its words forced) and the wait ends, or this
-   * gives up with an error */
-  while ((r = gpushare_cuda ()->cuEventQuery (ring->settled[slot])) ==
-      CUDA_ERROR_NOT_READY && g_get_monotonic_time () < deadline) {
-    g_usleep (sleep_us);
-    sleep_us = MIN (sleep_us * 2, 1000);
-  }
+  /* a consumer that never signals done is removed meanwhile (its words
+   * forced) and the wait ends, or this gives up with an error */
+  r = poll_done (ring->settled[slot], NULL, deadline);
   gpushare_cuda_pop ();
   if (r == CUDA_ERROR_NOT_READY) {
     g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_CALL,
@@ -679,26 +724,77 @@ gpushare_cuda_ring_settle (GpuShareCudaRing * ring, guint slot,
   return gpushare_cuda_check (r, "cuEventQuery", error);
 }
 
+/* context pushed: our stream goes on once upstream's work queued so far
+ * is done */
+static gboolean
+wait_upstream (GpuShareCudaRing * ring, CUstream upstream, GError ** error)
+{
+  return gpushare_cuda_check (gpushare_cuda ()->cuEventRecord
+      (ring->upstream_written, upstream), "cuEventRecord", error)
+      && gpushare_cuda_check (gpushare_cuda ()->cuStreamWaitEvent
+      (ring->stream, ring->upstream_written, 0), "cuStreamWaitEvent", error);
+}
+
 gboolean
 gpushare_cuda_ring_copy_in (GpuShareCudaRing * ring, guint slot,
     const GstVideoInfo * info, const GpuSharePlanes * src,
-    const GpuSharePlanes * slot_layout, GError ** error)
+    const GpuSharePlanes * slot_layout, CUstream upstream, GError ** error)
 {
   GpuSharePlanes dst = *slot_layout;
-  gboolean ok;
+  gboolean ok = TRUE;
 
   dst.device = TRUE;
   dst.base = (guintptr) ring->ptrs[slot];
   if (!push (ring->ctx, error))
     return FALSE;
-  ok = copy_planes (ring->stream, info, src, &dst, error);
+  if (upstream)
+    ok = wait_upstream (ring, upstream, error);
+  ok = ok && copy_planes (ring->stream, info, src, &dst, error);
   /* a copy from device memory (or pinned host memory) has not read it
-   * when the call returns: gpushare_cuda_ring_settle () waits for it */
-  if (ok)
-    ok = gpushare_cuda_check (gpushare_cuda ()->cuEventRecord
-        (ring->settled[slot], ring->stream), "cuEventRecord", error);
+   * when the call returns: gpushare_cuda_ring_settle () waits for it, or
+   * upstream's stream does, which is all upstream's next write needs */
+  ok = ok && gpushare_cuda_check (gpushare_cuda ()->cuEventRecord
+      (ring->settled[slot], ring->stream), "cuEventRecord", error);
+  if (ok && upstream)
+    ok = gpushare_cuda_check (gpushare_cuda ()->cuStreamWaitEvent
+        (upstream, ring->settled[slot], 0), "cuStreamWaitEvent", error);
+  ring->ordered[slot] = ok && upstream;
   gpushare_cuda_pop ();
   return ok;
+}
+
+gboolean
+gpushare_cuda_ring_written (GpuShareCudaRing * ring, guint slot,
+    CUstream upstream, GError ** error)
+{
+  gboolean ok;
+
+  if (!push (ring->ctx, error))
+    return FALSE;
+  ok = wait_upstream (ring, upstream, error)
+      && gpushare_cuda_check (gpushare_cuda ()->cuEventRecord
+      (ring->settled[slot], ring->stream), "cuEventRecord", error);
+  ring->ordered[slot] = ok;
+  gpushare_cuda_pop ();
+  return ok;
+}
+
+gboolean
+gpushare_cuda_ring_needs_settle (GpuShareCudaRing * ring, guint slot,
+    guint64 holders)
+{
+  guint i;
+
+  if (!holders)
+    return !ring->ordered[slot];
+  if (!ring->ordered[slot])
+    return FALSE;
+  for (i = 0; i < MAX_HOLDERS; i++)
+    if ((holders & (G_GUINT64_CONSTANT (1) << i))
+        && ring->consumers[i].present
+        && ring->consumers[i].mode == GPUSHARE_SYNC_HOST)
+      return TRUE;
+  return FALSE;
 }
 
 gboolean

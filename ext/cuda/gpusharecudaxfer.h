@@ -63,6 +63,8 @@ GpuShareCudaRing *gpushare_cuda_ring_new (gint device, CUcontext ctx,
 void gpushare_cuda_ring_free (GpuShareCudaRing * ring);
 guint64 gpushare_cuda_ring_epoch (GpuShareCudaRing * ring);
 gsize gpushare_cuda_ring_slot_size (GpuShareCudaRing * ring);
+/* the context of its stream and copies */
+CUcontext gpushare_cuda_ring_context (GpuShareCudaRing * ring);
 /* the slot's device address in this process */
 CUdeviceptr gpushare_cuda_ring_slot_ptr (GpuShareCudaRing * ring, guint slot);
 /* queues the wait for the slot's last readers' done signals; once
@@ -93,11 +95,23 @@ gboolean gpushare_cuda_ring_begin (GpuShareCudaRing * ring, guint slot,
     GError ** error);
 /* copies src into the slot on the ring's stream; once
  * gpushare_cuda_ring_settle () returned, the copy is done, and src's owner
- * may write it again (upstream reuses a buffer on its own stream, which
- * is not ordered after ours) and host consumers may read the slot */
+ * may write it again and host consumers may read the slot.  With
+ * upstream, the stream src was written on (ring's context): the copy
+ * waits for it on the device, and upstream's next work waits for the copy
+ * there, so that src's owner needs no host wait at all */
 gboolean gpushare_cuda_ring_copy_in (GpuShareCudaRing * ring, guint slot,
     const GstVideoInfo * info, const GpuSharePlanes * src,
-    const GpuSharePlanes * slot_layout, GError ** error);
+    const GpuSharePlanes * slot_layout, CUstream upstream, GError ** error);
+/* upstream wrote the slot itself, on its stream (ring's context): what
+ * the ring signals next waits for that on the device */
+gboolean gpushare_cuda_ring_written (GpuShareCudaRing * ring, guint slot,
+    CUstream upstream, GError ** error);
+/* must the host wait for the slot (gpushare_cuda_ring_settle ()): holders
+ * 0, before the writer returns upstream's buffer (not when copy_in or
+ * written ordered upstream's stream); else before the frame goes to
+ * holders (when one of them synchronises on the host) */
+gboolean gpushare_cuda_ring_needs_settle (GpuShareCudaRing * ring,
+    guint slot, guint64 holders);
 /* signals ready to the holders (after settle, for host-mode holders) */
 gboolean gpushare_cuda_ring_publish (GpuShareCudaRing * ring, guint slot,
     guint64 holders, guint64 sequence, GError ** error);

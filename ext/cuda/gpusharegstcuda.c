@@ -39,6 +39,7 @@ typedef GstContext *(*ContextNewCudaContextFunc) (GstObject * cuda_ctx);
 /* 1.24 and later (gstcudamemory.h); a GstCudaStream * is a gpointer here */
 typedef void (*MemorySyncFunc) (GstMemory * mem);
 typedef gpointer (*MemoryGetStreamFunc) (GstMemory * mem);
+typedef CUstream (*StreamGetHandleFunc) (gpointer stream);
 typedef GstMemory *(*AllocWrappedFunc) (GstAllocator * allocator,
     GstObject * context, gpointer stream, const GstVideoInfo * info,
     CUdeviceptr dev_ptr, gpointer user_data, GDestroyNotify notify);
@@ -71,6 +72,7 @@ typedef struct
   {
     MemorySyncFunc gst_cuda_memory_sync;
     MemoryGetStreamFunc gst_cuda_memory_get_stream;
+    StreamGetHandleFunc gst_cuda_stream_get_handle;
     AllocWrappedFunc gst_cuda_allocator_alloc_wrapped;
     Alloc124Func gst_cuda_allocator_alloc;
     BufferPoolGetTypeFunc gst_cuda_buffer_pool_get_type;
@@ -150,6 +152,8 @@ load_once (GError ** error)
     {"gst_cuda_memory_sync", (gpointer *) & api.streams.gst_cuda_memory_sync},
     {"gst_cuda_memory_get_stream",
         (gpointer *) & api.streams.gst_cuda_memory_get_stream},
+    {"gst_cuda_stream_get_handle",
+        (gpointer *) & api.streams.gst_cuda_stream_get_handle},
     {"gst_cuda_allocator_alloc_wrapped",
         (gpointer *) & api.streams.gst_cuda_allocator_alloc_wrapped},
     {"gst_cuda_allocator_alloc",
@@ -429,6 +433,30 @@ gpushare_gst_cuda_memory_sync (GstMemory * mem)
       || !api.streams.gst_cuda_memory_sync)
     return;
   api.streams.gst_cuda_memory_sync (mem);
+}
+
+CUstream
+gpushare_gst_cuda_memory_stream (GstMemory * mem, CUcontext ctx,
+    const gchar ** why_not)
+{
+  GstObject *mem_ctx;
+  gpointer stream;
+
+  if (!api.streams.gst_cuda_memory_get_stream
+      || !api.streams.gst_cuda_stream_get_handle) {
+    *why_not = "GStreamer 1.22's CUDA memory has no stream";
+    return NULL;
+  }
+  if (!(mem_ctx = gpushare_gst_cuda_memory_get_context (mem))
+      || gpushare_gst_cuda_context_get_handle (mem_ctx) != ctx) {
+    *why_not = "the memory is of another CUDA context";
+    return NULL;
+  }
+  if (!(stream = api.streams.gst_cuda_memory_get_stream (mem))) {
+    *why_not = "the memory has no stream (complete when pushed)";
+    return NULL;
+  }
+  return api.streams.gst_cuda_stream_get_handle (stream);
 }
 
 GstMemory *

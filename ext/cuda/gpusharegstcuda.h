@@ -211,6 +211,16 @@ GstBufferPool *gpushare_gst_cuda_buffer_pool_new (GstObject * cuda_ctx);
  * through a GPUSHARE_MAP_CUDA map. */
 void gpushare_gst_cuda_memory_sync (GstMemory * mem);
 
+/* The CUDA stream a 1.24+ memory is ordered on (gst_cuda_memory_get_stream
+ * (), gst_cuda_stream_get_handle ()), when its context's handle is @ctx:
+ * a reader in @ctx may then order its work after the writer's with an
+ * event instead of waiting on the host, and order the writer's next use
+ * after its own.  NULL: 1.22, no stream (the memory is complete when
+ * pushed), or another context (an event of ours cannot be recorded on its
+ * stream), with the reason in @why_not. */
+CUstream gpushare_gst_cuda_memory_stream (GstMemory * mem, CUcontext ctx,
+    const gchar ** why_not);
+
 /* gst_cuda_allocator_alloc_wrapped () (1.24+): a CUDA memory of @cuda_ctx
  * around @ptr, laid out as @info (one pitch, stride[0], for every plane),
  * ordered on @stream (a GstCudaStream, or NULL: complete when handed out).

@@ -23,6 +23,9 @@ typedef struct
 {
   GpuShareXferRing parent;
   GpuShareCudaRing *ring;
+  /* how upstream's last CUDA memory was waited for: logged when it
+   * changes */
+  const gchar *upstream_wait;
 } CudaRing;
 
 typedef struct
@@ -323,6 +326,23 @@ cuda_settle (GpuShareXferRing * ring, guint slot, GError ** error)
   return gpushare_cuda_ring_settle (((CudaRing *) ring)->ring, slot, error);
 }
 
+/* the stream upstream wrote mem on, for our work to wait on, on the
+ * device; NULL: the host waits */
+static CUstream
+upstream_stream (CudaRing * self, GstMemory * mem)
+{
+  const gchar *how = "ordered on its stream, on the device";
+  CUstream stream = gpushare_gst_cuda_memory_stream (mem,
+      gpushare_cuda_ring_context (self->ring), &how);
+
+  if (how != self->upstream_wait) {
+    GST_INFO ("upstream's CUDA memory: %s%s", stream ? "" : "waited for on "
+        "the host: ", how);
+    self->upstream_wait = how;
+  }
+  return stream;
+}
+
 /* Writes the frame into the CUDA slot: from upstream's GPU memory (one
  * copy on the device), from the system-memory slot it is already in, or
  * from upstream's system memory (one upload). */
@@ -337,14 +357,20 @@ cuda_write (GpuShareXferRing * ring, guint slot, const GstVideoInfo * info,
   GstMemory *mem = NULL;
   GstMapInfo map;
   gboolean ok, mapped_frame = FALSE;
+  CUstream upstream = NULL;
   guint i;
 
   if (gst_buffer_n_memory (buf) == 1
       && gpushare_gst_cuda_is_cuda_memory (gst_buffer_peek_memory (buf, 0))
       && cuda_holds (ring, slot, gst_buffer_peek_memory (buf, 0))) {
     /* upstream wrote the slot itself (a buffer of the pool of slots), after
-     * prepare () saw its readers gone: wait for upstream's stream only */
-    gpushare_gst_cuda_memory_sync (gst_buffer_peek_memory (buf, 0));
+     * prepare () saw its readers gone: what we signal waits for upstream's
+     * stream on the device, or, without one, on the host */
+    mem = gst_buffer_peek_memory (buf, 0);
+    upstream = upstream_stream ((CudaRing *) ring, mem);
+    if (upstream)
+      return gpushare_cuda_ring_written (cring, slot, upstream, error);
+    gpushare_gst_cuda_memory_sync (mem);
     return TRUE;
   }
   if (!gpushare_cuda_ring_begin (cring, slot, error))
@@ -359,9 +385,12 @@ cuda_write (GpuShareXferRing * ring, guint slot, const GstVideoInfo * info,
       return FALSE;
     }
     mem = gst_buffer_peek_memory (buf, 0);
-    /* 1.24+: upstream's stream may still be writing it; a map with
-     * GST_MAP_CUDA does not wait */
-    gpushare_gst_cuda_memory_sync (mem);
+    /* 1.24+: upstream's stream may still be writing it, and a map with
+     * GST_MAP_CUDA does not wait: our copy waits for that stream on the
+     * device, or, without one we may wait on, we wait on the host */
+    upstream = upstream_stream ((CudaRing *) ring, mem);
+    if (!upstream)
+      gpushare_gst_cuda_memory_sync (mem);
     if (!gst_memory_map (mem, &map, GST_MAP_READ | GPUSHARE_MAP_CUDA)) {
       g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_CALL,
           "could not map upstream's CUDA memory");
@@ -387,12 +416,20 @@ cuda_write (GpuShareXferRing * ring, guint slot, const GstVideoInfo * info,
       src.stride[i] = GST_VIDEO_FRAME_PLANE_STRIDE (&frame, i);
     }
   }
-  ok = gpushare_cuda_ring_copy_in (cring, slot, info, &src, &dst, error);
+  ok = gpushare_cuda_ring_copy_in (cring, slot, info, &src, &dst, upstream,
+      error);
   if (mem)
     gst_memory_unmap (mem, &map);
   if (mapped_frame)
     gst_video_frame_unmap (&frame);
   return ok;
+}
+
+static gboolean
+cuda_needs_settle (GpuShareXferRing * ring, guint slot, guint64 holders)
+{
+  return gpushare_cuda_ring_needs_settle (((CudaRing *) ring)->ring, slot,
+      holders);
 }
 
 static gboolean
@@ -572,6 +609,7 @@ static const GpuShareXfer cuda_xfer = {
   .publish = cuda_publish,
   .prepare = cuda_prepare,
   .settle = cuda_settle,
+  .needs_settle = cuda_needs_settle,
   .holds = cuda_holds,
   .slot_pool_new = gpushare_cuda_slot_pool_new,
   .view_new = cuda_view_new,

@@ -279,15 +279,17 @@ gpushare_xfer_ring_write (GpuShareXferRing * ring, guint slot,
     const GstVideoInfo * info, GstBuffer * buf, GpuShareXferRing * staged,
     GError ** error)
 {
-  gboolean ok;
+  gboolean ok, settle;
 
   g_return_val_if_fail (slot < ring->n_slots, FALSE);
   g_mutex_lock (&ring->lock);
   ok = ring->xfer->write (ring, slot, info, buf, staged, error);
+  settle = ok && ring->xfer->settle && (!ring->xfer->needs_settle
+      || ring->xfer->needs_settle (ring, slot, 0));
   g_mutex_unlock (&ring->lock);
   /* without the lock: a consumer that never says done is released by
    * removing it, which takes the lock */
-  if (ok && ring->xfer->settle)
+  if (settle)
     ok = ring->xfer->settle (ring, slot, error);
   return ok || own_error (error, GPUSHARE_XFER_ERROR_COPY);
 }
@@ -330,12 +332,20 @@ gboolean
 gpushare_xfer_ring_publish (GpuShareXferRing * ring, guint slot,
     guint64 holders, guint64 sequence, GError ** error)
 {
-  gboolean ok;
+  gboolean ok = TRUE, settle;
 
   if (!ring->xfer->publish)
     return TRUE;
   g_mutex_lock (&ring->lock);
-  ok = ring->xfer->publish (ring, slot, holders, sequence, error);
+  settle = ring->xfer->needs_settle
+      && ring->xfer->needs_settle (ring, slot, holders);
+  g_mutex_unlock (&ring->lock);
+  /* the write left its copy to the device, and a holder reads once told:
+   * the host waits for it, without the lock, as after a write */
+  if (settle)
+    ok = ring->xfer->settle (ring, slot, error);
+  g_mutex_lock (&ring->lock);
+  ok = ok && ring->xfer->publish (ring, slot, holders, sequence, error);
   g_mutex_unlock (&ring->lock);
   return ok || own_error (error, GPUSHARE_XFER_ERROR_COPY);
 }

@@ -186,6 +186,13 @@ struct _GpuShareXfer
   /* after write or prepare, without the ring's lock: waits on the host for
    * the device work they queued (NULL: none) */
   gboolean (*settle) (GpuShareXferRing * ring, guint slot, GError ** error);
+  /* with the ring's lock: must settle wait, with holders 0 after write
+   * (upstream gets its buffer back), else before the frame goes to those
+   * holders (NULL: always after write and prepare, never before publish).
+   * A write may order upstream's stream after its copy on the device;
+   * then only holders that synchronise on the host need the wait */
+  gboolean (*needs_settle) (GpuShareXferRing * ring, guint slot,
+      guint64 holders);
   /* mem is the slot itself (NULL: compare host addresses) */
   gboolean (*holds) (GpuShareXferRing * ring, guint slot, GstMemory * mem);
 

@@ -79,6 +79,7 @@ if gst-inspect-1.0 nvh264dec >/dev/null 2>&1; then
   decode "CUDA memory out" --gpu-output
   # from 1.24 on the decoder takes the sink's pool of GPU slots and writes
   # each picture into shared memory itself: no copy in the sink
+  nref=$(grep -c '^recv ' "$dir/ref.log")
   if [ "${minor:-0}" -ge 24 ]; then
     if [ "${decoded_in_place:-0}" -ge $((nref / 2)) ]; then
       pass "decode, GStreamer 1.$minor: nvh264dec wrote $decoded_in_place of $nref pictures into the slots (frames-in-place)"

@@ -29,6 +29,12 @@
  * were not given back to the producer while held), and the producer could
  * go on meanwhile.
  *
+ * Each case runs with sync-mode=host and semaphore (import also with
+ * event).  With semaphore and event sync the sink must not wait on the
+ * host at all: its copy waits for upstream's stream on the device, and
+ * upstream's stream waits for the copy; the producer checks that the
+ * sink's write-us-p50 stays under half the spin.
+ *
  * Skips with one line where there is no GPU, no nvcodec, or GStreamer's
  * CUDA library is 1.22's (no streams, no wrapped memory).
  */
@@ -131,6 +137,7 @@ typedef struct
 {
   const gchar *path;
   const gchar *io_mode;
+  const gchar *sync_mode;
 } Args;
 
 typedef struct
@@ -140,6 +147,22 @@ typedef struct
   CUdeviceptr ptr;
 } Frame;
 
+/* A frame's memory is freed at the end, after its stream was synchronised:
+ * a synchronisation when each buffer goes, on the sink's streaming thread,
+ * would wait for the frames queued after it too, and hide whether the
+ * sink itself waited on the host. */
+static GMutex done_lock;
+static GSList *done_frames;
+
+static void
+frame_done (gpointer data)
+{
+  g_mutex_lock (&done_lock);
+  done_frames = g_slist_prepend (done_frames, data);
+  g_mutex_unlock (&done_lock);
+}
+
+/* the stream synchronised */
 static void
 frame_free (gpointer data)
 {
@@ -147,7 +170,6 @@ frame_free (gpointer data)
   const GpuShareCudaApi *cu = gpushare_cuda ();
 
   cu->cuCtxPushCurrent (gpushare_gst_cuda_context_get_handle (f->ctx));
-  cu->cuStreamSynchronize (f->stream);
   cu->cuMemFree (f->ptr);
   gpushare_cuda_pop ();
   gst_object_unref (f->ctx);
@@ -213,7 +235,8 @@ producer (gint ctl, gpointer data)
   desc = g_strdup_printf ("appsrc name=src format=time max-buffers=2 "
       "block=true "
       "caps=\"video/x-raw(memory:CUDAMemory),format=NV12,width=%u,"
-      "height=%u,framerate=30/1\" ! gpusharesink socket-path=\"%s\" "
+      "height=%u,framerate=30/1\" ! gpusharesink name=sink "
+      "socket-path=\"%s\" "
       "wait-for-connection=true policy=lossless ring-size=8", WIDTH, HEIGHT,
       a->path);
   pipeline = gst_parse_launch (desc, &error);
@@ -260,7 +283,7 @@ producer (gint ctl, gpointer data)
       break;
     }
     mem = api.alloc_wrapped (NULL, ctx, stream, &info, f->ptr, f,
-        frame_free);
+        frame_done);
     GST_MINI_OBJECT_FLAG_SET (mem, NEED_SYNC);
     buf = gst_buffer_new ();
     gst_buffer_append_memory (buf, mem);
@@ -289,6 +312,26 @@ producer (gint ctl, gpointer data)
   gst_clear_message (&msg);
   /* the consumer says when it has checked the frames it held */
   gpu_test_ctl_expect (ctl, 'E', NULL, TIMEOUT_MS);
+  {
+    GstElement *sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
+    guint write_us = gpu_test_stat_uint (sink, "write-us-p50");
+    guint publish_us = gpu_test_stat_uint (sink, "publish-us-p50");
+    gboolean device_only = strcmp (a->sync_mode, "host") != 0;
+
+    /* the sink orders the copy after upstream's stream, and upstream's
+     * next work after the copy, on the device: it returns upstream's
+     * buffer at once.  Only a consumer that reads on the host's word
+     * makes it wait for the copy, and then before the frame is sent */
+    g_print ("producer (%s sync): sink write p50 %u us, publish p50 %u us "
+        "(upstream's stream busy for %u ms per frame)\n", a->sync_mode,
+        write_us, publish_us, SPIN_MS);
+    if (device_only && write_us >= SPIN_MS * 1000 / 2) {
+      g_print ("producer: the sink waited on the host for upstream's "
+          "stream, with %s sync\n", a->sync_mode);
+      ok = FALSE;
+    }
+    gst_object_unref (sink);
+  }
   gst_element_set_state (pipeline, GST_STATE_NULL);
   gst_object_unref (bus);
   gst_object_unref (src);
@@ -298,6 +341,7 @@ producer (gint ctl, gpointer data)
   cu->cuStreamSynchronize (sh);
   cu->cuModuleUnload (module);
   gpushare_cuda_pop ();
+  g_slist_free_full (g_steal_pointer (&done_frames), frame_free);
   api.stream_unref (stream);
   gst_object_unref (ctx);
   cu->cuDevicePrimaryCtxRelease (dev);
@@ -352,8 +396,9 @@ consumer (gint ctl, gpointer data)
   if (!gpu_test_ctl_expect (ctl, 'R', NULL, TIMEOUT_MS))
     return 1;
   desc = g_strdup_printf ("gpusharesrc name=src socket-path=\"%s\" "
-      "transport=cuda io-mode=%s max-in-place=6 ! %s ! appsink name=sink "
-      "sync=false", a->path, a->io_mode, import ?
+      "transport=cuda sync-mode=%s io-mode=%s max-in-place=6 ! %s ! "
+      "appsink name=sink sync=false", a->path, a->sync_mode, a->io_mode,
+      import ?
       "video/x-raw(memory:CUDAMemory)" : "video/x-raw");
   pipeline = gst_parse_launch (desc, &error);
   g_free (desc);
@@ -429,7 +474,10 @@ consumer (gint ctl, gpointer data)
 int
 main (int argc, char **argv)
 {
-  const gchar *modes[] = { "copy", "import" };
+  /* io-mode, sync-mode */
+  const gchar *modes[][2] = { {"copy", "host"}, {"import", "host"},
+  {"copy", "semaphore"}, {"import", "semaphore"}, {"import", "event"}
+  };
   GError *error = NULL;
   gboolean ok = TRUE;
   gchar *dir;
@@ -446,8 +494,9 @@ main (int argc, char **argv)
     return 1;
   }
   for (m = 0; m < G_N_ELEMENTS (modes); m++) {
-    gchar *path = g_strdup_printf ("%s/%s.sock", dir, modes[m]);
-    Args args = { path, modes[m] };
+    gchar *path = g_strdup_printf ("%s/%s-%s.sock", dir, modes[m][0],
+        modes[m][1]);
+    Args args = { path, modes[m][0], modes[m][1] };
     GpuTestRole p = { "producer", producer, &args, CHILD_ALARM_S };
     GpuTestRole c = { "consumer", consumer, &args, CHILD_ALARM_S };
 
