@@ -98,6 +98,13 @@
 #define CUDA_SOURCE "videotestsrc num-buffers=1 pattern=smpte ! @CAPS@ ! " \
   "cudaupload ! video/x-raw(memory:CUDAMemory) ! " \
   "imagefreeze num-buffers=@FRAMES@"
+/* A source that writes every frame into GPU memory: cudaupload uploads the
+ * frozen picture again for each frame, into a buffer of the pool the sink
+ * offers, if any (gpusharesink's pool of GPU slots from GStreamer 1.24 on:
+ * the sink then copies nothing).  The upload bounds these rows. */
+#define CUDA_SOURCE_UPLOAD "videotestsrc num-buffers=1 pattern=smpte ! " \
+  "@CAPS@ ! imagefreeze num-buffers=@FRAMES@ ! cudaupload ! " \
+  "video/x-raw(memory:CUDAMemory)"
 
 #define GPUSHARE_SINK "gpusharesink name=in socket-path=@SOCKET@ " \
   "policy=lossless wait-for-connection=true ring-size=@RING@ sync=false"
@@ -249,6 +256,22 @@ static const BenchMode modes[] = {
   CUDAIPC_ROW ("cudaipc-mmap-import", "mmap", "import",
       "cudaipcsink ipc-mode=mmap / cudaipcsrc io-mode=import"),
 #undef CUDAIPC_ROW
+  /* every frame written by the source, into the sink's pool where it
+   * offers one: no copy in gpusharesink, none in cudaipcsink either */
+  {"one-process-upload", "imagefreeze ! cudaupload ! fakesink in one "
+        "process: the upload's ceiling", "imagefreeze cudaupload", NULL,
+        NULL, CUDA_SOURCE_UPLOAD " ! " FAKESINK " name=in", NULL, KEY_OFFSET,
+      TRUE},
+  {"gpushare-cuda-upload", "gpushare, cudaupload writes every frame into a "
+        "GPU slot", "imagefreeze cudaupload gpusharesink gpusharesrc",
+        "gpusharesink", "video/x-raw(memory:CUDAMemory)",
+        CUDA_SOURCE_UPLOAD " ! " GPUSHARE_SINK,
+      GPUSHARE_SRC_CUDA ("auto") " ! " FAKESINK, KEY_OFFSET, TRUE},
+  {"cudaipc-legacy-import-upload", "cudaipcsink ipc-mode=legacy / "
+        "cudaipcsrc io-mode=import, cudaupload writes every frame",
+        "imagefreeze cudaupload cudaipcsink cudaipcsrc", NULL, NULL,
+        CUDA_SOURCE_UPLOAD " ! " CUDAIPC_SINK ("legacy"),
+      CUDAIPC_SRC ("import") " ! " FAKESINK, KEY_ORDER, TRUE, 0, TRUE},
   {"cuda-unixfd", "cudadownload ! unixfdsink / unixfdsrc ! cudaupload",
         "imagefreeze cudaupload cudadownload unixfdsink unixfdsrc", NULL, NULL,
         CUDA_SOURCE " ! cudadownload name=in ! unixfdsink "
