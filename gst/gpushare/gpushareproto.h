@@ -314,6 +314,9 @@ typedef enum
   GPUSHARE_EVENT_TAGS = 1,      /* gst_tag_list_to_string () */
   GPUSHARE_EVENT_CUSTOM = 2,    /* CUSTOM_DOWNSTREAM: its structure */
   GPUSHARE_EVENT_CUSTOM_STICKY = 3,     /* CUSTOM_DOWNSTREAM_STICKY */
+  /* STREAM_START: "stream-start, stream-id=(string)..., flags=(uint)...",
+   * and group-id=(uint)... when it has one */
+  GPUSHARE_EVENT_STREAM_START = 4,
 } GpuShareEventKind;
 
 typedef struct

@@ -116,7 +116,8 @@ struct _GpuShareServer
    * connected, until the number asked for are ready */
   gboolean gathering;
   /* the sticky events of the stream (GpuShareEvent), for consumers that
-   * join: the last tags, the last custom sticky event of each name */
+   * join: its stream-start first, the last tags, the last custom sticky
+   * event of each name */
   GPtrArray *sticky;
   GpuShareRing ring;
   GpuShareXferRing *system;     /* the system ring of this epoch */
@@ -1589,7 +1590,8 @@ sticky_index (GpuShareServer * self, const GpuShareEvent * ev)
 
     if (s->kind != ev->kind)
       continue;
-    if (ev->kind == GPUSHARE_EVENT_TAGS || (event_name_len (s) ==
+    if (ev->kind == GPUSHARE_EVENT_TAGS
+        || ev->kind == GPUSHARE_EVENT_STREAM_START || (event_name_len (s) ==
             event_name_len (ev) && !memcmp (s->text, ev->text,
                 event_name_len (ev))))
       return i;
@@ -1606,14 +1608,26 @@ gpushare_server_send_event (GpuShareServer * self, const GpuShareEvent * ev)
 
   g_mutex_lock (&self->lock);
   if (ev->kind == GPUSHARE_EVENT_TAGS
-      || ev->kind == GPUSHARE_EVENT_CUSTOM_STICKY) {
+      || ev->kind == GPUSHARE_EVENT_CUSTOM_STICKY
+      || ev->kind == GPUSHARE_EVENT_STREAM_START) {
     gint at = sticky_index (self, ev);
     GpuShareEvent *copy = g_memdup2 (ev, G_STRUCT_OFFSET (GpuShareEvent,
             text) + ev->text_len + 1);
 
     if (!self->sticky)
       self->sticky = g_ptr_array_new_with_free_func (g_free);
-    if (at >= 0) {
+    if (ev->kind == GPUSHARE_EVENT_STREAM_START) {
+      /* a new stream: its tags are to come (as a pad drops its sticky
+       * tags on stream-start), and the stream-start goes first */
+      for (i = self->sticky->len; i > 0; i--)
+        if (((GpuShareEvent *) g_ptr_array_index (self->sticky,
+                    i - 1))->kind == GPUSHARE_EVENT_TAGS)
+          g_ptr_array_remove_index (self->sticky, i - 1);
+      at = sticky_index (self, ev);
+      if (at >= 0)
+        g_ptr_array_remove_index (self->sticky, at);
+      g_ptr_array_insert (self->sticky, 0, copy);
+    } else if (at >= 0) {
       g_free (g_ptr_array_index (self->sticky, at));
       g_ptr_array_index (self->sticky, at) = copy;
     } else if (self->sticky->len < MAX_STICKY) {

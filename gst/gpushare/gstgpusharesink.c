@@ -574,8 +574,9 @@ gst_gpu_share_sink_render (GstBaseSink * bsink, GstBuffer * buf)
   return GST_FLOW_OK;
 }
 
-/* tags and custom downstream events travel to the consumers, in their
- * place in the stream; one that does not fit is counted */
+/* stream-start, tags and custom downstream events travel to the
+ * consumers, in their place in the stream; one that does not fit is
+ * counted */
 static void
 forward_event (GstGpuShareSink * self, GstEvent * event)
 {
@@ -590,6 +591,25 @@ forward_event (GstGpuShareSink * self, GstEvent * event)
       gst_event_parse_tag (event, &tags);
       kind = GPUSHARE_EVENT_TAGS;
       text = tags ? gst_tag_list_to_string (tags) : NULL;
+      break;
+    }
+    case GST_EVENT_STREAM_START:{
+      const gchar *id = NULL;
+      GstStreamFlags flags = GST_STREAM_FLAG_NONE;
+      GstStructure *st;
+      guint group;
+
+      gst_event_parse_stream_start (event, &id);
+      gst_event_parse_stream_flags (event, &flags);
+      if (!id)
+        return;
+      st = gst_structure_new ("stream-start", "stream-id", G_TYPE_STRING,
+          id, "flags", G_TYPE_UINT, (guint) flags, NULL);
+      if (gst_event_parse_group_id (event, &group))
+        gst_structure_set (st, "group-id", G_TYPE_UINT, group, NULL);
+      kind = GPUSHARE_EVENT_STREAM_START;
+      text = gst_structure_to_string (st);
+      gst_structure_free (st);
       break;
     }
     case GST_EVENT_CUSTOM_DOWNSTREAM:

@@ -142,7 +142,13 @@ struct _GstGpuShareSrc
    * taken from each producer (need_segment), and running time goes on from
    * where it was (running_end) or from now */
   gboolean need_segment;
+  /* a new stream-start went: a segment follows at the next frame even
+   * where it is the one the pad had */
+  gboolean resend_segment;
   GstClockTime running_end;
+  /* the end of the last buffer, in its segment: a GAP event covers the
+   * frames missed after it (NONE: none in this segment yet) */
+  GstClockTime last_end;
 };
 
 #define gst_gpu_share_src_parent_class parent_class
@@ -243,6 +249,8 @@ gst_gpu_share_src_start (GstBaseSrc * bsrc)
         GST_PAD_PROBE_TYPE_BUFFER | GST_PAD_PROBE_TYPE_BUFFER_LIST,
         early_probe, self, NULL);
   self->need_segment = TRUE;
+  self->resend_segment = FALSE;
+  self->last_end = GST_CLOCK_TIME_NONE;
   self->running_end = 0;
   gst_video_info_init (&self->vinfo);
   gpushare_client_start (client);
@@ -353,14 +361,89 @@ add_metas (GstGpuShareSrc * self, GstBuffer * buf, const GpuShareMeta * m)
   }
 }
 
-/* the producer's tags or custom event, downstream in its place; one whose
- * text does not parse is counted and said once */
+/* The producer's stream-start, when it is not the stream the pad already
+ * started (the src's own at first, or the last producer's): it goes at
+ * once, the caps again after it, and a segment before the next frame, in
+ * the order a pad must see them.  NULL: nothing to push. */
+static GstEvent *
+stream_start_event (GstGpuShareSrc * self, const GpuShareEvent * e,
+    gboolean * bad)
+{
+  GstPad *pad = GST_BASE_SRC_PAD (self);
+  GstStructure *s = gst_structure_from_string (e->text, NULL);
+  const gchar *id = s ? gst_structure_get_string (s, "stream-id") : NULL;
+  GstEvent *event = NULL, *now;
+  guint group = 0, flags = 0;
+  gboolean has_group;
+
+  *bad = !id || !gst_structure_has_name (s, "stream-start");
+  if (*bad) {
+    if (s)
+      gst_structure_free (s);
+    return NULL;
+  }
+  has_group = gst_structure_get_uint (s, "group-id", &group);
+  gst_structure_get_uint (s, "flags", &flags);
+  now = gst_pad_get_sticky_event (pad, GST_EVENT_STREAM_START, 0);
+  if (now) {
+    const gchar *now_id = NULL;
+    guint now_group = 0;
+    gboolean now_has_group = gst_event_parse_group_id (now, &now_group);
+
+    gst_event_parse_stream_start (now, &now_id);
+    if (g_strcmp0 (now_id, id) == 0 && now_has_group == has_group
+        && now_group == group) {
+      gst_event_unref (now);
+      gst_structure_free (s);
+      return NULL;
+    }
+    gst_event_unref (now);
+  }
+  event = gst_event_new_stream_start (id);
+  if (has_group)
+    gst_event_set_group_id (event, group);
+  gst_event_set_stream_flags (event, (GstStreamFlags) flags);
+  gst_structure_free (s);
+  return event;
+}
+
+static void
+push_stream_start (GstGpuShareSrc * self, GstEvent * event)
+{
+  GstPad *pad = GST_BASE_SRC_PAD (self);
+  GstCaps *caps = gst_pad_get_current_caps (pad);
+
+  GST_DEBUG_OBJECT (self, "the producer's stream starts: %" GST_PTR_FORMAT,
+      event);
+  gst_pad_push_event (pad, event);
+  if (caps)
+    gst_pad_push_event (pad, gst_event_new_caps (caps));
+  gst_clear_caps (&caps);
+  /* before the first buffer the base class's segment is still to go */
+  if (self->first_pushed) {
+    self->need_segment = TRUE;
+    self->resend_segment = TRUE;
+  }
+}
+
+/* the producer's stream-start, tags or custom event, downstream in its
+ * place; one whose text does not parse is counted and said once */
 static void
 push_producer_event (GstGpuShareSrc * self, const GpuShareEvent * e)
 {
   GstEvent *event = NULL;
 
-  if (e->kind == GPUSHARE_EVENT_TAGS) {
+  if (e->kind == GPUSHARE_EVENT_STREAM_START) {
+    gboolean bad;
+
+    event = stream_start_event (self, e, &bad);
+    if (!bad) {
+      g_atomic_int_inc (&self->events_received);
+      if (event)
+        push_stream_start (self, event);
+      return;
+    }
+  } else if (e->kind == GPUSHARE_EVENT_TAGS) {
     GstTagList *tags = gst_tag_list_new_from_string (e->text);
 
     if (tags)
@@ -446,7 +529,7 @@ follow_stream_time (GstGpuShareSrc * self, GstBuffer * buf,
     /* already running times (set_frame_fields): the segment from 0, as
      * it is unless a producer of stream times came first */
     if (self->need_segment && (bsrc->segment.start != 0
-            || bsrc->segment.base != 0)) {
+            || bsrc->segment.base != 0 || self->resend_segment)) {
       GstSegment segment;
 
       gst_segment_init (&segment, GST_FORMAT_TIME);
@@ -470,6 +553,8 @@ follow_stream_time (GstGpuShareSrc * self, GstBuffer * buf,
       GST_WARNING_OBJECT (self, "the new segment was refused");
     self->need_segment = FALSE;
   }
+  if (!self->need_segment)
+    self->resend_segment = FALSE;
   if (!GST_CLOCK_TIME_IS_VALID (pts))
     return;
   end = gst_segment_to_running_time (&bsrc->segment, GST_FORMAT_TIME,
@@ -477,6 +562,28 @@ follow_stream_time (GstGpuShareSrc * self, GstBuffer * buf,
           GST_BUFFER_DURATION (buf) : 0));
   if (GST_CLOCK_TIME_IS_VALID (end) && end > self->running_end)
     self->running_end = end;
+}
+
+/* Frames of the producer this consumer missed (a leaky producer skipped
+ * it): downstream learns that no data comes for the time they covered, a
+ * GAP event from the end of the last buffer to this one, in the segment
+ * both are in; buf's end is remembered for the next */
+static void
+push_gap (GstGpuShareSrc * self, GstBuffer * buf, gboolean missed)
+{
+  GstClockTime pts = GST_BUFFER_PTS (buf);
+
+  if (missed && GST_CLOCK_TIME_IS_VALID (self->last_end)
+      && GST_CLOCK_TIME_IS_VALID (pts) && pts > self->last_end) {
+    GST_LOG_OBJECT (self, "frames missed: a gap from %" GST_TIME_FORMAT
+        " to %" GST_TIME_FORMAT, GST_TIME_ARGS (self->last_end),
+        GST_TIME_ARGS (pts));
+    gst_pad_push_event (GST_BASE_SRC_PAD (self),
+        gst_event_new_gap (self->last_end, pts - self->last_end));
+  }
+  self->last_end = GST_CLOCK_TIME_IS_VALID (pts) ? pts +
+      (GST_BUFFER_DURATION_IS_VALID (buf) ? GST_BUFFER_DURATION (buf) : 0) :
+      GST_CLOCK_TIME_NONE;
 }
 
 /* what the src pushes, as the stats and messages say it */
@@ -979,11 +1086,15 @@ gst_gpu_share_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
     else
       ret = make_gpu_buffer (self, frame, outbuf);
     if (ret == GST_FLOW_OK) {
+      gboolean same_segment;
+
       if (item.new_producer)
         self->need_segment = TRUE;
+      same_segment = !self->need_segment;
       set_frame_fields (self, *outbuf, &f, item.discont);
       follow_stream_time (self, *outbuf,
           (f.flags & GPUSHARE_FRAME_FLAG_ABSOLUTE_TIME) != 0);
+      push_gap (self, *outbuf, item.missed && same_segment);
       if (meta)
         add_metas (self, *outbuf, meta);
       gpushare_timing_add (&self->handoff,

@@ -127,12 +127,29 @@ GST_END_TEST;
 #define LEAKY_RING 4
 #define LEAKY_SHARE (LEAKY_RING - 1)
 
+/* the GAP events gpusharesrc pushed: timestamp, duration pairs */
+static GstPadProbeReturn
+gap_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  GstEvent *e = GST_PAD_PROBE_INFO_EVENT (info);
+  GstClockTime ts, duration;
+
+  if (GST_EVENT_TYPE (e) == GST_EVENT_GAP) {
+    gst_event_parse_gap (e, &ts, &duration);
+    g_array_append_val ((GArray *) data, ts);
+    g_array_append_val ((GArray *) data, duration);
+  }
+  return GST_PAD_PROBE_OK;
+}
+
 GST_START_TEST (test_frames_missed)
 {
   gchar *path = socket_path ("missed");
   GstElement *producer, *sink, *src;
   GstBuffer *held[LEAKY_SHARE];
+  GArray *gaps = g_array_new (FALSE, FALSE, sizeof (GstClockTime));
   Consumer *c;
+  GstPad *pad;
   guint i, n = 0;
 
   producer = appsrc_producer (path, "leaky", LEAKY_RING, &sink, &src);
@@ -141,6 +158,10 @@ GST_START_TEST (test_frames_missed)
   c = consumer_new (path, TRUE);
   /* every frame it holds stays in its slot */
   g_object_set (c->src, "max-in-place", LEAKY_RING, NULL);
+  pad = gst_element_get_static_pad (c->src, "src");
+  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, gap_probe,
+      gaps, NULL);
+  gst_object_unref (pad);
   consumer_start (c);
 
   /* the consumer holds its share: frames 0-2 */
@@ -178,6 +199,14 @@ GST_START_TEST (test_frames_missed)
   }
   fail_unless_equals_uint64 (stat_u64 (c->src, "frames-missed"), 2);
   fail_unless_equals_uint64 (stat_u64 (c->src, "frames-received"), 5);
+  /* and a GAP event over the time of frames 3 and 4, from the end of
+   * frame 2 to frame 5 */
+  fail_unless_equals_int (gaps->len, 2);
+  fail_unless_equals_uint64 (g_array_index (gaps, GstClockTime, 0),
+      gst_util_uint64_scale (2, GST_SECOND, 30) + GST_SECOND / 30);
+  fail_unless_equals_uint64 (g_array_index (gaps, GstClockTime, 0) +
+      g_array_index (gaps, GstClockTime, 1),
+      gst_util_uint64_scale (5, GST_SECOND, 30));
 
   /* at the end: it holds its share again, the last two frames go to
    * nobody, then the end of the stream says how many there were.  Its
@@ -203,6 +232,7 @@ GST_START_TEST (test_frames_missed)
   consumer_free (c);
   gst_element_set_state (producer, GST_STATE_NULL);
   gst_object_unref (producer);
+  g_array_unref (gaps);
   g_free (path);
 }
 
@@ -413,7 +443,10 @@ typedef struct
   GstElement *pipeline;
   GMutex lock;
   GPtrArray *seen;              /* "buffer:N", "tag:TITLE", "custom:NAME",
-                                 * "sticky:NAME" */
+                                 * "sticky:NAME"; with stream: also
+                                 * "stream-start:ID/GROUP", "caps",
+                                 * "segment" */
+  gboolean stream;
 } EventLog;
 
 static GstPadProbeReturn
@@ -445,6 +478,21 @@ event_log_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
         what = g_strdup_printf ("sticky:%s",
             gst_structure_get_name (gst_event_get_structure (e)));
         break;
+      case GST_EVENT_STREAM_START:
+        if (log->stream) {
+          const gchar *id = NULL;
+          guint group = 0;
+
+          gst_event_parse_stream_start (e, &id);
+          gst_event_parse_group_id (e, &group);
+          what = g_strdup_printf ("stream-start:%s/%u", id, group);
+        }
+        break;
+      case GST_EVENT_CAPS:
+      case GST_EVENT_SEGMENT:
+        if (log->stream)
+          what = g_strdup (GST_EVENT_TYPE_NAME (e));
+        break;
       default:
         break;
     }
@@ -458,13 +506,15 @@ event_log_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
 }
 
 static EventLog *
-event_log_consumer (const gchar * path)
+event_log_consumer_full (const gchar * path, gboolean stream,
+    const gchar * src_props)
 {
   EventLog *log = g_new0 (EventLog, 1);
   GstPad *pad;
 
-  log->pipeline = launch ("gpusharesrc name=src connection-timeout=%d ! "
-      "fakesink name=out sync=false", TIMEOUT_MS);
+  log->stream = stream;
+  log->pipeline = launch ("gpusharesrc name=src connection-timeout=%d %s ! "
+      "fakesink name=out sync=false", TIMEOUT_MS, src_props);
   g_object_set (child (log->pipeline, "src"), "socket-path", path, NULL);
   g_mutex_init (&log->lock);
   log->seen = g_ptr_array_new_with_free_func (g_free);
@@ -477,12 +527,18 @@ event_log_consumer (const gchar * path)
   return log;
 }
 
-/* waits for n entries; they are then compared with want */
-static void
-event_log_expect (EventLog * log, const gchar * const *want, guint n)
+static EventLog *
+event_log_consumer (const gchar * path)
+{
+  return event_log_consumer_full (path, FALSE, "");
+}
+
+/* waits until the log has n entries, at most TIMEOUT_MS */
+static guint
+event_log_wait (EventLog * log, guint n)
 {
   gint64 until = g_get_monotonic_time () + TIMEOUT_MS * 1000ll;
-  guint i, have = 0;
+  guint have = 0;
 
   while (g_get_monotonic_time () < until) {
     g_mutex_lock (&log->lock);
@@ -492,6 +548,16 @@ event_log_expect (EventLog * log, const gchar * const *want, guint n)
       break;
     g_usleep (5000);
   }
+  return have;
+}
+
+/* waits for n entries; they are then compared with want */
+static void
+event_log_expect (EventLog * log, const gchar * const *want, guint n)
+{
+  guint i;
+
+  event_log_wait (log, n);
   g_mutex_lock (&log->lock);
   for (i = 0; i < MIN (n, log->seen->len); i++)
     fail_unless_equals_string (g_ptr_array_index (log->seen, i), want[i]);
@@ -567,7 +633,8 @@ GST_START_TEST (test_events_travel)
   send_custom (src, GST_EVENT_CUSTOM_DOWNSTREAM_STICKY, "zone");
   push_frame (src, 3, 0);
   event_log_expect (a, want_a, G_N_ELEMENTS (want_a));
-  fail_unless_equals_uint64 (stat_u64 (sink, "events-sent"), 3);
+  /* the stream-start, the tag, the custom and the sticky event */
+  fail_unless_equals_uint64 (stat_u64 (sink, "events-sent"), 4);
 
   /* one that joins now gets the sticky ones before its first frame */
   b = event_log_consumer (path);
@@ -576,8 +643,9 @@ GST_START_TEST (test_events_travel)
   fail_unless_equals_int (n_ready (sink), 2);
   push_frame (src, 4, 0);
   event_log_expect (b, want_b, G_N_ELEMENTS (want_b));
+  /* the stream-start too */
   fail_unless_equals_uint64 (stat_u64 (child (b->pipeline, "src"),
-          "events-received"), 2);
+          "events-received"), 3);
 
   assert_no_error (producer);
   assert_no_error (a->pipeline);
@@ -586,6 +654,127 @@ GST_START_TEST (test_events_travel)
   event_log_free (a);
   gst_element_set_state (producer, GST_STATE_NULL);
   gst_object_unref (producer);
+  g_free (path);
+}
+
+GST_END_TEST;
+
+/* waits until entry want is in the log after entry from, at most
+ * TIMEOUT_MS; its index */
+static guint
+event_log_find (EventLog * log, guint from, const gchar * want)
+{
+  gint64 until = g_get_monotonic_time () + TIMEOUT_MS * 1000ll;
+  guint i;
+
+  for (;;) {
+    g_mutex_lock (&log->lock);
+    for (i = from; i < log->seen->len; i++)
+      if (g_str_equal (g_ptr_array_index (log->seen, i), want))
+        break;
+    from = i;
+    g_mutex_unlock (&log->lock);
+    if (i < log->seen->len)
+      return i;
+    fail_unless (g_get_monotonic_time () < until, "no %s in the log", want);
+    g_usleep (5000);
+  }
+}
+
+/* the producer's stream-start as the consumer's log writes it */
+static gchar *
+producer_stream_start (GstElement * sink)
+{
+  GstPad *pad = gst_element_get_static_pad (sink, "sink");
+  GstEvent *e = gst_pad_get_sticky_event (pad, GST_EVENT_STREAM_START, 0);
+  const gchar *id = NULL;
+  guint group = 0;
+  gchar *what;
+
+  fail_unless (e != NULL);
+  gst_event_parse_stream_start (e, &id);
+  fail_unless (gst_event_parse_group_id (e, &group));
+  what = g_strdup_printf ("stream-start:%s/%u", id, group);
+  gst_event_unref (e);
+  gst_object_unref (pad);
+  return what;
+}
+
+/* From entry *at of the log: the stream-start want, then caps, then a
+ * segment, then buffer:0, with nothing but events in between; *at is
+ * moved past that buffer */
+static void
+assert_stream_starts (EventLog * log, guint * at, const gchar * want)
+{
+  guint i, start = G_MAXUINT, caps = G_MAXUINT, segment = G_MAXUINT;
+
+  g_mutex_lock (&log->lock);
+  for (i = *at; i < log->seen->len; i++) {
+    const gchar *e = g_ptr_array_index (log->seen, i);
+
+    if (g_str_has_prefix (e, "buffer:")) {
+      fail_unless_equals_string (e, "buffer:0");
+      break;
+    }
+    if (g_str_has_prefix (e, "stream-start:"))
+      start = i;
+    else if (!strcmp (e, "caps") && start != G_MAXUINT)
+      caps = i;
+    else if (!strcmp (e, "segment") && caps != G_MAXUINT)
+      segment = i;
+  }
+  fail_unless (i < log->seen->len, "no first frame");
+  fail_unless (start != G_MAXUINT, "no stream-start before the frame");
+  fail_unless_equals_string (g_ptr_array_index (log->seen, start), want);
+  fail_unless (caps != G_MAXUINT, "no caps after the stream-start");
+  fail_unless (segment != G_MAXUINT, "no segment after the caps");
+  *at = i + 1;
+  g_mutex_unlock (&log->lock);
+}
+
+/* The producer's stream-start (its stream id and group id) reaches the
+ * consumer's pipeline: a consumer that joins after it was sent gets it
+ * before its first frame, followed by caps and a segment; the stream of a
+ * restarted producer starts again, with its own id */
+GST_START_TEST (test_stream_start_travels)
+{
+  gchar *path = socket_path ("streamstart");
+  GstElement *producer, *sink, *src;
+  gchar *ours, *theirs;
+  EventLog *log;
+  guint at = 0;
+
+  producer = appsrc_producer (path, "lossless", 8, &sink, &src);
+  fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  log = event_log_consumer_full (path, TRUE, "producer-lost=reconnect");
+  push_frame (src, 0, 0);
+  push_frame (src, 1, 0);
+  event_log_find (log, 0, "buffer:1");
+  ours = producer_stream_start (sink);
+  assert_stream_starts (log, &at, ours);
+  fail_unless (stat_u64 (child (log->pipeline, "src"), "events-received")
+      >= 1);
+
+  gst_element_set_state (producer, GST_STATE_NULL);
+  gst_object_unref (producer);
+  producer = appsrc_producer (path, "lossless", 8, &sink, &src);
+  fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  push_frame (src, 0, 0);
+  /* buffer:1 of the first producer, then the second's stream */
+  at = event_log_find (log, at, "buffer:1") + 1;
+  event_log_find (log, at, "buffer:0");
+  theirs = producer_stream_start (sink);
+  fail_if (g_str_equal (ours, theirs));
+  assert_stream_starts (log, &at, theirs);
+
+  assert_no_error (log->pipeline);
+  event_log_free (log);
+  gst_element_set_state (producer, GST_STATE_NULL);
+  gst_object_unref (producer);
+  g_free (ours);
+  g_free (theirs);
   g_free (path);
 }
 
@@ -1185,6 +1374,7 @@ gpushare_stream_suite (void)
   tcase_add_test (tc_frame, test_metas_travel);
   tcase_add_test (tc_frame, test_hostile_meta_names);
   tcase_add_test (tc_frame, test_events_travel);
+  tcase_add_test (tc_frame, test_stream_start_travels);
   suite_add_tcase (s, tc_time);
   tcase_add_checked_fixture (tc_time, elements_setup, elements_teardown);
   tcase_add_test (tc_time, test_late_consumer_plays);
