@@ -363,8 +363,9 @@ add_metas (GstGpuShareSrc * self, GstBuffer * buf, const GpuShareMeta * m)
 
 /* The producer's stream-start, when it is not the stream the pad already
  * started (the src's own at first, or the last producer's): it goes at
- * once, the caps again after it, and a segment before the next frame, in
- * the order a pad must see them.  NULL: nothing to push. */
+ * once; once data flowed, the caps again after it and a segment before
+ * the next frame, in the order a pad must see them.  NULL: nothing to
+ * push. */
 static GstEvent *
 stream_start_event (GstGpuShareSrc * self, const GpuShareEvent * e,
     gboolean * bad)
@@ -411,19 +412,22 @@ static void
 push_stream_start (GstGpuShareSrc * self, GstEvent * event)
 {
   GstPad *pad = GST_BASE_SRC_PAD (self);
-  GstCaps *caps = gst_pad_get_current_caps (pad);
+  const gchar *id = NULL;
+  GstCaps *caps;
 
-  GST_DEBUG_OBJECT (self, "the producer's stream starts: %" GST_PTR_FORMAT,
-      event);
+  gst_event_parse_stream_start (event, &id);
+  GST_DEBUG_OBJECT (self, "the producer's stream starts: %s", id);
   gst_pad_push_event (pad, event);
+  /* before the first buffer no data flowed yet: the caps already sent
+   * stand, and the base class's segment is still to go */
+  if (!self->first_pushed)
+    return;
+  caps = gst_pad_get_current_caps (pad);
   if (caps)
     gst_pad_push_event (pad, gst_event_new_caps (caps));
   gst_clear_caps (&caps);
-  /* before the first buffer the base class's segment is still to go */
-  if (self->first_pushed) {
-    self->need_segment = TRUE;
-    self->resend_segment = TRUE;
-  }
+  self->need_segment = TRUE;
+  self->resend_segment = TRUE;
 }
 
 /* the producer's stream-start, tags or custom event, downstream in its
