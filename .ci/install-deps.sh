@@ -1,13 +1,23 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# Installs what building and testing gpushare needs on Debian 12.
+# Installs what building gpushare, running it and running its tests need on
+# Debian 12 (the README's two commands).  With --dev, also what developing
+# it needs beyond that (.ci/run): clang and libFuzzer for the codec
+# fuzzer, valgrind.
+#
+#   bash .ci/install-deps.sh [--dev]
 set -euo pipefail
+# building the plugin, and the GStreamer it runs in
 pkgs=(meson ninja-build gcc pkg-config
   libglib2.0-dev libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev
-  gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good
-  gstreamer1.0-plugins-bad
-  clang libclang-rt-dev  # the codec fuzzer: libFuzzer is in libclang-rt
-  valgrind)
+  gstreamer1.0-tools gstreamer1.0-plugins-base
+  # the tests' and the examples' elements; nvcodec's CUDA elements and
+  # GStreamer's CUDA library (the GPU path on the pads) are in -bad
+  gstreamer1.0-plugins-good gstreamer1.0-plugins-bad)
+if [ "${1:-}" = --dev ]; then
+  pkgs+=(clang libclang-rt-dev  # the codec fuzzer: libFuzzer is in libclang-rt
+    valgrind)
+fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" \

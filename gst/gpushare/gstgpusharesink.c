@@ -1084,8 +1084,9 @@ gst_gpu_share_sink_class_init (GstGpuShareSinkClass * klass)
       gst_pad_template_new ("sink", GST_PAD_SINK, GST_PAD_ALWAYS, caps));
   gst_caps_unref (caps);
   gst_element_class_set_static_metadata (element_class, "GPU share sink",
-      "Sink/Video", "Shares video frames with other processes through a ring "
-      "of shared memory slots", "gpushare developers");
+      "Sink/Video", "Shares video frames with gpusharesrc elements of other "
+      "processes on this host: a ring of slots in GPU (CUDA) or system "
+      "memory, handed over a Unix socket", "The gpushare authors");
 
   element_class->set_context =
       GST_DEBUG_FUNCPTR (gst_gpu_share_sink_set_context);

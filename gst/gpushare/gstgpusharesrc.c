@@ -1484,8 +1484,9 @@ gst_gpu_share_src_class_init (GstGpuShareSrcClass * klass)
       gst_pad_template_new ("src", GST_PAD_SRC, GST_PAD_ALWAYS, caps));
   gst_caps_unref (caps);
   gst_element_class_set_static_metadata (element_class, "GPU share source",
-      "Source/Video", "Receives video frames a gpusharesink shares, in place",
-      "gpushare developers");
+      "Source/Video", "Receives the video frames a gpusharesink of another "
+      "process on this host shares, read in place in its GPU (CUDA) or "
+      "system memory slots where it can", "The gpushare authors");
 
   element_class->set_context =
       GST_DEBUG_FUNCPTR (gst_gpu_share_src_set_context);
