@@ -412,11 +412,10 @@ static void
 push_stream_start (GstGpuShareSrc * self, GstEvent * event)
 {
   GstPad *pad = GST_BASE_SRC_PAD (self);
-  const gchar *id = NULL;
   GstCaps *caps;
 
-  gst_event_parse_stream_start (event, &id);
-  GST_DEBUG_OBJECT (self, "the producer's stream starts: %s", id);
+  /* not its id: a hash, which a log must not show as it would a handle */
+  GST_DEBUG_OBJECT (self, "the producer's stream starts");
   gst_pad_push_event (pad, event);
   /* before the first buffer no data flowed yet: the caps already sent
    * stand, and the base class's segment is still to go */
