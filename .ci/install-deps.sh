@@ -13,7 +13,12 @@ pkgs=(meson ninja-build gcc pkg-config
   gstreamer1.0-tools gstreamer1.0-plugins-base
   # the tests' and the examples' elements; nvcodec's CUDA elements and
   # GStreamer's CUDA library (the GPU path on the pads) are in -bad
-  gstreamer1.0-plugins-good gstreamer1.0-plugins-bad)
+  gstreamer1.0-plugins-good gstreamer1.0-plugins-bad
+  # the Python examples: PyGObject, GStreamer's introspection data and
+  # Python overrides (buffers mapped in place, stats arrays), numpy
+  python3-gi python3-gst-1.0 gir1.2-gstreamer-1.0
+  gir1.2-gst-plugins-base-1.0 python3-numpy
+  python3-yaml)  # the container examples' check
 if [ "${1:-}" = --dev ]; then
   pkgs+=(clang libclang-rt-dev  # the codec fuzzer: libFuzzer is in libclang-rt
     valgrind)
