@@ -2204,7 +2204,9 @@ gpushare_server_get_stats (GpuShareServer * self, GpuShareServerStats * s)
     cs = &s->clients[s->n_clients++];
     cs->id = c->id;
     cs->pid = (gint) c->pid;
+    cs->uid = c->uid;
     cs->name = g_strdup (c->name ? c->name : "");
+    cs->sync_mode = gpushare_sync_mode_to_string (c->sync_mode);
     cs->state = client_state_to_string (c->state);
     cs->memory_type = c->mem_type ?
         gpushare_mem_type_to_string (c->mem_type) : "none";

@@ -127,9 +127,11 @@ typedef struct
 {
   guint id;
   gint pid;
+  guint uid;                    /* from the socket's credentials */
   gchar *name;
   const gchar *state;
   const gchar *memory_type;
+  const gchar *sync_mode;       /* "none" for system memory */
   gchar *memory_reason;
   guint64 frames_sent;
   guint64 frames_released;

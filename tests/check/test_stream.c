@@ -1360,6 +1360,126 @@ GST_START_TEST (test_stage_timings)
 
 GST_END_TEST;
 
+/* ------------------------------------------------------------------------ */
+/* docs/stats.md lists every stats field, no more, no fewer */
+
+/* the field names of the table under the heading that starts with
+ * heading, in docs/stats.md: every `name` of a row's first cell */
+static GPtrArray *
+documented_fields (const gchar * doc, const gchar * heading)
+{
+  GPtrArray *names = g_ptr_array_new_with_free_func (g_free);
+  gchar **lines = g_strsplit (doc, "\n", -1);
+  gboolean in = FALSE;
+  guint i;
+
+  for (i = 0; lines[i]; i++) {
+    const gchar *l = lines[i];
+
+    if (g_str_has_prefix (l, "#")) {
+      in = g_str_has_prefix (l, heading);
+      continue;
+    }
+    if (in && g_str_has_prefix (l, "| `")) {
+      gchar **cells = g_strsplit (l, "|", 3);
+      gchar **ticks = g_strsplit (cells[1], "`", -1);
+      guint j;
+
+      /* `a`, `b`: the odd pieces are the names */
+      for (j = 1; ticks[j]; j += 2)
+        g_ptr_array_add (names, g_strdup (ticks[j]));
+      g_strfreev (ticks);
+      g_strfreev (cells);
+    }
+  }
+  g_strfreev (lines);
+  fail_if (names->len == 0, "no table under '%s'", heading);
+  return names;
+}
+
+static gboolean
+add_field_name (GQuark field, const GValue * value, gpointer data)
+{
+  g_ptr_array_add (data, g_strdup (g_quark_to_string (field)));
+  return TRUE;
+}
+
+static gboolean
+has_name (GPtrArray * names, const gchar * name)
+{
+  guint i;
+
+  for (i = 0; i < names->len; i++)
+    if (g_str_equal (g_ptr_array_index (names, i), name))
+      return TRUE;
+  return FALSE;
+}
+
+static void
+assert_documented (const GstStructure * st, const gchar * doc,
+    const gchar * heading)
+{
+  GPtrArray *want = documented_fields (doc, heading);
+  GPtrArray *have = g_ptr_array_new_with_free_func (g_free);
+  guint i;
+
+  gst_structure_foreach (st, add_field_name, have);
+  for (i = 0; i < have->len; i++)
+    fail_unless (has_name (want, g_ptr_array_index (have, i)),
+        "%s: field %s is not in docs/stats.md", heading,
+        (gchar *) g_ptr_array_index (have, i));
+  for (i = 0; i < want->len; i++)
+    fail_unless (has_name (have, g_ptr_array_index (want, i)),
+        "%s: docs/stats.md lists %s, which the stats do not have", heading,
+        (gchar *) g_ptr_array_index (want, i));
+  g_ptr_array_unref (want);
+  g_ptr_array_unref (have);
+}
+
+GST_START_TEST (test_stats_documented)
+{
+  gchar *path = socket_path ("stats");
+  gchar *file = g_build_filename (g_getenv ("GPUSHARE_SOURCE_ROOT"), "docs",
+      "stats.md", NULL);
+  GstElement *producer, *sink, *src;
+  GstStructure *st;
+  const GValue *clients;
+  gchar *doc = NULL;
+  Consumer *c;
+  guint i;
+
+  fail_unless (g_file_get_contents (file, &doc, NULL, NULL), "no %s", file);
+  producer = appsrc_producer (path, "lossless", 8, &sink, &src);
+  fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  c = consumer_new (path, FALSE);
+  consumer_start (c);
+  for (i = 0; i < 3; i++)
+    push_frame (src, i, 0);
+  fail_unless (consumer_wait (c, 3));
+
+  st = get_stats (sink);
+  assert_documented (st, doc, "## gpusharesink");
+  clients = gst_structure_get_value (st, "clients");
+  fail_unless_equals_int (gst_value_array_get_size (clients), 1);
+  assert_documented (gst_value_get_structure (gst_value_array_get_value
+          (clients, 0)), doc, "### Each consumer");
+  gst_structure_free (st);
+  st = get_stats (c->src);
+  assert_documented (st, doc, "## gpusharesrc");
+  gst_structure_free (st);
+
+  assert_no_error (producer);
+  consumer_free (c);
+  gst_element_set_state (producer, GST_STATE_NULL);
+  gst_object_unref (producer);
+  g_free (doc);
+  g_free (file);
+  g_free (path);
+}
+
+GST_END_TEST;
+
 static Suite *
 gpushare_stream_suite (void)
 {
@@ -1395,6 +1515,7 @@ gpushare_stream_suite (void)
   tcase_add_checked_fixture (tc_timing, elements_setup, elements_teardown);
   tcase_add_test (tc_timing, test_timing_percentiles);
   tcase_add_test (tc_timing, test_stage_timings);
+  tcase_add_test (tc_timing, test_stats_documented);
   return s;
 }
 
