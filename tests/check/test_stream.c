@@ -67,6 +67,26 @@ next_buffer (Consumer * c, guint i)
   return buf;
 }
 
+/* a lossless appsrc producer and a consumer that drops its buffers, n
+ * frames through them */
+static Consumer *
+streaming_pair (const gchar * path, guint n, GstElement ** producer,
+    GstElement ** sink, GstElement ** src)
+{
+  Consumer *c;
+  guint i;
+
+  *producer = appsrc_producer (path, "lossless", 8, sink, src);
+  fail_if (gst_element_set_state (*producer, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  c = consumer_new (path, FALSE);
+  consumer_start (c);
+  for (i = 0; i < n; i++)
+    push_frame (*src, i, 0);
+  fail_unless (consumer_wait (c, n));
+  return c;
+}
+
 /* ------------------------------------------------------------------------ */
 /* 1. Buffer flags: all of them, the video ones above bit 20 included */
 
@@ -1325,14 +1345,7 @@ GST_START_TEST (test_stage_timings)
   Consumer *c;
   guint i, p50, p99;
 
-  producer = appsrc_producer (path, "lossless", 8, &sink, &src);
-  fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
-      GST_STATE_CHANGE_FAILURE);
-  c = consumer_new (path, FALSE);
-  consumer_start (c);
-  for (i = 0; i < 20; i++)
-    push_frame (src, i, 0);
-  fail_unless (consumer_wait (c, 20));
+  c = streaming_pair (path, 20, &producer, &sink, &src);
   s = get_stats (sink);
   for (i = 0; i < G_N_ELEMENTS (sink_fields); i++) {
     gchar *f50 = g_strconcat (sink_fields[i], "-p50", NULL);
@@ -1446,17 +1459,9 @@ GST_START_TEST (test_stats_documented)
   const GValue *clients;
   gchar *doc = NULL;
   Consumer *c;
-  guint i;
 
   fail_unless (g_file_get_contents (file, &doc, NULL, NULL), "no %s", file);
-  producer = appsrc_producer (path, "lossless", 8, &sink, &src);
-  fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
-      GST_STATE_CHANGE_FAILURE);
-  c = consumer_new (path, FALSE);
-  consumer_start (c);
-  for (i = 0; i < 3; i++)
-    push_frame (src, i, 0);
-  fail_unless (consumer_wait (c, 3));
+  c = streaming_pair (path, 3, &producer, &sink, &src);
 
   st = get_stats (sink);
   assert_documented (st, doc, "## gpusharesink");
