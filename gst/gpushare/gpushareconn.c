@@ -549,6 +549,18 @@ build_meta (gconstpointer body, guint32 n_fds, GByteArray * out)
 }
 
 static gboolean
+build_observe (gconstpointer body, guint32 n_fds, GByteArray * out)
+{
+  return gpushare_msg_build_observe (body, out);
+}
+
+static gboolean
+build_status (gconstpointer body, guint32 n_fds, GByteArray * out)
+{
+  return gpushare_msg_build_status (body, out);
+}
+
+static gboolean
 build_release (gconstpointer body, guint32 n_fds, GByteArray * out)
 {
   return gpushare_msg_build_release (body, out);
@@ -645,6 +657,21 @@ gpushare_conn_send_meta (GpuShareConn * conn, const GpuShareMeta * meta)
 {
   return send_built (conn, GPUSHARE_MSG_META, build_meta, meta, NULL, 0,
       NULL);
+}
+
+gboolean
+gpushare_conn_send_observe (GpuShareConn * conn,
+    const GpuShareObserve * observe)
+{
+  return send_built (conn, GPUSHARE_MSG_OBSERVE, build_observe, observe,
+      NULL, 0, NULL);
+}
+
+gboolean
+gpushare_conn_send_status (GpuShareConn * conn, const GpuShareStatus * status)
+{
+  return send_built (conn, GPUSHARE_MSG_STATUS, build_status, status, NULL,
+      0, NULL);
 }
 
 gboolean

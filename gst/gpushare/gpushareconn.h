@@ -83,6 +83,10 @@ gboolean gpushare_conn_send_event (GpuShareConn * conn,
     const GpuShareEvent * event);
 gboolean gpushare_conn_send_meta (GpuShareConn * conn,
     const GpuShareMeta * meta);
+gboolean gpushare_conn_send_observe (GpuShareConn * conn,
+    const GpuShareObserve * observe);
+gboolean gpushare_conn_send_status (GpuShareConn * conn,
+    const GpuShareStatus * status);
 gboolean gpushare_conn_send_frame (GpuShareConn * conn,
     const GpuShareFrame * frame);
 gboolean gpushare_conn_send_release (GpuShareConn * conn,

@@ -378,6 +378,52 @@ WIRE_AT (GpuShareWireEvent, kind, 0);
 WIRE_AT (GpuShareWireEvent, text_len, 4);
 
 G_STATIC_ASSERT (sizeof (GpuShareWireMeta) == 16);
+
+/* OBSERVE, consumer -> producer instead of ACCEPT, since minor 5.  16
+ * bytes + name_len.
+ *
+ *   off size field
+ *     0    2 schema_major
+ *     2    2 schema_minor
+ *     4    4 interval_ms      GPUSHARE_MIN .. MAX_OBSERVE_INTERVAL
+ *     8    4 pid
+ *    12    4 name_len         0 .. GPUSHARE_MAX_NAME_LEN
+ *    16    - name             UTF-8, no NUL
+ */
+typedef struct
+{
+  guint16 schema_major;
+  guint16 schema_minor;
+  guint32 interval_ms;
+  guint32 pid;
+  guint32 name_len;
+} GpuShareWireObserve;
+
+G_STATIC_ASSERT (sizeof (GpuShareWireObserve) == 16);
+WIRE_AT (GpuShareWireObserve, schema_major, 0);
+WIRE_AT (GpuShareWireObserve, schema_minor, 2);
+WIRE_AT (GpuShareWireObserve, interval_ms, 4);
+WIRE_AT (GpuShareWireObserve, pid, 8);
+WIRE_AT (GpuShareWireObserve, name_len, 12);
+
+/* STATUS, producer -> observer, since minor 5.  8 bytes + text_len.
+ *
+ *   off size field
+ *     0    4 flags            0
+ *     4    4 text_len         1 .. GPUSHARE_MAX_STATUS_LEN
+ *     8    - text             UTF-8, no NUL
+ */
+typedef struct
+{
+  guint32 flags;
+  guint32 text_len;
+} GpuShareWireStatus;
+
+G_STATIC_ASSERT (sizeof (GpuShareWireStatus) == 8);
+G_STATIC_ASSERT (sizeof (GpuShareWireStatus) + GPUSHARE_MAX_STATUS_LEN <=
+    GPUSHARE_MAX_PAYLOAD);
+WIRE_AT (GpuShareWireStatus, flags, 0);
+WIRE_AT (GpuShareWireStatus, text_len, 4);
 G_STATIC_ASSERT (sizeof (GpuShareWireMeta) + GPUSHARE_MAX_META_LEN <=
     GPUSHARE_MAX_PAYLOAD);
 WIRE_AT (GpuShareWireMeta, sequence, 0);
@@ -520,7 +566,7 @@ wr64 (guint8 * p, guint64 v)
 static gboolean
 is_known_type (guint type)
 {
-  return type >= GPUSHARE_MSG_ANNOUNCE && type <= GPUSHARE_MSG_EVENT;
+  return type >= GPUSHARE_MSG_ANNOUNCE && type <= GPUSHARE_MSG_STATUS;
 }
 
 /* A chosen memory type is one bit we know: a consumer cannot pick a
@@ -705,6 +751,27 @@ check_event (const GpuShareEvent * e)
   return GPUSHARE_PARSE_OK;
 }
 
+/* an interval in range, a valid name */
+static GpuShareParseResult
+check_observe (const GpuShareObserve * o)
+{
+  if (o->schema_major != GPUSHARE_VERSION_MAJOR)
+    return GPUSHARE_PARSE_BAD_VERSION;
+  if (o->interval_ms < GPUSHARE_MIN_OBSERVE_INTERVAL
+      || o->interval_ms > GPUSHARE_MAX_OBSERVE_INTERVAL)
+    return GPUSHARE_PARSE_MALFORMED;
+  return check_string (o->name, o->name_len, GPUSHARE_MAX_NAME_LEN);
+}
+
+/* 1 .. GPUSHARE_MAX_STATUS_LEN bytes of UTF-8 without NUL */
+static GpuShareParseResult
+check_status (const GpuShareStatus * st)
+{
+  if (st->text_len == 0)
+    return GPUSHARE_PARSE_MALFORMED;
+  return check_string (st->text, st->text_len, GPUSHARE_MAX_STATUS_LEN);
+}
+
 static GpuShareParseResult
 check_error (const GpuShareError * e)
 {
@@ -739,6 +806,10 @@ check_msg (guint type, const GpuShareMsg * msg, guint32 n_fds)
       return check_meta (&msg->u.meta);
     case GPUSHARE_MSG_EVENT:
       return check_event (&msg->u.event);
+    case GPUSHARE_MSG_OBSERVE:
+      return check_observe (&msg->u.observe);
+    case GPUSHARE_MSG_STATUS:
+      return check_status (&msg->u.status);
     case GPUSHARE_MSG_MAPPED:
     case GPUSHARE_MSG_UNMAPPED:
     case GPUSHARE_MSG_FRAME:
@@ -780,6 +851,10 @@ fixed_size (guint type)
       return sizeof (GpuShareWireMeta);
     case GPUSHARE_MSG_EVENT:
       return sizeof (GpuShareWireEvent);
+    case GPUSHARE_MSG_OBSERVE:
+      return sizeof (GpuShareWireObserve);
+    case GPUSHARE_MSG_STATUS:
+      return sizeof (GpuShareWireStatus);
     case GPUSHARE_MSG_GOODBYE:
       return sizeof (GpuShareWireGoodbye);
     case GPUSHARE_MSG_ERROR:
@@ -1010,6 +1085,41 @@ parse_error (const guint8 * p, gsize len, GpuShareError * e)
 }
 
 static GpuShareParseResult
+parse_observe (const guint8 * p, gsize len, GpuShareObserve * o)
+{
+  gsize var = sizeof (GpuShareWireObserve);
+
+  o->schema_major = RD16 (p, GpuShareWireObserve, schema_major);
+  o->schema_minor = RD16 (p, GpuShareWireObserve, schema_minor);
+  if (o->schema_major != GPUSHARE_VERSION_MAJOR)
+    return GPUSHARE_PARSE_BAD_VERSION;
+  o->interval_ms = RD32 (p, GpuShareWireObserve, interval_ms);
+  o->pid = RD32 (p, GpuShareWireObserve, pid);
+  o->name_len = RD32 (p, GpuShareWireObserve, name_len);
+  if (o->name_len > GPUSHARE_MAX_NAME_LEN)
+    return GPUSHARE_PARSE_MALFORMED;
+  if (len - var < o->name_len)
+    return GPUSHARE_PARSE_TRUNCATED;
+  read_string (p + var, o->name_len, o->name);
+  return GPUSHARE_PARSE_OK;
+}
+
+static GpuShareParseResult
+parse_status (const guint8 * p, gsize len, GpuShareStatus * st)
+{
+  gsize var = sizeof (GpuShareWireStatus);
+
+  st->flags = RD32 (p, GpuShareWireStatus, flags);
+  st->text_len = RD32 (p, GpuShareWireStatus, text_len);
+  if (st->text_len > GPUSHARE_MAX_STATUS_LEN)
+    return GPUSHARE_PARSE_MALFORMED;
+  if (len - var < st->text_len)
+    return GPUSHARE_PARSE_TRUNCATED;
+  read_string (p + var, st->text_len, st->text);
+  return GPUSHARE_PARSE_OK;
+}
+
+static GpuShareParseResult
 parse_event (const guint8 * p, gsize len, GpuShareEvent * e)
 {
   gsize var = sizeof (GpuShareWireEvent);
@@ -1107,6 +1217,12 @@ gpushare_msg_parse (const GpuShareHeader * hdr, const guint8 * payload,
       break;
     case GPUSHARE_MSG_EVENT:
       res = parse_event (payload, len, &msg->u.event);
+      break;
+    case GPUSHARE_MSG_OBSERVE:
+      res = parse_observe (payload, len, &msg->u.observe);
+      break;
+    case GPUSHARE_MSG_STATUS:
+      res = parse_status (payload, len, &msg->u.status);
       break;
     case GPUSHARE_MSG_GOODBYE:
       msg->u.goodbye.reason = RD32 (payload, GpuShareWireGoodbye, reason);
@@ -1388,6 +1504,49 @@ gpushare_msg_build_eos (guint64 last_sequence, GByteArray * out)
 }
 
 gboolean
+gpushare_msg_build_observe (const GpuShareObserve * o, GByteArray * out)
+{
+  guint8 *p;
+
+  g_return_val_if_fail (o != NULL, FALSE);
+  g_return_val_if_fail (out != NULL, FALSE);
+
+  if (check_observe (o) != GPUSHARE_PARSE_OK)
+    return FALSE;
+  p = append_message (out, GPUSHARE_MSG_OBSERVE, 0,
+      sizeof (GpuShareWireObserve) + o->name_len);
+  if (!p)
+    return FALSE;
+  WR16 (p, GpuShareWireObserve, schema_major, o->schema_major);
+  WR16 (p, GpuShareWireObserve, schema_minor, o->schema_minor);
+  WR32 (p, GpuShareWireObserve, interval_ms, o->interval_ms);
+  WR32 (p, GpuShareWireObserve, pid, o->pid);
+  WR32 (p, GpuShareWireObserve, name_len, o->name_len);
+  memcpy (p + sizeof (GpuShareWireObserve), o->name, o->name_len);
+  return TRUE;
+}
+
+gboolean
+gpushare_msg_build_status (const GpuShareStatus * st, GByteArray * out)
+{
+  guint8 *p;
+
+  g_return_val_if_fail (st != NULL, FALSE);
+  g_return_val_if_fail (out != NULL, FALSE);
+
+  if (check_status (st) != GPUSHARE_PARSE_OK)
+    return FALSE;
+  p = append_message (out, GPUSHARE_MSG_STATUS, 0,
+      sizeof (GpuShareWireStatus) + st->text_len);
+  if (!p)
+    return FALSE;
+  WR32 (p, GpuShareWireStatus, flags, st->flags);
+  WR32 (p, GpuShareWireStatus, text_len, st->text_len);
+  memcpy (p + sizeof (GpuShareWireStatus), st->text, st->text_len);
+  return TRUE;
+}
+
+gboolean
 gpushare_msg_build_event (const GpuShareEvent * e, GByteArray * out)
 {
   guint8 *p;
@@ -1518,6 +1677,10 @@ gpushare_msg_build (const GpuShareMsg * msg, guint32 n_fds, GByteArray * out)
       return gpushare_msg_build_meta (&msg->u.meta, out);
     case GPUSHARE_MSG_EVENT:
       return gpushare_msg_build_event (&msg->u.event, out);
+    case GPUSHARE_MSG_OBSERVE:
+      return gpushare_msg_build_observe (&msg->u.observe, out);
+    case GPUSHARE_MSG_STATUS:
+      return gpushare_msg_build_status (&msg->u.status, out);
     case GPUSHARE_MSG_GOODBYE:
       return gpushare_msg_build_goodbye (&msg->u.goodbye, out);
     case GPUSHARE_MSG_ERROR:
@@ -1583,6 +1746,10 @@ gpushare_msg_type_to_string (guint type)
       return "META";
     case GPUSHARE_MSG_EVENT:
       return "EVENT";
+    case GPUSHARE_MSG_OBSERVE:
+      return "OBSERVE";
+    case GPUSHARE_MSG_STATUS:
+      return "STATUS";
     default:
       return "UNKNOWN";
   }

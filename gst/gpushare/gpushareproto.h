@@ -56,7 +56,7 @@ G_BEGIN_DECLS
 
 #define GPUSHARE_MAGIC 0x48535047u      /* "GPSH" as little-endian bytes */
 #define GPUSHARE_VERSION_MAJOR 1
-#define GPUSHARE_VERSION_MINOR 4
+#define GPUSHARE_VERSION_MINOR 5
 
 #define GPUSHARE_HEADER_SIZE 24
 /* caps, checked before anything is allocated or copied */
@@ -72,6 +72,11 @@ G_BEGIN_DECLS
 #define GPUSHARE_MAX_META_ENTRIES 64
 /* EVENT: the serialised event, bytes without NUL */
 #define GPUSHARE_MAX_EVENT_LEN 8192
+/* STATUS: the producer's state as text, bytes without NUL */
+#define GPUSHARE_MAX_STATUS_LEN (15 * 1024)
+/* OBSERVE: how often an observer asks for a STATUS, ms */
+#define GPUSHARE_MIN_OBSERVE_INTERVAL 100
+#define GPUSHARE_MAX_OBSERVE_INTERVAL 60000
 /* META entry header: kind (16), reserved (16), length (32) */
 #define GPUSHARE_META_ENTRY_HEADER 8
 /* 1 TiB: no slot is ever that large; guards size arithmetic */
@@ -93,6 +98,8 @@ typedef enum
   GPUSHARE_MSG_UNMAPPED = 12,   /* C -> P; since minor 2 */
   GPUSHARE_MSG_META = 13,       /* P -> C; since minor 4 */
   GPUSHARE_MSG_EVENT = 14,      /* P -> C; since minor 4 */
+  GPUSHARE_MSG_OBSERVE = 15,    /* C -> P, instead of ACCEPT; since minor 5 */
+  GPUSHARE_MSG_STATUS = 16,     /* P -> observer; since minor 5 */
 } GpuShareMsgType;
 
 /* memory types, a bit each: offered as a mask, chosen as one bit */
@@ -326,6 +333,27 @@ typedef struct
   gchar text[GPUSHARE_MAX_EVENT_LEN + 1];       /* NUL-terminated */
 } GpuShareEvent;
 
+/* An observer's answer to ANNOUNCE, instead of ACCEPT: it takes no
+ * frames and holds no slot; the producer sends it a STATUS every
+ * interval_ms */
+typedef struct
+{
+  guint16 schema_major;
+  guint16 schema_minor;
+  guint32 interval_ms;          /* GPUSHARE_MIN/MAX_OBSERVE_INTERVAL */
+  guint32 pid;                  /* information only */
+  guint32 name_len;
+  gchar name[GPUSHARE_MAX_NAME_LEN + 1];
+} GpuShareObserve;
+
+/* The producer's state, to an observer: a GstStructure as text */
+typedef struct
+{
+  guint32 flags;                /* none yet: 0 */
+  guint32 text_len;             /* 1 .. GPUSHARE_MAX_STATUS_LEN */
+  gchar text[GPUSHARE_MAX_STATUS_LEN + 1];      /* NUL-terminated */
+} GpuShareStatus;
+
 typedef struct
 {
   guint64 sequence;
@@ -364,6 +392,8 @@ typedef struct
     GpuShareEos eos;
     GpuShareMeta meta;
     GpuShareEvent event;
+    GpuShareObserve observe;
+    GpuShareStatus status;
     GpuShareGoodbye goodbye;
     GpuShareError error;
   } u;
@@ -414,6 +444,10 @@ gboolean gpushare_msg_build_caps (const GpuShareCaps * c, GByteArray * out);
 gboolean gpushare_msg_build_eos (guint64 last_sequence, GByteArray * out);
 gboolean gpushare_msg_build_meta (const GpuShareMeta * m, GByteArray * out);
 gboolean gpushare_msg_build_event (const GpuShareEvent * e, GByteArray * out);
+gboolean gpushare_msg_build_observe (const GpuShareObserve * o,
+    GByteArray * out);
+gboolean gpushare_msg_build_status (const GpuShareStatus * st,
+    GByteArray * out);
 gboolean gpushare_msg_build_goodbye (const GpuShareGoodbye * g,
     GByteArray * out);
 /* text_len bytes of text (no NUL needed), within GPUSHARE_MAX_TEXT_LEN,

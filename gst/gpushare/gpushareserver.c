@@ -46,7 +46,11 @@ typedef enum
   CLIENT_ANNOUNCED,             /* waiting for ACCEPT */
   CLIENT_EXPORTED,              /* SLOTS sent, waiting for MAPPED */
   CLIENT_READY,                 /* receives frames */
+  CLIENT_OBSERVING,             /* an observer: STATUS only, no frames */
 } ClientState;
+
+/* observers at once, beside the consumers */
+#define MAX_OBSERVERS 4
 
 typedef struct
 {
@@ -81,6 +85,14 @@ typedef struct
    * due from the control thread */
   GpuShareXferRing *gpu_ring;
   gboolean needs_slots;
+  /* an observer (OBSERVE instead of ACCEPT): its STATUS interval, and
+   * when the next is due (monotonic us) */
+  gboolean observer;
+  guint status_interval;
+  gint64 next_status;
+  /* connected while max-clients consumers were: only an observer, or a
+   * consumer once a place is free at its ACCEPT, may stay */
+  gboolean over_limit;
 } Client;
 
 struct _GpuShareServer
@@ -106,7 +118,12 @@ struct _GpuShareServer
   GQueue events;                /* GpuShareServerEvent, to deliver */
   gboolean flushing;
   Client *clients[MAX_CLIENTS];
-  guint n_clients;
+  guint n_clients;              /* consumers: observers are not */
+  guint n_observers;
+  guint n_over_limit;           /* connected past max-clients, not counted
+                                 * in n_clients */
+  GpuShareServerStatusFunc status_func;
+  gpointer status_data;
   guint64 busy_index;           /* holder bits still being torn down */
   guint next_client_id;
   guint64 instance;
@@ -176,6 +193,8 @@ client_state_to_string (ClientState state)
       return "exported";
     case CLIENT_READY:
       return "ready";
+    case CLIENT_OBSERVING:
+      return "observing";
   }
   return "unknown";
 }
@@ -622,7 +641,12 @@ drop_client (GpuShareServer * self, Client * client,
     return;
   }
   self->clients[index] = NULL;
-  self->n_clients--;
+  if (client->observer)
+    self->n_observers--;
+  else if (client->over_limit)
+    self->n_over_limit--;
+  else
+    self->n_clients--;
   /* a consumer that leaves while buffers in its process still wrap slots
    * in place says so in its GOODBYE, after a RELEASE for every other frame
    * it received: what it still holds of the frames up to the last it
@@ -669,9 +693,12 @@ drop_client (GpuShareServer * self, Client * client,
   if (quarantine && released > 0)
     queue_event (self, GPUSHARE_SERVER_EVENT_QUARANTINE, id, reason,
         released);
-  queue_event (self, GPUSHARE_SERVER_EVENT_NUM_CLIENTS, 0, 0, 0);
-  queue_client_event (self, GPUSHARE_SERVER_EVENT_REMOVED, client, 0, 0,
-      reason, detail);
+  /* an observer was never a consumer: its leaving is no consumer's */
+  if (!client->observer) {
+    queue_event (self, GPUSHARE_SERVER_EVENT_NUM_CLIENTS, 0, 0, 0);
+    queue_client_event (self, GPUSHARE_SERVER_EVENT_REMOVED, client, 0, 0,
+        reason, detail);
+  }
   g_cond_broadcast (&self->cond);
   g_mutex_unlock (&self->lock);
 
@@ -748,6 +775,19 @@ protocol_error (Client * client, const gchar * text)
   refuse (client, GPUSHARE_ERR_PROTOCOL, GPUSHARE_REMOVE_PROTOCOL, text);
 }
 
+/* lock held: consumers past their ACCEPT */
+static guint
+n_accepted_consumers (GpuShareServer * self)
+{
+  guint i, n = 0;
+
+  for (i = 0; i < MAX_CLIENTS; i++)
+    if (self->clients[i] && (self->clients[i]->state == CLIENT_EXPORTED
+            || self->clients[i]->state == CLIENT_READY))
+      n++;
+  return n;
+}
+
 static void
 handle_accept (GpuShareServer * self, Client * client,
     const GpuShareAccept * acc)
@@ -757,6 +797,25 @@ handle_accept (GpuShareServer * self, Client * client,
   if (client->state != CLIENT_ANNOUNCED) {
     protocol_error (client, "ACCEPT out of order");
     return;
+  }
+  /* max-clients holds at the ACCEPT too: a connection counted at its
+   * connect may have turned out an observer, and one that connected past
+   * the limit may find a place now; the first to accept take them */
+  if (n_accepted_consumers (self) >= MIN (self->config.max_clients,
+          MAX_CLIENTS)) {
+    gchar *text = g_strdup_printf ("%u consumers are connected already "
+        "(max-clients %u)", n_accepted_consumers (self),
+        MIN (self->config.max_clients, MAX_CLIENTS));
+
+    refuse (client, GPUSHARE_ERR_TOO_MANY_CLIENTS, GPUSHARE_REMOVE_TOO_MANY,
+        text);
+    g_free (text);
+    return;
+  }
+  if (client->over_limit) {
+    client->over_limit = FALSE;
+    self->n_over_limit--;
+    self->n_clients++;
   }
   g_free (client->name);
   client->name = g_strndup (acc->name, acc->name_len);
@@ -778,6 +837,46 @@ handle_accept (GpuShareServer * self, Client * client,
       client->id, gpushare_mem_type_to_string (client->mem_type),
       client->mem_reason);
   send_slots (self, client);
+}
+
+/* An observer instead of a consumer: it takes no frames, holds no slot
+ * and counts neither against max-clients nor towards min-consumers; it
+ * gets a STATUS every interval (housekeeping ()) and the stream's CAPS
+ * and EOS.  It was admitted as a consumer is, by its credentials. */
+static void
+handle_observe (GpuShareServer * self, Client * client,
+    const GpuShareObserve * obs)
+{
+  if (client->state != CLIENT_ANNOUNCED) {
+    protocol_error (client, "OBSERVE out of order");
+    return;
+  }
+  if (self->n_observers >= MAX_OBSERVERS) {
+    gchar *text = g_strdup_printf ("%u observers are connected already "
+        "(at most %u)", self->n_observers, MAX_OBSERVERS);
+
+    refuse (client, GPUSHARE_ERR_TOO_MANY_CLIENTS, GPUSHARE_REMOVE_TOO_MANY,
+        text);
+    g_free (text);
+    return;
+  }
+  g_free (client->name);
+  client->name = g_strndup (obs->name, obs->name_len);
+  client->minor = obs->schema_minor;
+  client->observer = TRUE;
+  client->status_interval = obs->interval_ms;
+  client->next_status = 0;
+  client_set_state (client, CLIENT_OBSERVING);
+  if (client->over_limit) {
+    client->over_limit = FALSE;
+    self->n_over_limit--;
+  } else {
+    self->n_clients--;
+  }
+  self->n_observers++;
+  queue_event (self, GPUSHARE_SERVER_EVENT_NUM_CLIENTS, 0, 0, 0);
+  GST_INFO_OBJECT (self->log_object, "client %u (pid %d) observes, a status "
+      "every %u ms", client->id, (gint) client->pid, obs->interval_ms);
 }
 
 /* lock held */
@@ -895,6 +994,9 @@ client_message (GpuShareConn * conn, const GpuShareMsg * msg, gint * fds,
     case GPUSHARE_MSG_ACCEPT:
       handle_accept (self, client, &msg->u.accept);
       break;
+    case GPUSHARE_MSG_OBSERVE:
+      handle_observe (self, client, &msg->u.observe);
+      break;
     case GPUSHARE_MSG_MAPPED:
       handle_mapped (self, client, &msg->u.mapped);
       break;
@@ -958,6 +1060,52 @@ expel (GpuShareServer * self, Client * c, GpuShareErrorCode code,
   gpushare_conn_send_error (c->conn, code, text);
   gpushare_conn_flush (c->conn, REFUSAL_FLUSH_MS);
   drop_client (self, c, reason, text);
+}
+
+/* control thread: a STATUS to each observer whose interval passed, one
+ * text for all of them, made without the lock (it reads the stats) */
+static void
+send_status (GpuShareServer * self, gint64 now)
+{
+  GpuShareServerStatusFunc func;
+  GpuShareStatus *st;
+  gpointer data;
+  gboolean due = FALSE;
+  gchar *text;
+  guint i;
+
+  g_mutex_lock (&self->lock);
+  func = self->status_func;
+  data = self->status_data;
+  for (i = 0; i < MAX_CLIENTS && self->n_observers; i++)
+    if (self->clients[i] && self->clients[i]->observer
+        && now >= self->clients[i]->next_status)
+      due = TRUE;
+  g_mutex_unlock (&self->lock);
+  if (!due || !func || !(text = func (self, data)))
+    return;
+  st = g_new0 (GpuShareStatus, 1);
+  st->text_len = strlen (text);
+  if (st->text_len == 0 || st->text_len > GPUSHARE_MAX_STATUS_LEN) {
+    GST_WARNING_OBJECT (self->log_object, "a status of %u bytes: not sent",
+        st->text_len);
+    g_free (text);
+    g_free (st);
+    return;
+  }
+  memcpy (st->text, text, st->text_len);
+  g_free (text);
+  g_mutex_lock (&self->lock);
+  for (i = 0; i < MAX_CLIENTS; i++) {
+    Client *c = self->clients[i];
+
+    if (!c || !c->observer || now < c->next_status)
+      continue;
+    c->next_status = now + (gint64) c->status_interval * 1000;
+    gpushare_conn_send_status (c->conn, st);
+  }
+  g_mutex_unlock (&self->lock);
+  g_free (st);
 }
 
 /* Drops the consumers whose handshake step is overdue (a half-open
@@ -1052,6 +1200,7 @@ housekeeping (gpointer user_data)
     expel (self, late[i], GPUSHARE_ERR_TIMEOUT, GPUSHARE_REMOVE_TIMEOUT,
         "handshake timed out");
   }
+  send_status (self, now);
   return G_SOURCE_CONTINUE;
 }
 
@@ -1062,7 +1211,8 @@ n_pending_clients (GpuShareServer * self)
   guint i, n = 0;
 
   for (i = 0; i < MAX_CLIENTS; i++)
-    if (self->clients[i] && self->clients[i]->state != CLIENT_READY)
+    if (self->clients[i] && self->clients[i]->state != CLIENT_READY
+        && self->clients[i]->state != CLIENT_OBSERVING)
       n++;
   return n;
 }
@@ -1095,7 +1245,7 @@ listen_dispatch (gint fd, GIOCondition cond, gpointer user_data)
   gint cfd;
   struct ucred cred = { 0, };
   Client *client;
-  gboolean allowed;
+  gboolean allowed, over;
   guint i;
 
   cfd = accept4 (fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
@@ -1140,7 +1290,10 @@ listen_dispatch (gint fd, GIOCondition cond, gpointer user_data)
     if (!self->clients[i]
         && !(self->busy_index & (G_GUINT64_CONSTANT (1) << i)))
       break;
-  if (self->n_clients >= self->config.max_clients || i == MAX_CLIENTS) {
+  /* past max-clients, a few more may connect: observers (OBSERVE), which
+   * count not, or consumers refused at their ACCEPT */
+  over = self->n_clients >= self->config.max_clients;
+  if ((over && self->n_over_limit >= MAX_OBSERVERS) || i == MAX_CLIENTS) {
     gchar *text = g_strdup_printf ("%u consumers are connected already "
         "(max-clients %u)", self->n_clients,
         MIN (self->config.max_clients, MAX_CLIENTS));
@@ -1172,7 +1325,11 @@ listen_dispatch (gint fd, GIOCondition cond, gpointer user_data)
   gpushare_conn_set_heartbeat (client->conn,
       self->config.heartbeat_interval);
   self->clients[i] = client;
-  self->n_clients++;
+  client->over_limit = over;
+  if (over)
+    self->n_over_limit++;
+  else
+    self->n_clients++;
   GST_DEBUG_OBJECT (self->log_object, "client %u connected (pid %d)",
       client->id, (gint) cred.pid);
   if (self->have_layout)
@@ -1371,9 +1528,12 @@ gpushare_server_stop (GpuShareServer * self)
     self->clients[i] = NULL;
   }
   self->n_clients = 0;
+  self->n_observers = 0;
+  self->n_over_limit = 0;
   for (i = 0; i < n; i++)
-    queue_client_event (self, GPUSHARE_SERVER_EVENT_REMOVED, gone[i], 0, 0,
-        GPUSHARE_REMOVE_SHUTDOWN, "the producer stopped");
+    if (!gone[i]->observer)
+      queue_client_event (self, GPUSHARE_SERVER_EVENT_REMOVED, gone[i], 0, 0,
+          GPUSHARE_REMOVE_SHUTDOWN, "the producer stopped");
   if (n)
     queue_event (self, GPUSHARE_SERVER_EVENT_NUM_CLIENTS, 0, 0, 0);
   g_mutex_unlock (&self->lock);
@@ -1669,6 +1829,16 @@ gpushare_server_wake (GpuShareServer * self)
 {
   g_mutex_lock (&self->lock);
   g_cond_broadcast (&self->cond);
+  g_mutex_unlock (&self->lock);
+}
+
+void
+gpushare_server_set_status_func (GpuShareServer * self,
+    GpuShareServerStatusFunc func, gpointer user_data)
+{
+  g_mutex_lock (&self->lock);
+  self->status_func = func;
+  self->status_data = user_data;
   g_mutex_unlock (&self->lock);
 }
 
@@ -2195,11 +2365,12 @@ gpushare_server_get_stats (GpuShareServer * self, GpuShareServerStats * s)
   s->gpu_memory = g_strdup (self->gpu_ok ? "offered" :
       self->gpu_reason ? self->gpu_reason : "not probed");
   s->free_slots = self->system ? gpushare_ring_n_free (&self->ring) : 0;
+  s->n_observers = self->n_observers;
   for (i = 0; i < MAX_CLIENTS; i++) {
     Client *c = self->clients[i];
     GpuShareServerClientStats *cs;
 
-    if (!c)
+    if (!c || c->observer)
       continue;
     cs = &s->clients[s->n_clients++];
     cs->id = c->id;

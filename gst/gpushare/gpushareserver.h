@@ -154,6 +154,7 @@ typedef struct
   guint free_slots;
   guint n_clients;
   GpuShareServerClientStats clients[64];
+  guint n_observers;            /* connected with OBSERVE, not counted above */
 } GpuShareServerStats;
 
 void gpushare_server_stats_clear (GpuShareServerStats * stats);
@@ -198,6 +199,14 @@ void gpushare_server_set_flushing (GpuShareServer * server,
 /* wakes every wait, so that settings read at the wait are seen */
 void gpushare_server_wake (GpuShareServer * server);
 guint gpushare_server_n_clients (GpuShareServer * server);
+
+/* The text of a STATUS to observers (docs/protocol.md, OBSERVE): made on
+ * the control thread, without the server's lock; NULL: none this time */
+typedef gchar *(*GpuShareServerStatusFunc) (GpuShareServer * server,
+    gpointer user_data);
+/* before gpushare_server_start () */
+void gpushare_server_set_status_func (GpuShareServer * server,
+    GpuShareServerStatusFunc func, gpointer user_data);
 
 /* A frame: a slot for it (waits as the policy says), written by the
  * caller through the rings in frame, then given to the consumers.

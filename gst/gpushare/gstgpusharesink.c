@@ -153,6 +153,8 @@ G_DEFINE_TYPE (GstGpuShareSink, gst_gpu_share_sink, GST_TYPE_BASE_SINK);
 GST_ELEMENT_REGISTER_DEFINE (gpusharesink, "gpusharesink", GST_RANK_NONE,
     GST_TYPE_GPU_SHARE_SINK);
 
+static gchar *status_text (GpuShareServer * server, gpointer user_data);
+
 /* ------------------------------------------------------------------------ */
 /* The server's events, delivered without any lock held */
 
@@ -250,6 +252,7 @@ gst_gpu_share_sink_start (GstBaseSink * bsink)
   server_config (self, &config);
   /* copied: the settings of this run */
   server = gpushare_server_new (&config, self, server_event, self);
+  gpushare_server_set_status_func (server, status_text, self);
   GST_OBJECT_UNLOCK (self);
 
   if (!gpushare_server_start (server, &error)) {
@@ -771,8 +774,9 @@ gst_gpu_share_sink_propose_allocation (GstBaseSink * bsink, GstQuery * query)
 /* ------------------------------------------------------------------------ */
 /* Properties */
 
+/* the stats of server (NULL: none running) */
 static GstStructure *
-make_stats (GstGpuShareSink * self)
+make_stats_of (GstGpuShareSink * self, GpuShareServer * server)
 {
   GpuShareServerStats st;
   GstStructure *s;
@@ -780,8 +784,8 @@ make_stats (GstGpuShareSink * self)
   guint i;
 
   memset (&st, 0, sizeof (st));
-  if (self->server)
-    gpushare_server_get_stats (self->server, &st);
+  if (server)
+    gpushare_server_get_stats (server, &st);
   g_value_init (&list, GST_TYPE_ARRAY);
   s = gst_structure_new ("application/x-gpushare-sink-stats",
       "epoch", G_TYPE_UINT64, st.epoch,
@@ -802,7 +806,8 @@ make_stats (GstGpuShareSink * self)
       "events-not-carried", G_TYPE_UINT64,
       (guint64) (guint) g_atomic_int_get (&self->events_not_carried),
       "gpu-memory", G_TYPE_STRING, st.gpu_memory ? st.gpu_memory :
-      "not probed", "free-slots", G_TYPE_UINT, st.free_slots, NULL);
+      "not probed", "free-slots", G_TYPE_UINT, st.free_slots,
+      "observers", G_TYPE_UINT, st.n_observers, NULL);
   gpushare_timing_set_fields (&self->slot_wait, s, "slot-wait-us");
   gpushare_timing_set_fields (&self->write, s, "write-us");
   gpushare_timing_set_fields (&self->publish, s, "publish-us");
@@ -829,6 +834,48 @@ make_stats (GstGpuShareSink * self)
   gpushare_server_stats_clear (&st);
   gst_structure_take_value (s, "clients", &list);
   return s;
+}
+
+static GstStructure *
+make_stats (GstGpuShareSink * self)
+{
+  return make_stats_of (self, self->server);
+}
+
+/* What an observer (gpushare-inspect) is told every interval: the stats
+ * and the settings that say how this producer treats its consumers.  On
+ * the server's control thread; a status too long for one message goes
+ * without its consumers' details. */
+static gchar *
+status_text (GpuShareServer * server, gpointer user_data)
+{
+  GstGpuShareSink *self = user_data;
+  GstStructure *s = make_stats_of (self, server);
+  GEnumClass *klass = g_type_class_ref (GST_TYPE_GPU_SHARE_SLOW_POLICY);
+  GEnumValue *policy;
+  gchar *text;
+
+  gst_structure_set_name (s, "application/x-gpushare-status");
+  GST_OBJECT_LOCK (self);
+  policy = g_enum_get_value (klass, self->policy);
+  gst_structure_set (s, "socket-path", G_TYPE_STRING, self->socket_path,
+      "policy", G_TYPE_STRING, policy ? policy->value_nick : "unknown",
+      "live", G_TYPE_BOOLEAN, self->live,
+      "ring-size", G_TYPE_UINT, self->ring_size,
+      "min-consumers", G_TYPE_UINT, self->min_consumers,
+      "max-clients", G_TYPE_UINT, self->max_clients,
+      "num-clients", G_TYPE_INT, gpushare_server_n_clients (server), NULL);
+  GST_OBJECT_UNLOCK (self);
+  g_type_class_unref (klass);
+  text = gst_structure_to_string (s);
+  if (strlen (text) > GPUSHARE_MAX_STATUS_LEN) {
+    g_free (text);
+    gst_structure_remove_field (s, "clients");
+    gst_structure_set (s, "clients-omitted", G_TYPE_BOOLEAN, TRUE, NULL);
+    text = gst_structure_to_string (s);
+  }
+  gst_structure_free (s);
+  return text;
 }
 
 static void

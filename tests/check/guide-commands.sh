@@ -8,7 +8,10 @@
 # 0 within 60 s.  Blocks marked check-gpu need a GPU and are listed, not
 # run.  python3 is the first one that has PyGObject and numpy; without
 # one, the blocks that run python3 are skipped with one line.
+#
+#   guide-commands.sh [GPUSHARE_INSPECT]
 set -uo pipefail
+inspect_bin=${1:+$(realpath "$1")}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 guide=$root/docs/user-guide.md
@@ -21,6 +24,13 @@ cleanup () {
 }
 trap cleanup EXIT
 
+# gpushare-inspect of this build (the first argument), as if installed
+if [ -n "$inspect_bin" ]; then
+  mkdir -p "$work/bin"
+  ln -s "$inspect_bin" "$work/bin/gpushare-inspect"
+  export PATH=$work/bin:$PATH
+fi
+
 # a python3 with what the Python example needs, first in PATH
 for p in python3 /usr/bin/python3; do
   if "$p" -c 'import gi, numpy; gi.require_version("Gst", "1.0");
@@ -28,7 +38,7 @@ gi.require_version("GstVideo", "1.0"); from gi.repository import Gst, GstVideo;
 import gi.overrides.Gst' 2>/dev/null; then
     mkdir -p "$work/bin"
     ln -s "$(command -v "$p")" "$work/bin/python3"
-    export PATH=$work/bin:$PATH
+    case ":$PATH:" in *":$work/bin:"*) ;; *) export PATH=$work/bin:$PATH ;; esac
     break
   fi
 done

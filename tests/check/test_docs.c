@@ -41,7 +41,7 @@ GST_START_TEST (test_protocol_version)
 
   fail_unless (strstr (doc, title) != NULL, "docs/protocol.md does not open "
       "with \"%s\"", title);
-  /* ANNOUNCE and ACCEPT say which minor their sender speaks */
+  /* ANNOUNCE, ACCEPT and OBSERVE say which minor their sender speaks */
   for (p = strstr (doc, "`schema_minor`"); p; p = strstr (p + 1,
           "`schema_minor`")) {
     const gchar *line = p;
@@ -54,7 +54,7 @@ GST_START_TEST (test_protocol_version)
         "not say %d: %.60s", GPUSHARE_VERSION_MINOR, line);
     n++;
   }
-  fail_unless_equals_int (n, 2);
+  fail_unless_equals_int (n, 3);
   g_free (minor);
   g_free (title);
   g_free (doc);
@@ -82,6 +82,9 @@ static const struct
   {"GPUSHARE_MAX_META_LEN", GPUSHARE_MAX_META_LEN},
   {"GPUSHARE_MAX_META_ENTRIES", GPUSHARE_MAX_META_ENTRIES},
   {"GPUSHARE_MAX_EVENT_LEN", GPUSHARE_MAX_EVENT_LEN},
+  {"GPUSHARE_MAX_STATUS_LEN", GPUSHARE_MAX_STATUS_LEN},
+  {"GPUSHARE_MIN_OBSERVE_INTERVAL", GPUSHARE_MIN_OBSERVE_INTERVAL},
+  {"GPUSHARE_MAX_OBSERVE_INTERVAL", GPUSHARE_MAX_OBSERVE_INTERVAL},
 };
 
 /* "4096", or "2^40 (1 TiB)" */

@@ -24,11 +24,12 @@ static const guint all_types[] = {
   GPUSHARE_MSG_MAPPED, GPUSHARE_MSG_FRAME, GPUSHARE_MSG_RELEASE,
   GPUSHARE_MSG_CAPS, GPUSHARE_MSG_EOS, GPUSHARE_MSG_GOODBYE,
   GPUSHARE_MSG_ERROR, GPUSHARE_MSG_PING, GPUSHARE_MSG_UNMAPPED,
-  GPUSHARE_MSG_META, GPUSHARE_MSG_EVENT,
+  GPUSHARE_MSG_META, GPUSHARE_MSG_EVENT, GPUSHARE_MSG_OBSERVE,
+  GPUSHARE_MSG_STATUS,
 };
 
 /* the first type this version does not know */
-#define FIRST_UNKNOWN_TYPE 15
+#define FIRST_UNKNOWN_TYPE 17
 
 /* ------------------------------------------------------------------ */
 /* raw little-endian writers, independent of the codec's own           */
@@ -103,6 +104,8 @@ get32 (const guint8 * b, gsize off)
 #define PING_FIXED 0
 #define META_FIXED 16
 #define EVENT_FIXED 8
+#define OBSERVE_FIXED 16
+#define STATUS_FIXED 8
 #define LAYOUT_CAPS_LEN 80
 
 static void
@@ -252,6 +255,17 @@ raw_fixed (const GpuShareMsg * msg, guint8 * b)
       put32 (b, 0, msg->u.event.kind);
       put32 (b, 4, msg->u.event.text_len);
       return EVENT_FIXED;
+    case GPUSHARE_MSG_OBSERVE:
+      put16 (b, 0, msg->u.observe.schema_major);
+      put16 (b, 2, msg->u.observe.schema_minor);
+      put32 (b, 4, msg->u.observe.interval_ms);
+      put32 (b, 8, msg->u.observe.pid);
+      put32 (b, 12, msg->u.observe.name_len);
+      return OBSERVE_FIXED;
+    case GPUSHARE_MSG_STATUS:
+      put32 (b, 0, msg->u.status.flags);
+      put32 (b, 4, msg->u.status.text_len);
+      return STATUS_FIXED;
     default:
       g_assert_not_reached ();
   }
@@ -301,6 +315,14 @@ raw_payload (const GpuShareMsg * msg, guint8 * b)
     case GPUSHARE_MSG_EVENT:
       memcpy (b + len, msg->u.event.text, msg->u.event.text_len);
       len += msg->u.event.text_len;
+      break;
+    case GPUSHARE_MSG_OBSERVE:
+      memcpy (b + len, msg->u.observe.name, msg->u.observe.name_len);
+      len += msg->u.observe.name_len;
+      break;
+    case GPUSHARE_MSG_STATUS:
+      memcpy (b + len, msg->u.status.text, msg->u.status.text_len);
+      len += msg->u.status.text_len;
       break;
     default:
       break;
@@ -702,6 +724,30 @@ sample_msg (guint type, guint variant, GpuShareMsg * msg, guint32 * n_fds)
         msg->u.event.text_len = strlen (msg->u.event.text);
       }
       break;
+    case GPUSHARE_MSG_OBSERVE:{
+      GpuShareObserve *o = &msg->u.observe;
+
+      o->schema_major = GPUSHARE_VERSION_MAJOR;
+      o->schema_minor = big ? G_MAXUINT16 : 0;
+      o->interval_ms = big ? GPUSHARE_MAX_OBSERVE_INTERVAL :
+          GPUSHARE_MIN_OBSERVE_INTERVAL;
+      o->pid = big ? G_MAXUINT32 : 0;
+      if (big) {
+        fill_utf8 (o->name, GPUSHARE_MAX_NAME_LEN);
+        o->name_len = GPUSHARE_MAX_NAME_LEN;
+      }
+      break;
+    }
+    case GPUSHARE_MSG_STATUS:
+      msg->u.status.flags = big ? G_MAXUINT32 : 0;
+      if (big) {
+        fill_utf8 (msg->u.status.text, GPUSHARE_MAX_STATUS_LEN);
+        msg->u.status.text_len = GPUSHARE_MAX_STATUS_LEN;
+      } else {
+        strcpy (msg->u.status.text, "application/x-gpushare-status");
+        msg->u.status.text_len = strlen (msg->u.status.text);
+      }
+      break;
     default:
       g_assert_not_reached ();
   }
@@ -849,6 +895,21 @@ assert_msg_equal (const GpuShareMsg * got, const GpuShareMsg * want)
       fail_unless_equals_uint64 (got->u.event.kind, want->u.event.kind);
       assert_string_equal (got->u.event.text, got->u.event.text_len,
           want->u.event.text, want->u.event.text_len);
+      break;
+    case GPUSHARE_MSG_OBSERVE:{
+      const GpuShareObserve *a = &got->u.observe, *b = &want->u.observe;
+
+      fail_unless_equals_int (a->schema_major, b->schema_major);
+      fail_unless_equals_int (a->schema_minor, b->schema_minor);
+      fail_unless_equals_uint64 (a->interval_ms, b->interval_ms);
+      fail_unless_equals_uint64 (a->pid, b->pid);
+      assert_string_equal (a->name, a->name_len, b->name, b->name_len);
+      break;
+    }
+    case GPUSHARE_MSG_STATUS:
+      fail_unless_equals_uint64 (got->u.status.flags, want->u.status.flags);
+      assert_string_equal (got->u.status.text, got->u.status.text_len,
+          want->u.status.text, want->u.status.text_len);
       break;
     case GPUSHARE_MSG_META:
       fail_unless_equals_uint64 (got->u.meta.sequence, want->u.meta.sequence);
@@ -1012,7 +1073,7 @@ GST_END_TEST;
 GST_START_TEST (test_golden_bytes)
 {
   static const guint8 release[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x04, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x05, 0x00,
     0x06, 0x00, 0x00, 0x00, 0x18, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,
@@ -1020,7 +1081,7 @@ GST_START_TEST (test_golden_bytes)
     0x00, 0xff, 0xee, 0xdd, 0xcc, 0xbb, 0xaa, 0x99,
   };
   static const guint8 error[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x04, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x05, 0x00,
     0x0a, 0x00, 0x00, 0x00, 0x0b, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x08, 0x00, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00,
@@ -1028,7 +1089,7 @@ GST_START_TEST (test_golden_bytes)
   };
   /* 3 slots of CUDA VMM memory with a semaphore block: 4 fds */
   static const guint8 slots[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x04, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x05, 0x00,
     0x03, 0x00, 0x00, 0x00, 0x30, 0x00, 0x00, 0x00,
     0x04, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x2a, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -1041,7 +1102,7 @@ GST_START_TEST (test_golden_bytes)
   /* the same 3 slots of CUDA fabric memory: 3 memory handles, and the
    * block's fd alone; the 192 bytes of handles follow these */
   static const guint8 slots_fabric[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x04, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x05, 0x00,
     0x03, 0x00, 0x00, 0x00, 0xf0, 0x00, 0x00, 0x00,
     0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x2a, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -1054,7 +1115,7 @@ GST_START_TEST (test_golden_bytes)
   /* 1 slot of CUDA VMM memory with its two event handles: 1 fd; the
    * 128 bytes of handles follow these */
   static const guint8 slots_events[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x04, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x05, 0x00,
     0x03, 0x00, 0x00, 0x00, 0xb0, 0x00, 0x00, 0x00,
     0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -1068,7 +1129,7 @@ GST_START_TEST (test_golden_bytes)
    * the ready and the done handle, and no fd; the 192 bytes of handles
    * follow these */
   static const guint8 slots_legacy_events[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x04, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x05, 0x00,
     0x03, 0x00, 0x00, 0x00, 0xf0, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -1079,7 +1140,7 @@ GST_START_TEST (test_golden_bytes)
     0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
   };
   static const guint8 accept[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x04, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x05, 0x00,
     0x02, 0x00, 0x00, 0x00, 0x3d, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x01, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00,
@@ -2487,16 +2548,23 @@ GST_START_TEST (test_constants)
   fail_unless_equals_int (GPUSHARE_MAX_REASON_LEN, 128);
 
   /* minor 1 added PING, minor 2 UNMAPPED, minor 3 the GOODBYE's HELD
-   * part, minor 4 META and EVENT; the types this version knows, in wire
-   * order */
+   * part, minor 4 META and EVENT, minor 5 OBSERVE and STATUS; the types
+   * this version knows, in wire order */
   fail_unless_equals_int (GPUSHARE_VERSION_MAJOR, 1);
-  fail_unless_equals_int (GPUSHARE_VERSION_MINOR, 4);
+  fail_unless_equals_int (GPUSHARE_VERSION_MINOR, 5);
   fail_unless_equals_int (GPUSHARE_GOODBYE_FLAG_HELD, 1);
   fail_unless_equals_int (GPUSHARE_MSG_UNMAPPED, 12);
   fail_unless_equals_string (gpushare_msg_type_to_string (12), "UNMAPPED");
   fail_unless_equals_int (GPUSHARE_MSG_META, 13);
   fail_unless_equals_int (GPUSHARE_MSG_EVENT, 14);
   fail_unless_equals_string (gpushare_msg_type_to_string (14), "EVENT");
+  fail_unless_equals_int (GPUSHARE_MSG_OBSERVE, 15);
+  fail_unless_equals_string (gpushare_msg_type_to_string (15), "OBSERVE");
+  fail_unless_equals_int (GPUSHARE_MSG_STATUS, 16);
+  fail_unless_equals_string (gpushare_msg_type_to_string (16), "STATUS");
+  fail_unless_equals_int (GPUSHARE_MAX_STATUS_LEN, 15 * 1024);
+  fail_unless_equals_int (GPUSHARE_MIN_OBSERVE_INTERVAL, 100);
+  fail_unless_equals_int (GPUSHARE_MAX_OBSERVE_INTERVAL, 60000);
   fail_unless_equals_int (GPUSHARE_MAX_EVENT_LEN, 8192);
   fail_unless_equals_string (gpushare_msg_type_to_string (13), "META");
   fail_unless_equals_int (GPUSHARE_MAX_META_LEN, 12 * 1024);
@@ -3497,7 +3565,7 @@ GST_END_TEST;
 GST_START_TEST (test_ping)
 {
   static const guint8 golden[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x04, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x05, 0x00,
     0x0b, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
   };
@@ -3567,13 +3635,13 @@ GST_END_TEST;
 GST_START_TEST (test_goodbye_held)
 {
   static const guint8 plain[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x04, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x05, 0x00,
     0x09, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x08, 0x00, 0x00, 0x00,
   };
   static const guint8 held[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x04, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x05, 0x00,
     0x09, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x08, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00,
@@ -3767,6 +3835,15 @@ build_by_type (const GpuShareMsg * msg, guint32 n_fds, GByteArray * out)
       body = g_memdup2 (&msg->u.meta, G_STRUCT_OFFSET (GpuShareMeta, data) +
           msg->u.meta.data_len);
       ok = gpushare_msg_build_meta (body, out);
+      break;
+    case GPUSHARE_MSG_OBSERVE:
+      ok = gpushare_msg_build_observe (body = BODY_COPY (msg, observe), out);
+      break;
+    case GPUSHARE_MSG_STATUS:
+      /* the text alone, as a producer makes it */
+      body = g_memdup2 (&msg->u.status, G_STRUCT_OFFSET (GpuShareStatus,
+              text) + msg->u.status.text_len + 1);
+      ok = gpushare_msg_build_status (body, out);
       break;
     default:
       g_assert_not_reached ();
@@ -4126,6 +4203,87 @@ GST_START_TEST (test_event_text)
 
 GST_END_TEST;
 
+/* OBSERVE: the interval in its range, the major version, the name; STATUS:
+ * 1 .. GPUSHARE_MAX_STATUS_LEN bytes of UTF-8 without NUL */
+GST_START_TEST (test_observe_status)
+{
+  GpuShareMsg *back = g_new0 (GpuShareMsg, 1);
+  guint8 *b = g_malloc0 (GPUSHARE_MAX_PAYLOAD);
+  static const struct
+  {
+    guint16 major;
+    guint32 interval;
+    GpuShareParseResult want;
+  } observe[] = {
+    {1, GPUSHARE_MIN_OBSERVE_INTERVAL, GPUSHARE_PARSE_OK},
+    {1, GPUSHARE_MAX_OBSERVE_INTERVAL, GPUSHARE_PARSE_OK},
+    {1, GPUSHARE_MIN_OBSERVE_INTERVAL - 1, GPUSHARE_PARSE_MALFORMED},
+    {1, GPUSHARE_MAX_OBSERVE_INTERVAL + 1, GPUSHARE_PARSE_MALFORMED},
+    {1, 0, GPUSHARE_PARSE_MALFORMED},
+    {2, 1000, GPUSHARE_PARSE_BAD_VERSION},
+  };
+  static const struct
+  {
+    const gchar *text;
+    guint32 len;
+    GpuShareParseResult want;
+  } status[] = {
+    {"application/x-gpushare-status", 29, GPUSHARE_PARSE_OK},
+    {"", 0, GPUSHARE_PARSE_MALFORMED},
+    {"a\0b", 3, GPUSHARE_PARSE_MALFORMED},
+    {"\xff\xfe", 2, GPUSHARE_PARSE_MALFORMED},
+  };
+  guint i;
+
+  for (i = 0; i < G_N_ELEMENTS (observe); i++) {
+    put16 (b, 0, observe[i].major);
+    put16 (b, 2, 5);
+    put32 (b, 4, observe[i].interval);
+    put32 (b, 8, 42);
+    put32 (b, 12, 3);
+    memcpy (b + OBSERVE_FIXED, "obs", 3);
+    fail_unless_equals_int (parse_payload (GPUSHARE_MSG_OBSERVE, 0, b,
+            OBSERVE_FIXED + 3, back), observe[i].want);
+    if (observe[i].want == GPUSHARE_PARSE_OK) {
+      fail_unless_equals_int (back->u.observe.interval_ms,
+          observe[i].interval);
+      fail_unless_equals_int (back->u.observe.pid, 42);
+      fail_unless_equals_string (back->u.observe.name, "obs");
+    }
+  }
+  /* a name over the cap, not UTF-8, cut short */
+  put16 (b, 0, 1);
+  put32 (b, 4, 1000);
+  put32 (b, 12, GPUSHARE_MAX_NAME_LEN + 1);
+  fail_unless_equals_int (parse_payload (GPUSHARE_MSG_OBSERVE, 0, b,
+          OBSERVE_FIXED + GPUSHARE_MAX_NAME_LEN + 1, back),
+      GPUSHARE_PARSE_MALFORMED);
+  put32 (b, 12, 2);
+  memcpy (b + OBSERVE_FIXED, "\xff\xfe", 2);
+  fail_unless_equals_int (parse_payload (GPUSHARE_MSG_OBSERVE, 0, b,
+          OBSERVE_FIXED + 2, back), GPUSHARE_PARSE_MALFORMED);
+  fail_unless_equals_int (parse_payload (GPUSHARE_MSG_OBSERVE, 0, b,
+          OBSERVE_FIXED + 1, back), GPUSHARE_PARSE_TRUNCATED);
+
+  for (i = 0; i < G_N_ELEMENTS (status); i++) {
+    put32 (b, 0, 0);
+    put32 (b, 4, status[i].len);
+    memcpy (b + STATUS_FIXED, status[i].text, status[i].len);
+    fail_unless_equals_int (parse_payload (GPUSHARE_MSG_STATUS, 0, b,
+            STATUS_FIXED + status[i].len, back), status[i].want);
+  }
+  put32 (b, 4, GPUSHARE_MAX_STATUS_LEN + 1);
+  fail_unless_equals_int (parse_payload (GPUSHARE_MSG_STATUS, 0, b,
+          GPUSHARE_MAX_PAYLOAD, back), GPUSHARE_PARSE_MALFORMED);
+  put32 (b, 4, 10);
+  fail_unless_equals_int (parse_payload (GPUSHARE_MSG_STATUS, 0, b,
+          STATUS_FIXED + 9, back), GPUSHARE_PARSE_TRUNCATED);
+  g_free (b);
+  g_free (back);
+}
+
+GST_END_TEST;
+
 static Suite *
 gpushareproto_suite (void)
 {
@@ -4178,6 +4336,7 @@ gpushareproto_suite (void)
   tcase_add_test (tc, test_ping);
   tcase_add_test (tc, test_meta_chain);
   tcase_add_test (tc, test_event_text);
+  tcase_add_test (tc, test_observe_status);
   tcase_add_test (tc, test_goodbye_held);
   tcase_add_test (tc, test_to_string);
 

@@ -650,6 +650,77 @@ GST_START_TEST (test_meta_by_minor)
 
 GST_END_TEST;
 
+/* An observer (OBSERVE instead of ACCEPT) beside a streaming consumer:
+ * it gets STATUS with the producer's stats and settings, is neither
+ * listed among the consumers nor counted in num-clients, and neither its
+ * coming nor its going is a client-connected or client-removed.  An
+ * OBSERVE with an interval out of range drops that connection alone. */
+GST_START_TEST (test_observer)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  GstStructure *st;
+  const GValue *clients;
+  RawPeer raw, bad;
+  gint num = -1;
+  guint observers = 0;
+  Scene s;
+
+  scene_start (&s, TRUE);
+  scene_raw_client (&s, &raw, NULL);
+  msg->type = GPUSHARE_MSG_OBSERVE;
+  msg->u.observe.schema_major = GPUSHARE_VERSION_MAJOR;
+  msg->u.observe.schema_minor = GPUSHARE_VERSION_MINOR;
+  msg->u.observe.interval_ms = GPUSHARE_MIN_OBSERVE_INTERVAL;
+  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+  raw_expect (&raw, GPUSHARE_MSG_STATUS, msg, NULL, NULL);
+  st = gst_structure_from_string (msg->u.status.text, NULL);
+  fail_unless (st != NULL, "a status that does not parse");
+  fail_unless (gst_structure_has_name (st, "application/x-gpushare-status"));
+  fail_unless (gst_structure_get_int (st, "num-clients", &num));
+  fail_unless_equals_int (num, 1);
+  fail_unless (gst_structure_get_uint (st, "observers", &observers));
+  fail_unless_equals_int (observers, 1);
+  fail_unless (gst_structure_get_string (st, "policy") != NULL);
+  clients = gst_structure_get_value (st, "clients");
+  fail_unless_equals_int (gst_value_array_get_size (clients), 1);
+  gst_structure_free (st);
+  /* and again, every interval */
+  raw_expect (&raw, GPUSHARE_MSG_STATUS, msg, NULL, NULL);
+  g_object_get (s.sink, "num-clients", &num, NULL);
+  fail_unless_equals_int (num, 1);
+
+  /* hostile: an interval out of range */
+  scene_raw_client (&s, &bad, NULL);
+  memset (msg, 0, sizeof (*msg));
+  msg->type = GPUSHARE_MSG_OBSERVE;
+  msg->u.observe.schema_major = GPUSHARE_VERSION_MAJOR;
+  msg->u.observe.interval_ms = 1000;
+  {
+    GByteArray *b = build (msg, 0);
+
+    /* interval_ms, as the codec would never write it */
+    patch32 (b, GPUSHARE_HEADER_SIZE + 4, 1);
+    fail_unless (raw_send_bytes (&bad, b, NULL, 0));
+  }
+  g_array_unref (raw_drain (&bad));
+  raw_clear (&bad);
+  fail_unless (client_log_wait (&s.log, TRUE, 1));
+  fail_unless_equals_string (client_log_removed_nick (&s.log, 0), "protocol");
+
+  make_simple (msg, GPUSHARE_MSG_GOODBYE);
+  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+  raw_clear (&raw);
+  g_usleep (200 * 1000);
+  /* the observer's goodbye removed no consumer */
+  fail_unless_equals_int (client_log_n_removed (&s.log), 1);
+  fail_unless (consumer_wait (s.consumer, 10), "the consumer was disturbed");
+  assert_no_error (s.producer);
+  scene_stop (&s);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
 static Suite *
 gpushare_sink_protocol_suite (void)
 {
@@ -678,6 +749,7 @@ gpushare_sink_protocol_suite (void)
       elements_teardown);
   tcase_add_test (tc_unknown_types, test_consumer_unknown_type);
   tcase_add_loop_test (tc_unknown_types, test_meta_by_minor, 0, 2);
+  tcase_add_test (tc_handshake, test_observer);
   return s;
 }
 

@@ -803,6 +803,29 @@ write_metas (GpuShareMsg * msg)
   fill_utf8 (msg->u.event.text, GPUSHARE_MAX_EVENT_LEN);
   msg->u.event.text_len = GPUSHARE_MAX_EVENT_LEN;
   save_one ("event-max", msg, 0);
+
+  /* OBSERVE and STATUS (minor 5): an observer's request, a producer's
+   * state, the longest of each */
+  init (msg, GPUSHARE_MSG_OBSERVE);
+  msg->u.observe.schema_major = GPUSHARE_VERSION_MAJOR;
+  msg->u.observe.schema_minor = GPUSHARE_VERSION_MINOR;
+  msg->u.observe.interval_ms = 1000;
+  msg->u.observe.pid = 4242;
+  set_string (msg->u.observe.name, &msg->u.observe.name_len,
+      "gpushare-inspect");
+  save_one ("observe", msg, 0);
+  msg->u.observe.interval_ms = GPUSHARE_MAX_OBSERVE_INTERVAL;
+  fill_utf8 (msg->u.observe.name, GPUSHARE_MAX_NAME_LEN);
+  msg->u.observe.name_len = GPUSHARE_MAX_NAME_LEN;
+  save_one ("observe-max", msg, 0);
+  init (msg, GPUSHARE_MSG_STATUS);
+  set_string (msg->u.status.text, &msg->u.status.text_len,
+      "application/x-gpushare-sink-stats, epoch=(guint64)1, "
+      "clients=(structure)< \"client\\, id\\=\\(uint\\)1\\;\" >;");
+  save_one ("status", msg, 0);
+  fill_utf8 (msg->u.status.text, GPUSHARE_MAX_STATUS_LEN);
+  msg->u.status.text_len = GPUSHARE_MAX_STATUS_LEN;
+  save_one ("status-max", msg, 0);
 }
 
 int
