@@ -88,6 +88,7 @@ typedef struct
   /* an observer (OBSERVE instead of ACCEPT): its STATUS interval, and
    * when the next is due (monotonic us) */
   gboolean observer;
+  gboolean asked_to_observe;    /* sent OBSERVE, admitted or not */
   guint status_interval;
   gint64 next_status;
   /* connected while max-clients consumers were: only an observer, or a
@@ -694,7 +695,7 @@ drop_client (GpuShareServer * self, Client * client,
     queue_event (self, GPUSHARE_SERVER_EVENT_QUARANTINE, id, reason,
         released);
   /* an observer was never a consumer: its leaving is no consumer's */
-  if (!client->observer) {
+  if (!client->observer && !client->asked_to_observe) {
     queue_event (self, GPUSHARE_SERVER_EVENT_NUM_CLIENTS, 0, 0, 0);
     queue_client_event (self, GPUSHARE_SERVER_EVENT_REMOVED, client, 0, 0,
         reason, detail);
@@ -847,6 +848,8 @@ static void
 handle_observe (GpuShareServer * self, Client * client,
     const GpuShareObserve * obs)
 {
+  /* whatever comes of it, it never was a consumer */
+  client->asked_to_observe = TRUE;
   if (client->state != CLIENT_ANNOUNCED) {
     protocol_error (client, "OBSERVE out of order");
     return;
@@ -1531,7 +1534,7 @@ gpushare_server_stop (GpuShareServer * self)
   self->n_observers = 0;
   self->n_over_limit = 0;
   for (i = 0; i < n; i++)
-    if (!gone[i]->observer)
+    if (!gone[i]->observer && !gone[i]->asked_to_observe)
       queue_client_event (self, GPUSHARE_SERVER_EVENT_REMOVED, gone[i], 0, 0,
           GPUSHARE_REMOVE_SHUTDOWN, "the producer stopped");
   if (n)

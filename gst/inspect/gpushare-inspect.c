@@ -12,7 +12,9 @@
  * ring, memory types offered) once, then its status every interval: its
  * counters and settings, and each consumer (pid, uid, memory type and
  * reason, frames sent, released and dropped, slots held).  --once prints
- * one status of each producer and exits.
+ * one status of each producer and exits.  It sends a PING when it sent
+ * nothing for an interval: a producer whose heartbeat-interval is under a
+ * third of --interval drops it, so give such a producer a shorter one.
  *
  * Exit status: 0 when every producer answered (--once) or until the end,
  * 1 when one could not be reached or spoke an older protocol.
@@ -317,7 +319,9 @@ add_producer (const gchar * path)
   }
   p->conn = gpushare_conn_new (fd, g_main_context_default (), on_message,
       on_closed, p);
-  gpushare_conn_set_heartbeat (p->conn, 1000);
+  /* a PING when nothing was sent for an interval, and the producer lost
+   * after three without a STATUS or a PING from it */
+  gpushare_conn_set_heartbeat (p->conn, opt_interval);
   gpushare_conn_start (p->conn);
 }
 

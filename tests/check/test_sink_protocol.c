@@ -653,16 +653,17 @@ GST_END_TEST;
 /* An observer (OBSERVE instead of ACCEPT) beside a streaming consumer:
  * it gets STATUS with the producer's stats and settings, is neither
  * listed among the consumers nor counted in num-clients, and neither its
- * coming nor its going is a client-connected or client-removed.  An
- * OBSERVE with an interval out of range drops that connection alone. */
+ * coming nor its going is a client-connected or client-removed, nor is a
+ * fifth observer's refusal.  An OBSERVE with an interval out of range
+ * drops that connection alone. */
 GST_START_TEST (test_observer)
 {
   GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
   GstStructure *st;
   const GValue *clients;
-  RawPeer raw, bad;
+  RawPeer raw, bad, more[4];
   gint num = -1;
-  guint observers = 0;
+  guint observers = 0, i;
   Scene s;
 
   scene_start (&s, TRUE);
@@ -688,6 +689,31 @@ GST_START_TEST (test_observer)
   raw_expect (&raw, GPUSHARE_MSG_STATUS, msg, NULL, NULL);
   g_object_get (s.sink, "num-clients", &num, NULL);
   fail_unless_equals_int (num, 1);
+
+  /* four observers at most: a fifth is told so, and is no consumer
+   * removed */
+  for (i = 0; i < G_N_ELEMENTS (more); i++) {
+    scene_raw_client (&s, &more[i], NULL);
+    memset (msg, 0, sizeof (*msg));
+    msg->type = GPUSHARE_MSG_OBSERVE;
+    msg->u.observe.schema_major = GPUSHARE_VERSION_MAJOR;
+    msg->u.observe.interval_ms = 1000;
+    fail_unless (raw_send_msg (&more[i], msg, NULL, 0));
+    if (i < G_N_ELEMENTS (more) - 1) {
+      raw_expect (&more[i], GPUSHARE_MSG_STATUS, msg, NULL, NULL);
+    } else {
+      GArray *codes = raw_drain (&more[i]);
+
+      fail_unless_equals_int (codes->len, 1);
+      fail_unless_equals_int (g_array_index (codes, guint32, 0),
+          GPUSHARE_ERR_TOO_MANY_CLIENTS);
+      g_array_unref (codes);
+    }
+  }
+  for (i = 0; i < G_N_ELEMENTS (more); i++)
+    raw_clear (&more[i]);
+  g_usleep (200 * 1000);
+  fail_unless_equals_int (client_log_n_removed (&s.log), 0);
 
   /* hostile: an interval out of range */
   scene_raw_client (&s, &bad, NULL);
