@@ -367,15 +367,15 @@ typedef struct
  */
 typedef struct
 {
-  guint32 kind;
+  guint32 word;                 /* EVENT: kind; STATUS: flags */
   guint32 text_len;
-} GpuShareWireEvent;
+} GpuShareWireText;
 
-G_STATIC_ASSERT (sizeof (GpuShareWireEvent) == 8);
-G_STATIC_ASSERT (sizeof (GpuShareWireEvent) + GPUSHARE_MAX_EVENT_LEN <=
+G_STATIC_ASSERT (sizeof (GpuShareWireText) == 8);
+G_STATIC_ASSERT (sizeof (GpuShareWireText) + GPUSHARE_MAX_EVENT_LEN <=
     GPUSHARE_MAX_PAYLOAD);
-WIRE_AT (GpuShareWireEvent, kind, 0);
-WIRE_AT (GpuShareWireEvent, text_len, 4);
+WIRE_AT (GpuShareWireText, word, 0);
+WIRE_AT (GpuShareWireText, text_len, 4);
 
 G_STATIC_ASSERT (sizeof (GpuShareWireMeta) == 16);
 
@@ -406,24 +406,16 @@ WIRE_AT (GpuShareWireObserve, interval_ms, 4);
 WIRE_AT (GpuShareWireObserve, pid, 8);
 WIRE_AT (GpuShareWireObserve, name_len, 12);
 
-/* STATUS, producer -> observer, since minor 5.  8 bytes + text_len.
+/* STATUS, producer -> observer, since minor 5.  8 bytes + text_len, the
+ * wire form of EVENT (GpuShareWireText).
  *
  *   off size field
  *     0    4 flags            0
  *     4    4 text_len         1 .. GPUSHARE_MAX_STATUS_LEN
  *     8    - text             UTF-8, no NUL
  */
-typedef struct
-{
-  guint32 flags;
-  guint32 text_len;
-} GpuShareWireStatus;
-
-G_STATIC_ASSERT (sizeof (GpuShareWireStatus) == 8);
-G_STATIC_ASSERT (sizeof (GpuShareWireStatus) + GPUSHARE_MAX_STATUS_LEN <=
+G_STATIC_ASSERT (sizeof (GpuShareWireText) + GPUSHARE_MAX_STATUS_LEN <=
     GPUSHARE_MAX_PAYLOAD);
-WIRE_AT (GpuShareWireStatus, flags, 0);
-WIRE_AT (GpuShareWireStatus, text_len, 4);
 G_STATIC_ASSERT (sizeof (GpuShareWireMeta) + GPUSHARE_MAX_META_LEN <=
     GPUSHARE_MAX_PAYLOAD);
 WIRE_AT (GpuShareWireMeta, sequence, 0);
@@ -850,11 +842,11 @@ fixed_size (guint type)
     case GPUSHARE_MSG_META:
       return sizeof (GpuShareWireMeta);
     case GPUSHARE_MSG_EVENT:
-      return sizeof (GpuShareWireEvent);
+      return sizeof (GpuShareWireText);
     case GPUSHARE_MSG_OBSERVE:
       return sizeof (GpuShareWireObserve);
     case GPUSHARE_MSG_STATUS:
-      return sizeof (GpuShareWireStatus);
+      return sizeof (GpuShareWireText);
     case GPUSHARE_MSG_GOODBYE:
       return sizeof (GpuShareWireGoodbye);
     case GPUSHARE_MSG_ERROR:
@@ -1104,33 +1096,21 @@ parse_observe (const guint8 * p, gsize len, GpuShareObserve * o)
   return GPUSHARE_PARSE_OK;
 }
 
+/* EVENT and STATUS: a word, then text_len (at most cap) bytes of text,
+ * read NUL-terminated into text */
 static GpuShareParseResult
-parse_status (const guint8 * p, gsize len, GpuShareStatus * st)
+parse_text (const guint8 * p, gsize len, guint32 cap, guint32 * word,
+    guint32 * text_len, gchar * text)
 {
-  gsize var = sizeof (GpuShareWireStatus);
+  gsize var = sizeof (GpuShareWireText);
 
-  st->flags = RD32 (p, GpuShareWireStatus, flags);
-  st->text_len = RD32 (p, GpuShareWireStatus, text_len);
-  if (st->text_len > GPUSHARE_MAX_STATUS_LEN)
+  *word = RD32 (p, GpuShareWireText, word);
+  *text_len = RD32 (p, GpuShareWireText, text_len);
+  if (*text_len > cap)
     return GPUSHARE_PARSE_MALFORMED;
-  if (len - var < st->text_len)
+  if (len - var < *text_len)
     return GPUSHARE_PARSE_TRUNCATED;
-  read_string (p + var, st->text_len, st->text);
-  return GPUSHARE_PARSE_OK;
-}
-
-static GpuShareParseResult
-parse_event (const guint8 * p, gsize len, GpuShareEvent * e)
-{
-  gsize var = sizeof (GpuShareWireEvent);
-
-  e->kind = RD32 (p, GpuShareWireEvent, kind);
-  e->text_len = RD32 (p, GpuShareWireEvent, text_len);
-  if (e->text_len > GPUSHARE_MAX_EVENT_LEN)
-    return GPUSHARE_PARSE_MALFORMED;
-  if (len - var < e->text_len)
-    return GPUSHARE_PARSE_TRUNCATED;
-  read_string (p + var, e->text_len, e->text);
+  read_string (p + var, *text_len, text);
   return GPUSHARE_PARSE_OK;
 }
 
@@ -1216,13 +1196,15 @@ gpushare_msg_parse (const GpuShareHeader * hdr, const guint8 * payload,
       res = parse_meta (payload, len, &msg->u.meta);
       break;
     case GPUSHARE_MSG_EVENT:
-      res = parse_event (payload, len, &msg->u.event);
+      res = parse_text (payload, len, GPUSHARE_MAX_EVENT_LEN,
+          &msg->u.event.kind, &msg->u.event.text_len, msg->u.event.text);
       break;
     case GPUSHARE_MSG_OBSERVE:
       res = parse_observe (payload, len, &msg->u.observe);
       break;
     case GPUSHARE_MSG_STATUS:
-      res = parse_status (payload, len, &msg->u.status);
+      res = parse_text (payload, len, GPUSHARE_MAX_STATUS_LEN,
+          &msg->u.status.flags, &msg->u.status.text_len, msg->u.status.text);
       break;
     case GPUSHARE_MSG_GOODBYE:
       msg->u.goodbye.reason = RD32 (payload, GpuShareWireGoodbye, reason);
@@ -1526,44 +1508,41 @@ gpushare_msg_build_observe (const GpuShareObserve * o, GByteArray * out)
   return TRUE;
 }
 
+/* EVENT and STATUS, checked already */
+static gboolean
+build_text (GpuShareMsgType type, guint32 word, const gchar * text,
+    guint32 text_len, GByteArray * out)
+{
+  guint8 *p = append_message (out, type, 0,
+      sizeof (GpuShareWireText) + text_len);
+
+  if (!p)
+    return FALSE;
+  WR32 (p, GpuShareWireText, word, word);
+  WR32 (p, GpuShareWireText, text_len, text_len);
+  memcpy (p + sizeof (GpuShareWireText), text, text_len);
+  return TRUE;
+}
+
 gboolean
 gpushare_msg_build_status (const GpuShareStatus * st, GByteArray * out)
 {
-  guint8 *p;
-
   g_return_val_if_fail (st != NULL, FALSE);
   g_return_val_if_fail (out != NULL, FALSE);
 
-  if (check_status (st) != GPUSHARE_PARSE_OK)
-    return FALSE;
-  p = append_message (out, GPUSHARE_MSG_STATUS, 0,
-      sizeof (GpuShareWireStatus) + st->text_len);
-  if (!p)
-    return FALSE;
-  WR32 (p, GpuShareWireStatus, flags, st->flags);
-  WR32 (p, GpuShareWireStatus, text_len, st->text_len);
-  memcpy (p + sizeof (GpuShareWireStatus), st->text, st->text_len);
-  return TRUE;
+  return check_status (st) == GPUSHARE_PARSE_OK
+      && build_text (GPUSHARE_MSG_STATUS, st->flags, st->text, st->text_len,
+      out);
 }
 
 gboolean
 gpushare_msg_build_event (const GpuShareEvent * e, GByteArray * out)
 {
-  guint8 *p;
-
   g_return_val_if_fail (e != NULL, FALSE);
   g_return_val_if_fail (out != NULL, FALSE);
 
-  if (check_event (e) != GPUSHARE_PARSE_OK)
-    return FALSE;
-  p = append_message (out, GPUSHARE_MSG_EVENT, 0,
-      sizeof (GpuShareWireEvent) + e->text_len);
-  if (!p)
-    return FALSE;
-  WR32 (p, GpuShareWireEvent, kind, e->kind);
-  WR32 (p, GpuShareWireEvent, text_len, e->text_len);
-  memcpy (p + sizeof (GpuShareWireEvent), e->text, e->text_len);
-  return TRUE;
+  return check_event (e) == GPUSHARE_PARSE_OK
+      && build_text (GPUSHARE_MSG_EVENT, e->kind, e->text, e->text_len, out);
 }
 
 gboolean
