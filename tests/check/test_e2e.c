@@ -92,6 +92,15 @@ child_exited (GObject * source, GAsyncResult * res, gpointer user_data)
   c->exited = TRUE;
 }
 
+static gboolean wait_exit (Child * c, gint timeout_ms);
+
+/* what is ready on this thread's main context, dispatched */
+static void
+drain_main_context (void)
+{
+  while (g_main_context_iteration (NULL, FALSE));
+}
+
 static E2e *
 e2e_new (void)
 {
@@ -101,11 +110,20 @@ e2e_new (void)
   GError *error = NULL;
 
   /* GLib opens a few fds for good on the first spawn and child watch (the
-   * worker context, the SIGCHLD wakeup); pay for them before counting */
+   * worker context, the SIGCHLD wakeup) and on the first use of this
+   * thread's main context, where the children's exits are reported; pay
+   * for them before counting, the way the children are waited for */
   proc = g_subprocess_newv (warm, G_SUBPROCESS_FLAGS_STDOUT_SILENCE, &error);
   fail_unless (proc != NULL, "%s", error ? error->message : "?");
-  g_subprocess_wait (proc, NULL, NULL);
+  {
+    Child w = { 0, };
+
+    w.name = (gchar *) "warm-up";
+    g_subprocess_wait_async (proc, NULL, child_exited, &w);
+    fail_unless (wait_exit (&w, 10000), "the warm-up child did not exit");
+  }
   g_object_unref (proc);
+  drain_main_context ();
 
   t->n_fds = count_fds_settled ();
   t->dir = make_tmpdir ("gpushare-e2e-XXXXXX");
@@ -262,7 +280,9 @@ e2e_finish (E2e * t, gint timeout_ms)
       t->dir);
   fail_unless (t->missed->len == 0, "%s", t->missed->str);
   /* GLib closes the pidfds of exited children from its worker thread,
-   * which a loaded machine may run late */
+   * which a loaded machine may run late; what their exits left to do on
+   * this thread's main context is done first */
+  drain_main_context ();
   fail_unless (wait_fd_count (t->n_fds, 10000) == t->n_fds, "open fds: %u "
       "before the test, %u after", t->n_fds, count_fds ());
 }
