@@ -360,6 +360,18 @@ typedef struct
   GpuShareCudaEvents *done;
 } Consumer;
 
+/* a slot's last write, as the host sees it */
+typedef enum
+{
+  /* our copy, queued: the writer settles before upstream's buffer goes */
+  SLOT_WRITE_PENDING,
+  /* ordered on the device with upstream's stream: nothing waited for it
+   * on the host, host-sync readers need a settle before they read */
+  SLOT_WRITE_ORDERED,
+  /* upstream wrote the slot itself and the host waited for it */
+  SLOT_WRITE_COMPLETE,
+} SlotWrite;
+
 struct _GpuShareCudaRing
 {
   gint device;
@@ -383,9 +395,8 @@ struct _GpuShareCudaRing
   guint64 last_sequence[GPUSHARE_MAX_SLOTS];
   /* recorded on upstream's stream, for ours to wait on */
   CUevent upstream_written;
-  /* the slot's last write is ordered on the device alone, with upstream's
-   * stream: nothing waited for it on the host */
-  gboolean ordered[GPUSHARE_MAX_SLOTS];
+  /* how the slot's last write was ordered, for whom the host must wait */
+  SlotWrite written[GPUSHARE_MAX_SLOTS];
 };
 
 GpuShareCudaRing *
@@ -758,7 +769,8 @@ gpushare_cuda_ring_copy_in (GpuShareCudaRing * ring, guint slot,
   if (ok && upstream)
     ok = gpushare_cuda_check (gpushare_cuda ()->cuStreamWaitEvent
         (upstream, ring->settled[slot], 0), "cuStreamWaitEvent", error);
-  ring->ordered[slot] = ok && upstream;
+  ring->written[slot] = ok && upstream ? SLOT_WRITE_ORDERED
+      : SLOT_WRITE_PENDING;
   gpushare_cuda_pop ();
   return ok;
 }
@@ -769,12 +781,17 @@ gpushare_cuda_ring_written (GpuShareCudaRing * ring, guint slot,
 {
   gboolean ok;
 
+  if (!upstream) {
+    /* the host waited for upstream's write: nothing of it is left */
+    ring->written[slot] = SLOT_WRITE_COMPLETE;
+    return TRUE;
+  }
   if (!push (ring->ctx, error))
     return FALSE;
   ok = wait_upstream (ring, upstream, error)
       && gpushare_cuda_check (gpushare_cuda ()->cuEventRecord
       (ring->settled[slot], ring->stream), "cuEventRecord", error);
-  ring->ordered[slot] = ok;
+  ring->written[slot] = ok ? SLOT_WRITE_ORDERED : SLOT_WRITE_PENDING;
   gpushare_cuda_pop ();
   return ok;
 }
@@ -786,8 +803,8 @@ gpushare_cuda_ring_needs_settle (GpuShareCudaRing * ring, guint slot,
   guint i;
 
   if (!holders)
-    return !ring->ordered[slot];
-  if (!ring->ordered[slot])
+    return ring->written[slot] == SLOT_WRITE_PENDING;
+  if (ring->written[slot] != SLOT_WRITE_ORDERED)
     return FALSE;
   for (i = 0; i < MAX_HOLDERS; i++)
     if ((holders & (G_GUINT64_CONSTANT (1) << i))

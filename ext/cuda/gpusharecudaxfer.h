@@ -103,7 +103,8 @@ gboolean gpushare_cuda_ring_copy_in (GpuShareCudaRing * ring, guint slot,
     const GstVideoInfo * info, const GpuSharePlanes * src,
     const GpuSharePlanes * slot_layout, CUstream upstream, GError ** error);
 /* upstream wrote the slot itself, on its stream (ring's context): what
- * the ring signals next waits for that on the device */
+ * the ring signals next waits for that on the device.  upstream NULL: the
+ * host already waited for upstream's write, and nobody needs a settle */
 gboolean gpushare_cuda_ring_written (GpuShareCudaRing * ring, guint slot,
     CUstream upstream, GError ** error);
 /* must the host wait for the slot (gpushare_cuda_ring_settle ()): holders

@@ -368,10 +368,9 @@ cuda_write (GpuShareXferRing * ring, guint slot, const GstVideoInfo * info,
      * stream on the device, or, without one, on the host */
     mem = gst_buffer_peek_memory (buf, 0);
     upstream = upstream_stream ((CudaRing *) ring, mem);
-    if (upstream)
-      return gpushare_cuda_ring_written (cring, slot, upstream, error);
-    gpushare_gst_cuda_memory_sync (mem);
-    return TRUE;
+    if (!upstream)
+      gpushare_gst_cuda_memory_sync (mem);
+    return gpushare_cuda_ring_written (cring, slot, upstream, error);
   }
   if (!gpushare_cuda_ring_begin (cring, slot, error))
     return FALSE;

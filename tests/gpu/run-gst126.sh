@@ -25,6 +25,7 @@ tests=(
   "cuda_vmm 300 $b/bin/test_cuda_vmm"
   "cuda_sync 600 $b/bin/test_cuda_sync"
   "cuda_faults 600 $b/bin/test_cuda_faults"
+  "cuda_settle 120 $b/bin/test_cuda_settle"
   "gpu_checksum 600 $b/bin/test_gpu_checksum"
   "gpu_streams 300 $b/bin/test_gpu_streams"
   "gpu_cycles 600 $b/bin/test_gpu_cycles"
@@ -34,6 +35,7 @@ tests=(
   "cuda_context 120 $b/bin/test_cuda_context $clip"
   "gpu_transfer 600 bash tests/gpu/gpu-transfer.sh $b/bin/gpushare-test-peer"
   "gpu_peer 600 bash tests/gpu/gpu-peer.sh $b/bin/gpushare-test-peer"
+  "gpu_containers 600 bash tests/gpu/gpu-containers.sh $b/bin/gpushare-test-peer"
 )
 echo "GStreamer: $(gst-launch-1.0 --version | sed -n 2p)"
 failed=0
