@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "gpusharecudaloader.h"
 
+#include <stdlib.h>
+#include <unistd.h>
 #include <gmodule.h>
 
 G_DEFINE_QUARK (gpushare-cuda-error-quark, gpushare_cuda_error);
@@ -12,6 +14,22 @@ static GError *load_error;
 typedef CUresult (*GetProcAddressFunc) (const char *symbol, void **pfn,
     int cuda_version, cuuint64_t flags,
     CUdriverProcAddressQueryResult * status);
+
+/* In a PID namespace of its own whose /proc is still the parent's (a
+ * container made without mounting /proc), cuInit fails with
+ * CUDA_ERROR_OPERATING_SYSTEM: /proc/self then names another pid than
+ * getpid () does. */
+static const gchar *
+proc_hint (void)
+{
+  gchar *self = g_file_read_link ("/proc/self", NULL);
+  gboolean foreign = self && strtol (self, NULL, 10) != (long) getpid ();
+
+  g_free (self);
+  return foreign ? " (this process is in a PID namespace whose /proc was "
+      "not mounted for it: /proc/self is not this process; CUDA needs the "
+      "/proc of its own PID namespace, as container runtimes mount it)" : "";
+}
 
 static gboolean
 load_once (GError ** error)
@@ -54,7 +72,8 @@ load_once (GError ** error)
   res = api.cuInit (0);
   if (res != CUDA_SUCCESS) {
     g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_INIT,
-        "cuInit failed: %s", gpushare_cuda_result_to_string (res));
+        "cuInit failed: %s%s", gpushare_cuda_result_to_string (res),
+        proc_hint ());
     /* the module stays open: the table points into it */
     return FALSE;
   }

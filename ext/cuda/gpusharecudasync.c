@@ -599,13 +599,25 @@ gpushare_cuda_events_import (gint device, const guint8 * handles, guint n,
   if (!ev)
     return NULL;
   for (i = 0; i < n; i++) {
+    CUresult r;
+
     memcpy (&h, handles + (gsize) i * GPUSHARE_CUDA_EVENT_HANDLE_SIZE,
         GPUSHARE_CUDA_EVENT_HANDLE_SIZE);
-    /* CUDA_ERROR_MAP_FAILED here means the two processes do not share
-     * /dev/shm (trap 8 of the field notes) */
-    if (!gpushare_cuda_check (gpushare_cuda ()->cuIpcOpenEventHandle
-            (&ev->events[i], h), "cuIpcOpenEventHandle", error)) {
+    r = gpushare_cuda ()->cuIpcOpenEventHandle (&ev->events[i], h);
+    if (r != CUDA_SUCCESS) {
       ev->events[i] = NULL;
+      /* the two processes do not share /dev/shm, where the driver keeps
+       * an IPC event's shared state: seen with a private /dev/shm (its
+       * own mount or IPC namespace), as each container has */
+      if (r == CUDA_ERROR_MAP_FAILED)
+        g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_CALL,
+            "cuIpcOpenEventHandle failed: %s: CUDA IPC events need the "
+            "producer's /dev/shm, and this process has another one (a "
+            "container of its own, or another IPC or mount namespace); "
+            "sync-mode=semaphore or host needs nothing shared but the "
+            "socket", gpushare_cuda_result_to_string (r));
+      else
+        gpushare_cuda_check (r, "cuIpcOpenEventHandle", error);
       GST_WARNING ("cannot open IPC event %u of %u", i, n);
       goto failed;
     }

@@ -80,7 +80,7 @@ pick_gpu_memory (const GpuShareAnnounce * a, const GpuShareGpu * gpu,
 {
   gboolean vmm = (a->mem_types & GPUSHARE_MEM_CUDA_VMM) && gpu->posix_fd;
   gboolean legacy = (a->mem_types & GPUSHARE_MEM_CUDA_LEGACY)
-      && gpu->unified_addressing;
+      && gpu->unified_addressing && !gpu->no_ipc_handles;
   gboolean fabric = (a->mem_types & GPUSHARE_MEM_CUDA_FABRIC) && gpu->fabric;
 
   *note = NULL;
@@ -97,8 +97,9 @@ pick_gpu_memory (const GpuShareAnnounce * a, const GpuShareGpu * gpu,
             "slots";
         return GPUSHARE_MEM_CUDA_LEGACY;
       }
-      *note = "neither VMM nor legacy CUDA IPC is possible between these "
-          "ends";
+      *note = gpu->no_ipc_handles && (a->mem_types & GPUSHARE_MEM_CUDA_LEGACY)
+          ? gpu->no_ipc_handles : "neither VMM nor legacy CUDA IPC is "
+          "possible between these ends";
       return 0;
     case GPUSHARE_TRANSPORT_CUDA:
       if (!vmm)
@@ -108,6 +109,7 @@ pick_gpu_memory (const GpuShareAnnounce * a, const GpuShareGpu * gpu,
       *note = legacy ? "legacy CUDA IPC as asked for; legacy IPC memory "
           "cannot be mapped read-only: this consumer could write the "
           "producer's slots" :
+          gpu->no_ipc_handles ? gpu->no_ipc_handles :
           "legacy CUDA IPC is not possible between these ends";
       return legacy ? GPUSHARE_MEM_CUDA_LEGACY : 0;
     case GPUSHARE_TRANSPORT_CUDA_FABRIC:
@@ -195,6 +197,12 @@ gpushare_negotiate_consumer (const GpuShareAnnounce * a,
           && (all & GPUSHARE_SYNC_EVENT))
         why_not = "event synchronisation is not possible across GPUs (an "
             "event can only be recorded on its own GPU's streams)";
+    }
+    if (!why_not && gpu->no_ipc_handles) {
+      if (sync == GPUSHARE_SYNC_REQUEST_EVENT
+          && (common & GPUSHARE_SYNC_EVENT))
+        why_not = gpu->no_ipc_handles;
+      common &= ~(guint32) GPUSHARE_SYNC_EVENT;
     }
     if (!why_not) {
       const gchar *note = NULL;

@@ -55,6 +55,9 @@ typedef struct
   gboolean fabric;              /* VMM memory as fabric handles */
   gboolean mps;                 /* this process's contexts go through MPS */
   guint32 sync_modes;           /* GpuShareSyncMode mask this GPU supports */
+  /* set when CUDA IPC handles (legacy memory, IPC events) cannot open the
+   * producer's, whatever the GPU: why (GPUSHARE_NEGOTIATE_OTHER_PID_NS) */
+  const gchar *no_ipc_handles;
   gint device;                  /* its CUDA ordinal in this process */
 } GpuShareGpu;
 
@@ -104,6 +107,13 @@ void gpushare_negotiation_clear (GpuShareNegotiation * n);
 guint32 gpushare_negotiate_producer_mem_types (const GpuShareGpu * gpu);
 
 /* The text a producer refuses an ACCEPT with */
+/* the producer's pid as SO_PEERCRED gives it to the consumer is 0 */
+#define GPUSHARE_NEGOTIATE_OTHER_PID_NS \
+  "the producer runs in another PID namespace (the kernel gives its pid " \
+  "as 0 here), and CUDA IPC handles (legacy memory, IPC events) do not " \
+  "open across PID namespaces; VMM memory (transport=cuda) with " \
+  "sync-mode=host or semaphore does"
+
 #define GPUSHARE_NEGOTIATE_NOT_OFFERED \
   "the chosen memory type or synchronisation was not offered"
 

@@ -5,12 +5,23 @@
 #   <!-- check: NAME -->      or      <!-- check: NAME bg -->
 # from the project root: the blocks of one NAME together, the bg ones
 # first and in the background, then the others in order; each must exit
-# 0 within 60 s.  Blocks marked check-gpu need a GPU and are listed, not
-# run.  python3 is the first one that has PyGObject and numpy; without
-# one, the blocks that run python3 are skipped with one line.
+# 0 within 60 s.  Blocks marked check-gpu (same form) need a GPU: they are
+# listed, not run, unless --gpu is given, which runs them and lists the
+# others (the gpu suite's guide_gpu; one SKIP line where no GPU is).
+# python3 is the first one that has PyGObject and numpy; without one, the
+# blocks that run python3 are skipped with one line.
 #
-#   guide-commands.sh [GPUSHARE_INSPECT]
+#   guide-commands.sh [--gpu] [GPUSHARE_INSPECT]
 set -uo pipefail
+mode=cpu
+if [ "${1:-}" = --gpu ]; then
+  mode=gpu
+  shift
+  if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
+    echo "SKIP: no GPU here (nvidia-smi finds none)"
+    exit 77
+  fi
+fi
 inspect_bin=${1:+$(realpath "$1")}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -58,8 +69,12 @@ awk -v dir="$work" '
 failed=0
 names=$(awk '{ print $1 " " $2 }' "$work/blocks" | awk '!seen[$0]++')
 while read -r kind name; do
-  if [ "$kind" = gpu ]; then
-    echo "not run here (needs a GPU): $name"
+  if [ "$kind" != "$mode" ]; then
+    if [ "$kind" = gpu ]; then
+      echo "not run here (needs a GPU): $name"
+    else
+      echo "not run here (guide-commands runs it): $name"
+    fi
     continue
   fi
   if grep -q '^python3 ' $(awk -v n="$name" '$2 == n { print $4 }' \

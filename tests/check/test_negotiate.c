@@ -651,6 +651,50 @@ GST_START_TEST (test_peer_ok)
 
 GST_END_TEST;
 
+GST_START_TEST (test_other_pid_namespace)
+{
+  GpuShareAnnounce a;
+  GpuShareGpu gpu;
+
+  /* the producer's pid is 0 here: no CUDA IPC handle opens */
+  make_gpu (&gpu);
+  gpu.no_ipc_handles = GPUSHARE_NEGOTIATE_OTHER_PID_NS;
+  make_announce (&a, GPUSHARE_MEM_SYSTEM | ALL_GPU_MEM, 0x11, ALL_SYNC);
+  /* VMM memory is taken as before, with host or semaphore sync */
+  check_negotiation (&a, &gpu, NULL, GPUSHARE_TRANSPORT_AUTO,
+      GPUSHARE_SYNC_REQUEST_AUTO, TRUE, GPUSHARE_MEM_CUDA_VMM,
+      GPUSHARE_SYNC_HOST, -1, "GPU memory (cuda-vmm): both ends on "
+      UUID_HERE ", host synchronisation (auto: no MPS)");
+  check_negotiation (&a, &gpu, NULL, GPUSHARE_TRANSPORT_CUDA,
+      GPUSHARE_SYNC_REQUEST_SEMAPHORE, TRUE, GPUSHARE_MEM_CUDA_VMM,
+      GPUSHARE_SYNC_SEMAPHORE, -1, "GPU memory (cuda-vmm): both ends on "
+      UUID_HERE ", semaphore synchronisation");
+  /* IPC events asked for: refused, saying why */
+  check_negotiation (&a, &gpu, NULL, GPUSHARE_TRANSPORT_CUDA,
+      GPUSHARE_SYNC_REQUEST_EVENT, FALSE, 0, 0, -1,
+      ASKED_BUT GPUSHARE_NEGOTIATE_OTHER_PID_NS);
+  check_negotiation (&a, &gpu, NULL, GPUSHARE_TRANSPORT_AUTO,
+      GPUSHARE_SYNC_REQUEST_EVENT, TRUE, GPUSHARE_MEM_SYSTEM, 0, -1,
+      "system memory: " GPUSHARE_NEGOTIATE_OTHER_PID_NS);
+  /* legacy memory asked for: refused, saying why */
+  check_negotiation (&a, &gpu, NULL, GPUSHARE_TRANSPORT_CUDA_LEGACY,
+      GPUSHARE_SYNC_REQUEST_HOST, FALSE, 0, 0, -1,
+      ASKED_BUT GPUSHARE_NEGOTIATE_OTHER_PID_NS);
+  /* where VMM is not possible, auto does not take legacy memory */
+  gpu.posix_fd = FALSE;
+  check_negotiation (&a, &gpu, NULL, GPUSHARE_TRANSPORT_AUTO,
+      GPUSHARE_SYNC_REQUEST_AUTO, TRUE, GPUSHARE_MEM_SYSTEM, 0, -1,
+      "system memory: " GPUSHARE_NEGOTIATE_OTHER_PID_NS);
+  /* the same producer seen from its own PID namespace: legacy memory */
+  gpu.no_ipc_handles = NULL;
+  check_negotiation (&a, &gpu, NULL, GPUSHARE_TRANSPORT_AUTO,
+      GPUSHARE_SYNC_REQUEST_AUTO, TRUE, GPUSHARE_MEM_CUDA_LEGACY,
+      GPUSHARE_SYNC_HOST, -1, "GPU memory (cuda-legacy): both ends on "
+      UUID_HERE ", host synchronisation (auto: no MPS); " LEGACY_NOTE);
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_needs_peer_probe)
 {
   GpuShareAnnounce a;
@@ -838,6 +882,7 @@ gpusharenegotiate_suite (void)
   tcase_add_test (tc, test_peer_probe_fails);
   tcase_add_test (tc, test_peer_ok);
   tcase_add_test (tc, test_needs_peer_probe);
+  tcase_add_test (tc, test_other_pid_namespace);
   tcase_add_test (tc, test_producer_mem_types);
   tcase_add_test (tc, test_check_accept);
   tcase_add_test (tc, test_sync_mode_pick);

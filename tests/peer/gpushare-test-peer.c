@@ -56,6 +56,7 @@ typedef struct
   gchar *producer_lost;         /* consumer: gpusharesrc producer-lost */
   gchar *die_at;                /* GPUSHARE_TEST_DIE_AT for this process */
   gint cuda_device;             /* both: the GPU of this side, -1: default */
+  gchar **set;                  /* both: PROPERTY=VALUE of this side's element */
 } Options;
 
 static Options opt = {
@@ -72,6 +73,21 @@ static Options opt = {
 
 static FILE *out;
 static gint n_frames;
+
+/* --set PROPERTY=VALUE, as gst-launch-1.0 sets them */
+static void
+set_properties (GstElement * element)
+{
+  gchar **p;
+
+  for (p = opt.set; p && *p; p++) {
+    gchar **kv = g_strsplit (*p, "=", 2);
+
+    if (kv[0] && kv[1])
+      gst_util_set_object_arg (G_OBJECT (element), kv[0], kv[1]);
+    g_strfreev (kv);
+  }
+}
 /* consumer: buffers that reached appsink, in stream order with the events */
 static gint n_pushed;
 
@@ -439,6 +455,7 @@ run_producer (void)
     gst_util_set_object_arg (G_OBJECT (sink), "policy", opt.policy);
   if (opt.lease_ms >= 0)
     g_object_set (sink, "lease-timeout", (guint) opt.lease_ms, NULL);
+  set_properties (sink);
   g_signal_connect (sink, "client-removed", G_CALLBACK (on_client_removed),
       NULL);
   pad = gst_element_get_static_pad (sink, "sink");
@@ -550,6 +567,7 @@ run_consumer (void)
   if (!opt.decode) {
     set_cuda_device (pipeline, "src");
     set_cuda_device (pipeline, "down");
+    set_properties (src);
   }
   sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
   if (!opt.decode)
@@ -678,6 +696,9 @@ main (int argc, char **argv)
     {"cuda-device", 0, 0, G_OPTION_ARG_INT, &opt.cuda_device,
         "Both: the GPU of this side (gpusharesink or gpusharesrc, "
         "cudaupload, cudadownload)", NULL},
+    {"set", 0, 0, G_OPTION_ARG_STRING_ARRAY, &opt.set,
+        "Both: PROPERTY=VALUE of gpusharesink or gpusharesrc (repeatable)",
+        NULL},
     {"out", 0, 0, G_OPTION_ARG_FILENAME, &opt.out,
         "Write the report here instead of stdout", NULL},
     {NULL}
