@@ -136,11 +136,15 @@ run_pair() {
   echo "  ($name: $((SECONDS - t0)) s)"
 }
 
+# GPUSHARE_CONTAINER_SECTIONS="2 4": only those of the numbered sections
+want() { [[ " ${GPUSHARE_CONTAINER_SECTIONS:-1 2 3 4 5 6} " == *" $1 "* ]]; }
+
 echo "GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
 timeout 60 "$peer" consumer --decode "$clip" --out "$dir/ref.log"
 echo "reference: $(grep -c '^recv ' "$dir/ref.log") pictures decoded in one process"
 
 # 1. host and semaphore sync: every picture over GPU memory
+if want 1; then
 for sync in host semaphore; do
   run_pair "$sync" --- -- --transport cuda --sync "$sync"
   same_pictures "containers, sync-mode=$sync" "$results/$sync.log" cuda-vmm
@@ -149,10 +153,13 @@ run_pair gpuout --- -- --transport cuda --sync semaphore --gpu-output
 same_pictures "containers, sync-mode=semaphore, CUDA memory out" \
   "$results/gpuout.log" cuda-vmm
 
+fi
+
 # 2. event sync: refused, and only that consumer.  Across PID namespaces
 # the consumer refuses before it maps anything (the producer's pid is 0
 # there); in one PID namespace with a private /dev/shm, opening the events
 # fails, and says why
+if want 2; then
 live_producer() {
   rm -f "$shared/live.sock"
   (container decode "$@" -- timeout 120 "$peer" producer \
@@ -182,8 +189,11 @@ event_case() {
 event_case "containers" "PID namespace"
 event_case "containers sharing the PID namespace" "/dev/shm" --pid host
 
+fi
+
 # 3. legacy CUDA IPC handles: refused across PID namespaces, saying why;
 # in one PID namespace with a private /dev/shm, whatever happens is shown
+if want 3; then
 run_pair legacy --- -- --transport cuda-legacy --sync host
 if grep -q '^error .*PID namespace' "$results/legacy.log" \
     && ! grep -q '^recv ' "$results/legacy.log"; then
@@ -200,9 +210,12 @@ else
   echo "INFO containers sharing the PID namespace, legacy CUDA IPC: $(errline "$results/legacy-pid.log")"
 fi
 
+fi
+
 # 4. user namespaces.  A producer and a consumer whose roots are the same
 # uid outside (userns-remap, one rootless user) see each other as their
 # own uid: admitted with the defaults
+if want 4; then
 chmod 1777 "$shared"
 run_pair userns --userns 100000 --- --userns 100000 -- --transport cuda \
   --sync host
@@ -235,7 +248,10 @@ run_pair userns-admitted -- --set socket-mode=0666 \
 same_pictures "containers, consumer in a user namespace (uid 100000 outside), admitted by allowed-uids" \
   "$results/userns-admitted.log" cuda-vmm
 
+fi
+
 # 5. a PID namespace with the host's /proc: no CUDA, and the reason
+if want 5; then
 run_pair hostproc --- --proc host --
 if grep -q "PID namespace" "$results/hostproc.log"; then
   same_pictures "PID namespace without its own /proc: CUDA does not start, the consumer says why" \
@@ -244,7 +260,10 @@ else
   fail "PID namespace without its own /proc: $(grep -m1 '^transport' "$results/hostproc.log"); $(errline "$results/hostproc.log")"
 fi
 
+fi
+
 # 6. MPS: the daemon on the host, its pipe directory shared
+if want 6; then
 if command -v nvidia-cuda-mps-control >/dev/null 2>&1; then
   export CUDA_MPS_PIPE_DIRECTORY=$dir/mps-pipe CUDA_MPS_LOG_DIRECTORY=$dir/mps-log
   mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
@@ -265,6 +284,7 @@ if command -v nvidia-cuda-mps-control >/dev/null 2>&1; then
   unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
 else
   echo "INFO MPS: nvidia-cuda-mps-control is not here"
+fi
 fi
 
 finish

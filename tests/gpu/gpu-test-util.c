@@ -760,3 +760,18 @@ gpu_test_drain_consumer_bus (GstBus * bus, guint * vmm, gchar ** other,
   }
   return ok;
 }
+
+void
+gpu_test_planes (GpuSharePlanes * p, const GstVideoInfo * info,
+    CUdeviceptr base)
+{
+  guint i;
+
+  memset (p, 0, sizeof (*p));
+  p->device = TRUE;
+  p->base = (guintptr) base;
+  for (i = 0; i < GST_VIDEO_INFO_N_PLANES (info); i++) {
+    p->offset[i] = GST_VIDEO_INFO_PLANE_OFFSET (info, i);
+    p->stride[i] = GST_VIDEO_INFO_PLANE_STRIDE (info, i);
+  }
+}

@@ -16,7 +16,10 @@
 #include <sys/types.h>
 #include <gst/gst.h>
 
+#include <gst/video/video.h>
+
 #include "gpusharecuda.h"
+#include "gpusharecudaxfer.h"
 
 G_BEGIN_DECLS
 
@@ -35,6 +38,10 @@ typedef enum
  * CUDA when it forks children of its own: 0 when it has what needs asks
  * for, GPU_TEST_SKIP otherwise (the child printed the one SKIP line). */
 gint gpu_test_probe_in_child (GpuTestNeeds needs);
+
+/* the planes of a frame of info in device memory at base */
+void gpu_test_planes (GpuSharePlanes * p, const GstVideoInfo * info,
+    CUdeviceptr base);
 
 /* the most fds one gpu_test_send_fds () carries */
 #define GPU_TEST_MAX_FDS 65

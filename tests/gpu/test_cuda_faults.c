@@ -48,20 +48,6 @@ static const gint attempts[] = { 1, 2, 3, 5, 8, 13 };
 static GstVideoInfo info;
 static gsize slot_size;
 
-static void
-planes (GpuSharePlanes * p, CUdeviceptr base)
-{
-  guint i;
-
-  memset (p, 0, sizeof (*p));
-  p->device = TRUE;
-  p->base = (guintptr) base;
-  for (i = 0; i < GST_VIDEO_INFO_N_PLANES (&info); i++) {
-    p->offset[i] = GST_VIDEO_INFO_PLANE_OFFSET (&info, i);
-    p->stride[i] = GST_VIDEO_INFO_PLANE_STRIDE (&info, i);
-  }
-}
-
 /* the life cycle; FALSE with error at the first step that fails, after
  * unwinding everything */
 static gboolean
@@ -78,9 +64,9 @@ cycle (CUdeviceptr src_buf, CUdeviceptr dst_buf, GError ** error)
   gboolean ok;
   guint i;
 
-  planes (&src, src_buf);
-  planes (&dst, dst_buf);
-  planes (&layout, 0);
+  gpu_test_planes (&src, &info, src_buf);
+  gpu_test_planes (&dst, &info, dst_buf);
+  gpu_test_planes (&layout, &info, 0);
   ring = gpushare_cuda_ring_new (0, NULL, GPUSHARE_MEM_CUDA_VMM, 1, N_SLOTS,
       slot_size, error);
   ok = ring != NULL;

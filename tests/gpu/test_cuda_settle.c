@@ -34,20 +34,6 @@
 static GstVideoInfo info;
 static gint failures;
 
-static void
-planes (GpuSharePlanes * p, CUdeviceptr base)
-{
-  guint i;
-
-  memset (p, 0, sizeof (*p));
-  p->device = TRUE;
-  p->base = (guintptr) base;
-  for (i = 0; i < GST_VIDEO_INFO_N_PLANES (&info); i++) {
-    p->offset[i] = GST_VIDEO_INFO_PLANE_OFFSET (&info, i);
-    p->stride[i] = GST_VIDEO_INFO_PLANE_STRIDE (&info, i);
-  }
-}
-
 /* the three answers of needs_settle for the slot against what is wanted */
 static void
 expect (GpuShareCudaRing * ring, guint slot, const gchar * what,
@@ -95,8 +81,8 @@ run (GError ** error)
         && gpushare_cuda_ring_add_consumer (ring, 1, GPUSHARE_SYNC_SEMAPHORE,
         error);
   }
-  planes (&src, src_buf);
-  planes (&layout, 0);
+  gpu_test_planes (&src, &info, src_buf);
+  gpu_test_planes (&layout, &info, 0);
 
   /* slot 0: our copy, nothing to order it with */
   ok = ok && gpushare_cuda_ring_begin (ring, 0, error)
