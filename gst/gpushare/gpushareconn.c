@@ -1123,7 +1123,11 @@ gpushare_connect_path (const gchar * path, GError ** error)
 
   if (!fill_addr (path, &addr, error))
     return -1;
-  fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  /* non-blocking for the connect: a producer that does not accept (stopped,
+   * or its loop stuck) with its listen backlog full would block a
+   * blocking connect () for as long as it stays so; a Unix socket fails
+   * with EAGAIN instead, and the caller tries again */
+  fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) {
     int err = errno;
 
@@ -1139,6 +1143,12 @@ gpushare_connect_path (const gchar * path, GError ** error)
     struct stat st;
 
     close (fd);
+    if (err == EAGAIN) {
+      g_set_error (error, GPUSHARE_CONN_ERROR, GPUSHARE_CONN_ERROR_HANGUP,
+          "the producer at %s accepts no connection: its listen backlog is "
+          "full", path);
+      return -1;
+    }
     /* a file that is no socket refuses as a socket nobody listens on
      * does: no producer will ever come there */
     if (err == ECONNREFUSED && stat (path, &st) == 0
@@ -1153,6 +1163,15 @@ gpushare_connect_path (const gchar * path, GError ** error)
         (err == ENOENT || err == ECONNREFUSED) ? GPUSHARE_CONN_ERROR_HANGUP :
         GPUSHARE_CONN_ERROR_IO, "cannot connect to %s: %s", path,
         g_strerror (err));
+    return -1;
+  }
+  /* blocking again, as the connection expects */
+  if (fcntl (fd, F_SETFL, fcntl (fd, F_GETFL) & ~O_NONBLOCK) < 0) {
+    int err = errno;
+
+    close (fd);
+    g_set_error (error, GPUSHARE_CONN_ERROR, GPUSHARE_CONN_ERROR_IO,
+        "fcntl: %s", g_strerror (err));
     return -1;
   }
   return fd;

@@ -10,7 +10,10 @@
 #    frame;
 # 3. a producer at max-clients: the observer still gets in, the consumers
 #    stay as they are;
-# 4. a directory of two producers: both shown.
+# 4. a directory of two producers: both shown;
+# 5. the same directory with a socket whose listener accepts nobody and
+#    whose backlog is full (a stopped producer): said so, at once, and the
+#    two others shown all the same.
 #
 #   inspect.sh GPUSHARE_INSPECT
 set -euo pipefail
@@ -95,3 +98,28 @@ cat "$dir/out"
 [ "$(grep -c '^producer ' "$dir/out")" -eq 2 ]
 [ "$(grep -c '^status of ' "$dir/out")" -eq 2 ]
 echo "4: a directory of two producers"
+
+# 5.
+python3 - "$dir/run/busy.sock" "$dir/busy.ready" <<'PY' &
+import socket, sys, time
+l = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+l.bind(sys.argv[1])
+l.listen(0)
+held = []
+while True:
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    c.setblocking(False)
+    try:
+        c.connect(sys.argv[1])
+    except BlockingIOError:
+        break
+    held.append(c)
+open(sys.argv[2], "w").close()
+time.sleep(60)
+PY
+for _ in $(seq 100); do [ -e "$dir/busy.ready" ] && break; sleep 0.05; done
+timeout 20 "$inspect" --once "$dir/run" > "$dir/out" 2>&1 || true
+cat "$dir/out"
+grep -q 'busy.sock: .*listen backlog is full' "$dir/out"
+[ "$(grep -c '^status of ' "$dir/out")" -eq 2 ]
+echo "5: a producer that accepts nobody, said so; the two others shown"

@@ -18,6 +18,7 @@
 #include "gpushareconn.h"
 #include "gpushareproto.h"
 #include "stackdepth.h"
+#include "gpushare-check-util.h"
 
 typedef struct
 {
@@ -572,6 +573,47 @@ GST_START_TEST (test_send_frame_stack)
 
 GST_END_TEST;
 
+/* A producer that does not accept (stopped, or its loop stuck) with its
+ * listen backlog full: connecting must not block (it used to, for ever,
+ * in gpusharesrc's control thread and in gpushare-inspect), but fail as
+ * "nobody listens yet", to be tried again; once there is room, it works,
+ * and the socket is blocking as before. */
+GST_START_TEST (test_connect_backlog_full)
+{
+  gchar *dir = make_tmpdir ("gpushare-conn-XXXXXX");
+  gchar *path = g_build_filename (dir, "busy.sock", NULL);
+  GError *error = NULL;
+  gint held[16], listen_fd, fd, other;
+  guint n_held, i;
+
+  listen_fd = listen_full_backlog (path, held, G_N_ELEMENTS (held), &n_held);
+  fd = gpushare_connect_path (path, &error);
+  fail_unless (fd < 0);
+  fail_unless (g_error_matches (error, GPUSHARE_CONN_ERROR,
+          GPUSHARE_CONN_ERROR_HANGUP), "%s", error->message);
+  fail_unless (strstr (error->message, "backlog") != NULL, "%s",
+      error->message);
+  g_clear_error (&error);
+
+  /* the producer takes one: there is room again */
+  other = accept (listen_fd, NULL, NULL);
+  fail_unless (other >= 0);
+  fd = gpushare_connect_path (path, &error);
+  fail_unless (fd >= 0, "%s", error ? error->message : "");
+  fail_if (fcntl (fd, F_GETFL) & O_NONBLOCK);
+
+  close (fd);
+  close (other);
+  for (i = 0; i < n_held; i++)
+    close (held[i]);
+  close (listen_fd);
+  remove_tree (dir);
+  g_free (path);
+  g_free (dir);
+}
+
+GST_END_TEST;
+
 static Suite *
 gpushare_conn_suite (void)
 {
@@ -585,6 +627,7 @@ gpushare_conn_suite (void)
   tcase_add_test (tc, test_send_slots_fds);
   tcase_add_test (tc, test_send_after_close);
   tcase_add_test (tc, test_send_frame_stack);
+  tcase_add_test (tc, test_connect_backlog_full);
   return s;
 }
 

@@ -373,6 +373,46 @@ GST_START_TEST (test_heartbeat_silent_producer)
 
 GST_END_TEST;
 
+/* A producer that accepts nobody, its listen backlog full (stopped, or
+ * its loop stuck): the consumer does not hang in connect () but keeps
+ * trying until connection-timeout, then fails, saying so, and stops at
+ * once.  It used to block for ever, and the pipeline with it. */
+GST_START_TEST (test_producer_backlog_full)
+{
+  gchar *path = socket_path ("busy.sock");
+  GstElement *pipeline;
+  GError *error = NULL;
+  gchar *debug = NULL;
+  GstMessage *m;
+  gint held[16], listen_fd;
+  guint n_held, i;
+
+  listen_fd = listen_full_backlog (path, held, G_N_ELEMENTS (held), &n_held);
+  pipeline = launch ("gpusharesrc name=src connection-timeout=500 ! fakesink");
+  g_object_set (child (pipeline, "src"), "socket-path", path, NULL);
+  fail_if (gst_element_set_state (pipeline, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  m = pop_message (pipeline, GST_MESSAGE_ERROR, TIMEOUT_MS);
+  fail_unless (m != NULL, "no error before the connection timeout");
+  gst_message_parse_error (m, &error, &debug);
+  fail_unless (g_error_matches (error, GST_RESOURCE_ERROR,
+          GST_RESOURCE_ERROR_OPEN_READ), "%s", error->message);
+  fail_unless (strstr (debug, "backlog is full") != NULL, "%s", debug);
+  g_error_free (error);
+  g_free (debug);
+  gst_message_unref (m);
+  fail_unless_equals_int (gst_element_set_state (pipeline, GST_STATE_NULL),
+      GST_STATE_CHANGE_SUCCESS);
+  gst_object_unref (pipeline);
+  for (i = 0; i < n_held; i++)
+    close (held[i]);
+  close (listen_fd);
+  unlink (path);
+  g_free (path);
+}
+
+GST_END_TEST;
+
 /* ------------------------------------------------------------------------ */
 /* 2. A hostile producer's layouts: checked against the format and the
  * mapped ring before any buffer points into a slot */
@@ -567,6 +607,7 @@ gpushare_src_protocol_suite (void)
       elements_teardown);
   tcase_add_loop_test (tc_hostile_producer, test_hostile_producer, 0, N_HP);
   tcase_add_test (tc_hostile_producer, test_src_answers_version);
+  tcase_add_test (tc_hostile_producer, test_producer_backlog_full);
   tcase_add_loop_test (tc_hostile_producer, test_heartbeat_silent_producer, 0,
       2);
   suite_add_tcase (s, tc_layouts);

@@ -5,10 +5,13 @@
 #include <gst/check/gstcheck.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -215,4 +218,33 @@ reap_clean_exit (pid_t pid)
 
   fail_unless (waitpid (pid, &status, 0) == pid);
   fail_unless (WIFEXITED (status) && WEXITSTATUS (status) == 0);
+}
+
+gint
+listen_full_backlog (const gchar * path, gint * held, guint max_held,
+    guint * n_held)
+{
+  struct sockaddr_un addr;
+  gint fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+  fail_unless (fd >= 0);
+  memset (&addr, 0, sizeof (addr));
+  addr.sun_family = AF_UNIX;
+  g_strlcpy (addr.sun_path, path, sizeof (addr.sun_path));
+  fail_unless (bind (fd, (struct sockaddr *) &addr, sizeof (addr)) == 0);
+  fail_unless (listen (fd, 0) == 0);
+  /* a non-blocking connect to a full backlog fails with EAGAIN */
+  for (*n_held = 0; *n_held < max_held; (*n_held)++) {
+    gint c = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+    fail_unless (c >= 0);
+    if (connect (c, (struct sockaddr *) &addr, sizeof (addr)) != 0) {
+      fail_unless_equals_int (errno, EAGAIN);
+      close (c);
+      return fd;
+    }
+    held[*n_held] = c;
+  }
+  fail ("the backlog took %u connections and was not full", max_held);
+  return fd;
 }

@@ -23,6 +23,14 @@ guint wait_fd_count (guint expected, gint timeout_ms);
 void dump_fds (void);
 gboolean wait_pipe_hangup (gint read_fd, gint timeout_ms);
 
+/* Sockets */
+
+/* A listening socket at path that never accepts, its backlog full: each
+ * connection it queued is in held (n_held of them, the caller closes
+ * them and listen_fd), and one more connect () would block. */
+gint listen_full_backlog (const gchar * path, gint * held, guint max_held,
+    guint * n_held);
+
 /* Temporary directories */
 
 gchar *make_tmpdir (const gchar * tmpl);
