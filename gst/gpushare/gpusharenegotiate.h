@@ -106,14 +106,15 @@ void gpushare_negotiation_clear (GpuShareNegotiation * n);
  * or not usable. */
 guint32 gpushare_negotiate_producer_mem_types (const GpuShareGpu * gpu);
 
-/* The text a producer refuses an ACCEPT with */
-/* the producer's pid as SO_PEERCRED gives it to the consumer is 0 */
+/* Why a consumer takes no CUDA IPC handle (GpuShareGpu.no_ipc_handles)
+ * when the producer's pid, as SO_PEERCRED gives it, is 0 */
 #define GPUSHARE_NEGOTIATE_OTHER_PID_NS \
   "the producer runs in another PID namespace (the kernel gives its pid " \
   "as 0 here), and CUDA IPC handles (legacy memory, IPC events) do not " \
   "open across PID namespaces; VMM memory (transport=cuda) with " \
   "sync-mode=host or semaphore does"
 
+/* The text a producer refuses an ACCEPT with */
 #define GPUSHARE_NEGOTIATE_NOT_OFFERED \
   "the chosen memory type or synchronisation was not offered"
 

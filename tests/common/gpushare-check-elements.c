@@ -751,16 +751,7 @@ raw_send_msg (RawPeer * p, const GpuShareMsg * msg, const gint * fds,
 gint
 raw_listen (const gchar * path)
 {
-  struct sockaddr_un addr;
-  gint fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-  fail_unless (fd >= 0);
-  memset (&addr, 0, sizeof (addr));
-  addr.sun_family = AF_UNIX;
-  g_strlcpy (addr.sun_path, path, sizeof (addr.sun_path));
-  fail_unless (bind (fd, (struct sockaddr *) &addr, sizeof (addr)) == 0);
-  fail_unless (listen (fd, 4) == 0);
-  return fd;
+  return listen_unix (path, 4);
 }
 
 gint

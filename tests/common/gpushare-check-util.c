@@ -221,8 +221,7 @@ reap_clean_exit (pid_t pid)
 }
 
 gint
-listen_full_backlog (const gchar * path, gint * held, guint max_held,
-    guint * n_held)
+listen_unix (const gchar * path, gint backlog)
 {
   struct sockaddr_un addr;
   gint fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -232,7 +231,20 @@ listen_full_backlog (const gchar * path, gint * held, guint max_held,
   addr.sun_family = AF_UNIX;
   g_strlcpy (addr.sun_path, path, sizeof (addr.sun_path));
   fail_unless (bind (fd, (struct sockaddr *) &addr, sizeof (addr)) == 0);
-  fail_unless (listen (fd, 0) == 0);
+  fail_unless (listen (fd, backlog) == 0);
+  return fd;
+}
+
+gint
+listen_full_backlog (const gchar * path, gint * held, guint max_held,
+    guint * n_held)
+{
+  struct sockaddr_un addr;
+  gint fd = listen_unix (path, 0);
+
+  memset (&addr, 0, sizeof (addr));
+  addr.sun_family = AF_UNIX;
+  g_strlcpy (addr.sun_path, path, sizeof (addr.sun_path));
   /* a non-blocking connect to a full backlog fails with EAGAIN */
   for (*n_held = 0; *n_held < max_held; (*n_held)++) {
     gint c = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);

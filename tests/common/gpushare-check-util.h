@@ -25,6 +25,9 @@ gboolean wait_pipe_hangup (gint read_fd, gint timeout_ms);
 
 /* Sockets */
 
+/* a Unix stream socket bound at path, listening with backlog */
+gint listen_unix (const gchar * path, gint backlog);
+
 /* A listening socket at path that never accepts, its backlog full: each
  * connection it queued is in held (n_held of them, the caller closes
  * them and listen_fd), and one more connect () would block. */

@@ -53,10 +53,7 @@ chmod 0755 "$dir" "$shared"
 chmod 0777 "$results"
 trap 'rm -rf "$dir"; rmdir /tmp/gpushare-container.* 2>/dev/null' EXIT
 
-# a figure of the last stats line an element printed
-stat_of() { grep '^stats ' "$1" | tail -1 | sed -n "s/.*$2=([a-z0-9]*)\"\{0,1\}\([^,;\"]*\).*/\1/p"; }
-# pts, size and checksum of every picture
-key() { grep '^recv ' "$1" | sed 's/.* pts=\([-0-9]*\) .* size=\([^ ]*\) sum=\(.*\)/\1 \2 \3/'; }
+# stat_of and key: gpu-lib.sh
 errline() { grep -h -m1 '^error' "$@" | sed 's/^error //' | cut -c1-400; }
 
 # container NAME [gpu-container options] -- COMMAND...: shares the sockets

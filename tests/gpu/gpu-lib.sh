@@ -72,6 +72,13 @@ run() {
   rm -f "$dir"/*.log
 }
 
+# a figure of the last stats line an element printed (gpushare-test-peer)
+stat_of() { grep '^stats ' "$1" | tail -1 | sed -n "s/.*$2=([a-z0-9]*)\"\{0,1\}\([^,;\"]*\).*/\1/p"; }
+# pts, size and checksum of every picture a consumer printed: what a
+# decode is compared by (a reference's buffers are cudadownload's, so
+# offsets and flags are not compared)
+key() { grep '^recv ' "$1" | sed 's/.* pts=\([-0-9]*\) .* size=\([^ ]*\) sum=\(.*\)/\1 \2 \3/'; }
+
 # the end of every script
 finish() {
   if [ $failures -ne 0 ]; then

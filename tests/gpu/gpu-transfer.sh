@@ -45,11 +45,6 @@ done
 # 1080p), hence the 300 frames of 1080p.
 clip=$(dirname "$0")/../media/clip-h264-1080p.mp4
 minor=$(gst-launch-1.0 --version | sed -n 's/^GStreamer [0-9]*\.\([0-9]*\).*/\1/p' | head -1)
-# a figure of the last stats line an element printed (gpushare-test-peer)
-stat_of() { grep '^stats ' "$1" | tail -1 | sed -n "s/.*$2=([a-z0-9]*)\"\{0,1\}\([^,;\"]*\).*/\1/p"; }
-# pts, size and checksum of every picture; the reference's buffers are
-# cudadownload's, so offsets and flags are not compared
-key() { grep '^recv ' "$1" | sed 's/.* pts=\([-0-9]*\) .* size=\([^ ]*\) sum=\(.*\)/\1 \2 \3/'; }
 decode() {
   local desc=$1 sock="$dir/decode.sock" nref ngot cpid
   shift
