@@ -132,6 +132,12 @@ struct _GpuShareClient
   gchar *producer_name;         /* announced */
   guint64 frames_received;
   guint64 frames_missed;
+  /* a leaky producer's word: our share (the last FRAME's), and whether it
+   * said it skips us (NOTICE STALLED), as of its frame stall_sequence;
+   * a FRAME ends that */
+  guint share;
+  gboolean stalled;
+  guint64 stall_sequence;
   /* the META of the next FRAME, checked */
   GpuShareMeta *pending_meta;
   guint reconnects;
@@ -847,6 +853,11 @@ handle_frame (GpuShareClient * self, const GpuShareFrame * f)
   g_queue_push_tail (&self->items, item);
   self->frames_received++;
   self->frames_missed += missed;
+  self->share = f->share;
+  if (self->stalled)
+    GST_INFO_OBJECT (self->log_object, "frames again from the producer, "
+        "after %" G_GUINT64_FORMAT " missed", missed);
+  self->stalled = FALSE;
   if (missed)
     GST_LOG_OBJECT (self->log_object, "%" G_GUINT64_FORMAT " frames of the "
         "producer missed before frame %" G_GUINT64_FORMAT, missed,
@@ -873,6 +884,35 @@ count_missed_at_eos (GpuShareClient * self, guint64 last_sequence)
     missed = last_sequence - self->session->view.last_sequence;
   g_mutex_unlock (&self->session->lock);
   self->frames_missed += missed;
+}
+
+/* The producer says something about how it serves us.  Codes this
+ * version does not know are skipped (a newer producer's). */
+static void
+handle_notice (GpuShareClient * self, const GpuShareNotice * n)
+{
+  GpuShareClientEvent *ev;
+
+  if (self->state == STATE_DONE)
+    return;
+  if (self->state != STATE_READY) {
+    producer_error (self, "NOTICE before the slots were mapped");
+    return;
+  }
+  if (n->code != GPUSHARE_NOTICE_STALLED || self->stalled)
+    return;
+  self->stalled = TRUE;
+  self->stall_sequence = n->sequence;
+  ev = queue_event (self, GPUSHARE_CLIENT_EVENT_STALLED);
+  ev->share = n->share;
+  ev->slots_held = n->slots_held;
+  ev->skipped = n->skipped;
+  g_snprintf (ev->detail, sizeof (ev->detail), "the producer has skipped "
+      "this consumer for %" G_GUINT64_FORMAT " frames: it holds %u slots, "
+      "its whole share of %u (%u consumers share the ring); downstream "
+      "keeps the buffers it was given (paused or blocked)", n->skipped,
+      n->slots_held, n->share, n->n_consumers);
+  GST_WARNING_OBJECT (self->log_object, "%s", ev->detail);
 }
 
 static void
@@ -920,6 +960,9 @@ conn_message (GpuShareConn * conn, const GpuShareMsg * msg, gint * fds,
       break;
     case GPUSHARE_MSG_FRAME:
       handle_frame (self, &msg->u.frame);
+      break;
+    case GPUSHARE_MSG_NOTICE:
+      handle_notice (self, &msg->u.notice);
       break;
     case GPUSHARE_MSG_EOS:
       count_missed_at_eos (self, msg->u.eos.last_sequence);
@@ -997,6 +1040,8 @@ drop_session (GpuShareClient * self, GpuShareErrorCode reason)
   g_clear_pointer (&self->pending_meta, g_free);
   self->session = NULL;
   self->mapping = NULL;
+  self->stalled = FALSE;
+  self->share = 0;
   g_queue_init (&self->items);
   memset (&self->pending, 0, sizeof (self->pending));
   self->mapped_epoch = 0;
@@ -1459,6 +1504,18 @@ gpushare_client_get_stats (GpuShareClient * self, GpuShareClientStats * s)
   s->epoch = self->mapped_epoch;
   s->frames_received = self->frames_received;
   s->frames_missed = self->frames_missed;
+  /* skipped now: the frames since the last one received are missed, as
+   * the next frame's gap will count them */
+  if (self->stalled && self->session) {
+    g_mutex_lock (&self->session->lock);
+    if (self->session->view.have_sequence
+        && self->stall_sequence > self->session->view.last_sequence)
+      s->frames_missed += self->stall_sequence -
+          self->session->view.last_sequence;
+    g_mutex_unlock (&self->session->lock);
+  }
+  s->share = self->share;
+  s->stalled = self->stalled;
   s->producer_pid = self->producer_pid;
   s->producer_name = g_strdup (self->producer_name);
   s->reconnects = self->reconnects;

@@ -58,6 +58,8 @@ typedef enum
   GPUSHARE_CLIENT_EVENT_TRANSPORT,      /* the first ring is mapped */
   GPUSHARE_CLIENT_EVENT_PRODUCER_LOST,  /* detail: what happened; action:
                                          * the GpuShareProducerLost done */
+  GPUSHARE_CLIENT_EVENT_STALLED,        /* a leaky producer skips us: we
+                                         * hold our share; detail says */
 } GpuShareClientEventType;
 
 typedef struct
@@ -72,6 +74,10 @@ typedef struct
   guint reconnects;
   gchar detail[256];
   guint action;
+  /* STALLED: our share, what we hold of it, frames skipped so far */
+  guint share;
+  guint slots_held;
+  guint64 skipped;
 } GpuShareClientEvent;
 
 typedef void (*GpuShareClientEventFunc) (GpuShareClient * client,
@@ -128,6 +134,8 @@ typedef struct
   gchar *producer_name;         /* the name it announced, or NULL */
   guint reconnects;
   gboolean producer_live;
+  guint share;                  /* of a leaky producer's ring; 0: none */
+  gboolean stalled;             /* it said it skips us, no frame since */
 } GpuShareClientStats;
 
 GpuShareClient *gpushare_client_new (const GpuShareClientConfig * config,

@@ -561,6 +561,12 @@ build_status (gconstpointer body, guint32 n_fds, GByteArray * out)
 }
 
 static gboolean
+build_notice (gconstpointer body, guint32 n_fds, GByteArray * out)
+{
+  return gpushare_msg_build_notice (body, out);
+}
+
+static gboolean
 build_release (gconstpointer body, guint32 n_fds, GByteArray * out)
 {
   return gpushare_msg_build_release (body, out);
@@ -671,6 +677,13 @@ gboolean
 gpushare_conn_send_status (GpuShareConn * conn, const GpuShareStatus * status)
 {
   return send_built (conn, GPUSHARE_MSG_STATUS, build_status, status, NULL,
+      0, NULL);
+}
+
+gboolean
+gpushare_conn_send_notice (GpuShareConn * conn, const GpuShareNotice * notice)
+{
+  return send_built (conn, GPUSHARE_MSG_NOTICE, build_notice, notice, NULL,
       0, NULL);
 }
 

@@ -87,6 +87,8 @@ gboolean gpushare_conn_send_observe (GpuShareConn * conn,
     const GpuShareObserve * observe);
 gboolean gpushare_conn_send_status (GpuShareConn * conn,
     const GpuShareStatus * status);
+gboolean gpushare_conn_send_notice (GpuShareConn * conn,
+    const GpuShareNotice * notice);
 gboolean gpushare_conn_send_frame (GpuShareConn * conn,
     const GpuShareFrame * frame);
 gboolean gpushare_conn_send_release (GpuShareConn * conn,

@@ -256,6 +256,11 @@ WIRE_AT (GpuShareWireMapped, epoch, 0);
  *    56    8 offset_end
  *    64    4 buffer_flags     GstBufferFlags
  *    68    4 flags            GPUSHARE_FRAME_FLAG_*
+ *   since minor 6, sent only when share is not 0 (a leaky producer), so
+ *   that a FRAME of a lossless one is the same 72 bytes as before; read
+ *   only when the payload holds all 8:
+ *    72    4 share            slots the consumer may hold at once
+ *    76    4 reserved         0
  */
 typedef struct
 {
@@ -284,6 +289,17 @@ WIRE_AT (GpuShareWireFrame, offset, 48);
 WIRE_AT (GpuShareWireFrame, offset_end, 56);
 WIRE_AT (GpuShareWireFrame, buffer_flags, 64);
 WIRE_AT (GpuShareWireFrame, flags, 68);
+
+typedef struct
+{
+  GpuShareWireFrame frame;
+  guint32 share;
+  guint32 reserved;
+} GpuShareWireFrameShare;
+
+G_STATIC_ASSERT (sizeof (GpuShareWireFrameShare) == 80);
+WIRE_AT (GpuShareWireFrameShare, share, 72);
+WIRE_AT (GpuShareWireFrameShare, reserved, 76);
 
 /* RELEASE, consumer -> producer.  24 bytes.
  *
@@ -452,6 +468,34 @@ WIRE_AT (GpuShareWireGoodbyeHeld, reason, 0);
 WIRE_AT (GpuShareWireGoodbyeHeld, flags, 4);
 WIRE_AT (GpuShareWireGoodbyeHeld, last_sequence, 8);
 
+/* NOTICE, producer -> consumer, since minor 6.  32 bytes.
+ *
+ *   off size field
+ *     0    4 code             GpuShareNoticeCode
+ *     4    4 share
+ *     8    4 slots_held
+ *    12    4 n_consumers
+ *    16    8 skipped
+ *    24    8 sequence
+ */
+typedef struct
+{
+  guint32 code;
+  guint32 share;
+  guint32 slots_held;
+  guint32 n_consumers;
+  guint64 skipped;
+  guint64 sequence;
+} GpuShareWireNotice;
+
+G_STATIC_ASSERT (sizeof (GpuShareWireNotice) == 32);
+WIRE_AT (GpuShareWireNotice, code, 0);
+WIRE_AT (GpuShareWireNotice, share, 4);
+WIRE_AT (GpuShareWireNotice, slots_held, 8);
+WIRE_AT (GpuShareWireNotice, n_consumers, 12);
+WIRE_AT (GpuShareWireNotice, skipped, 16);
+WIRE_AT (GpuShareWireNotice, sequence, 24);
+
 /* does this GOODBYE need its minor-3 part on the wire */
 static gboolean
 goodbye_has_held (const GpuShareGoodbye * g)
@@ -558,7 +602,7 @@ wr64 (guint8 * p, guint64 v)
 static gboolean
 is_known_type (guint type)
 {
-  return type >= GPUSHARE_MSG_ANNOUNCE && type <= GPUSHARE_MSG_STATUS;
+  return type >= GPUSHARE_MSG_ANNOUNCE && type <= GPUSHARE_MSG_NOTICE;
 }
 
 /* A chosen memory type is one bit we know: a consumer cannot pick a
@@ -802,9 +846,15 @@ check_msg (guint type, const GpuShareMsg * msg, guint32 n_fds)
       return check_observe (&msg->u.observe);
     case GPUSHARE_MSG_STATUS:
       return check_status (&msg->u.status);
+    case GPUSHARE_MSG_NOTICE:
+      return msg->u.notice.share <= GPUSHARE_MAX_SLOTS
+          && msg->u.notice.slots_held <= GPUSHARE_MAX_SLOTS
+          && msg->u.notice.n_consumers <= GPUSHARE_MAX_HOLDERS_WIRE ?
+          GPUSHARE_PARSE_OK : GPUSHARE_PARSE_MALFORMED;
     case GPUSHARE_MSG_MAPPED:
     case GPUSHARE_MSG_UNMAPPED:
     case GPUSHARE_MSG_FRAME:
+      /* share too: past the ring's size it limits nothing */
     case GPUSHARE_MSG_RELEASE:
     case GPUSHARE_MSG_EOS:
     case GPUSHARE_MSG_GOODBYE:
@@ -847,6 +897,8 @@ fixed_size (guint type)
       return sizeof (GpuShareWireObserve);
     case GPUSHARE_MSG_STATUS:
       return sizeof (GpuShareWireText);
+    case GPUSHARE_MSG_NOTICE:
+      return sizeof (GpuShareWireNotice);
     case GPUSHARE_MSG_GOODBYE:
       return sizeof (GpuShareWireGoodbye);
     case GPUSHARE_MSG_ERROR:
@@ -1017,7 +1069,7 @@ parse_slots (const guint8 * p, gsize len, GpuShareSlots * s)
 }
 
 static void
-parse_frame (const guint8 * p, GpuShareFrame * f)
+parse_frame (const guint8 * p, gsize len, GpuShareFrame * f)
 {
   f->epoch = RD64 (p, GpuShareWireFrame, epoch);
   f->slot = RD32 (p, GpuShareWireFrame, slot);
@@ -1030,6 +1082,19 @@ parse_frame (const guint8 * p, GpuShareFrame * f)
   f->offset_end = RD64 (p, GpuShareWireFrame, offset_end);
   f->buffer_flags = RD32 (p, GpuShareWireFrame, buffer_flags);
   f->flags = RD32 (p, GpuShareWireFrame, flags);
+  f->share = len >= sizeof (GpuShareWireFrameShare) ?
+      RD32 (p, GpuShareWireFrameShare, share) : 0;
+}
+
+static void
+parse_notice (const guint8 * p, GpuShareNotice * n)
+{
+  n->code = RD32 (p, GpuShareWireNotice, code);
+  n->share = RD32 (p, GpuShareWireNotice, share);
+  n->slots_held = RD32 (p, GpuShareWireNotice, slots_held);
+  n->n_consumers = RD32 (p, GpuShareWireNotice, n_consumers);
+  n->skipped = RD64 (p, GpuShareWireNotice, skipped);
+  n->sequence = RD64 (p, GpuShareWireNotice, sequence);
 }
 
 static void
@@ -1180,7 +1245,7 @@ gpushare_msg_parse (const GpuShareHeader * hdr, const guint8 * payload,
       msg->u.mapped.epoch = RD64 (payload, GpuShareWireMapped, epoch);
       break;
     case GPUSHARE_MSG_FRAME:
-      parse_frame (payload, &msg->u.frame);
+      parse_frame (payload, len, &msg->u.frame);
       break;
     case GPUSHARE_MSG_RELEASE:
       parse_release (payload, &msg->u.release);
@@ -1205,6 +1270,9 @@ gpushare_msg_parse (const GpuShareHeader * hdr, const guint8 * payload,
     case GPUSHARE_MSG_STATUS:
       res = parse_text (payload, len, GPUSHARE_MAX_STATUS_LEN,
           &msg->u.status.flags, &msg->u.status.text_len, msg->u.status.text);
+      break;
+    case GPUSHARE_MSG_NOTICE:
+      parse_notice (payload, &msg->u.notice);
       break;
     case GPUSHARE_MSG_GOODBYE:
       msg->u.goodbye.reason = RD32 (payload, GpuShareWireGoodbye, reason);
@@ -1413,7 +1481,9 @@ gpushare_msg_build_frame (const GpuShareFrame * f, GByteArray * out)
   g_return_val_if_fail (f != NULL, FALSE);
   g_return_val_if_fail (out != NULL, FALSE);
 
-  p = append_message (out, GPUSHARE_MSG_FRAME, 0, sizeof (GpuShareWireFrame));
+  /* a lossless producer's FRAME is the 72 bytes of minor 5 */
+  p = append_message (out, GPUSHARE_MSG_FRAME, 0, f->share ?
+      sizeof (GpuShareWireFrameShare) : sizeof (GpuShareWireFrame));
   if (!p)
     return FALSE;
   WR64 (p, GpuShareWireFrame, epoch, f->epoch);
@@ -1427,6 +1497,31 @@ gpushare_msg_build_frame (const GpuShareFrame * f, GByteArray * out)
   WR64 (p, GpuShareWireFrame, offset_end, f->offset_end);
   WR32 (p, GpuShareWireFrame, buffer_flags, f->buffer_flags);
   WR32 (p, GpuShareWireFrame, flags, f->flags);
+  if (f->share) {
+    WR32 (p, GpuShareWireFrameShare, share, f->share);
+    WR32 (p, GpuShareWireFrameShare, reserved, 0);
+  }
+  return TRUE;
+}
+
+gboolean
+gpushare_msg_build_notice (const GpuShareNotice * n, GByteArray * out)
+{
+  guint8 *p;
+
+  g_return_val_if_fail (n != NULL, FALSE);
+  g_return_val_if_fail (out != NULL, FALSE);
+
+  p = append_message (out, GPUSHARE_MSG_NOTICE, 0,
+      sizeof (GpuShareWireNotice));
+  if (!p)
+    return FALSE;
+  WR32 (p, GpuShareWireNotice, code, n->code);
+  WR32 (p, GpuShareWireNotice, share, n->share);
+  WR32 (p, GpuShareWireNotice, slots_held, n->slots_held);
+  WR32 (p, GpuShareWireNotice, n_consumers, n->n_consumers);
+  WR64 (p, GpuShareWireNotice, skipped, n->skipped);
+  WR64 (p, GpuShareWireNotice, sequence, n->sequence);
   return TRUE;
 }
 
@@ -1660,6 +1755,8 @@ gpushare_msg_build (const GpuShareMsg * msg, guint32 n_fds, GByteArray * out)
       return gpushare_msg_build_observe (&msg->u.observe, out);
     case GPUSHARE_MSG_STATUS:
       return gpushare_msg_build_status (&msg->u.status, out);
+    case GPUSHARE_MSG_NOTICE:
+      return gpushare_msg_build_notice (&msg->u.notice, out);
     case GPUSHARE_MSG_GOODBYE:
       return gpushare_msg_build_goodbye (&msg->u.goodbye, out);
     case GPUSHARE_MSG_ERROR:
@@ -1729,6 +1826,8 @@ gpushare_msg_type_to_string (guint type)
       return "OBSERVE";
     case GPUSHARE_MSG_STATUS:
       return "STATUS";
+    case GPUSHARE_MSG_NOTICE:
+      return "NOTICE";
     default:
       return "UNKNOWN";
   }

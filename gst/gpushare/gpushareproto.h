@@ -44,6 +44,10 @@
  *   consumer -> producer, once it closed the slots of an epoch (minor 2):
  *        |<-- UNMAPPED (epoch) -----------------------|
  *
+ *   leaky producer -> consumer (minor 6): each FRAME says the consumer's
+ *   share of the ring; one that was skipped for a while is told so, once:
+ *        |--- NOTICE (STALLED, share, slots held) --->|
+ *
  * docs/protocol.md describes every field.
  */
 
@@ -56,13 +60,14 @@ G_BEGIN_DECLS
 
 #define GPUSHARE_MAGIC 0x48535047u      /* "GPSH" as little-endian bytes */
 #define GPUSHARE_VERSION_MAJOR 1
-#define GPUSHARE_VERSION_MINOR 5
+#define GPUSHARE_VERSION_MINOR 6
 
 #define GPUSHARE_HEADER_SIZE 24
 /* caps, checked before anything is allocated or copied */
 #define GPUSHARE_MAX_PAYLOAD (16 * 1024)
 #define GPUSHARE_MAX_FDS 65             /* per message: slots + 1 sync */
 #define GPUSHARE_MAX_SLOTS 64           /* ring size */
+#define GPUSHARE_MAX_HOLDERS_WIRE 64    /* consumers of one producer */
 #define GPUSHARE_MAX_PLANES 4
 #define GPUSHARE_MAX_CAPS_LEN 4096      /* bytes, without NUL */
 #define GPUSHARE_MAX_NAME_LEN 128       /* bytes, without NUL */
@@ -100,6 +105,7 @@ typedef enum
   GPUSHARE_MSG_EVENT = 14,      /* P -> C; since minor 4 */
   GPUSHARE_MSG_OBSERVE = 15,    /* C -> P, instead of ACCEPT; since minor 5 */
   GPUSHARE_MSG_STATUS = 16,     /* P -> observer; since minor 5 */
+  GPUSHARE_MSG_NOTICE = 17,     /* P -> C; since minor 6 */
 } GpuShareMsgType;
 
 /* memory types, a bit each: offered as a mask, chosen as one bit */
@@ -286,6 +292,10 @@ typedef struct
   guint64 offset_end;
   guint32 buffer_flags;         /* GstBufferFlags */
   guint32 flags;                /* GPUSHARE_FRAME_FLAG_* */
+  /* since minor 6: slots of the ring this consumer may hold at once
+   * without missing frames (a leaky producer); 0: not limited (lossless,
+   * or an older producer) */
+  guint32 share;
 } GpuShareFrame;
 
 typedef struct
@@ -354,6 +364,28 @@ typedef struct
   gchar text[GPUSHARE_MAX_STATUS_LEN + 1];      /* NUL-terminated */
 } GpuShareStatus;
 
+/* NOTICE codes; a consumer ignores codes it does not know */
+typedef enum
+{
+  /* a leaky producer skipped this consumer for GPUSHARE_STALL_NOTICE_MS:
+   * it holds its whole share of the ring */
+  GPUSHARE_NOTICE_STALLED = 1,
+} GpuShareNoticeCode;
+
+/* how long a leaky producer skips a consumer before it says so */
+#define GPUSHARE_STALL_NOTICE_MS 2000
+
+/* Something the producer tells a consumer about how it is served */
+typedef struct
+{
+  guint32 code;                 /* GpuShareNoticeCode */
+  guint32 share;                /* the consumer's share of the ring */
+  guint32 slots_held;           /* what it holds of it */
+  guint32 n_consumers;          /* consumers the ring is shared by */
+  guint64 skipped;              /* frames skipped, in a row */
+  guint64 sequence;             /* the producer's newest frame */
+} GpuShareNotice;
+
 typedef struct
 {
   guint64 sequence;
@@ -394,6 +426,7 @@ typedef struct
     GpuShareEvent event;
     GpuShareObserve observe;
     GpuShareStatus status;
+    GpuShareNotice notice;
     GpuShareGoodbye goodbye;
     GpuShareError error;
   } u;
@@ -447,6 +480,8 @@ gboolean gpushare_msg_build_event (const GpuShareEvent * e, GByteArray * out);
 gboolean gpushare_msg_build_observe (const GpuShareObserve * o,
     GByteArray * out);
 gboolean gpushare_msg_build_status (const GpuShareStatus * st,
+    GByteArray * out);
+gboolean gpushare_msg_build_notice (const GpuShareNotice * n,
     GByteArray * out);
 gboolean gpushare_msg_build_goodbye (const GpuShareGoodbye * g,
     GByteArray * out);

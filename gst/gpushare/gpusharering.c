@@ -229,6 +229,51 @@ gpushare_ring_n_held_by (const GpuShareRing * ring, guint holder)
   return n;
 }
 
+guint
+gpushare_ring_share (guint n_slots, guint n_consumers)
+{
+  if (n_slots < 2)
+    return 1;
+  return MAX (1, (n_slots - 1) / MAX (1, n_consumers));
+}
+
+guint
+gpushare_ring_auto_slots (guint n_slots, guint n_consumers)
+{
+  guint need = GPUSHARE_RING_MIN_SHARE * MIN (n_consumers,
+      GPUSHARE_MAX_HOLDERS) + 1;
+
+  n_slots = MAX (n_slots, GPUSHARE_RING_DEFAULT_SLOTS);
+  if (need <= n_slots || n_slots >= GPUSHARE_MAX_SLOTS)
+    return MIN (n_slots, GPUSHARE_MAX_SLOTS);
+  return MIN (MAX (need, 2 * n_slots), GPUSHARE_MAX_SLOTS);
+}
+
+gboolean
+gpushare_ring_leaky_admits (const GpuShareRing * ring, guint holder,
+    guint share, guint64 last_sent, gboolean may_exceed)
+{
+  guint64 bit;
+  guint i, n = 0;
+  gboolean holds_last = FALSE;
+
+  if (holder >= GPUSHARE_MAX_HOLDERS)
+    return FALSE;
+  bit = G_GUINT64_CONSTANT (1) << holder;
+  for (i = 0; i < ring->n_slots; i++) {
+    const GpuShareSlot *s = &ring->slots[i];
+
+    if (s->state != GPUSHARE_SLOT_HELD || !(s->holders & bit))
+      continue;
+    n++;
+    if (s->sequence == last_sent)
+      holds_last = TRUE;
+  }
+  if (n < share)
+    return TRUE;
+  return may_exceed && last_sent != 0 && !holds_last;
+}
+
 guint64
 gpushare_ring_expired_holders (const GpuShareRing * ring, gint64 now_us,
     gint64 limit_us, guint64 * held_seq, gint64 * held_us)

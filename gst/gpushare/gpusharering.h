@@ -37,6 +37,16 @@ G_BEGIN_DECLS
 
 #define GPUSHARE_MAX_HOLDERS 64
 
+/* Leaky shares.  Each consumer of a leaky producer may hold its share of
+ * the ring, (n_slots - 1) / consumers, at least 1: one slot always stays
+ * with the producer, so that it never waits.  A ring of auto size grows
+ * (a new epoch) so that the share is at least GPUSHARE_RING_MIN_SHARE:
+ * a sink keeps the last buffer it showed (1), the next frame arrives
+ * while it does (2), and one more lets a queue or a slow render overlap
+ * without copies (3).  See docs/design.md, "Shares of a leaky ring". */
+#define GPUSHARE_RING_MIN_SHARE 3
+#define GPUSHARE_RING_DEFAULT_SLOTS 8
+
 typedef enum
 {
   GPUSHARE_SLOT_FREE = 0,
@@ -110,6 +120,24 @@ guint gpushare_ring_n_held_by (const GpuShareRing * ring, guint holder);
  * longest held frame and for how long; 0 for every other holder. */
 guint64 gpushare_ring_expired_holders (const GpuShareRing * ring,
     gint64 now_us, gint64 limit_us, guint64 * held_seq, gint64 * held_us);
+/* the share of each of n_consumers consumers in a ring of n_slots */
+guint gpushare_ring_share (guint n_slots, guint n_consumers);
+/* The size of an auto-sized ring of n_slots for n_consumers: n_slots while
+ * that gives each a share of GPUSHARE_RING_MIN_SHARE, else twice n_slots,
+ * or more where that is not enough, up to GPUSHARE_MAX_SLOTS.  Doubling:
+ * every consumer maps a ring that grew again (and a GPU consumer misses a
+ * few frames meanwhile), so consumers that join one by one cost a few
+ * replacements, not one each. */
+guint gpushare_ring_auto_slots (guint n_slots, guint n_consumers);
+/* Leaky: does holder get the next frame?  When it holds fewer than share
+ * slots; and when it holds more (its share shrank as consumers joined,
+ * downstream still keeps older frames) but gave back last_sent, the last
+ * frame it was sent (0: none), with may_exceed: a consumer that knows its
+ * share copies each frame past it and gives the slot back at once, and
+ * only new frames make downstream let go of the older ones.  One that
+ * still holds last_sent does not take frames now: it is skipped. */
+gboolean gpushare_ring_leaky_admits (const GpuShareRing * ring, guint holder,
+    guint share, guint64 last_sent, gboolean may_exceed);
 /* does any consumer hold a slot (that is, will one come back by itself) */
 gboolean gpushare_ring_any_held (const GpuShareRing * ring);
 /* is slot being written, still as acquired at that generation: not

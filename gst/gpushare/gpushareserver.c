@@ -94,6 +94,14 @@ typedef struct
   /* connected while max-clients consumers were: only an observer, or a
    * consumer once a place is free at its ACCEPT, may stay */
   gboolean over_limit;
+  /* leaky: the share its last FRAME said, that frame's sequence, and since
+   * when (monotonic us; 0: it was not) it has been skipped, how many
+   * frames in a row, and whether that was said (once per stall) */
+  guint share;
+  guint64 last_sent;
+  gint64 skipped_since;
+  guint64 skipped_run;
+  gboolean stall_reported;
 } Client;
 
 struct _GpuShareServer
@@ -138,6 +146,8 @@ struct _GpuShareServer
    * event of each name */
   GPtrArray *sticky;
   GpuShareRing ring;
+  /* ring-size 0: the ring grows with the consumers of a leaky stream */
+  gboolean ring_auto;
   GpuShareXferRing *system;     /* the system ring of this epoch */
   gboolean have_layout;
   GpuShareLayout layout;
@@ -153,6 +163,7 @@ struct _GpuShareServer
   guint n_waiting;
   guint64 slots_quarantined;
   guint64 rings_replaced;
+  guint64 rings_grown;
 
   /* the GPU, probed at start; a ring per kind of GPU memory consumers
    * chose (VMM, legacy, fabric), made outside the lock on first use */
@@ -1111,6 +1122,78 @@ send_status (GpuShareServer * self, gint64 now)
   g_free (st);
 }
 
+/* lock held: consumers that stream, whichever ring they have mapped */
+static guint
+n_streaming_clients (GpuShareServer * self)
+{
+  guint i, n = 0;
+
+  for (i = 0; i < MAX_CLIENTS; i++)
+    if (self->clients[i] && self->clients[i]->state == CLIENT_READY)
+      n++;
+  return n;
+}
+
+/* lock held.  Consumers a leaky producer has skipped for
+ * GPUSHARE_STALL_NOTICE_MS, not said yet: each is told (NOTICE, minor 6),
+ * logged, and its event queued for the element to post.  Once per stall:
+ * a frame sent ends it.  Returns how many. */
+static guint
+find_stalled (GpuShareServer * self, gint64 now)
+{
+  guint i, n = 0, n_streaming = n_streaming_clients (self);
+
+  for (i = 0; i < MAX_CLIENTS; i++) {
+    Client *c = self->clients[i];
+    GpuShareServerEvent *ev;
+    GpuShareNotice notice = { 0, };
+    guint held, share;
+    gint64 ms;
+
+    if (!c || c->state != CLIENT_READY || !c->skipped_since
+        || c->stall_reported)
+      continue;
+    ms = (now - c->skipped_since) / 1000;
+    if (ms < GPUSHARE_STALL_NOTICE_MS)
+      continue;
+    c->stall_reported = TRUE;
+    held = gpushare_ring_n_held_by (&self->ring, c->index);
+    share = gpushare_ring_share (self->ring.n_slots, n_streaming);
+    ev = g_new0 (GpuShareServerEvent, 1);
+    n++;
+    ev->type = GPUSHARE_SERVER_EVENT_STALLED;
+    ev->client_id = c->id;
+    ev->pid = c->pid;
+    ev->uid = c->uid;
+    ev->mem_type = c->mem_type;
+    if (c->name)
+      g_strlcpy (ev->name, c->name, sizeof (ev->name));
+    ev->slots = held;
+    ev->share = share;
+    ev->n_consumers = n_streaming;
+    ev->skipped = c->skipped_run;
+    ev->skipped_ms = (guint) MIN (ms, G_MAXUINT);
+    g_snprintf (ev->detail, sizeof (ev->detail), "consumer %u (pid %d) has "
+        "been skipped for %u ms (%" G_GUINT64_FORMAT " frames): it holds %u "
+        "slots, its share is %u (a ring of %u slots, %u consumers); its "
+        "pipeline keeps the buffers it was given (paused or blocked "
+        "downstream)", c->id, (gint) c->pid, ev->skipped_ms, ev->skipped,
+        held, share, self->ring.n_slots, n_streaming);
+    GST_WARNING_OBJECT (self->log_object, "%s", ev->detail);
+    g_queue_push_tail (&self->events, ev);
+    if (c->minor >= 6) {
+      notice.code = GPUSHARE_NOTICE_STALLED;
+      notice.share = share;
+      notice.slots_held = held;
+      notice.n_consumers = n_streaming;
+      notice.skipped = c->skipped_run;
+      notice.sequence = self->sequence;
+      gpushare_conn_send_notice (c->conn, &notice);
+    }
+  }
+  return n;
+}
+
 /* Drops the consumers whose handshake step is overdue (a half-open
  * handshake must not hold a client place, and a lossless producer must not
  * wait forever for a consumer that never maps a new ring), and those whose
@@ -1129,6 +1212,7 @@ housekeeping (gpointer user_data)
   guint64 held_seq[MAX_CLIENTS] = { 0, };
   gint64 held_us[MAX_CLIENTS] = { 0, };
   gint64 waited_us = 0;
+  guint n_stalled;
 
   g_mutex_lock (&self->lock);
   lease_ms = self->config.lease_timeout;
@@ -1151,6 +1235,7 @@ housekeeping (gpointer user_data)
       late[n++] = c;
     }
   }
+  n_stalled = find_stalled (self, now);
   /* leases: only while the producer waits for a free slot (lossless, or
    * upstream waiting in our pool) for longer than lease-timeout.  Then a
    * consumer that holds a frame sent longer than lease-timeout ago loses
@@ -1168,6 +1253,8 @@ housekeeping (gpointer user_data)
   freed = take_freed_rings (self);
   g_mutex_unlock (&self->lock);
   g_clear_pointer (&freed, g_ptr_array_unref);
+  if (n_stalled)
+    deliver_events (self);
   for (i = 0; i < MAX_CLIENTS && expired; i++) {
     gchar *text;
     Client *c;
@@ -1656,6 +1743,11 @@ gpushare_server_set_format (GpuShareServer * self,
   g_mutex_lock (&self->lock);
   new_ring = !self->system || layout->frame_size > self->system->slot_size;
   epoch = self->epoch + 1;
+  /* auto: a ring that grew for its consumers keeps its size */
+  self->ring_auto = ring_size == 0;
+  if (ring_size == 0)
+    ring_size = MAX (GPUSHARE_RING_DEFAULT_SLOTS,
+        self->system ? self->ring.n_slots : 0);
   g_mutex_unlock (&self->lock);
 
   if (new_ring) {
@@ -1933,13 +2025,14 @@ slot_wait_end (GpuShareServer * self)
 
 /* lock held, let go while the ring is made.  A ring with quarantined slots
  * is replaced by a new one of the same layout (a new epoch, as for a caps
- * change): every consumer maps the new ring, the old one lives on only in
+ * change), and so is a ring of auto size that grows (n_slots more than it
+ * has): every consumer maps the new ring, the old one lives on only in
  * the mappings of those that still read it. */
 static gboolean
-replace_ring (GpuShareServer * self, GError ** error)
+replace_ring (GpuShareServer * self, guint n_slots, GError ** error)
 {
   GpuShareXferRing *ring, *old;
-  guint n_slots = self->ring.n_slots, tainted;
+  guint old_slots = self->ring.n_slots, tainted;
 
   tainted = gpushare_ring_n_tainted (&self->ring);
   g_mutex_unlock (&self->lock);
@@ -1953,11 +2046,21 @@ replace_ring (GpuShareServer * self, GError ** error)
   self->epoch = ring->epoch;
   gpushare_ring_init (&self->ring, n_slots, self->epoch);
   self->rings_replaced++;
-  GST_WARNING_OBJECT (self->log_object, "ring replaced (epoch %"
-      G_GUINT64_FORMAT "): %u of its %u slots were quarantined", self->epoch,
-      tainted, n_slots);
+  if (n_slots > old_slots) {
+    self->rings_grown++;
+    GST_INFO_OBJECT (self->log_object, "ring grown from %u to %u slots "
+        "(epoch %" G_GUINT64_FORMAT ") for %u consumers, a share of %u "
+        "each", old_slots, n_slots, self->epoch, n_streaming_clients (self),
+        gpushare_ring_share (n_slots, n_streaming_clients (self)));
+  } else {
+    GST_WARNING_OBJECT (self->log_object, "ring replaced (epoch %"
+        G_GUINT64_FORMAT "): %u of its %u slots were quarantined",
+        self->epoch, tainted, n_slots);
+  }
   /* as for a caps change: the new ring's layout, then its slots */
   self->layout.epoch = self->epoch;
+  self->layout.n_slots = ring->n_slots;
+  self->layout.slot_size = ring->slot_size;
   announce_layout (self, TRUE);
   g_cond_broadcast (&self->cond);
   g_mutex_unlock (&self->lock);
@@ -2035,9 +2138,21 @@ gpushare_server_begin_frame (GpuShareServer * self, gboolean lossless,
   }
 again:
   if (gpushare_ring_n_tainted (&self->ring) > 0
-      && !replace_ring (self, error)) {
+      && !replace_ring (self, self->ring.n_slots, error)) {
     g_mutex_unlock (&self->lock);
     return GPUSHARE_SERVER_ERROR;
+  }
+  /* leaky, ring of auto size: a share of GPUSHARE_RING_MIN_SHARE for each
+   * consumer, so that one whose sink keeps a frame or two is never
+   * skipped for good (docs/design.md, "Shares of a leaky ring") */
+  if (!lossless && self->ring_auto) {
+    guint want = gpushare_ring_auto_slots (self->ring.n_slots,
+        n_streaming_clients (self));
+
+    if (want > self->ring.n_slots && !replace_ring (self, want, error)) {
+      g_mutex_unlock (&self->lock);
+      return GPUSHARE_SERVER_ERROR;
+    }
   }
   if (self->n_clients == 0)
     self->gathering = TRUE;
@@ -2138,8 +2253,9 @@ gpushare_server_end_frame (GpuShareServer * self,
   GpuShareMemType sent_mem[MAX_CLIENTS] = { 0, };
   guint64 holders = 0, sequence;
   guint32 generation, gpu_types = 0;
-  guint slot = frame->slot, i, n_ready, quota;
+  guint slot = frame->slot, i, quota = 0;
   gboolean ok = TRUE;
+  gint64 now;
 
   g_mutex_lock (&self->lock);
   /* the epoch cannot change in between: only the streaming thread, which
@@ -2160,10 +2276,13 @@ gpushare_server_end_frame (GpuShareServer * self,
   sequence = ++self->sequence;
   gpushare_ring_ready (&self->ring, slot, sequence);
 
-  n_ready = n_ready_clients (self);
   /* leaky: each consumer may hold its share of the ring, one slot always
-   * stays with the producer */
-  quota = MAX (1, (self->ring.n_slots - 1) / MAX (1, n_ready));
+   * stays with the producer; every FRAME tells the consumer its share, so
+   * that it copies what its pipeline would keep past it */
+  if (frame->leaky)
+    quota = gpushare_ring_share (self->ring.n_slots,
+        n_streaming_clients (self));
+  now = g_get_monotonic_time ();
   for (i = 0; i < MAX_CLIENTS; i++) {
     Client *c = self->clients[i];
 
@@ -2179,13 +2298,27 @@ gpushare_server_end_frame (GpuShareServer * self,
         c->frames_dropped++;
       continue;
     }
-    if (frame->leaky
-        && gpushare_ring_n_held_by (&self->ring, c->index) >= quota) {
+    /* a consumer of minor 6 or later knows its share: past it, it gives
+     * each frame back at once */
+    if (frame->leaky && !gpushare_ring_leaky_admits (&self->ring, c->index,
+            quota, c->last_sent, c->minor >= 6)) {
       c->frames_dropped++;
-      GST_LOG_OBJECT (self->log_object, "client %u holds its share: frame "
-          "skipped", c->id);
+      if (!c->skipped_since)
+        c->skipped_since = now;
+      c->skipped_run++;
+      GST_LOG_OBJECT (self->log_object, "client %u holds its share of %u: "
+          "frame skipped", c->id, quota);
       continue;
     }
+    if (c->stall_reported)
+      GST_INFO_OBJECT (self->log_object, "client %u (pid %d) receives frames "
+          "again, after %" G_GUINT64_FORMAT " skipped", c->id, (gint) c->pid,
+          c->skipped_run);
+    c->skipped_since = 0;
+    c->skipped_run = 0;
+    c->stall_reported = FALSE;
+    c->share = quota;
+    c->last_sent = sequence;
     holders |= G_GUINT64_CONSTANT (1) << c->index;
     sent_to[i] = c;
     sent_id[i] = c->id;
@@ -2217,6 +2350,7 @@ gpushare_server_end_frame (GpuShareServer * self,
     f.slot = slot;
     f.generation = generation;
     f.sequence = sequence;
+    f.share = quota;
     if (meta)
       meta->sequence = sequence;
     for (i = 0; i < MAX_CLIENTS; i++) {
@@ -2358,6 +2492,8 @@ gpushare_server_get_stats (GpuShareServer * self, GpuShareServerStats * s)
   s->epoch = self->epoch;
   s->slots_quarantined = self->slots_quarantined;
   s->rings_replaced = self->rings_replaced;
+  s->rings_grown = self->rings_grown;
+  s->ring_slots = self->system ? self->ring.n_slots : 0;
   s->legacy_rings_retained = self->retired_legacy ?
       gpushare_retained_count (self->retired_legacy) : 0;
   s->frames_rendered = self->frames_rendered;
@@ -2391,6 +2527,8 @@ gpushare_server_get_stats (GpuShareServer * self, GpuShareServerStats * s)
     cs->frames_dropped = c->frames_dropped;
     cs->slots_held = self->system ?
         gpushare_ring_n_held_by (&self->ring, c->index) : 0;
+    cs->share = c->share;
+    cs->stalled = c->stall_reported;
   }
   g_mutex_unlock (&self->lock);
 }

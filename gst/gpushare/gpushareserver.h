@@ -56,6 +56,8 @@ typedef enum
   GPUSHARE_SERVER_EVENT_REMOVED,        /* a consumer is gone */
   GPUSHARE_SERVER_EVENT_QUARANTINE,     /* slots a consumer left tainted */
   GPUSHARE_SERVER_EVENT_NUM_CLIENTS,    /* the client count changed */
+  GPUSHARE_SERVER_EVENT_STALLED,        /* a leaky producer skipped a
+                                         * consumer for a while */
 } GpuShareServerEventType;
 
 typedef struct
@@ -63,7 +65,12 @@ typedef struct
   GpuShareServerEventType type;
   guint client_id;              /* 0: refused before it got one */
   GpuShareRemoveReason reason;
-  guint slots;                  /* QUARANTINE */
+  guint slots;                  /* QUARANTINE; STALLED: slots it holds */
+  /* STALLED: its share, the consumers, frames skipped and for how long */
+  guint share;
+  guint n_consumers;
+  guint64 skipped;
+  guint skipped_ms;
   /* CONNECTED and REMOVED: the consumer's process (pid 0: unknown), the
    * name it gave, its memory type, and (REMOVED) what happened */
   gint pid;
@@ -137,6 +144,8 @@ typedef struct
   guint64 frames_released;
   guint64 frames_dropped;
   guint slots_held;
+  guint share;                  /* told in its last FRAME; 0: lossless */
+  gboolean stalled;             /* skipped for GPUSHARE_STALL_NOTICE_MS */
 } GpuShareServerClientStats;
 
 typedef struct
@@ -144,6 +153,8 @@ typedef struct
   guint64 epoch;
   guint64 slots_quarantined;
   guint64 rings_replaced;
+  guint64 rings_grown;          /* replaced to give consumers their share */
+  guint ring_slots;
   guint legacy_rings_retained;
   guint64 frames_rendered;
   guint64 frames_dropped;
@@ -181,7 +192,9 @@ gboolean gpushare_server_gpu_ok (GpuShareServer * server);
 
 /* The stream.  layout: the caps, frame size and planes; the ring's fields
  * are the server's.  A new ring is made when the frame needs larger
- * slots; consumers get the caps (and the slots) before the next frame. */
+ * slots; consumers get the caps (and the slots) before the next frame.
+ * ring_size 0: GPUSHARE_RING_DEFAULT_SLOTS, grown as a leaky stream's
+ * consumers need (gpushare_ring_auto_slots ()). */
 gboolean gpushare_server_set_format (GpuShareServer * server,
     const GpuShareLayout * layout, guint ring_size, GError ** error);
 void gpushare_server_set_live (GpuShareServer * server, gboolean live,

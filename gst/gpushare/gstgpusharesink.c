@@ -53,7 +53,7 @@ GST_DEBUG_CATEGORY_STATIC (gst_gpu_share_sink_debug);
 #define DEFAULT_SOCKET_PATH NULL
 #define DEFAULT_WAIT_FOR_CONNECTION FALSE
 #define DEFAULT_MIN_CONSUMERS 1
-#define DEFAULT_RING_SIZE 8
+#define DEFAULT_RING_SIZE 0      /* auto */
 #define DEFAULT_POLICY GST_GPU_SHARE_POLICY_AUTO
 #define DEFAULT_SOCKET_MODE 0600
 #define DEFAULT_MAX_CLIENTS 16
@@ -207,6 +207,22 @@ server_event (GpuShareServer * server, const GpuShareServerEvent * ev,
       g_object_notify_by_pspec (G_OBJECT (self),
           properties[PROP_NUM_CLIENTS]);
       break;
+    case GPUSHARE_SERVER_EVENT_STALLED:
+      /* a warning, not an error: the producer and the other consumers go
+       * on; once per stall, with what an application needs to find it
+       * (the fields of the message's "details" structure) */
+      GST_ELEMENT_WARNING_WITH_DETAILS (self, RESOURCE, BUSY,
+          ("A consumer takes no more frames: it holds its whole share of "
+              "the ring"), ("%s", ev->detail),
+          ("client-id", G_TYPE_UINT, ev->client_id,
+              "pid", G_TYPE_INT, ev->pid,
+              "name", G_TYPE_STRING, ev->name,
+              "share", G_TYPE_UINT, ev->share,
+              "slots-held", G_TYPE_UINT, ev->slots,
+              "consumers", G_TYPE_UINT, ev->n_consumers,
+              "frames-skipped", G_TYPE_UINT64, ev->skipped,
+              "skipped-ms", G_TYPE_UINT, ev->skipped_ms, NULL));
+      break;
   }
 }
 
@@ -335,6 +351,12 @@ gst_gpu_share_sink_set_caps (GstBaseSink * bsink, GstCaps * caps)
   ring_size = self->ring_size;
   self->vinfo = vinfo;
   GST_OBJECT_UNLOCK (self);
+  if (ring_size == 1) {
+    /* one slot would be the producer's, none a consumer's */
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("ring-size 1 is too "
+            "small: 2 slots at least, or 0 for a ring of auto size"), (NULL));
+    return FALSE;
+  }
   if (!gpushare_server_set_format (self->server, &layout, ring_size,
           &error)) {
     GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
@@ -791,6 +813,8 @@ make_stats_of (GstGpuShareSink * self, GpuShareServer * server)
       "epoch", G_TYPE_UINT64, st.epoch,
       "slots-quarantined", G_TYPE_UINT64, st.slots_quarantined,
       "rings-replaced", G_TYPE_UINT64, st.rings_replaced,
+      "rings-grown", G_TYPE_UINT64, st.rings_grown,
+      "ring-slots", G_TYPE_UINT, st.ring_slots,
       "legacy-rings-retained", G_TYPE_UINT, st.legacy_rings_retained,
       "frames-rendered", G_TYPE_UINT64, st.frames_rendered,
       "frames-dropped", G_TYPE_UINT64, st.frames_dropped,
@@ -828,7 +852,9 @@ make_stats_of (GstGpuShareSink * self, GpuShareServer * server)
             "frames-sent", G_TYPE_UINT64, c->frames_sent,
             "frames-released", G_TYPE_UINT64, c->frames_released,
             "frames-dropped", G_TYPE_UINT64, c->frames_dropped,
-            "slots-held", G_TYPE_UINT, c->slots_held, NULL));
+            "slots-held", G_TYPE_UINT, c->slots_held,
+            "share", G_TYPE_UINT, c->share,
+            "stalled", G_TYPE_BOOLEAN, c->stalled, NULL));
     gst_value_array_append_and_take_value (&list, &v);
   }
   gpushare_server_stats_clear (&st);
@@ -1057,7 +1083,9 @@ gst_gpu_share_sink_class_init (GstGpuShareSinkClass * klass)
       "waits only with wait-for-connection", 0, MAX_CLIENTS,
       DEFAULT_MIN_CONSUMERS, rw | GST_PARAM_MUTABLE_PLAYING);
   properties[PROP_RING_SIZE] = g_param_spec_uint ("ring-size", "Ring size",
-      "Number of shared frame slots", 2, GPUSHARE_MAX_SLOTS,
+      "Number of shared frame slots (0: auto, 8, doubled in a leaky stream "
+      "while a consumer's share would be under 3 slots, up to 64); a leaky "
+      "consumer's share is (slots - 1) / consumers", 0, GPUSHARE_MAX_SLOTS,
       DEFAULT_RING_SIZE, rw);
   properties[PROP_POLICY] = g_param_spec_enum ("policy", "Slow consumer policy",
       "What a slow consumer costs: auto is leaky for live upstreams and "

@@ -197,6 +197,15 @@ client_event (GpuShareClient * client, const GpuShareClientEvent * ev,
       g_type_class_unref (k);
       break;
     }
+    case GPUSHARE_CLIENT_EVENT_STALLED:
+      /* once per stall; the stats say it too (stalled, frames-missed) */
+      GST_ELEMENT_WARNING_WITH_DETAILS (self, RESOURCE, BUSY,
+          ("The producer skips this consumer: downstream keeps its whole "
+              "share of the producer's slots"), ("%s", ev->detail),
+          ("share", G_TYPE_UINT, ev->share,
+              "slots-held", G_TYPE_UINT, ev->slots_held,
+              "frames-skipped", G_TYPE_UINT64, ev->skipped, NULL));
+      break;
   }
 }
 
@@ -614,7 +623,7 @@ set_copy_reason (GstGpuShareSrc * self, const gchar * why)
 static gboolean
 hold_in_place (GstGpuShareSrc * self, GpuShareClientFrame * frame)
 {
-  guint max;
+  guint max, share;
   gboolean in_place;
 
   GST_OBJECT_LOCK (self);
@@ -627,6 +636,15 @@ hold_in_place (GstGpuShareSrc * self, GpuShareClientFrame * frame)
    * while downstream keeps the other half */
   if (max == 0)
     max = MAX (1, gpushare_client_frame_view (frame)->n_slots / 2);
+  /* a leaky producer's share: it skips us while we hold all of it, and
+   * downstream (a sink's last buffer, a queue, an appsink) lets go of
+   * what it holds only when new buffers come.  So at most share - 1 stay
+   * in place with this one counted, and past that the frame is copied:
+   * the slot of the next frame is always free (docs/design.md, "Shares
+   * of a leaky ring") */
+  share = gpushare_client_frame_info (frame)->share;
+  if (share)
+    max = MIN (max, share - 1);
   return gpushare_client_frame_hold_in_place (frame, max);
 }
 
@@ -1270,7 +1288,9 @@ make_stats (GstGpuShareSrc * self)
       "io", G_TYPE_STRING, io,
       "io-reason", G_TYPE_STRING, io_reason,
       "reconnects", G_TYPE_UINT, st.reconnects,
-      "producer-live", G_TYPE_BOOLEAN, st.producer_live, NULL);
+      "producer-live", G_TYPE_BOOLEAN, st.producer_live,
+      "share", G_TYPE_UINT, st.share,
+      "stalled", G_TYPE_BOOLEAN, st.stalled, NULL);
   g_free (st.mem_reason);
   gpushare_timing_set_fields (&self->handoff, s, "handoff-us");
   g_free (st.producer_name);

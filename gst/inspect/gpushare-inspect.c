@@ -143,6 +143,8 @@ print_status (Producer * p, const gchar * text)
 {
   GstStructure *s = gst_structure_from_string (text, NULL);
   const GValue *clients;
+  guint64 ring_size;
+  gchar *ring;
   gint num = 0;
   guint i, n;
 
@@ -152,13 +154,18 @@ print_status (Producer * p, const gchar * text)
   }
   gst_structure_get_int (s, "num-clients", &num);
   g_print ("status of %s\n", p->path);
-  g_print ("  policy %s, ring-size %" G_GUINT64_FORMAT ", min-consumers %"
+  ring_size = u64_field (s, "ring-size");
+  ring = ring_size ? g_strdup_printf ("%" G_GUINT64_FORMAT, ring_size) :
+      g_strdup_printf ("auto (%" G_GUINT64_FORMAT " slots)",
+      u64_field (s, "ring-slots"));
+  g_print ("  policy %s, ring-size %s, min-consumers %"
       G_GUINT64_FORMAT ", max-clients %" G_GUINT64_FORMAT ", live %s\n",
-      str_field (s, "policy"), u64_field (s, "ring-size"),
+      str_field (s, "policy"), ring,
       u64_field (s, "min-consumers"), u64_field (s, "max-clients"),
       gst_structure_has_field (s, "live") ?
       (g_value_get_boolean (gst_structure_get_value (s, "live")) ? "yes" :
           "no") : "?");
+  g_free (ring);
   g_print ("  frames rendered %" G_GUINT64_FORMAT ", dropped %"
       G_GUINT64_FORMAT ", in place %" G_GUINT64_FORMAT ", copied %"
       G_GUINT64_FORMAT ", to GPU %" G_GUINT64_FORMAT "; epoch %"
@@ -177,22 +184,27 @@ print_status (Producer * p, const gchar * text)
   for (i = 0; i < n; i++) {
     const GValue *v = gst_value_array_get_value (clients, i);
     const GstStructure *c;
+    gboolean stalled = FALSE;
     gint pid = 0;
 
     if (!GST_VALUE_HOLDS_STRUCTURE (v))
       continue;
     c = gst_value_get_structure (v);
     gst_structure_get_int (c, "pid", &pid);
+    gst_structure_get_boolean (c, "stalled", &stalled);
+    /* share 0: a lossless producer, where nobody is skipped */
     g_print ("  consumer %" G_GUINT64_FORMAT ": pid %d, uid %"
         G_GUINT64_FORMAT ", name %s, state %s, memory %s, sync %s, frames "
         "sent %" G_GUINT64_FORMAT ", released %" G_GUINT64_FORMAT
         ", dropped %" G_GUINT64_FORMAT ", slots held %" G_GUINT64_FORMAT
-        "\n    memory reason: %s\n", u64_field (c, "id"), pid,
+        ", share %" G_GUINT64_FORMAT "%s\n    memory reason: %s\n",
+        u64_field (c, "id"), pid,
         u64_field (c, "uid"), str_field (c, "name"), str_field (c, "state"),
         str_field (c, "memory-type"), str_field (c, "sync-mode"),
         u64_field (c, "frames-sent"), u64_field (c, "frames-released"),
         u64_field (c, "frames-dropped"), u64_field (c, "slots-held"),
-        str_field (c, "memory-reason"));
+        u64_field (c, "share"), stalled ? ", STALLED: skipped, it holds its "
+        "whole share" : "", str_field (c, "memory-reason"));
   }
   if (gst_structure_has_field (s, "clients-omitted"))
     g_print ("  (the consumers' details did not fit in one status)\n");

@@ -45,7 +45,7 @@ for x in tests/peer/gpushare-test-peer tests/check/test_gstcuda \
     tests/gpu/test_gpu_cycles tests/gpu/test_gpu_restarts \
     tests/gpu/test_gpu_relink tests/gpu/test_gpu_legacy \
     tests/gpu/test_cuda_context tests/gpu/gpushare-cuda-app examples/gpushare-bench \
-    examples/gpushare-demo; do
+    examples/gpushare-demo gst/inspect/gpushare-inspect; do
   [ -x "$build/$x" ] && cp "$build/$x" "$out/bin/"
 done
 for p in coreelements videotestsrc videoconvertscale app imagefreeze isomp4 \
