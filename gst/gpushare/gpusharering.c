@@ -251,11 +251,11 @@ gpushare_ring_auto_slots (guint n_slots, guint n_consumers)
 
 gboolean
 gpushare_ring_leaky_admits (const GpuShareRing * ring, guint holder,
-    guint share, guint64 last_sent, gboolean may_exceed)
+    guint share, guint told_share, guint64 over_since, gboolean may_exceed)
 {
   guint64 bit;
   guint i, n = 0;
-  gboolean holds_last = FALSE;
+  gboolean holds_since = FALSE;
 
   if (holder >= GPUSHARE_MAX_HOLDERS)
     return FALSE;
@@ -266,12 +266,16 @@ gpushare_ring_leaky_admits (const GpuShareRing * ring, guint holder,
     if (s->state != GPUSHARE_SLOT_HELD || !(s->holders & bit))
       continue;
     n++;
-    if (s->sequence == last_sent)
-      holds_last = TRUE;
+    if (over_since && s->sequence >= over_since)
+      holds_since = TRUE;
   }
   if (n < share)
     return TRUE;
-  return may_exceed && last_sent != 0 && !holds_last;
+  if (!may_exceed)
+    return FALSE;
+  if (told_share > share)
+    return TRUE;
+  return over_since != 0 && !holds_since;
 }
 
 guint64

@@ -130,14 +130,17 @@ guint gpushare_ring_share (guint n_slots, guint n_consumers);
  * replacements, not one each. */
 guint gpushare_ring_auto_slots (guint n_slots, guint n_consumers);
 /* Leaky: does holder get the next frame?  When it holds fewer than share
- * slots; and when it holds more (its share shrank as consumers joined,
- * downstream still keeps older frames) but gave back last_sent, the last
- * frame it was sent (0: none), with may_exceed: a consumer that knows its
- * share copies each frame past it and gives the slot back at once, and
- * only new frames make downstream let go of the older ones.  One that
- * still holds last_sent does not take frames now: it is skipped. */
+ * slots.  A consumer that knows its share (may_exceed: protocol minor 6)
+ * copies each frame past it and gives the slot back at once, and only new
+ * frames make its downstream let go of older ones (a sink's last buffer,
+ * an appsink's newest): such a consumer that holds more than its share
+ * because its share shrank as consumers joined still gets the frame that
+ * tells it (told_share, the share its last frame said, is larger), and
+ * then each next frame while it holds none of those sent since it went
+ * over (over_since, the sequence of the first; 0: not over).  One that
+ * keeps those too does not take frames now: it is skipped. */
 gboolean gpushare_ring_leaky_admits (const GpuShareRing * ring, guint holder,
-    guint share, guint64 last_sent, gboolean may_exceed);
+    guint share, guint told_share, guint64 over_since, gboolean may_exceed);
 /* does any consumer hold a slot (that is, will one come back by itself) */
 gboolean gpushare_ring_any_held (const GpuShareRing * ring);
 /* is slot being written, still as acquired at that generation: not

@@ -94,11 +94,12 @@ typedef struct
   /* connected while max-clients consumers were: only an observer, or a
    * consumer once a place is free at its ACCEPT, may stay */
   gboolean over_limit;
-  /* leaky: the share its last FRAME said, that frame's sequence, and since
-   * when (monotonic us; 0: it was not) it has been skipped, how many
-   * frames in a row, and whether that was said (once per stall) */
+  /* leaky: the share its last FRAME said; the first frame sent to it
+   * while it held its share or more (0: it holds less); and since when
+   * (monotonic us; 0: it was not) it has been skipped, how many frames in
+   * a row, and whether that was said (once per stall) */
   guint share;
-  guint64 last_sent;
+  guint64 over_since;
   gint64 skipped_since;
   guint64 skipped_run;
   gboolean stall_reported;
@@ -511,6 +512,26 @@ take_freed_rings (GpuShareServer * self)
  * type.  For GPU memory the lock is let go while the slots are exported
  * (device work): that is only done from the control thread, the one that
  * drops clients, so that client stays valid. */
+static gboolean export_pending (gpointer user_data);
+
+/* lock held.  The GPU slots of the current ring for client, from the
+ * control thread: exporting GPU slots is device work, done without the
+ * lock, and only the control thread may let the lock go with a client in
+ * hand (it is the one that drops clients) */
+static void
+schedule_export (GpuShareServer * self, Client * client)
+{
+  GSource *source;
+
+  if (client->needs_slots)
+    return;
+  client->needs_slots = TRUE;
+  source = g_idle_source_new ();
+  g_source_set_callback (source, export_pending, self, NULL);
+  g_source_attach (source, self->context);
+  g_source_unref (source);
+}
+
 static gboolean
 send_slots (GpuShareServer * self, Client * client)
 {
@@ -557,10 +578,14 @@ send_slots (GpuShareServer * self, Client * client)
     return FALSE;
   }
   /* a new ring came while GPU slots were exported: the new ring's follow
-   * (announce_layout ()) */
+   * (announce_layout ()).  A consumer whose first SLOTS these were had
+   * not been exported to yet, so announce_layout () gave it the caps
+   * alone: its slots are due all the same */
   if (self->epoch != epoch) {
     gpushare_close_fds (fds, n_fds);
     g_free (slots);
+    if (client->state == CLIENT_ANNOUNCED)
+      schedule_export (self, client);
     return FALSE;
   }
   if (client->mem_type == GPUSHARE_MEM_CUDA_LEGACY) {
@@ -595,7 +620,9 @@ export_pending (gpointer user_data)
     if (!c || !c->needs_slots)
       continue;
     c->needs_slots = FALSE;
-    if (c->state == CLIENT_EXPORTED || c->state == CLIENT_READY)
+    /* ANNOUNCED: its ACCEPT came, its first export met a new ring */
+    if (c->state == CLIENT_EXPORTED || c->state == CLIENT_READY
+        || (c->state == CLIENT_ANNOUNCED && c->mem_type))
       send_slots (self, c);
   }
   g_mutex_unlock (&self->lock);
@@ -1716,19 +1743,10 @@ announce_layout (GpuShareServer * self, gboolean new_ring)
     send_caps (self, c);
     if (!new_ring || (c->state != CLIENT_EXPORTED && c->state != CLIENT_READY))
       continue;
-    if (c->mem_type == GPUSHARE_MEM_SYSTEM) {
+    if (c->mem_type == GPUSHARE_MEM_SYSTEM)
       send_slots (self, c);
-    } else if (!c->needs_slots) {
-      /* exporting GPU slots is device work, done without the lock, and
-       * only the control thread may let the lock go with a client in
-       * hand: it is the one that drops clients */
-      GSource *source = g_idle_source_new ();
-
-      c->needs_slots = TRUE;
-      g_source_set_callback (source, export_pending, self, NULL);
-      g_source_attach (source, self->context);
-      g_source_unref (source);
-    }
+    else
+      schedule_export (self, c);
   }
 }
 
@@ -2301,7 +2319,7 @@ gpushare_server_end_frame (GpuShareServer * self,
     /* a consumer of minor 6 or later knows its share: past it, it gives
      * each frame back at once */
     if (frame->leaky && !gpushare_ring_leaky_admits (&self->ring, c->index,
-            quota, c->last_sent, c->minor >= 6)) {
+            quota, c->share, c->over_since, c->minor >= 6)) {
       c->frames_dropped++;
       if (!c->skipped_since)
         c->skipped_since = now;
@@ -2318,7 +2336,13 @@ gpushare_server_end_frame (GpuShareServer * self,
     c->skipped_run = 0;
     c->stall_reported = FALSE;
     c->share = quota;
-    c->last_sent = sequence;
+    if (frame->leaky
+        && gpushare_ring_n_held_by (&self->ring, c->index) >= quota) {
+      if (!c->over_since)
+        c->over_since = sequence;
+    } else {
+      c->over_since = 0;
+    }
     holders |= G_GUINT64_CONSTANT (1) << c->index;
     sent_to[i] = c;
     sent_id[i] = c->id;

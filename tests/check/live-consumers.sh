@@ -91,8 +91,9 @@ stop_all () {
 dump_logs () {
   local f
   for f in "$dir"/*.log; do
-    echo "--- $(basename "$f"), its last lines:"
-    tail -n 8 "$f"
+    echo "--- $(basename "$f"): its errors and warnings, its last lines"
+    grep -E -A2 'ERROR|WARN' "$f" | head -n 12 || true
+    tail -n 3 "$f" || true
   done
 }
 

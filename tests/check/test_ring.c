@@ -2137,6 +2137,93 @@ GST_START_TEST (test_ring_view_random)
 
 GST_END_TEST;
 
+/* ------------------------------------------------------------------ */
+/* Leaky shares                                                        */
+
+GST_START_TEST (test_ring_share)
+{
+  /* (slots - 1) / consumers, at least 1; a ring under 2 slots gives 1 */
+  fail_unless_equals_int (gpushare_ring_share (8, 0), 7);
+  fail_unless_equals_int (gpushare_ring_share (8, 1), 7);
+  fail_unless_equals_int (gpushare_ring_share (8, 2), 3);
+  fail_unless_equals_int (gpushare_ring_share (8, 4), 1);
+  fail_unless_equals_int (gpushare_ring_share (8, 16), 1);
+  fail_unless_equals_int (gpushare_ring_share (16, 5), 3);
+  fail_unless_equals_int (gpushare_ring_share (64, 21), 3);
+  fail_unless_equals_int (gpushare_ring_share (64, 64), 1);
+  fail_unless_equals_int (gpushare_ring_share (1, 1), 1);
+  fail_unless_equals_int (gpushare_ring_share (0, 3), 1);
+}
+
+GST_END_TEST;
+
+/* the sizes README.md gives for consumers that join one by one, and the
+ * jumps of several at once */
+GST_START_TEST (test_auto_slots)
+{
+  guint n, slots = GPUSHARE_RING_DEFAULT_SLOTS, last = slots;
+
+  for (n = 1; n <= GPUSHARE_MAX_HOLDERS; n++) {
+    slots = gpushare_ring_auto_slots (slots, n);
+    fail_unless (slots >= last, "shrank at %u consumers", n);
+    fail_unless (slots <= GPUSHARE_MAX_SLOTS);
+    /* every consumer's share is 3 while 64 slots allow it */
+    if (n <= 21)
+      fail_unless (gpushare_ring_share (slots, n) >= GPUSHARE_RING_MIN_SHARE,
+          "%u consumers, %u slots", n, slots);
+    fail_unless_equals_int (slots, n <= 2 ? 8 : n <= 5 ? 16 : n <= 10 ? 32 :
+        64);
+    last = slots;
+  }
+  /* enough at once where doubling is not */
+  fail_unless_equals_int (gpushare_ring_auto_slots (8, 11), 34);
+  fail_unless_equals_int (gpushare_ring_auto_slots (8, 64), 64);
+  /* a ring made larger by hand is not touched */
+  fail_unless_equals_int (gpushare_ring_auto_slots (20, 2), 20);
+  fail_unless_equals_int (gpushare_ring_auto_slots (0, 1), 8);
+}
+
+GST_END_TEST;
+
+/* who gets the next frame of a leaky producer */
+GST_START_TEST (test_ring_leaky_admits)
+{
+  GpuShareRing ring;
+
+  gpushare_ring_init (&ring, 8, EPOCH);
+  /* under its share: always */
+  make_slot (&ring, GPUSHARE_SLOT_HELD, 1, BIT (0) | BIT (1));
+  make_slot (&ring, GPUSHARE_SLOT_HELD, 2, BIT (0));
+  fail_unless (gpushare_ring_leaky_admits (&ring, 0, 3, 3, 0, FALSE));
+  fail_unless (gpushare_ring_leaky_admits (&ring, 1, 3, 3, 0, FALSE));
+  fail_unless (gpushare_ring_leaky_admits (&ring, 2, 1, 0, 0, FALSE));
+  /* it holds its share, as it was told: skipped, whether it knows its
+   * share or not (its pipeline stopped taking buffers) */
+  make_slot (&ring, GPUSHARE_SLOT_HELD, 3, BIT (0));
+  fail_unless (!gpushare_ring_leaky_admits (&ring, 0, 3, 3, 0, TRUE));
+  fail_unless (!gpushare_ring_leaky_admits (&ring, 0, 3, 3, 0, FALSE));
+  /* its share shrank from 5 to 3 as consumers joined (an appsink keeps
+   * its 3 newest frames): one that knows its share gets the frame that
+   * tells it; an older consumer does not */
+  fail_unless (gpushare_ring_leaky_admits (&ring, 0, 3, 5, 0, TRUE));
+  fail_unless (!gpushare_ring_leaky_admits (&ring, 0, 3, 5, 0, FALSE));
+  /* told, it copied frame 4 and gave it back: the next comes too, while
+   * it holds nothing sent since it went over */
+  fail_unless (gpushare_ring_leaky_admits (&ring, 0, 3, 3, 4, TRUE));
+  fail_unless (!gpushare_ring_leaky_admits (&ring, 0, 3, 3, 4, FALSE));
+  /* it keeps frame 4: it takes no frames now */
+  make_slot (&ring, GPUSHARE_SLOT_HELD, 4, BIT (0));
+  fail_unless (!gpushare_ring_leaky_admits (&ring, 0, 3, 3, 4, TRUE));
+  /* unless its share shrank again: a frame tells it (one per shrink,
+   * that is per consumer that joins) */
+  fail_unless (gpushare_ring_leaky_admits (&ring, 0, 2, 3, 4, TRUE));
+  /* no such holder */
+  fail_unless (!gpushare_ring_leaky_admits (&ring, GPUSHARE_MAX_HOLDERS, 3,
+          5, 0, TRUE));
+}
+
+GST_END_TEST;
+
 static Suite *
 gpusharering_suite (void)
 {
@@ -2173,6 +2260,9 @@ gpusharering_suite (void)
   tcase_add_test (tc_ring, test_ring_expired_random);
   tcase_add_test (tc_ring, test_ring_any_held);
   tcase_add_test (tc_ring, test_ring_is_writing);
+  tcase_add_test (tc_ring, test_ring_share);
+  tcase_add_test (tc_ring, test_auto_slots);
+  tcase_add_test (tc_ring, test_ring_leaky_admits);
 
   suite_add_tcase (s, tc_view);
   tcase_add_checked_fixture (tc_view, fd_setup, fd_teardown);

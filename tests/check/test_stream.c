@@ -162,46 +162,115 @@ gap_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
   return GST_PAD_PROBE_OK;
 }
 
+/* Holds the src's buffers back until unblock (): the frame being pushed
+ * and those queued behind it keep their slots, as in a consumer whose
+ * pipeline stopped taking buffers.  (A consumer that only keeps buffers
+ * does not hold its share: it copies what its share cannot take.) */
+static GstPadProbeReturn
+block_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  return GST_PAD_PROBE_OK;
+}
+
+static gulong
+block_buffers (GstElement * src)
+{
+  GstPad *pad = gst_element_get_static_pad (src, "src");
+  gulong id = gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BLOCK |
+      GST_PAD_PROBE_TYPE_BUFFER, block_probe, NULL, NULL);
+
+  gst_object_unref (pad);
+  return id;
+}
+
+static void
+unblock (GstElement * src, gulong id)
+{
+  GstPad *pad = gst_element_get_static_pad (src, "src");
+
+  gst_pad_remove_probe (pad, id);
+  gst_object_unref (pad);
+}
+
+/* a boolean of element's stats, or of the first consumer's in a sink's */
+static gboolean
+stat_bool (GstElement * element, gboolean of_client, const gchar * field)
+{
+  GstStructure *s = get_stats (element);
+  const GstStructure *st = s;
+  gboolean v = FALSE;
+
+  if (of_client) {
+    const GValue *list = gst_structure_get_value (s, "clients");
+
+    fail_unless (list != NULL && gst_value_array_get_size (list) > 0);
+    st = gst_value_get_structure (gst_value_array_get_value (list, 0));
+  }
+  fail_unless (gst_structure_get_boolean (st, field, &v), "no %s", field);
+  gst_structure_free (s);
+  return v;
+}
+
+/* the first consumer's field of the sink's stats, once it is value (it
+ * may not have connected yet) */
+static guint
+wait_client_stat (GstElement * sink, const gchar * field, guint value)
+{
+  gint64 until = g_get_monotonic_time () + TIMEOUT_MS * 1000ll;
+  guint v = G_MAXUINT;
+
+  while (g_get_monotonic_time () < until) {
+    if (num_clients (sink) > 0) {
+      v = strcmp (field, "stalled") == 0 ? (guint) stat_bool (sink, TRUE,
+          field) : client_stat_uint (sink, 0, field);
+      if (v == value)
+        break;
+    }
+    g_usleep (10000);
+  }
+  return v;
+}
+
 GST_START_TEST (test_frames_missed)
 {
   gchar *path = socket_path ("missed");
   GstElement *producer, *sink, *src;
-  GstBuffer *held[LEAKY_SHARE];
   GArray *gaps = g_array_new (FALSE, FALSE, sizeof (GstClockTime));
   Consumer *c;
   GstPad *pad;
+  gulong block;
   guint i, n = 0;
 
   producer = appsrc_producer (path, "leaky", LEAKY_RING, &sink, &src);
   fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
       GST_STATE_CHANGE_FAILURE);
   c = consumer_new (path, TRUE);
-  /* every frame it holds stays in its slot */
-  g_object_set (c->src, "max-in-place", LEAKY_RING, NULL);
   pad = gst_element_get_static_pad (c->src, "src");
   gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, gap_probe,
       gaps, NULL);
   gst_object_unref (pad);
   consumer_start (c);
 
-  /* the consumer holds its share: frames 0-2 */
+  /* the consumer's pipeline takes nothing: frames 0-2 fill its share */
+  block = block_buffers (c->src);
   for (i = 0; i < LEAKY_SHARE; i++)
     push_frame (src, n++, 0);
-  fail_unless (consumer_wait (c, LEAKY_SHARE));
-  for (i = 0; i < LEAKY_SHARE; i++) {
-    held[i] = next_buffer (c, i);
-    fail_unless_equals_uint64 (GST_BUFFER_OFFSET (held[i]), i);
-    fail_unless (i == 0 || !GST_BUFFER_FLAG_IS_SET (held[i],
-            GST_BUFFER_FLAG_DISCONT), "frame %u is DISCONT", i);
-  }
-  fail_unless_equals_int (client_stat_uint (sink, 0, "slots-held"),
-      LEAKY_SHARE);
+  fail_unless_equals_int (wait_client_stat (sink, "slots-held",
+          LEAKY_SHARE), LEAKY_SHARE);
+  fail_unless_equals_int (client_stat_uint (sink, 0, "share"), LEAKY_SHARE);
   /* frames 3 and 4 go to nobody */
   push_frame (src, n++, 0);
   push_frame (src, n++, 0);
   fail_unless (wait_stat_u64_at_least (sink, "frames-rendered", n) >= n);
-  for (i = 0; i < LEAKY_SHARE; i++)
-    gst_buffer_unref (held[i]);
+  unblock (c->src, block);
+  for (i = 0; i < LEAKY_SHARE; i++) {
+    GstBuffer *buf = next_buffer (c, i);
+
+    fail_unless_equals_uint64 (GST_BUFFER_OFFSET (buf), i);
+    fail_unless (i == 0 || !GST_BUFFER_FLAG_IS_SET (buf,
+            GST_BUFFER_FLAG_DISCONT), "frame %u is DISCONT", i);
+    gst_buffer_unref (buf);
+  }
   fail_unless_equals_int (wait_stat_uint (sink, "free-slots", LEAKY_RING),
       LEAKY_RING);
 
@@ -233,19 +302,20 @@ GST_START_TEST (test_frames_missed)
    * slots are all back first, or one of the three could be skipped */
   fail_unless_equals_int (wait_stat_uint (sink, "free-slots", LEAKY_RING),
       LEAKY_RING);
+  block = block_buffers (c->src);
   for (i = 0; i < LEAKY_SHARE; i++)
     push_frame (src, n++, 0);
-  fail_unless (consumer_wait (c, 5 + LEAKY_SHARE));
-  for (i = 0; i < LEAKY_SHARE; i++)
-    held[i] = next_buffer (c, n - LEAKY_SHARE + i);
+  fail_unless_equals_int (wait_client_stat (sink, "slots-held",
+          LEAKY_SHARE), LEAKY_SHARE);
   push_frame (src, n++, 0);
   push_frame (src, n++, 0);
   fail_unless (wait_stat_u64_at_least (sink, "frames-rendered", n) >= n);
   gst_app_src_end_of_stream (GST_APP_SRC (src));
   fail_unless (wait_stat_u64_at_least (c->src, "frames-missed", 4) == 4,
       "the two frames at the end were not counted");
+  unblock (c->src, block);
   for (i = 0; i < LEAKY_SHARE; i++)
-    gst_buffer_unref (held[i]);
+    gst_buffer_unref (next_buffer (c, n - 2 - LEAKY_SHARE + i));
 
   assert_no_error (producer);
   assert_no_error (c->pipeline);
@@ -253,6 +323,268 @@ GST_START_TEST (test_frames_missed)
   gst_element_set_state (producer, GST_STATE_NULL);
   gst_object_unref (producer);
   g_array_unref (gaps);
+  g_free (path);
+}
+
+GST_END_TEST;
+
+/* A consumer whose pipeline keeps every buffer it gets (a queue, an
+ * appsink nobody pulls from) keeps share - 1 of them in place, whatever
+ * max-in-place says, and copies the rest: it never holds its whole share,
+ * so it is never skipped (the bug: four live consumers whose sinks kept
+ * their last buffer each held the one slot of their share, and got no
+ * frame again). */
+GST_START_TEST (test_share_in_place)
+{
+  gchar *path = socket_path ("share");
+  GstElement *producer, *sink, *src;
+  GstBuffer *held[6];
+  Consumer *c;
+  guint i;
+
+  producer = appsrc_producer (path, "leaky", LEAKY_RING, &sink, &src);
+  fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  c = consumer_new (path, TRUE);
+  g_object_set (c->src, "max-in-place", LEAKY_RING, NULL);
+  consumer_start (c);
+  for (i = 0; i < G_N_ELEMENTS (held); i++) {
+    push_frame (src, i, 0);
+    held[i] = next_buffer (c, i);
+    fail_unless_equals_uint64 (GST_BUFFER_OFFSET (held[i]), i);
+  }
+  fail_unless_equals_int (client_stat_uint (sink, 0, "share"), LEAKY_SHARE);
+  fail_unless_equals_int (wait_client_stat (sink, "slots-held",
+          LEAKY_SHARE - 1), LEAKY_SHARE - 1);
+  fail_unless_equals_uint64 (stat_u64 (c->src, "frames-in-place"),
+      LEAKY_SHARE - 1);
+  fail_unless_equals_uint64 (stat_u64 (c->src, "frames-copied"),
+      G_N_ELEMENTS (held) - (LEAKY_SHARE - 1));
+  fail_unless_equals_uint64 (stat_u64 (c->src, "frames-missed"), 0);
+  for (i = 0; i < G_N_ELEMENTS (held); i++)
+    gst_buffer_unref (held[i]);
+
+  assert_no_error (producer);
+  assert_no_error (c->pipeline);
+  consumer_free (c);
+  gst_element_set_state (producer, GST_STATE_NULL);
+  gst_object_unref (producer);
+  g_free (path);
+}
+
+GST_END_TEST;
+
+/* keeps the newest `keep` buffers c got, as an appsink with max-buffers
+ * and drop=true does: older ones are let go as new ones come */
+static void
+keep_newest (Consumer * c, GQueue * window, guint keep)
+{
+  GstBuffer *buf;
+
+  while ((buf = g_async_queue_try_pop (c->buffers))) {
+    g_queue_push_tail (window, buf);
+    while (g_queue_get_length (window) > keep)
+      gst_buffer_unref (g_queue_pop_head (window));
+  }
+}
+
+/* frames 1/30 s apart, each held for a moment by the sink's clock */
+static void
+feed (GstElement * src, guint * n, guint count, Consumer * c, GQueue * window,
+    guint keep)
+{
+  guint i;
+
+  for (i = 0; i < count; i++) {
+    push_frame (src, (*n)++, 0);
+    g_usleep (20000);
+    keep_newest (c, window, keep);
+  }
+}
+
+/* A consumer's share shrinks as consumers join while its pipeline keeps
+ * more than the new share in place, the newest frame among them (an
+ * appsink that keeps its 4 newest, from a share of 5): it is told its new
+ * share with the next frame, copies what does not fit, and keeps
+ * receiving every frame; the regression: it was skipped for good, since
+ * its pipeline lets go of old frames only when new ones come (seen on the
+ * GPU with GStreamer 1.26, whose consumers keep GPU frames in place). */
+GST_START_TEST (test_share_shrinks)
+{
+  gchar *path = socket_path ("shrink");
+  GstElement *producer, *sink, *src;
+  GQueue window = G_QUEUE_INIT;
+  Consumer *a, *others[3];
+  guint i, n = 0;
+  guint64 missed;
+
+  /* a ring of auto size: 16 slots for 3 consumers, a share of 5 each,
+   * and of 3 once a fourth joins */
+  producer = appsrc_producer (path, "leaky", 0, &sink, &src);
+  fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  a = consumer_new (path, TRUE);
+  consumer_start (a);
+  for (i = 0; i < 500 && num_clients (sink) < 1; i++)
+    g_usleep (10000);
+  for (i = 0; i < 2; i++) {
+    others[i] = consumer_new (path, FALSE);
+    consumer_start (others[i]);
+  }
+  /* until the ring grew and the consumers mapped it */
+  for (i = 0; i < 100 && (client_stat_uint (sink, 0, "share") != 5
+          || stat_uint (sink, "ring-slots") != 16); i++)
+    feed (src, &n, 1, a, &window, 4);
+  fail_unless_equals_int (stat_uint (sink, "ring-slots"), 16);
+  feed (src, &n, 10, a, &window, 4);
+  fail_unless_equals_int (client_stat_uint (sink, 0, "share"), 5);
+  /* 4 in place at most (its share less one); as a copy takes the place
+   * of one of them when a frame comes past that, 3 at times */
+  fail_unless (client_stat_uint (sink, 0, "slots-held") >= 3
+      && client_stat_uint (sink, 0, "slots-held") <= 4);
+  missed = stat_u64 (a->src, "frames-missed");
+
+  /* the fourth: no new ring (16 slots serve 5), the share is 3 */
+  others[2] = consumer_new (path, FALSE);
+  consumer_start (others[2]);
+  for (i = 0; i < 500 && num_clients (sink) < 4; i++)
+    g_usleep (10000);
+  fail_unless_equals_int (num_clients (sink), 4);
+  feed (src, &n, 30, a, &window, 4);
+  fail_unless_equals_int (stat_uint (sink, "ring-slots"), 16);
+  fail_unless_equals_int (client_stat_uint (sink, 0, "share"), 3);
+  fail_unless (client_stat_uint (sink, 0, "slots-held") <= 2,
+      "it holds %u slots in place, its share is 3",
+      client_stat_uint (sink, 0, "slots-held"));
+  fail_unless_equals_uint64 (stat_u64 (a->src, "frames-missed"), missed);
+  fail_unless (!stat_bool (a->src, FALSE, "stalled"));
+
+  while (!g_queue_is_empty (&window))
+    gst_buffer_unref (g_queue_pop_head (&window));
+  assert_no_error (producer);
+  assert_no_error (a->pipeline);
+  consumer_free (a);
+  for (i = 0; i < 3; i++)
+    consumer_free (others[i]);
+  gst_element_set_state (producer, GST_STATE_NULL);
+  gst_object_unref (producer);
+  g_free (path);
+}
+
+GST_END_TEST;
+
+/* the next WARNING on pipeline's bus within timeout_ms, its details
+ * structure (a copy) in *details; NULL for none */
+static GError *
+next_warning (GstElement * pipeline, gint timeout_ms, GstStructure ** details)
+{
+  GstMessage *msg = pop_message (pipeline, GST_MESSAGE_WARNING, timeout_ms);
+  const GstStructure *d = NULL;
+  GError *error = NULL;
+
+  if (!msg)
+    return NULL;
+  gst_message_parse_warning (msg, &error, NULL);
+  gst_message_parse_warning_details (msg, &d);
+  *details = d ? gst_structure_copy (d) : NULL;
+  gst_message_unref (msg);
+  return error;
+}
+
+/* A consumer skipped for GPUSHARE_STALL_NOTICE_MS (its pipeline took no
+ * buffer, it holds its whole share) is said to be stalled, once, on both
+ * sides: a WARNING with the consumer, its share and what it holds, and
+ * the stats; frames-missed counts the frames skipped so far.  Frames
+ * again end it. */
+GST_START_TEST (test_stalled_consumer_said)
+{
+  gchar *path = socket_path ("stalled");
+  GstElement *producer, *sink, *src;
+  GstStructure *details = NULL;
+  GError *warning;
+  Consumer *c;
+  gulong block;
+  guint i, n = 0, u;
+  guint64 skipped = 0;
+  gint64 until;
+
+  producer = appsrc_producer (path, "leaky", LEAKY_RING, &sink, &src);
+  fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  c = consumer_new (path, TRUE);
+  consumer_start (c);
+  block = block_buffers (c->src);
+  for (i = 0; i < LEAKY_SHARE; i++)
+    push_frame (src, n++, 0);
+  fail_unless_equals_int (wait_client_stat (sink, "slots-held",
+          LEAKY_SHARE), LEAKY_SHARE);
+  /* frames at 30 fps, skipped, until the producer says so */
+  until = g_get_monotonic_time () + (GPUSHARE_STALL_NOTICE_MS +
+      TIMEOUT_MS) * 1000ll;
+  warning = NULL;
+  while (!warning && g_get_monotonic_time () < until) {
+    push_frame (src, n++, 0);
+    warning = next_warning (producer, 33, &details);
+  }
+  fail_unless (warning != NULL, "the producer never said it");
+  fail_unless (g_error_matches (warning, GST_RESOURCE_ERROR,
+          GST_RESOURCE_ERROR_BUSY), "%s", warning->message);
+  g_clear_error (&warning);
+  fail_unless (details != NULL);
+  fail_unless (gst_structure_get_uint (details, "share", &u));
+  fail_unless_equals_int (u, LEAKY_SHARE);
+  fail_unless (gst_structure_get_uint (details, "slots-held", &u));
+  fail_unless_equals_int (u, LEAKY_SHARE);
+  fail_unless (gst_structure_get_uint (details, "consumers", &u));
+  fail_unless_equals_int (u, 1);
+  fail_unless (gst_structure_get_uint64 (details, "frames-skipped",
+          &skipped));
+  fail_unless (skipped >= 30, "%" G_GUINT64_FORMAT " skipped in 2 s",
+      skipped);
+  fail_unless (gst_structure_get_uint (details, "skipped-ms", &u));
+  fail_unless (u >= GPUSHARE_STALL_NOTICE_MS);
+  g_clear_pointer (&details, gst_structure_free);
+  fail_unless (stat_bool (sink, TRUE, "stalled"));
+
+  /* the consumer says so too, with the same figures, and counts the
+   * frames it missed though none came after them */
+  warning = next_warning (c->pipeline, TIMEOUT_MS, &details);
+  fail_unless (warning != NULL, "the consumer never said it");
+  g_clear_error (&warning);
+  fail_unless (gst_structure_get_uint (details, "share", &u));
+  fail_unless_equals_int (u, LEAKY_SHARE);
+  fail_unless (gst_structure_get_uint (details, "slots-held", &u));
+  fail_unless_equals_int (u, LEAKY_SHARE);
+  g_clear_pointer (&details, gst_structure_free);
+  fail_unless (stat_bool (c->src, FALSE, "stalled"));
+  fail_unless_equals_int (stat_uint (c->src, "share"), LEAKY_SHARE);
+  fail_unless (stat_u64 (c->src, "frames-missed") >= skipped);
+
+  /* once per stall */
+  for (i = 0; i < 10; i++)
+    push_frame (src, n++, 0);
+  fail_unless (wait_stat_u64_at_least (sink, "frames-rendered", n) >= n);
+  fail_unless (next_warning (producer, 200, &details) == NULL);
+  fail_unless (next_warning (c->pipeline, 200, &details) == NULL);
+
+  /* it takes buffers again: frames reach it, and the stall is over */
+  unblock (c->src, block);
+  for (i = 0; i < LEAKY_SHARE; i++)
+    gst_buffer_unref (next_buffer (c, i));
+  fail_unless_equals_int (wait_stat_uint (sink, "free-slots", LEAKY_RING),
+      LEAKY_RING);
+  push_frame (src, n++, 0);
+  gst_buffer_unref (next_buffer (c, n - 1));
+  fail_unless_equals_int (wait_client_stat (sink, "stalled", FALSE), FALSE);
+  fail_unless (!stat_bool (c->src, FALSE, "stalled"));
+  fail_unless_equals_uint64 (stat_u64 (c->src, "frames-missed"),
+      n - 1 - LEAKY_SHARE);
+
+  assert_no_error (producer);
+  assert_no_error (c->pipeline);
+  consumer_free (c);
+  gst_element_set_state (producer, GST_STATE_NULL);
+  gst_object_unref (producer);
   g_free (path);
 }
 
@@ -1499,6 +1831,9 @@ gpushare_stream_suite (void)
   tcase_add_checked_fixture (tc_frame, elements_setup, elements_teardown);
   tcase_add_test (tc_frame, test_video_flags);
   tcase_add_test (tc_frame, test_frames_missed);
+  tcase_add_test (tc_frame, test_stalled_consumer_said);
+  tcase_add_test (tc_frame, test_share_in_place);
+  tcase_add_test (tc_frame, test_share_shrinks);
   tcase_add_test (tc_frame, test_metas_travel);
   tcase_add_test (tc_frame, test_hostile_meta_names);
   tcase_add_test (tc_frame, test_events_travel);
