@@ -817,6 +817,15 @@ check_error (const GpuShareError * e)
 
 /* Everything the builder refuses, and the parser rejects once the message
  * is decoded.  n_fds is the header's. */
+/* a share, a holding and a count of consumers are of one ring */
+static GpuShareParseResult
+check_notice (const GpuShareNotice * n)
+{
+  return n->share <= GPUSHARE_MAX_SLOTS && n->slots_held <= GPUSHARE_MAX_SLOTS
+      && n->n_consumers <= GPUSHARE_MAX_HOLDERS_WIRE ? GPUSHARE_PARSE_OK :
+      GPUSHARE_PARSE_MALFORMED;
+}
+
 static GpuShareParseResult
 check_msg (guint type, const GpuShareMsg * msg, guint32 n_fds)
 {
@@ -847,10 +856,7 @@ check_msg (guint type, const GpuShareMsg * msg, guint32 n_fds)
     case GPUSHARE_MSG_STATUS:
       return check_status (&msg->u.status);
     case GPUSHARE_MSG_NOTICE:
-      return msg->u.notice.share <= GPUSHARE_MAX_SLOTS
-          && msg->u.notice.slots_held <= GPUSHARE_MAX_SLOTS
-          && msg->u.notice.n_consumers <= GPUSHARE_MAX_HOLDERS_WIRE ?
-          GPUSHARE_PARSE_OK : GPUSHARE_PARSE_MALFORMED;
+      return check_notice (&msg->u.notice);
     case GPUSHARE_MSG_MAPPED:
     case GPUSHARE_MSG_UNMAPPED:
     case GPUSHARE_MSG_FRAME:
@@ -1512,6 +1518,8 @@ gpushare_msg_build_notice (const GpuShareNotice * n, GByteArray * out)
   g_return_val_if_fail (n != NULL, FALSE);
   g_return_val_if_fail (out != NULL, FALSE);
 
+  if (check_notice (n) != GPUSHARE_PARSE_OK)
+    return FALSE;
   p = append_message (out, GPUSHARE_MSG_NOTICE, 0,
       sizeof (GpuShareWireNotice));
   if (!p)

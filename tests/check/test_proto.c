@@ -25,11 +25,11 @@ static const guint all_types[] = {
   GPUSHARE_MSG_CAPS, GPUSHARE_MSG_EOS, GPUSHARE_MSG_GOODBYE,
   GPUSHARE_MSG_ERROR, GPUSHARE_MSG_PING, GPUSHARE_MSG_UNMAPPED,
   GPUSHARE_MSG_META, GPUSHARE_MSG_EVENT, GPUSHARE_MSG_OBSERVE,
-  GPUSHARE_MSG_STATUS,
+  GPUSHARE_MSG_STATUS, GPUSHARE_MSG_NOTICE,
 };
 
 /* the first type this version does not know */
-#define FIRST_UNKNOWN_TYPE 17
+#define FIRST_UNKNOWN_TYPE 18
 
 /* ------------------------------------------------------------------ */
 /* raw little-endian writers, independent of the codec's own           */
@@ -93,6 +93,9 @@ get32 (const guint8 * b, gsize off)
 #define HANDLE_SIZE 64
 #define MAPPED_FIXED 8
 #define FRAME_FIXED 72
+#define FRAME_SHARE 72
+#define FRAME_RESERVED 76
+#define FRAME_SHARE_FIXED 80
 #define RELEASE_FIXED 24
 #define CAPS_FIXED 104
 #define CAPS_LAYOUT 16
@@ -106,6 +109,10 @@ get32 (const guint8 * b, gsize off)
 #define EVENT_FIXED 8
 #define OBSERVE_FIXED 16
 #define STATUS_FIXED 8
+#define NOTICE_FIXED 32
+#define NOTICE_SHARE 4
+#define NOTICE_SLOTS_HELD 8
+#define NOTICE_N_CONSUMERS 12
 #define LAYOUT_CAPS_LEN 80
 
 static void
@@ -215,7 +222,12 @@ raw_fixed (const GpuShareMsg * msg, guint8 * b)
       put64 (b, 56, f->offset_end);
       put32 (b, 64, f->buffer_flags);
       put32 (b, 68, f->flags);
-      return FRAME_FIXED;
+      /* minor 6: only from a leaky producer, whose share is not 0 */
+      if (!f->share)
+        return FRAME_FIXED;
+      put32 (b, FRAME_SHARE, f->share);
+      put32 (b, FRAME_RESERVED, 0);
+      return FRAME_SHARE_FIXED;
     }
     case GPUSHARE_MSG_RELEASE:
       put64 (b, 0, msg->u.release.epoch);
@@ -266,6 +278,14 @@ raw_fixed (const GpuShareMsg * msg, guint8 * b)
       put32 (b, 0, msg->u.status.flags);
       put32 (b, 4, msg->u.status.text_len);
       return STATUS_FIXED;
+    case GPUSHARE_MSG_NOTICE:
+      put32 (b, 0, msg->u.notice.code);
+      put32 (b, NOTICE_SHARE, msg->u.notice.share);
+      put32 (b, NOTICE_SLOTS_HELD, msg->u.notice.slots_held);
+      put32 (b, NOTICE_N_CONSUMERS, msg->u.notice.n_consumers);
+      put64 (b, 16, msg->u.notice.skipped);
+      put64 (b, 24, msg->u.notice.sequence);
+      return NOTICE_FIXED;
     default:
       g_assert_not_reached ();
   }
@@ -667,6 +687,9 @@ sample_msg (guint type, guint variant, GpuShareMsg * msg, guint32 * n_fds)
       f->offset_end = big ? G_MAXUINT64 : 0;
       f->buffer_flags = big ? G_MAXUINT32 : 0;
       f->flags = big ? GPUSHARE_FRAME_FLAG_ABSOLUTE_TIME : 0;
+      /* minor 6: a leaky producer's FRAME, 80 bytes; a lossless one's is
+       * minor 5's 72 */
+      f->share = big ? G_MAXUINT32 : 0;
       break;
     }
     case GPUSHARE_MSG_RELEASE:{
@@ -748,6 +771,18 @@ sample_msg (guint type, guint variant, GpuShareMsg * msg, guint32 * n_fds)
         msg->u.status.text_len = strlen (msg->u.status.text);
       }
       break;
+    case GPUSHARE_MSG_NOTICE:{
+      GpuShareNotice *n = &msg->u.notice;
+
+      /* a code this version does not know travels: the consumer skips it */
+      n->code = big ? G_MAXUINT32 : GPUSHARE_NOTICE_STALLED;
+      n->share = big ? GPUSHARE_MAX_SLOTS : 1;
+      n->slots_held = big ? GPUSHARE_MAX_SLOTS : 1;
+      n->n_consumers = big ? GPUSHARE_MAX_HOLDERS_WIRE : 2;
+      n->skipped = big ? G_MAXUINT64 : 60;
+      n->sequence = big ? G_MAXUINT64 : 61;
+      break;
+    }
     default:
       g_assert_not_reached ();
   }
@@ -857,6 +892,7 @@ assert_msg_equal (const GpuShareMsg * got, const GpuShareMsg * want)
       fail_unless_equals_uint64 (a->offset_end, b->offset_end);
       fail_unless_equals_uint64 (a->buffer_flags, b->buffer_flags);
       fail_unless_equals_uint64 (a->flags, b->flags);
+      fail_unless_equals_uint64 (a->share, b->share);
       break;
     }
     case GPUSHARE_MSG_RELEASE:{
@@ -911,6 +947,17 @@ assert_msg_equal (const GpuShareMsg * got, const GpuShareMsg * want)
       assert_string_equal (got->u.status.text, got->u.status.text_len,
           want->u.status.text, want->u.status.text_len);
       break;
+    case GPUSHARE_MSG_NOTICE:{
+      const GpuShareNotice *a = &got->u.notice, *b = &want->u.notice;
+
+      fail_unless_equals_uint64 (a->code, b->code);
+      fail_unless_equals_uint64 (a->share, b->share);
+      fail_unless_equals_uint64 (a->slots_held, b->slots_held);
+      fail_unless_equals_uint64 (a->n_consumers, b->n_consumers);
+      fail_unless_equals_uint64 (a->skipped, b->skipped);
+      fail_unless_equals_uint64 (a->sequence, b->sequence);
+      break;
+    }
     case GPUSHARE_MSG_META:
       fail_unless_equals_uint64 (got->u.meta.sequence, want->u.meta.sequence);
       fail_unless_equals_int (got->u.meta.n_entries, want->u.meta.n_entries);
@@ -1073,7 +1120,7 @@ GST_END_TEST;
 GST_START_TEST (test_golden_bytes)
 {
   static const guint8 release[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x05, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x06, 0x00,
     0x06, 0x00, 0x00, 0x00, 0x18, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,
@@ -1081,7 +1128,7 @@ GST_START_TEST (test_golden_bytes)
     0x00, 0xff, 0xee, 0xdd, 0xcc, 0xbb, 0xaa, 0x99,
   };
   static const guint8 error[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x05, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x06, 0x00,
     0x0a, 0x00, 0x00, 0x00, 0x0b, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x08, 0x00, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00,
@@ -1089,7 +1136,7 @@ GST_START_TEST (test_golden_bytes)
   };
   /* 3 slots of CUDA VMM memory with a semaphore block: 4 fds */
   static const guint8 slots[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x05, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x06, 0x00,
     0x03, 0x00, 0x00, 0x00, 0x30, 0x00, 0x00, 0x00,
     0x04, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x2a, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -1102,7 +1149,7 @@ GST_START_TEST (test_golden_bytes)
   /* the same 3 slots of CUDA fabric memory: 3 memory handles, and the
    * block's fd alone; the 192 bytes of handles follow these */
   static const guint8 slots_fabric[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x05, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x06, 0x00,
     0x03, 0x00, 0x00, 0x00, 0xf0, 0x00, 0x00, 0x00,
     0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x2a, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -1115,7 +1162,7 @@ GST_START_TEST (test_golden_bytes)
   /* 1 slot of CUDA VMM memory with its two event handles: 1 fd; the
    * 128 bytes of handles follow these */
   static const guint8 slots_events[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x05, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x06, 0x00,
     0x03, 0x00, 0x00, 0x00, 0xb0, 0x00, 0x00, 0x00,
     0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -1129,7 +1176,7 @@ GST_START_TEST (test_golden_bytes)
    * the ready and the done handle, and no fd; the 192 bytes of handles
    * follow these */
   static const guint8 slots_legacy_events[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x05, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x06, 0x00,
     0x03, 0x00, 0x00, 0x00, 0xf0, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -1140,7 +1187,7 @@ GST_START_TEST (test_golden_bytes)
     0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
   };
   static const guint8 accept[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x05, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x06, 0x00,
     0x02, 0x00, 0x00, 0x00, 0x3d, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x01, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00,
@@ -1151,6 +1198,17 @@ GST_START_TEST (test_golden_bytes)
     0xa8, 0xa9, 0xaa, 0xab, 0xac, 0xad, 0xae, 0xaf,
     0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     's', 'r', 'c', 'o', 'k',
+  };
+  /* NOTICE (minor 6): a consumer stalled, 5 slots its share, 4 held, of
+   * 12 consumers */
+  static const guint8 notice[] = {
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x06, 0x00,
+    0x11, 0x00, 0x00, 0x00, 0x20, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x01, 0x00, 0x00, 0x00, 0x05, 0x00, 0x00, 0x00,
+    0x04, 0x00, 0x00, 0x00, 0x0c, 0x00, 0x00, 0x00,
+    0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,
+    0x00, 0xff, 0xee, 0xdd, 0xcc, 0xbb, 0xaa, 0x99,
   };
   /* ANNOUNCE's device block, payload bytes 128 .. 160 */
   static const guint8 device[] = {
@@ -1284,6 +1342,19 @@ GST_START_TEST (test_golden_bytes)
   fail_unless (gpushare_msg_build (msg, 0, out));
   fail_unless_equals_int (out->len, sizeof (accept));
   fail_unless (memcmp (out->data, accept, sizeof (accept)) == 0);
+
+  memset (msg, 0, sizeof (*msg));
+  msg->type = GPUSHARE_MSG_NOTICE;
+  msg->u.notice.code = GPUSHARE_NOTICE_STALLED;
+  msg->u.notice.share = 5;
+  msg->u.notice.slots_held = 4;
+  msg->u.notice.n_consumers = 12;
+  msg->u.notice.skipped = G_GUINT64_CONSTANT (0x0102030405060708);
+  msg->u.notice.sequence = G_GUINT64_CONSTANT (0x99aabbccddeeff00);
+  g_byte_array_set_size (out, 0);
+  fail_unless (gpushare_msg_build (msg, 0, out));
+  fail_unless_equals_int (out->len, sizeof (notice));
+  fail_unless (memcmp (out->data, notice, sizeof (notice)) == 0);
 
   sample_msg (GPUSHARE_MSG_ANNOUNCE, 1, msg, &n_fds);
   msg->u.announce.mem_types = GPUSHARE_MEM_CUDA_VMM;
@@ -1639,6 +1710,10 @@ GST_START_TEST (test_payload_truncated)
          * without it (test_goodbye_held) */
         if (msg->type == GPUSHARE_MSG_GOODBYE && cut >= GOODBYE_FIXED)
           continue;
+        /* and a FRAME cut inside the share minor 6 added, a FRAME without
+         * a share (test_frame_share) */
+        if (msg->type == GPUSHARE_MSG_FRAME && cut >= FRAME_FIXED)
+          continue;
         res = parse_payload (msg->type, n_fds, raw, cut, back);
 
         /* every length field sits in the fixed part, which is checked
@@ -1683,6 +1758,13 @@ GST_START_TEST (test_payload_trailing_bytes)
         memset (raw + len, 0xa5, more);
         fail_unless_equals_int (parse_payload (msg->type, n_fds, raw,
                 len + more, back), GPUSHARE_PARSE_OK);
+        /* but the first 8 bytes after minor 5's FRAME are minor 6's
+         * share, read once they are all there (test_frame_share) */
+        if (msg->type == GPUSHARE_MSG_FRAME && len == FRAME_FIXED) {
+          fail_unless_equals_uint64 (back->u.frame.share,
+              more >= FRAME_SHARE_FIXED - FRAME_FIXED ? 0xa5a5a5a5 : 0);
+          back->u.frame.share = 0;
+        }
         assert_msg_equal (back, msg);
       }
     }
@@ -1707,7 +1789,9 @@ GST_START_TEST (test_payload_len_mismatch)
   guint i;
 
   sample_msg (GPUSHARE_MSG_FRAME, 0, msg, &n_fds);
-  raw_payload (msg, raw);
+  /* minor 5's 72 bytes */
+  msg->u.frame.share = 0;
+  fail_unless_equals_int (raw_payload (msg, raw), sizeof (raw));
   hdr.magic = GPUSHARE_MAGIC;
   hdr.version_major = GPUSHARE_VERSION_MAJOR;
   hdr.type = GPUSHARE_MSG_FRAME;
@@ -2425,6 +2509,15 @@ GST_START_TEST (test_payload_reserved_ignored)
       GPUSHARE_PARSE_OK);
   assert_msg_equal (back, msg);
 
+  /* the word after FRAME's share (minor 6) */
+  sample_msg (GPUSHARE_MSG_FRAME, 0, msg, &n_fds);
+  len = raw_payload (msg, raw);
+  fail_unless_equals_int (len, FRAME_SHARE_FIXED);
+  put32 (raw, FRAME_RESERVED, G_MAXUINT32);
+  fail_unless_equals_int (parse_payload (msg->type, 0, raw, len, back),
+      GPUSHARE_PARSE_OK);
+  assert_msg_equal (back, msg);
+
   g_free (raw);
   g_free (back);
   g_free (msg);
@@ -2460,9 +2553,9 @@ GST_START_TEST (test_build_refuses)
   fail_unless_equals_int (out->len, 4);
   fail_unless (memcmp (out->data, "keep", 4) == 0);
 
-  /* and a valid one lands after what was there */
+  /* and a valid one lands after what was there: a FRAME with its share */
   fail_unless (gpushare_msg_build (msg, 0, out));
-  fail_unless_equals_int (out->len, 4 + HDR_SIZE + FRAME_FIXED);
+  fail_unless_equals_int (out->len, 4 + HDR_SIZE + FRAME_SHARE_FIXED);
   fail_unless (memcmp (out->data, "keepGPSH", 8) == 0);
 
   g_byte_array_unref (out);
@@ -2548,10 +2641,11 @@ GST_START_TEST (test_constants)
   fail_unless_equals_int (GPUSHARE_MAX_REASON_LEN, 128);
 
   /* minor 1 added PING, minor 2 UNMAPPED, minor 3 the GOODBYE's HELD
-   * part, minor 4 META and EVENT, minor 5 OBSERVE and STATUS; the types
-   * this version knows, in wire order */
+   * part, minor 4 META and EVENT, minor 5 OBSERVE and STATUS, minor 6
+   * FRAME's share and NOTICE; the types this version knows, in wire
+   * order */
   fail_unless_equals_int (GPUSHARE_VERSION_MAJOR, 1);
-  fail_unless_equals_int (GPUSHARE_VERSION_MINOR, 5);
+  fail_unless_equals_int (GPUSHARE_VERSION_MINOR, 6);
   fail_unless_equals_int (GPUSHARE_GOODBYE_FLAG_HELD, 1);
   fail_unless_equals_int (GPUSHARE_MSG_UNMAPPED, 12);
   fail_unless_equals_string (gpushare_msg_type_to_string (12), "UNMAPPED");
@@ -2562,6 +2656,11 @@ GST_START_TEST (test_constants)
   fail_unless_equals_string (gpushare_msg_type_to_string (15), "OBSERVE");
   fail_unless_equals_int (GPUSHARE_MSG_STATUS, 16);
   fail_unless_equals_string (gpushare_msg_type_to_string (16), "STATUS");
+  fail_unless_equals_int (GPUSHARE_MSG_NOTICE, 17);
+  fail_unless_equals_string (gpushare_msg_type_to_string (17), "NOTICE");
+  fail_unless_equals_int (GPUSHARE_NOTICE_STALLED, 1);
+  fail_unless_equals_int (GPUSHARE_STALL_NOTICE_MS, 2000);
+  fail_unless_equals_int (GPUSHARE_MAX_HOLDERS_WIRE, 64);
   fail_unless_equals_int (GPUSHARE_MAX_STATUS_LEN, 15 * 1024);
   fail_unless_equals_int (GPUSHARE_MIN_OBSERVE_INTERVAL, 100);
   fail_unless_equals_int (GPUSHARE_MAX_OBSERVE_INTERVAL, 60000);
@@ -3565,7 +3664,7 @@ GST_END_TEST;
 GST_START_TEST (test_ping)
 {
   static const guint8 golden[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x05, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x06, 0x00,
     0x0b, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
   };
@@ -3635,13 +3734,13 @@ GST_END_TEST;
 GST_START_TEST (test_goodbye_held)
 {
   static const guint8 plain[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x05, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x06, 0x00,
     0x09, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x08, 0x00, 0x00, 0x00,
   };
   static const guint8 held[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x05, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x06, 0x00,
     0x09, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x08, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00,
@@ -3716,14 +3815,17 @@ GST_START_TEST (test_to_string)
   GHashTable *seen = g_hash_table_new (g_str_hash, g_str_equal);
   guint i;
 
-  for (i = GPUSHARE_MSG_ANNOUNCE; i <= GPUSHARE_MSG_PING; i++) {
+  for (i = GPUSHARE_MSG_ANNOUNCE; i < FIRST_UNKNOWN_TYPE; i++) {
     const gchar *s = gpushare_msg_type_to_string (i);
 
     fail_unless (s != NULL);
+    fail_if (g_str_equal (s, "UNKNOWN"));
     fail_if (g_hash_table_contains (seen, s));
     g_hash_table_add (seen, (gpointer) s);
   }
   fail_unless_equals_string (gpushare_msg_type_to_string (0), "UNKNOWN");
+  fail_unless_equals_string (gpushare_msg_type_to_string
+      (FIRST_UNKNOWN_TYPE), "UNKNOWN");
   fail_unless_equals_string (gpushare_msg_type_to_string (G_MAXUINT),
       "UNKNOWN");
   fail_unless_equals_string (gpushare_msg_type_to_string
@@ -3844,6 +3946,9 @@ build_by_type (const GpuShareMsg * msg, guint32 n_fds, GByteArray * out)
       body = g_memdup2 (&msg->u.status, G_STRUCT_OFFSET (GpuShareStatus,
               text) + msg->u.status.text_len + 1);
       ok = gpushare_msg_build_status (body, out);
+      break;
+    case GPUSHARE_MSG_NOTICE:
+      ok = gpushare_msg_build_notice (body = BODY_COPY (msg, notice), out);
       break;
     default:
       g_assert_not_reached ();
@@ -4060,6 +4165,134 @@ GST_START_TEST (test_frame_from_body)
 
   g_byte_array_unref (out);
   g_free (f);
+}
+
+GST_END_TEST;
+
+/* Minor 6 added FRAME's share: on the wire only when it is not 0, so that
+ * a lossless producer's FRAME is minor 5's 72 bytes, and read only when
+ * the payload holds its 8 bytes whole, so that minor 5's FRAME (72 bytes,
+ * or a shorter tail of anything) has no share.  Any share parses: past
+ * the ring's size it limits nothing. */
+GST_START_TEST (test_frame_share)
+{
+  static const guint32 shares[] = { 1, 2, 3, GPUSHARE_MAX_SLOTS,
+    GPUSHARE_MAX_SLOTS + 1, 0x80000000, G_MAXUINT32,
+  };
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  GpuShareMsg *back = g_new0 (GpuShareMsg, 1);
+  GByteArray *plain = g_byte_array_new ();
+  GByteArray *out = g_byte_array_new ();
+  guint8 *raw = g_malloc (GPUSHARE_MAX_PAYLOAD);
+  guint8 want[HDR_SIZE + FRAME_FIXED];
+  guint32 n_fds;
+  gsize len;
+  guint i, t;
+
+  /* no share: minor 5's 72 bytes, header and all */
+  sample_msg (GPUSHARE_MSG_FRAME, 0, msg, &n_fds);
+  msg->u.frame.share = 0;
+  round_trip (msg, 0);
+  fail_unless (gpushare_msg_build (msg, 0, plain));
+  raw_header (want, GPUSHARE_MAGIC, GPUSHARE_VERSION_MAJOR,
+      GPUSHARE_VERSION_MINOR, GPUSHARE_MSG_FRAME, 0, FRAME_FIXED, 0, 0);
+  fail_unless_equals_int (raw_fixed (msg, want + HDR_SIZE), FRAME_FIXED);
+  fail_unless_equals_int (plain->len, sizeof (want));
+  fail_unless (memcmp (plain->data, want, sizeof (want)) == 0);
+  g_byte_array_set_size (out, 0);
+  fail_unless (gpushare_msg_build_frame (&msg->u.frame, out));
+  fail_unless_equals_int (out->len, sizeof (want));
+  fail_unless (memcmp (out->data, want, sizeof (want)) == 0);
+
+  /* a share: 80 bytes, minor 5's 72 unchanged, then the share and a
+   * reserved 0; from the per-type builder too */
+  for (i = 0; i < G_N_ELEMENTS (shares); i++) {
+    msg->u.frame.share = shares[i];
+    round_trip (msg, 0);
+    for (t = 0; t < 2; t++) {
+      g_byte_array_set_size (out, 0);
+      if (t == 0)
+        fail_unless (gpushare_msg_build (msg, 0, out));
+      else
+        fail_unless (gpushare_msg_build_frame (&msg->u.frame, out));
+      fail_unless_equals_int (out->len, HDR_SIZE + FRAME_SHARE_FIXED);
+      fail_unless_equals_int (get32 (out->data, 12), FRAME_SHARE_FIXED);
+      fail_unless (memcmp (out->data, want, 12) == 0);
+      fail_unless (memcmp (out->data + 16, want + 16,
+              HDR_SIZE - 16 + FRAME_FIXED) == 0);
+      fail_unless_equals_uint64 (get32 (out->data, HDR_SIZE + FRAME_SHARE),
+          shares[i]);
+      fail_unless_equals_uint64 (get32 (out->data, HDR_SIZE + FRAME_RESERVED),
+          0);
+    }
+  }
+
+  /* minor 5's 72 bytes parse without a share, into a message that had
+   * one */
+  msg->u.frame.share = 0;
+  fail_unless_equals_int (raw_payload (msg, raw), FRAME_FIXED);
+  memset (back, 0xa5, sizeof (*back));
+  fail_unless_equals_int (parse_payload (GPUSHARE_MSG_FRAME, 0, raw,
+          FRAME_FIXED, back), GPUSHARE_PARSE_OK);
+  fail_unless_equals_uint64 (back->u.frame.share, 0);
+  assert_msg_equal (back, msg);
+  /* shorter than that: truncated */
+  fail_unless_equals_int (parse_payload (GPUSHARE_MSG_FRAME, 0, raw,
+          FRAME_FIXED - 1, back), GPUSHARE_PARSE_TRUNCATED);
+
+  /* 73 to 79 bytes: the share is not whole, and the tail is ignored,
+   * whether it is a cut share of 3 or any other bytes */
+  for (t = 0; t < 2; t++) {
+    msg->u.frame.share = 3;
+    fail_unless_equals_int (raw_payload (msg, raw), FRAME_SHARE_FIXED);
+    if (t == 1)
+      memset (raw + FRAME_FIXED, 0xa5, FRAME_SHARE_FIXED - FRAME_FIXED);
+    msg->u.frame.share = 0;
+    for (len = FRAME_FIXED + 1; len < FRAME_SHARE_FIXED; len++) {
+      memset (back, 0xa5, sizeof (*back));
+      fail_unless_equals_int (parse_payload (GPUSHARE_MSG_FRAME, 0, raw, len,
+              back), GPUSHARE_PARSE_OK);
+      fail_unless_equals_uint64 (back->u.frame.share, 0);
+      assert_msg_equal (back, msg);
+    }
+  }
+
+  /* all 80: the share, whatever the reserved word and whatever follows */
+  msg->u.frame.share = 3;
+  raw_payload (msg, raw);
+  fail_unless_equals_int (parse_payload (GPUSHARE_MSG_FRAME, 0, raw,
+          FRAME_SHARE_FIXED, back), GPUSHARE_PARSE_OK);
+  fail_unless_equals_uint64 (back->u.frame.share, 3);
+  assert_msg_equal (back, msg);
+  put32 (raw, FRAME_RESERVED, G_MAXUINT32);
+  memset (raw + FRAME_SHARE_FIXED, 0x5a, 8);
+  fail_unless_equals_int (parse_payload (GPUSHARE_MSG_FRAME, 0, raw,
+          FRAME_SHARE_FIXED + 8, back), GPUSHARE_PARSE_OK);
+  assert_msg_equal (back, msg);
+
+  /* any share parses, the largest too; 0 in the 80 bytes is no share */
+  for (i = 0; i < G_N_ELEMENTS (shares); i++) {
+    msg->u.frame.share = shares[i];
+    put32 (raw, FRAME_SHARE, shares[i]);
+    fail_unless_equals_int (parse_payload (GPUSHARE_MSG_FRAME, 0, raw,
+            FRAME_SHARE_FIXED, back), GPUSHARE_PARSE_OK);
+    assert_msg_equal (back, msg);
+  }
+  put32 (raw, FRAME_SHARE, 0);
+  fail_unless_equals_int (parse_payload (GPUSHARE_MSG_FRAME, 0, raw,
+          FRAME_SHARE_FIXED, back), GPUSHARE_PARSE_OK);
+  fail_unless_equals_uint64 (back->u.frame.share, 0);
+
+  /* every byte of a leaky producer's FRAME at each boundary value */
+  sample_msg (GPUSHARE_MSG_FRAME, 1, msg, &n_fds);
+  msg->u.frame.share = 3;
+  sweep_bytes (msg, 0, back, out);
+
+  g_free (raw);
+  g_byte_array_unref (out);
+  g_byte_array_unref (plain);
+  g_free (back);
+  g_free (msg);
 }
 
 GST_END_TEST;
@@ -4284,6 +4517,200 @@ GST_START_TEST (test_observe_status)
 
 GST_END_TEST;
 
+/* NOTICE (minor 6), producer -> consumer: 32 bytes, no fds, any code (a
+ * consumer skips the codes it does not know), any skipped and sequence */
+GST_START_TEST (test_notice)
+{
+  static const guint32 codes[] = { 0, GPUSHARE_NOTICE_STALLED, 2,
+    G_MAXUINT32,
+  };
+  static const gsize extra[] = { 1, 8, 32, 100 };
+  static const guint32 counts[] = { 1, 2, GPUSHARE_MAX_FDS };
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  GpuShareMsg *back = g_new0 (GpuShareMsg, 1);
+  GByteArray *out = g_byte_array_new ();
+  guint8 *raw = g_malloc (GPUSHARE_MAX_PAYLOAD);
+  guint8 b[HDR_SIZE];
+  GpuShareHeader hdr;
+  guint32 n_fds;
+  gsize len;
+  guint i;
+
+  fail_unless_equals_int (GPUSHARE_MSG_NOTICE, 17);
+  fail_unless_equals_string (gpushare_msg_type_to_string (17), "NOTICE");
+
+  /* each field read from its own offset */
+  put32 (raw, 0, 0x11111111);
+  put32 (raw, NOTICE_SHARE, 7);
+  put32 (raw, NOTICE_SLOTS_HELD, 6);
+  put32 (raw, NOTICE_N_CONSUMERS, 5);
+  put64 (raw, 16, G_GUINT64_CONSTANT (0x0102030405060708));
+  put64 (raw, 24, G_GUINT64_CONSTANT (0x1112131415161718));
+  memset (back, 0xa5, sizeof (*back));
+  fail_unless_equals_int (parse_payload (GPUSHARE_MSG_NOTICE, 0, raw,
+          NOTICE_FIXED, back), GPUSHARE_PARSE_OK);
+  fail_unless_equals_int (back->type, GPUSHARE_MSG_NOTICE);
+  fail_unless_equals_uint64 (back->u.notice.code, 0x11111111);
+  fail_unless_equals_uint64 (back->u.notice.share, 7);
+  fail_unless_equals_uint64 (back->u.notice.slots_held, 6);
+  fail_unless_equals_uint64 (back->u.notice.n_consumers, 5);
+  fail_unless_equals_uint64 (back->u.notice.skipped,
+      G_GUINT64_CONSTANT (0x0102030405060708));
+  fail_unless_equals_uint64 (back->u.notice.sequence,
+      G_GUINT64_CONSTANT (0x1112131415161718));
+  /* and built back to the same bytes */
+  fail_unless (gpushare_msg_build_notice (&back->u.notice, out));
+  fail_unless_equals_int (out->len, HDR_SIZE + NOTICE_FIXED);
+  fail_unless_equals_int (get32 (out->data, 8), GPUSHARE_MSG_NOTICE);
+  fail_unless_equals_int (get32 (out->data, 12), NOTICE_FIXED);
+  fail_unless (memcmp (out->data + HDR_SIZE, raw, NOTICE_FIXED) == 0);
+
+  /* any code, the extremes of skipped and sequence */
+  for (i = 0; i < G_N_ELEMENTS (codes); i++) {
+    sample_msg (GPUSHARE_MSG_NOTICE, 1, msg, &n_fds);
+    msg->u.notice.code = codes[i];
+    msg->u.notice.skipped = i % 2 ? G_MAXUINT64 : 0;
+    msg->u.notice.sequence = i % 2 ? 0 : G_MAXUINT64;
+    fail_unless_equals_int (parse_raw_msg (msg, 0, back), GPUSHARE_PARSE_OK);
+    assert_msg_equal (back, msg);
+    round_trip (msg, 0);
+  }
+
+  /* shorter than 32 bytes: truncated, out of range values or not */
+  for (i = 0; i < 2; i++) {
+    sample_msg (GPUSHARE_MSG_NOTICE, 0, msg, &n_fds);
+    if (i == 1)
+      msg->u.notice.share = G_MAXUINT32;
+    fail_unless_equals_int (raw_payload (msg, raw), NOTICE_FIXED);
+    for (len = 0; len < NOTICE_FIXED; len++)
+      fail_unless_equals_int (parse_payload (GPUSHARE_MSG_NOTICE, 0, raw,
+              len, back), GPUSHARE_PARSE_TRUNCATED);
+  }
+  /* longer: a newer minor's, ignored */
+  sample_msg (GPUSHARE_MSG_NOTICE, 0, msg, &n_fds);
+  raw_payload (msg, raw);
+  memset (raw + NOTICE_FIXED, 0xff, GPUSHARE_MAX_PAYLOAD - NOTICE_FIXED);
+  for (i = 0; i <= G_N_ELEMENTS (extra); i++) {
+    len = NOTICE_FIXED + (i < G_N_ELEMENTS (extra) ? extra[i] :
+        GPUSHARE_MAX_PAYLOAD - NOTICE_FIXED);
+    fail_unless_equals_int (parse_payload (GPUSHARE_MSG_NOTICE, 0, raw, len,
+            back), GPUSHARE_PARSE_OK);
+    assert_msg_equal (back, msg);
+  }
+
+  /* fds: refused at the header, at the payload and by the builder */
+  g_byte_array_set_size (out, 0);
+  for (i = 0; i < G_N_ELEMENTS (counts); i++) {
+    valid_header (b, GPUSHARE_MSG_NOTICE, NOTICE_FIXED, counts[i]);
+    fail_unless_equals_int (parse_header_bytes (b, sizeof (b), &hdr),
+        GPUSHARE_PARSE_BAD_FD_COUNT);
+    fail_unless_equals_int (parse_payload (GPUSHARE_MSG_NOTICE, counts[i],
+            raw, NOTICE_FIXED, back), GPUSHARE_PARSE_BAD_FD_COUNT);
+    fail_if (gpushare_msg_build (msg, counts[i], out));
+  }
+  fail_unless_equals_int (out->len, 0);
+  valid_header (b, GPUSHARE_MSG_NOTICE, NOTICE_FIXED, 0);
+  fail_unless_equals_int (parse_header_bytes (b, sizeof (b), &hdr),
+      GPUSHARE_PARSE_OK);
+
+  g_free (raw);
+  g_byte_array_unref (out);
+  g_free (back);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
+/* NOTICE's bounds: share and slots_held at most GPUSHARE_MAX_SLOTS,
+ * n_consumers at most GPUSHARE_MAX_HOLDERS_WIRE; over any of them is
+ * MALFORMED */
+typedef struct
+{
+  const gchar *what;
+  guint32 share;
+  guint32 slots_held;
+  guint32 n_consumers;
+  GpuShareParseResult res;
+} NoticeCase;
+
+#define SLOTS GPUSHARE_MAX_SLOTS
+#define HOLDERS GPUSHARE_MAX_HOLDERS_WIRE
+#define OK GPUSHARE_PARSE_OK
+#define BAD GPUSHARE_PARSE_MALFORMED
+
+static const NoticeCase notice_cases[] = {
+  {"share 0", 0, 1, 2, OK},
+  {"share 1", 1, 1, 2, OK},
+  {"share max", SLOTS, 1, 2, OK},
+  {"share max+1", SLOTS + 1, 1, 2, BAD},
+  {"share top bit", 0x80000000, 1, 2, BAD},
+  {"share uint32", G_MAXUINT32, 1, 2, BAD},
+  {"slots_held 0", 1, 0, 2, OK},
+  {"slots_held max", 1, SLOTS, 2, OK},
+  {"slots_held max+1", 1, SLOTS + 1, 2, BAD},
+  {"slots_held top bit", 1, 0x80000000, 2, BAD},
+  {"slots_held uint32", 1, G_MAXUINT32, 2, BAD},
+  {"n_consumers 0", 1, 1, 0, OK},
+  {"n_consumers max", 1, 1, HOLDERS, OK},
+  {"n_consumers max+1", 1, 1, HOLDERS + 1, BAD},
+  {"n_consumers top bit", 1, 1, 0x80000000, BAD},
+  {"n_consumers uint32", 1, 1, G_MAXUINT32, BAD},
+  /* the codec does not judge one against another: the ring does */
+  {"held over share", 1, SLOTS, 2, OK},
+  {"all 0", 0, 0, 0, OK},
+  {"all max", SLOTS, SLOTS, HOLDERS, OK},
+  {"all max+1", SLOTS + 1, SLOTS + 1, HOLDERS + 1, BAD},
+  {"all uint32", G_MAXUINT32, G_MAXUINT32, G_MAXUINT32, BAD},
+  {"only share over", SLOTS + 1, SLOTS, HOLDERS, BAD},
+  {"only slots_held over", SLOTS, SLOTS + 1, HOLDERS, BAD},
+  {"only n_consumers over", SLOTS, SLOTS, HOLDERS + 1, BAD},
+};
+
+#undef SLOTS
+#undef HOLDERS
+#undef OK
+#undef BAD
+
+GST_START_TEST (test_notice_bounds)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  GpuShareMsg *back = g_new0 (GpuShareMsg, 1);
+  GByteArray *out = g_byte_array_new ();
+  guint32 n_fds;
+  guint i;
+
+  for (i = 0; i < G_N_ELEMENTS (notice_cases); i++) {
+    const NoticeCase *c = &notice_cases[i];
+    GpuShareParseResult res;
+
+    sample_msg (GPUSHARE_MSG_NOTICE, 1, msg, &n_fds);
+    msg->u.notice.share = c->share;
+    msg->u.notice.slots_held = c->slots_held;
+    msg->u.notice.n_consumers = c->n_consumers;
+    res = parse_raw_msg (msg, 0, back);
+    fail_unless (res == c->res, "%s: got %s", c->what,
+        gpushare_parse_result_to_string (res));
+    g_byte_array_set_size (out, 0);
+    if (c->res == GPUSHARE_PARSE_OK) {
+      assert_msg_equal (back, msg);
+      fail_unless (gpushare_msg_build (msg, 0, out), "%s: not built",
+          c->what);
+      round_trip (msg, 0);
+    } else {
+      /* what the parser refuses, the builder does not write */
+      fail_if (gpushare_msg_build (msg, 0, out), "%s: built", c->what);
+      fail_if (gpushare_msg_build_notice (&msg->u.notice, out),
+          "%s: built by the NOTICE builder", c->what);
+      fail_unless_equals_int (out->len, 0);
+    }
+  }
+  g_byte_array_unref (out);
+  g_free (back);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
 static Suite *
 gpushareproto_suite (void)
 {
@@ -4299,6 +4726,7 @@ gpushareproto_suite (void)
   tcase_add_test (tc, test_type_builders_same_bytes);
   tcase_add_test (tc, test_type_builders_refuse);
   tcase_add_test (tc, test_frame_from_body);
+  tcase_add_test (tc, test_frame_share);
   tcase_add_test (tc, test_stream_of_messages);
   tcase_add_test (tc, test_header_need_more);
   tcase_add_test (tc, test_header_fields);
@@ -4337,6 +4765,8 @@ gpushareproto_suite (void)
   tcase_add_test (tc, test_meta_chain);
   tcase_add_test (tc, test_event_text);
   tcase_add_test (tc, test_observe_status);
+  tcase_add_test (tc, test_notice);
+  tcase_add_test (tc, test_notice_bounds);
   tcase_add_test (tc, test_goodbye_held);
   tcase_add_test (tc, test_to_string);
 

@@ -349,6 +349,13 @@ write_simple (GpuShareMsg * msg)
   save_one ("frame", msg, 0);
   frame (msg, TRUE);
   save_one ("frame-max", msg, 0);
+  /* minor 6: a leaky producer's FRAME, with the consumer's share */
+  frame (msg, FALSE);
+  msg->u.frame.share = 3;
+  save_one ("frame-share", msg, 0);
+  frame (msg, TRUE);
+  msg->u.frame.share = G_MAXUINT32;
+  save_one ("frame-share-max", msg, 0);
 
   release (msg, FALSE);
   save_one ("release", msg, 0);
@@ -390,6 +397,24 @@ write_simple (GpuShareMsg * msg)
   /* the heartbeat: nothing but a header */
   init (msg, GPUSHARE_MSG_PING);
   save_one ("ping", msg, 0);
+
+  /* NOTICE (minor 6): a consumer stalled, then every field at its
+   * bound */
+  init (msg, GPUSHARE_MSG_NOTICE);
+  msg->u.notice.code = GPUSHARE_NOTICE_STALLED;
+  msg->u.notice.share = 2;
+  msg->u.notice.slots_held = 2;
+  msg->u.notice.n_consumers = 4;
+  msg->u.notice.skipped = 60;
+  msg->u.notice.sequence = 1000;
+  save_one ("notice", msg, 0);
+  msg->u.notice.code = G_MAXUINT32;
+  msg->u.notice.share = GPUSHARE_MAX_SLOTS;
+  msg->u.notice.slots_held = GPUSHARE_MAX_SLOTS;
+  msg->u.notice.n_consumers = GPUSHARE_MAX_HOLDERS_WIRE;
+  msg->u.notice.skipped = G_MAXUINT64;
+  msg->u.notice.sequence = G_MAXUINT64;
+  save_one ("notice-max", msg, 0);
 }
 
 static void
@@ -530,6 +555,17 @@ write_streams (GpuShareMsg * msg)
   g_byte_array_set_size (s, FUZZ_PREFIX_SIZE + GPUSHARE_HEADER_SIZE + 10);
   add (s, msg, 0);
   save ("goodbye-held-cut", s);
+
+  /* a FRAME whose minor 6 share is cut short: one without a share, then
+   * a whole one */
+  s = start (0, 0);
+  frame (msg, FALSE);
+  msg->u.frame.share = 3;
+  add (s, msg, 0);
+  put32 (s, FUZZ_PREFIX_SIZE + HDR_PAYLOAD_LEN, 76);
+  g_byte_array_set_size (s, FUZZ_PREFIX_SIZE + GPUSHARE_HEADER_SIZE + 76);
+  add (s, msg, 0);
+  save ("frame-share-cut", s);
 }
 
 /* one message of type built by the builder, then broken */
