@@ -16,7 +16,10 @@
  * wait until every consumer released a slot, `leaky` makes a consumer that
  * holds its share of slots miss frames while the producer and the other
  * consumers go on.  `auto` (the default) is leaky when upstream is live and
- * lossless otherwise.
+ * lossless otherwise.  A leaky consumer's share is told with every frame:
+ * its gpusharesrc copies what its pipeline would keep past it, and the
+ * ring (#GstGpuShareSink:ring-size 0, the default) grows so that each share
+ * is 3 slots.  A consumer skipped for 2 s is named in a WARNING.
  *
  * ## Example launch lines
  * |[

@@ -1477,7 +1477,8 @@ gst_gpu_share_src_class_init (GstGpuShareSrcClass * klass)
       "may hold at once (system memory); past that a frame is copied and its "
       "slot given back at once, so that a sink or queue that keeps buffers "
       "never holds up the producer (0 = half the producer's ring, at least "
-      "1)", 0, GPUSHARE_MAX_SLOTS, DEFAULT_MAX_IN_PLACE,
+      "1); from a leaky producer never more than this consumer's share "
+      "less one", 0, GPUSHARE_MAX_SLOTS, DEFAULT_MAX_IN_PLACE,
       G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING
       | GST_PARAM_DOC_SHOW_DEFAULT);
   properties[PROP_IO_MODE] = g_param_spec_enum ("io-mode", "I/O mode",
