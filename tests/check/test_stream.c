@@ -166,6 +166,17 @@ gap_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
  * and those queued behind it keep their slots, as in a consumer whose
  * pipeline stopped taking buffers.  (A consumer that only keeps buffers
  * does not hold its share: it copies what its share cannot take.) */
+/* a producer and its consumer, both without an error, stopped */
+static void
+end_pair (GstElement * producer, Consumer * c)
+{
+  assert_no_error (producer);
+  assert_no_error (c->pipeline);
+  consumer_free (c);
+  gst_element_set_state (producer, GST_STATE_NULL);
+  gst_object_unref (producer);
+}
+
 static GstPadProbeReturn
 block_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
 {
@@ -317,11 +328,7 @@ GST_START_TEST (test_frames_missed)
   for (i = 0; i < LEAKY_SHARE; i++)
     gst_buffer_unref (next_buffer (c, n - 2 - LEAKY_SHARE + i));
 
-  assert_no_error (producer);
-  assert_no_error (c->pipeline);
-  consumer_free (c);
-  gst_element_set_state (producer, GST_STATE_NULL);
-  gst_object_unref (producer);
+  end_pair (producer, c);
   g_array_unref (gaps);
   g_free (path);
 }
@@ -364,11 +371,7 @@ GST_START_TEST (test_share_in_place)
   for (i = 0; i < G_N_ELEMENTS (held); i++)
     gst_buffer_unref (held[i]);
 
-  assert_no_error (producer);
-  assert_no_error (c->pipeline);
-  consumer_free (c);
-  gst_element_set_state (producer, GST_STATE_NULL);
-  gst_object_unref (producer);
+  end_pair (producer, c);
   g_free (path);
 }
 
@@ -461,13 +464,9 @@ GST_START_TEST (test_share_shrinks)
 
   while (!g_queue_is_empty (&window))
     gst_buffer_unref (g_queue_pop_head (&window));
-  assert_no_error (producer);
-  assert_no_error (a->pipeline);
-  consumer_free (a);
   for (i = 0; i < 3; i++)
     consumer_free (others[i]);
-  gst_element_set_state (producer, GST_STATE_NULL);
-  gst_object_unref (producer);
+  end_pair (producer, a);
   g_free (path);
 }
 
@@ -580,11 +579,7 @@ GST_START_TEST (test_stalled_consumer_said)
   fail_unless_equals_uint64 (stat_u64 (c->src, "frames-missed"),
       n - 1 - LEAKY_SHARE);
 
-  assert_no_error (producer);
-  assert_no_error (c->pipeline);
-  consumer_free (c);
-  gst_element_set_state (producer, GST_STATE_NULL);
-  gst_object_unref (producer);
+  end_pair (producer, c);
   g_free (path);
 }
 

@@ -6,14 +6,7 @@
 # The caller sets: peer (gpushare-test-peer), frames; this file sets dir (a
 # temporary folder, removed on exit) and failures.
 
-if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
-  echo "SKIP: no GPU here (nvidia-smi finds none)"
-  exit 77
-fi
-if ! gst-inspect-1.0 cudaupload >/dev/null 2>&1; then
-  echo "SKIP: GStreamer's nvcodec plugin (cudaupload, cudadownload) is missing"
-  exit 77
-fi
+. "$(dirname "${BASH_SOURCE[0]}")/gpu-skip.sh"
 
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT

@@ -8,14 +8,7 @@
 #
 #   gpu-live-consumers.sh GPUSHARE_INSPECT
 set -u
-if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
-  echo "SKIP: no GPU here (nvidia-smi finds none)"
-  exit 77
-fi
-if ! gst-inspect-1.0 cudaupload >/dev/null 2>&1; then
-  echo "SKIP: GStreamer's nvcodec plugin (cudaupload, cudadownload) is missing"
-  exit 77
-fi
+. "$(dirname "$0")/gpu-skip.sh"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 echo "GStreamer: $(gst-launch-1.0 --version | sed -n 2p)"
 LIVE_STREAMS=${LIVE_STREAMS:-32} exec bash \
