@@ -512,22 +512,51 @@ is_type_name (const gchar * name)
   return TRUE;
 }
 
+/* GStreamer registers its metas when first used, not at start: a name a
+ * producer gave its custom meta could take one of theirs for the whole
+ * process, and whatever adds that meta later would crash (NULL infos,
+ * assertions).  The metas this file adds are registered before any peer
+ * name is looked at, and GStreamer's namespace is not a peer's to use:
+ * the metas of its libraries this process has not loaded yet are
+ * registered under "Gst..." names too. */
+static void
+register_known_metas (void)
+{
+  static gsize once = 0;
+
+  if (g_once_init_enter (&once)) {
+    gst_video_region_of_interest_meta_get_info ();
+    gst_reference_timestamp_meta_get_info ();
+    gst_video_time_code_meta_get_info ();
+    gst_video_caption_meta_get_info ();
+    gst_video_afd_meta_get_info ();
+    gst_video_bar_meta_get_info ();
+    gst_video_meta_get_info ();
+    g_once_init_leave (&once, 1);
+  }
+}
+
 /* a custom meta of that name, registered here if it is not yet, within
  * MAX_CUSTOM_REGISTRATIONS for the whole process.  Registering makes two
- * types, "name" and "name-api": neither may exist already. */
+ * types, "name" and "name-api": neither may exist already, nor be in
+ * GStreamer's namespace. */
 static const GstMetaInfo *
 custom_info (const gchar * name)
 {
   static gint registered = 0;
   static const gchar *no_tags[] = { NULL };
-  const GstMetaInfo *info = gst_meta_get_info (name);
+  const GstMetaInfo *info;
   gchar *api;
   gboolean free_names;
 
+  register_known_metas ();
+  info = gst_meta_get_info (name);
   if (info)
     return gst_meta_info_is_custom (info) ? info : NULL;
-  if (!is_type_name (name))
+  if (!is_type_name (name) || g_ascii_strncasecmp (name, "gst", 3) == 0) {
+    GST_DEBUG ("custom meta name refused: not a type name of its own");
     return NULL;
+  }
   api = g_strconcat (name, "-api", NULL);
   free_names = g_type_from_name (name) == 0 && g_type_from_name (api) == 0;
   g_free (api);

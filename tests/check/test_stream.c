@@ -781,6 +781,65 @@ GST_START_TEST (test_hostile_meta_names)
 
 GST_END_TEST;
 
+/* A producer that names its custom meta after one of GStreamer's, which
+ * GStreamer registers only when first used, must not take that name for
+ * the whole consumer process: before, the ROI meta's names made the next
+ * gst_buffer_add_video_region_of_interest_meta () dereference NULL, AFD
+ * and bar metas aborted, and every other element of the process that adds
+ * such a meta later crashed too.  Run where none of them was used yet (a
+ * test of its own, forked). */
+GST_START_TEST (test_meta_names_of_gstreamer)
+{
+  static const gchar *const names[] = {
+    "GstVideoRegionOfInterestMeta", "GstVideoRegionOfInterestMetaAPI",
+    "GstVideoAFDMeta", "GstVideoAFDMetaAPI", "GstVideoBarMeta",
+    "GstVideoBarMetaAPI", "GstVideoCaptionMeta", "GstVideoCaptionMetaAPI",
+    "GstVideoTimeCodeMeta", "GstVideoTimeCodeMetaAPI",
+    "GstReferenceTimestampMeta", "GstReferenceTimestampMetaAPI",
+    /* GStreamer's namespace, for metas of its libraries this process
+     * has not loaded yet */
+    "GstAnalyticsRelationMeta", "GstFutureMeta",
+  };
+  GpuShareMeta *m = g_new0 (GpuShareMeta, 1);
+  GByteArray *body = g_byte_array_new ();
+  GstBuffer *buf = gst_buffer_new ();
+  GstVideoTimeCode *tc;
+  guint i, dropped = 0;
+
+  for (i = 0; i < G_N_ELEMENTS (names); i++) {
+    put_entry_str (body, names[i]);
+    put_entry_str (body, "s, track=(int)3");
+    add_entry (m, GPUSHARE_META_CUSTOM, body);
+  }
+  fail_unless (gpushare_frame_meta_check (m, NULL));
+  fail_unless_equals_int (gpushare_frame_meta_apply (m, buf, &dropped), 0);
+  fail_unless_equals_int (dropped, G_N_ELEMENTS (names));
+  for (i = 0; i < G_N_ELEMENTS (names); i++) {
+    const GstMetaInfo *info = gst_meta_get_info (names[i]);
+
+    fail_unless (info == NULL || !gst_meta_info_is_custom (info),
+        "%s is a custom meta now", names[i]);
+  }
+  /* and GStreamer's own metas work */
+  fail_unless (gst_buffer_add_video_region_of_interest_meta (buf, "face",
+          1, 2, 3, 4) != NULL);
+  fail_unless (gst_buffer_add_video_afd_meta (buf, 0,
+          GST_VIDEO_AFD_SPEC_ATSC_A53, GST_VIDEO_AFD_4_3_FULL_16_9_FULL) !=
+      NULL);
+  fail_unless (gst_buffer_add_video_bar_meta (buf, 0, TRUE, 1, 2) != NULL);
+  fail_unless (gst_buffer_add_video_caption_meta (buf,
+          GST_VIDEO_CAPTION_TYPE_CEA708_CDP, (const guint8 *) "ab", 2) !=
+      NULL);
+  tc = gst_video_time_code_new (30, 1, NULL, 0, 1, 2, 3, 4, 0);
+  fail_unless (gst_buffer_add_video_time_code_meta (buf, tc) != NULL);
+  gst_video_time_code_free (tc);
+  gst_buffer_unref (buf);
+  g_byte_array_unref (body);
+  g_free (m);
+}
+
+GST_END_TEST;
+
 /* ------------------------------------------------------------------------ */
 /* 2c. Events: tags and custom events in their place among the frames, and
  * the sticky ones for a consumer that joins later */
@@ -1831,6 +1890,7 @@ gpushare_stream_suite (void)
   tcase_add_test (tc_frame, test_share_shrinks);
   tcase_add_test (tc_frame, test_metas_travel);
   tcase_add_test (tc_frame, test_hostile_meta_names);
+  tcase_add_test (tc_frame, test_meta_names_of_gstreamer);
   tcase_add_test (tc_frame, test_events_travel);
   tcase_add_test (tc_frame, test_stream_start_travels);
   suite_add_tcase (s, tc_time);
