@@ -886,12 +886,14 @@ static void
 handle_observe (GpuShareServer * self, Client * client,
     const GpuShareObserve * obs)
 {
-  /* whatever comes of it, it never was a consumer */
-  client->asked_to_observe = TRUE;
-  if (client->state != CLIENT_ANNOUNCED) {
+  /* out of order, from a consumer that streams or is mapping its slots:
+   * its going is a consumer's (client-removed) */
+  if (client->state != CLIENT_ANNOUNCED || client->mem_type) {
     protocol_error (client, "OBSERVE out of order");
     return;
   }
+  /* whatever comes of it now, it never was a consumer */
+  client->asked_to_observe = TRUE;
   if (self->n_observers >= MAX_OBSERVERS) {
     gchar *text = g_strdup_printf ("%u observers are connected already "
         "(at most %u)", self->n_observers, MAX_OBSERVERS);
