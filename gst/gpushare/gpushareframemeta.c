@@ -591,7 +591,9 @@ add_meta (GstBuffer * buf, guint kind, Body * b)
     }
     case GPUSHARE_META_REFERENCE_TIMESTAMP:{
       GstCaps *caps = gst_caps_from_string (b->str[0]);
+      /* a timestamp there must be: GStreamer's precondition */
       gboolean ok = caps && gst_caps_is_fixed (caps)
+          && GST_CLOCK_TIME_IS_VALID (b->t[0])
           && gst_buffer_add_reference_timestamp_meta (buf, caps, b->t[0],
           b->t[1]) != NULL;
 

@@ -392,7 +392,8 @@ stream_start_event (GstGpuShareSrc * self, const GpuShareEvent * e,
       gst_structure_free (s);
     return NULL;
   }
-  has_group = gst_structure_get_uint (s, "group-id", &group);
+  /* 0 is GST_GROUP_ID_INVALID, which no event may carry: no group */
+  has_group = gst_structure_get_uint (s, "group-id", &group) && group != 0;
   gst_structure_get_uint (s, "flags", &flags);
   now = gst_pad_get_sticky_event (pad, GST_EVENT_STREAM_START, 0);
   if (now) {
@@ -456,7 +457,9 @@ push_producer_event (GstGpuShareSrc * self, const GpuShareEvent * e)
       return;
     }
   } else if (e->kind == GPUSHARE_EVENT_TAGS) {
-    GstTagList *tags = gst_tag_list_new_from_string (e->text);
+    /* the parser's precondition, a CRITICAL when another text reaches it */
+    GstTagList *tags = g_str_has_prefix (e->text, "taglist") ?
+        gst_tag_list_new_from_string (e->text) : NULL;
 
     if (tags)
       event = gst_event_new_tag (tags);

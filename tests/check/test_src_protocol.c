@@ -276,6 +276,80 @@ GST_START_TEST (test_hostile_producer)
 
 GST_END_TEST;
 
+/* an EVENT of kind with text */
+static void
+make_event (GpuShareMsg * msg, guint32 kind, const gchar * text)
+{
+  memset (msg, 0, sizeof (*msg));
+  msg->type = GPUSHARE_MSG_EVENT;
+  msg->u.event.kind = kind;
+  msg->u.event.text_len = strlen (text);
+  memcpy (msg->u.event.text, text, msg->u.event.text_len);
+}
+
+/* Values a producer sends that GStreamer's own functions refuse with a
+ * CRITICAL (an abort under G_DEBUG=fatal-criticals, a failure here): a
+ * tags EVENT whose text is not a tag list, a stream-start of group 0 (no
+ * event may carry it), a reference timestamp of GST_CLOCK_TIME_NONE.  The
+ * consumer drops each, counted, and streams on. */
+GST_START_TEST (test_producer_values_unchecked)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  gchar *path = socket_path ("values.sock");
+  gint fds[HP_N_SLOTS];
+  GstElement *pipeline;
+  guint8 *e;
+  gint listen_fd;
+  guint i;
+  RawPeer raw;
+
+  pipeline = hostile_consumer_start (path, &listen_fd, &raw);
+  raw_announce (&raw, msg);
+  for (i = 0; i < HP_N_SLOTS; i++)
+    fds[i] = make_memfd (HP_SLOT_SIZE, TRUE);
+  raw_send_slots (&raw, msg, fds, 1);
+  raw_expect (&raw, GPUSHARE_MSG_MAPPED, msg, NULL, NULL);
+
+  make_event (msg, GPUSHARE_EVENT_STREAM_START,
+      "stream-start, stream-id=(string)abc, group-id=(uint)0");
+  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+  make_event (msg, GPUSHARE_EVENT_TAGS, "not-a-taglist, title=(string)x");
+  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+  /* a reference timestamp: caps "timestamp/x-ntp", timestamp NONE */
+  memset (msg, 0, sizeof (*msg));
+  msg->type = GPUSHARE_MSG_META;
+  msg->u.meta.sequence = 1;
+  msg->u.meta.n_entries = 1;
+  e = msg->u.meta.data;
+  e[0] = 2;
+  e[4] = 4 + 15 + 16;
+  e += GPUSHARE_META_ENTRY_HEADER;
+  e[0] = 15;
+  memcpy (e + 4, "timestamp/x-ntp", 15);
+  memset (e + 19, 0xff, 8);
+  memset (e + 27, 0, 8);
+  msg->u.meta.data_len = GPUSHARE_META_ENTRY_HEADER + 4 + 15 + 16;
+  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+  make_frame (msg, 1, 0, 1, 1);
+  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+  raw_expect (&raw, GPUSHARE_MSG_RELEASE, msg, NULL, NULL);
+  /* and it goes on */
+  make_frame (msg, 1, 1, 1, 2);
+  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+  raw_expect (&raw, GPUSHARE_MSG_RELEASE, msg, NULL, NULL);
+  fail_unless_equals_uint64 (stat_u64 (child (pipeline, "src"),
+          "metas-dropped"), 1);
+  fail_unless_equals_uint64 (stat_u64 (child (pipeline, "src"),
+          "events-dropped"), 1);
+  assert_no_error (pipeline);
+
+  hostile_consumer_stop (pipeline, listen_fd, &raw, path);
+  g_free (path);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
 /* The consumer side of the same promise: a producer that speaks another
  * major version is told so with ERROR VERSION. */
 GST_START_TEST (test_src_answers_version)
@@ -607,6 +681,7 @@ gpushare_src_protocol_suite (void)
       elements_teardown);
   tcase_add_loop_test (tc_hostile_producer, test_hostile_producer, 0, N_HP);
   tcase_add_test (tc_hostile_producer, test_src_answers_version);
+  tcase_add_test (tc_hostile_producer, test_producer_values_unchecked);
   tcase_add_test (tc_hostile_producer, test_producer_backlog_full);
   tcase_add_loop_test (tc_hostile_producer, test_heartbeat_silent_producer, 0,
       2);
