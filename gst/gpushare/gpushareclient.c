@@ -24,6 +24,9 @@ GST_DEBUG_CATEGORY_STATIC (gpushare_client_debug);
 #define RETRY_MIN_MS 10
 #define RETRY_MAX_MS 250
 #define GOODBYE_FLUSH_MS 100
+/* EVENTs of the producer waiting for the streaming thread, at most
+ * (docs/security.md, promise 5) */
+#define MAX_QUEUED_EVENTS 64
 
 typedef enum
 {
@@ -138,6 +141,9 @@ struct _GpuShareClient
   guint share;
   gboolean stalled;
   guint64 stall_sequence;
+  /* EVENT items queued, and those dropped past MAX_QUEUED_EVENTS */
+  guint n_queued_events;
+  guint64 events_dropped;
   /* the META of the next FRAME, checked */
   GpuShareMeta *pending_meta;
   guint reconnects;
@@ -430,8 +436,23 @@ queue_caps (GpuShareClient * self, const GpuShareLayout * layout)
 {
   Item *item;
 
+  GList *l;
+
   if (!layout_ok (self, layout))
     return FALSE;
+  /* caps that no frame followed yet are superseded, not queued again:
+   * a producer that sends CAPS and no FRAME grows nothing here (the
+   * frames queued are bounded by the slots, so are the caps) */
+  for (l = self->items.tail; l; l = l->prev) {
+    item = l->data;
+    if (item->type == GPUSHARE_CLIENT_ITEM_FRAME)
+      break;
+    if (item->type == GPUSHARE_CLIENT_ITEM_CAPS) {
+      *item->layout = *layout;
+      g_cond_broadcast (&self->cond);
+      return TRUE;
+    }
+  }
   item = g_new0 (Item, 1);
   item->type = GPUSHARE_CLIENT_ITEM_CAPS;
   item->layout = g_memdup2 (layout, sizeof (*layout));
@@ -764,11 +785,29 @@ handle_event (GpuShareClient * self, const GpuShareEvent * e)
     producer_error (self, "EVENT before the slots were mapped");
     return;
   }
+  /* at most MAX_QUEUED_EVENTS wait for the streaming thread (held up
+   * downstream, or not started): past that the oldest goes, counted */
+  if (self->n_queued_events >= MAX_QUEUED_EVENTS) {
+    GList *l;
+
+    for (l = self->items.head; l; l = l->next) {
+      Item *old = l->data;
+
+      if (old->type == GPUSHARE_CLIENT_ITEM_EVENT) {
+        g_queue_delete_link (&self->items, l);
+        item_free (old);
+        self->n_queued_events--;
+        self->events_dropped++;
+        break;
+      }
+    }
+  }
   item = g_new0 (Item, 1);
   item->type = GPUSHARE_CLIENT_ITEM_EVENT;
   item->event = g_memdup2 (e, G_STRUCT_OFFSET (GpuShareEvent, text) +
       e->text_len + 1);
   g_queue_push_tail (&self->items, item);
+  self->n_queued_events++;
   g_cond_broadcast (&self->cond);
 }
 
@@ -1043,6 +1082,7 @@ drop_session (GpuShareClient * self, GpuShareErrorCode reason)
   self->stalled = FALSE;
   self->share = 0;
   g_queue_init (&self->items);
+  self->n_queued_events = 0;
   memset (&self->pending, 0, sizeof (self->pending));
   self->mapped_epoch = 0;
   /* released on the same socket, before the GOODBYE; a GPU mapping closed
@@ -1430,6 +1470,8 @@ gpushare_client_pop (GpuShareClient * self, GpuShareClientItem * out)
       out->frame = item->frame;
       item->frame = NULL;
       out->event = g_steal_pointer (&item->event);
+      if (out->type == GPUSHARE_CLIENT_ITEM_EVENT)
+        self->n_queued_events--;
       if (out->type == GPUSHARE_CLIENT_ITEM_FRAME && self->discont) {
         out->discont = TRUE;
         out->new_producer = TRUE;
@@ -1516,6 +1558,7 @@ gpushare_client_get_stats (GpuShareClient * self, GpuShareClientStats * s)
   }
   s->share = self->share;
   s->stalled = self->stalled;
+  s->events_dropped = self->events_dropped;
   s->producer_pid = self->producer_pid;
   s->producer_name = g_strdup (self->producer_name);
   s->reconnects = self->reconnects;

@@ -134,6 +134,7 @@ typedef struct
   gchar *producer_name;         /* the name it announced, or NULL */
   guint reconnects;
   gboolean producer_live;
+  guint64 events_dropped;       /* queued past MAX_QUEUED_EVENTS */
   guint share;                  /* of a leaky producer's ring; 0: none */
   gboolean stalled;             /* it said it skips us, no frame since */
 } GpuShareClientStats;

@@ -350,6 +350,70 @@ GST_START_TEST (test_producer_values_unchecked)
 
 GST_END_TEST;
 
+/* EVENTs and CAPS a producer sends with no frame between are not queued
+ * without bound: before the first frame (the src holds events back until
+ * its segment is out) and while the streaming thread is held up, at most
+ * 64 events wait, the oldest going first, counted in events-dropped, and
+ * caps no frame followed are superseded by the next.  Before, a producer
+ * grew the consumer's memory with every message. */
+GST_START_TEST (test_producer_floods_events)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  gchar *path = socket_path ("flood.sock");
+  gint fds[HP_N_SLOTS];
+  GstElement *pipeline, *src;
+  GstStructure *st;
+  guint64 received = 0, dropped = 0;
+  gint listen_fd;
+  guint i;
+  RawPeer raw;
+
+  pipeline = hostile_consumer_start (path, &listen_fd, &raw);
+  src = child (pipeline, "src");
+  raw_announce (&raw, msg);
+  for (i = 0; i < HP_N_SLOTS; i++)
+    fds[i] = make_memfd (HP_SLOT_SIZE, TRUE);
+  raw_send_slots (&raw, msg, fds, 1);
+  raw_expect (&raw, GPUSHARE_MSG_MAPPED, msg, NULL, NULL);
+  for (i = 0; i < 2000; i++) {
+    if (i % 10 == 0) {
+      GpuShareLayout *l = &msg->u.caps.layout;
+
+      memset (msg, 0, sizeof (*msg));
+      msg->type = GPUSHARE_MSG_CAPS;
+      make_layout (l, HP_N_SLOTS, HP_SLOT_SIZE);
+      l->epoch = 1;
+    } else {
+      gchar *text = g_strdup_printf ("flood, n=(int)%u", i);
+
+      make_event (msg, GPUSHARE_EVENT_CUSTOM, text);
+      g_free (text);
+    }
+    fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+  }
+  make_frame (msg, 1, 0, 1, 1);
+  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+  raw_expect (&raw, GPUSHARE_MSG_RELEASE, msg, NULL, NULL);
+  /* every event is counted: pushed, or dropped */
+  for (i = 0; i < 500 && received + dropped < 1800; i++) {
+    g_object_get (src, "stats", &st, NULL);
+    gst_structure_get_uint64 (st, "events-received", &received);
+    gst_structure_get_uint64 (st, "events-dropped", &dropped);
+    gst_structure_free (st);
+    g_usleep (10000);
+  }
+  fail_unless_equals_uint64 (received + dropped, 1800);
+  fail_unless (received <= 2 * 64, "%" G_GUINT64_FORMAT " events pushed "
+      "before the first frame", received);
+  assert_no_error (pipeline);
+
+  hostile_consumer_stop (pipeline, listen_fd, &raw, path);
+  g_free (path);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
 /* The consumer side of the same promise: a producer that speaks another
  * major version is told so with ERROR VERSION. */
 GST_START_TEST (test_src_answers_version)
@@ -682,6 +746,7 @@ gpushare_src_protocol_suite (void)
   tcase_add_loop_test (tc_hostile_producer, test_hostile_producer, 0, N_HP);
   tcase_add_test (tc_hostile_producer, test_src_answers_version);
   tcase_add_test (tc_hostile_producer, test_producer_values_unchecked);
+  tcase_add_test (tc_hostile_producer, test_producer_floods_events);
   tcase_add_test (tc_hostile_producer, test_producer_backlog_full);
   tcase_add_loop_test (tc_hostile_producer, test_heartbeat_silent_producer, 0,
       2);
