@@ -10,7 +10,6 @@
 #include "gpushareserver.h"
 
 #include <errno.h>
-#include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -103,6 +102,12 @@ typedef struct
   gint64 skipped_since;
   guint64 skipped_run;
   gboolean stall_reported;
+  /* its socket closed while its process may live on: the grace of
+   * HANGUP_GRACE_MS for its pidfd to say it exited, watched by the control
+   * thread (drop_client () decides after it) */
+  GSource *grace_exit;
+  GSource *grace_timeout;
+  gchar *grace_detail;
 } Client;
 
 struct _GpuShareServer
@@ -294,9 +299,25 @@ client_set_state (Client * client, ClientState state)
     client->deadline = 0;
 }
 
+/* the sources of a hang-up's grace, if any; any thread */
+static void
+grace_end (Client * client)
+{
+  if (client->grace_exit) {
+    g_source_destroy (client->grace_exit);
+    g_clear_pointer (&client->grace_exit, g_source_unref);
+  }
+  if (client->grace_timeout) {
+    g_source_destroy (client->grace_timeout);
+    g_clear_pointer (&client->grace_timeout, g_source_unref);
+  }
+}
+
 static void
 client_free (Client * client)
 {
+  grace_end (client);
+  g_free (client->grace_detail);
   if (client->conn) {
     gpushare_conn_close (client->conn);
     gpushare_conn_unref (client->conn);
@@ -633,46 +654,18 @@ export_pending (gpointer user_data)
 /* ------------------------------------------------------------------------ */
 /* Removal */
 
-/* Is the process of a client whose socket closed still alive?  Its socket
- * closes as it exits, a moment before its pidfd says it exited: the
- * process is given HANGUP_GRACE_MS to show its end.  Without a pidfd
- * (a kernel without them) it counts as gone, as it always did. */
-static gboolean
-peer_outlives_hangup (Client * client)
-{
-  struct pollfd pfd;
-  gint r;
-
-  if (client->pidfd < 0)
-    return FALSE;
-  pfd.fd = client->pidfd;
-  pfd.events = POLLIN;
-  do
-    r = poll (&pfd, 1, HANGUP_GRACE_MS);
-  while (r < 0 && errno == EINTR);
-  return r == 0;
-}
-
-/* lock NOT held; the one way a client goes (but at stop) */
+/* lock NOT held; the one way a client goes (but at stop).  outlives: its
+ * socket closed while its process lived on (hang_up ()) */
 static void
-drop_client (GpuShareServer * self, Client * client,
-    GpuShareRemoveReason reason, const gchar * detail)
+drop_client_full (GpuShareServer * self, Client * client,
+    GpuShareRemoveReason reason, const gchar * detail, gboolean outlives)
 {
   const gchar *nick = gpushare_remove_reason_to_string (reason);
   guint id = client->id, index = client->index;
   GPtrArray *freed;
   GpuShareXferRing *gpu_ring;
   guint released, unseen = 0;
-  gboolean quarantine, held, outlives = FALSE;
-
-  /* a system-memory consumer whose connection dropped while its process
-   * lives on (its src lost us and connects again, or it closed the socket
-   * itself) may still have buffers that read its slots in place: as for a
-   * GOODBYE that says HELD, they are quarantined.  Checked before the lock:
-   * it may wait a moment */
-  if (reason == GPUSHARE_REMOVE_HANGUP
-      && client->mem_type == GPUSHARE_MEM_SYSTEM)
-    outlives = peer_outlives_hangup (client);
+  gboolean quarantine, held;
 
   g_mutex_lock (&self->lock);
   if (self->clients[index] != client) {
@@ -769,6 +762,70 @@ drop_client (GpuShareServer * self, Client * client,
   deliver_events (self);
 }
 
+static void
+drop_client (GpuShareServer * self, Client * client,
+    GpuShareRemoveReason reason, const gchar * detail)
+{
+  drop_client_full (self, client, reason, detail, FALSE);
+}
+
+/* control thread.  The end of a hang-up's grace: the consumer's process
+ * exited (its pidfd is readable), or HANGUP_GRACE_MS passed first and it
+ * lives on */
+static void
+hang_up_decided (Client * client, gboolean outlives)
+{
+  gchar *detail = g_steal_pointer (&client->grace_detail);
+
+  grace_end (client);
+  drop_client_full (client->server, client, GPUSHARE_REMOVE_HANGUP, detail,
+      outlives);
+  g_free (detail);
+}
+
+static gboolean
+grace_exited (gint fd, GIOCondition condition, gpointer user_data)
+{
+  hang_up_decided (user_data, FALSE);
+  return G_SOURCE_REMOVE;
+}
+
+static gboolean
+grace_passed (gpointer user_data)
+{
+  hang_up_decided (user_data, TRUE);
+  return G_SOURCE_REMOVE;
+}
+
+/* control thread.  A system-memory consumer whose socket closed while its
+ * process lives on (its src lost us and connects again, or it closed the
+ * socket itself) may still have buffers that read its slots in place: as
+ * for a GOODBYE that says HELD, they are quarantined.  Its socket closes as
+ * it exits, a moment before its pidfd says it exited: the process is given
+ * HANGUP_GRACE_MS to show its end, watched from the control thread's main
+ * loop, so that consumers hanging up at once hold up nobody (the wait used
+ * to be a poll () on this thread: N of them stalled every other consumer
+ * N x 100 ms).  Without a pidfd (a kernel without them) it counts as gone,
+ * as it always did. */
+static void
+hang_up (GpuShareServer * self, Client * client, const gchar * detail)
+{
+  if (client->grace_exit)
+    return;
+  if (client->mem_type != GPUSHARE_MEM_SYSTEM || client->pidfd < 0) {
+    drop_client (self, client, GPUSHARE_REMOVE_HANGUP, detail);
+    return;
+  }
+  client->grace_detail = g_strdup (detail);
+  client->grace_exit = g_unix_fd_source_new (client->pidfd, G_IO_IN);
+  g_source_set_callback (client->grace_exit, G_SOURCE_FUNC (grace_exited),
+      client, NULL);
+  g_source_attach (client->grace_exit, self->context);
+  client->grace_timeout = g_timeout_source_new (HANGUP_GRACE_MS);
+  g_source_set_callback (client->grace_timeout, grace_passed, client, NULL);
+  g_source_attach (client->grace_timeout, self->context);
+}
+
 static GpuShareRemoveReason
 reason_from_error (const GError * error)
 {
@@ -802,7 +859,10 @@ client_closed (GpuShareConn * conn, const GError * error, gpointer user_data)
   reason = client->refused ? client->refused_reason :
       reason_from_error (error);
   g_mutex_unlock (&self->lock);
-  drop_client (self, client, reason, error ? error->message : NULL);
+  if (reason == GPUSHARE_REMOVE_HANGUP)
+    hang_up (self, client, error ? error->message : NULL);
+  else
+    drop_client (self, client, reason, error ? error->message : NULL);
 }
 
 /* ------------------------------------------------------------------------ */

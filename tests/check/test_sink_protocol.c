@@ -794,6 +794,80 @@ GST_START_TEST (test_consumer_observes_late)
 
 GST_END_TEST;
 
+/* A raw consumer through its handshake: it maps nothing, holds what the
+ * producer sends it, and its process (this one) lives on */
+static void
+raw_streaming_consumer (Scene * s, RawPeer * raw)
+{
+  GpuShareAnnounce *announce = g_new0 (GpuShareAnnounce, 1);
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  gint fds[GPUSHARE_MAX_FDS];
+  guint n_fds = 0;
+
+  scene_raw_client (s, raw, announce);
+  make_accept (msg, announce->instance);
+  fail_unless (raw_send_msg (raw, msg, NULL, 0));
+  raw_expect (raw, GPUSHARE_MSG_SLOTS, msg, fds, &n_fds);
+  gpushare_close_fds (fds, n_fds);
+  make_simple (msg, GPUSHARE_MSG_MAPPED);
+  msg->u.mapped.epoch = announce->layout.epoch;
+  fail_unless (raw_send_msg (raw, msg, NULL, 0));
+  g_free (msg);
+  g_free (announce);
+}
+
+/* Consumers whose sockets close while their process lives on are given a
+ * moment for their pidfd to say they exited (docs/design.md, "Quarantine")
+ * without holding up the producer's control thread: 40 of them hanging up
+ * at once, a consumer that connects right after is answered at once, and
+ * the real consumer streams on.  The wait used to be a poll () on that
+ * thread, 100 ms each: 4 s here, during which nobody was admitted, no
+ * RELEASE read and no PING sent. */
+GST_START_TEST (test_hangups_at_once)
+{
+  RawPeer raw[40], late;
+  gint64 start, took;
+  guint i;
+  Scene s;
+
+  /* scene_start (), with room for them all; a ring that does not grow
+   * (raw consumers do not map a new one) and no heartbeat (they do not
+   * answer PINGs) */
+  memset (&s, 0, sizeof (s));
+  s.path = socket_path ("scene.sock");
+  s.producer = producer_new (s.path, &s.sink);
+  g_object_set (s.sink, "max-clients", 64, "max-pending", 64, "ring-size", 64,
+      "heartbeat-interval", 0, NULL);
+  client_log_init (&s.log, s.sink);
+  producer_start (s.producer, s.sink);
+  s.consumer = consumer_new (s.path, FALSE);
+  consumer_start (s.consumer);
+  fail_unless (consumer_wait (s.consumer, 3), "the consumer gets nothing");
+  for (i = 0; i < G_N_ELEMENTS (raw); i++)
+    raw_streaming_consumer (&s, &raw[i]);
+  fail_unless (client_log_wait (&s.log, FALSE, G_N_ELEMENTS (raw) + 1),
+      "%u consumers connected, %u removed", s.log.connected,
+      client_log_n_removed (&s.log));
+  for (i = 0; i < G_N_ELEMENTS (raw); i++)
+    raw_clear (&raw[i]);
+  start = g_get_monotonic_time ();
+  scene_raw_client (&s, &late, NULL);
+  took = g_get_monotonic_time () - start;
+  fail_unless (took < 1000 * 1000, "a new consumer waited %" G_GINT64_FORMAT
+      " ms for its ANNOUNCE", took / 1000);
+  raw_clear (&late);
+  /* every one of them goes, as a hang-up, its slots quarantined */
+  fail_unless (client_log_wait (&s.log, TRUE, G_N_ELEMENTS (raw)));
+  for (i = 0; i < G_N_ELEMENTS (raw); i++)
+    fail_unless_equals_string (client_log_removed_nick (&s.log, i),
+        "hangup");
+  fail_unless (consumer_wait (s.consumer, 10), "the consumer was disturbed");
+  assert_no_error (s.producer);
+  scene_stop (&s);
+}
+
+GST_END_TEST;
+
 static Suite *
 gpushare_sink_protocol_suite (void)
 {
@@ -824,6 +898,7 @@ gpushare_sink_protocol_suite (void)
   tcase_add_loop_test (tc_unknown_types, test_meta_by_minor, 0, 2);
   tcase_add_test (tc_handshake, test_observer);
   tcase_add_test (tc_handshake, test_consumer_observes_late);
+  tcase_add_test (tc_handshake, test_hangups_at_once);
   return s;
 }
 
