@@ -20,6 +20,7 @@
  * 1 when one could not be reached or spoke an older protocol.
  */
 
+#include <errno.h>
 #include <glib.h>
 #include <glib-unix.h>
 #include <gst/gst.h>
@@ -43,6 +44,8 @@ typedef struct
 } Producer;
 
 static gboolean opt_once;
+static gchar **opt_allow_uids;
+static GArray *allowed_uids;
 static gint opt_interval = 1000;
 static gint opt_timeout = 5000;
 static GMainLoop *loop;
@@ -74,6 +77,30 @@ finish (Producer * p, gboolean failed)
   maybe_quit ();
 }
 
+/* Text a peer chose (names, caps, reasons) as the operator's terminal may
+ * show it: control characters, escape sequences among them, as \xNN or
+ * \uNNNN.  The codec let through only UTF-8 without NUL.  Freed with
+ * the keep array. */
+static const gchar *
+safe (GPtrArray * keep, const gchar * text)
+{
+  GString *out = g_string_new (NULL);
+  const gchar *c;
+
+  for (c = text; *c; c = g_utf8_next_char (c)) {
+    gunichar u = g_utf8_get_char (c);
+
+    if (u < 0x20 || (u >= 0x7f && u < 0xa0))
+      g_string_append_printf (out, u < 0x80 ? "\\x%02x" : "\\u%04x", u);
+    else if (u == '\\')
+      g_string_append (out, "\\\\");
+    else
+      g_string_append_unichar (out, u);
+  }
+  g_ptr_array_add (keep, out->str);
+  return g_string_free (out, FALSE);
+}
+
 static void
 print_mask (const gchar * what, guint32 mask, gboolean sync)
 {
@@ -96,6 +123,7 @@ print_mask (const gchar * what, guint32 mask, gboolean sync)
 static void
 print_announce (Producer * p, const GpuShareAnnounce * a)
 {
+  GPtrArray *keep = g_ptr_array_new_with_free_func (g_free);
   pid_t pid = 0;
   uid_t uid = 0;
   gid_t gid = 0;
@@ -103,11 +131,12 @@ print_announce (Producer * p, const GpuShareAnnounce * a)
   gpushare_conn_get_peer (p->conn, &pid, &uid, &gid);
   g_print ("producer %s\n", p->path);
   g_print ("  name: %s, pid %d, uid %u (from the socket), protocol 1.%u\n",
-      a->name_len ? a->name : "(none)", (gint) pid, (guint) uid,
-      a->schema_minor);
+      a->name_len ? safe (keep, a->name) : "(none)", (gint) pid,
+      (guint) uid, a->schema_minor);
   g_print ("  live: %s\n", (a->flags & GPUSHARE_STREAM_FLAG_LIVE) ? "yes" :
       "no");
-  g_print ("  caps: %s\n", a->layout.caps);
+  g_print ("  caps: %s\n", safe (keep, a->layout.caps));
+  g_ptr_array_unref (keep);
   g_print ("  ring: %u slots of %" G_GUINT64_FORMAT " bytes, frames of %"
       G_GUINT64_FORMAT " bytes, epoch %" G_GUINT64_FORMAT "\n",
       a->layout.n_slots, a->layout.slot_size, a->layout.frame_size,
@@ -118,11 +147,11 @@ print_announce (Producer * p, const GpuShareAnnounce * a)
 }
 
 static const gchar *
-str_field (const GstStructure * s, const gchar * name)
+str_field (GPtrArray * keep, const GstStructure * s, const gchar * name)
 {
   const gchar *v = gst_structure_get_string (s, name);
 
-  return v ? v : "?";
+  return v ? safe (keep, v) : "?";
 }
 
 static guint64
@@ -142,7 +171,9 @@ static void
 print_status (Producer * p, const gchar * text)
 {
   GstStructure *s = gst_structure_from_string (text, NULL);
+  GPtrArray *keep;
   const GValue *clients;
+  gboolean live = FALSE;
   guint64 ring_size;
   gchar *ring;
   gint num = 0;
@@ -152,6 +183,7 @@ print_status (Producer * p, const gchar * text)
     g_print ("status of %s: not readable\n", p->path);
     return;
   }
+  keep = g_ptr_array_new_with_free_func (g_free);
   gst_structure_get_int (s, "num-clients", &num);
   g_print ("status of %s\n", p->path);
   ring_size = u64_field (s, "ring-size");
@@ -160,11 +192,10 @@ print_status (Producer * p, const gchar * text)
       u64_field (s, "ring-slots"));
   g_print ("  policy %s, ring-size %s, min-consumers %"
       G_GUINT64_FORMAT ", max-clients %" G_GUINT64_FORMAT ", live %s\n",
-      str_field (s, "policy"), ring,
+      str_field (keep, s, "policy"), ring,
       u64_field (s, "min-consumers"), u64_field (s, "max-clients"),
-      gst_structure_has_field (s, "live") ?
-      (g_value_get_boolean (gst_structure_get_value (s, "live")) ? "yes" :
-          "no") : "?");
+      !gst_structure_get_boolean (s, "live", &live) ? "?" : live ? "yes" :
+      "no");
   g_free (ring);
   g_print ("  frames rendered %" G_GUINT64_FORMAT ", dropped %"
       G_GUINT64_FORMAT ", in place %" G_GUINT64_FORMAT ", copied %"
@@ -175,7 +206,7 @@ print_status (Producer * p, const gchar * text)
       u64_field (s, "frames-copied"), u64_field (s, "frames-to-gpu"),
       u64_field (s, "epoch"), u64_field (s, "free-slots"),
       u64_field (s, "slots-quarantined"));
-  g_print ("  GPU memory: %s\n", str_field (s, "gpu-memory"));
+  g_print ("  GPU memory: %s\n", str_field (keep, s, "gpu-memory"));
   g_print ("  consumers: %d, observers: %" G_GUINT64_FORMAT "\n", num,
       u64_field (s, "observers"));
   clients = gst_structure_get_value (s, "clients");
@@ -199,16 +230,17 @@ print_status (Producer * p, const gchar * text)
         ", dropped %" G_GUINT64_FORMAT ", slots held %" G_GUINT64_FORMAT
         ", share %" G_GUINT64_FORMAT "%s\n    memory reason: %s\n",
         u64_field (c, "id"), pid,
-        u64_field (c, "uid"), str_field (c, "name"), str_field (c, "state"),
-        str_field (c, "memory-type"), str_field (c, "sync-mode"),
+        u64_field (c, "uid"), str_field (keep, c, "name"), str_field (keep, c, "state"),
+        str_field (keep, c, "memory-type"), str_field (keep, c, "sync-mode"),
         u64_field (c, "frames-sent"), u64_field (c, "frames-released"),
         u64_field (c, "frames-dropped"), u64_field (c, "slots-held"),
         u64_field (c, "share"), stalled ? ", STALLED: skipped, it holds its "
-        "whole share" : "", str_field (c, "memory-reason"));
+        "whole share" : "", str_field (keep, c, "memory-reason"));
   }
   if (gst_structure_has_field (s, "clients-omitted"))
     g_print ("  (the consumers' details did not fit in one status)\n");
   gst_structure_free (s);
+  g_ptr_array_unref (keep);
 }
 
 static void
@@ -313,6 +345,34 @@ on_signal (gpointer user_data)
   return G_SOURCE_REMOVE;
 }
 
+/* Is the process listening at path one whose words we print: our own
+ * uid, root, or one of --allow-uid?  As gpusharesrc checks its producer
+ * (allowed-producer-uids), before a byte is read: whoever binds a socket
+ * path in a directory others may write to would otherwise speak to the
+ * operator's terminal. */
+static gboolean
+listener_trusted (const gchar * path, gint fd)
+{
+  pid_t pid;
+  uid_t uid;
+  guint i;
+
+  if (!gpushare_socket_get_peer (fd, &pid, &uid, NULL)) {
+    g_printerr ("%s: the listener's credentials cannot be read: %s\n", path,
+        g_strerror (errno));
+    return FALSE;
+  }
+  if (uid == getuid () || uid == 0)
+    return TRUE;
+  for (i = 0; allowed_uids && i < allowed_uids->len; i++)
+    if (g_array_index (allowed_uids, guint, i) == uid)
+      return TRUE;
+  g_printerr ("%s: the process listening there (pid %d) runs as uid %u, "
+      "not this user's, nor root: not trusted (--allow-uid %u trusts it)\n",
+      path, (gint) pid, (guint) uid, (guint) uid);
+  return FALSE;
+}
+
 static void
 add_producer (const gchar * path)
 {
@@ -326,6 +386,11 @@ add_producer (const gchar * path)
   if (fd < 0) {
     g_printerr ("%s: %s\n", path, error->message);
     g_clear_error (&error);
+    p->done = p->failed = TRUE;
+    return;
+  }
+  if (!listener_trusted (path, fd)) {
+    close (fd);
     p->done = p->failed = TRUE;
     return;
   }
@@ -384,6 +449,9 @@ main (int argc, char **argv)
     {"timeout", 0, 0, G_OPTION_ARG_INT, &opt_timeout,
         "Milliseconds to wait for a producer's first status (default 5000)",
         "MS"},
+    {"allow-uid", 0, 0, G_OPTION_ARG_STRING_ARRAY, &opt_allow_uids,
+        "A uid whose producers may be inspected besides this user's and "
+        "root's (repeatable)", "UID"},
     {NULL}
   };
   GOptionContext *ctx;
@@ -408,6 +476,17 @@ main (int argc, char **argv)
     g_printerr ("--interval must be %d to %d ms\n",
         GPUSHARE_MIN_OBSERVE_INTERVAL, GPUSHARE_MAX_OBSERVE_INTERVAL);
     return 2;
+  }
+  allowed_uids = g_array_new (FALSE, FALSE, sizeof (guint));
+  for (i = 0; opt_allow_uids && opt_allow_uids[i]; i++) {
+    guint64 v;
+
+    if (!g_ascii_string_to_unsigned (opt_allow_uids[i], 10, 0, G_MAXUINT32,
+            &v, NULL)) {
+      g_printerr ("--allow-uid takes a number, not %s\n", opt_allow_uids[i]);
+      return 2;
+    }
+    g_array_append_vals (allowed_uids, &(guint) { (guint) v }, 1);
   }
   gst_init (NULL, NULL);
 
