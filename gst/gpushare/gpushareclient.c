@@ -1302,9 +1302,14 @@ try_connect (gpointer user_data)
     schedule_connect (self);
     goto done;
   }
+  /* a path that no Unix socket address holds (108 bytes with its NUL)
+   * is refused before anything is looked at */
   fail (self, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_OPEN_READ,
       error->code == GPUSHARE_CONN_ERROR_HANGUP ?
       "No producer appeared before the connection timeout" :
+      error->code == GPUSHARE_CONN_ERROR_PATH
+      && strlen (self->config.socket_path) >= GPUSHARE_SOCKET_PATH_MAX ?
+      "The socket path is too long for a Unix socket: check socket-path" :
       error->code == GPUSHARE_CONN_ERROR_PATH ?
       "The socket path is not a socket: check socket-path" :
       "Could not connect to the producer", error->message);

@@ -1128,6 +1128,9 @@ fill_addr (const gchar * path, struct sockaddr_un *addr, GError ** error)
   return TRUE;
 }
 
+G_STATIC_ASSERT (sizeof (((struct sockaddr_un *) 0)->sun_path) ==
+    GPUSHARE_SOCKET_PATH_MAX);
+
 gint
 gpushare_connect_path (const gchar * path, GError ** error)
 {

@@ -120,6 +120,9 @@ gboolean gpushare_conn_get_peer (GpuShareConn * conn, pid_t * pid,
     uid_t * uid, gid_t * gid);
 /* the credentials (SO_PEERCRED) of the process at the other end of a
  * connected Unix socket, as of its connect () or listen () */
+/* bytes of a Unix socket's path with its NUL (sun_path) */
+#define GPUSHARE_SOCKET_PATH_MAX 108
+
 gboolean gpushare_socket_get_peer (gint fd, pid_t * pid, uid_t * uid,
     gid_t * gid);
 

@@ -1517,14 +1517,19 @@ GST_END_TEST;
  * connection-timeout as a refused connection. */
 GST_START_TEST (test_path_not_a_socket)
 {
-  gchar *path = socket_path (__i__ ? "a-directory" : "a-file");
+  gchar *path = __i__ == 2 ? g_strnfill (108, 'x') :
+      socket_path (__i__ ? "a-directory" : "a-file");
   GError *error = NULL;
   gchar *debug = NULL;
   GstElement *c;
   GstMessage *msg;
   gint64 t0;
 
-  if (__i__)
+  /* 2: a path too long for a Unix socket's address (108 bytes with its
+   * NUL): it was called "not a socket" */
+  if (__i__ == 2)
+    path[0] = '/';
+  else if (__i__)
     fail_unless (g_mkdir (path, 0700) == 0);
   else
     fail_unless (g_file_set_contents (path, "not a socket", -1, NULL));
@@ -1538,10 +1543,10 @@ GST_START_TEST (test_path_not_a_socket)
   gst_message_parse_error (msg, &error, &debug);
   fail_unless (g_error_matches (error, GST_RESOURCE_ERROR,
           GST_RESOURCE_ERROR_OPEN_READ), "%s", error->message);
-  fail_unless (strstr (error->message, "not a socket") != NULL, "%s",
-      error->message);
-  fail_unless (strstr (debug, __i__ ? "is a directory" :
-          "is a regular file") != NULL, "%s", debug);
+  fail_unless (strstr (error->message, __i__ == 2 ? "too long" :
+          "not a socket") != NULL, "%s", error->message);
+  fail_unless (strstr (debug, __i__ == 2 ? "longer than 107 bytes" : __i__ ?
+          "is a directory" : "is a regular file") != NULL, "%s", debug);
   /* posted with the place that found it, not the src's create () */
   fail_unless (strstr (debug, "gpushareclient.c") != NULL
       && strstr (debug, "try_connect") != NULL, "%s", debug);
@@ -1550,9 +1555,9 @@ GST_START_TEST (test_path_not_a_socket)
   gst_message_unref (msg);
   gst_element_set_state (c, GST_STATE_NULL);
   gst_object_unref (c);
-  if (__i__)
+  if (__i__ == 1)
     g_rmdir (path);
-  else
+  else if (__i__ == 0)
     g_unlink (path);
   g_free (path);
 }
@@ -1903,7 +1908,7 @@ gpushare_stream_suite (void)
   tcase_add_test (tc_defaults, test_min_consumers);
   suite_add_tcase (s, tc_errors);
   tcase_add_checked_fixture (tc_errors, elements_setup, elements_teardown);
-  tcase_add_loop_test (tc_errors, test_path_not_a_socket, 0, 2);
+  tcase_add_loop_test (tc_errors, test_path_not_a_socket, 0, 3);
   tcase_add_test (tc_errors, test_not_negotiated_says_caps);
   tcase_add_test (tc_errors, test_bus_messages);
   suite_add_tcase (s, tc_timing);
