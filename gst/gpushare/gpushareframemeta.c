@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "gpushareframemeta.h"
+#include "gpusharetext.h"
 
 #include <string.h>
 #include <gst/video/video.h>
@@ -582,7 +583,7 @@ add_meta (GstBuffer * buf, guint kind, Body * b)
       r->id = b->u[0];
       r->parent_id = (gint) b->u[1];
       for (i = 0; i < b->n_params; i++) {
-        GstStructure *s = gst_structure_from_string (b->params[i], NULL);
+        GstStructure *s = gpushare_structure_from_peer (b->params[i]);
 
         if (s)
           gst_video_region_of_interest_meta_add_param (r, s);
@@ -590,7 +591,7 @@ add_meta (GstBuffer * buf, guint kind, Body * b)
       return TRUE;
     }
     case GPUSHARE_META_REFERENCE_TIMESTAMP:{
-      GstCaps *caps = gst_caps_from_string (b->str[0]);
+      GstCaps *caps = gpushare_caps_from_peer (b->str[0]);
       /* a timestamp there must be: GStreamer's precondition */
       gboolean ok = caps && gst_caps_is_fixed (caps)
           && GST_CLOCK_TIME_IS_VALID (b->t[0])
@@ -618,7 +619,7 @@ add_meta (GstBuffer * buf, guint kind, Body * b)
           b->u[3]) != NULL;
     case GPUSHARE_META_CUSTOM:{
       const GstMetaInfo *info = custom_info (b->str[0]);
-      GstStructure *from = gst_structure_from_string (b->str[1], NULL);
+      GstStructure *from = gpushare_structure_from_peer (b->str[1]);
       GstCustomMeta *c = info && from ?
           gst_buffer_add_custom_meta (buf, b->str[0]) : NULL;
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "gpusharevideo.h"
+#include "gpusharetext.h"
 
 #include <string.h>
 
@@ -164,7 +165,7 @@ GstCaps *
 gpushare_video_layout_to_caps (const GpuShareLayout * l,
     GstVideoInfo * vinfo, gchar ** why)
 {
-  GstCaps *caps = gst_caps_from_string (l->caps);
+  GstCaps *caps = gpushare_caps_from_peer (l->caps);
   guint i;
 
   if (!caps || !gst_caps_is_fixed (caps)

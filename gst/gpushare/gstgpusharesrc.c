@@ -44,6 +44,7 @@
 #include "gpushareids.h"
 #include "gpusharenegotiate.h"
 #include "gpushareframemeta.h"
+#include "gpusharetext.h"
 #include "gpusharetiming.h"
 #include "gpusharevideo.h"
 #include "gpusharexfer.h"
@@ -382,7 +383,7 @@ stream_start_event (GstGpuShareSrc * self, const GpuShareEvent * e,
     gboolean * bad)
 {
   GstPad *pad = GST_BASE_SRC_PAD (self);
-  GstStructure *s = gst_structure_from_string (e->text, NULL);
+  GstStructure *s = gpushare_structure_from_peer (e->text);
   const gchar *id = s ? gst_structure_get_string (s, "stream-id") : NULL;
   GstEvent *event = NULL, *now;
   guint group = 0, flags = 0;
@@ -459,15 +460,13 @@ push_producer_event (GstGpuShareSrc * self, const GpuShareEvent * e)
       return;
     }
   } else if (e->kind == GPUSHARE_EVENT_TAGS) {
-    /* the parser's precondition, a CRITICAL when another text reaches it */
-    GstTagList *tags = g_str_has_prefix (e->text, "taglist") ?
-        gst_tag_list_new_from_string (e->text) : NULL;
+    GstTagList *tags = gpushare_tag_list_from_peer (e->text);
 
     if (tags)
       event = gst_event_new_tag (tags);
   } else if (e->kind == GPUSHARE_EVENT_CUSTOM
       || e->kind == GPUSHARE_EVENT_CUSTOM_STICKY) {
-    GstStructure *s = gst_structure_from_string (e->text, NULL);
+    GstStructure *s = gpushare_structure_from_peer (e->text);
 
     if (s)
       event = gst_event_new_custom (e->kind == GPUSHARE_EVENT_CUSTOM ?

@@ -359,6 +359,11 @@ GST_START_TEST (test_share_in_place)
     push_frame (src, i, 0);
     held[i] = next_buffer (c, i);
     fail_unless_equals_uint64 (GST_BUFFER_OFFSET (held[i]), i);
+    /* a copied frame's RELEASE reaches the producer before the next
+     * frame: sent while it is on its way, the next frame would find the
+     * consumer holding its whole share for a moment, and be skipped */
+    fail_unless_equals_int (wait_client_stat (sink, "slots-held",
+            MIN (i + 1, LEAKY_SHARE - 1)), MIN (i + 1, LEAKY_SHARE - 1));
   }
   fail_unless_equals_int (client_stat_uint (sink, 0, "share"), LEAKY_SHARE);
   fail_unless_equals_int (wait_client_stat (sink, "slots-held",

@@ -1,0 +1,249 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "gpusharetext.h"
+
+#include <string.h>
+
+/* nesting of lists in lists, and of structures in strings, at most: peer
+ * text is at most a few KiB, this bounds the recursion */
+#define MAX_DEPTH 8
+
+static gboolean check_text (const gchar * s, gsize len, guint depth);
+
+/* the end of the quoted string opening at s[0] ('"'), or NULL */
+static const gchar *
+quote_end (const gchar * s, const gchar * end)
+{
+  for (s++; s < end; s++) {
+    if (*s == '\\') {
+      if (++s >= end)
+        return NULL;
+    } else if (*s == '"') {
+      return s;
+    }
+  }
+  return NULL;
+}
+
+static gchar
+closer (gchar open)
+{
+  return open == '{' ? '}' : open == '<' ? '>' : ']';
+}
+
+/* the close of the list, array or range opening at s[0], nesting and
+ * quotes respected, or NULL */
+static const gchar *
+group_end (const gchar * s, const gchar * end)
+{
+  gchar stack[MAX_DEPTH];
+  guint depth = 0;
+
+  for (; s < end; s++) {
+    if (*s == '"') {
+      s = quote_end (s, end);
+      if (!s)
+        return NULL;
+    } else if (*s == '{' || *s == '<' || *s == '[') {
+      if (depth == MAX_DEPTH)
+        return NULL;
+      stack[depth++] = closer (*s);
+    } else if (*s == '}' || *s == '>' || *s == ']') {
+      if (depth == 0 || stack[depth - 1] != *s)
+        return NULL;
+      if (--depth == 0)
+        return s;
+    }
+  }
+  return NULL;
+}
+
+/* one element of a list, array or range, alone: its own lists first,
+ * then as the value of a structure's field (a scalar that fails leaks
+ * nothing).  *type: its type, 0 for none (an empty element) */
+static gboolean
+check_element (const gchar * s, gsize len, guint depth, GType * type)
+{
+  GstStructure *st;
+  gchar *text;
+
+  *type = 0;
+  while (len && g_ascii_isspace (*s)) {
+    s++;
+    len--;
+  }
+  while (len && g_ascii_isspace (s[len - 1]))
+    len--;
+  if (len == 0)
+    return TRUE;
+  if (!check_text (s, len, depth + 1))
+    return FALSE;
+  text = g_strdup_printf ("x, v=%.*s", (gint) len, s);
+  st = gst_structure_from_string (text, NULL);
+  g_free (text);
+  if (!st)
+    return FALSE;
+  *type = gst_structure_get_field_type (st, "v");
+  gst_structure_free (st);
+  return TRUE;
+}
+
+/* the elements of a list or an array are of one type: GStreamer parses
+ * others, and its own comparisons of them are CRITICALs later.  Empty
+ * elements have none */
+static gboolean
+one_type (GType * first, GType type)
+{
+  if (type == 0)
+    return TRUE;
+  if (*first == 0)
+    *first = type;
+  return *first == type;
+}
+
+/* a range parses only of 2 or 3 numbers of one type (its step) */
+static gboolean
+range_ok (const GType * types, guint n)
+{
+  guint i;
+
+  if (n < 2 || n > 3)
+    return FALSE;
+  for (i = 0; i < n; i++)
+    if (types[i] != types[0] || (types[i] != G_TYPE_INT
+            && types[i] != G_TYPE_INT64 && types[i] != G_TYPE_DOUBLE
+            && types[i] != GST_TYPE_FRACTION))
+      return FALSE;
+  return TRUE;
+}
+
+/* a list, array or range from s[0] to its close at e: each element, and
+ * a range's as a whole */
+static gboolean
+check_group (const gchar * s, const gchar * e, guint depth)
+{
+  const gchar *from = s + 1, *p;
+  GType types[4], first = 0;
+  gboolean types_ok = TRUE;
+  guint n = 0;
+
+  for (p = s + 1; p < e; p++) {
+    if (*p == '"') {
+      p = quote_end (p, e);
+    } else if (*p == '{' || *p == '<' || *p == '[') {
+      p = group_end (p, e);
+    } else if (*p == ',') {
+      if (!check_element (from, p - from, depth, &types[MIN (n, 3)]))
+        return FALSE;
+      types_ok &= one_type (&first, types[MIN (n, 3)]);
+      n++;
+      from = p + 1;
+    }
+    if (!p)
+      return FALSE;
+  }
+  if (!check_element (from, e - from, depth, &types[MIN (n, 3)]))
+    return FALSE;
+  types_ok &= one_type (&first, types[MIN (n, 3)]);
+  n++;
+  if (*s == '[')
+    return range_ok (types, n);
+  return types_ok;
+}
+
+/* the quoted string at s[0] is read again by the parser when a type that
+ * is not a string's stands before it, "(structure)", "(GstCaps)": its
+ * text, unescaped, is checked as this text is */
+static gboolean
+check_typed_string (const gchar * start, const gchar * s, const gchar * e,
+    guint depth)
+{
+  const gchar *t = s;
+  gchar *inner, *quoted, *type;
+  gboolean ok;
+
+  while (t > start && g_ascii_isspace (t[-1]))
+    t--;
+  if (t == start || t[-1] != ')')
+    return TRUE;
+  type = NULL;
+  {
+    const gchar *open = t - 1;
+
+    while (open > start && open[-1] != '(')
+      open--;
+    if (open == start)
+      return TRUE;
+    type = g_strndup (open, t - 1 - open);
+  }
+  g_strstrip (type);
+  ok = g_ascii_strcasecmp (type, "string") == 0
+      || g_ascii_strcasecmp (type, "gchararray") == 0;
+  g_free (type);
+  if (ok)
+    return TRUE;
+  quoted = g_strndup (s + 1, e - s - 1);
+  inner = g_strcompress (quoted);
+  ok = check_text (inner, strlen (inner), depth + 1);
+  g_free (inner);
+  g_free (quoted);
+  return ok;
+}
+
+static gboolean
+check_text (const gchar * s, gsize len, guint depth)
+{
+  const gchar *end = s + len, *p, *e;
+
+  if (depth > MAX_DEPTH)
+    return FALSE;
+  for (p = s; p < end; p++) {
+    if (*p == '"') {
+      e = quote_end (p, end);
+      if (!e)
+        return TRUE;            /* no list in it: the parser fails alone */
+      if (!check_typed_string (s, p, e, depth))
+        return FALSE;
+      p = e;
+    } else if (*p == '{' || *p == '<' || *p == '[') {
+      e = group_end (p, end);
+      if (!e || !check_group (p, e, depth))
+        return FALSE;
+      p = e;
+    }
+  }
+  return TRUE;
+}
+
+gboolean
+gpushare_text_parses_safely (const gchar * text)
+{
+  g_return_val_if_fail (text != NULL, FALSE);
+
+  return check_text (text, strlen (text), 0);
+}
+
+GstStructure *
+gpushare_structure_from_peer (const gchar * text)
+{
+  if (!gpushare_text_parses_safely (text))
+    return NULL;
+  return gst_structure_from_string (text, NULL);
+}
+
+GstTagList *
+gpushare_tag_list_from_peer (const gchar * text)
+{
+  /* the parser's precondition, a CRITICAL when another text reaches it */
+  if (!g_str_has_prefix (text, "taglist") || !gpushare_text_parses_safely
+      (text))
+    return NULL;
+  return gst_tag_list_new_from_string (text);
+}
+
+GstCaps *
+gpushare_caps_from_peer (const gchar * text)
+{
+  if (!gpushare_text_parses_safely (text))
+    return NULL;
+  return gst_caps_from_string (text);
+}

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * A peer's text into GStreamer values (structures, tag lists), past a
+ * check of its own first.  GStreamer 1.22's parser leaks a list's or an
+ * array's value (about 200 bytes), for the life of the process, whenever
+ * one of its elements, or the list itself, fails to parse: a producer that
+ * sent such text with every event or meta grew the consumer without bound.
+ * These functions hand the parser only text whose lists, arrays and ranges
+ * were checked element by element, each alone (a scalar that fails to
+ * parse leaks nothing), and whose typed strings that the parser reads again
+ * (a structure in a structure) were checked the same way.
+ */
+
+#ifndef __GPUSHARE_TEXT_H__
+#define __GPUSHARE_TEXT_H__
+
+#include <gst/gst.h>
+
+G_BEGIN_DECLS
+
+/* TRUE when text can go to GStreamer's parser without taking its leaking
+ * path: every list, array and range closes, each of their elements parses
+ * alone, those of a list or an array are of one type, and a range is of 2
+ * or 3 numbers of one type */
+gboolean gpushare_text_parses_safely (const gchar * text);
+
+/* gst_structure_from_string (), gst_tag_list_new_from_string () and
+ * gst_caps_from_string () of a peer's text, NULL where it would not parse
+ * or is not checked safe */
+GstStructure *gpushare_structure_from_peer (const gchar * text);
+GstTagList *gpushare_tag_list_from_peer (const gchar * text);
+GstCaps *gpushare_caps_from_peer (const gchar * text);
+
+G_END_DECLS
+
+#endif /* __GPUSHARE_TEXT_H__ */
