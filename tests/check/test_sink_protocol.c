@@ -747,53 +747,6 @@ GST_START_TEST (test_observer)
 
 GST_END_TEST;
 
-/* A consumer that streams, then sends OBSERVE, is dropped (OBSERVE is an
- * answer to ANNOUNCE only), and its going is a consumer's: client-removed
- * with reason protocol, num-clients one less.  Before, the OBSERVE marked
- * it an observer on its way out: applications kept a ghost consumer. */
-GST_START_TEST (test_consumer_observes_late)
-{
-  GpuShareAnnounce *announce = g_new0 (GpuShareAnnounce, 1);
-  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
-  gint fds[GPUSHARE_MAX_FDS];
-  guint n_fds = 0;
-  gint num = -1;
-  RawPeer raw;
-  Scene s;
-
-  scene_start (&s, FALSE);
-  scene_raw_client (&s, &raw, announce);
-  make_accept (msg, announce->instance);
-  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
-  raw_expect (&raw, GPUSHARE_MSG_SLOTS, msg, fds, &n_fds);
-  gpushare_close_fds (fds, n_fds);
-  make_simple (msg, GPUSHARE_MSG_MAPPED);
-  msg->u.mapped.epoch = announce->layout.epoch;
-  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
-  fail_unless (client_log_wait (&s.log, FALSE, 1));
-  g_object_get (s.sink, "num-clients", &num, NULL);
-  fail_unless_equals_int (num, 1);
-
-  memset (msg, 0, sizeof (*msg));
-  msg->type = GPUSHARE_MSG_OBSERVE;
-  msg->u.observe.schema_major = GPUSHARE_VERSION_MAJOR;
-  msg->u.observe.schema_minor = GPUSHARE_VERSION_MINOR;
-  msg->u.observe.interval_ms = 1000;
-  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
-  fail_unless (client_log_wait (&s.log, TRUE, 1),
-      "the consumer went without client-removed");
-  fail_unless_equals_string (client_log_removed_nick (&s.log, 0), "protocol");
-  g_object_get (s.sink, "num-clients", &num, NULL);
-  fail_unless_equals_int (num, 0);
-  raw_clear (&raw);
-  assert_no_error (s.producer);
-  scene_stop (&s);
-  g_free (msg);
-  g_free (announce);
-}
-
-GST_END_TEST;
-
 /* A raw consumer through its handshake: it maps nothing, holds what the
  * producer sends it, and its process (this one) lives on */
 static void
@@ -815,6 +768,42 @@ raw_streaming_consumer (Scene * s, RawPeer * raw)
   g_free (msg);
   g_free (announce);
 }
+
+/* A consumer that streams, then sends OBSERVE, is dropped (OBSERVE is an
+ * answer to ANNOUNCE only), and its going is a consumer's: client-removed
+ * with reason protocol, num-clients one less.  Before, the OBSERVE marked
+ * it an observer on its way out: applications kept a ghost consumer. */
+GST_START_TEST (test_consumer_observes_late)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  gint num = -1;
+  RawPeer raw;
+  Scene s;
+
+  scene_start (&s, FALSE);
+  raw_streaming_consumer (&s, &raw);
+  fail_unless (client_log_wait (&s.log, FALSE, 1));
+  g_object_get (s.sink, "num-clients", &num, NULL);
+  fail_unless_equals_int (num, 1);
+
+  memset (msg, 0, sizeof (*msg));
+  msg->type = GPUSHARE_MSG_OBSERVE;
+  msg->u.observe.schema_major = GPUSHARE_VERSION_MAJOR;
+  msg->u.observe.schema_minor = GPUSHARE_VERSION_MINOR;
+  msg->u.observe.interval_ms = 1000;
+  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+  fail_unless (client_log_wait (&s.log, TRUE, 1),
+      "the consumer went without client-removed");
+  fail_unless_equals_string (client_log_removed_nick (&s.log, 0), "protocol");
+  g_object_get (s.sink, "num-clients", &num, NULL);
+  fail_unless_equals_int (num, 0);
+  raw_clear (&raw);
+  assert_no_error (s.producer);
+  scene_stop (&s);
+  g_free (msg);
+}
+
+GST_END_TEST;
 
 /* Consumers whose sockets close while their process lives on are given a
  * moment for their pidfd to say they exited (docs/design.md, "Quarantine")

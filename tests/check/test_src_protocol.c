@@ -276,6 +276,21 @@ GST_START_TEST (test_hostile_producer)
 
 GST_END_TEST;
 
+/* a raw producer's side of the handshake, to the consumer's MAPPED of
+ * epoch 1: sealed system-memory slots */
+static void
+raw_producer_ready (RawPeer * p, GpuShareMsg * msg)
+{
+  gint fds[HP_N_SLOTS];
+  guint i;
+
+  raw_announce (p, msg);
+  for (i = 0; i < HP_N_SLOTS; i++)
+    fds[i] = make_memfd (HP_SLOT_SIZE, TRUE);
+  raw_send_slots (p, msg, fds, 1);
+  raw_expect (p, GPUSHARE_MSG_MAPPED, msg, NULL, NULL);
+}
+
 /* an EVENT of kind with text */
 static void
 make_event (GpuShareMsg * msg, guint32 kind, const gchar * text)
@@ -296,19 +311,13 @@ GST_START_TEST (test_producer_values_unchecked)
 {
   GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
   gchar *path = socket_path ("values.sock");
-  gint fds[HP_N_SLOTS];
   GstElement *pipeline;
   guint8 *e;
   gint listen_fd;
-  guint i;
   RawPeer raw;
 
   pipeline = hostile_consumer_start (path, &listen_fd, &raw);
-  raw_announce (&raw, msg);
-  for (i = 0; i < HP_N_SLOTS; i++)
-    fds[i] = make_memfd (HP_SLOT_SIZE, TRUE);
-  raw_send_slots (&raw, msg, fds, 1);
-  raw_expect (&raw, GPUSHARE_MSG_MAPPED, msg, NULL, NULL);
+  raw_producer_ready (&raw, msg);
 
   make_event (msg, GPUSHARE_EVENT_STREAM_START,
       "stream-start, stream-id=(string)abc, group-id=(uint)0");
@@ -360,7 +369,6 @@ GST_START_TEST (test_producer_floods_events)
 {
   GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
   gchar *path = socket_path ("flood.sock");
-  gint fds[HP_N_SLOTS];
   GstElement *pipeline, *src;
   GstStructure *st;
   guint64 received = 0, dropped = 0;
@@ -370,11 +378,7 @@ GST_START_TEST (test_producer_floods_events)
 
   pipeline = hostile_consumer_start (path, &listen_fd, &raw);
   src = child (pipeline, "src");
-  raw_announce (&raw, msg);
-  for (i = 0; i < HP_N_SLOTS; i++)
-    fds[i] = make_memfd (HP_SLOT_SIZE, TRUE);
-  raw_send_slots (&raw, msg, fds, 1);
-  raw_expect (&raw, GPUSHARE_MSG_MAPPED, msg, NULL, NULL);
+  raw_producer_ready (&raw, msg);
   for (i = 0; i < 2000; i++) {
     if (i % 10 == 0) {
       GpuShareLayout *l = &msg->u.caps.layout;
@@ -681,11 +685,7 @@ GST_START_TEST (test_frame_after_eos)
   guint i;
 
   pipeline = hostile_consumer_start (path, &listen_fd, &raw);
-  raw_announce (&raw, msg);
-  for (i = 0; i < HP_N_SLOTS; i++)
-    fds[i] = make_memfd (HP_SLOT_SIZE, TRUE);
-  raw_send_slots (&raw, msg, fds, 1);
-  raw_expect (&raw, GPUSHARE_MSG_MAPPED, msg, NULL, NULL);
+  raw_producer_ready (&raw, msg);
   make_frame (msg, 1, 0, 1, 1);
   fail_unless (raw_send_msg (&raw, msg, NULL, 0));
   raw_expect (&raw, GPUSHARE_MSG_RELEASE, msg, NULL, NULL);

@@ -166,6 +166,22 @@ gap_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
  * and those queued behind it keep their slots, as in a consumer whose
  * pipeline stopped taking buffers.  (A consumer that only keeps buffers
  * does not hold its share: it copies what its share cannot take.) */
+/* an appsrc producer of policy with a ring of ring slots (0: auto),
+ * playing, and a consumer that keeps its buffers, started */
+static Consumer *
+start_pair (const gchar * path, const gchar * policy, guint ring,
+    GstElement ** producer, GstElement ** sink, GstElement ** src)
+{
+  Consumer *c;
+
+  *producer = appsrc_producer (path, policy, ring, sink, src);
+  fail_if (gst_element_set_state (*producer, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  c = consumer_new (path, TRUE);
+  consumer_start (c);
+  return c;
+}
+
 /* a producer and its consumer, both without an error, stopped */
 static void
 end_pair (GstElement * producer, Consumer * c)
@@ -353,6 +369,7 @@ GST_START_TEST (test_share_in_place)
   fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
       GST_STATE_CHANGE_FAILURE);
   c = consumer_new (path, TRUE);
+  /* before it starts: every frame in place, as far as its share lets */
   g_object_set (c->src, "max-in-place", LEAKY_RING, NULL);
   consumer_start (c);
   for (i = 0; i < G_N_ELEMENTS (held); i++) {
@@ -428,11 +445,7 @@ GST_START_TEST (test_share_shrinks)
 
   /* a ring of auto size: 16 slots for 3 consumers, a share of 5 each,
    * and of 3 once a fourth joins */
-  producer = appsrc_producer (path, "leaky", 0, &sink, &src);
-  fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
-      GST_STATE_CHANGE_FAILURE);
-  a = consumer_new (path, TRUE);
-  consumer_start (a);
+  a = start_pair (path, "leaky", 0, &producer, &sink, &src);
   for (i = 0; i < 500 && num_clients (sink) < 1; i++)
     g_usleep (10000);
   for (i = 0; i < 2; i++) {
@@ -512,11 +525,7 @@ GST_START_TEST (test_stalled_consumer_said)
   guint64 skipped = 0;
   gint64 until;
 
-  producer = appsrc_producer (path, "leaky", LEAKY_RING, &sink, &src);
-  fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
-      GST_STATE_CHANGE_FAILURE);
-  c = consumer_new (path, TRUE);
-  consumer_start (c);
+  c = start_pair (path, "leaky", LEAKY_RING, &producer, &sink, &src);
   block = block_buffers (c->src);
   for (i = 0; i < LEAKY_SHARE; i++)
     push_frame (src, n++, 0);
