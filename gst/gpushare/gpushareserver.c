@@ -35,6 +35,14 @@ GST_DEBUG_CATEGORY_STATIC (gpushare_server_debug);
 /* a goodbye is best effort: never hold a stopping pipeline for long */
 #define GOODBYE_FLUSH_MS 100
 #define HANGUP_GRACE_MS 100
+/* a process whose consumers left slots quarantined this many times within
+ * QUARANTINE_WINDOW_US is refused for the rest of that window: each time
+ * costs a new ring, and the old ring's memory lives on in that process's
+ * mappings (a consumer that said GOODBYE HELD again and again pinned
+ * 79 MiB at VGA in 8 s) */
+#define QUARANTINE_BURST 4
+#define QUARANTINE_WINDOW_US (10 * G_USEC_PER_SEC)
+#define QUARANTINE_PROCESSES 16
 /* an ERROR before a consumer is dropped: a moment to reach it */
 #define REFUSAL_FLUSH_MS 10
 #define N_GPU_TYPES 3
@@ -170,6 +178,13 @@ struct _GpuShareServer
   guint64 slots_quarantined;
   guint64 rings_replaced;
   guint64 rings_grown;
+  /* the processes whose consumers left slots quarantined lately */
+  struct
+  {
+    pid_t pid;
+    gint64 since;
+    guint count;
+  } quarantined_by[QUARANTINE_PROCESSES];
 
   /* the GPU, probed at start; a ring per kind of GPU memory consumers
    * chose (VMM, legacy, fabric), made outside the lock on first use */
@@ -654,6 +669,47 @@ export_pending (gpointer user_data)
 /* ------------------------------------------------------------------------ */
 /* Removal */
 
+/* lock held: a consumer of pid left slots quarantined now */
+static void
+note_quarantine (GpuShareServer * self, pid_t pid, gint64 now)
+{
+  guint i, at = 0;
+
+  if (pid <= 0)
+    return;
+  for (i = 0; i < QUARANTINE_PROCESSES; i++) {
+    if (self->quarantined_by[i].pid == pid) {
+      at = i;
+      break;
+    }
+    /* else the entry seen longest ago */
+    if (self->quarantined_by[i].since < self->quarantined_by[at].since)
+      at = i;
+  }
+  if (self->quarantined_by[at].pid != pid
+      || now - self->quarantined_by[at].since > QUARANTINE_WINDOW_US) {
+    self->quarantined_by[at].pid = pid;
+    self->quarantined_by[at].since = now;
+    self->quarantined_by[at].count = 0;
+  }
+  self->quarantined_by[at].count++;
+}
+
+/* lock held: how many times pid left slots quarantined within the window,
+ * when that is QUARANTINE_BURST or more; 0 otherwise */
+static guint
+quarantine_burst (GpuShareServer * self, pid_t pid, gint64 now)
+{
+  guint i;
+
+  for (i = 0; pid > 0 && i < QUARANTINE_PROCESSES; i++)
+    if (self->quarantined_by[i].pid == pid
+        && now - self->quarantined_by[i].since <= QUARANTINE_WINDOW_US
+        && self->quarantined_by[i].count >= QUARANTINE_BURST)
+      return self->quarantined_by[i].count;
+  return 0;
+}
+
 /* lock NOT held; the one way a client goes (but at stop).  outlives: its
  * socket closed while its process lived on (hang_up ()) */
 static void
@@ -722,9 +778,11 @@ drop_client_full (GpuShareServer * self, Client * client,
   if (gpu_ring)
     self->busy_index |= G_GUINT64_CONSTANT (1) << index;
   freed = take_freed_rings (self);
-  if (quarantine && released > 0)
+  if (quarantine && released > 0) {
     queue_event (self, GPUSHARE_SERVER_EVENT_QUARANTINE, id, reason,
         released);
+    note_quarantine (self, client->pid, g_get_monotonic_time ());
+  }
   /* an observer was never a consumer: its leaving is no consumer's */
   if (!client->observer && !client->asked_to_observe) {
     queue_event (self, GPUSHARE_SERVER_EVENT_NUM_CLIENTS, 0, 0, 0);
@@ -1452,6 +1510,19 @@ listen_dispatch (gint fd, GIOCondition cond, gpointer user_data)
   }
 
   g_mutex_lock (&self->lock);
+  if ((i = quarantine_burst (self, cred.pid, g_get_monotonic_time ()))) {
+    gchar *text = g_strdup_printf ("this process left slots quarantined %u "
+        "times in %u s (each a new ring): refused for the rest of that "
+        "time", i, (guint) (QUARANTINE_WINDOW_US / G_USEC_PER_SEC));
+
+    g_mutex_unlock (&self->lock);
+    GST_WARNING_OBJECT (self->log_object, "refused a consumer (pid %d): %s",
+        (gint) cred.pid, text);
+    refuse_new (self, cfd, GPUSHARE_ERR_TOO_MANY_CLIENTS,
+        GPUSHARE_REMOVE_TOO_MANY, text, &cred);
+    g_free (text);
+    return G_SOURCE_CONTINUE;
+  }
   if (n_pending_clients (self) >= self->config.max_pending) {
     gchar *text = g_strdup_printf ("%u handshakes are pending already "
         "(max-pending %u)", self->config.max_pending,
