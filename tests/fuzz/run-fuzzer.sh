@@ -54,8 +54,8 @@ cleanup () {
 trap cleanup EXIT
 
 # the codec needs nothing but GLib; the check of META's entries
-# (gpushareframemeta.c) is built with GStreamer's headers but calls none of
-# it.  -fno-sanitize-recover makes every UBSan report a crash the fuzzer
+# (gpushareframemeta.c, with gpusharetext.c, which it links) is built with
+# GStreamer's headers but calls none of it.  -fno-sanitize-recover makes every UBSan report a crash the fuzzer
 # stops on
 # shellcheck disable=SC2046
 "$cc" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
@@ -63,6 +63,7 @@ trap cleanup EXIT
   $(pkg-config --cflags glib-2.0 gstreamer-1.0 gstreamer-video-1.0) \
   "$root/tests/fuzz/fuzz_proto.c" "$root/gst/gpushare/gpushareproto.c" \
   "$root/gst/gpushare/gpushareframemeta.c" \
+  "$root/gst/gpushare/gpusharetext.c" \
   $(pkg-config --libs glib-2.0 gstreamer-1.0 gstreamer-video-1.0) \
   -o "$work/fuzz_proto"
 
