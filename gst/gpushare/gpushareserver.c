@@ -314,18 +314,22 @@ client_set_state (Client * client, ClientState state)
     client->deadline = 0;
 }
 
+/* a source of ours, if any, destroyed and let go; any thread */
+static void
+clear_source (GSource ** source)
+{
+  if (*source) {
+    g_source_destroy (*source);
+    g_clear_pointer (source, g_source_unref);
+  }
+}
+
 /* the sources of a hang-up's grace, if any; any thread */
 static void
 grace_end (Client * client)
 {
-  if (client->grace_exit) {
-    g_source_destroy (client->grace_exit);
-    g_clear_pointer (&client->grace_exit, g_source_unref);
-  }
-  if (client->grace_timeout) {
-    g_source_destroy (client->grace_timeout);
-    g_clear_pointer (&client->grace_timeout, g_source_unref);
-  }
+  clear_source (&client->grace_exit);
+  clear_source (&client->grace_timeout);
 }
 
 static void
@@ -1761,14 +1765,8 @@ gpushare_server_stop (GpuShareServer * self)
     gpushare_control_thread_join (self->context, self->loop, self->thread);
     self->thread = NULL;
   }
-  if (self->listen_source) {
-    g_source_destroy (self->listen_source);
-    g_clear_pointer (&self->listen_source, g_source_unref);
-  }
-  if (self->housekeeping) {
-    g_source_destroy (self->housekeeping);
-    g_clear_pointer (&self->housekeeping, g_source_unref);
-  }
+  clear_source (&self->listen_source);
+  clear_source (&self->housekeeping);
 
   /* the control thread is gone: nobody else touches the clients now */
   g_mutex_lock (&self->lock);
