@@ -139,8 +139,15 @@ struct _GstGpuShareSrc
   GstCaps *in_caps;             /* the producer's caps, system memory */
   GstVideoInfo vinfo;           /* the slots' layout */
   GpuShareLayout layout;
+  /* not live here: the producer's running times map to ours as
+   * first_rt + (abs - first_abs); anchored again at the first frame
+   * received after each start of playing (reanchor, playing_since_us:
+   * under the object lock) */
   gboolean have_first_abs;
   guint64 first_abs;
+  guint64 first_rt;
+  gboolean reanchor;
+  gint64 playing_since_us;
   /* the stream times of the producer: a segment starts at the first frame
    * taken from each producer (need_segment), and running time goes on from
    * where it was (running_end) or from now */
@@ -295,8 +302,68 @@ gst_gpu_share_src_stop (GstBaseSrc * bsrc)
   return TRUE;
 }
 
+static GstClockTime running_now (GstGpuShareSrc * self);
+
+/* the running time here of the producer's running time abs, in a
+ * pipeline that is not live: its spacing kept, from the anchor */
 static guint64
-abs_to_running (GstGpuShareSrc * self, guint64 abs)
+abs_mapped (GstGpuShareSrc * self, guint64 abs)
+{
+  if (abs >= self->first_abs)
+    return self->first_rt + (abs - self->first_abs);
+  return self->first_rt > self->first_abs - abs ?
+      self->first_rt - (self->first_abs - abs) : 0;
+}
+
+/* Not live here: the producer's spacing is kept, from 0 at the first
+ * frame.  A live producer's frames come at the rate it renders them,
+ * whatever this pipeline does: those that arrived while it prerolled
+ * (its other sources still starting) or was paused would make every
+ * frame after them wait that long in a synchronising sink, for good, and
+ * frames waiting there hold their slots, which a leaky producer counts
+ * against this consumer's share.  So at the first frame received after
+ * the pipeline started playing, a frame that would wait is made due when
+ * it was received, and the spacing goes on from there (the frames queued
+ * before it come late, and are rendered at once). */
+static guint64
+abs_to_running_not_live (GstGpuShareSrc * self, guint64 abs,
+    gint64 received_us)
+{
+  gboolean reanchor;
+
+  if (!self->have_first_abs) {
+    self->first_abs = abs;
+    self->first_rt = 0;
+    self->have_first_abs = TRUE;
+  }
+  GST_OBJECT_LOCK (self);
+  reanchor = self->reanchor && received_us >= self->playing_since_us;
+  GST_OBJECT_UNLOCK (self);
+  if (reanchor) {
+    /* none until the element is PLAYING: the next frame then */
+    GstClockTime now = running_now (self);
+    GstClockTime waited = (GstClockTime) MAX (0,
+        g_get_monotonic_time () - received_us) * GST_USECOND;
+
+    if (GST_CLOCK_TIME_IS_VALID (now)) {
+      GstClockTime received = now > waited ? now - waited : 0;
+
+      GST_OBJECT_LOCK (self);
+      self->reanchor = FALSE;
+      GST_OBJECT_UNLOCK (self);
+      if (received < abs_mapped (self, abs)) {
+        GST_DEBUG_OBJECT (self, "frames due %" GST_TIME_FORMAT " earlier",
+            GST_TIME_ARGS (abs_mapped (self, abs) - received));
+        self->first_abs = abs;
+        self->first_rt = received;
+      }
+    }
+  }
+  return abs_mapped (self, abs);
+}
+
+static guint64
+abs_to_running (GstGpuShareSrc * self, guint64 abs, gint64 received_us)
 {
   GstClock *clock;
   GstClockTime base, clock_now;
@@ -308,14 +375,9 @@ abs_to_running (GstGpuShareSrc * self, guint64 abs)
     return GST_CLOCK_TIME_NONE;
   clock = gst_element_get_clock (GST_ELEMENT (self));
   if (!self->is_live || !clock) {
-    /* not live here: keep the producer's spacing, starting from 0 */
     if (clock)
       gst_object_unref (clock);
-    if (!self->have_first_abs) {
-      self->first_abs = abs;
-      self->have_first_abs = TRUE;
-    }
-    return abs >= self->first_abs ? abs - self->first_abs : 0;
+    return abs_to_running_not_live (self, abs, received_us);
   }
   base = gst_element_get_base_time (GST_ELEMENT (self));
   clock_now = gst_clock_get_time (clock);
@@ -331,10 +393,10 @@ abs_to_running (GstGpuShareSrc * self, guint64 abs)
 /* timestamps, offsets and flags of a FRAME onto buf */
 static void
 set_frame_fields (GstGpuShareSrc * self, GstBuffer * buf,
-    const GpuShareFrame * f, gboolean discont)
+    const GpuShareFrame * f, gboolean discont, gint64 received_us)
 {
   if (f->flags & GPUSHARE_FRAME_FLAG_ABSOLUTE_TIME) {
-    guint64 pts = abs_to_running (self, f->pts);
+    guint64 pts = abs_to_running (self, f->pts, received_us);
 
     GST_BUFFER_PTS (buf) = pts;
     GST_BUFFER_DTS (buf) = GST_CLOCK_TIME_IS_VALID (f->dts)
@@ -1122,7 +1184,7 @@ gst_gpu_share_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
       if (item.new_producer)
         self->need_segment = TRUE;
       same_segment = !self->need_segment;
-      set_frame_fields (self, *outbuf, &f, item.discont);
+      set_frame_fields (self, *outbuf, &f, item.discont, received);
       follow_stream_time (self, *outbuf,
           (f.flags & GPUSHARE_FRAME_FLAG_ABSOLUTE_TIME) != 0);
       push_gap (self, *outbuf, item.missed && same_segment);
@@ -1189,6 +1251,23 @@ gst_gpu_share_src_get_caps (GstBaseSrc * bsrc, GstCaps * filter)
     caps = tmp;
   }
   return caps;
+}
+
+static GstStateChangeReturn
+gst_gpu_share_src_change_state (GstElement * element,
+    GstStateChange transition)
+{
+  GstGpuShareSrc *self = GST_GPU_SHARE_SRC (element);
+
+  /* a pipeline that is not live starts playing: anchor the producer's
+   * running times again (abs_to_running_not_live ()) */
+  if (transition == GST_STATE_CHANGE_PAUSED_TO_PLAYING) {
+    GST_OBJECT_LOCK (self);
+    self->reanchor = TRUE;
+    self->playing_since_us = g_get_monotonic_time ();
+    GST_OBJECT_UNLOCK (self);
+  }
+  return GST_ELEMENT_CLASS (parent_class)->change_state (element, transition);
 }
 
 static void
@@ -1519,6 +1598,8 @@ gst_gpu_share_src_class_init (GstGpuShareSrcClass * klass)
       "process on this host shares, read in place in its GPU (CUDA) or "
       "system memory slots where it can", "The gpushare authors");
 
+  element_class->change_state =
+      GST_DEBUG_FUNCPTR (gst_gpu_share_src_change_state);
   element_class->set_context =
       GST_DEBUG_FUNCPTR (gst_gpu_share_src_set_context);
   bsrc_class->start = GST_DEBUG_FUNCPTR (gst_gpu_share_src_start);

@@ -18,7 +18,7 @@
 #   keeps its last sample (fakesink), a queue before it, an appsink that
 #   nobody pulls from, which holds its 3 newest buffers;
 #   K streams in one producer process (LIVE_STREAMS, 4 by default), read by
-#   4 consumer processes that each read all K (fakesinks, queues);
+#   4 consumer processes that each read all K (the three shapes);
 #   a consumer whose pipeline stops taking buffers (an appsink that blocks):
 #   the producer warns on its bus, the consumer warns on its own, the
 #   status shows it STALLED, and the other consumer goes on at the rate.
@@ -207,16 +207,14 @@ if want_row streams; then
   gst-launch-1.0 -q "${launch[@]}" > "$dir/producer.log" 2>&1 &
   pids+=($!)
   for k in $(seq "$streams"); do wait_for_socket "$dir/s$k.sock"; done
-  # each consumer process's branches end in a sink that keeps its last
-  # sample, or a queue before it (an appsink that nobody pulls from, in a
-  # pipeline of many such branches, is left out here: with 16 streams one
-  # of its branches is at times skipped, which is not understood yet; the
-  # shapes rows run it with one stream)
+  # each consumer process's branches end in one of the shapes: a sink
+  # that keeps its last sample, a queue before it, an appsink that holds
+  # its 3 newest buffers (and a fourth process of fakesinks)
   for c in 0 1 2 3; do
     launch=()
     for k in $(seq "$streams"); do
       # shellcheck disable=SC2206
-      launch+=(gpusharesrc socket-path="$dir/s$k.sock" ! ${shapes[$c % 2]})
+      launch+=(gpusharesrc socket-path="$dir/s$k.sock" ! ${shapes[$c % 3]})
     done
     gst-launch-1.0 -q "${launch[@]}" > "$dir/k$c.log" 2>&1 &
     pids+=($!)
@@ -225,7 +223,7 @@ if want_row streams; then
   for k in $(seq "$streams"); do socks+=("$dir/s$k.sock"); done
   measure streams 4 "${socks[@]}"
   stop_all
-  echo "ok streams: $streams streams in one process x 4 consumer processes, every one at the source rate"
+  echo "ok streams: $streams streams in one process x 4 consumer processes (fakesinks, queues, appsinks holding 3), every one at the source rate"
 fi
 
 # a consumer whose pipeline stops taking buffers: said on both sides

@@ -1364,6 +1364,122 @@ GST_START_TEST (test_late_consumer_plays)
 
 GST_END_TEST;
 
+/* how early each buffer reached a synchronising sink: its running time
+ * less the clock's, once the pipeline plays */
+typedef struct
+{
+  GMutex lock;
+  GArray *early;                /* gint64 ns, per buffer while playing */
+  GArray *at;                   /* gint64 monotonic us, when it came */
+} Earliness;
+
+static GstPadProbeReturn
+earliness_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  Earliness *e = data;
+  GstElement *sink = gst_pad_get_parent_element (pad);
+  GstEvent *ev = gst_pad_get_sticky_event (pad, GST_EVENT_SEGMENT, 0);
+  GstClock *clock = gst_element_get_clock (sink);
+  const GstSegment *segment;
+
+  if (ev && clock && GST_STATE (sink) == GST_STATE_PLAYING) {
+    GstBuffer *buf = GST_PAD_PROBE_INFO_BUFFER (info);
+    GstClockTime now = gst_clock_get_time (clock) -
+        gst_element_get_base_time (sink);
+    gint64 early, at = g_get_monotonic_time ();
+
+    gst_event_parse_segment (ev, &segment);
+    early = (gint64) gst_segment_to_running_time (segment, GST_FORMAT_TIME,
+        GST_BUFFER_PTS (buf)) - (gint64) now;
+    g_mutex_lock (&e->lock);
+    g_array_append_val (e->early, early);
+    g_array_append_val (e->at, at);
+    g_mutex_unlock (&e->lock);
+  }
+  if (clock)
+    gst_object_unref (clock);
+  if (ev)
+    gst_event_unref (ev);
+  gst_object_unref (sink);
+  return GST_PAD_PROBE_OK;
+}
+
+/* A consumer that is not live (the default) of a live producer, whose
+ * pipeline stays prerolled for a while before it plays (its other sources
+ * still starting, a pipeline paused by the application): frames go on
+ * coming meanwhile.  Once it plays, every frame reaches its synchronising
+ * sink when it is due, not ahead by the time it spent prerolled: the
+ * regression, in a pipeline of 16 such branches, made some sinks hold each
+ * frame for most of a frame's time, so that the frames waiting in the
+ * consumer held its whole share and a leaky producer skipped every third
+ * (live-consumers.sh's K-streams row, appsinks). */
+GST_START_TEST (test_prerolled_consumer_keeps_pace)
+{
+  gchar *path = socket_path ("prerolled");
+  GstElement *producer, *consumer;
+  Earliness e;
+  GstPad *pad;
+  gint64 played, worst = G_MININT64;
+  guint i, late_ones = 0;
+
+  producer = launch ("videotestsrc is-live=true ! video/x-raw,format=NV12,"
+      "width=64,height=48,framerate=30/1 ! gpusharesink name=sink");
+  g_object_set (child (producer, "sink"), "socket-path", path, NULL);
+  fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  consumer = launch ("gpusharesrc name=src connection-timeout=%d ! "
+      "fakesink name=out sync=true", TIMEOUT_MS);
+  g_object_set (child (consumer, "src"), "socket-path", path, NULL);
+  g_mutex_init (&e.lock);
+  e.early = g_array_new (FALSE, FALSE, sizeof (gint64));
+  e.at = g_array_new (FALSE, FALSE, sizeof (gint64));
+  pad = gst_element_get_static_pad (child (consumer, "out"), "sink");
+  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, earliness_probe, &e,
+      NULL);
+  gst_object_unref (pad);
+
+  /* prerolled on the first frame, 0.6 s, then playing */
+  gst_element_set_state (consumer, GST_STATE_PAUSED);
+  fail_unless_equals_int (gst_element_get_state (consumer, NULL, NULL,
+          TIMEOUT_MS * GST_MSECOND), GST_STATE_CHANGE_SUCCESS);
+  g_usleep (600 * 1000);
+  fail_if (gst_element_set_state (consumer, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  played = g_get_monotonic_time ();
+  g_usleep (1500 * 1000);
+
+  /* the frames of its last half second: due when they came (a frame's
+   * time at most: a busy machine may be a little late) */
+  g_mutex_lock (&e.lock);
+  for (i = 0; i < e.early->len; i++) {
+    gint64 early = g_array_index (e.early, gint64, i);
+
+    if (g_array_index (e.at, gint64, i) < played + 1000 * 1000)
+      continue;
+    late_ones++;
+    worst = MAX (worst, early);
+  }
+  g_mutex_unlock (&e.lock);
+  /* 15 frames at 30/s, none skipped: at least 12 of them */
+  fail_unless (late_ones >= 12, "%u frames in the last 0.5 s", late_ones);
+  fail_unless (worst < (gint64) (GST_SECOND / 30), "frames reached the "
+      "sink up to %" G_GINT64_FORMAT " ms before they were due", worst /
+      1000000);
+  assert_no_error (consumer);
+  assert_no_error (producer);
+
+  gst_element_set_state (consumer, GST_STATE_NULL);
+  gst_object_unref (consumer);
+  gst_element_set_state (producer, GST_STATE_NULL);
+  gst_object_unref (producer);
+  g_array_unref (e.early);
+  g_array_unref (e.at);
+  g_mutex_clear (&e.lock);
+  g_free (path);
+}
+
+GST_END_TEST;
+
 #define RESTART_FRAMES 8
 
 /* The producer stops mid-stream and another starts on the same socket,
@@ -1915,6 +2031,7 @@ gpushare_stream_suite (void)
   suite_add_tcase (s, tc_time);
   tcase_add_checked_fixture (tc_time, elements_setup, elements_teardown);
   tcase_add_test (tc_time, test_late_consumer_plays);
+  tcase_add_test (tc_time, test_prerolled_consumer_keeps_pace);
   tcase_add_test (tc_time, test_reconnect_plays_on);
   suite_add_tcase (s, tc_defaults);
   tcase_add_checked_fixture (tc_defaults, elements_setup, elements_teardown);
