@@ -322,6 +322,24 @@ gpushare_conn_is_closed (GpuShareConn * conn)
   return ret;
 }
 
+gboolean
+gpushare_conn_peer_closed (GpuShareConn * conn)
+{
+  struct pollfd pfd = { 0, };
+  gboolean ret;
+
+  g_mutex_lock (&conn->lock);
+  ret = conn->closed || conn->failed || conn->fd < 0;
+  if (!ret) {
+    pfd.fd = conn->fd;
+    pfd.events = POLLRDHUP;
+    ret = poll (&pfd, 1, 0) == 1
+        && (pfd.revents & (POLLHUP | POLLRDHUP | POLLERR | POLLNVAL));
+  }
+  g_mutex_unlock (&conn->lock);
+  return ret;
+}
+
 /* lock held.  Sends what the socket takes now.  Each sendmsg() carries at
  * most one message's fds, attached to that message's first byte, so the
  * peer can tell which message they belong to. */

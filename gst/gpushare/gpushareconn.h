@@ -115,6 +115,9 @@ void gpushare_conn_fail (GpuShareConn * conn, const GError * error);
 /* Closes now, without calling closed_func.  Idempotent. */
 void gpushare_conn_close (GpuShareConn * conn);
 gboolean gpushare_conn_is_closed (GpuShareConn * conn);
+/* TRUE when every holder of the peer's end closed it (or this end is
+ * closed): a look at the socket, which waits for nothing */
+gboolean gpushare_conn_peer_closed (GpuShareConn * conn);
 
 gboolean gpushare_conn_get_peer (GpuShareConn * conn, pid_t * pid,
     uid_t * uid, gid_t * gid);

@@ -116,6 +116,12 @@ typedef struct
   GSource *grace_exit;
   GSource *grace_timeout;
   gchar *grace_detail;
+  /* its pidfd, watched from the connect on: the process that connected
+   * ended while its connection lived on (another process holds it: a
+   * child it forked, a process it handed the socket to), so that the end
+   * of its process says nothing of that connection's mappings (outlived) */
+  GSource *watch_exit;
+  gboolean outlived;
 } Client;
 
 struct _GpuShareServer
@@ -336,6 +342,7 @@ static void
 client_free (Client * client)
 {
   grace_end (client);
+  clear_source (&client->watch_exit);
   g_free (client->grace_detail);
   if (client->conn) {
     gpushare_conn_close (client->conn);
@@ -878,6 +885,13 @@ hang_up (GpuShareServer * self, Client * client, const gchar * detail)
     drop_client (self, client, GPUSHARE_REMOVE_HANGUP, detail);
     return;
   }
+  /* the process that connected ended before its connection did: whoever
+   * held the connection since may map the slots still (outlived_process
+   * ()) */
+  if (client->outlived) {
+    drop_client_full (self, client, GPUSHARE_REMOVE_HANGUP, detail, TRUE);
+    return;
+  }
   client->grace_detail = g_strdup (detail);
   client->grace_exit = g_unix_fd_source_new (client->pidfd, G_IO_IN);
   g_source_set_callback (client->grace_exit, G_SOURCE_FUNC (grace_exited),
@@ -886,6 +900,27 @@ hang_up (GpuShareServer * self, Client * client, const gchar * detail)
   client->grace_timeout = g_timeout_source_new (HANGUP_GRACE_MS);
   g_source_set_callback (client->grace_timeout, grace_passed, client, NULL);
   g_source_attach (client->grace_timeout, self->context);
+}
+
+/* control thread.  The process that connected a consumer ended.  As it
+ * exits, the kernel closes its files before its pidfd says it ended: a
+ * connection still open then is held by another process, which got it
+ * with a fork or over a socket, and may map the slots too.  Its hang-up
+ * will say nothing of that process's end, so what it holds then is
+ * quarantined, as for a process that lives on (hang_up ()). */
+static gboolean
+outlived_process (gint fd, GIOCondition condition, gpointer user_data)
+{
+  Client *client = user_data;
+
+  if (!gpushare_conn_peer_closed (client->conn)) {
+    client->outlived = TRUE;
+    GST_INFO_OBJECT (client->server->log_object, "consumer %u: the process "
+        "that connected it (pid %d) ended, another holds its connection",
+        client->id, (gint) client->pid);
+  }
+  g_clear_pointer (&client->watch_exit, g_source_unref);
+  return G_SOURCE_REMOVE;
 }
 
 static GpuShareRemoveReason
@@ -1588,6 +1623,12 @@ listen_dispatch (gint fd, GIOCondition cond, gpointer user_data)
       client->id, (gint) cred.pid);
   if (self->have_layout)
     send_announce (self, client);
+  if (client->pidfd >= 0) {
+    client->watch_exit = g_unix_fd_source_new (client->pidfd, G_IO_IN);
+    g_source_set_callback (client->watch_exit,
+        G_SOURCE_FUNC (outlived_process), client, NULL);
+    g_source_attach (client->watch_exit, self->context);
+  }
   gpushare_conn_start (client->conn);
   g_mutex_unlock (&self->lock);
 

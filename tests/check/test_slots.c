@@ -20,6 +20,9 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "gpushare-check-elements.h"
@@ -400,48 +403,61 @@ GST_END_TEST;
  * quarantined, as for a GOODBYE that says HELD, never written again.  The
  * hang-up alone used to give them back, and the producer wrote them under
  * the buffers still reading them. */
-GST_START_TEST (test_hangup_of_live_consumer)
+/* TRUE where the producer can tell a live process from an ended one (by
+ * its pidfd); otherwise one SKIP line for test */
+static gboolean
+have_pidfd (const gchar * test)
 {
-  GpuShareAnnounce *announce = g_new0 (GpuShareAnnounce, 1);
-  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
-  gint fds[GPUSHARE_MAX_FDS];
-  guint n_fds = 0, slot, k;
-  GValue item = G_VALUE_INIT;
-  guint8 *kept, *copy;
-  guint64 rendered;
-  GstIterator *it;
-  gsize slot_size;
-  RawPeer raw;
-  Scene s;
   gint pidfd = gpushare_pidfd_open (getpid ());
 
-  /* the producer tells a live process from an ended one by its pidfd */
   if (pidfd < 0) {
-    g_print ("SKIP test_hangup_of_live_consumer: no pidfd here (%s; "
-        "valgrind has none)\n", g_strerror (errno));
-    g_free (msg);
-    g_free (announce);
-    return;
+    g_print ("SKIP %s: no pidfd here (%s; valgrind has none)\n", test,
+        g_strerror (errno));
+    return FALSE;
   }
   close (pidfd);
-  scene_start (&s, FALSE);
-  /* snow: a slot written again cannot keep its bytes */
-  it = gst_bin_iterate_sources (GST_BIN (s.producer));
+  return TRUE;
+}
+
+/* a producer of snow: a slot written again cannot keep its bytes */
+static void
+snow_scene_start (Scene * s)
+{
+  GValue item = G_VALUE_INIT;
+  GstIterator *it;
+
+  scene_start (s, FALSE);
+  it = gst_bin_iterate_sources (GST_BIN (s->producer));
   fail_unless_equals_int (gst_iterator_next (it, &item), GST_ITERATOR_OK);
   gst_util_set_object_arg (g_value_get_object (&item), "pattern", "snow");
   g_value_unset (&item);
   gst_iterator_free (it);
+}
 
-  scene_raw_client (&s, &raw, announce);
+/* The raw consumer raw, its ANNOUNCE read, maps the slot of its first
+ * frame and keeps it, and closes its socket while this process lives on:
+ * the producer must quarantine what it held, and the frame's bytes stay
+ * what they were while the producer writes its ring five times over */
+static void
+hold_frame_and_hang_up (Scene * s, RawPeer * raw,
+    const GpuShareAnnounce * announce, const gchar * why)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  gint fds[GPUSHARE_MAX_FDS];
+  guint n_fds = 0, slot, k;
+  guint8 *kept, *copy;
+  guint64 rendered;
+  gsize slot_size;
+
   make_accept (msg, announce->instance);
-  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
-  raw_expect (&raw, GPUSHARE_MSG_SLOTS, msg, fds, &n_fds);
+  fail_unless (raw_send_msg (raw, msg, NULL, 0));
+  raw_expect (raw, GPUSHARE_MSG_SLOTS, msg, fds, &n_fds);
   fail_unless_equals_int (msg->u.slots.mem_type, GPUSHARE_MEM_SYSTEM);
   slot_size = msg->u.slots.slot_size;
   make_simple (msg, GPUSHARE_MSG_MAPPED);
   msg->u.mapped.epoch = announce->layout.epoch;
-  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
-  raw_expect (&raw, GPUSHARE_MSG_FRAME, msg, NULL, NULL);
+  fail_unless (raw_send_msg (raw, msg, NULL, 0));
+  raw_expect (raw, GPUSHARE_MSG_FRAME, msg, NULL, NULL);
   slot = msg->u.frame.slot;
   fail_unless (slot < n_fds);
   kept = mmap (NULL, slot_size, PROT_READ, MAP_SHARED, fds[slot], 0);
@@ -449,24 +465,156 @@ GST_START_TEST (test_hangup_of_live_consumer)
   gpushare_close_fds (fds, n_fds);
   copy = g_memdup2 (kept, FRAME_SIZE);
 
-  /* the frame stays held: the socket goes, the process stays */
-  raw_clear (&raw);
-  fail_unless (client_log_wait (&s.log, TRUE, 1));
-  fail_unless_equals_string (client_log_removed_nick (&s.log, 0), "hangup");
-  fail_unless (stat_u64 (s.sink, "slots-quarantined") >= 1,
-      "the slots of a consumer that lives on were given back");
+  /* the frame stays held: the socket goes, the mapping stays */
+  raw_clear (raw);
+  fail_unless (client_log_wait (&s->log, TRUE, 1));
+  fail_unless_equals_string (client_log_removed_nick (&s->log, 0), "hangup");
+  fail_unless (stat_u64 (s->sink, "slots-quarantined") >= 1,
+      "the slots of a consumer whose %s were given back", why);
   /* every slot of the ring written a few times over meanwhile */
-  rendered = stat_u64 (s.sink, "frames-rendered");
+  rendered = stat_u64 (s->sink, "frames-rendered");
   for (k = 0; k < 5; k++) {
-    fail_unless (wait_stat_u64_at_least (s.sink, "frames-rendered",
+    fail_unless (wait_stat_u64_at_least (s->sink, "frames-rendered",
             rendered + 8 * (k + 1)) >= rendered + 8 * (k + 1));
     fail_unless (memcmp (kept, copy, FRAME_SIZE) == 0,
-        "the held frame changed after its consumer hung up (look %u)", k);
+        "the held frame changed after its consumer hung up (%s; look %u)",
+        why, k);
   }
-  assert_no_error (s.producer);
-
+  assert_no_error (s->producer);
   munmap (kept, slot_size);
   g_free (copy);
+  g_free (msg);
+}
+
+GST_START_TEST (test_hangup_of_live_consumer)
+{
+  GpuShareAnnounce *announce = g_new0 (GpuShareAnnounce, 1);
+  RawPeer raw;
+  Scene s;
+
+  if (!have_pidfd ("test_hangup_of_live_consumer")) {
+    g_free (announce);
+    return;
+  }
+  snow_scene_start (&s);
+  scene_raw_client (&s, &raw, announce);
+  hold_frame_and_hang_up (&s, &raw, announce, "process lives on");
+  scene_stop (&s);
+  g_free (announce);
+}
+
+GST_END_TEST;
+
+/* a child process connects to path, hands the socket to us over sp[1]
+ * and waits there until we close sp[0]; then it exits.  Its pid */
+static pid_t
+connect_in_child (const gchar * path, const gint * pair)
+{
+  gint sp = pair[1];
+  pid_t pid = fork ();
+
+  fail_unless (pid >= 0);
+  if (pid == 0) {
+    struct sockaddr_un addr = { 0, };
+    union
+    {
+      struct cmsghdr align;
+      gchar buf[CMSG_SPACE (sizeof (gint))];
+    } control;
+    struct msghdr mh = { 0, };
+    struct iovec iov;
+    struct cmsghdr *cm;
+    gchar byte = 0;
+    gint fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    close (pair[0]);
+    addr.sun_family = AF_UNIX;
+    g_strlcpy (addr.sun_path, path, sizeof (addr.sun_path));
+    if (fd < 0 || connect (fd, (struct sockaddr *) &addr, sizeof (addr)) < 0)
+      _exit (1);
+    iov.iov_base = &byte;
+    iov.iov_len = 1;
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    memset (&control, 0, sizeof (control));
+    mh.msg_control = control.buf;
+    mh.msg_controllen = sizeof (control.buf);
+    cm = CMSG_FIRSTHDR (&mh);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN (sizeof (gint));
+    memcpy (CMSG_DATA (cm), &fd, sizeof (gint));
+    if (sendmsg (sp, &mh, 0) != 1)
+      _exit (2);
+    /* until the parent closes its end */
+    while (read (sp, &byte, 1) > 0);
+    _exit (0);
+  }
+  return pid;
+}
+
+/* the fd that came over sp with one byte */
+static gint
+receive_fd (gint sp)
+{
+  union
+  {
+    struct cmsghdr align;
+    gchar buf[CMSG_SPACE (sizeof (gint))];
+  } control;
+  struct msghdr mh = { 0, };
+  struct iovec iov;
+  struct cmsghdr *cm;
+  gchar byte;
+  gint fd = -1;
+
+  iov.iov_base = &byte;
+  iov.iov_len = 1;
+  mh.msg_iov = &iov;
+  mh.msg_iovlen = 1;
+  mh.msg_control = control.buf;
+  mh.msg_controllen = sizeof (control.buf);
+  fail_unless_equals_int (recvmsg (sp, &mh, MSG_CMSG_CLOEXEC), 1);
+  cm = CMSG_FIRSTHDR (&mh);
+  fail_unless (cm != NULL && cm->cmsg_type == SCM_RIGHTS);
+  memcpy (&fd, CMSG_DATA (cm), sizeof (gint));
+  return fd;
+}
+
+/* The process that connected a consumer hands its connection to another
+ * (as a fork leaves it to the child) and exits; the other maps a slot and
+ * closes the socket while it lives on.  The producer must not take the end
+ * of the process that connected for the end of the mappings: the slots are
+ * quarantined and the frame stays.  Before, the pidfd of the connecting
+ * process said it ended, and the slots went back and were written again
+ * under the process that still mapped them. */
+GST_START_TEST (test_connection_outlives_its_process)
+{
+  GpuShareAnnounce *announce = g_new0 (GpuShareAnnounce, 1);
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  gint sp[2], status = -1;
+  RawPeer raw;
+  pid_t pid;
+  Scene s;
+
+  if (!have_pidfd ("test_connection_outlives_its_process")) {
+    g_free (msg);
+    g_free (announce);
+    return;
+  }
+  snow_scene_start (&s);
+  fail_unless (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) == 0);
+  pid = connect_in_child (s.path, sp);
+  close (sp[1]);
+  raw_init (&raw, receive_fd (sp[0]));
+  /* accepted: the producer watches the child from now on */
+  raw_expect (&raw, GPUSHARE_MSG_ANNOUNCE, msg, NULL, NULL);
+  *announce = msg->u.announce;
+  close (sp[0]);
+  fail_unless_equals_int (waitpid (pid, &status, 0), pid);
+  fail_unless (WIFEXITED (status) && WEXITSTATUS (status) == 0);
+  hold_frame_and_hang_up (&s, &raw, announce, "connecting process ended, "
+      "its connection held by another");
   scene_stop (&s);
   g_free (msg);
   g_free (announce);
@@ -749,6 +897,7 @@ gpushare_slots_suite (void)
   tcase_add_checked_fixture (tc_held, elements_setup, elements_teardown);
   tcase_add_loop_test (tc_held, test_held_after_src_stops, 0, 2);
   tcase_add_test (tc_held, test_hangup_of_live_consumer);
+  tcase_add_test (tc_held, test_connection_outlives_its_process);
   suite_add_tcase (s, tc_in_place);
   tcase_add_checked_fixture (tc_in_place, elements_setup, elements_teardown);
   tcase_add_test (tc_in_place, test_filesink_small_frames);
