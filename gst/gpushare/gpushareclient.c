@@ -26,7 +26,6 @@ GST_DEBUG_CATEGORY_STATIC (gpushare_client_debug);
 #define GOODBYE_FLUSH_MS 100
 /* EVENTs of the producer waiting for the streaming thread, at most
  * (docs/security.md, promise 5) */
-#define MAX_QUEUED_EVENTS 64
 
 typedef enum
 {
@@ -141,7 +140,7 @@ struct _GpuShareClient
   guint share;
   gboolean stalled;
   guint64 stall_sequence;
-  /* EVENT items queued, and those dropped past MAX_QUEUED_EVENTS */
+  /* EVENT items queued, and those dropped past GPUSHARE_CLIENT_MAX_QUEUED_EVENTS */
   guint n_queued_events;
   guint64 events_dropped;
   /* the META of the next FRAME, checked */
@@ -785,9 +784,9 @@ handle_event (GpuShareClient * self, const GpuShareEvent * e)
     producer_error (self, "EVENT before the slots were mapped");
     return;
   }
-  /* at most MAX_QUEUED_EVENTS wait for the streaming thread (held up
+  /* at most GPUSHARE_CLIENT_MAX_QUEUED_EVENTS wait for the streaming thread (held up
    * downstream, or not started): past that the oldest goes, counted */
-  if (self->n_queued_events >= MAX_QUEUED_EVENTS) {
+  if (self->n_queued_events >= GPUSHARE_CLIENT_MAX_QUEUED_EVENTS) {
     GList *l;
 
     for (l = self->items.head; l; l = l->next) {

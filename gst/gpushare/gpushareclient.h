@@ -28,6 +28,10 @@
 
 G_BEGIN_DECLS
 
+/* a producer's EVENTs waiting for the streaming thread, at most; the
+ * oldest go first (docs/security.md, "Bounds") */
+#define GPUSHARE_CLIENT_MAX_QUEUED_EVENTS 64
+
 typedef struct _GpuShareClient GpuShareClient;
 typedef struct _GpuShareClientFrame GpuShareClientFrame;
 

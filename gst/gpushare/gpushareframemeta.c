@@ -10,7 +10,6 @@ GST_DEBUG_CATEGORY_STATIC (gpushare_frame_meta_debug);
 
 /* custom metas a consumer registers for a producer's names, at most: the
  * registry is process-wide and never shrinks */
-#define MAX_CUSTOM_REGISTRATIONS 32
 
 static void
 debug_init (void)
@@ -538,7 +537,7 @@ register_known_metas (void)
 }
 
 /* a custom meta of that name, registered here if it is not yet, within
- * MAX_CUSTOM_REGISTRATIONS for the whole process.  Registering makes two
+ * GPUSHARE_META_MAX_CUSTOM_REGISTRATIONS for the whole process.  Registering makes two
  * types, "name" and "name-api": neither may exist already, nor be in
  * GStreamer's namespace. */
 static const GstMetaInfo *
@@ -562,7 +561,7 @@ custom_info (const gchar * name)
   free_names = g_type_from_name (name) == 0 && g_type_from_name (api) == 0;
   g_free (api);
   if (!free_names
-      || g_atomic_int_add (&registered, 1) >= MAX_CUSTOM_REGISTRATIONS)
+      || g_atomic_int_add (&registered, 1) >= GPUSHARE_META_MAX_CUSTOM_REGISTRATIONS)
     return NULL;
   return gst_meta_register_custom (name, no_tags, NULL, NULL, NULL);
 }

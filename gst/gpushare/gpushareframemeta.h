@@ -24,6 +24,9 @@ G_BEGIN_DECLS
 
 #define GPUSHARE_META_MAX_STRING 4096
 #define GPUSHARE_META_MAX_ROI_PARAMS 16
+/* custom metas a producer may have registered in a consumer's process,
+ * for the process's life (docs/security.md, "Bounds") */
+#define GPUSHARE_META_MAX_CUSTOM_REGISTRATIONS 32
 
 typedef enum
 {

@@ -13,10 +13,9 @@
 
 /* One process: the connections (ids) it was handed the allocation on,
  * and a pidfd watching its exit.  Connections that hung up without a word
- * stay until the process exits; past MAX_IDS the oldest is forgotten, so a
+ * stay until the process exits; past GPUSHARE_RETAIN_MAX_IDS the oldest is forgotten, so a
  * process that reconnects forever costs bounded memory (it can only have
  * freed under it what it mapped itself). */
-#define MAX_IDS 64
 
 typedef struct
 {
@@ -124,7 +123,7 @@ gpushare_holders_add (GpuShareHolders * h, guint id, pid_t pid, gint pidfd)
   for (i = 0; i < x->ids->len; i++)
     if (g_array_index (x->ids, guint, i) == id)
       return;
-  if (x->ids->len >= MAX_IDS)
+  if (x->ids->len >= GPUSHARE_RETAIN_MAX_IDS)
     g_array_remove_index (x->ids, 0);
   g_array_append_val (x->ids, id);
 }

@@ -29,6 +29,10 @@
 
 G_BEGIN_DECLS
 
+/* connections of one process remembered after they hung up without a
+ * word, at most; the oldest is forgotten */
+#define GPUSHARE_RETAIN_MAX_IDS 64
+
 typedef struct _GpuShareHolders GpuShareHolders;
 typedef struct _GpuShareRetained GpuShareRetained;
 

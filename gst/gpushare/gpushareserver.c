@@ -29,19 +29,11 @@ GST_DEBUG_CATEGORY_STATIC (gpushare_server_debug);
 /* how often handshake deadlines are looked at */
 #define HOUSEKEEPING_MS 50
 #define MAX_CLIENTS GPUSHARE_MAX_HOLDERS
-/* legacy IPC rings of earlier epochs kept for consumers' processes that
- * may still have them open; past this, no new legacy ring is made */
-#define MAX_RETIRED_LEGACY 4
 /* a goodbye is best effort: never hold a stopping pipeline for long */
 #define GOODBYE_FLUSH_MS 100
 #define HANGUP_GRACE_MS 100
-/* a process whose consumers left slots quarantined this many times within
- * QUARANTINE_WINDOW_US is refused for the rest of that window: each time
- * costs a new ring, and the old ring's memory lives on in that process's
- * mappings (a consumer that said GOODBYE HELD again and again pinned
- * 79 MiB at VGA in 8 s) */
-#define QUARANTINE_BURST 4
-#define QUARANTINE_WINDOW_US (10 * G_USEC_PER_SEC)
+#define QUARANTINE_WINDOW_US \
+  (GPUSHARE_SERVER_QUARANTINE_WINDOW_S * G_USEC_PER_SEC)
 #define QUARANTINE_PROCESSES 16
 /* an ERROR before a consumer is dropped: a moment to reach it */
 #define REFUSAL_FLUSH_MS 10
@@ -55,9 +47,6 @@ typedef enum
   CLIENT_READY,                 /* receives frames */
   CLIENT_OBSERVING,             /* an observer: STATUS only, no frames */
 } ClientState;
-
-/* observers at once, beside the consumers */
-#define MAX_OBSERVERS 4
 
 typedef struct
 {
@@ -440,7 +429,7 @@ send_caps (GpuShareServer * self, Client * client)
 /* GPU rings: made and torn down outside the lock */
 
 /* lock held.  The legacy ring of an earlier epoch that consumers' processes
- * may still have open is kept aside (or, past MAX_RETIRED_LEGACY, no new
+ * may still have open is kept aside (or, past GPUSHARE_SERVER_MAX_RETIRED_LEGACY, no new
  * legacy ring is made).  FALSE with error in that last case. */
 static gboolean
 retire_legacy (GpuShareServer * self, GError ** error)
@@ -452,17 +441,17 @@ retire_legacy (GpuShareServer * self, GError ** error)
       || gpushare_holders_reap (self->legacy_holders) == 0)
     return TRUE;
   if (!self->retired_legacy)
-    self->retired_legacy = gpushare_retained_new (MAX_RETIRED_LEGACY,
+    self->retired_legacy = gpushare_retained_new (GPUSHARE_SERVER_MAX_RETIRED_LEGACY,
         (GDestroyNotify) gpushare_xfer_ring_unref);
   if (!gpushare_retained_has_room (self->retired_legacy)) {
     /* freeing one of them could hand its memory to whatever the driver
      * allocates next while a consumer still reads it */
     g_set_error (error, GPUSHARE_XFER_ERROR, GPUSHARE_XFER_ERROR_RESOURCE,
         "%u legacy IPC rings of earlier epochs are still open in "
-        "consumers' processes", MAX_RETIRED_LEGACY);
+        "consumers' processes", GPUSHARE_SERVER_MAX_RETIRED_LEGACY);
     GST_WARNING_OBJECT (self->log_object, "no new legacy IPC ring: %u of "
         "earlier epochs are still open in consumers' processes",
-        MAX_RETIRED_LEGACY);
+        GPUSHARE_SERVER_MAX_RETIRED_LEGACY);
     return FALSE;
   }
   gpushare_retained_add (self->retired_legacy, (*ring)->epoch, *ring,
@@ -707,7 +696,7 @@ note_quarantine (GpuShareServer * self, pid_t pid, gint64 now)
 }
 
 /* lock held: how many times pid left slots quarantined within the window,
- * when that is QUARANTINE_BURST or more; 0 otherwise */
+ * when that is GPUSHARE_SERVER_QUARANTINE_BURST or more; 0 otherwise */
 static guint
 quarantine_burst (GpuShareServer * self, pid_t pid, gint64 now)
 {
@@ -716,7 +705,7 @@ quarantine_burst (GpuShareServer * self, pid_t pid, gint64 now)
   for (i = 0; pid > 0 && i < QUARANTINE_PROCESSES; i++)
     if (self->quarantined_by[i].pid == pid
         && now - self->quarantined_by[i].since <= QUARANTINE_WINDOW_US
-        && self->quarantined_by[i].count >= QUARANTINE_BURST)
+        && self->quarantined_by[i].count >= GPUSHARE_SERVER_QUARANTINE_BURST)
       return self->quarantined_by[i].count;
   return 0;
 }
@@ -1051,9 +1040,9 @@ handle_observe (GpuShareServer * self, Client * client,
   }
   /* whatever comes of it now, it never was a consumer */
   client->asked_to_observe = TRUE;
-  if (self->n_observers >= MAX_OBSERVERS) {
+  if (self->n_observers >= GPUSHARE_SERVER_MAX_OBSERVERS) {
     gchar *text = g_strdup_printf ("%u observers are connected already "
-        "(at most %u)", self->n_observers, MAX_OBSERVERS);
+        "(at most %u)", self->n_observers, GPUSHARE_SERVER_MAX_OBSERVERS);
 
     refuse (client, GPUSHARE_ERR_TOO_MANY_CLIENTS, GPUSHARE_REMOVE_TOO_MANY,
         text);
@@ -1582,7 +1571,7 @@ listen_dispatch (gint fd, GIOCondition cond, gpointer user_data)
   /* past max-clients, a few more may connect: observers (OBSERVE), which
    * count not, or consumers refused at their ACCEPT */
   over = self->n_clients >= self->config.max_clients;
-  if ((over && self->n_over_limit >= MAX_OBSERVERS) || i == MAX_CLIENTS) {
+  if ((over && self->n_over_limit >= GPUSHARE_SERVER_MAX_OBSERVERS) || i == MAX_CLIENTS) {
     gchar *text = g_strdup_printf ("%u consumers are connected already "
         "(max-clients %u)", self->n_clients,
         MIN (self->config.max_clients, MAX_CLIENTS));

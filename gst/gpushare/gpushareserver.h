@@ -28,6 +28,21 @@
 
 G_BEGIN_DECLS
 
+/* Bounds on what consumers can make a producer keep (docs/security.md,
+ * "Bounds"; test_docs checks the table against these):
+ * observers at once, beside the consumers */
+#define GPUSHARE_SERVER_MAX_OBSERVERS 4
+/* a process whose consumers left slots quarantined this many times within
+ * GPUSHARE_SERVER_QUARANTINE_WINDOW_S is refused for the rest of that
+ * window: each time costs a new ring, and the old ring's memory lives on
+ * in that process's mappings (a consumer that said GOODBYE HELD again and
+ * again pinned 79 MiB at VGA in 8 s) */
+#define GPUSHARE_SERVER_QUARANTINE_BURST 4
+#define GPUSHARE_SERVER_QUARANTINE_WINDOW_S 10
+/* legacy IPC rings of earlier epochs kept for consumers' processes that
+ * may still have them open; past this, no new legacy ring is made */
+#define GPUSHARE_SERVER_MAX_RETIRED_LEGACY 4
+
 typedef struct _GpuShareServer GpuShareServer;
 
 /* why a consumer went; the values of GstGpuShareClientRemoveReason */

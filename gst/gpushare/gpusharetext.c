@@ -5,7 +5,6 @@
 
 /* nesting of lists in lists, and of structures in strings, at most: peer
  * text is at most a few KiB, this bounds the recursion */
-#define MAX_DEPTH 8
 
 static gboolean check_text (const gchar * s, gsize len, guint depth);
 
@@ -35,7 +34,7 @@ closer (gchar open)
 static const gchar *
 group_end (const gchar * s, const gchar * end)
 {
-  gchar stack[MAX_DEPTH];
+  gchar stack[GPUSHARE_TEXT_MAX_DEPTH];
   guint depth = 0;
 
   for (; s < end; s++) {
@@ -44,7 +43,7 @@ group_end (const gchar * s, const gchar * end)
       if (!s)
         return NULL;
     } else if (*s == '{' || *s == '<' || *s == '[') {
-      if (depth == MAX_DEPTH)
+      if (depth == GPUSHARE_TEXT_MAX_DEPTH)
         return NULL;
       stack[depth++] = closer (*s);
     } else if (*s == '}' || *s == '>' || *s == ']') {
@@ -194,7 +193,7 @@ check_text (const gchar * s, gsize len, guint depth)
 {
   const gchar *end = s + len, *p, *e;
 
-  if (depth > MAX_DEPTH)
+  if (depth > GPUSHARE_TEXT_MAX_DEPTH)
     return FALSE;
   for (p = s; p < end; p++) {
     if (*p == '"') {

@@ -18,6 +18,9 @@
 
 G_BEGIN_DECLS
 
+/* lists and structures nested in a peer's text, at most */
+#define GPUSHARE_TEXT_MAX_DEPTH 8
+
 /* TRUE when text can go to GStreamer's parser without taking its leaking
  * path: every list, array and range closes, each of their elements parses
  * alone, those of a list or an array are of one type, and a range is of 2

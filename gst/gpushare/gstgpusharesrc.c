@@ -63,7 +63,6 @@ GST_DEBUG_CATEGORY_STATIC (gst_gpu_share_src_debug);
 #define DEFAULT_MAX_IN_PLACE 0  /* half the producer's ring */
 #define DEFAULT_IO_MODE GST_GPU_SHARE_IO_AUTO
 /* the producer's events held back until the first buffer, at most */
-#define MAX_EARLY_EVENTS 64
 
 /* the client's settings are the element's enums */
 G_STATIC_ASSERT ((gint) GPUSHARE_PRODUCER_LOST_RECONNECT ==
@@ -546,10 +545,10 @@ push_producer_event (GstGpuShareSrc * self, const GpuShareEvent * e)
   }
   g_atomic_int_inc (&self->events_received);
   /* before the first buffer the segment is not out yet: a tag or sticky
-   * event would come before it.  At most MAX_EARLY_EVENTS wait: past that
+   * event would come before it.  At most GST_GPU_SHARE_SRC_MAX_EARLY_EVENTS wait: past that
    * the oldest goes, counted (docs/security.md, promise 5) */
   if (!self->first_pushed) {
-    if (g_queue_get_length (&self->early_events) >= MAX_EARLY_EVENTS) {
+    if (g_queue_get_length (&self->early_events) >= GST_GPU_SHARE_SRC_MAX_EARLY_EVENTS) {
       gst_event_unref (g_queue_pop_head (&self->early_events));
       g_atomic_int_add (&self->events_received, -1);
       g_atomic_int_inc (&self->events_dropped);

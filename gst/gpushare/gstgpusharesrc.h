@@ -7,6 +7,10 @@
 
 G_BEGIN_DECLS
 
+/* the producer's events held back until the first segment is out, at
+ * most; the oldest go first (docs/security.md, "Bounds") */
+#define GST_GPU_SHARE_SRC_MAX_EARLY_EVENTS 64
+
 #define GST_TYPE_GPU_SHARE_SRC (gst_gpu_share_src_get_type ())
 G_DECLARE_FINAL_TYPE (GstGpuShareSrc, gst_gpu_share_src, GST, GPU_SHARE_SRC,
     GstPushSrc);

@@ -149,6 +149,57 @@ GST_START_TEST (test_send_error_without_reader_fails_at_once)
 
 GST_END_TEST;
 
+/* A peer that never reads: what waits for it is bounded.  The socket
+ * takes what its buffers hold, then at most GPUSHARE_CONN_MAX_QUEUED bytes
+ * wait in the connection; the message past that fails it as OVERFLOW (the
+ * producer drops such a consumer as `slow`, a consumer loses such a
+ * producer), and nothing more is queued. */
+GST_START_TEST (test_send_queue_bounded)
+{
+  GMainContext *context = g_main_context_new ();
+  GpuShareEvent *ev = g_new0 (GpuShareEvent, 1);
+  Seen seen = { g_array_new (FALSE, FALSE, sizeof (guint32)), };
+  GpuShareConn *conn;
+  gsize sent = 0, per_msg = GPUSHARE_HEADER_SIZE + 8 + 8000, wired;
+  socklen_t len = sizeof (gint);
+  gint sv[2], sndbuf = 0, rcvbuf = 0;
+  guint n;
+
+  fail_unless (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+  fail_unless (fcntl (sv[0], F_SETFL, O_NONBLOCK) == 0);
+  fail_unless (getsockopt (sv[0], SOL_SOCKET, SO_SNDBUF, &sndbuf, &len) == 0);
+  fail_unless (getsockopt (sv[1], SOL_SOCKET, SO_RCVBUF, &rcvbuf, &len) == 0);
+  conn = gpushare_conn_new (sv[0], context, on_message, on_closed, &seen);
+  gpushare_conn_start (conn);
+  ev->kind = GPUSHARE_EVENT_CUSTOM;
+  ev->text_len = 7999;
+  memset (ev->text, 'x', ev->text_len);
+  for (n = 0; n < 100000 && gpushare_conn_send_event (conn, ev); n++) {
+    sent += per_msg;
+    g_main_context_iteration (context, FALSE);
+  }
+  fail_unless (gpushare_conn_is_closed (conn), "a peer that never reads "
+      "was sent %" G_GSIZE_FORMAT " bytes", sent);
+  iterate_until_closed (context, &seen);
+  fail_unless_equals_int (seen.closed_code, GPUSHARE_CONN_ERROR_OVERFLOW);
+  /* the socket's buffers and the bound, give or take a message: the
+   * connection did queue up to its bound, and no further */
+  wired = (gsize) sndbuf + (gsize) rcvbuf;
+  fail_unless (sent >= GPUSHARE_CONN_MAX_QUEUED - per_msg, "failed after "
+      "%" G_GSIZE_FORMAT " bytes", sent);
+  fail_unless (sent <= GPUSHARE_CONN_MAX_QUEUED + wired + per_msg,
+      "%" G_GSIZE_FORMAT " bytes taken for a peer that never reads", sent);
+  fail_if (gpushare_conn_send_event (conn, ev));
+
+  gpushare_conn_unref (conn);
+  close (sv[1]);
+  g_array_unref (seen.types);
+  g_free (ev);
+  g_main_context_unref (context);
+}
+
+GST_END_TEST;
+
 /* ---- one sender per message type ---- */
 
 typedef struct
@@ -623,6 +674,7 @@ gpushare_conn_suite (void)
   suite_add_tcase (s, tc);
   tcase_add_test (tc, test_goodbye_before_hangup_wins_over_send_error);
   tcase_add_test (tc, test_send_error_without_reader_fails_at_once);
+  tcase_add_test (tc, test_send_queue_bounded);
   tcase_add_test (tc, test_send_each_type);
   tcase_add_test (tc, test_send_slots_fds);
   tcase_add_test (tc, test_send_after_close);

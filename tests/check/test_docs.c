@@ -11,8 +11,14 @@
 #include <gst/check/gstcheck.h>
 #include <string.h>
 
+#include "gpushareclient.h"
 #include "gpushareconn.h"
+#include "gpushareframemeta.h"
 #include "gpushareproto.h"
+#include "gpushareretain.h"
+#include "gpushareserver.h"
+#include "gpusharetext.h"
+#include "gstgpusharesrc.h"
 
 static gchar *
 read_doc (const gchar * name)
@@ -156,6 +162,109 @@ GST_START_TEST (test_design_limits)
       (1024 * 1024));
   fail_unless (strstr (doc, want) != NULL, "docs/design.md lacks '%s'", want);
   g_free (want);
+  g_free (doc);
+}
+
+GST_END_TEST;
+
+/* the bound an element property sets: "ELEMENT::PROPERTY", its default,
+ * or for max-clients its largest value */
+static guint64
+property_bound (const gchar * where)
+{
+  gchar **parts = g_strsplit (where, "::", 2);
+  GstElement *e = gst_element_factory_make (parts[0], NULL);
+  GParamSpec *pspec;
+  guint64 value;
+
+  fail_unless (e != NULL, "no element %s", parts[0]);
+  pspec = g_object_class_find_property (G_OBJECT_GET_CLASS (e), parts[1]);
+  fail_unless (pspec != NULL && G_IS_PARAM_SPEC_UINT (pspec), "%s", where);
+  value = g_str_equal (parts[1], "max-clients") ?
+      G_PARAM_SPEC_UINT (pspec)->maximum :
+      G_PARAM_SPEC_UINT (pspec)->default_value;
+  gst_object_unref (e);
+  g_strfreev (parts);
+  return value;
+}
+
+/* security.md's "Bounds": every row names a bound the code has, with its
+ * value, and a test; every bound of the code is a row */
+GST_START_TEST (test_security_bounds)
+{
+  static const struct
+  {
+    const gchar *name;
+    guint64 value;
+  } bounds[] = {
+    {"GPUSHARE_MAX_PAYLOAD", GPUSHARE_MAX_PAYLOAD},
+    {"GPUSHARE_CONN_MAX_HELD_FDS", GPUSHARE_CONN_MAX_HELD_FDS},
+    {"GPUSHARE_CONN_MAX_QUEUED", GPUSHARE_CONN_MAX_QUEUED},
+    {"GPUSHARE_SERVER_MAX_OBSERVERS", GPUSHARE_SERVER_MAX_OBSERVERS},
+    {"GPUSHARE_SERVER_QUARANTINE_BURST", GPUSHARE_SERVER_QUARANTINE_BURST},
+    {"GPUSHARE_SERVER_MAX_RETIRED_LEGACY",
+        GPUSHARE_SERVER_MAX_RETIRED_LEGACY},
+    {"GPUSHARE_MAX_SLOTS", GPUSHARE_MAX_SLOTS},
+    {"GPUSHARE_RETAIN_MAX_IDS", GPUSHARE_RETAIN_MAX_IDS},
+    {"GPUSHARE_CLIENT_MAX_QUEUED_EVENTS", GPUSHARE_CLIENT_MAX_QUEUED_EVENTS},
+    {"GST_GPU_SHARE_SRC_MAX_EARLY_EVENTS",
+        GST_GPU_SHARE_SRC_MAX_EARLY_EVENTS},
+    {"GPUSHARE_META_MAX_CUSTOM_REGISTRATIONS",
+        GPUSHARE_META_MAX_CUSTOM_REGISTRATIONS},
+    {"GPUSHARE_TEXT_MAX_DEPTH", GPUSHARE_TEXT_MAX_DEPTH},
+    {"gpusharesink::max-pending", 0},
+    {"gpusharesink::max-clients", 0},
+  };
+  gboolean seen[G_N_ELEMENTS (bounds)] = { FALSE, };
+  gchar *doc = read_doc ("docs/security.md");
+  const gchar *p = strstr (doc, "\n## Bounds\n");
+  gchar **lines;
+  guint i, j, rows = 0;
+
+  fail_unless (p != NULL, "docs/security.md has no Bounds section");
+  lines = g_strsplit (p, "\n", -1);
+  for (i = 0; lines[i] && !g_str_has_prefix (lines[i], "## Sanitizers");
+      i++) {
+    gchar **cells;
+    const gchar *at;
+    gchar *where;
+    guint64 documented, want = 0;
+    gboolean known = FALSE;
+
+    if (!g_str_has_prefix (lines[i], "| ") || strstr (lines[i], "| At most"))
+      continue;
+    cells = g_strsplit (lines[i], "|", -1);
+    fail_unless (g_strv_length (cells) == 6, "a row of 4 cells: %s",
+        lines[i]);
+    /* the first number of "At most" */
+    for (at = cells[2]; *at && !g_ascii_isdigit (*at); at++);
+    fail_unless (*at, "no bound in: %s", lines[i]);
+    documented = g_ascii_strtoull (at, NULL, 10);
+    at = strchr (cells[3], '`');
+    fail_unless (at != NULL, "no constant in: %s", lines[i]);
+    where = g_strndup (at + 1, strcspn (at + 1, "`"));
+    for (j = 0; j < G_N_ELEMENTS (bounds); j++) {
+      if (!g_str_equal (where, bounds[j].name))
+        continue;
+      known = seen[j] = TRUE;
+      want = strstr (where, "::") ? property_bound (where) : bounds[j].value;
+    }
+    fail_unless (known, "docs/security.md names %s, which test_docs does "
+        "not know", where);
+    fail_unless (documented == want, "docs/security.md gives %s as %"
+        G_GUINT64_FORMAT ", the code %" G_GUINT64_FORMAT, where, documented,
+        want);
+    fail_unless (strstr (cells[4], "`test_") != NULL, "no test for %s",
+        where);
+    g_free (where);
+    g_strfreev (cells);
+    rows++;
+  }
+  for (j = 0; j < G_N_ELEMENTS (bounds); j++)
+    fail_unless (seen[j], "docs/security.md's Bounds lacks %s",
+        bounds[j].name);
+  fail_unless (rows >= G_N_ELEMENTS (bounds));
+  g_strfreev (lines);
   g_free (doc);
 }
 
@@ -478,6 +587,7 @@ docs_suite (void)
   tcase_add_test (tc, test_protocol_version);
   tcase_add_test (tc, test_protocol_caps);
   tcase_add_test (tc, test_design_limits);
+  tcase_add_test (tc, test_security_bounds);
   tcase_add_test (tc, test_readme_properties);
   tcase_add_test (tc, test_readme_debug_categories);
   tcase_add_test (tc, test_docs_name_their_tests);

@@ -795,6 +795,41 @@ GST_START_TEST (test_hostile_meta_names)
 
 GST_END_TEST;
 
+/* Custom metas a producer makes a consumer register live as long as the
+ * process: at most GPUSHARE_META_MAX_CUSTOM_REGISTRATIONS names are
+ * registered, the entries of any more are dropped and counted (a test of
+ * its own, forked: registrations are the process's) */
+GST_START_TEST (test_custom_meta_registrations_bounded)
+{
+  GpuShareMeta *m = g_new0 (GpuShareMeta, 1);
+  GByteArray *body = g_byte_array_new ();
+  guint i, added = 0, dropped = 0, n = GPUSHARE_META_MAX_CUSTOM_REGISTRATIONS
+      + 8;
+
+  for (i = 0; i < n; i++) {
+    GstBuffer *buf = gst_buffer_new ();
+    gchar *name = g_strdup_printf ("gpushare-bound-%u", i);
+    guint d = 0;
+
+    memset (m, 0, sizeof (*m));
+    put_entry_str (body, name);
+    put_entry_str (body, "s, track=(int)3");
+    add_entry (m, GPUSHARE_META_CUSTOM, body);
+    fail_unless (gpushare_frame_meta_check (m, NULL));
+    added += gpushare_frame_meta_apply (m, buf, &d);
+    dropped += d;
+    gst_buffer_unref (buf);
+    g_free (name);
+  }
+  /* the fixture registered none of its own in this process */
+  fail_unless_equals_int (added, GPUSHARE_META_MAX_CUSTOM_REGISTRATIONS);
+  fail_unless_equals_int (dropped, n - added);
+  g_byte_array_unref (body);
+  g_free (m);
+}
+
+GST_END_TEST;
+
 /* A producer that names its custom meta after one of GStreamer's, which
  * GStreamer registers only when first used, must not take that name for
  * the whole consumer process: before, the ROI meta's names made the next
@@ -2025,6 +2060,7 @@ gpushare_stream_suite (void)
   tcase_add_test (tc_frame, test_share_shrinks);
   tcase_add_test (tc_frame, test_metas_travel);
   tcase_add_test (tc_frame, test_hostile_meta_names);
+  tcase_add_test (tc_frame, test_custom_meta_registrations_bounded);
   tcase_add_test (tc_frame, test_meta_names_of_gstreamer);
   tcase_add_test (tc_frame, test_events_travel);
   tcase_add_test (tc_frame, test_stream_start_travels);
