@@ -16,9 +16,21 @@
 # memory grew by at most 8 MiB and its open descriptors varied by at most
 # 8 (the restarted consumer's connection comes and goes).
 #
-#   soak.sh GPUSHARE_TEST_PEER
+#   soak.sh GPUSHARE_TEST_PEER [--gpu]
+#
+# --gpu: the frames in GPU memory (uploaded before the sink), consumers
+# that take CUDA memory over the cuda transport and download it to check
+# it, and the producer's GPU memory sampled too (nvidia-smi): after the
+# first 20 s it may grow by 64 MiB at most (tests/gpu/gpu-soak.sh).
 set -euo pipefail
 peer=$1
+gpu=${2:-}
+producer_gpu=()
+consumer_gpu=()
+if [ "$gpu" = --gpu ]; then
+  producer_gpu=(--gpu-input)
+  consumer_gpu=(--gpu-output --transport cuda)
+fi
 seconds=${SOAK_SECONDS:-180}
 frames=$(( seconds * 30 + 300 ))
 dir=$(mktemp -d)
@@ -31,18 +43,20 @@ sock=$dir/soak.sock
 
 # a frame every 33 ms, for longer than the soak
 "$peer" producer --socket "$sock" --frames "$frames" --width 320 \
-  --height 240 --live --pause-ms 33 --policy leaky > "$dir/producer.txt" 2>&1 &
+  --height 240 --live --pause-ms 33 --policy leaky "${producer_gpu[@]}" \
+  > "$dir/producer.txt" 2>&1 &
 producer=$!
-for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.05; done
-[ -S "$sock" ] || { echo "no producer socket"; exit 1; }
+# (30 s: a GPU producer starts CUDA first)
+for _ in $(seq 600); do [ -S "$sock" ] && break; sleep 0.05; done
+[ -S "$sock" ] || { cat "$dir/producer.txt"; echo "no producer socket"; exit 1; }
 
 # run in the background: the process itself is the job, so that $! is
 # the consumer a kill reaches
 consumer () { # NAME [options]
   local name=$1
   shift
-  exec "$peer" consumer --socket "$sock" --timeout 10000 "$@" \
-    >> "$dir/$name.txt" 2>&1
+  exec "$peer" consumer --socket "$sock" --timeout 10000 \
+    "${consumer_gpu[@]}" "$@" >> "$dir/$name.txt" 2>&1
 }
 consumer fast & fast=$!
 consumer slow --hold-ms 50 & slow=$!
@@ -50,12 +64,21 @@ consumer reconnect --producer-lost reconnect & reconnect=$!
 
 rss () { awk '/^VmRSS/ {print $2}' "/proc/$producer/status"; }
 fds () { ls "/proc/$producer/fd" | wc -l; }
+# the producer's GPU memory in MiB (0 without --gpu)
+gpu_mib () {
+  if [ "$gpu" = --gpu ]; then
+    nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits |
+      awk -F', *' -v pid="$producer" '$1 == pid { m += $2 } END { print m + 0 }'
+  else
+    echo 0
+  fi
+}
 
 start=$(date +%s)
 restarted=
 samples=()
 next_sample=$start
-rss0= fds_min= fds_max= rss_max=0
+rss0= fds_min= fds_max= rss_max=0 gpu0= gpu_max=0
 while [ $(( $(date +%s) - start )) -lt "$seconds" ]; do
   # the restarted consumer: killed and started again every 2 s
   if [ -n "$restarted" ]; then
@@ -65,11 +88,13 @@ while [ $(( $(date +%s) - start )) -lt "$seconds" ]; do
   consumer restarted & restarted=$!
   now=$(date +%s)
   if [ "$now" -ge "$next_sample" ]; then
-    r=$(rss) f=$(fds)
-    samples+=("$((now - start))s rss=${r}kB fds=$f")
+    r=$(rss) f=$(fds) g=$(gpu_mib)
+    samples+=("$((now - start))s rss=${r}kB fds=$f gpu=${g}MiB")
     if [ $((now - start)) -ge 20 ]; then
       [ -n "$rss0" ] || rss0=$r
+      [ -n "$gpu0" ] || gpu0=$g
       [ "$r" -gt "$rss_max" ] && rss_max=$r
+      [ "$g" -gt "$gpu_max" ] && gpu_max=$g
       [ -z "$fds_min" ] || [ "$f" -lt "$fds_min" ] && fds_min=$f
       [ -z "$fds_max" ] || [ "$f" -gt "$fds_max" ] && fds_max=$f
     fi
@@ -107,6 +132,12 @@ if [ -n "$rss0" ]; then
     { echo "FAIL the producer's memory grew by $(( rss_max - rss0 )) kB"; fail=1; }
   [ $(( fds_max - fds_min )) -le 8 ] ||
     { echo "FAIL the producer's descriptors varied from $fds_min to $fds_max"; fail=1; }
+  if [ "$gpu" = --gpu ]; then
+    echo "producer after 20 s: GPU memory from ${gpu0} MiB to at most ${gpu_max} MiB"
+    [ "$gpu0" -gt 0 ] || { echo "FAIL no GPU memory seen for the producer"; fail=1; }
+    [ $(( gpu_max - gpu0 )) -le 64 ] ||
+      { echo "FAIL the producer's GPU memory grew by $(( gpu_max - gpu0 )) MiB"; fail=1; }
+  fi
 fi
 [ $fail -eq 0 ] && echo "soak: ${seconds} s, no frame differs, memory and descriptors bounded"
 exit $fail
