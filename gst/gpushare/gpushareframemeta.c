@@ -566,6 +566,17 @@ custom_info (const gchar * name)
   return gst_meta_register_custom (name, no_tags, NULL, NULL, NULL);
 }
 
+/* what gst_buffer_add_video_afd_meta () takes without a CRITICAL: a
+ * field of 0 or 1, a known specification, a 4-bit value that no
+ * specification reserves (1, 5 to 7, 12), and not 0 under DVB/ETSI */
+static gboolean
+afd_ok (guint32 field, guint32 spec, guint32 afd)
+{
+  return field <= 1 && spec <= GST_VIDEO_AFD_SPEC_SMPTE_ST2016_1
+      && afd <= 0xf && afd != 1 && (afd < 5 || afd > 7) && afd != 12
+      && (spec != GST_VIDEO_AFD_SPEC_DVB_ETSI || afd != 0);
+}
+
 static gboolean
 add_meta (GstBuffer * buf, guint kind, Body * b)
 {
@@ -609,9 +620,9 @@ add_meta (GstBuffer * buf, guint kind, Body * b)
           && gst_buffer_add_video_caption_meta (buf, b->u[0], b->bytes,
           b->n_bytes) != NULL;
     case GPUSHARE_META_AFD:
-      return b->u[0] <= 1 && b->u[1] <= GST_VIDEO_AFD_SPEC_SMPTE_ST2016_1
-          && b->u[2] <= 0xf && gst_buffer_add_video_afd_meta (buf, b->u[0],
-          b->u[1], b->u[2]) != NULL;
+      return afd_ok (b->u[0], b->u[1], b->u[2])
+          && gst_buffer_add_video_afd_meta (buf, b->u[0], b->u[1],
+          b->u[2]) != NULL;
     case GPUSHARE_META_BAR:
       return b->u[0] <= 1 && b->u[1] <= 1
           && gst_buffer_add_video_bar_meta (buf, b->u[0], b->u[1], b->u[2],

@@ -17,6 +17,7 @@
 #endif
 
 #include <gst/check/gstcheck.h>
+#include <gst/video/video.h>
 
 #include <fcntl.h>
 #include <string.h>
@@ -305,8 +306,9 @@ make_event (GpuShareMsg * msg, guint32 kind, const gchar * text)
 /* Values a producer sends that GStreamer's own functions refuse with a
  * CRITICAL (an abort under G_DEBUG=fatal-criticals, a failure here): a
  * tags EVENT whose text is not a tag list, a stream-start of group 0 (no
- * event may carry it), a reference timestamp of GST_CLOCK_TIME_NONE.  The
- * consumer drops each, counted, and streams on. */
+ * event may carry it), a reference timestamp of GST_CLOCK_TIME_NONE, AFD
+ * values GStreamer reserves.  The consumer drops each, counted, and
+ * streams on. */
 GST_START_TEST (test_producer_values_unchecked)
 {
   GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
@@ -342,12 +344,33 @@ GST_START_TEST (test_producer_values_unchecked)
   make_frame (msg, 1, 0, 1, 1);
   fail_unless (raw_send_msg (&raw, msg, NULL, 0));
   raw_expect (&raw, GPUSHARE_MSG_RELEASE, msg, NULL, NULL);
+  /* AFD values GStreamer reserves (found by fuzz_src): 0 of DVB/ETSI, and
+   * 1, 5, 6, 7 and 12 of every specification */
+  memset (msg, 0, sizeof (*msg));
+  msg->type = GPUSHARE_MSG_META;
+  msg->u.meta.sequence = 2;
+  for (guint k = 0; k < 6; k++) {
+    static const guint32 afd[][2] = { {GST_VIDEO_AFD_SPEC_DVB_ETSI, 0},
+    {GST_VIDEO_AFD_SPEC_ATSC_A53, 1}, {GST_VIDEO_AFD_SPEC_ATSC_A53, 5},
+    {GST_VIDEO_AFD_SPEC_DVB_ETSI, 6}, {GST_VIDEO_AFD_SPEC_ATSC_A53, 7},
+    {GST_VIDEO_AFD_SPEC_SMPTE_ST2016_1, 12},
+    };
+    guint32 v[3] = { 0, GUINT32_TO_LE (afd[k][0]), GUINT32_TO_LE (afd[k][1]) };
+
+    e = msg->u.meta.data + msg->u.meta.data_len;
+    e[0] = GPUSHARE_META_AFD;
+    e[4] = sizeof (v);
+    memcpy (e + GPUSHARE_META_ENTRY_HEADER, v, sizeof (v));
+    msg->u.meta.data_len += GPUSHARE_META_ENTRY_HEADER + sizeof (v);
+    msg->u.meta.n_entries++;
+  }
+  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
   /* and it goes on */
   make_frame (msg, 1, 1, 1, 2);
   fail_unless (raw_send_msg (&raw, msg, NULL, 0));
   raw_expect (&raw, GPUSHARE_MSG_RELEASE, msg, NULL, NULL);
   fail_unless_equals_uint64 (stat_u64 (child (pipeline, "src"),
-          "metas-dropped"), 1);
+          "metas-dropped"), 7);
   fail_unless_equals_uint64 (stat_u64 (child (pipeline, "src"),
           "events-dropped"), 1);
   assert_no_error (pipeline);

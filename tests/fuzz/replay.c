@@ -1,18 +1,23 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Runs the codec fuzz target over a committed corpus, without a fuzzing
- * engine: built by the ordinary compiler wherever tests are, and run by
- * meson test in the cpu/unit suite, so that every input the fuzzer ever
- * kept (and every crash it ever found) is checked again on every build.
+ * Runs a fuzz target (the codec's, fuzz_proto.c, or an element's,
+ * fuzz_src.c and fuzz_sink.c) over a committed corpus, without a fuzzing
+ * engine: built by the ordinary compiler wherever tests are, once per
+ * target (replay_proto, replay_src, replay_sink), and run by meson test in
+ * the cpu suite, so that every input the fuzzer ever kept (and every crash
+ * it ever found) is checked again on every build.
  *
- *   replay_proto DIR|FILE...
+ *   replay_TARGET DIR|FILE...
  *
  * Every regular file of each DIR (names starting with '.' skipped) and
  * every FILE is one input.  Fails if an input crashes the target or if
  * there was no input at all, so that a moved corpus cannot pass unseen.
  */
 
-#include "fuzz_proto.h"
+#include <stdint.h>
+#include <glib.h>
+
+int LLVMFuzzerTestOneInput (const uint8_t * data, size_t size);
 
 #include <signal.h>
 #include <string.h>
@@ -41,7 +46,8 @@ write_str (const gchar * s)
 static void
 on_crash (int sig)
 {
-  write_str ("replay_proto: crashed on ");
+  write_str (g_get_prgname ());
+  write_str (": crashed on ");
   write_str (current);
   write_str ("\n");
   signal (sig, SIG_DFL);
@@ -56,7 +62,7 @@ replay_file (const gchar * path)
   gsize len;
 
   if (!g_file_get_contents (path, &data, &len, &error)) {
-    g_printerr ("replay_proto: %s\n", error->message);
+    g_printerr ("%s: %s\n", g_get_prgname (), error->message);
     return FALSE;
   }
   current = path;
@@ -83,7 +89,7 @@ replay_dir (const gchar * dir, guint * n_inputs)
 
   d = g_dir_open (dir, 0, &error);
   if (!d) {
-    g_printerr ("replay_proto: %s\n", error->message);
+    g_printerr ("%s: %s\n", g_get_prgname (), error->message);
     return FALSE;
   }
   while ((name = g_dir_read_name (d)) != NULL) {
@@ -111,6 +117,11 @@ main (int argc, char **argv)
   guint n_inputs = 0;
   gint i;
 
+  {
+    g_autofree gchar *name = g_path_get_basename (argv[0]);
+
+    g_set_prgname (name);
+  }
   if (argc < 2) {
     g_printerr ("usage: %s DIR|FILE...\n", argv[0]);
     return 2;
@@ -119,6 +130,7 @@ main (int argc, char **argv)
   signal (SIGSEGV, on_crash);
   signal (SIGBUS, on_crash);
   signal (SIGFPE, on_crash);
+  signal (SIGTRAP, on_crash);
 
   for (i = 1; i < argc; i++) {
     if (g_file_test (argv[i], G_FILE_TEST_IS_DIR)) {
@@ -131,9 +143,9 @@ main (int argc, char **argv)
     }
   }
   if (n_inputs == 0) {
-    g_printerr ("replay_proto: no input found\n");
+    g_printerr ("%s: no input found\n", g_get_prgname ());
     return 1;
   }
-  g_print ("replay_proto: %u inputs, no crash\n", n_inputs);
+  g_print ("%s: %u inputs, no crash\n", g_get_prgname (), n_inputs);
   return 0;
 }
