@@ -149,6 +149,39 @@ check_group (const gchar * s, const gchar * e, guint depth)
   return types_ok;
 }
 
+/* The name of each structure of s (one, or those of caps, split at
+ * ';'): the parser reads a name of letters, digits and "/-_.:+", or a
+ * quoted one, and GStreamer then refuses with a CRITICAL a name that does
+ * not start with a letter.  So a name must start with one, and quoted
+ * names are refused; a segment without a name fails in the parser alone */
+static gboolean
+names_ok (const gchar * s, const gchar * end)
+{
+  gboolean at_name = TRUE;
+
+  for (; s < end; s++) {
+    if (at_name) {
+      if (g_ascii_isspace (*s))
+        continue;
+      at_name = FALSE;
+      if (*s == '"' || (*s != ';' && *s != ',' && !g_ascii_isalpha (*s)))
+        return FALSE;
+    }
+    if (*s == '"') {
+      s = quote_end (s, end);
+      if (!s)
+        return TRUE;            /* the parser fails alone */
+    } else if (*s == '{' || *s == '<' || *s == '[') {
+      s = group_end (s, end);
+      if (!s)
+        return TRUE;
+    } else if (*s == ';') {
+      at_name = TRUE;
+    }
+  }
+  return TRUE;
+}
+
 /* the quoted string at s[0] is read again by the parser when a type that
  * is not a string's stands before it, "(structure)", "(GstCaps)": its
  * text, unescaped, is checked as this text is */
@@ -158,7 +191,7 @@ check_typed_string (const gchar * start, const gchar * s, const gchar * e,
 {
   const gchar *t = s;
   gchar *inner, *quoted, *type;
-  gboolean ok;
+  gboolean ok, names;
 
   while (t > start && g_ascii_isspace (t[-1]))
     t--;
@@ -177,12 +210,17 @@ check_typed_string (const gchar * start, const gchar * s, const gchar * e,
   g_strstrip (type);
   ok = g_ascii_strcasecmp (type, "string") == 0
       || g_ascii_strcasecmp (type, "gchararray") == 0;
+  names = g_ascii_strcasecmp (type, "structure") == 0
+      || g_ascii_strcasecmp (type, "GstStructure") == 0
+      || g_ascii_strcasecmp (type, "caps") == 0
+      || g_ascii_strcasecmp (type, "GstCaps") == 0;
   g_free (type);
   if (ok)
     return TRUE;
   quoted = g_strndup (s + 1, e - s - 1);
   inner = g_strcompress (quoted);
-  ok = check_text (inner, strlen (inner), depth + 1);
+  ok = check_text (inner, strlen (inner), depth + 1)
+      && (!names || names_ok (inner, inner + strlen (inner)));
   g_free (inner);
   g_free (quoted);
   return ok;
@@ -218,7 +256,8 @@ gpushare_text_parses_safely (const gchar * text)
 {
   g_return_val_if_fail (text != NULL, FALSE);
 
-  return check_text (text, strlen (text), 0);
+  return names_ok (text, text + strlen (text))
+      && check_text (text, strlen (text), 0);
 }
 
 GstStructure *

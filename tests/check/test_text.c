@@ -36,6 +36,14 @@ static const gchar *const refused[] = {
   "s, a=< 1, \"x\" >",
   /* nesting past the bound */
   "s, a={{{{{{{{{{1}}}}}}}}}}",
+  /* names the parser reads and GStreamer then refuses with a CRITICAL
+   * (found by fuzz_src): not starting with a letter, quoted, in a
+   * structure read again, in a caps' second structure */
+  "/c123",
+  "9lives, a=(int)1",
+  "\"x y\", a=(int)1",
+  "s, a=(structure)\"/x, b=(int)1;\"",
+  "video/x-raw; 2nd/x, a=(int)1",
 };
 
 static const gchar *const passed[] = {
@@ -49,6 +57,8 @@ static const gchar *const passed[] = {
   "s, a={ }",
   "s, a=(int)x",                /* fails, but no list: leaks nothing */
   "video/x-raw, format=(string)NV12, width=(int)64",
+  "video/x-raw(memory:CUDAMemory), format=(string)NV12; video/x-raw",
+  "s, a=(GstBuffer)00ff",
 };
 
 static gsize
