@@ -127,7 +127,8 @@ fuzz_send (FuzzPeer * p, const guint8 * data, gsize len, const gint * fds,
   {
     struct cmsghdr align;
     gchar buf[CMSG_SPACE (sizeof (gint) * GPUSHARE_MAX_FDS)];
-  } control;
+  }
+  control;
   gsize sent = 0;
 
   if (p->broken)
@@ -194,7 +195,8 @@ fuzz_recv (FuzzPeer * p, GpuShareMsg * msg, gint timeout_ms)
     {
       struct cmsghdr align;
       gchar buf[CMSG_SPACE (sizeof (gint) * GPUSHARE_MAX_FDS)];
-    } control;
+    }
+    control;
     struct iovec iov;
     struct msghdr mh = { 0, };
     struct cmsghdr *cm;
@@ -285,16 +287,22 @@ fuzz_count_fds (void)
 }
 
 void
-fuzz_check_fds (const gchar * who, guint before)
+fuzz_run_checking_fds (const gchar * who,
+    void (*func) (const uint8_t * data, size_t size), const uint8_t * data,
+    size_t size)
 {
-  guint n = fuzz_count_fds ();
+  guint before = fuzz_count_fds (), after;
 
-  if (n > before) {
+  func (data, size);
+  after = fuzz_count_fds ();
+  if (after <= before)
+    return;
+  func (data, size);
+  if (fuzz_count_fds () > after) {
     DIR *d = opendir ("/proc/self/fd");
     struct dirent *e;
 
-    g_printerr ("%s: %u descriptors more than before the input:\n", who,
-        n - before);
+    g_printerr ("%s: each run of the input leaves descriptors open:\n", who);
     while (d && (e = readdir (d))) {
       gchar *path = g_strdup_printf ("/proc/self/fd/%s", e->d_name);
       gchar *target = g_file_read_link (path, NULL);

@@ -75,10 +75,8 @@ move_accept (Consumer * c, FuzzInput * in)
   memset (m, 0, sizeof (*m));
   m->type = GPUSHARE_MSG_ACCEPT;
   a->schema_major = GPUSHARE_VERSION_MAJOR;
-  a->schema_minor = (how & 0x80) ? fuzz_byte (in) % 8 :
-      GPUSHARE_VERSION_MINOR;
-  a->mem_type = (how & 0x40) ? 1u << (fuzz_byte (in) % 6) :
-      GPUSHARE_MEM_SYSTEM;
+  a->schema_minor = (how & 0x80) ? fuzz_byte (in) % 8 : GPUSHARE_VERSION_MINOR;
+  a->mem_type = (how & 0x40) ? 1u << (fuzz_byte (in) % 6) : GPUSHARE_MEM_SYSTEM;
   a->pid = (how & 0x20) ? fuzz_u32 (in) : (guint32) getpid ();
   a->instance = (how & 0x10) ? fuzz_u32 (in) : c->announce.instance;
   a->sync_mode = (how & 0x08) ? 1u << (fuzz_byte (in) % 4) : 0;
@@ -170,22 +168,20 @@ producer_takes (GstElement * appsrc)
 }
 
 static void
-run (const uint8_t * data, size_t size, gboolean check)
+run (const uint8_t * data, size_t size)
 {
   FuzzInput in = { data, size, 0 };
   Consumer c = { 0, };
   GstElement *pipeline, *sink, *appsrc;
   GError *error = NULL;
-  guint fds_before, n = 0;
+  guint n = 0;
   guint8 setup;
 
-  fds_before = fuzz_count_fds ();
   setup = fuzz_byte (&in);
   pipeline = gst_parse_launch ("appsrc name=in format=time is-live=true "
       "max-buffers=4 block=false caps=video/x-raw,format=NV12,width=64,"
       "height=48,framerate=30/1 ! gpusharesink name=sink "
-      "heartbeat-interval=0 handshake-timeout=1000 lease-timeout=500",
-      &error);
+      "heartbeat-interval=0 handshake-timeout=1000 lease-timeout=500", &error);
   if (!pipeline)
     abort ();
   sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
@@ -220,8 +216,7 @@ run (const uint8_t * data, size_t size, gboolean check)
         c.msg->type = GPUSHARE_MSG_GOODBYE;
         c.msg->u.goodbye.reason = fuzz_byte (&in) % 10;
         c.msg->u.goodbye.flags = fuzz_byte (&in) & 1;
-        c.msg->u.goodbye.last_sequence = c.last.sequence + fuzz_byte (&in) %
-            3;
+        c.msg->u.goodbye.last_sequence = c.last.sequence + fuzz_byte (&in) % 3;
         fuzz_send_msg (&c.peer, c.msg, NULL, 0);
         break;
       case 5:
@@ -265,8 +260,6 @@ run (const uint8_t * data, size_t size, gboolean check)
   gst_object_unref (pipeline);
   g_free (c.msg);
   /* the producer keeps no descriptor once it stopped */
-  if (check)
-    fuzz_check_fds ("fuzz_sink", fds_before);
 }
 
 int LLVMFuzzerTestOneInput (const uint8_t * data, size_t size);
@@ -274,16 +267,17 @@ int LLVMFuzzerTestOneInput (const uint8_t * data, size_t size);
 int
 LLVMFuzzerTestOneInput (const uint8_t * data, size_t size)
 {
-  static const guint8 warm_up[] = { 0, 0, 0, 3, 1, 0, 0, 9, 0, 2, 0, 9, 0, 5, 1, 9, 0x1f };
+  static const guint8 warm_up[] =
+      { 0, 0, 0, 3, 1, 0, 0, 9, 0, 2, 0, 9, 0, 5, 1, 9, 0x1f };
   static gboolean warm;
 
   /* once: what GStreamer and GLib open on first use, and keep (the
    * default main context, the clock's timer, ...), before any count */
   if (!warm) {
     fuzz_gst_init ();
-    run (warm_up, sizeof (warm_up), FALSE);
+    run (warm_up, sizeof (warm_up));
     warm = TRUE;
   }
-  run (data, size, TRUE);
+  fuzz_run_checking_fds ("fuzz_sink", run, data, size);
   return 0;
 }

@@ -37,8 +37,7 @@ make_layout (GpuShareLayout * l, const gchar * format, guint w, guint h)
   gchar *str;
   guint i;
 
-  gst_video_info_set_format (&vi, gst_video_format_from_string (format), w,
-      h);
+  gst_video_info_set_format (&vi, gst_video_format_from_string (format), w, h);
   GST_VIDEO_INFO_FPS_N (&vi) = 30;
   GST_VIDEO_INFO_FPS_D (&vi) = 1;
   caps = gst_video_info_to_caps (&vi);
@@ -257,16 +256,14 @@ move_raw (Producer * p, FuzzInput * in)
 }
 
 static void
-run (const uint8_t * data, size_t size, gboolean check)
+run (const uint8_t * data, size_t size)
 {
   FuzzInput in = { data, size, 0 };
   Producer p = { 0, };
   GstElement *pipeline, *src;
-  guint fds_before;
   gint listen_fd;
   GError *error = NULL;
 
-  fds_before = fuzz_count_fds ();
   listen_fd = fuzz_listen (fuzz_socket_path ());
   pipeline = gst_parse_launch ("gpusharesrc name=src connection-timeout=2000 "
       "heartbeat-interval=0 ! fakesink sync=false enable-last-sample=false",
@@ -335,8 +332,6 @@ run (const uint8_t * data, size_t size, gboolean check)
   close (listen_fd);
   g_free (p.msg);
   /* the consumer keeps no descriptor once it stopped */
-  if (check)
-    fuzz_check_fds ("fuzz_src", fds_before);
 }
 
 int LLVMFuzzerTestOneInput (const uint8_t * data, size_t size);
@@ -344,16 +339,19 @@ int LLVMFuzzerTestOneInput (const uint8_t * data, size_t size);
 int
 LLVMFuzzerTestOneInput (const uint8_t * data, size_t size)
 {
-  static const guint8 warm_up[] = { 0, 0, 0, 1, 0, 9, 5, 0, 0, 1, 1, 0, 9, 5, 4, 1, 1, 3, 0x61, 0x62, 0x63 };
+  static const guint8 warm_up[] =
+      { 0, 0, 0, 1, 0, 9, 5, 0, 0, 1, 1, 0, 9, 5, 4, 1, 1, 3, 0x61, 0x62,
+    0x63
+  };
   static gboolean warm;
 
   /* once: what GStreamer and GLib open on first use, and keep (the
    * default main context, the clock's timer, ...), before any count */
   if (!warm) {
     fuzz_gst_init ();
-    run (warm_up, sizeof (warm_up), FALSE);
+    run (warm_up, sizeof (warm_up));
     warm = TRUE;
   }
-  run (data, size, TRUE);
+  fuzz_run_checking_fds ("fuzz_src", run, data, size);
   return 0;
 }
