@@ -321,8 +321,7 @@ GST_START_TEST (test_heartbeat_pings_keep_alive)
     /* read what came (PINGs), so the socket never fills */
     while (raw_recv (&raw, msg, NULL, NULL, 0) == RAW_MSG)
       fail_if (msg->type == GPUSHARE_MSG_ERROR, "ERROR %s: %s",
-          gpushare_error_code_to_string (msg->u.error.code),
-          msg->u.error.text);
+          gpushare_error_code_to_string (msg->u.error.code), msg->u.error.text);
     make_simple (msg, GPUSHARE_MSG_PING);
     g_usleep (50 * 1000);
   }
@@ -604,8 +603,7 @@ GST_START_TEST (test_meta_by_minor)
 
   scene_start (&s, FALSE);
   pad = gst_element_get_static_pad (s.sink, "sink");
-  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, add_roi_probe, NULL,
-      NULL);
+  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, add_roi_probe, NULL, NULL);
   gst_object_unref (pad);
   scene_raw_client (&s, &raw, announce);
   make_accept (msg, announce->instance);
@@ -756,14 +754,19 @@ raw_streaming_consumer (Scene * s, RawPeer * raw)
   GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
   gint fds[GPUSHARE_MAX_FDS];
   guint n_fds = 0;
+  guint64 epoch;
 
   scene_raw_client (s, raw, announce);
   make_accept (msg, announce->instance);
   fail_unless (raw_send_msg (raw, msg, NULL, 0));
   raw_expect (raw, GPUSHARE_MSG_SLOTS, msg, fds, &n_fds);
   gpushare_close_fds (fds, n_fds);
+  /* the SLOTS' epoch: the ring may have been replaced since the ANNOUNCE
+   * (a consumer before this one left slots quarantined), and the producer
+   * waits for the MAPPED of the ring it sent */
+  epoch = msg->u.slots.epoch;
   make_simple (msg, GPUSHARE_MSG_MAPPED);
-  msg->u.mapped.epoch = announce->layout.epoch;
+  msg->u.mapped.epoch = epoch;
   fail_unless (raw_send_msg (raw, msg, NULL, 0));
   g_free (msg);
   g_free (announce);
@@ -848,8 +851,7 @@ GST_START_TEST (test_hangups_at_once)
   /* every one of them goes, as a hang-up, its slots quarantined */
   fail_unless (client_log_wait (&s.log, TRUE, G_N_ELEMENTS (raw)));
   for (i = 0; i < G_N_ELEMENTS (raw); i++)
-    fail_unless_equals_string (client_log_removed_nick (&s.log, i),
-        "hangup");
+    fail_unless_equals_string (client_log_removed_nick (&s.log, i), "hangup");
   fail_unless (consumer_wait (s.consumer, 10), "the consumer was disturbed");
   assert_no_error (s.producer);
   scene_stop (&s);
