@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # Installs what building gpushare, running it and running its tests need on
 # Debian 12 (the README's two commands).  With --dev, also what developing
-# it needs beyond that (.ci/run): clang and libFuzzer for the codec
-# fuzzer, valgrind.
+# it needs beyond that (.ci/run): clang and libFuzzer for the fuzzers,
+# valgrind, GNU indent.
 #
 #   bash .ci/install-deps.sh [--dev]
 set -euo pipefail
@@ -21,7 +21,8 @@ pkgs=(meson ninja-build gcc pkg-config
   python3-yaml)  # the container examples' check
 if [ "${1:-}" = --dev ]; then
   pkgs+=(clang libclang-rt-dev  # the codec fuzzer: libFuzzer is in libclang-rt
-    valgrind)
+    valgrind
+    indent)  # GStreamer's indent style (tests/indent.sh)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

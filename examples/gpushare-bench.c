@@ -187,7 +187,7 @@ static const BenchMode modes[] = {
       SOURCE " ! " FAKESINK " name=in", NULL, KEY_OFFSET, FALSE},
   {"gpushare-sysmem", "gpusharesink / gpusharesrc, memfd slots, lossless",
         "imagefreeze gpusharesink gpusharesrc", NULL, NULL,
-      SOURCE " ! " GPUSHARE_SINK, GPUSHARE_SRC " ! " FAKESINK, KEY_OFFSET,
+        SOURCE " ! " GPUSHARE_SINK, GPUSHARE_SRC " ! " FAKESINK, KEY_OFFSET,
       FALSE},
   {"shm", "shmsink / shmsrc, GStreamer 1.22's own",
         "imagefreeze shmsink shmsrc", NULL, NULL,
@@ -276,7 +276,7 @@ static const BenchMode modes[] = {
         "imagefreeze cudaupload cudadownload unixfdsink unixfdsrc", NULL, NULL,
         CUDA_SOURCE " ! cudadownload name=in ! unixfdsink "
         "socket-path=@SOCKET@ wait-for-connection=true sync=false",
-        "unixfdsrc socket-path=@SOCKET@ ! cudaupload ! capsfilter name=out "
+      "unixfdsrc socket-path=@SOCKET@ ! cudaupload ! capsfilter name=out "
         "caps=video/x-raw(memory:CUDAMemory) ! " FAKESINK, KEY_ORDER, TRUE},
   /* A consumer on a second GPU: reading in place over peer access, and
    * what it gets without (system memory, uploaded to its GPU) */
@@ -294,12 +294,12 @@ static const BenchMode modes[] = {
         "system memory, cudaupload to GPU 1",
         "imagefreeze cudaupload gpusharesink gpusharesrc", NULL, NULL,
         CUDA_SOURCE " ! " GPUSHARE_SINK,
-        GPUSHARE_SRC " cuda-device-id=1 ! cudaupload cuda-device-id=1 ! "
+      GPUSHARE_SRC " cuda-device-id=1 ! cudaupload cuda-device-id=1 ! "
         "video/x-raw(memory:CUDAMemory) ! " FAKESINK, KEY_OFFSET, TRUE, 2},
   {"cuda-shm", "cudadownload ! shmsink / shmsrc ! cudaupload",
         "imagefreeze cudaupload cudadownload shmsink shmsrc", NULL, NULL,
         CUDA_SOURCE " ! cudadownload name=in ! shmsink " SHM_SINK_OPTS,
-      "shmsrc " SHM_SRC_OPTS " ! cudaupload ! capsfilter name=out "
+        "shmsrc " SHM_SRC_OPTS " ! cudaupload ! capsfilter name=out "
         "caps=video/x-raw(memory:CUDAMemory) ! " FAKESINK, KEY_ORDER,
       TRUE},
 };
@@ -670,8 +670,7 @@ run_side (const gchar * role)
    * still have everything allocated (pipeline PLAYING, ring mapped), then
    * writes <hold>.go.  After the last frame, so the figures are not
    * disturbed; bounded, so a parent that never looks costs seconds only. */
-  if (rc == 0 && opt.hold && g_file_set_contents (opt.hold, "held\n", -1,
-          NULL)) {
+  if (rc == 0 && opt.hold && g_file_set_contents (opt.hold, "held\n", -1, NULL)) {
     gchar *go = g_strconcat (opt.hold, ".go", NULL);
     gint64 until = g_get_monotonic_time () + HOLD_TIMEOUT_US;
 
@@ -698,8 +697,7 @@ run_side (const gchar * role)
   gst_element_set_state (s.pipeline, GST_STATE_NULL);
 
 done:
-  g_string_append_printf (report, "frames %d\nbad-keys %d\n", s.n,
-      s.bad_keys);
+  g_string_append_printf (report, "frames %d\nbad-keys %d\n", s.n, s.bad_keys);
   if (s.n >= opt.frames)
     g_string_append_printf (report, "cpu %" G_GINT64_FORMAT " %"
         G_GINT64_FORMAT "\n", s.cpu_first, s.cpu_last);
@@ -950,8 +948,7 @@ mps_set_env (GSubprocessLauncher * l)
 {
   g_subprocess_launcher_setenv (l, "CUDA_MPS_PIPE_DIRECTORY", mps.pipe_dir,
       TRUE);
-  g_subprocess_launcher_setenv (l, "CUDA_MPS_LOG_DIRECTORY", mps.log_dir,
-      TRUE);
+  g_subprocess_launcher_setenv (l, "CUDA_MPS_LOG_DIRECTORY", mps.log_dir, TRUE);
 }
 
 /* GSubprocess reaps its child from GLib's worker thread, so the identifier
@@ -1305,8 +1302,7 @@ run_row (const gchar * self, Row * row)
     phold = g_build_filename (dir, "producer.hold", NULL);
     chold = g_build_filename (dir, "consumer.hold", NULL);
   }
-  deadline = g_get_monotonic_time () + (gint64) opt.timeout_s *
-      G_USEC_PER_SEC;
+  deadline = g_get_monotonic_time () + (gint64) opt.timeout_s * G_USEC_PER_SEC;
 
   /* producer first: shmsrc does not wait for its socket to appear */
   prod = spawn (self, two ? "producer" : "single", row, sock, pfile, phold,
@@ -1530,8 +1526,7 @@ print_gpus (const gchar * p)
 
     if (g_strv_length (f) == 4)
       g_print ("%sGPU %d: %s, driver %s, CUDA %s (nvidia-smi), %s, "
-          "compute mode %s\n", p, n, f[0], f[1], cuda ? cuda : "?", f[2],
-          f[3]);
+          "compute mode %s\n", p, n, f[0], f[1], cuda ? cuda : "?", f[2], f[3]);
     else
       g_print ("%sGPU %d: %s, CUDA %s (nvidia-smi)\n", p, n, *l,
           cuda ? cuda : "?");
@@ -1925,8 +1920,7 @@ target_latency (const Row * rows, gint n, const gchar * mode, gint w, gint h,
     figure = g_strdup ("-");
     result = g_strdup_printf ("not measured: %s", why);
   } else {
-    figure = g_strdup_printf ("p50 %.1f us (p99 %.1f)", a->p50_us,
-        a->p99_us);
+    figure = g_strdup_printf ("p50 %.1f us (p99 %.1f)", a->p50_us, a->p99_us);
     result = a->p50_us <= 50 ? g_strdup ("met") :
         g_strdup_printf ("not met: %.0f us over", a->p50_us - 50);
   }
@@ -2053,8 +2047,7 @@ parse_size (const gchar * s, gint * w, gint * h)
   if (!g_ascii_strcasecmp (s, "1080p")) {
     *w = 1920;
     *h = 1080;
-  } else if (!g_ascii_strcasecmp (s, "4k") || !g_ascii_strcasecmp (s,
-          "2160p")) {
+  } else if (!g_ascii_strcasecmp (s, "4k") || !g_ascii_strcasecmp (s, "2160p")) {
     *w = 3840;
     *h = 2160;
   } else if (!g_ascii_strcasecmp (s, "720p")) {
@@ -2294,10 +2287,10 @@ main (int argc, char **argv)
     {"modes", 0, 0, G_OPTION_ARG_STRING, &opt.modes,
         "Modes to run, comma separated (default: all)", "LIST"},
     {"ring", 0, 0, G_OPTION_ARG_INT, &opt.ring,
-        "Frames in flight: gpusharesink ring-size, shmsink area (default 8)",
+          "Frames in flight: gpusharesink ring-size, shmsink area (default 8)",
         "N"},
     {"pace-us", 0, 0, G_OPTION_ARG_INT, &opt.pace_us,
-        "Latency runs: the producer sends one frame every N us at most "
+          "Latency runs: the producer sends one frame every N us at most "
           "(identity sleep-time in front of the transport), so that no "
           "frame waits for a slot and the latency is the handoff alone; the "
           "fps targets are then not judged (default 0: as fast as possible)",
@@ -2318,7 +2311,7 @@ main (int argc, char **argv)
         "Say which targets were met, after the table", NULL},
     {"max-time", 0, 0, G_OPTION_ARG_INT, &opt.max_time_s,
         "Start no run after S seconds; print what there is (default: no "
-        "limit)", "S"},
+          "limit)", "S"},
     {"mode", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_STRING, &opt.mode,
         "Child: the mode", NULL},
     {"socket", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_FILENAME, &opt.socket,

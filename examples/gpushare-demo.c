@@ -352,8 +352,7 @@ run_both (const gchar * self_path)
   g_print ("frames received: %u\n", n_recv);
   g_print ("frames matched:  %u (checksum of every plane, timestamps, "
       "offsets, flags)\n", matched);
-  g_print ("wall time:       %.2f s\n",
-      (g_get_monotonic_time () - t0) / 1e6);
+  g_print ("wall time:       %.2f s\n", (g_get_monotonic_time () - t0) / 1e6);
   g_print ("result:          %s\n", ok ? "every frame matched" : "MISMATCH");
 
   g_strfreev (sent);

@@ -103,8 +103,7 @@ gpushare_cuda_probe (gint device, GpuShareCudaCaps * caps, GError ** error)
       CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED);
   caps->fabric = attr (dev, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED);
   caps->ipc_event = attr (dev, CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED);
-  caps->unified_addressing = attr (dev,
-      CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING);
+  caps->unified_addressing = attr (dev, CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING);
   caps->mem_ops_64 = attr (dev,
       CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS);
   caps->compute_mode = attr (dev, CU_DEVICE_ATTRIBUTE_COMPUTE_MODE);

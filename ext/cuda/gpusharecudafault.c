@@ -140,7 +140,7 @@ gpushare_cuda_fault_install (GpuShareCudaApi * api)
   api->name = shim_##name;
   GPUSHARE_CUDA_FAULT_FUNCS (GPUSHARE_CUDA_FAULT_WRAP)
 #undef GPUSHARE_CUDA_FAULT_WRAP
-  parts = g_strsplit (spec, ":", 2);
+      parts = g_strsplit (spec, ":", 2);
   if (parts[0] && parts[1])
     gpushare_cuda_fault_arm (parts[0], MAX (1, atoi (parts[1])));
   g_strfreev (parts);

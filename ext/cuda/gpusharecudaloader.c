@@ -5,7 +5,7 @@
 #include <unistd.h>
 #include <gmodule.h>
 
-G_DEFINE_QUARK (gpushare-cuda-error-quark, gpushare_cuda_error);
+G_DEFINE_QUARK (gpushare - cuda - error - quark, gpushare_cuda_error);
 
 static GpuShareCudaApi api;
 static gboolean loaded;
@@ -52,7 +52,6 @@ load_once (GError ** error)
     g_module_close (module);
     return FALSE;
   }
-
 #define GPUSHARE_CUDA_LOAD(name) \
   { \
     CUdriverProcAddressQueryResult status = 0; \
@@ -68,8 +67,7 @@ load_once (GError ** error)
   }
   GPUSHARE_CUDA_FUNCS (GPUSHARE_CUDA_LOAD)
 #undef GPUSHARE_CUDA_LOAD
-
-  res = api.cuInit (0);
+      res = api.cuInit (0);
   if (res != CUDA_SUCCESS) {
     g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_INIT,
         "cuInit failed: %s%s", gpushare_cuda_result_to_string (res),

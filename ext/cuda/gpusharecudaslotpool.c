@@ -140,8 +140,7 @@ slot_pool_acquire_buffer (GstBufferPool * pool, GstBuffer ** buffer,
   if (ret == GST_FLOW_OK
       && !gpushare_gst_cuda_layout_wrappable (&p->info, ring->slot_size,
           &why)) {
-    GST_INFO_OBJECT (pool, "%s: upstream writes memory of the pool's own",
-        why);
+    GST_INFO_OBJECT (pool, "%s: upstream writes memory of the pool's own", why);
     if (p->funcs.release)
       p->funcs.release (p->funcs.user_data, tag);
     if (p->funcs.tag_free)

@@ -263,8 +263,7 @@ gpushare_cuda_sem_export (GpuShareCudaSem * sem, GError ** error)
 }
 
 GpuShareCudaSem *
-gpushare_cuda_sem_import (gint device, gint fd, guint n_slots,
-    GError ** error)
+gpushare_cuda_sem_import (gint device, gint fd, guint n_slots, GError ** error)
 {
   GpuShareCudaSem *sem;
   CUresult res;
@@ -349,7 +348,7 @@ gpushare_cuda_sem_ready (GpuShareCudaSem * sem, guint slot)
   g_return_val_if_fail (sem != NULL, 0);
   g_return_val_if_fail (slot < sem->n_slots, 0);
 
-  return sem->ptr + (CUdeviceptr) slot * GPUSHARE_CUDA_SEM_WORD_SIZE;
+  return sem->ptr + (CUdeviceptr) slot *GPUSHARE_CUDA_SEM_WORD_SIZE;
 }
 
 CUdeviceptr
@@ -359,7 +358,7 @@ gpushare_cuda_sem_done (GpuShareCudaSem * sem, guint slot)
   g_return_val_if_fail (slot < sem->n_slots, 0);
 
   return sem->ptr + GPUSHARE_CUDA_SEM_DONE_OFFSET +
-      (CUdeviceptr) slot * GPUSHARE_CUDA_SEM_WORD_SIZE;
+      (CUdeviceptr) slot *GPUSHARE_CUDA_SEM_WORD_SIZE;
 }
 
 /* a value can come from a peer's message: an error, not a critical */
@@ -400,8 +399,7 @@ gpushare_cuda_sem_wait (CUstream stream, CUdeviceptr word, guint64 value,
     return FALSE;
   /* both writers are on this GPU: no CU_STREAM_WAIT_VALUE_FLUSH needed */
   return gpushare_cuda_check (gpushare_cuda ()->cuStreamWaitValue64 (stream,
-          word, value, CU_STREAM_WAIT_VALUE_GEQ), "cuStreamWaitValue64",
-      error);
+          word, value, CU_STREAM_WAIT_VALUE_GEQ), "cuStreamWaitValue64", error);
 }
 
 gboolean
@@ -440,7 +438,7 @@ gpushare_cuda_sem_force_timeout (GpuShareCudaSem * sem, guint timeout_ms,
 
   /* wait for our own stream only, by polling: never cuStreamSynchronize on
    * something that might not come back, never cuCtxSynchronize */
-  deadline = g_get_monotonic_time () + (gint64) timeout_ms * 1000;
+  deadline = g_get_monotonic_time () + (gint64) timeout_ms *1000;
   while (ok) {
     res = cu->cuStreamQuery (stream);
     if (res != CUDA_ERROR_NOT_READY) {

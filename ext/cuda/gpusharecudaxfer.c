@@ -140,8 +140,7 @@ copy_planes (CUstream stream, const GstVideoInfo * info,
           GST_VIDEO_INFO_NAME (info));
       return FALSE;
     }
-    row_bytes = MIN (row_bytes, (guint64) MIN (src->stride[p],
-            dst->stride[p]));
+    row_bytes = MIN (row_bytes, (guint64) MIN (src->stride[p], dst->stride[p]));
     memset (&m, 0, sizeof (m));
     if (src->device) {
       m.srcMemoryType = CU_MEMORYTYPE_DEVICE;
@@ -290,8 +289,7 @@ handle_mem_export (HandleMem * m, CUcontext ctx, guint i, guint8 * out,
 
     ok = gpushare_cuda_check (cu->cuMemExportToShareableHandle (&h,
             m->handles[i], CU_MEM_HANDLE_TYPE_FABRIC, 0),
-        "cuMemExportToShareableHandle (fabric: needs an IMEX channel)",
-        error);
+        "cuMemExportToShareableHandle (fabric: needs an IMEX channel)", error);
     if (ok)
       memcpy (out, &h, sizeof (h));
   }
@@ -455,8 +453,7 @@ gpushare_cuda_ring_new (gint device, CUcontext ctx, GpuShareMemType mem_type,
     }
   }
   gpushare_cuda_pop ();
-  GST_DEBUG ("ring of %u CUDA slots, epoch %" G_GUINT64_FORMAT, n_slots,
-      epoch);
+  GST_DEBUG ("ring of %u CUDA slots, epoch %" G_GUINT64_FORMAT, n_slots, epoch);
   return ring;
 
 failed:
@@ -632,8 +629,7 @@ gpushare_cuda_ring_export (GpuShareCudaRing * ring, guint index,
     slots->sync_size = gpushare_cuda_sem_size (c->sem);
   } else if (c->mode == GPUSHARE_SYNC_EVENT) {
     if (!gpushare_cuda_events_export (ring->ready, slots->handles[h], error)
-        || !gpushare_cuda_events_export (c->done, slots->handles[h + n],
-            error))
+        || !gpushare_cuda_events_export (c->done, slots->handles[h + n], error))
       goto failed;
     h += 2 * n;
   }
@@ -646,8 +642,7 @@ failed:
 }
 
 gboolean
-gpushare_cuda_ring_begin (GpuShareCudaRing * ring, guint slot,
-    GError ** error)
+gpushare_cuda_ring_begin (GpuShareCudaRing * ring, guint slot, GError ** error)
 {
   guint64 holders = ring->last_holders[slot];
   gboolean ok = TRUE;
@@ -709,8 +704,7 @@ gpushare_cuda_ring_prepare (GpuShareCudaRing * ring, guint slot,
 #define SETTLE_TIMEOUT_US (10 * G_USEC_PER_SEC)
 
 gboolean
-gpushare_cuda_ring_settle (GpuShareCudaRing * ring, guint slot,
-    GError ** error)
+gpushare_cuda_ring_settle (GpuShareCudaRing * ring, guint slot, GError ** error)
 {
   gint64 deadline = g_get_monotonic_time () + SETTLE_TIMEOUT_US;
   CUresult r;

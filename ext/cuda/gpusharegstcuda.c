@@ -67,8 +67,8 @@ typedef struct
 #define GPUSHARE_GST_CUDA_DECL(name, type) type name;
   GPUSHARE_GST_CUDA_FUNCS (GPUSHARE_GST_CUDA_DECL)
 #undef GPUSHARE_GST_CUDA_DECL
-  /* NULL with the 1.22 calls */
-  struct
+      /* NULL with the 1.22 calls */
+      struct
   {
     MemorySyncFunc gst_cuda_memory_sync;
     MemoryGetStreamFunc gst_cuda_memory_get_stream;
@@ -178,7 +178,6 @@ load_once (GError ** error)
         GPUSHARE_GST_CUDA_LIBNAME);
     return FALSE;
   }
-
 #define GPUSHARE_GST_CUDA_LOAD(name, type) \
   if (!g_module_symbol (module, #name, (gpointer *) & api.name) \
       || !api.name) { \
@@ -192,15 +191,14 @@ load_once (GError ** error)
   }
   GPUSHARE_GST_CUDA_FUNCS (GPUSHARE_GST_CUDA_LOAD)
 #undef GPUSHARE_GST_CUDA_LOAD
-
-  /* From 1.24 on a GstCudaMemory is ordered on a CUDA stream: a decoder
-   * pushes it before its stream finished writing it, and whoever reads it
-   * must wait on that stream first (gst_cuda_memory_sync ()).  Reading
-   * without waiting gave frames a decoder had not finished (on the H200
-   * with 1.26: 2 to 4 frames of 300 differed).  So the calls of the
-   * version actually loaded are used, and a version this binding was not
-   * made for is not used at all. */
-  for (i = 0; i < G_N_ELEMENTS (stream_syms); i++) {
+      /* From 1.24 on a GstCudaMemory is ordered on a CUDA stream: a decoder
+       * pushes it before its stream finished writing it, and whoever reads it
+       * must wait on that stream first (gst_cuda_memory_sync ()).  Reading
+       * without waiting gave frames a decoder had not finished (on the H200
+       * with 1.26: 2 to 4 frames of 300 differed).  So the calls of the
+       * version actually loaded are used, and a version this binding was not
+       * made for is not used at all. */
+      for (i = 0; i < G_N_ELEMENTS (stream_syms); i++) {
     gpointer fn = NULL;
 
     if (g_module_symbol (module, stream_syms[i].name, &fn) && fn)

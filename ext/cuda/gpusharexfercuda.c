@@ -548,8 +548,7 @@ cuda_can_import (const GstVideoInfo * info, gsize slot_size,
   }
   /* a slot laid out otherwise than GStreamer's CUDA memory can say is
    * copied */
-  return !info || gpushare_gst_cuda_layout_wrappable (info, slot_size,
-      why_not);
+  return !info || gpushare_gst_cuda_layout_wrappable (info, slot_size, why_not);
 }
 
 /* Downstream dropped its last reference, but may have queued reads of the

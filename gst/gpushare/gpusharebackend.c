@@ -3,7 +3,7 @@
 
 #include <unistd.h>
 
-G_DEFINE_QUARK (gpushare-backend-error-quark, gpushare_backend_error);
+G_DEFINE_QUARK (gpushare - backend - error - quark, gpushare_backend_error);
 
 const GpuShareBackend *
 gpushare_backend_get (GpuShareMemType type)
@@ -42,8 +42,7 @@ gpushare_allocation_new (const GpuShareBackend * backend, guint64 epoch,
 
 GpuShareAllocation *
 gpushare_allocation_new_on_device (const GpuShareBackend * backend,
-    gint device, guint64 epoch, guint n_slots, gsize slot_size,
-    GError ** error)
+    gint device, guint64 epoch, guint n_slots, gsize slot_size, GError ** error)
 {
   GpuShareAllocation *alloc;
   guint i;

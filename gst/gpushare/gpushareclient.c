@@ -485,16 +485,14 @@ choose_memory (GpuShareClient * self, const GpuShareAnnounce * a)
   GpuShareNegotiation n;
   gboolean peer = FALSE, ok;
 
-  gpushare_xfer_gpu_describe (&self->gpu, self->gpu_ok, self->gpu_reason,
-      &gpu);
+  gpushare_xfer_gpu_describe (&self->gpu, self->gpu_ok, self->gpu_reason, &gpu);
   gpu.device = self->config.cuda_device_id;
   if (self->producer_pid == 0)
     gpu.no_ipc_handles = GPUSHARE_NEGOTIATE_OTHER_PID_NS;
   if (gpushare_negotiate_needs_peer_probe (a, &gpu, transport)) {
     /* device queries: without the lock */
     g_mutex_unlock (&self->lock);
-    gpushare_xfer_gpu_peer (self->config.cuda_device_id, a->device.uuid,
-        &info);
+    gpushare_xfer_gpu_peer (self->config.cuda_device_id, a->device.uuid, &info);
     g_mutex_lock (&self->lock);
     probe.visible = info.visible;
     probe.owner = info.owner;
@@ -549,8 +547,7 @@ handle_announce (GpuShareClient * self, const GpuShareAnnounce * a)
   acc->sync_mode = self->sync_mode;
   if (self->gpu_ok)
     memcpy (acc->uuid, self->gpu.uuid, 16);
-  acc->reason_len = MIN (strlen (self->mem_reason),
-      GPUSHARE_MAX_REASON_LEN);
+  acc->reason_len = MIN (strlen (self->mem_reason), GPUSHARE_MAX_REASON_LEN);
   while (acc->reason_len > 0 && !g_utf8_validate (self->mem_reason,
           acc->reason_len, NULL))
     acc->reason_len--;
@@ -581,8 +578,7 @@ map_slots (GpuShareClient * self, const GpuShareSlots * s, gint * fds)
   Mapping *m;
 
   g_mutex_unlock (&self->lock);
-  view = gpushare_xfer_view_new (self->config.cuda_device_id, s, fds,
-      &error);
+  view = gpushare_xfer_view_new (self->config.cuda_device_id, s, fds, &error);
   g_mutex_lock (&self->lock);
   if (self->session != session) {
     /* stopped, or lost, while it was mapped */
@@ -898,8 +894,7 @@ handle_frame (GpuShareClient * self, const GpuShareFrame * f)
   self->stalled = FALSE;
   if (missed)
     GST_LOG_OBJECT (self->log_object, "%" G_GUINT64_FORMAT " frames of the "
-        "producer missed before frame %" G_GUINT64_FORMAT, missed,
-        f->sequence);
+        "producer missed before frame %" G_GUINT64_FORMAT, missed, f->sequence);
   g_cond_broadcast (&self->cond);
 }
 
@@ -1181,8 +1176,7 @@ producer_lost (GpuShareClient * self, const gchar * text, const gchar * debug)
       drop_session (self, GPUSHARE_ERR_SHUTDOWN);
       self->reconnects++;
       self->discont = TRUE;
-      self->deadline = timeout ? g_get_monotonic_time () +
-          timeout * 1000ll : 0;
+      self->deadline = timeout ? g_get_monotonic_time () + timeout * 1000ll : 0;
       self->retry_ms = RETRY_MIN_MS;
       set_state (self, STATE_CONNECTING);
       schedule_connect (self);
@@ -1210,8 +1204,7 @@ conn_closed (GpuShareConn * conn, const GError * error, gpointer user_data)
     } else if (error && error->domain == GPUSHARE_CONN_ERROR
         && error->code == GPUSHARE_CONN_ERROR_TIMEOUT) {
       /* alive maybe, but hung: as good as gone */
-      producer_lost (self, "The producer stopped responding",
-          error->message);
+      producer_lost (self, "The producer stopped responding", error->message);
     } else if (error && error->domain == GPUSHARE_CONN_ERROR
         && error->code != GPUSHARE_CONN_ERROR_HANGUP
         && error->code != GPUSHARE_CONN_ERROR_IO) {

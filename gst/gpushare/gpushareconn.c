@@ -19,7 +19,7 @@
 GST_DEBUG_CATEGORY_STATIC (gpushare_conn_debug);
 #define GST_CAT_DEFAULT gpushare_conn_debug
 
-G_DEFINE_QUARK (gpushare-conn-error-quark, gpushare_conn_error);
+G_DEFINE_QUARK (gpushare - conn - error - quark, gpushare_conn_error);
 
 #define IN_CAP (GPUSHARE_HEADER_SIZE + GPUSHARE_MAX_PAYLOAD)
 #define IN_FD_CAP GPUSHARE_CONN_MAX_HELD_FDS
@@ -353,7 +353,8 @@ flush_locked (GpuShareConn * conn, GError ** error)
     {
       struct cmsghdr hdr;
       gchar buf[CMSG_SPACE (sizeof (gint) * GPUSHARE_MAX_FDS)];
-    } cmsg;
+    }
+    cmsg;
     struct iovec iov;
     struct msghdr mh;
     gboolean with_fds = FALSE;
@@ -641,8 +642,7 @@ gpushare_conn_send_announce (GpuShareConn * conn, const GpuShareAnnounce * a)
 gboolean
 gpushare_conn_send_accept (GpuShareConn * conn, const GpuShareAccept * a)
 {
-  return send_built (conn, GPUSHARE_MSG_ACCEPT, build_accept, a, NULL, 0,
-      NULL);
+  return send_built (conn, GPUSHARE_MSG_ACCEPT, build_accept, a, NULL, 0, NULL);
 }
 
 gboolean
@@ -679,8 +679,7 @@ gpushare_conn_send_event (GpuShareConn * conn, const GpuShareEvent * event)
 gboolean
 gpushare_conn_send_meta (GpuShareConn * conn, const GpuShareMeta * meta)
 {
-  return send_built (conn, GPUSHARE_MSG_META, build_meta, meta, NULL, 0,
-      NULL);
+  return send_built (conn, GPUSHARE_MSG_META, build_meta, meta, NULL, 0, NULL);
 }
 
 gboolean
@@ -716,8 +715,7 @@ gpushare_conn_send_release (GpuShareConn * conn,
 gboolean
 gpushare_conn_send_caps (GpuShareConn * conn, const GpuShareCaps * caps)
 {
-  return send_built (conn, GPUSHARE_MSG_CAPS, build_caps, caps, NULL, 0,
-      NULL);
+  return send_built (conn, GPUSHARE_MSG_CAPS, build_caps, caps, NULL, 0, NULL);
 }
 
 gboolean
@@ -741,8 +739,7 @@ gpushare_conn_send_goodbye (GpuShareConn * conn, guint32 reason,
 static gboolean
 send_ping (GpuShareConn * conn)
 {
-  return send_built (conn, GPUSHARE_MSG_PING, build_ping, NULL, NULL, 0,
-      NULL);
+  return send_built (conn, GPUSHARE_MSG_PING, build_ping, NULL, NULL, 0, NULL);
 }
 
 gboolean
@@ -832,7 +829,8 @@ read_some (GpuShareConn * conn, gboolean * again, GError ** error)
   {
     struct cmsghdr hdr;
     gchar buf[CMSG_SPACE (sizeof (gint) * GPUSHARE_MAX_FDS)];
-  } cmsg;
+  }
+  cmsg;
   struct iovec iov;
   struct msghdr mh;
   struct cmsghdr *c;
@@ -1185,8 +1183,7 @@ gpushare_connect_path (const gchar * path, GError ** error)
     }
     /* a file that is no socket refuses as a socket nobody listens on
      * does: no producer will ever come there */
-    if (err == ECONNREFUSED && stat (path, &st) == 0
-        && !S_ISSOCK (st.st_mode)) {
+    if (err == ECONNREFUSED && stat (path, &st) == 0 && !S_ISSOCK (st.st_mode)) {
       g_set_error (error, GPUSHARE_CONN_ERROR, GPUSHARE_CONN_ERROR_PATH,
           "%s is a %s, not a socket", path, S_ISDIR (st.st_mode) ?
           "directory" : S_ISREG (st.st_mode) ? "regular file" :

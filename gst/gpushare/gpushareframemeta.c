@@ -17,7 +17,8 @@ debug_init (void)
   static gsize once = 0;
 
   if (g_once_init_enter (&once)) {
-    GST_DEBUG_CATEGORY_INIT (gpushare_frame_meta_debug, "gpushareframemeta", 0, "gpushare metadata on the wire");
+    GST_DEBUG_CATEGORY_INIT (gpushare_frame_meta_debug, "gpushareframemeta", 0,
+        "gpushare metadata on the wire");
     g_once_init_leave (&once, 1);
   }
 }
@@ -108,8 +109,7 @@ end (Writer * w)
     w->overflow = FALSE;
     return FALSE;
   }
-  len = GUINT32_TO_LE (w->m->data_len - w->entry -
-      GPUSHARE_META_ENTRY_HEADER);
+  len = GUINT32_TO_LE (w->m->data_len - w->entry - GPUSHARE_META_ENTRY_HEADER);
   memcpy (w->m->data + w->entry + 4, &len, 4);
   w->m->n_entries++;
   return TRUE;
@@ -561,7 +561,8 @@ custom_info (const gchar * name)
   free_names = g_type_from_name (name) == 0 && g_type_from_name (api) == 0;
   g_free (api);
   if (!free_names
-      || g_atomic_int_add (&registered, 1) >= GPUSHARE_META_MAX_CUSTOM_REGISTRATIONS)
+      || g_atomic_int_add (&registered,
+          1) >= GPUSHARE_META_MAX_CUSTOM_REGISTRATIONS)
     return NULL;
   return gst_meta_register_custom (name, no_tags, NULL, NULL, NULL);
 }

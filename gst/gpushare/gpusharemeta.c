@@ -149,8 +149,7 @@ gpushare_slot_allocator_init (GpuShareSlotAllocator * allocator)
 }
 
 GstMemory *
-gpushare_slot_memory_new (gsize size, gpointer user_data,
-    GDestroyNotify notify)
+gpushare_slot_memory_new (gsize size, gpointer user_data, GDestroyNotify notify)
 {
   static GstAllocator *allocator;
   SlotMemory *m;

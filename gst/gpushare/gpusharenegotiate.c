@@ -199,8 +199,7 @@ gpushare_negotiate_consumer (const GpuShareAnnounce * a,
             "event can only be recorded on its own GPU's streams)";
     }
     if (!why_not && gpu->no_ipc_handles) {
-      if (sync == GPUSHARE_SYNC_REQUEST_EVENT
-          && (common & GPUSHARE_SYNC_EVENT))
+      if (sync == GPUSHARE_SYNC_REQUEST_EVENT && (common & GPUSHARE_SYNC_EVENT))
         why_not = gpu->no_ipc_handles;
       common &= ~(guint32) GPUSHARE_SYNC_EVENT;
     }

@@ -1209,8 +1209,7 @@ gpushare_msg_parse (const GpuShareHeader * hdr, const guint8 * payload,
   gsize fixed;
 
   g_return_val_if_fail (hdr != NULL, GPUSHARE_PARSE_MALFORMED);
-  g_return_val_if_fail (payload != NULL || len == 0,
-      GPUSHARE_PARSE_MALFORMED);
+  g_return_val_if_fail (payload != NULL || len == 0, GPUSHARE_PARSE_MALFORMED);
   g_return_val_if_fail (msg != NULL, GPUSHARE_PARSE_MALFORMED);
 
   /* the header is the only framing: a payload of another length means the
@@ -1260,8 +1259,7 @@ gpushare_msg_parse (const GpuShareHeader * hdr, const guint8 * payload,
       res = parse_caps (payload, len, &msg->u.caps);
       break;
     case GPUSHARE_MSG_EOS:
-      msg->u.eos.last_sequence = RD64 (payload, GpuShareWireEos,
-          last_sequence);
+      msg->u.eos.last_sequence = RD64 (payload, GpuShareWireEos, last_sequence);
       break;
     case GPUSHARE_MSG_META:
       res = parse_meta (payload, len, &msg->u.meta);
@@ -1330,8 +1328,7 @@ write_layout_fixed (guint8 * p, const GpuShareLayout * l)
  * payload and n_fds fds, and room for that payload.  Returns where the
  * payload goes, or NULL (out unchanged) when out cannot grow that far. */
 static guint8 *
-append_message (GByteArray * out, guint type, guint32 n_fds,
-    gsize payload_len)
+append_message (GByteArray * out, guint type, guint32 n_fds, gsize payload_len)
 {
   gsize total;
   guint old_len;
@@ -1520,8 +1517,7 @@ gpushare_msg_build_notice (const GpuShareNotice * n, GByteArray * out)
 
   if (check_notice (n) != GPUSHARE_PARSE_OK)
     return FALSE;
-  p = append_message (out, GPUSHARE_MSG_NOTICE, 0,
-      sizeof (GpuShareWireNotice));
+  p = append_message (out, GPUSHARE_MSG_NOTICE, 0, sizeof (GpuShareWireNotice));
   if (!p)
     return FALSE;
   WR32 (p, GpuShareWireNotice, code, n->code);
@@ -1702,8 +1698,7 @@ gpushare_msg_build_error (guint32 code, const gchar * text, guint32 text_len,
   g_return_val_if_fail (text != NULL || text_len == 0, FALSE);
   g_return_val_if_fail (out != NULL, FALSE);
 
-  if (check_string (text, text_len, GPUSHARE_MAX_TEXT_LEN) !=
-      GPUSHARE_PARSE_OK)
+  if (check_string (text, text_len, GPUSHARE_MAX_TEXT_LEN) != GPUSHARE_PARSE_OK)
     return FALSE;
   p = append_message (out, GPUSHARE_MSG_ERROR, 0,
       sizeof (GpuShareWireError) + text_len);

@@ -404,8 +404,7 @@ gpushare_slot_state_to_string (GpuShareSlotState state)
 }
 
 void
-gpushare_slot_view_init (GpuShareSlotView * view, guint n_slots,
-    guint64 epoch)
+gpushare_slot_view_init (GpuShareSlotView * view, guint n_slots, guint64 epoch)
 {
   g_return_if_fail (n_slots >= 1 && n_slots <= GPUSHARE_MAX_SLOTS);
 

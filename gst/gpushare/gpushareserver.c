@@ -304,7 +304,7 @@ client_set_state (Client * client, ClientState state)
   /* waiting for the consumer's ACCEPT or MAPPED: that step has a deadline;
    * waiting for our own caps, or streaming, has none */
   if (timeout && (state == CLIENT_ANNOUNCED || state == CLIENT_EXPORTED))
-    client->deadline = g_get_monotonic_time () + (gint64) timeout * 1000;
+    client->deadline = g_get_monotonic_time () + (gint64) timeout *1000;
   else
     client->deadline = 0;
 }
@@ -441,7 +441,8 @@ retire_legacy (GpuShareServer * self, GError ** error)
       || gpushare_holders_reap (self->legacy_holders) == 0)
     return TRUE;
   if (!self->retired_legacy)
-    self->retired_legacy = gpushare_retained_new (GPUSHARE_SERVER_MAX_RETIRED_LEGACY,
+    self->retired_legacy =
+        gpushare_retained_new (GPUSHARE_SERVER_MAX_RETIRED_LEGACY,
         (GDestroyNotify) gpushare_xfer_ring_unref);
   if (!gpushare_retained_has_room (self->retired_legacy)) {
     /* freeing one of them could hand its memory to whatever the driver
@@ -466,8 +467,7 @@ retire_legacy (GpuShareServer * self, GError ** error)
 /* lock held, and let go while the ring is made.  A reference to the GPU
  * ring of type for the current epoch, or NULL with error. */
 static GpuShareXferRing *
-ensure_gpu_ring (GpuShareServer * self, GpuShareMemType type,
-    GError ** error)
+ensure_gpu_ring (GpuShareServer * self, GpuShareMemType type, GError ** error)
 {
   GpuShareXferRing **slot = &self->gpu_rings[gpu_index (type)];
   GpuShareXferRing *ring, *old = NULL;
@@ -525,8 +525,7 @@ release_legacy (GpuShareServer * self, Client * client, guint64 epoch)
     gpushare_holders_release (self->legacy_holders, client->id);
   if (!self->retired_legacy)
     return;
-  freed = gpushare_retained_release (self->retired_legacy, client->id,
-      epoch);
+  freed = gpushare_retained_release (self->retired_legacy, client->id, epoch);
   if (freed)
     GST_INFO_OBJECT (self->log_object, "%u legacy IPC rings of earlier "
         "epochs freed, %u still open in consumers' processes", freed,
@@ -779,8 +778,7 @@ drop_client_full (GpuShareServer * self, Client * client,
     self->busy_index |= G_GUINT64_CONSTANT (1) << index;
   freed = take_freed_rings (self);
   if (quarantine && released > 0) {
-    queue_event (self, GPUSHARE_SERVER_EVENT_QUARANTINE, id, reason,
-        released);
+    queue_event (self, GPUSHARE_SERVER_EVENT_QUARANTINE, id, reason, released);
     note_quarantine (self, client->pid, g_get_monotonic_time ());
   }
   /* an observer was never a consumer: its leaving is no consumer's */
@@ -942,8 +940,7 @@ client_closed (GpuShareConn * conn, const GError * error, gpointer user_data)
   g_mutex_lock (&self->lock);
   /* the transport already told the peer why, where it broke the protocol;
    * where we refused it, we said why ourselves */
-  reason = client->refused ? client->refused_reason :
-      reason_from_error (error);
+  reason = client->refused ? client->refused_reason : reason_from_error (error);
   g_mutex_unlock (&self->lock);
   if (reason == GPUSHARE_REMOVE_HANGUP)
     hang_up (self, client, error ? error->message : NULL);
@@ -1016,8 +1013,7 @@ handle_accept (GpuShareServer * self, Client * client,
   }
   client->mem_type = acc->mem_type;
   client->minor = acc->schema_minor;
-  client->sync_mode = acc->mem_type == GPUSHARE_MEM_SYSTEM ? 0 :
-      acc->sync_mode;
+  client->sync_mode = acc->mem_type == GPUSHARE_MEM_SYSTEM ? 0 : acc->sync_mode;
   GST_INFO_OBJECT (self->log_object, "client %u takes %s memory (%s)",
       client->id, gpushare_mem_type_to_string (client->mem_type),
       client->mem_reason);
@@ -1074,15 +1070,13 @@ send_sticky (GpuShareServer * self, Client * client)
 {
   guint i;
 
-  for (i = 0; client->minor >= 4 && self->sticky && i < self->sticky->len;
-      i++)
+  for (i = 0; client->minor >= 4 && self->sticky && i < self->sticky->len; i++)
     gpushare_conn_send_event (client->conn,
         g_ptr_array_index (self->sticky, i));
 }
 
 static void
-handle_mapped (GpuShareServer * self, Client * client,
-    const GpuShareMapped * m)
+handle_mapped (GpuShareServer * self, Client * client, const GpuShareMapped * m)
 {
   if (client->state != CLIENT_EXPORTED && client->state != CLIENT_READY) {
     protocol_error (client, "MAPPED out of order");
@@ -1571,8 +1565,10 @@ listen_dispatch (gint fd, GIOCondition cond, gpointer user_data)
   /* past max-clients, a few more may connect: observers (OBSERVE), which
    * count not, or consumers refused at their ACCEPT */
   over = self->n_clients >= self->config.max_clients;
-  if ((over && self->n_over_limit >= GPUSHARE_SERVER_MAX_OBSERVERS) || i == MAX_CLIENTS) {
-    gchar *text = g_strdup_printf ("%u consumers are connected already "
+  if ((over && self->n_over_limit >= GPUSHARE_SERVER_MAX_OBSERVERS)
+      || i == MAX_CLIENTS) {
+    gchar *text =
+        g_strdup_printf ("%u consumers are connected already "
         "(max-clients %u)", self->n_clients,
         MIN (self->config.max_clients, MAX_CLIENTS));
 
@@ -1600,8 +1596,7 @@ listen_dispatch (gint fd, GIOCondition cond, gpointer user_data)
       client_closed, client);
   /* from the first byte on: a consumer that hangs mid-handshake is caught
    * even with handshake-timeout 0 */
-  gpushare_conn_set_heartbeat (client->conn,
-      self->config.heartbeat_interval);
+  gpushare_conn_set_heartbeat (client->conn, self->config.heartbeat_interval);
   self->clients[i] = client;
   client->over_limit = over;
   if (over)
@@ -1964,8 +1959,7 @@ gpushare_server_set_format (GpuShareServer * self,
 
 
 void
-gpushare_server_set_live (GpuShareServer * self, gboolean live,
-    guint64 latency)
+gpushare_server_set_live (GpuShareServer * self, gboolean live, guint64 latency)
 {
   guint i;
 
@@ -2301,8 +2295,7 @@ frame_clear (GpuShareServer * self, GpuShareServerFrame * frame)
 GpuShareServerResult
 gpushare_server_begin_frame (GpuShareServer * self, gboolean lossless,
     guint wait_for, gboolean gpu_buffer,
-    const GpuShareServerTag * tag, GpuShareServerFrame * frame,
-    GError ** error)
+    const GpuShareServerTag * tag, GpuShareServerFrame * frame, GError ** error)
 {
   gboolean need_sys, in_sys_slot = FALSE;
   guint32 need_gpu;

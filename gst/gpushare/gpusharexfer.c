@@ -15,7 +15,7 @@
 #include "gpushareconn.h"
 #include "gpusharevideo.h"
 
-G_DEFINE_QUARK (gpushare-xfer-error-quark, gpushare_xfer_error);
+G_DEFINE_QUARK (gpushare - xfer - error - quark, gpushare_xfer_error);
 
 static const GpuShareXfer *gpu_xfer;
 
@@ -84,8 +84,7 @@ gpushare_slots_n_fds (const GpuShareSlots * s)
 /* The device and GStreamer's GPU library, through the GPU transfer */
 
 gboolean
-gpushare_xfer_gpu_probe (gint device, GpuShareGpuInfo * info,
-    GError ** error)
+gpushare_xfer_gpu_probe (gint device, GpuShareGpuInfo * info, GError ** error)
 {
   const GpuShareXfer *gpu = gpushare_xfer_gpu ();
 
@@ -295,8 +294,7 @@ gpushare_xfer_ring_write (GpuShareXferRing * ring, guint slot,
 }
 
 gboolean
-gpushare_xfer_ring_holds (GpuShareXferRing * ring, guint slot,
-    GstMemory * mem)
+gpushare_xfer_ring_holds (GpuShareXferRing * ring, guint slot, GstMemory * mem)
 {
   GstMapInfo map;
   gboolean same;
@@ -419,8 +417,7 @@ gpushare_xfer_view_wrap (GpuShareXferView * view, guint slot, gsize size,
 {
   WrapData *w;
 
-  g_return_val_if_fail (slot < view->n_slots && size <= view->slot_size,
-      NULL);
+  g_return_val_if_fail (slot < view->n_slots && size <= view->slot_size, NULL);
   if (!view->data[slot])
     return NULL;
   w = g_new0 (WrapData, 1);
@@ -429,8 +426,7 @@ gpushare_xfer_view_wrap (GpuShareXferView * view, guint slot, gsize size,
   w->notify = notify;
   /* read-only: a writer downstream gets a copy, never the slot */
   return gst_memory_new_wrapped (GST_MEMORY_FLAG_READONLY,
-      (gpointer) view->data[slot], view->slot_size, 0, size, w,
-      wrap_data_free);
+      (gpointer) view->data[slot], view->slot_size, 0, size, w, wrap_data_free);
 }
 
 gboolean
@@ -475,8 +471,7 @@ slot_import_free (gpointer data)
   if (view->xfer->done
       && !view->xfer->done (view, imp->slot, imp->sequence, &error)) {
     /* the lease takes the slot back from a consumer that never says done */
-    GST_WARNING ("slot %u: done not signalled: %s", imp->slot,
-        error->message);
+    GST_WARNING ("slot %u: done not signalled: %s", imp->slot, error->message);
     g_clear_error (&error);
   }
   if (imp->notify)
@@ -489,8 +484,7 @@ slot_import_free (gpointer data)
 /* ready waited for, then the record of the read; NULL with error */
 static SlotImport *
 slot_import_new (GpuShareXferView * view, guint slot, guint64 sequence,
-    GstObject * ctx, gpointer user_data, GDestroyNotify notify,
-    GError ** error)
+    GstObject * ctx, gpointer user_data, GDestroyNotify notify, GError ** error)
 {
   SlotImport *imp;
 
@@ -564,8 +558,7 @@ gpushare_xfer_view_import_slot (GpuShareXferView * view, guint slot,
   SlotImport *imp;
 
   g_return_val_if_fail (slot < view->n_slots, NULL);
-  imp = slot_import_new (view, slot, sequence, NULL, user_data, notify,
-      error);
+  imp = slot_import_new (view, slot, sequence, NULL, user_data, notify, error);
   if (!imp)
     return NULL;
   return gpushare_slot_memory_new (size, imp, slot_import_free);
@@ -684,8 +677,7 @@ sys_write (GpuShareXferRing * ring, guint slot, const GstVideoInfo * info,
 }
 
 static GpuShareXferView *
-sys_view_new (gint device, const GpuShareSlots * s, gint * fds,
-    GError ** error)
+sys_view_new (gint device, const GpuShareSlots * s, gint * fds, GError ** error)
 {
   GpuShareImport *import = gpushare_import_new (&gpushare_sysmem_backend,
       s->epoch, s->n_slots, s->slot_size, fds, error);

@@ -78,7 +78,7 @@ gst_gpu_share_transport_get_type (void)
     {GST_GPU_SHARE_TRANSPORT_CUDA_LEGACY,
         "Legacy CUDA IPC memory handles, or an error", "cuda-legacy"},
     {GST_GPU_SHARE_TRANSPORT_CUDA_FABRIC,
-        "CUDA fabric handles (needs an IMEX channel), or an error",
+          "CUDA fabric handles (needs an IMEX channel), or an error",
         "cuda-fabric"},
     {0, NULL, NULL}
   };

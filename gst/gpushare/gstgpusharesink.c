@@ -56,7 +56,7 @@ GST_DEBUG_CATEGORY_STATIC (gst_gpu_share_sink_debug);
 #define DEFAULT_SOCKET_PATH NULL
 #define DEFAULT_WAIT_FOR_CONNECTION FALSE
 #define DEFAULT_MIN_CONSUMERS 1
-#define DEFAULT_RING_SIZE 0      /* auto */
+#define DEFAULT_RING_SIZE 0     /* auto */
 #define DEFAULT_POLICY GST_GPU_SHARE_POLICY_AUTO
 #define DEFAULT_SOCKET_MODE 0600
 #define DEFAULT_MAX_CLIENTS 16
@@ -169,8 +169,7 @@ server_event (GpuShareServer * server, const GpuShareServerEvent * ev,
 
   switch (ev->type) {
     case GPUSHARE_SERVER_EVENT_CONNECTED:
-      g_signal_emit (self, signals[SIGNAL_CLIENT_CONNECTED], 0,
-          ev->client_id);
+      g_signal_emit (self, signals[SIGNAL_CLIENT_CONNECTED], 0, ev->client_id);
       /* and on the bus, for gst-launch and applications that watch it */
       gst_element_post_message (GST_ELEMENT (self),
           gst_message_new_element (GST_OBJECT (self),
@@ -207,8 +206,7 @@ server_event (GpuShareServer * server, const GpuShareServerEvent * ev,
                   gpushare_remove_reason_to_string (ev->reason), NULL)));
       break;
     case GPUSHARE_SERVER_EVENT_NUM_CLIENTS:
-      g_object_notify_by_pspec (G_OBJECT (self),
-          properties[PROP_NUM_CLIENTS]);
+      g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_NUM_CLIENTS]);
       break;
     case GPUSHARE_SERVER_EVENT_STALLED:
       /* a warning, not an error: the producer and the other consumers go
@@ -360,8 +358,7 @@ gst_gpu_share_sink_set_caps (GstBaseSink * bsink, GstCaps * caps)
             "small: 2 slots at least, or 0 for a ring of auto size"), (NULL));
     return FALSE;
   }
-  if (!gpushare_server_set_format (self->server, &layout, ring_size,
-          &error)) {
+  if (!gpushare_server_set_format (self->server, &layout, ring_size, &error)) {
     GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
         ("Could not allocate the slot ring"), ("%s", error->message));
     g_clear_error (&error);
@@ -458,8 +455,7 @@ frame_fields (GstGpuShareSink * self, GstBuffer * buf, GpuShareFrame * f)
   f->duration = GST_BUFFER_DURATION (buf);
   f->offset = GST_BUFFER_OFFSET (buf);
   f->offset_end = GST_BUFFER_OFFSET_END (buf);
-  f->buffer_flags =
-      GST_MINI_OBJECT_FLAGS (buf) & GPUSHARE_BUFFER_FLAGS_CARRIED;
+  f->buffer_flags = GST_MINI_OBJECT_FLAGS (buf) & GPUSHARE_BUFFER_FLAGS_CARRIED;
   if (self->live && GST_CLOCK_TIME_IS_VALID (f->pts)) {
     GstClockTime rt = gst_segment_to_running_time (segment, GST_FORMAT_TIME,
         f->pts);
@@ -557,8 +553,7 @@ gst_gpu_share_sink_render (GstBaseSink * bsink, GstBuffer * buf)
       return GST_FLOW_ERROR;
     case GPUSHARE_SERVER_ERROR_GPU:
       GST_ELEMENT_ERROR (self, RESOURCE, WRITE,
-          ("Could not write a frame into GPU memory"), ("%s",
-              error->message));
+          ("Could not write a frame into GPU memory"), ("%s", error->message));
       g_clear_error (&error);
       return GST_FLOW_ERROR;
   }
@@ -568,8 +563,7 @@ gst_gpu_share_sink_render (GstBaseSink * bsink, GstBuffer * buf)
   /* only we write a slot the server handed us: no lock held */
   if (frame.system && !gpushare_xfer_ring_write (frame.system, frame.slot,
           &vinfo, buf, NULL, &error)) {
-    gpushare_server_end_frame (self->server, &frame, FALSE, NULL, NULL,
-        NULL);
+    gpushare_server_end_frame (self->server, &frame, FALSE, NULL, NULL, NULL);
     GST_ELEMENT_ERROR (self, STREAM, FAILED, ("Could not copy a frame"),
         ("%s", error->message));
     g_clear_error (&error);
@@ -578,11 +572,9 @@ gst_gpu_share_sink_render (GstBaseSink * bsink, GstBuffer * buf)
   for (i = 0; i < frame.n_gpu; i++) {
     if (!gpushare_xfer_ring_write (frame.gpu[i], frame.slot, &vinfo, buf,
             frame.staged, &error)) {
-      gpushare_server_end_frame (self->server, &frame, FALSE, NULL, NULL,
-          NULL);
+      gpushare_server_end_frame (self->server, &frame, FALSE, NULL, NULL, NULL);
       GST_ELEMENT_ERROR (self, RESOURCE, WRITE,
-          ("Could not write a frame into GPU memory"), ("%s",
-              error->message));
+          ("Could not write a frame into GPU memory"), ("%s", error->message));
       g_clear_error (&error);
       return GST_FLOW_ERROR;
     }
@@ -593,8 +585,7 @@ gst_gpu_share_sink_render (GstBaseSink * bsink, GstBuffer * buf)
   if (!gpushare_server_end_frame (self->server, &frame, TRUE, &fields,
           frame_metas (self, buf), &error)) {
     GST_ELEMENT_ERROR (self, RESOURCE, WRITE,
-        ("Could not signal a frame to the consumers"), ("%s",
-            error->message));
+        ("Could not signal a frame to the consumers"), ("%s", error->message));
     g_clear_error (&error);
     return GST_FLOW_ERROR;
   }
@@ -1092,8 +1083,7 @@ gst_gpu_share_sink_class_init (GstGpuShareSinkClass * klass)
       DEFAULT_RING_SIZE, rw);
   properties[PROP_POLICY] = g_param_spec_enum ("policy", "Slow consumer policy",
       "What a slow consumer costs: auto is leaky for live upstreams and "
-      "lossless otherwise", GST_TYPE_GPU_SHARE_SLOW_POLICY, DEFAULT_POLICY,
-      rw);
+      "lossless otherwise", GST_TYPE_GPU_SHARE_SLOW_POLICY, DEFAULT_POLICY, rw);
   properties[PROP_SOCKET_MODE] = g_param_spec_uint ("socket-mode",
       "Socket mode", "File mode of the socket (default: owner only)", 0, 0777,
       DEFAULT_SOCKET_MODE, rw);

@@ -325,8 +325,7 @@ abs_mapped (GstGpuShareSrc * self, guint64 abs)
  * it was received, and the spacing goes on from there (the frames queued
  * before it come late, and are rendered at once). */
 static guint64
-abs_to_running_not_live (GstGpuShareSrc * self, guint64 abs,
-    gint64 received_us)
+abs_to_running_not_live (GstGpuShareSrc * self, guint64 abs, gint64 received_us)
 {
   gboolean reanchor;
 
@@ -384,8 +383,7 @@ abs_to_running (GstGpuShareSrc * self, guint64 abs, gint64 received_us)
   clock_gettime (CLOCK_MONOTONIC, &ts);
   mono_now = GST_TIMESPEC_TO_TIME (ts);
   /* monotonic -> this pipeline's clock -> running time */
-  rt = (gint64) abs + ((gint64) clock_now - (gint64) mono_now) -
-      (gint64) base;
+  rt = (gint64) abs + ((gint64) clock_now - (gint64) mono_now) - (gint64) base;
   return rt > 0 ? (guint64) rt : 0;
 }
 
@@ -531,8 +529,7 @@ push_producer_event (GstGpuShareSrc * self, const GpuShareEvent * e)
 
     if (s)
       event = gst_event_new_custom (e->kind == GPUSHARE_EVENT_CUSTOM ?
-          GST_EVENT_CUSTOM_DOWNSTREAM : GST_EVENT_CUSTOM_DOWNSTREAM_STICKY,
-          s);
+          GST_EVENT_CUSTOM_DOWNSTREAM : GST_EVENT_CUSTOM_DOWNSTREAM_STICKY, s);
   }
   if (!event) {
     g_atomic_int_inc (&self->events_dropped);
@@ -548,7 +545,8 @@ push_producer_event (GstGpuShareSrc * self, const GpuShareEvent * e)
    * event would come before it.  At most GST_GPU_SHARE_SRC_MAX_EARLY_EVENTS wait: past that
    * the oldest goes, counted (docs/security.md, promise 5) */
   if (!self->first_pushed) {
-    if (g_queue_get_length (&self->early_events) >= GST_GPU_SHARE_SRC_MAX_EARLY_EVENTS) {
+    if (g_queue_get_length (&self->early_events) >=
+        GST_GPU_SHARE_SRC_MAX_EARLY_EVENTS) {
       gst_event_unref (g_queue_pop_head (&self->early_events));
       g_atomic_int_add (&self->events_received, -1);
       g_atomic_int_inc (&self->events_dropped);
@@ -601,8 +599,7 @@ running_now (GstGpuShareSrc * self)
  * now when the pipeline is playing and that is later: the segment's base.
  * Stream time stays the producer's (segment time = start). */
 static void
-follow_stream_time (GstGpuShareSrc * self, GstBuffer * buf,
-    gboolean absolute)
+follow_stream_time (GstGpuShareSrc * self, GstBuffer * buf, gboolean absolute)
 {
   GstBaseSrc *bsrc = GST_BASE_SRC (self);
   GstClockTime pts = GST_BUFFER_PTS (buf), dts = GST_BUFFER_DTS (buf);
@@ -620,8 +617,7 @@ follow_stream_time (GstGpuShareSrc * self, GstBuffer * buf,
     }
     self->need_segment = FALSE;
   } else if (self->need_segment && GST_CLOCK_TIME_IS_VALID (pts)) {
-    GstClockTime start = GST_CLOCK_TIME_IS_VALID (dts) && dts < pts ? dts :
-        pts;
+    GstClockTime start = GST_CLOCK_TIME_IS_VALID (dts) && dts < pts ? dts : pts;
     GstClockTime now = running_now (self);
     GstSegment segment;
 
@@ -753,8 +749,7 @@ make_buffer (GstGpuShareSrc * self, GpuShareClientFrame * frame)
         NULL);
     gpushare_client_frame_release (frame);
     g_atomic_int_inc (&self->frames_copied);
-    GST_LOG_OBJECT (self, "frame %" G_GUINT64_FORMAT " copied",
-        f->sequence);
+    GST_LOG_OBJECT (self, "frame %" G_GUINT64_FORMAT " copied", f->sequence);
   }
   gst_buffer_add_video_meta_full (buf, GST_VIDEO_FRAME_FLAG_NONE,
       GST_VIDEO_INFO_FORMAT (vi), GST_VIDEO_INFO_WIDTH (vi),
@@ -958,8 +953,7 @@ slot_caps (GstGpuShareSrc * self, GstCaps * caps)
     return NULL;
   slot = gst_caps_copy (caps);
   gst_caps_set_features_simple (slot,
-      gst_caps_features_new (GPUSHARE_CAPS_FEATURE_MEMORY_GPUSHARE_CUDA,
-          NULL));
+      gst_caps_features_new (GPUSHARE_CAPS_FEATURE_MEMORY_GPUSHARE_CUDA, NULL));
   if (gst_pad_peer_query_accept_caps (GST_BASE_SRC_PAD (self), slot))
     return slot;
   gst_caps_unref (slot);
@@ -1024,6 +1018,7 @@ output_caps (GstGpuShareSrc * self, GstCaps * caps)
   gst_caps_unref (gpu);
   return gst_caps_ref (caps);
 }
+
 /* streaming thread, once the output caps are set: whether frames go
  * downstream in place, said in the stats and in a "gpushare-output"
  * element message.  FALSE, with an error posted, when io-mode=import and
@@ -1064,8 +1059,7 @@ choose_io (GstGpuShareSrc * self)
               "reason", G_TYPE_STRING, why ? why : "", NULL)));
   if (why && mode == GST_GPU_SHARE_IO_IMPORT) {
     GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
-        ("io-mode=import, but frames cannot be pushed in place"),
-        ("%s", why));
+        ("io-mode=import, but frames cannot be pushed in place"), ("%s", why));
     return FALSE;
   }
   return TRUE;
@@ -1086,8 +1080,7 @@ set_output_caps (GstGpuShareSrc * self, gboolean force)
     /* a refusal would only show at the next push, as GStreamer's
      * "Internal data stream error": say here what was refused and what
      * downstream takes */
-    if (gst_pad_is_linked (pad) && !gst_pad_peer_query_accept_caps (pad,
-            out)) {
+    if (gst_pad_is_linked (pad) && !gst_pad_peer_query_accept_caps (pad, out)) {
       GstCaps *peer = gst_pad_peer_query_caps (pad, NULL);
 
       GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
@@ -1189,8 +1182,7 @@ gst_gpu_share_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
       push_gap (self, *outbuf, item.missed && same_segment);
       if (meta)
         add_metas (self, *outbuf, meta);
-      gpushare_timing_add (&self->handoff,
-          g_get_monotonic_time () - received);
+      gpushare_timing_add (&self->handoff, g_get_monotonic_time () - received);
     }
     g_free (meta);
   }
@@ -1253,8 +1245,7 @@ gst_gpu_share_src_get_caps (GstBaseSrc * bsrc, GstCaps * filter)
 }
 
 static GstStateChangeReturn
-gst_gpu_share_src_change_state (GstElement * element,
-    GstStateChange transition)
+gst_gpu_share_src_change_state (GstElement * element, GstStateChange transition)
 {
   GstGpuShareSrc *self = GST_GPU_SHARE_SRC (element);
 
@@ -1533,8 +1524,7 @@ gst_gpu_share_src_class_init (GstGpuShareSrcClass * klass)
       "Producer lost", "What to do when the producer goes away before the "
       "end of the stream: post an error, end the stream, or connect again "
       "(with back-off, within connection-timeout) and go on with the next "
-      "producer", GST_TYPE_GPU_SHARE_PRODUCER_LOST, DEFAULT_PRODUCER_LOST,
-      rw);
+      "producer", GST_TYPE_GPU_SHARE_PRODUCER_LOST, DEFAULT_PRODUCER_LOST, rw);
   properties[PROP_TRANSPORT] = g_param_spec_enum ("transport", "Transport",
       "Memory the frames travel in: auto takes GPU memory when both ends "
       "are on the same GPU, or on two GPUs that reach each other over peer "

@@ -230,12 +230,13 @@ print_status (Producer * p, const gchar * text)
         ", dropped %" G_GUINT64_FORMAT ", slots held %" G_GUINT64_FORMAT
         ", share %" G_GUINT64_FORMAT "%s\n    memory reason: %s\n",
         u64_field (c, "id"), pid,
-        u64_field (c, "uid"), str_field (keep, c, "name"), str_field (keep, c, "state"),
-        str_field (keep, c, "memory-type"), str_field (keep, c, "sync-mode"),
-        u64_field (c, "frames-sent"), u64_field (c, "frames-released"),
-        u64_field (c, "frames-dropped"), u64_field (c, "slots-held"),
-        u64_field (c, "share"), stalled ? ", STALLED: skipped, it holds its "
-        "whole share" : "", str_field (keep, c, "memory-reason"));
+        u64_field (c, "uid"), str_field (keep, c, "name"), str_field (keep, c,
+            "state"), str_field (keep, c, "memory-type"), str_field (keep, c,
+            "sync-mode"), u64_field (c, "frames-sent"), u64_field (c,
+            "frames-released"), u64_field (c, "frames-dropped"), u64_field (c,
+            "slots-held"), u64_field (c, "share"),
+        stalled ? ", STALLED: skipped, it holds its " "whole share" : "",
+        str_field (keep, c, "memory-reason"));
   }
   if (gst_structure_has_field (s, "clients-omitted"))
     g_print ("  (the consumers' details did not fit in one status)\n");
@@ -295,8 +296,7 @@ on_message (GpuShareConn * conn, const GpuShareMsg * msg, gint * fds,
       g_print ("end of the stream of %s\n", p->path);
       break;
     case GPUSHARE_MSG_ERROR:
-      g_printerr ("%s: the producer refused: %s\n", p->path,
-          msg->u.error.text);
+      g_printerr ("%s: the producer refused: %s\n", p->path, msg->u.error.text);
       finish (p, TRUE);
       break;
     case GPUSHARE_MSG_GOODBYE:
@@ -444,14 +444,14 @@ main (int argc, char **argv)
     {"once", 0, 0, G_OPTION_ARG_NONE, &opt_once,
         "Print one status of each producer and exit", NULL},
     {"interval", 0, 0, G_OPTION_ARG_INT, &opt_interval,
-        "Milliseconds between two statuses (100 .. 60000, default 1000)",
+          "Milliseconds between two statuses (100 .. 60000, default 1000)",
         "MS"},
     {"timeout", 0, 0, G_OPTION_ARG_INT, &opt_timeout,
-        "Milliseconds to wait for a producer's first status (default 5000)",
+          "Milliseconds to wait for a producer's first status (default 5000)",
         "MS"},
     {"allow-uid", 0, 0, G_OPTION_ARG_STRING_ARRAY, &opt_allow_uids,
         "A uid whose producers may be inspected besides this user's and "
-        "root's (repeatable)", "UID"},
+          "root's (repeatable)", "UID"},
     {NULL}
   };
   GOptionContext *ctx;
@@ -486,7 +486,9 @@ main (int argc, char **argv)
       g_printerr ("--allow-uid takes a number, not %s\n", opt_allow_uids[i]);
       return 2;
     }
-    g_array_append_vals (allowed_uids, &(guint) { (guint) v }, 1);
+    g_array_append_vals (allowed_uids, &(guint) {
+        (guint) v}
+        , 1);
   }
   gst_init (NULL, NULL);
 

@@ -81,7 +81,8 @@ child_receive (gint s, guint8 * buf, gsize cap, guint32 * len, gint * n_fds,
   {
     struct cmsghdr hdr;
     gchar b[CMSG_SPACE (sizeof (gint) * KERNEL_MAX_FDS)];
-  } cmsg;
+  }
+  cmsg;
   struct pollfd pfd;
 
   while (*len < cap) {
@@ -156,8 +157,7 @@ foreign_uid_child (const struct sockaddr_un *addr, const gchar * dir,
     goto report;
   }
   s = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (s < 0 || connect (s, (const struct sockaddr *) addr,
-          sizeof (*addr)) < 0) {
+  if (s < 0 || connect (s, (const struct sockaddr *) addr, sizeof (*addr)) < 0) {
     r.connect_errno = errno;
     goto report;
   }
@@ -395,8 +395,7 @@ typedef struct
 /* Runs in a child forked from a threaded process: system calls only. */
 static void G_GNUC_NORETURN
 foreign_producer_child (const struct sockaddr_un *addr,
-    const guint8 * announce, gsize announce_len, gint ready_fd,
-    gint report_fd)
+    const guint8 * announce, gsize announce_len, gint ready_fd, gint report_fd)
 {
   static guint8 buf[65536];
   ProducerReport r;
@@ -821,8 +820,7 @@ pattern_checksum (void)
   fail_unless (gst_buffer_map (gst_sample_get_buffer (sample), &map,
           GST_MAP_READ));
   fail_unless (map.size >= FRAME_SIZE);
-  sum = g_compute_checksum_for_data (G_CHECKSUM_SHA256, map.data,
-      FRAME_SIZE);
+  sum = g_compute_checksum_for_data (G_CHECKSUM_SHA256, map.data, FRAME_SIZE);
   gst_buffer_unmap (gst_sample_get_buffer (sample), &map);
   gst_sample_unref (sample);
   fail_unless_equals_int (gst_element_set_state (p, GST_STATE_NULL),
@@ -946,8 +944,7 @@ GST_START_TEST (test_slots_read_only)
       memset (g_ptr_array_index (maps, k), 0x5a, slot_size);
     fail_unless (gst_buffer_map (buf, &map, GST_MAP_READ));
     fail_unless (map.size >= FRAME_SIZE);
-    sum = g_compute_checksum_for_data (G_CHECKSUM_SHA256, map.data,
-        FRAME_SIZE);
+    sum = g_compute_checksum_for_data (G_CHECKSUM_SHA256, map.data, FRAME_SIZE);
     if (!g_str_equal (sum, want))
       n_bad++;
     g_free (sum);

@@ -247,7 +247,8 @@ read_exactly (gint fd, gsize len, gint * fds, guint * n_fds)
     {
       struct cmsghdr hdr;
       gchar buf[CMSG_SPACE (sizeof (gint) * GPUSHARE_MAX_FDS)];
-    } cmsg;
+    }
+    cmsg;
     struct iovec iov = { buf + got, len - got };
     struct msghdr mh = { 0, };
     struct cmsghdr *c;
@@ -264,8 +265,7 @@ read_exactly (gint fd, gsize len, gint * fds, guint * n_fds)
     for (c = CMSG_FIRSTHDR (&mh); c; c = CMSG_NXTHDR (&mh, c)) {
       guint k = (c->cmsg_len - CMSG_LEN (0)) / sizeof (gint);
 
-      fail_unless (c->cmsg_level == SOL_SOCKET
-          && c->cmsg_type == SCM_RIGHTS);
+      fail_unless (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS);
       fail_unless (*n_fds + k <= GPUSHARE_MAX_FDS);
       memcpy (fds + *n_fds, CMSG_DATA (c), k * sizeof (gint));
       *n_fds += k;

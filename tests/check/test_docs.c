@@ -223,8 +223,7 @@ GST_START_TEST (test_security_bounds)
 
   fail_unless (p != NULL, "docs/security.md has no Bounds section");
   lines = g_strsplit (p, "\n", -1);
-  for (i = 0; lines[i] && !g_str_has_prefix (lines[i], "## Sanitizers");
-      i++) {
+  for (i = 0; lines[i] && !g_str_has_prefix (lines[i], "## Sanitizers"); i++) {
     gchar **cells;
     const gchar *at;
     gchar *where;
@@ -234,8 +233,7 @@ GST_START_TEST (test_security_bounds)
     if (!g_str_has_prefix (lines[i], "| ") || strstr (lines[i], "| At most"))
       continue;
     cells = g_strsplit (lines[i], "|", -1);
-    fail_unless (g_strv_length (cells) == 6, "a row of 4 cells: %s",
-        lines[i]);
+    fail_unless (g_strv_length (cells) == 6, "a row of 4 cells: %s", lines[i]);
     /* the first number of "At most" */
     for (at = cells[2]; *at && !g_ascii_isdigit (*at); at++);
     fail_unless (*at, "no bound in: %s", lines[i]);
@@ -254,15 +252,13 @@ GST_START_TEST (test_security_bounds)
     fail_unless (documented == want, "docs/security.md gives %s as %"
         G_GUINT64_FORMAT ", the code %" G_GUINT64_FORMAT, where, documented,
         want);
-    fail_unless (strstr (cells[4], "`test_") != NULL, "no test for %s",
-        where);
+    fail_unless (strstr (cells[4], "`test_") != NULL, "no test for %s", where);
     g_free (where);
     g_strfreev (cells);
     rows++;
   }
   for (j = 0; j < G_N_ELEMENTS (bounds); j++)
-    fail_unless (seen[j], "docs/security.md's Bounds lacks %s",
-        bounds[j].name);
+    fail_unless (seen[j], "docs/security.md's Bounds lacks %s", bounds[j].name);
   fail_unless (rows >= G_N_ELEMENTS (bounds));
   g_strfreev (lines);
   g_free (doc);
@@ -277,8 +273,7 @@ default_as_documented (GParamSpec * pspec)
   const GValue *v = g_param_spec_get_default_value (pspec);
 
   if (G_IS_PARAM_SPEC_STRING (pspec))
-    return g_strdup (g_value_get_string (v) ? g_value_get_string (v) :
-        "none");
+    return g_strdup (g_value_get_string (v) ? g_value_get_string (v) : "none");
   if (G_IS_PARAM_SPEC_BOOLEAN (pspec))
     return g_strdup (g_value_get_boolean (v) ? "true" : "false");
   if (G_IS_PARAM_SPEC_ENUM (pspec)) {
@@ -287,8 +282,7 @@ default_as_documented (GParamSpec * pspec)
 
     return g_strdup (e->value_nick);
   }
-  if (G_IS_PARAM_SPEC_UINT (pspec) && g_str_equal (pspec->name,
-          "socket-mode"))
+  if (G_IS_PARAM_SPEC_UINT (pspec) && g_str_equal (pspec->name, "socket-mode"))
     return g_strdup_printf ("`%04o`", g_value_get_uint (v));
   if (G_IS_PARAM_SPEC_UINT (pspec))
     return g_strdup_printf ("%u", g_value_get_uint (v));
@@ -479,8 +473,7 @@ read_programs (void)
       g_match_info_next (m, NULL);
     }
     g_match_info_free (m);
-    g_hash_table_insert (programs, g_strndup (name, strlen (name) - 2),
-        tests);
+    g_hash_table_insert (programs, g_strndup (name, strlen (name) - 2), tests);
     g_free (text);
     g_free (path);
   }
@@ -523,8 +516,7 @@ check_test_names (const gchar * doc_name, GHashTable * programs)
       gchar *star = g_match_info_fetch (m, 2);
       gpointer key;
 
-      if (!*star && g_hash_table_lookup_extended (programs, name, &key,
-              NULL)) {
+      if (!*star && g_hash_table_lookup_extended (programs, name, &key, NULL)) {
         program = key;
       } else {
         GHashTableIter it;

@@ -156,7 +156,7 @@ spawn (E2e * t, const gchar * name, const gchar * role, ...)
   g_ptr_array_add (argv, c->log);
   va_start (ap, role);
   while ((arg = va_arg (ap, const gchar *)))
-    g_ptr_array_add (argv, (gpointer) arg);
+      g_ptr_array_add (argv, (gpointer) arg);
   va_end (ap);
   /* the gpu suite runs these drills again over GPU memory: extra arguments
    * for each role, e.g. "--gpu-input" and "--transport cuda" */
@@ -171,8 +171,7 @@ spawn (E2e * t, const gchar * name, const gchar * role, ...)
   g_ptr_array_add (argv, NULL);
 
   launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_NONE);
-  g_subprocess_launcher_set_child_setup (launcher, die_with_parent, NULL,
-      NULL);
+  g_subprocess_launcher_set_child_setup (launcher, die_with_parent, NULL, NULL);
   c->proc = g_subprocess_launcher_spawnv (launcher,
       (const gchar * const *) argv->pdata, &error);
   g_object_unref (launcher);
@@ -276,8 +275,7 @@ e2e_finish (E2e * t, gint timeout_ms)
   }
   remove_tree (t->dir);
 
-  fail_if (g_file_test (t->dir, G_FILE_TEST_EXISTS), "%s not removed",
-      t->dir);
+  fail_if (g_file_test (t->dir, G_FILE_TEST_EXISTS), "%s not removed", t->dir);
   fail_unless (t->missed->len == 0, "%s", t->missed->str);
   /* GLib closes the pidfds of exited children from its worker thread,
    * which a loaded machine may run late; what their exits left to do on
@@ -451,8 +449,7 @@ assert_all_frames (Child * producer, Child * consumer, guint n)
  * maps timestamps into its own running time) only pixels and offsets are
  * compared.  Returns the number of frames received. */
 static guint
-assert_frames_subset (Child * producer, Child * consumer,
-    gboolean same_times)
+assert_frames_subset (Child * producer, Child * consumer, gboolean same_times)
 {
   GPtrArray *sent = lines_with (producer, "sent ");
   GPtrArray *recv = lines_with (consumer, "recv ");
@@ -554,8 +551,7 @@ GST_START_TEST (test_appsrc_1080p_nv12)
    * may take the GPU, and the line and the stats must then agree */
   want = g_getenv ("GPUSHARE_E2E_WANT_TRANSPORT");
   if (!want || !*want)
-    want = g_file_test ("/dev/nvidiactl", G_FILE_TEST_EXISTS) ? NULL :
-        "system";
+    want = g_file_test ("/dev/nvidiactl", G_FILE_TEST_EXISTS) ? NULL : "system";
   transport = line_with (c, "transport memory-type=");
   fail_unless (transport != NULL, "consumer printed no transport line");
   type = g_strndup (transport, strcspn (transport, " "));
@@ -568,8 +564,7 @@ GST_START_TEST (test_appsrc_1080p_nv12)
   assert_rendered (p, 300);
   s = child_stats (c, "stats ");
   fail_unless (stats_u64 (s, "frames-received") == 300);
-  fail_unless_equals_string (gst_structure_get_string (s, "memory-type"),
-      type);
+  fail_unless_equals_string (gst_structure_get_string (s, "memory-type"), type);
   gst_structure_free (s);
   g_free (type);
   e2e_free (t);
@@ -755,8 +750,7 @@ GST_START_TEST (test_leaky_slow_consumer)
   fail_unless (cs != NULL, "slow consumer not in %" GST_PTR_FORMAT, s);
   /* it was ready before frame 0: every frame was either sent or dropped */
   fail_unless (stats_u64 (cs, "frames-dropped") > 0, "%" GST_PTR_FORMAT, cs);
-  fail_unless (stats_u64 (cs, "frames-sent") == n_slow, "%" GST_PTR_FORMAT,
-      cs);
+  fail_unless (stats_u64 (cs, "frames-sent") == n_slow, "%" GST_PTR_FORMAT, cs);
   fail_unless (stats_u64 (cs, "frames-sent") + stats_u64 (cs,
           "frames-dropped") == 100, "%" GST_PTR_FORMAT, cs);
   cs = stats_client (s, fast);
@@ -922,8 +916,7 @@ GST_START_TEST (test_stopped_consumer)
   fail_unless (n >= 11 && n < frames, "victim got %u frames", n);
 
   s = child_stats (p, "stats ");
-  fail_unless (stats_u64 (s, "slots-quarantined") >= 1, "%" GST_PTR_FORMAT,
-      s);
+  fail_unless (stats_u64 (s, "slots-quarantined") >= 1, "%" GST_PTR_FORMAT, s);
   fail_unless (stats_u64 (s, "rings-replaced") >= 1, "%" GST_PTR_FORMAT, s);
   fail_unless (stats_u64 (s, "frames-dropped") == 0, "%" GST_PTR_FORMAT, s);
   gst_structure_free (s);
@@ -961,8 +954,7 @@ GST_START_TEST (test_producer_killed)
   fail_unless (err != NULL, "consumer printed no error");
   fail_unless (g_str_has_prefix (err, "domain=gst-resource-error-quark "),
       "%s", err);
-  fail_unless (strstr (err, "went away") || strstr (err, "stopped"), "%s",
-      err);
+  fail_unless (strstr (err, "went away") || strstr (err, "stopped"), "%s", err);
   fail_if (has_line (c, "eos"));
   /* frames 0..39 were rendered (sent on the socket) before the producer
    * died in front of frame 40: all of them arrive, intact */
@@ -1079,6 +1071,7 @@ assert_frames_tail (Child * producer, Child * consumer, guint min)
 static const gchar *const producer_steps[] = {
   "sink:announce", "sink:export", "sink:ready", "sink:frame:5", NULL
 };
+
 static const gchar *const consumer_steps[] = {
   "src:accept", "src:map", "src:ready", "src:frame:5", NULL
 };

@@ -70,8 +70,7 @@ GST_START_TEST (test_constants)
   fail_unless_equals_string (GPUSHARE_CAPS_FEATURE_MEMORY_CUDA,
       "memory:CUDAMemory");
   fail_unless_equals_string (GPUSHARE_CUDA_CONTEXT_TYPE, "gst.cuda.context");
-  fail_unless_equals_string (GPUSHARE_CUDA_MEMORY_TYPE_NAME,
-      "gst.cuda.memory");
+  fail_unless_equals_string (GPUSHARE_CUDA_MEMORY_TYPE_NAME, "gst.cuda.memory");
 }
 
 GST_END_TEST;
@@ -208,16 +207,13 @@ GST_START_TEST (test_context_sharing)
   gst_query_unref (query);
 
   /* take it in set_context: any device, then the right and a wrong one */
-  fail_unless (gpushare_gst_cuda_handle_set_context (elem, context, -1,
-          &got));
+  fail_unless (gpushare_gst_cuda_handle_set_context (elem, context, -1, &got));
   fail_unless (got == ctx);
   /* already holding one: kept, not replaced */
-  fail_unless (gpushare_gst_cuda_handle_set_context (elem, context, 7,
-          &got));
+  fail_unless (gpushare_gst_cuda_handle_set_context (elem, context, 7, &got));
   fail_unless (got == ctx);
   gst_clear_object (&got);
-  fail_unless (gpushare_gst_cuda_handle_set_context (elem, context, 3,
-          &got));
+  fail_unless (gpushare_gst_cuda_handle_set_context (elem, context, 3, &got));
   fail_unless (got == ctx);
   gst_clear_object (&got);
   fail_if (gpushare_gst_cuda_handle_set_context (elem, context, 1, &other));
@@ -293,8 +289,7 @@ GST_START_TEST (test_gpu_memory)
 
   /* ensure_element_context creates one when no neighbour has it */
   pipeline = gst_pipeline_new ("p");
-  fail_unless (gpushare_gst_cuda_ensure_element_context (pipeline, 0,
-          &found));
+  fail_unless (gpushare_gst_cuda_ensure_element_context (pipeline, 0, &found));
   fail_unless (gpushare_gst_cuda_is_cuda_context (found));
   gst_object_unref (found);
   gst_object_unref (pipeline);

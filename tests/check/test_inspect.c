@@ -35,8 +35,7 @@ inspect_start (const gchar * const *args)
     g_ptr_array_add (argv, (gpointer) args[i]);
   g_ptr_array_add (argv, NULL);
   sp = g_subprocess_newv ((const gchar * const *) argv->pdata,
-      G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_PIPE,
-      &error);
+      G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_PIPE, &error);
   fail_unless (sp != NULL, "%s", error ? error->message : "");
   g_ptr_array_unref (argv);
   return sp;

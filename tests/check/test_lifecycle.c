@@ -109,8 +109,7 @@ rss_kb (void)
 #endif
   if (g_getenv ("GPUSHARE_UNDER_VALGRIND"))
     return 0;
-  fail_unless (g_file_get_contents ("/proc/self/status", &status, NULL,
-          NULL));
+  fail_unless (g_file_get_contents ("/proc/self/status", &status, NULL, NULL));
   line = strstr (status, "VmRSS:");
   fail_unless (line != NULL);
   kb = strtoul (line + 6, NULL, 10);
@@ -249,8 +248,7 @@ GST_START_TEST (test_refused_no_reconnect)
   fail_unless (consumer_wait (c_in, 2));
 
   c_out = consumer_new (path, FALSE);
-  gst_util_set_object_arg (G_OBJECT (c_out->src), "producer-lost",
-      "reconnect");
+  gst_util_set_object_arg (G_OBJECT (c_out->src), "producer-lost", "reconnect");
   consumer_start (c_out);
   msg = pop_message (c_out->pipeline, GST_MESSAGE_ERROR, TIMEOUT_MS);
   fail_unless (msg != NULL, "the refused consumer posted no error");

@@ -611,8 +611,7 @@ GST_START_TEST (test_peer_ok)
       GPUSHARE_SYNC_REQUEST_EVENT, TRUE, GPUSHARE_MEM_SYSTEM, 0, -1,
       "system memory: " NO_EVENT_ACROSS);
   check_negotiation (&a, &gpu, &peer, GPUSHARE_TRANSPORT_CUDA,
-      GPUSHARE_SYNC_REQUEST_EVENT, FALSE, 0, 0, -1,
-      ASKED_BUT NO_EVENT_ACROSS);
+      GPUSHARE_SYNC_REQUEST_EVENT, FALSE, 0, 0, -1, ASKED_BUT NO_EVENT_ACROSS);
   a.device.sync_modes = ALL_SYNC;
   gpu.sync_modes = ALL_SYNC;
   check_negotiation (&a, &gpu, &peer, GPUSHARE_TRANSPORT_AUTO,
@@ -763,8 +762,7 @@ accept_ok (guint32 mem_type, guint32 sync_mode, guint32 offered_mem,
 
   acc.mem_type = mem_type;
   acc.sync_mode = sync_mode;
-  ok = gpushare_negotiate_check_accept (&acc, offered_mem, offered_sync,
-      &why);
+  ok = gpushare_negotiate_check_accept (&acc, offered_mem, offered_sync, &why);
   if (ok)
     fail_unless (why == NULL);
   else
@@ -798,8 +796,7 @@ GST_START_TEST (test_check_accept)
           ALL_SYNC));
   fail_if (accept_ok (GPUSHARE_MEM_CUDA_VMM, GPUSHARE_SYNC_HOST,
           GPUSHARE_MEM_SYSTEM, ALL_SYNC));
-  fail_if (accept_ok (GPUSHARE_MEM_CUDA_VMM, GPUSHARE_SYNC_HOST, 0,
-          ALL_SYNC));
+  fail_if (accept_ok (GPUSHARE_MEM_CUDA_VMM, GPUSHARE_SYNC_HOST, 0, ALL_SYNC));
   /* a mode not offered, or none */
   fail_if (accept_ok (GPUSHARE_MEM_CUDA_VMM, GPUSHARE_SYNC_EVENT, offer,
           GPUSHARE_SYNC_HOST | GPUSHARE_SYNC_SEMAPHORE));

@@ -506,8 +506,7 @@ static void
 fill_meta (GpuShareMeta * m, gboolean big)
 {
   guint i, n = big ? GPUSHARE_MAX_META_ENTRIES : 1;
-  gsize body = big ? GPUSHARE_MAX_META_LEN / n -
-      GPUSHARE_META_ENTRY_HEADER : 5;
+  gsize body = big ? GPUSHARE_MAX_META_LEN / n - GPUSHARE_META_ENTRY_HEADER : 5;
 
   m->sequence = big ? G_MAXUINT64 : 1;
   m->n_entries = n;
@@ -914,8 +913,7 @@ assert_msg_equal (const GpuShareMsg * got, const GpuShareMsg * want)
           want->u.eos.last_sequence);
       break;
     case GPUSHARE_MSG_GOODBYE:
-      fail_unless_equals_uint64 (got->u.goodbye.reason,
-          want->u.goodbye.reason);
+      fail_unless_equals_uint64 (got->u.goodbye.reason, want->u.goodbye.reason);
       fail_unless_equals_uint64 (got->u.goodbye.flags, want->u.goodbye.flags);
       fail_unless_equals_uint64 (got->u.goodbye.last_sequence,
           want->u.goodbye.last_sequence);
@@ -1429,8 +1427,7 @@ GST_START_TEST (test_raw_encoder_matches_builder)
   sample_msg (GPUSHARE_MSG_SLOTS, 2, msg, &n_fds);
   fail_unless_equals_int (raw_payload (msg, raw),
       SLOTS_FIXED + 3 * GPUSHARE_MAX_SLOTS * HANDLE_SIZE);
-  fail_unless_equals_int (get32 (raw, SLOTS_N_HANDLES),
-      3 * GPUSHARE_MAX_SLOTS);
+  fail_unless_equals_int (get32 (raw, SLOTS_N_HANDLES), 3 * GPUSHARE_MAX_SLOTS);
   fail_unless (memcmp (raw + SLOTS_FIXED, msg->u.slots.handles,
           3 * GPUSHARE_MAX_SLOTS * HANDLE_SIZE) == 0);
 
@@ -2811,8 +2808,7 @@ GST_START_TEST (test_round_trip_accept_sync)
       GPUSHARE_SYNC_SEMAPHORE);
   fail_unless (memcmp (raw + ACCEPT_UUID, msg->u.accept.uuid, 16) == 0);
   fail_unless_equals_int (get32 (raw, ACCEPT_REASON_LEN), 35);
-  fail_unless (memcmp (raw + ACCEPT_FIXED + 12, msg->u.accept.reason,
-          35) == 0);
+  fail_unless (memcmp (raw + ACCEPT_FIXED + 12, msg->u.accept.reason, 35) == 0);
   put32 (raw, ACCEPT_SYNC_MODE, GPUSHARE_SYNC_EVENT);
   raw[ACCEPT_UUID] = 0x77;
   fail_unless_equals_int (parse_payload (GPUSHARE_MSG_ACCEPT, 0, raw,
@@ -2861,8 +2857,7 @@ GST_START_TEST (test_round_trip_slots_semaphore)
         s->mem_type = cuda[j];
         s->sync_mode = GPUSHARE_SYNC_SEMAPHORE;
         s->n_sync_fds = 1;
-        s->sync_size = k == 0 ? min : k == 1 ? min + 1 :
-            GPUSHARE_MAX_SLOT_SIZE;
+        s->sync_size = k == 0 ? min : k == 1 ? min + 1 : GPUSHARE_MAX_SLOT_SIZE;
         s->n_handles = vmm ? 0 : n_slots[i];
         fill_handles (s->handles, s->n_handles);
         round_trip (msg, fds);
@@ -2896,8 +2891,7 @@ GST_END_TEST;
 /* Checks a built SLOTS against s, from the documented offsets: the
  * header's counts, the fixed part's n_handles, and handle e at 48 + 64 e. */
 static void
-assert_slots_wire (const GByteArray * out, const GpuShareSlots * s,
-    guint32 fds)
+assert_slots_wire (const GByteArray * out, const GpuShareSlots * s, guint32 fds)
 {
   guint e;
 
@@ -3295,8 +3289,7 @@ GST_START_TEST (test_payload_accept_reason)
    * of the two lengths wraps */
   put32 (b, ACCEPT_REASON_LEN, GPUSHARE_MAX_REASON_LEN + 1);
   fail_unless_equals_int (parse_payload (GPUSHARE_MSG_ACCEPT, 0, b,
-          fixed + GPUSHARE_MAX_REASON_LEN + 1, back),
-      GPUSHARE_PARSE_MALFORMED);
+          fixed + GPUSHARE_MAX_REASON_LEN + 1, back), GPUSHARE_PARSE_MALFORMED);
   fail_unless_equals_int (parse_payload (GPUSHARE_MSG_ACCEPT, 0, b, fixed,
           back), GPUSHARE_PARSE_MALFORMED);
   put32 (b, ACCEPT_REASON_LEN, G_MAXUINT32);
@@ -3336,7 +3329,7 @@ GST_END_TEST;
 static gsize
 handle_bytes (guint32 n_handles)
 {
-  return (gsize) n_handles * HANDLE_SIZE;
+  return (gsize) n_handles *HANDLE_SIZE;
 }
 
 /* handle bytes for hostile SLOTS: any pattern, as long as it is known */
@@ -3797,8 +3790,7 @@ GST_START_TEST (test_goodbye_held)
   memset (raw + GOODBYE_HELD_FIXED, 0xa5, 8);
   fail_unless_equals_int (parse_payload (GPUSHARE_MSG_GOODBYE, 0, raw,
           GOODBYE_HELD_FIXED + 8, back), GPUSHARE_PARSE_OK);
-  fail_unless_equals_uint64 (back->u.goodbye.flags,
-      GPUSHARE_GOODBYE_FLAG_HELD);
+  fail_unless_equals_uint64 (back->u.goodbye.flags, GPUSHARE_GOODBYE_FLAG_HELD);
   fail_unless_equals_uint64 (back->u.goodbye.last_sequence,
       G_GUINT64_CONSTANT (0x0102030405060708));
 
@@ -3887,15 +3879,13 @@ build_by_type (const GpuShareMsg * msg, guint32 n_fds, GByteArray * out)
     fail_unless_equals_int (n_fds, 0);
   switch (msg->type) {
     case GPUSHARE_MSG_ANNOUNCE:
-      ok = gpushare_msg_build_announce (body = BODY_COPY (msg, announce),
-          out);
+      ok = gpushare_msg_build_announce (body = BODY_COPY (msg, announce), out);
       break;
     case GPUSHARE_MSG_ACCEPT:
       ok = gpushare_msg_build_accept (body = BODY_COPY (msg, accept), out);
       break;
     case GPUSHARE_MSG_SLOTS:
-      ok = gpushare_msg_build_slots (body = BODY_COPY (msg, slots), n_fds,
-          out);
+      ok = gpushare_msg_build_slots (body = BODY_COPY (msg, slots), n_fds, out);
       break;
     case GPUSHARE_MSG_MAPPED:
     case GPUSHARE_MSG_UNMAPPED:
@@ -4094,8 +4084,7 @@ GST_START_TEST (test_type_builders_refuse)
   fail_if (gpushare_msg_build_mapped (FIRST_UNKNOWN_TYPE, 1, out));
   fail_unless_equals_int (out->len, 4);
   /* an empty ERROR text needs no text at all */
-  fail_unless (gpushare_msg_build_error (GPUSHARE_ERR_SHUTDOWN, NULL, 0,
-          out));
+  fail_unless (gpushare_msg_build_error (GPUSHARE_ERR_SHUTDOWN, NULL, 0, out));
   fail_unless_equals_int (out->len, 4 + HDR_SIZE + ERROR_FIXED);
 
   g_byte_array_unref (out);
@@ -4478,8 +4467,7 @@ GST_START_TEST (test_observe_status)
     fail_unless_equals_int (parse_payload (GPUSHARE_MSG_OBSERVE, 0, b,
             OBSERVE_FIXED + 3, back), observe[i].want);
     if (observe[i].want == GPUSHARE_PARSE_OK) {
-      fail_unless_equals_int (back->u.observe.interval_ms,
-          observe[i].interval);
+      fail_unless_equals_int (back->u.observe.interval_ms, observe[i].interval);
       fail_unless_equals_int (back->u.observe.pid, 42);
       fail_unless_equals_string (back->u.observe.name, "obs");
     }
@@ -4693,8 +4681,7 @@ GST_START_TEST (test_notice_bounds)
     g_byte_array_set_size (out, 0);
     if (c->res == GPUSHARE_PARSE_OK) {
       assert_msg_equal (back, msg);
-      fail_unless (gpushare_msg_build (msg, 0, out), "%s: not built",
-          c->what);
+      fail_unless (gpushare_msg_build (msg, 0, out), "%s: not built", c->what);
       round_trip (msg, 0);
     } else {
       /* what the parser refuses, the builder does not write */

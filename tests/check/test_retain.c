@@ -83,7 +83,7 @@ GST_START_TEST (test_release_by_connection)
   add (h, 1, 0);
   add (h, 2, 0);
   add (h, 3, getpid ());
-  add (h, 3, getpid ());       /* once */
+  add (h, 3, getpid ());        /* once */
   fail_unless_equals_int (gpushare_holders_count (h), 2);
   fail_unless_equals_int (gpushare_holders_unwatched (h), have_pidfd ()? 1 : 2);
   gpushare_retained_add (r, 5, GINT_TO_POINTER (1), h);

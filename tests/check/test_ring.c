@@ -562,8 +562,7 @@ GST_START_TEST (test_ring_bad_slot)
   /* slots past n_slots that would allow the transition if they counted:
    * the range check must come first */
   for (j = 3; j < GPUSHARE_MAX_SLOTS; j++)
-    ring.slots[j].state = (j % 2) ? GPUSHARE_SLOT_WRITING :
-        GPUSHARE_SLOT_READY;
+    ring.slots[j].state = (j % 2) ? GPUSHARE_SLOT_WRITING : GPUSHARE_SLOT_READY;
 
   for (i = 0; i < G_N_ELEMENTS (bad); i++) {
     assert_ring_rejects (&ring, gpushare_ring_abort (&ring, bad[i]),
@@ -759,8 +758,7 @@ GST_START_TEST (test_ring_release_holder_after)
   make_slot (&ring, GPUSHARE_SLOT_HELD, 8, BIT (2));
 
   /* holder 1 received up to frame 6: 7 goes back (to holder 2) */
-  fail_unless_equals_int (gpushare_ring_release_holder_after (&ring, 1, 6),
-      1);
+  fail_unless_equals_int (gpushare_ring_release_holder_after (&ring, 1, 6), 1);
   fail_unless_equals_int (ring.slots[2].holders, BIT (2));
   fail_unless_equals_int (ring.slots[0].holders, BIT (1));
   fail_unless_equals_int (ring.slots[1].holders, BIT (1) | BIT (2));
@@ -772,10 +770,8 @@ GST_START_TEST (test_ring_release_holder_after)
   fail_unless_equals_int (gpushare_ring_n_tainted (&ring), 2);
 
   /* nothing after: nothing changes; everything after: all go back */
-  fail_unless_equals_int (gpushare_ring_release_holder_after (&ring, 2, 8),
-      0);
-  fail_unless_equals_int (gpushare_ring_release_holder_after (&ring, 2, 0),
-      3);
+  fail_unless_equals_int (gpushare_ring_release_holder_after (&ring, 2, 8), 0);
+  fail_unless_equals_int (gpushare_ring_release_holder_after (&ring, 2, 0), 3);
   fail_unless_equals_int (ring.slots[1].state, GPUSHARE_SLOT_QUARANTINED);
   fail_unless_equals_int (gpushare_ring_n_free (&ring), 2);
   fail_unless_equals_int (gpushare_ring_release_holder_after (&ring,
@@ -913,8 +909,7 @@ GST_START_TEST (test_ring_size_max)
 
   /* slot i to holder i: every holder bit, every slot index */
   for (i = 0; i < GPUSHARE_MAX_SLOTS; i++)
-    assert_result (gpushare_ring_publish (&ring, i, BIT (i)),
-        GPUSHARE_RING_OK);
+    assert_result (gpushare_ring_publish (&ring, i, BIT (i)), GPUSHARE_RING_OK);
   for (h = 0; h < GPUSHARE_MAX_HOLDERS; h++)
     fail_unless_equals_int (gpushare_ring_n_held_by (&ring, h), 1);
   for (i = 0; i < GPUSHARE_MAX_SLOTS; i++) {
@@ -931,8 +926,7 @@ GST_START_TEST (test_ring_size_max)
     assert_result (gpushare_ring_acquire (&ring, &idx), GPUSHARE_RING_OK);
     fail_unless_equals_int (idx, GPUSHARE_MAX_SLOTS - 1 - i);
     fail_unless_equals_int (ring.slots[idx].generation, 2);
-    assert_result (gpushare_ring_ready (&ring, idx, 100 + i),
-        GPUSHARE_RING_OK);
+    assert_result (gpushare_ring_ready (&ring, idx, 100 + i), GPUSHARE_RING_OK);
     assert_result (gpushare_ring_publish (&ring, idx, G_MAXUINT64),
         GPUSHARE_RING_OK);
   }
@@ -1058,8 +1052,7 @@ GST_START_TEST (test_ring_expired_holders)
   fail_unless_equals_uint64 (expired (&ring, 1500, 1000, seq, us), 0);
   fail_unless_equals_uint64 (expired (&ring, 3000, 2000, seq, us), 0);
   /* past it */
-  fail_unless_equals_uint64_hex (expired (&ring, 3001, 2000, seq, us),
-      BIT (0));
+  fail_unless_equals_uint64_hex (expired (&ring, 3001, 2000, seq, us), BIT (0));
   fail_unless_equals_uint64 (seq[0], 1);
   fail_unless_equals_int64 (us[0], 2001);
   for (i = 1; i < GPUSHARE_MAX_HOLDERS; i++) {
@@ -1083,13 +1076,11 @@ GST_START_TEST (test_ring_expired_holders)
   make_published (&ring, 11, BIT (3), 100);
   make_published (&ring, 12, BIT (3), 300);
   make_published (&ring, 13, BIT (3), 900);
-  fail_unless_equals_uint64_hex (expired (&ring, 1000, 50, seq, us),
-      BIT (3));
+  fail_unless_equals_uint64_hex (expired (&ring, 1000, 50, seq, us), BIT (3));
   fail_unless_equals_uint64 (seq[3], 11);
   fail_unless_equals_int64 (us[3], 900);
   /* frames held no longer than the limit do not count */
-  fail_unless_equals_uint64_hex (expired (&ring, 1000, 600, seq, us),
-      BIT (3));
+  fail_unless_equals_uint64_hex (expired (&ring, 1000, 600, seq, us), BIT (3));
   fail_unless_equals_uint64 (seq[3], 11);
   fail_unless_equals_uint64 (expired (&ring, 1000, 900, seq, us), 0);
   /* a tie names the frame of the lower slot */
@@ -1097,8 +1088,7 @@ GST_START_TEST (test_ring_expired_holders)
   make_published (&ring, 21, BIT (1), 100);
   make_published (&ring, 20, BIT (1), 100);
   make_published (&ring, 22, BIT (1), 100);
-  fail_unless_equals_uint64_hex (expired (&ring, 1000, 10, seq, us),
-      BIT (1));
+  fail_unless_equals_uint64_hex (expired (&ring, 1000, 10, seq, us), BIT (1));
   fail_unless_equals_uint64 (seq[1], 21);
   fail_unless_equals_int64 (us[1], 900);
 
@@ -1107,8 +1097,7 @@ GST_START_TEST (test_ring_expired_holders)
   gpushare_ring_init (&ring, 8, EPOCH);
   a = make_published (&ring, 1, BIT (0) | BIT (63) | BIT (5), 0);
   b = make_published (&ring, 2, BIT (63), 10);
-  fail_unless_equals_uint64_hex (expired (&ring, 1000, 100, seq, us),
-      BIT (63));
+  fail_unless_equals_uint64_hex (expired (&ring, 1000, 100, seq, us), BIT (63));
   fail_unless_equals_uint64 (seq[63], 1);
   fail_unless_equals_int64 (us[63], 1000);
   fail_unless_equals_uint64 (seq[0], 0);
@@ -1124,8 +1113,7 @@ GST_START_TEST (test_ring_expired_holders)
   fail_unless_equals_int64 (us[63], 1000);
   /* a slot tainted by a dropped holder is still held by the others */
   gpushare_ring_quarantine_holder (&ring, 5);
-  fail_unless_equals_uint64_hex (expired (&ring, 1000, 100, seq, us),
-      BIT (63));
+  fail_unless_equals_uint64_hex (expired (&ring, 1000, 100, seq, us), BIT (63));
   /* plain publish counts as published at 0 */
   make_slot (&ring, GPUSHARE_SLOT_HELD, 3, BIT (0));
   fail_unless_equals_uint64_hex (expired (&ring, 1000, 100, seq, us),
@@ -1223,8 +1211,7 @@ GST_START_TEST (test_ring_expired_random)
     limit = g_rand_int_range (rand, 0, 2000);
     fail_unless_equals_uint64_hex (expired (&ring, now, limit, seq, us),
         model_expired (&ring, now, limit, want_seq, want_us));
-    fail_unless (memcmp (seq, want_seq, sizeof (seq)) == 0, "round %u",
-        round);
+    fail_unless (memcmp (seq, want_seq, sizeof (seq)) == 0, "round %u", round);
     fail_unless (memcmp (us, want_us, sizeof (us)) == 0, "round %u", round);
   }
   g_rand_free (rand);
@@ -1342,8 +1329,7 @@ GST_START_TEST (test_view_in_order)
     fail_unless_equals_uint64 (view.last_sequence, i);
   }
   for (i = 0; i < 4; i++) {
-    assert_result (gpushare_slot_view_release (&view, i, 1),
-        GPUSHARE_RING_OK);
+    assert_result (gpushare_slot_view_release (&view, i, 1), GPUSHARE_RING_OK);
     fail_unless (!view.held[i]);
   }
   /* the second lap: newer generations, larger sequences, gaps allowed */
@@ -1700,8 +1686,7 @@ ring_model_count (const RingModel * m, GpuShareSlotState state, guint holder)
 }
 
 static void
-ring_model_compare (const RingModel * m, const GpuShareRing * ring,
-    guint step)
+ring_model_compare (const RingModel * m, const GpuShareRing * ring, guint step)
 {
   guint i;
 
@@ -1715,8 +1700,7 @@ ring_model_compare (const RingModel * m, const GpuShareRing * ring,
         && s->holders == ms->holders, "step %u, slot %u: ring %s/%u/%"
         G_GINT64_MODIFIER "x, model %s/%u/%" G_GINT64_MODIFIER "x", step, i,
         gpushare_slot_state_to_string (s->state), s->generation, s->holders,
-        gpushare_slot_state_to_string (ms->state), ms->generation,
-        ms->holders);
+        gpushare_slot_state_to_string (ms->state), ms->generation, ms->holders);
     if (s->state == GPUSHARE_SLOT_READY || s->state == GPUSHARE_SLOT_HELD)
       fail_unless (s->sequence == ms->sequence, "step %u, slot %u: sequence",
           step, i);

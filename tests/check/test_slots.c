@@ -186,8 +186,7 @@ GST_START_TEST (test_stopped_reading_loses_lease)
    * gpushare-client-connected */
   st = next_element_message (producer, "gpushare-quarantine", TIMEOUT_MS);
   fail_unless (st != NULL, "no gpushare-quarantine message");
-  fail_unless_equals_string (gst_structure_get_string (st, "reason"),
-      "lease");
+  fail_unless_equals_string (gst_structure_get_string (st, "reason"), "lease");
   fail_unless (gst_structure_get_uint (st, "slots", &slots) && slots >= 1);
   gst_structure_free (st);
 
@@ -520,7 +519,8 @@ connect_in_child (const gchar * path, const gint * pair)
     {
       struct cmsghdr align;
       gchar buf[CMSG_SPACE (sizeof (gint))];
-    } control;
+    }
+    control;
     struct msghdr mh = { 0, };
     struct iovec iov;
     struct cmsghdr *cm;
@@ -561,7 +561,8 @@ receive_fd (gint sp)
   {
     struct cmsghdr align;
     gchar buf[CMSG_SPACE (sizeof (gint))];
-  } control;
+  }
+  control;
   struct msghdr mh = { 0, };
   struct iovec iov;
   struct cmsghdr *cm;
@@ -652,8 +653,7 @@ GST_START_TEST (test_filesink_small_frames)
       SMALL_CAPS_STR " ! filesink location=\"%s\"", N_FILE_FRAMES, ref);
   fail_if (gst_element_set_state (direct, GST_STATE_PLAYING) ==
       GST_STATE_CHANGE_FAILURE);
-  msg = pop_message (direct, GST_MESSAGE_EOS | GST_MESSAGE_ERROR,
-      TIMEOUT_MS);
+  msg = pop_message (direct, GST_MESSAGE_EOS | GST_MESSAGE_ERROR, TIMEOUT_MS);
   fail_unless (msg && GST_MESSAGE_TYPE (msg) == GST_MESSAGE_EOS);
   gst_message_unref (msg);
   fail_unless_equals_int (gst_element_set_state (direct, GST_STATE_NULL),
@@ -695,8 +695,7 @@ GST_START_TEST (test_filesink_small_frames)
   fail_unless_equals_uint64 (stat_u64 (sink, "slots-quarantined"), 0);
   fail_unless_equals_int (gst_element_set_state (consumer, GST_STATE_NULL),
       GST_STATE_CHANGE_SUCCESS);
-  msg = pop_message (producer, GST_MESSAGE_EOS | GST_MESSAGE_ERROR,
-      TIMEOUT_MS);
+  msg = pop_message (producer, GST_MESSAGE_EOS | GST_MESSAGE_ERROR, TIMEOUT_MS);
   fail_unless (msg && GST_MESSAGE_TYPE (msg) == GST_MESSAGE_EOS);
   gst_message_unref (msg);
 
@@ -772,16 +771,14 @@ check_io_mode (const gchar * mode, gboolean in_place)
   reason = g_strdup (gst_structure_get_string (stats, "io-reason"));
   gst_structure_free (stats);
   if (in_place) {
-    fail_unless_equals_uint64 (stat_u64 (src, "frames-in-place"),
-        N_IO_FRAMES);
+    fail_unless_equals_uint64 (stat_u64 (src, "frames-in-place"), N_IO_FRAMES);
     fail_unless_equals_uint64 (stat_u64 (src, "frames-copied"), 0);
     fail_unless_equals_string (io, "in-place");
     fail_unless_equals_string (reason, "");
     fail_unless_equals_string (msg_io_copy, "in-place");
   } else {
     fail_unless_equals_uint64 (stat_u64 (src, "frames-in-place"), 0);
-    fail_unless_equals_uint64 (stat_u64 (src, "frames-copied"),
-        N_IO_FRAMES);
+    fail_unless_equals_uint64 (stat_u64 (src, "frames-copied"), N_IO_FRAMES);
     fail_unless_equals_string (io, "copy");
     fail_unless_equals_string (reason, "io-mode=copy");
     fail_unless_equals_string (msg_io_copy, "copy");

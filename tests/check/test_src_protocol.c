@@ -49,7 +49,7 @@ typedef enum
 static const struct
 {
   const gchar *name;
-  GQuark (*domain) (void);
+    GQuark (*domain) (void);
   gint code;
 } hp_cases[N_HP] = {
   {"garbage bytes", gst_stream_error_quark, GST_STREAM_ERROR_DECODE},
@@ -505,8 +505,7 @@ GST_START_TEST (test_heartbeat_silent_producer)
   raw_announce (&raw, msg);
   t0 = g_get_monotonic_time ();
 
-  m = pop_message (pipeline, GST_MESSAGE_ERROR | GST_MESSAGE_EOS,
-      TIMEOUT_MS);
+  m = pop_message (pipeline, GST_MESSAGE_ERROR | GST_MESSAGE_EOS, TIMEOUT_MS);
   elapsed = (g_get_monotonic_time () - t0) / 1000;
   fail_unless (m != NULL, "the consumer never noticed the silence");
   if (eos) {
@@ -715,8 +714,7 @@ GST_START_TEST (test_frame_after_eos)
 
   make_simple (msg, GPUSHARE_MSG_EOS);
   fail_unless (raw_send_msg (&raw, msg, NULL, 0));
-  eos = pop_message (pipeline, GST_MESSAGE_EOS | GST_MESSAGE_ERROR,
-      TIMEOUT_MS);
+  eos = pop_message (pipeline, GST_MESSAGE_EOS | GST_MESSAGE_ERROR, TIMEOUT_MS);
   fail_unless (eos && GST_MESSAGE_TYPE (eos) == GST_MESSAGE_EOS);
   gst_message_unref (eos);
 

@@ -550,10 +550,8 @@ GST_START_TEST (test_stalled_consumer_said)
   fail_unless_equals_int (u, LEAKY_SHARE);
   fail_unless (gst_structure_get_uint (details, "consumers", &u));
   fail_unless_equals_int (u, 1);
-  fail_unless (gst_structure_get_uint64 (details, "frames-skipped",
-          &skipped));
-  fail_unless (skipped >= 30, "%" G_GUINT64_FORMAT " skipped in 2 s",
-      skipped);
+  fail_unless (gst_structure_get_uint64 (details, "frames-skipped", &skipped));
+  fail_unless (skipped >= 30, "%" G_GUINT64_FORMAT " skipped in 2 s", skipped);
   fail_unless (gst_structure_get_uint (details, "skipped-ms", &u));
   fail_unless (u >= GPUSHARE_STALL_NOTICE_MS);
   g_clear_pointer (&details, gst_structure_free);
@@ -666,8 +664,7 @@ check_metas (GstBuffer * buf, guint i)
   fail_unless (roi->x == 3 && roi->y == 4 && roi->w == 20 && roi->h == 10);
   param = gst_video_region_of_interest_meta_get_param (roi, "detection");
   fail_unless (param != NULL, "frame %u: the region lost its parameter", i);
-  fail_unless_equals_string (gst_structure_get_string (param, "label"),
-      "face");
+  fail_unless_equals_string (gst_structure_get_string (param, "label"), "face");
   fail_unless (ts != NULL, "frame %u: no reference timestamp", i);
   fail_unless_equals_uint64 (ts->timestamp, 1234567890 + i);
   fail_unless_equals_uint64 (ts->duration, 33);
@@ -676,8 +673,7 @@ check_metas (GstBuffer * buf, guint i)
       && tc->tc.seconds == 30 && tc->tc.frames == i);
   fail_unless_equals_int (tc->tc.config.fps_n, 30);
   fail_unless (cc != NULL, "frame %u: no caption", i);
-  fail_unless_equals_int (cc->caption_type,
-      GST_VIDEO_CAPTION_TYPE_CEA608_RAW);
+  fail_unless_equals_int (cc->caption_type, GST_VIDEO_CAPTION_TYPE_CEA608_RAW);
   fail_unless (cc->size == sizeof (caption_bytes)
       && memcmp (cc->data, caption_bytes, cc->size) == 0);
   fail_unless (afd != NULL, "frame %u: no AFD", i);
@@ -723,8 +719,7 @@ GST_START_TEST (test_metas_travel)
   }
   fail_unless_equals_uint64 (stat_u64 (sink, "metas-sent"),
       META_FRAMES * METAS_PER_FRAME);
-  fail_unless_equals_uint64 (stat_u64 (sink, "metas-not-carried"),
-      META_FRAMES);
+  fail_unless_equals_uint64 (stat_u64 (sink, "metas-not-carried"), META_FRAMES);
   fail_unless_equals_uint64 (stat_u64 (c->src, "metas-received"),
       META_FRAMES * METAS_PER_FRAME);
   fail_unless_equals_uint64 (stat_u64 (c->src, "metas-dropped"), 0);
@@ -877,8 +872,7 @@ GST_START_TEST (test_meta_names_of_gstreamer)
       NULL);
   fail_unless (gst_buffer_add_video_bar_meta (buf, 0, TRUE, 1, 2) != NULL);
   fail_unless (gst_buffer_add_video_caption_meta (buf,
-          GST_VIDEO_CAPTION_TYPE_CEA708_CDP, (const guint8 *) "ab", 2) !=
-      NULL);
+          GST_VIDEO_CAPTION_TYPE_CEA708_CDP, (const guint8 *) "ab", 2) != NULL);
   tc = gst_video_time_code_new (30, 1, NULL, 0, 1, 2, 3, 4, 0);
   fail_unless (gst_buffer_add_video_time_code_meta (buf, tc) != NULL);
   gst_video_time_code_free (tc);
@@ -1034,8 +1028,7 @@ static void
 send_tag (GstElement * src, const gchar * title)
 {
   fail_unless (gst_element_send_event (src,
-          gst_event_new_tag (gst_tag_list_new (GST_TAG_TITLE, title,
-                  NULL))));
+          gst_event_new_tag (gst_tag_list_new (GST_TAG_TITLE, title, NULL))));
 }
 
 static void
@@ -1177,8 +1170,7 @@ assert_stream_starts (EventLog * log, guint * at, const gchar * want,
       start = i;
     else if (!strcmp (e, "caps") && (caps_before || start != G_MAXUINT))
       caps = i;
-    else if (!strcmp (e, "segment") && caps != G_MAXUINT
-        && start != G_MAXUINT)
+    else if (!strcmp (e, "segment") && caps != G_MAXUINT && start != G_MAXUINT)
       segment = i;
   }
   fail_unless (i < log->seen->len, "no first frame");
@@ -1269,8 +1261,7 @@ segment_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
 }
 
 static void
-sync_handoff (GstElement * sink, GstBuffer * buf, GstPad * pad,
-    gpointer data)
+sync_handoff (GstElement * sink, GstBuffer * buf, GstPad * pad, gpointer data)
 {
   SyncConsumer *c = data;
   GstClockTime pts = GST_BUFFER_PTS (buf), rt;
@@ -1469,8 +1460,7 @@ GST_START_TEST (test_prerolled_consumer_keeps_pace)
   e.early = g_array_new (FALSE, FALSE, sizeof (gint64));
   e.at = g_array_new (FALSE, FALSE, sizeof (gint64));
   pad = gst_element_get_static_pad (child (consumer, "out"), "sink");
-  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, earliness_probe, &e,
-      NULL);
+  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, earliness_probe, &e, NULL);
   gst_object_unref (pad);
 
   /* prerolled on the first frame, 0.6 s, then playing */
@@ -1788,8 +1778,7 @@ GST_START_TEST (test_bus_messages)
   consumer_start (a);
   fail_unless (consumer_wait (a, 2));
 
-  s = next_element_message (producer, "gpushare-client-connected",
-      TIMEOUT_MS);
+  s = next_element_message (producer, "gpushare-client-connected", TIMEOUT_MS);
   fail_unless (s != NULL, "the sink posted no gpushare-client-connected");
   fail_unless (gst_structure_get_int (s, "pid", &pid) && pid == getpid ());
   fail_unless (gst_structure_get_uint (s, "uid", &u) && u == getuid ());
@@ -1824,8 +1813,7 @@ GST_START_TEST (test_bus_messages)
   /* the producer goes, another comes: lost, then connected again */
   gst_element_set_state (producer, GST_STATE_NULL);
   gst_object_unref (producer);
-  s = next_element_message (a->pipeline, "gpushare-producer-lost",
-      TIMEOUT_MS);
+  s = next_element_message (a->pipeline, "gpushare-producer-lost", TIMEOUT_MS);
   fail_unless (s != NULL, "the src posted no gpushare-producer-lost");
   fail_unless_equals_string (gst_structure_get_string (s, "action"),
       "reconnect");
@@ -1842,8 +1830,7 @@ GST_START_TEST (test_bus_messages)
   consumer_free (a);
   s = next_element_message (producer, "gpushare-client-removed", TIMEOUT_MS);
   fail_unless (s != NULL);
-  fail_unless_equals_string (gst_structure_get_string (s, "reason"),
-      "goodbye");
+  fail_unless_equals_string (gst_structure_get_string (s, "reason"), "goodbye");
   fail_unless_equals_string (gst_structure_get_string (s, "name"), "src");
   gst_structure_free (s);
   gst_element_set_state (producer, GST_STATE_NULL);

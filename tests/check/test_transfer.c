@@ -504,8 +504,7 @@ run_exchange (gboolean use_appsrc)
   g_mutex_init (&cap.lock);
   cap.frames = g_ptr_array_new_with_free_func ((GDestroyNotify) g_bytes_unref);
   pad = gst_element_get_static_pad (sink, "sink");
-  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, capture_probe, &cap,
-      NULL);
+  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, capture_probe, &cap, NULL);
   gst_object_unref (pad);
 
   fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
@@ -565,8 +564,7 @@ run_exchange (gboolean use_appsrc)
     /* the buffers still held keep exactly their slots... */
     fail_unless_equals_int (wait_stat_uint (sink, "free-slots",
             EXCHANGE_RING - N_HELD), EXCHANGE_RING - N_HELD);
-    fail_unless_equals_int (client_stat_uint (sink, 0, "slots-held"),
-        N_HELD);
+    fail_unless_equals_int (client_stat_uint (sink, 0, "slots-held"), N_HELD);
   }
   /* ...and dropping them gives every slot back to the producer; copies
    * (GPU memory downloaded) held none */
@@ -583,11 +581,9 @@ run_exchange (gboolean use_appsrc)
   } else if (use_appsrc) {
     fail_unless_equals_uint64 (stat_u64 (sink, "frames-copied"), N_EXCHANGE);
   } else {
-    fail_unless_equals_uint64 (stat_u64 (sink, "frames-in-place"),
-        N_EXCHANGE);
+    fail_unless_equals_uint64 (stat_u64 (sink, "frames-in-place"), N_EXCHANGE);
   }
-  fail_unless_equals_uint64 (stat_u64 (c->src, "frames-received"),
-      N_EXCHANGE);
+  fail_unless_equals_uint64 (stat_u64 (c->src, "frames-received"), N_EXCHANGE);
   check_transport_reason (c->src, sink);
 
   assert_no_error (producer);
@@ -641,8 +637,7 @@ GST_START_TEST (test_logs_carry_no_handles)
   run_exchange (FALSE);
   gst_debug_set_threshold_from_string ("gpushare*:3", TRUE);
   gst_debug_remove_log_function (log_scan_func);
-  fail_unless (scan.n_lines > 100, "only %u log lines were seen",
-      scan.n_lines);
+  fail_unless (scan.n_lines > 100, "only %u log lines were seen", scan.n_lines);
   fail_unless (scan.first_bad == NULL, "a log line carries a number that "
       "looks like an fd or a handle: %s", scan.first_bad);
   g_regex_unref (scan.bad);
@@ -689,8 +684,7 @@ GST_START_TEST (test_copy_odd_yuy2)
   Consumer *c;
   guint j, r;
 
-  fail_unless (gst_video_info_set_format (&info, GST_VIDEO_FORMAT_YUY2, 5,
-          4));
+  fail_unless (gst_video_info_set_format (&info, GST_VIDEO_FORMAT_YUY2, 5, 4));
   GST_VIDEO_INFO_FPS_N (&info) = 30;
   GST_VIDEO_INFO_FPS_D (&info) = 1;
   caps = gst_video_info_to_caps (&info);

@@ -56,8 +56,7 @@ GST_START_TEST (test_row_bytes)
   fail_unless_equals_uint64 (row_of (GST_VIDEO_FORMAT_ARGB64, 32767, 0,
           NULL), 32767 * 8);
   /* no pixel stride: GStreamer's own row (v210: 48 pixels in 128 bytes) */
-  fail_unless_equals_uint64 (row_of (GST_VIDEO_FORMAT_v210, 5, 0, NULL),
-      128);
+  fail_unless_equals_uint64 (row_of (GST_VIDEO_FORMAT_v210, 5, 0, NULL), 128);
   /* a palette is one row of 256 entries */
   fail_unless_equals_uint64 (row_of (GST_VIDEO_FORMAT_RGB8P, 5, 1, &rows),
       1024);
@@ -141,11 +140,9 @@ GST_START_TEST (test_check_planes)
   st[0] = 15;
   fail_unless (check (GST_VIDEO_FORMAT_RGB, 5, 3, off, st, 45, NULL));
   st[0] = 0;
-  fail_if (check (GST_VIDEO_FORMAT_RGB, 5, 3, off, st, 45,
-          "is not positive"));
+  fail_if (check (GST_VIDEO_FORMAT_RGB, 5, 3, off, st, 45, "is not positive"));
   st[0] = -15;
-  fail_if (check (GST_VIDEO_FORMAT_RGB, 5, 3, off, st, 45,
-          "is not positive"));
+  fail_if (check (GST_VIDEO_FORMAT_RGB, 5, 3, off, st, 45, "is not positive"));
   /* NV12: the chroma plane's stride and end */
   st[0] = 64;
   st[1] = 63;
@@ -153,8 +150,7 @@ GST_START_TEST (test_check_planes)
   fail_if (check (GST_VIDEO_FORMAT_NV12, 64, 48, off, st, 64 * 72,
           "plane 1: stride 63"));
   st[1] = 64;
-  fail_unless (check (GST_VIDEO_FORMAT_NV12, 64, 48, off, st, 64 * 72,
-          NULL));
+  fail_unless (check (GST_VIDEO_FORMAT_NV12, 64, 48, off, st, 64 * 72, NULL));
   off[1] = 64 * 48 + 1;
   fail_if (check (GST_VIDEO_FORMAT_NV12, 64, 48, off, st, 64 * 72,
           "plane 1: offset"));

@@ -366,8 +366,7 @@ reason_nick (GstElement * sink, gint reason)
   g_signal_query (g_signal_lookup ("client-removed", G_OBJECT_TYPE (sink)),
       &query);
   fail_unless_equals_int (query.n_params, 2);
-  klass = g_type_class_ref (query.param_types[1] &
-      ~G_SIGNAL_TYPE_STATIC_SCOPE);
+  klass = g_type_class_ref (query.param_types[1] & ~G_SIGNAL_TYPE_STATIC_SCOPE);
   fail_unless (G_IS_ENUM_CLASS (klass));
   value = g_enum_get_value (klass, reason);
   nick = value ? g_intern_string (value->value_nick) : "?";
@@ -518,7 +517,8 @@ raw_fill (RawPeer * p, gint timeout_ms)
   {
     struct cmsghdr hdr;
     gchar buf[CMSG_SPACE (sizeof (gint) * KERNEL_MAX_FDS)];
-  } cmsg;
+  }
+  cmsg;
   guint8 buf[4096];
   struct pollfd pfd = {.fd = p->fd,.events = POLLIN };
   struct iovec iov = {.iov_base = buf,.iov_len = sizeof (buf) };
@@ -636,8 +636,7 @@ raw_expect (RawPeer * p, GpuShareMsgType type, GpuShareMsg * msg,
       return;
     fail_if (msg->type == GPUSHARE_MSG_ERROR, "waiting for %s, got ERROR "
         "%s: %s", gpushare_msg_type_to_string (type),
-        gpushare_error_code_to_string (msg->u.error.code),
-        msg->u.error.text);
+        gpushare_error_code_to_string (msg->u.error.code), msg->u.error.text);
     if (fds && n_fds)
       gpushare_close_fds (fds, *n_fds);
   }
@@ -681,7 +680,8 @@ raw_send (gint fd, const guint8 * data, gsize len, const gint * fds,
   {
     struct cmsghdr hdr;
     gchar buf[CMSG_SPACE (sizeof (gint) * KERNEL_MAX_FDS)];
-  } cmsg;
+  }
+  cmsg;
   gsize done = 0;
 
   g_assert (n_fds <= KERNEL_MAX_FDS);

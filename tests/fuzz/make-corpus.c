@@ -788,15 +788,12 @@ write_metas (GpuShareMsg * msg)
   GstCustomMeta *custom;
   guint skipped = 0;
 
-  roi = gst_buffer_add_video_region_of_interest_meta (buf, "face", 1, 2, 3,
-      4);
+  roi = gst_buffer_add_video_region_of_interest_meta (buf, "face", 1, 2, 3, 4);
   gst_video_region_of_interest_meta_add_param (roi,
-      gst_structure_new ("detection", "confidence", G_TYPE_DOUBLE, 0.5,
-          NULL));
+      gst_structure_new ("detection", "confidence", G_TYPE_DOUBLE, 0.5, NULL));
   gst_buffer_add_reference_timestamp_meta (buf, ref, 1, 2);
   gst_caps_unref (ref);
-  gst_buffer_add_video_time_code_meta_full (buf, 30, 1, NULL, 0, 1, 2, 3, 4,
-      0);
+  gst_buffer_add_video_time_code_meta_full (buf, 30, 1, NULL, 0, 1, 2, 3, 4, 0);
   gst_buffer_add_video_caption_meta (buf, GST_VIDEO_CAPTION_TYPE_CEA608_RAW,
       cc, sizeof (cc));
   gst_buffer_add_video_afd_meta (buf, 0, GST_VIDEO_AFD_SPEC_ATSC_A53,
@@ -832,8 +829,7 @@ write_metas (GpuShareMsg * msg)
       "taglist, title=(string)first");
   save_one ("event-tags", msg, 0);
   msg->u.event.kind = GPUSHARE_EVENT_CUSTOM_STICKY;
-  set_string (msg->u.event.text, &msg->u.event.text_len,
-      "zone, id=(int)5");
+  set_string (msg->u.event.text, &msg->u.event.text_len, "zone, id=(int)5");
   save_one ("event-custom-sticky", msg, 0);
   msg->u.event.kind = G_MAXUINT32;
   fill_utf8 (msg->u.event.text, GPUSHARE_MAX_EVENT_LEN);

@@ -36,8 +36,7 @@ probe_child (gint sock, gpointer data)
     return GPU_TEST_SKIP;
   }
   if ((needs & GPU_TEST_NEED_MEM_OPS) && !caps.mem_ops_64) {
-    g_print ("SKIP: %s has no 64-bit stream memory operations\n",
-        caps.name);
+    g_print ("SKIP: %s has no 64-bit stream memory operations\n", caps.name);
     return GPU_TEST_SKIP;
   }
   if (needs & GPU_TEST_NEED_ELEMENTS) {
@@ -78,7 +77,8 @@ typedef union
 {
   struct cmsghdr hdr;
   gchar buf[CMSG_SPACE (sizeof (gint) * GPU_TEST_MAX_FDS)];
-} Control;
+}
+Control;
 
 /* one byte of payload, and room for the fds */
 static void
@@ -515,8 +515,7 @@ gpu_test_device_free (CUcontext ctx)
     cu->cuCtxPopCurrent (&dummy);
   }
   if (res != CUDA_SUCCESS) {
-    g_printerr ("    cuMemGetInfo: %s\n",
-        gpushare_cuda_result_to_string (res));
+    g_printerr ("    cuMemGetInfo: %s\n", gpushare_cuda_result_to_string (res));
     return 0;
   }
   return free_b;
@@ -719,7 +718,7 @@ gpu_test_producer_play (GstElement * pipeline, GstElement * sink,
     g_print ("producer: the pipeline did not start\n");
     return FALSE;
   }
-  end = g_get_monotonic_time () + (gint64) timeout_ms * 1000;
+  end = g_get_monotonic_time () + (gint64) timeout_ms *1000;
   while (gpu_test_stat_u64 (sink, "frames-rendered") == 0
       && g_get_monotonic_time () < end)
     g_usleep (10000);

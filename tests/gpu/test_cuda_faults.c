@@ -86,8 +86,7 @@ cycle (CUdeviceptr src_buf, CUdeviceptr dst_buf, GError ** error)
   if (ok && (ok = gpushare_cuda_ring_export (ring, 2, &slots, fds, error)))
     gpushare_close_fds (fds, N_SLOTS);
   ok = ok && gpushare_cuda_ring_begin (ring, 0, error)
-      && gpushare_cuda_ring_copy_in (ring, 0, &info, &src, &layout, NULL,
-      error)
+      && gpushare_cuda_ring_copy_in (ring, 0, &info, &src, &layout, NULL, error)
       && gpushare_cuda_ring_settle (ring, 0, error)
       && gpushare_cuda_ring_publish (ring, 0, 0x3, 1, error);
   for (i = 0; ok && i < 2; i++)
@@ -108,8 +107,7 @@ cycle (CUdeviceptr src_buf, CUdeviceptr dst_buf, GError ** error)
   legacy = gpushare_cuda_ring_new (0, NULL, GPUSHARE_MEM_CUDA_LEGACY, 2,
       N_SLOTS, slot_size, error);
   ok = legacy != NULL
-      && gpushare_cuda_ring_add_consumer (legacy, 0, GPUSHARE_SYNC_HOST,
-      error)
+      && gpushare_cuda_ring_add_consumer (legacy, 0, GPUSHARE_SYNC_HOST, error)
       && gpushare_cuda_ring_export (legacy, 0, &slots, fds, error);
   if (legacy)
     gpushare_cuda_ring_free (legacy);

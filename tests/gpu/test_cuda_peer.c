@@ -224,8 +224,7 @@ sem_case (void)
     cu->cuCtxPushCurrent (c0);
     gpushare_cuda_sem_signal (s0, gpushare_cuda_sem_ready (prod, slot), seq,
         NULL);
-    gpushare_cuda_sem_wait (s0, gpushare_cuda_sem_done (prod, slot), seq,
-        NULL);
+    gpushare_cuda_sem_wait (s0, gpushare_cuda_sem_done (prod, slot), seq, NULL);
     ok = stream_done (s0, 1000);
     rt[n++] = (g_get_monotonic_time () - a);
     gpushare_cuda_pop ();

@@ -788,8 +788,7 @@ event_producer (gint sock)
   alloc = gpushare_allocation_new (&gpushare_cuda_vmm_backend, 1, N_SLOTS,
       frame_slot_size (), &error);
   /* the producer owns ready and done events alike (trap 3) */
-  if (!alloc || !(ev = gpushare_cuda_events_new (DEVICE, 2 * N_SLOTS,
-              &error))
+  if (!alloc || !(ev = gpushare_cuda_events_new (DEVICE, 2 * N_SLOTS, &error))
       || !gpushare_cuda_events_export (ev, handles, &error)) {
     gerr ("producer", &error);
     goto out;
@@ -975,8 +974,7 @@ force_many (const gchar * connections)
     CUdeviceptr w = i % 2 ? gpushare_cuda_sem_done (sem, i / 2) :
         gpushare_cuda_sem_ready (sem, i / 2);
 
-    if (!new_stream (&ws[i]) || !gpushare_cuda_sem_wait (ws[i], w, 1,
-            &error))
+    if (!new_stream (&ws[i]) || !gpushare_cuda_sem_wait (ws[i], w, 1, &error))
       return gfail ("3c/d", &error);
   }
   g_usleep (BLOCKED_CHECK_US);

@@ -221,8 +221,7 @@ run (gsize frame_size, gint cycles)
 
   /* both ends are children: this process never touches CUDA, so it can
    * fork again for the next size */
-  return !gpu_test_run_pair (&p, &c, GPU_TEST_PAIR_FORK_CONSUMER_FIRST,
-      NULL);
+  return !gpu_test_run_pair (&p, &c, GPU_TEST_PAIR_FORK_CONSUMER_FIRST, NULL);
 }
 
 int

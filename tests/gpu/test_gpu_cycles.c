@@ -564,8 +564,7 @@ consumer (gint ctl, const gchar * path, Phase * phases, guint n_phases)
       if (gpu_test_now_ns () - start > CYCLES_BUDGET_S * G_GUINT64_CONSTANT
           (1000000000)) {
         g_print ("consumer: out of time after " G_STRINGIFY
-            (CYCLES_BUDGET_S) " s, in sync-mode %s: stopping here\n",
-            p->mode);
+            (CYCLES_BUDGET_S) " s, in sync-mode %s: stopping here\n", p->mode);
         aborted = TRUE;
         break;
       }

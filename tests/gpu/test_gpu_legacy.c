@@ -114,8 +114,7 @@ producer (gint ctl, gpointer data)
   c = g_strdup_printf (CAPS_FMT, sizes[0][0], sizes[0][1]);
   desc = g_strdup_printf ("videotestsrc is-live=true pattern=ball ! "
       "capsfilter name=cf caps=\"%s\" ! gpusharesink name=sink "
-      "socket-path=\"%s\" policy=lossless lease-timeout=%u", c, path,
-      LEASE_MS);
+      "socket-path=\"%s\" policy=lossless lease-timeout=%u", c, path, LEASE_MS);
   g_free (c);
   pipeline = gst_parse_launch (desc, &error);
   g_free (desc);
@@ -401,8 +400,7 @@ producer_used (const gchar * when)
           && pid == (gint) producer_pid)
         used = mib;
     }
-    g_print ("  %s: device memory per process (pid, MiB): %s\n", when,
-        joined);
+    g_print ("  %s: device memory per process (pid, MiB): %s\n", when, joined);
     g_free (joined);
     g_strfreev (lines);
   }
@@ -415,8 +413,7 @@ static gboolean
 producer_mem_same (gint64 before, gint64 after, const gchar * what)
 {
   if (before < 0 || after < 0) {
-    g_print ("%s: no per-process figures (nvidia-smi): not measured\n",
-        what);
+    g_print ("%s: no per-process figures (nvidia-smi): not measured\n", what);
     return TRUE;
   }
   g_print ("%s: producer's device memory %" G_GINT64_FORMAT " -> %"
@@ -476,8 +473,7 @@ run (gint pctl, const gchar * path)
       freed++;
   }
   g_print ("A: %u of %u caps changes made a new epoch; after %u S streamed "
-      "on and the old ring was freed\n", changed, (guint) CAPS_CHANGES,
-      freed);
+      "on and the old ring was freed\n", changed, (guint) CAPS_CHANGES, freed);
   ok = check (changed == CAPS_CHANGES && freed == CAPS_CHANGES,
       "A: every caps change") && ok;
 
@@ -486,8 +482,7 @@ run (gint pctl, const gchar * path)
     return FALSE;
   g_print ("  S is pid %d\n", (gint) s.pid);
   used0 = producer_used ("B, before V1");
-  if (!start_consumer (&v[0], path, names[0]) || !stop_victim (&v[0], pctl,
-          1))
+  if (!start_consumer (&v[0], path, names[0]) || !stop_victim (&v[0], pctl, 1))
     return FALSE;
   g_usleep (1000 * 1000);
   ok = check (sample (pctl, &b) && b.retained == 1, "B: the ring V1 may "

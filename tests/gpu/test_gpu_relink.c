@@ -116,8 +116,7 @@ on_buffer (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
   gboolean cuda = gst_buffer_n_memory (buf) > 0
       && gst_memory_is_type (gst_buffer_peek_memory (buf, 0),
       CUDA_MEMORY_TYPE);
-  gboolean caps_cuda = f
-      && gst_caps_features_contains (f, "memory:CUDAMemory");
+  gboolean caps_cuda = f && gst_caps_features_contains (f, "memory:CUDAMemory");
 
   g_mutex_lock (&c->lock);
   if (cuda != caps_cuda)

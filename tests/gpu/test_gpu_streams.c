@@ -280,8 +280,7 @@ producer (gint ctl, gpointer data)
     GstElement *sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
     GstPad *pad = gst_element_get_static_pad (sink, "sink");
 
-    gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, busy_probe, &busy,
-        NULL);
+    gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, busy_probe, &busy, NULL);
     gst_object_unref (pad);
     gst_object_unref (sink);
   }
@@ -297,8 +296,7 @@ producer (gint ctl, gpointer data)
     f->ctx = gst_object_ref (ctx);
     f->stream = sh;
     cu->cuCtxPushCurrent (handle);
-    ok = cu->cuMemAlloc (&f->ptr, GST_VIDEO_INFO_SIZE (&info)) ==
-        CUDA_SUCCESS;
+    ok = cu->cuMemAlloc (&f->ptr, GST_VIDEO_INFO_SIZE (&info)) == CUDA_SUCCESS;
     /* a stale value first, then, SPIN_MS of work later, the frame's own:
      * as a decoder that has not finished */
     if (ok)
@@ -320,8 +318,7 @@ producer (gint ctl, gpointer data)
       frame_free (f);
       break;
     }
-    mem = api.alloc_wrapped (NULL, ctx, stream, &info, f->ptr, f,
-        frame_done);
+    mem = api.alloc_wrapped (NULL, ctx, stream, &info, f->ptr, f, frame_done);
     GST_MINI_OBJECT_FLAG_SET (mem, NEED_SYNC);
     buf = gst_buffer_new ();
     gst_buffer_append_memory (buf, mem);
@@ -448,8 +445,7 @@ consumer (gint ctl, gpointer data)
   desc = g_strdup_printf ("gpusharesrc name=src socket-path=\"%s\" "
       "transport=cuda sync-mode=%s io-mode=%s max-in-place=6 ! %s ! "
       "appsink name=sink sync=false", a->path, a->sync_mode, a->io_mode,
-      import ?
-      "video/x-raw(memory:CUDAMemory)" : "video/x-raw");
+      import ? "video/x-raw(memory:CUDAMemory)" : "video/x-raw");
   pipeline = gst_parse_launch (desc, &error);
   g_free (desc);
   if (!pipeline) {

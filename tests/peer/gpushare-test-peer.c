@@ -88,6 +88,7 @@ set_properties (GstElement * element)
     g_strfreev (kv);
   }
 }
+
 /* consumer: buffers that reached appsink, in stream order with the events */
 static gint n_pushed;
 
@@ -348,8 +349,7 @@ feed_appsrc (gpointer data)
 }
 
 static gboolean
-bus_done (GstElement * pipeline, const gchar * role, gint timeout_ms,
-    gint * rc)
+bus_done (GstElement * pipeline, const gchar * role, gint timeout_ms, gint * rc)
 {
   GstBus *bus = gst_element_get_bus (pipeline);
   gboolean done = FALSE;
@@ -672,12 +672,12 @@ main (int argc, char **argv)
         "Producer: sleep between frames", NULL},
     {"timeout", 0, 0, G_OPTION_ARG_INT, &opt.timeout_ms,
         "Consumer: connection and frame timeout in ms; producer: the most "
-        "--wait-clients waits", NULL},
+          "--wait-clients waits", NULL},
     {"wait-clients", 0, 0, G_OPTION_ARG_INT, &opt.wait_clients,
         "Producer: hold the first frame until N consumers are ready", NULL},
     {"drain-ms", 0, 0, G_OPTION_ARG_INT, &opt.drain_ms,
         "Producer: after the stream, wait up to this long for the consumers "
-        "to leave before printing the stats", NULL},
+          "to leave before printing the stats", NULL},
     {"transport", 0, 0, G_OPTION_ARG_STRING, &opt.transport,
         "Consumer: auto, system or cuda", NULL},
     {"sync", 0, 0, G_OPTION_ARG_STRING, &opt.sync,
@@ -686,7 +686,7 @@ main (int argc, char **argv)
         "Producer: upload to CUDA memory before gpusharesink", NULL},
     {"die-at", 0, 0, G_OPTION_ARG_STRING, &opt.die_at,
         "Test only: crash (SIGKILL) at side:step[:n] of the protocol (the "
-        "test build's plugin only)", NULL},
+          "test build's plugin only)", NULL},
     {"producer-lost", 0, 0, G_OPTION_ARG_STRING, &opt.producer_lost,
         "Consumer: error, eos or reconnect", NULL},
     {"decode", 0, 0, G_OPTION_ARG_FILENAME, &opt.decode,
@@ -695,9 +695,9 @@ main (int argc, char **argv)
         "Consumer: take CUDA memory from gpusharesrc, then download", NULL},
     {"cuda-device", 0, 0, G_OPTION_ARG_INT, &opt.cuda_device,
         "Both: the GPU of this side (gpusharesink or gpusharesrc, "
-        "cudaupload, cudadownload)", NULL},
+          "cudaupload, cudadownload)", NULL},
     {"set", 0, 0, G_OPTION_ARG_STRING_ARRAY, &opt.set,
-        "Both: PROPERTY=VALUE of gpusharesink or gpusharesrc (repeatable)",
+          "Both: PROPERTY=VALUE of gpusharesink or gpusharesrc (repeatable)",
         NULL},
     {"out", 0, 0, G_OPTION_ARG_FILENAME, &opt.out,
         "Write the report here instead of stdout", NULL},
