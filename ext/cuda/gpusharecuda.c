@@ -188,8 +188,8 @@ gpushare_cuda_peer_probe (gint reader, gint owner, gboolean * atomics,
   return TRUE;
 }
 
-static gsize
-vmm_slot_size (gint device, gsize frame_size)
+gsize
+gpushare_cuda_vmm_slot_size (gint device, gsize frame_size)
 {
   GpuShareCudaCaps caps;
 
@@ -287,7 +287,7 @@ unmap_slot (VmmPriv * priv, guint i, gsize size)
 }
 
 static void
-vmm_free (GpuShareAllocation * alloc)
+vmm_free (GpuShareCudaAlloc * alloc)
 {
   VmmPriv *priv = alloc->priv;
   CUcontext ctx;
@@ -308,7 +308,7 @@ vmm_free (GpuShareAllocation * alloc)
 }
 
 static gboolean
-vmm_alloc (GpuShareAllocation * alloc, GError ** error)
+vmm_alloc (GpuShareCudaAlloc * alloc, GError ** error)
 {
   GpuShareCudaApi *cu;
   VmmPriv *priv;
@@ -355,7 +355,7 @@ failed:
 }
 
 static gint
-vmm_export_slot (GpuShareAllocation * alloc, guint slot, GError ** error)
+vmm_export_slot (GpuShareCudaAlloc * alloc, guint slot, GError ** error)
 {
   VmmPriv *priv = alloc->priv;
   int fd = -1;
@@ -371,7 +371,7 @@ vmm_export_slot (GpuShareAllocation * alloc, guint slot, GError ** error)
 }
 
 static void
-vmm_unimport (GpuShareImport * import)
+vmm_unimport (GpuShareCudaImport * import)
 {
   VmmPriv *priv = import->priv;
   CUcontext ctx;
@@ -391,7 +391,7 @@ vmm_unimport (GpuShareImport * import)
 }
 
 static gboolean
-vmm_import (GpuShareImport * import, gint * fds, GError ** error)
+vmm_import (GpuShareCudaImport * import, gint * fds, GError ** error)
 {
   GpuShareCudaApi *cu;
   VmmPriv *priv;
@@ -438,24 +438,98 @@ failed:
 }
 
 CUcontext
-gpushare_cuda_allocation_context (GpuShareAllocation * alloc)
+gpushare_cuda_alloc_context (GpuShareCudaAlloc * alloc)
 {
   return alloc->priv ? ((VmmPriv *) alloc->priv)->ctx : NULL;
 }
 
 CUcontext
-gpushare_cuda_import_context (GpuShareImport * import)
+gpushare_cuda_import_context (GpuShareCudaImport * import)
 {
   return import->priv ? ((VmmPriv *) import->priv)->ctx : NULL;
 }
 
-const GpuShareBackend gpushare_cuda_vmm_backend = {
-  .name = "cuda-vmm",
-  .mem_type = GPUSHARE_MEM_CUDA_VMM,
-  .slot_size = vmm_slot_size,
-  .alloc = vmm_alloc,
-  .export_slot = vmm_export_slot,
-  .free = vmm_free,
-  .import = vmm_import,
-  .unimport = vmm_unimport,
-};
+GpuShareCudaAlloc *
+gpushare_cuda_alloc_new (gint device, guint64 epoch, guint n_slots,
+    gsize slot_size, GError ** error)
+{
+  GpuShareCudaAlloc *alloc;
+
+  g_return_val_if_fail (n_slots >= 1 && n_slots <= GPUSHARE_MAX_SLOTS, NULL);
+  alloc = g_new0 (GpuShareCudaAlloc, 1);
+  alloc->ref_count = 1;
+  alloc->device = device;
+  alloc->epoch = epoch;
+  alloc->n_slots = n_slots;
+  alloc->slot_size = slot_size;
+  if (!vmm_alloc (alloc, error)) {
+    g_free (alloc);
+    return NULL;
+  }
+  return alloc;
+}
+
+GpuShareCudaAlloc *
+gpushare_cuda_alloc_ref (GpuShareCudaAlloc * alloc)
+{
+  g_atomic_int_inc (&alloc->ref_count);
+  return alloc;
+}
+
+void
+gpushare_cuda_alloc_unref (GpuShareCudaAlloc * alloc)
+{
+  if (!g_atomic_int_dec_and_test (&alloc->ref_count))
+    return;
+  vmm_free (alloc);
+  g_free (alloc);
+}
+
+gint
+gpushare_cuda_alloc_export (GpuShareCudaAlloc * alloc, guint slot,
+    GError ** error)
+{
+  g_return_val_if_fail (slot < alloc->n_slots, -1);
+  return vmm_export_slot (alloc, slot, error);
+}
+
+GpuShareCudaImport *
+gpushare_cuda_import_new (gint device, guint64 epoch, guint n_slots,
+    gsize slot_size, gint * fds, GError ** error)
+{
+  GpuShareCudaImport *import;
+
+  if (n_slots < 1 || n_slots > GPUSHARE_MAX_SLOTS) {
+    gpushare_close_fds (fds, MIN (n_slots, GPUSHARE_MAX_SLOTS));
+    g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_UNSUPPORTED,
+        "bad slot count %u", n_slots);
+    return NULL;
+  }
+  import = g_new0 (GpuShareCudaImport, 1);
+  import->ref_count = 1;
+  import->device = device;
+  import->epoch = epoch;
+  import->n_slots = n_slots;
+  import->slot_size = slot_size;
+  if (!vmm_import (import, fds, error)) {
+    g_free (import);
+    return NULL;
+  }
+  return import;
+}
+
+GpuShareCudaImport *
+gpushare_cuda_import_ref (GpuShareCudaImport * import)
+{
+  g_atomic_int_inc (&import->ref_count);
+  return import;
+}
+
+void
+gpushare_cuda_import_unref (GpuShareCudaImport * import)
+{
+  if (!g_atomic_int_dec_and_test (&import->ref_count))
+    return;
+  vmm_unimport (import);
+  g_free (import);
+}

@@ -1,15 +1,20 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The CUDA memory backends: VMM allocations exported as POSIX file
- * descriptors (the default), and the capability probe that the handshake
+ * CUDA memory: VMM allocations exported as POSIX file descriptors (the
+ * producer's GpuShareCudaAlloc) and imported from them (the consumer's
+ * GpuShareCudaImport), and the capability probe that the handshake
  * announces so that a consumer decides before it imports anything.
+ *
+ * Both are reference counted: a ring replaced by a caps change stays
+ * mapped until the last buffer that points into it is gone.
  */
 
 #ifndef __GPUSHARE_CUDA_H__
 #define __GPUSHARE_CUDA_H__
 
 #include <glib.h>
-#include "gpusharebackend.h"
+#include "gpusharefd.h"
+#include "gpusharexfer.h"
 #include "gpusharecudaloader.h"
 
 G_BEGIN_DECLS
@@ -65,11 +70,51 @@ gboolean gpushare_cuda_map_handle (CUmemGenericAllocationHandle handle,
     GError ** error);
 void gpushare_cuda_unmap_handle (CUdeviceptr ptr, gsize size);
 
-extern const GpuShareBackend gpushare_cuda_vmm_backend;
+typedef struct
+{
+  gint ref_count;
+  gint device;                  /* its CUDA ordinal */
+  guint64 epoch;
+  guint n_slots;
+  gsize slot_size;
+  /* the slots' device addresses in this process */
+  gpointer data[GPUSHARE_MAX_SLOTS];
+  gpointer priv;
+} GpuShareCudaAlloc;
+
+typedef struct
+{
+  gint ref_count;
+  gint device;
+  guint64 epoch;
+  guint n_slots;
+  gsize slot_size;
+  /* the slots' device addresses in this process, mapped read-only */
+  gconstpointer data[GPUSHARE_MAX_SLOTS];
+  gpointer priv;
+} GpuShareCudaImport;
+
+/* the slot size a frame of frame_size bytes needs on device: a multiple
+ * of its allocation granularity */
+gsize gpushare_cuda_vmm_slot_size (gint device, gsize frame_size);
+
+GpuShareCudaAlloc *gpushare_cuda_alloc_new (gint device, guint64 epoch,
+    guint n_slots, gsize slot_size, GError ** error);
+GpuShareCudaAlloc *gpushare_cuda_alloc_ref (GpuShareCudaAlloc * alloc);
+void gpushare_cuda_alloc_unref (GpuShareCudaAlloc * alloc);
+/* a new fd, CLOEXEC, owned by the caller, or -1 */
+gint gpushare_cuda_alloc_export (GpuShareCudaAlloc * alloc, guint slot,
+    GError ** error);
+
+/* takes ownership of the n_slots fds, closes them on every path */
+GpuShareCudaImport *gpushare_cuda_import_new (gint device, guint64 epoch,
+    guint n_slots, gsize slot_size, gint * fds, GError ** error);
+GpuShareCudaImport *gpushare_cuda_import_ref (GpuShareCudaImport * import);
+void gpushare_cuda_import_unref (GpuShareCudaImport * import);
 
 /* the CUDA context of an allocation or import (primary context, retained) */
-CUcontext gpushare_cuda_allocation_context (GpuShareAllocation * alloc);
-CUcontext gpushare_cuda_import_context (GpuShareImport * import);
+CUcontext gpushare_cuda_alloc_context (GpuShareCudaAlloc * alloc);
+CUcontext gpushare_cuda_import_context (GpuShareCudaImport * import);
 
 G_END_DECLS
 

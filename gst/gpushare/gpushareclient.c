@@ -57,7 +57,7 @@ typedef struct
 
 /* The consumer's mapping of a ring: frames queued for the streaming thread
  * keep it alive across a caps change.  Once a GPU mapping is closed, the
- * producer hears so (UNMAPPED): it may then free a legacy IPC ring of an
+ * producer hears so (UNMAPPED): it may then free a retired ring (legacy IPC) of an
  * earlier epoch, which it may not while a process has it open. */
 typedef struct
 {
@@ -203,7 +203,7 @@ mapping_unref (Mapping * m)
 {
   Session *s = m->session;
   guint64 epoch = m->view->epoch;
-  gboolean tell = m->view->mem_type != GPUSHARE_MEM_SYSTEM;
+  gboolean tell = !gpushare_mem_type_is_host (m->view->mem_type);
 
   if (!g_atomic_int_dec_and_test (&m->ref_count))
     return;
@@ -478,7 +478,7 @@ update_latency (GpuShareClient * self, guint32 flags, guint64 latency)
 static gboolean
 choose_memory (GpuShareClient * self, const GpuShareAnnounce * a)
 {
-  GpuShareTransport transport = (GpuShareTransport) self->config.transport;
+  gint transport = self->config.transport;
   GpuShareGpu gpu;
   GpuSharePeerProbe probe = { 0, };
   GpuSharePeerInfo info = { 0, };
@@ -503,7 +503,7 @@ choose_memory (GpuShareClient * self, const GpuShareAnnounce * a)
     peer = TRUE;
   }
   ok = gpushare_negotiate_consumer (a, &gpu, peer ? &probe : NULL, transport,
-      (GpuShareSyncRequest) self->config.sync, &n);
+      (GpuShareSyncRequest) self->config.sync, gpushare_xfer_policies (), &n);
   if (ok)
     self->mem_type = n.mem_type;
   self->sync_mode = n.sync_mode;
@@ -601,11 +601,11 @@ map_slots (GpuShareClient * self, const GpuShareSlots * s, gint * fds)
 
     session_unref (session);
     gpushare_conn_send_error (self->session->conn, GPUSHARE_ERR_RESOURCE,
-        s->mem_type == GPUSHARE_MEM_SYSTEM ?
+        gpushare_mem_type_is_host (s->mem_type) ?
         "the consumer could not map the slots" :
         "the consumer could not map the GPU slots");
     fail (self, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_OPEN_READ,
-        s->mem_type == GPUSHARE_MEM_SYSTEM ?
+        gpushare_mem_type_is_host (s->mem_type) ?
         "Could not map the producer's slots" :
         "Could not map the producer's GPU slots", debug);
     g_free (debug);
@@ -641,7 +641,7 @@ handle_slots (GpuShareClient * self, const GpuShareSlots * s, gint * fds)
           && (self->state != STATE_DONE || s->epoch == self->mapped_epoch))
       || s->epoch != self->pending.epoch
       || s->n_slots != self->pending.n_slots
-      || (s->mem_type == GPUSHARE_MEM_SYSTEM
+      || (gpushare_mem_type_is_host (s->mem_type)
           && s->slot_size != self->pending.slot_size)
       || s->slot_size < self->pending.frame_size
       || s->mem_type != (guint32) self->mem_type
@@ -702,7 +702,7 @@ handle_caps (GpuShareClient * self, const GpuShareCaps * c)
       debug = g_strdup_printf ("CAPS keeps epoch %" G_GUINT64_FORMAT
           " but changes n-slots from %u to %u", c->layout.epoch,
           self->mapped_n_slots, c->layout.n_slots);
-    else if (self->mem_type == GPUSHARE_MEM_SYSTEM
+    else if (gpushare_mem_type_is_host (self->mem_type)
         && c->layout.slot_size != self->mapped_slot_size)
       debug = g_strdup_printf ("CAPS keeps epoch %" G_GUINT64_FORMAT
           " but changes slot-size from %" G_GUINT64_FORMAT " to %"
@@ -1086,8 +1086,8 @@ drop_session (GpuShareClient * self, GpuShareErrorCode reason)
   while ((item = g_queue_pop_head (&items))) {
     /* a GPU slot is done only once its done signal is written: the
      * producer learns from our GOODBYE that we read none of them */
-    if (item->frame && item->frame->mapping->view->mem_type !=
-        GPUSHARE_MEM_SYSTEM) {
+    if (item->frame
+        && !gpushare_mem_type_is_host (item->frame->mapping->view->mem_type)) {
       frame_free (item->frame, FALSE);
       item->frame = NULL;
     }

@@ -115,18 +115,6 @@ gpushare_conn_ref (GpuShareConn * conn)
   return conn;
 }
 
-void
-gpushare_close_fds (gint * fds, guint n_fds)
-{
-  guint i;
-
-  for (i = 0; i < n_fds; i++) {
-    if (fds[i] >= 0)
-      close (fds[i]);
-    fds[i] = -1;
-  }
-}
-
 static void
 free_out_fds (gpointer data)
 {

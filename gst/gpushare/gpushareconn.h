@@ -19,6 +19,7 @@
 #include <glib.h>
 #include <sys/types.h>
 #include "gpushareproto.h"
+#include "gpusharefd.h"
 
 G_BEGIN_DECLS
 
@@ -153,9 +154,6 @@ void gpushare_control_thread_join (GMainContext * context, GMainLoop * loop,
 /* Connects a stream socket to path; -1 with error (ENOENT and ECONNREFUSED
  * are reported as GPUSHARE_CONN_ERROR_HANGUP: "nobody there yet"). */
 gint gpushare_connect_path (const gchar * path, GError ** error);
-
-/* closes every fd of the array that is >= 0 and sets it to -1 */
-void gpushare_close_fds (gint * fds, guint n_fds);
 
 G_END_DECLS
 

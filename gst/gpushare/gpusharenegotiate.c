@@ -60,65 +60,93 @@ gpu_usable (const GpuShareGpu * gpu)
   return gpu != NULL && gpu->usable;
 }
 
+static guint32
+policy_types (const GpuShareMemPolicy * p)
+{
+  guint32 types = 0;
+  guint k;
+
+  for (k = 0; k < p->n_kinds; k++)
+    types |= p->kinds[k].type;
+  return types;
+}
+
+guint32
+gpushare_negotiate_mem_types (const GpuShareMemPolicy * const *policies)
+{
+  guint32 types = 0;
+  guint i;
+
+  for (i = 0; policies && policies[i]; i++)
+    types |= policy_types (policies[i]);
+  return types;
+}
+
 gboolean
 gpushare_negotiate_needs_peer_probe (const GpuShareAnnounce * a,
-    const GpuShareGpu * gpu, GpuShareTransport transport)
+    const GpuShareGpu * gpu, gint transport)
 {
   g_return_val_if_fail (a != NULL, FALSE);
 
   return transport != GPUSHARE_TRANSPORT_SYSTEM && gpu_usable (gpu)
-      && (a->mem_types & ~GPUSHARE_MEM_SYSTEM)
+      && (a->mem_types & ~GPUSHARE_MEM_HOST_MASK)
       && memcmp (a->device.uuid, gpu->uuid, 16) != 0;
 }
 
-/* The GPU memory type to take, 0 if none; *note says why legacy memory was
- * taken, and what it costs, or why nothing was.  Fabric memory is only
- * ever taken when asked for. */
+/* the policy and kind that transport asks for, or NULL */
+static const GpuShareMemPolicy *
+policy_of_transport (const GpuShareMemPolicy * const *policies,
+    gint transport, const GpuShareMemKind ** kind)
+{
+  guint i, k;
+
+  for (i = 0; policies && policies[i]; i++)
+    for (k = 0; k < policies[i]->n_kinds; k++)
+      if (policies[i]->kinds[k].transport == transport) {
+        *kind = &policies[i]->kinds[k];
+        return policies[i];
+      }
+  *kind = NULL;
+  return NULL;
+}
+
+static GpuShareMemType
+policy_pick (const GpuShareMemPolicy * p, const GpuShareMemKind * kind,
+    guint32 offered, const GpuShareGpu * gpu, gint transport,
+    const gchar ** note)
+{
+  *note = NULL;
+  if (p->pick)
+    return p->pick (offered, gpu, transport, note);
+  return kind && (offered & kind->type) ? kind->type : 0;
+}
+
+/* The device memory type to take, 0 if none; *note says why that one, or
+ * why nothing was.  A transport of its own goes to that kind's policy;
+ * auto asks every policy in turn. */
 static GpuShareMemType
 pick_gpu_memory (const GpuShareAnnounce * a, const GpuShareGpu * gpu,
-    GpuShareTransport transport, const gchar ** note)
+    gint transport, const GpuShareMemPolicy * const *policies,
+    const gchar ** note)
 {
-  gboolean vmm = (a->mem_types & GPUSHARE_MEM_CUDA_VMM) && gpu->posix_fd;
-  gboolean legacy = (a->mem_types & GPUSHARE_MEM_CUDA_LEGACY)
-      && gpu->unified_addressing && !gpu->no_ipc_handles;
-  gboolean fabric = (a->mem_types & GPUSHARE_MEM_CUDA_FABRIC) && gpu->fabric;
+  const GpuShareMemKind *kind;
+  const GpuShareMemPolicy *p;
+  GpuShareMemType type = 0;
+  guint i;
 
   *note = NULL;
-  switch (transport) {
-    case GPUSHARE_TRANSPORT_AUTO:
-      if (vmm)
-        return GPUSHARE_MEM_CUDA_VMM;
-      /* cuIpcOpenMemHandle has no read-only mode: say so wherever it
-       * is chosen */
-      if (legacy) {
-        *note = "legacy CUDA IPC, because VMM file descriptors are not "
-            "possible between these ends; legacy IPC memory cannot be "
-            "mapped read-only: this consumer could write the producer's "
-            "slots";
-        return GPUSHARE_MEM_CUDA_LEGACY;
-      }
-      *note = gpu->no_ipc_handles && (a->mem_types & GPUSHARE_MEM_CUDA_LEGACY)
-          ? gpu->no_ipc_handles : "neither VMM nor legacy CUDA IPC is "
-          "possible between these ends";
-      return 0;
-    case GPUSHARE_TRANSPORT_CUDA:
-      if (!vmm)
-        *note = "VMM file descriptors are not possible between these ends";
-      return vmm ? GPUSHARE_MEM_CUDA_VMM : 0;
-    case GPUSHARE_TRANSPORT_CUDA_LEGACY:
-      *note = legacy ? "legacy CUDA IPC as asked for; legacy IPC memory "
-          "cannot be mapped read-only: this consumer could write the "
-          "producer's slots" :
-          gpu->no_ipc_handles ? gpu->no_ipc_handles :
-          "legacy CUDA IPC is not possible between these ends";
-      return legacy ? GPUSHARE_MEM_CUDA_LEGACY : 0;
-    case GPUSHARE_TRANSPORT_CUDA_FABRIC:
-      if (!fabric)
-        *note = "the GPUs do not support fabric handles";
-      return fabric ? GPUSHARE_MEM_CUDA_FABRIC : 0;
-    default:
-      return 0;
+  if (transport != GPUSHARE_TRANSPORT_AUTO) {
+    p = policy_of_transport (policies, transport, &kind);
+    return p ? policy_pick (p, kind, a->mem_types, gpu, transport, note) : 0;
   }
+  for (i = 0; policies && policies[i] && !type; i++) {
+    guint32 own = policy_types (policies[i]) & ~GPUSHARE_MEM_HOST_MASK;
+
+    if (own && policies[i]->pick)
+      type = policy_pick (policies[i], NULL, a->mem_types & own, gpu,
+          transport, note);
+  }
+  return type;
 }
 
 /* The producer's GPU is another one: can this consumer read its memory in
@@ -158,11 +186,13 @@ peer_sync_modes (const GpuShareAnnounce * a, const GpuShareGpu * gpu,
 gboolean
 gpushare_negotiate_consumer (const GpuShareAnnounce * a,
     const GpuShareGpu * gpu, const GpuSharePeerProbe * peer,
-    GpuShareTransport transport, GpuShareSyncRequest sync,
-    GpuShareNegotiation * out)
+    gint transport, GpuShareSyncRequest sync,
+    const GpuShareMemPolicy * const *policies, GpuShareNegotiation * out)
 {
   const gchar *why_not = NULL;
   gchar *why_owned = NULL;
+  const GpuShareMemKind *kind = NULL;
+  const GpuShareMemPolicy *owner;
 
   g_return_val_if_fail (a != NULL, FALSE);
   g_return_val_if_fail (out != NULL, FALSE);
@@ -173,13 +203,31 @@ gpushare_negotiate_consumer (const GpuShareAnnounce * a,
   out->peer_device = -1;
   out->reason = NULL;
 
+  owner = policy_of_transport (policies, transport, &kind);
+  if (transport != GPUSHARE_TRANSPORT_SYSTEM && kind
+      && gpushare_mem_type_is_host (kind->type)) {
+    /* host memory of another transfer, asked for by name: no GPU, no
+     * synchronisation, no fallback */
+    const gchar *note = NULL;
+    GpuShareMemType type = policy_pick (owner, kind, a->mem_types, NULL,
+        transport, &note);
+
+    out->ok = type != 0;
+    out->mem_type = type;
+    out->reason = type ? g_strdup_printf ("%s memory as asked for "
+        "(transport=%s)%s%s", gpushare_mem_type_to_string (type), kind->nick,
+        note ? ": " : "", note ? note : "") :
+        g_strdup_printf ("%s memory was asked for but is not possible: %s",
+        kind->nick, note ? note : "the producer does not offer it");
+    return out->ok;
+  }
   if (transport == GPUSHARE_TRANSPORT_SYSTEM) {
     why_not = "system memory was asked for (transport=system)";
   } else if (!gpu_usable (gpu)) {
     /* this end's own reason first: on a host without the driver it is
      * the one that matters */
     why_not = gpu ? gpu->why_not : NULL;
-  } else if (!(a->mem_types & ~GPUSHARE_MEM_SYSTEM)) {
+  } else if (!(a->mem_types & ~GPUSHARE_MEM_HOST_MASK)) {
     why_not = "the producer offers no GPU memory";
   } else {
     guint32 common = a->device.sync_modes & gpu->sync_modes;
@@ -206,7 +254,7 @@ gpushare_negotiate_consumer (const GpuShareAnnounce * a,
     if (!why_not) {
       const gchar *note = NULL;
 
-      type = pick_gpu_memory (a, gpu, transport, &note);
+      type = pick_gpu_memory (a, gpu, transport, policies, &note);
       if (sync != GPUSHARE_SYNC_REQUEST_AUTO)
         common &= (guint32) sync;
       if (!type)
@@ -273,13 +321,22 @@ gpushare_negotiation_clear (GpuShareNegotiation * n)
 /* Producer */
 
 guint32
-gpushare_negotiate_producer_mem_types (const GpuShareGpu * gpu)
+gpushare_negotiate_producer_mem_types (const GpuShareGpu * gpu,
+    const GpuShareMemPolicy * const *policies)
 {
-  if (!gpu_usable (gpu))
-    return 0;
-  return (gpu->posix_fd ? GPUSHARE_MEM_CUDA_VMM : 0) |
-      (gpu->unified_addressing ? GPUSHARE_MEM_CUDA_LEGACY : 0) |
-      (gpu->fabric ? GPUSHARE_MEM_CUDA_FABRIC : 0);
+  guint32 types = 0;
+  guint i;
+
+  for (i = 0; policies && policies[i]; i++) {
+    const GpuShareMemPolicy *p = policies[i];
+    guint32 own = policy_types (policies[i]);
+
+    if (p->offer)
+      types |= p->offer (gpu_usable (gpu) ? gpu : NULL) & own;
+    else if (gpushare_mem_type_is_host (own))
+      types |= own;
+  }
+  return types & ~(guint32) GPUSHARE_MEM_SYSTEM;
 }
 
 gboolean
@@ -294,8 +351,10 @@ gpushare_negotiate_check_accept (const GpuShareAccept * acc,
   /* every producer has system memory, whatever it announced */
   if (acc->mem_type == GPUSHARE_MEM_SYSTEM)
     return TRUE;
-  if ((acc->mem_type & offered_mem_types & ~(guint32) GPUSHARE_MEM_SYSTEM)
-      && (acc->sync_mode & offered_sync_modes))
+  /* host memory has no synchronisation (the codec saw to it) */
+  if ((acc->mem_type & offered_mem_types)
+      && (gpushare_mem_type_is_host (acc->mem_type)
+          || (acc->sync_mode & offered_sync_modes)))
     return TRUE;
   if (why_not)
     *why_not = GPUSHARE_NEGOTIATE_NOT_OFFERED;

@@ -21,14 +21,13 @@
 
 G_BEGIN_DECLS
 
-/* the transport a consumer asks for: the values of GstGpuShareTransport */
+/* the transport a consumer asks for: the values of GstGpuShareTransport.
+ * AUTO and SYSTEM are the negotiation's own; every other value is a
+ * memory kind's (GpuShareMemKind.transport), declared by its transfer */
 typedef enum
 {
   GPUSHARE_TRANSPORT_AUTO = 0,
   GPUSHARE_TRANSPORT_SYSTEM = 1,
-  GPUSHARE_TRANSPORT_CUDA = 2,
-  GPUSHARE_TRANSPORT_CUDA_LEGACY = 3,
-  GPUSHARE_TRANSPORT_CUDA_FABRIC = 4,
 } GpuShareTransport;
 
 /* the synchronisation a consumer asks for: the values of GstGpuShareSync,
@@ -73,6 +72,54 @@ typedef struct
   gint rank;                    /* the driver's performance rank, 0 best */
 } GpuSharePeerProbe;
 
+/* GpuShareMemKind.flags */
+typedef enum
+{
+  /* its slots travel as handles in the SLOTS body, not as fds */
+  GPUSHARE_KIND_HANDLES = 1 << 0,
+  /* a ring of it may not be freed while a process it went to may still
+   * have it open: the producer keeps a replaced one until each of those
+   * said it closed it (UNMAPPED, GOODBYE) or exited; its consumers copy
+   * out of its slots, never hold them in place, and close their mappings
+   * before their goodbye */
+  GPUSHARE_KIND_RETIRE = 1 << 1,
+} GpuShareMemKindFlags;
+
+/* One memory kind a transfer serves: a GpuShareMemType bit (host memory
+ * or device memory as GPUSHARE_MEM_HOST_MASK says), and the transport
+ * value that asks for it */
+typedef struct
+{
+  GpuShareMemType type;
+  const gchar *nick;            /* gpusharesrc transport=NICK */
+  gint transport;               /* that value, unique among all kinds */
+  const gchar *description;     /* of the value, as gst-inspect shows it */
+  guint flags;                  /* GpuShareMemKindFlags */
+} GpuShareMemKind;
+
+/* How a transfer takes part in the negotiation: pure functions of plain
+ * values, asked in the transfers' order of preference */
+typedef struct
+{
+  const gchar *name;
+  const GpuShareMemKind *kinds;
+  guint n_kinds;
+  /* of its kinds, those a producer on gpu (NULL: none, or not usable)
+   * offers; NULL: every kind, always (host memory) */
+  guint32 (*offer) (const GpuShareGpu * gpu);
+  /* of its kinds among offered, the one this consumer takes for transport
+   * (AUTO, or one of its kinds' values), 0 if none.  *note says why that
+   * one, or why none (NULL: no reason to give).  gpu is usable, for
+   * device memory; NULL for host memory.  NULL: the kind whose value was
+   * asked for, if offered; never for AUTO. */
+  GpuShareMemType (*pick) (guint32 offered, const GpuShareGpu * gpu,
+      gint transport, const gchar ** note);
+} GpuShareMemPolicy;
+
+/* the types of all kinds of the policies */
+guint32 gpushare_negotiate_mem_types (const GpuShareMemPolicy * const
+    *policies);
+
 /* The consumer's choice.  ok FALSE: nothing fits (a forced transport that
  * cannot work included); mem_type is then 0 and reason says why. */
 typedef struct
@@ -89,22 +136,25 @@ typedef struct
  * inputs: GPU memory is possible on this end, offered, not refused by the
  * transport, and the producer's GPU is another one. */
 gboolean gpushare_negotiate_needs_peer_probe (const GpuShareAnnounce * a,
-    const GpuShareGpu * gpu, GpuShareTransport transport);
+    const GpuShareGpu * gpu, gint transport);
 
 /* Picks the consumer's memory type and synchronisation for what the
- * producer offers.  gpu NULL: no GPU at all.  peer: the producer's GPU
- * when it differs from gpu's (NULL there counts as not probed).  Returns
- * out->ok; free out with gpushare_negotiation_clear (). */
+ * producer offers, asking each policy (NULL-ended, in order of
+ * preference; gpushare_xfer_policies () gives the registered ones).
+ * gpu NULL: no GPU at all.  peer: the producer's GPU when it differs from
+ * gpu's (NULL there counts as not probed).  Returns out->ok; free out
+ * with gpushare_negotiation_clear (). */
 gboolean gpushare_negotiate_consumer (const GpuShareAnnounce * a,
     const GpuShareGpu * gpu, const GpuSharePeerProbe * peer,
-    GpuShareTransport transport, GpuShareSyncRequest sync,
-    GpuShareNegotiation * out);
+    gint transport, GpuShareSyncRequest sync,
+    const GpuShareMemPolicy * const *policies, GpuShareNegotiation * out);
 void gpushare_negotiation_clear (GpuShareNegotiation * n);
 
-/* The GPU memory types (a GpuShareMemType mask, without
- * GPUSHARE_MEM_SYSTEM) a producer on this GPU offers; 0 when gpu is NULL
- * or not usable. */
-guint32 gpushare_negotiate_producer_mem_types (const GpuShareGpu * gpu);
+/* The memory types (a GpuShareMemType mask, without GPUSHARE_MEM_SYSTEM)
+ * a producer on this GPU offers beside system memory, as the policies
+ * say: device memory only when gpu is usable. */
+guint32 gpushare_negotiate_producer_mem_types (const GpuShareGpu * gpu,
+    const GpuShareMemPolicy * const *policies);
 
 /* Why a consumer takes no CUDA IPC handle (GpuShareGpu.no_ipc_handles)
  * when the producer's pid, as SO_PEERCRED gives it, is 0 */
@@ -119,9 +169,9 @@ guint32 gpushare_negotiate_producer_mem_types (const GpuShareGpu * gpu);
   "the chosen memory type or synchronisation was not offered"
 
 /* The producer's check of a consumer's ACCEPT against its ANNOUNCE:
- * system memory always; a GPU memory type only if offered (a bit of
- * offered_mem_types, GPUSHARE_MEM_SYSTEM there or not) with a
- * synchronisation mode it offered (offered_sync_modes).  FALSE otherwise,
+ * system memory always; another memory type only if offered (a bit of
+ * offered_mem_types, GPUSHARE_MEM_SYSTEM there or not), device memory
+ * with a synchronisation mode it offered (offered_sync_modes).  FALSE otherwise,
  * with GPUSHARE_NEGOTIATE_NOT_OFFERED in *why_not (why_not may be NULL). */
 gboolean gpushare_negotiate_check_accept (const GpuShareAccept * acc,
     guint32 offered_mem_types, guint32 offered_sync_modes,

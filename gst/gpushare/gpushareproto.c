@@ -675,7 +675,7 @@ check_announce (const GpuShareAnnounce * a)
   if (res != GPUSHARE_PARSE_OK)
     return res;
   /* GPU memory offered without a way to synchronise it is useless */
-  if ((a->mem_types & ~GPUSHARE_MEM_SYSTEM & GPUSHARE_MEM_KNOWN_MASK)
+  if ((a->mem_types & ~GPUSHARE_MEM_HOST_MASK & GPUSHARE_MEM_KNOWN_MASK)
       && (a->device.sync_modes & GPUSHARE_SYNC_KNOWN_MASK) == 0)
     return GPUSHARE_PARSE_MALFORMED;
   return check_string (a->name, a->name_len, GPUSHARE_MAX_NAME_LEN);
@@ -695,8 +695,8 @@ check_accept (const GpuShareAccept * a)
     return GPUSHARE_PARSE_BAD_VERSION;
   if (!is_one_known_mem_type (a->mem_type))
     return GPUSHARE_PARSE_MALFORMED;
-  /* system memory needs no synchronisation; GPU memory exactly one mode */
-  if (a->mem_type == GPUSHARE_MEM_SYSTEM ? a->sync_mode != 0 :
+  /* host memory needs no synchronisation; GPU memory exactly one mode */
+  if (gpushare_mem_type_is_host (a->mem_type) ? a->sync_mode != 0 :
       !is_one_known_sync_mode (a->sync_mode))
     return GPUSHARE_PARSE_MALFORMED;
   if (check_string (a->reason, a->reason_len, GPUSHARE_MAX_REASON_LEN) !=
@@ -709,8 +709,7 @@ check_accept (const GpuShareAccept * a)
 static guint32
 slot_handles (const GpuShareSlots * s)
 {
-  return s->mem_type == GPUSHARE_MEM_CUDA_LEGACY
-      || s->mem_type == GPUSHARE_MEM_CUDA_FABRIC ? s->n_slots : 0;
+  return (s->mem_type & GPUSHARE_MEM_HANDLE_MASK) ? s->n_slots : 0;
 }
 
 static GpuShareParseResult
@@ -722,7 +721,7 @@ check_slots (const GpuShareSlots * s, guint32 n_fds)
     return GPUSHARE_PARSE_MALFORMED;
   if (!is_one_known_mem_type (s->mem_type))
     return GPUSHARE_PARSE_MALFORMED;
-  if (s->mem_type == GPUSHARE_MEM_SYSTEM ? s->sync_mode != 0 :
+  if (gpushare_mem_type_is_host (s->mem_type) ? s->sync_mode != 0 :
       !is_one_known_sync_mode (s->sync_mode))
     return GPUSHARE_PARSE_MALFORMED;
   /* a semaphore block with semaphores, event handles with events, and
@@ -738,7 +737,7 @@ check_slots (const GpuShareSlots * s, guint32 n_fds)
   /* one fd per slot (unless its memory travels as handles) and the
    * block's, no more, no fewer: a mismatch would leave a slot without
    * memory or an fd without a slot */
-  if (n_fds != (slot_handles (s) ? 0 : s->n_slots) + s->n_sync_fds)
+  if (n_fds != gpushare_slots_fd_count (s))
     return GPUSHARE_PARSE_BAD_FD_COUNT;
   return GPUSHARE_PARSE_OK;
 }
@@ -1892,6 +1891,25 @@ gpushare_error_code_to_string (GpuShareErrorCode code)
   }
 }
 
+gboolean
+gpushare_mem_type_is_host (guint32 type)
+{
+  return type != 0 && (type & ~GPUSHARE_MEM_HOST_MASK) == 0;
+}
+
+guint
+gpushare_slots_fd_count (const GpuShareSlots * s)
+{
+  return (slot_handles (s) ? 0 : s->n_slots) + s->n_sync_fds;
+}
+
+guint
+gpushare_mem_type_index (guint32 type)
+{
+  g_return_val_if_fail (type != 0 && (type & (type - 1)) == 0, 0);
+  return (guint) g_bit_nth_lsf (type, -1);
+}
+
 const gchar *
 gpushare_mem_type_to_string (GpuShareMemType type)
 {
@@ -1904,6 +1922,8 @@ gpushare_mem_type_to_string (GpuShareMemType type)
       return "cuda-legacy";
     case GPUSHARE_MEM_CUDA_FABRIC:
       return "cuda-fabric";
+    case GPUSHARE_MEM_HOST_TEST:
+      return "host-test";
     default:
       return "unknown";
   }

@@ -115,9 +115,23 @@ typedef enum
   GPUSHARE_MEM_CUDA_VMM = 1 << 1,   /* CUDA VMM, POSIX fd handles */
   GPUSHARE_MEM_CUDA_LEGACY = 1 << 2,        /* cuIpcGetMemHandle */
   GPUSHARE_MEM_CUDA_FABRIC = 1 << 3,        /* fabric handles (IMEX) */
+  /* host memory of a second system-memory transfer that only the test
+   * build registers (tests/plugin): it proves that a transfer is added
+   * without touching the cores; a release build never offers it */
+  GPUSHARE_MEM_HOST_TEST = 1 << 7,
 } GpuShareMemType;
 
-#define GPUSHARE_MEM_KNOWN_MASK 0xfu
+#define GPUSHARE_MEM_KNOWN_MASK 0x8fu
+/* the memory types whose slots the host reads and writes directly, with
+ * no synchronisation beyond the protocol's own (no sync mode): every
+ * other one is device memory */
+#define GPUSHARE_MEM_HOST_MASK \
+  ((guint32) (GPUSHARE_MEM_SYSTEM | GPUSHARE_MEM_HOST_TEST))
+#define GPUSHARE_MEM_N_TYPES 8
+/* the memory types whose slots travel as handles in the SLOTS body, not
+ * as fds */
+#define GPUSHARE_MEM_HANDLE_MASK \
+  ((guint32) (GPUSHARE_MEM_CUDA_LEGACY | GPUSHARE_MEM_CUDA_FABRIC))
 
 /* synchronisation of a CUDA slot between producer and consumer, a bit each:
  * offered as a mask in ANNOUNCE, chosen as one bit in ACCEPT */
@@ -499,6 +513,13 @@ const gchar *gpushare_msg_type_to_string (guint type);
 const gchar *gpushare_parse_result_to_string (GpuShareParseResult res);
 const gchar *gpushare_error_code_to_string (GpuShareErrorCode code);
 const gchar *gpushare_mem_type_to_string (GpuShareMemType type);
+/* one memory type or a mask of them, all host memory */
+gboolean gpushare_mem_type_is_host (guint32 type);
+/* the bit number of one memory type, below GPUSHARE_MEM_N_TYPES */
+guint gpushare_mem_type_index (guint32 type);
+/* the fds a valid SLOTS body comes with: one per slot unless its memory
+ * travels as handles, then the synchronisation fds */
+guint gpushare_slots_fd_count (const GpuShareSlots * slots);
 
 G_END_DECLS
 

@@ -37,7 +37,6 @@ GST_DEBUG_CATEGORY_STATIC (gpushare_server_debug);
 #define QUARANTINE_PROCESSES 16
 /* an ERROR before a consumer is dropped: a moment to reach it */
 #define REFUSAL_FLUSH_MS 10
-#define N_GPU_TYPES 3
 
 typedef enum
 {
@@ -181,18 +180,21 @@ struct _GpuShareServer
     guint count;
   } quarantined_by[QUARANTINE_PROCESSES];
 
-  /* the GPU, probed at start; a ring per kind of GPU memory consumers
-   * chose (VMM, legacy, fabric), made outside the lock on first use */
+  /* the GPU, probed at start, and the memory types offered */
   gboolean gpu_ok;
   gchar *gpu_reason;
   GpuShareGpuInfo gpu;
-  GpuShareXferRing *gpu_rings[N_GPU_TYPES];
-  /* the processes the legacy IPC ring of this epoch went to, and the
-   * legacy rings of earlier epochs: the driver forbids freeing memory
-   * another process may still have open, so each goes once every process
-   * it went to said it closed it (UNMAPPED, GOODBYE) or exited */
-  GpuShareHolders *legacy_holders;
-  GpuShareRetained *retired_legacy;
+  guint32 offered_mem_types;
+  /* a ring per memory type other than system memory that consumers
+   * chose, by gpushare_mem_type_index (), made outside the lock on first
+   * use */
+  GpuShareXferRing *rings[GPUSHARE_MEM_N_TYPES];
+  /* for a kind whose rings are retired (GPUSHARE_KIND_RETIRE): the
+   * processes its ring of this epoch went to, and its rings of earlier
+   * epochs, each kept until every process it went to said it closed it
+   * (UNMAPPED, GOODBYE) or exited */
+  GpuShareHolders *ring_holders[GPUSHARE_MEM_N_TYPES];
+  GpuShareRetained *retired[GPUSHARE_MEM_N_TYPES];
 };
 
 static const gchar *const reason_names[] = {
@@ -345,11 +347,10 @@ client_free (Client * client)
   g_free (client);
 }
 
-static guint
-gpu_index (GpuShareMemType type)
+static gboolean
+retires (GpuShareMemType type)
 {
-  return type == GPUSHARE_MEM_CUDA_LEGACY ? 1 :
-      type == GPUSHARE_MEM_CUDA_FABRIC ? 2 : 0;
+  return gpushare_xfer_kind_has (type, GPUSHARE_KIND_RETIRE);
 }
 
 static guint32
@@ -387,9 +388,8 @@ send_announce (GpuShareServer * self, Client * client)
 
   a->schema_major = GPUSHARE_VERSION_MAJOR;
   a->schema_minor = GPUSHARE_VERSION_MINOR;
-  a->mem_types = GPUSHARE_MEM_SYSTEM;
+  a->mem_types = self->offered_mem_types;
   if (self->gpu_ok) {
-    a->mem_types |= self->gpu.mem_types;
     memcpy (a->device.uuid, self->gpu.uuid, 16);
     a->device.caps = self->gpu.device_caps;
     a->device.sync_modes = self->gpu.sync_modes;
@@ -428,39 +428,41 @@ send_caps (GpuShareServer * self, Client * client)
 /* ------------------------------------------------------------------------ */
 /* GPU rings: made and torn down outside the lock */
 
-/* lock held.  The legacy ring of an earlier epoch that consumers' processes
- * may still have open is kept aside (or, past GPUSHARE_SERVER_MAX_RETIRED_LEGACY, no new
- * legacy ring is made).  FALSE with error in that last case. */
+/* lock held.  The ring of type of an earlier epoch that consumers'
+ * processes may still have open is kept aside (or, past
+ * GPUSHARE_SERVER_MAX_RETIRED, no new ring of type is made).  FALSE with
+ * error in that last case. */
 static gboolean
-retire_legacy (GpuShareServer * self, GError ** error)
+retire_ring (GpuShareServer * self, GpuShareMemType type, GError ** error)
 {
-  GpuShareXferRing **ring = &self->gpu_rings[gpu_index
-      (GPUSHARE_MEM_CUDA_LEGACY)];
+  guint t = gpushare_mem_type_index (type);
+  GpuShareXferRing **ring = &self->rings[t];
 
-  if (!*ring || !self->legacy_holders
-      || gpushare_holders_reap (self->legacy_holders) == 0)
+  if (!*ring || !self->ring_holders[t]
+      || gpushare_holders_reap (self->ring_holders[t]) == 0)
     return TRUE;
-  if (!self->retired_legacy)
-    self->retired_legacy =
-        gpushare_retained_new (GPUSHARE_SERVER_MAX_RETIRED_LEGACY,
+  if (!self->retired[t])
+    self->retired[t] = gpushare_retained_new (GPUSHARE_SERVER_MAX_RETIRED,
         (GDestroyNotify) gpushare_xfer_ring_unref);
-  if (!gpushare_retained_has_room (self->retired_legacy)) {
+  if (!gpushare_retained_has_room (self->retired[t])) {
     /* freeing one of them could hand its memory to whatever the driver
      * allocates next while a consumer still reads it */
     g_set_error (error, GPUSHARE_XFER_ERROR, GPUSHARE_XFER_ERROR_RESOURCE,
-        "%u legacy IPC rings of earlier epochs are still open in "
-        "consumers' processes", GPUSHARE_SERVER_MAX_RETIRED_LEGACY);
-    GST_WARNING_OBJECT (self->log_object, "no new legacy IPC ring: %u of "
-        "earlier epochs are still open in consumers' processes",
-        GPUSHARE_SERVER_MAX_RETIRED_LEGACY);
+        "%u %s rings of earlier epochs are still open in consumers' "
+        "processes", GPUSHARE_SERVER_MAX_RETIRED,
+        gpushare_mem_type_to_string (type));
+    GST_WARNING_OBJECT (self->log_object, "no new %s ring: %u of earlier "
+        "epochs are still open in consumers' processes",
+        gpushare_mem_type_to_string (type), GPUSHARE_SERVER_MAX_RETIRED);
     return FALSE;
   }
-  gpushare_retained_add (self->retired_legacy, (*ring)->epoch, *ring,
-      self->legacy_holders);
-  self->legacy_holders = NULL;
+  gpushare_retained_add (self->retired[t], (*ring)->epoch, *ring,
+      self->ring_holders[t]);
+  self->ring_holders[t] = NULL;
   *ring = NULL;
-  GST_DEBUG_OBJECT (self->log_object, "%u legacy IPC rings of earlier "
-      "epochs kept", gpushare_retained_count (self->retired_legacy));
+  GST_DEBUG_OBJECT (self->log_object, "%u %s rings of earlier epochs kept",
+      gpushare_retained_count (self->retired[t]),
+      gpushare_mem_type_to_string (type));
   return TRUE;
 }
 
@@ -469,7 +471,7 @@ retire_legacy (GpuShareServer * self, GError ** error)
 static GpuShareXferRing *
 ensure_gpu_ring (GpuShareServer * self, GpuShareMemType type, GError ** error)
 {
-  GpuShareXferRing **slot = &self->gpu_rings[gpu_index (type)];
+  GpuShareXferRing **slot = &self->rings[gpushare_mem_type_index (type)];
   GpuShareXferRing *ring, *old = NULL;
   guint64 epoch = self->epoch;
   guint n_slots = self->ring.n_slots;
@@ -477,7 +479,7 @@ ensure_gpu_ring (GpuShareServer * self, GpuShareMemType type, GError ** error)
 
   if (*slot && (*slot)->epoch == epoch)
     return gpushare_xfer_ring_ref (*slot);
-  if (type == GPUSHARE_MEM_CUDA_LEGACY && !retire_legacy (self, error))
+  if (retires (type) && !retire_ring (self, type, error))
     return NULL;
 
   g_mutex_unlock (&self->lock);
@@ -511,33 +513,51 @@ ensure_gpu_ring (GpuShareServer * self, GpuShareMemType type, GError ** error)
   return gpushare_xfer_ring_ref (ring);
 }
 
-/* lock held: the consumer closed the legacy ring of epoch (every one for
- * G_MAXUINT64); a ring of an earlier epoch nobody holds any more goes */
+/* lock held: the consumer closed the ring of its retired kind of epoch
+ * (every one for G_MAXUINT64); a ring of an earlier epoch nobody holds any
+ * more goes */
 static void
-release_legacy (GpuShareServer * self, Client * client, guint64 epoch)
+release_ring (GpuShareServer * self, Client * client, guint64 epoch)
 {
-  GpuShareXferRing *ring = self->gpu_rings[gpu_index
-      (GPUSHARE_MEM_CUDA_LEGACY)];
+  guint t = gpushare_mem_type_index (client->mem_type);
+  GpuShareXferRing *ring = self->rings[t];
   guint freed;
 
-  if (self->legacy_holders && ring && (epoch == G_MAXUINT64
+  if (self->ring_holders[t] && ring && (epoch == G_MAXUINT64
           || epoch == ring->epoch))
-    gpushare_holders_release (self->legacy_holders, client->id);
-  if (!self->retired_legacy)
+    gpushare_holders_release (self->ring_holders[t], client->id);
+  if (!self->retired[t])
     return;
-  freed = gpushare_retained_release (self->retired_legacy, client->id, epoch);
+  freed = gpushare_retained_release (self->retired[t], client->id, epoch);
   if (freed)
-    GST_INFO_OBJECT (self->log_object, "%u legacy IPC rings of earlier "
-        "epochs freed, %u still open in consumers' processes", freed,
-        gpushare_retained_count (self->retired_legacy));
+    GST_INFO_OBJECT (self->log_object, "%u %s rings of earlier epochs "
+        "freed, %u still open in consumers' processes", freed,
+        gpushare_mem_type_to_string (client->mem_type),
+        gpushare_retained_count (self->retired[t]));
 }
 
-/* lock held: the legacy rings nobody holds any more, to be freed once the
- * lock is let go (freeing one waits for its streams); NULL when none */
+/* lock held: the retired rings nobody holds any more, to be freed once
+ * the lock is let go (freeing one waits for its streams); NULL when none */
 static GPtrArray *
 take_freed_rings (GpuShareServer * self)
 {
-  return gpushare_retained_take_freed (self->retired_legacy);
+  GPtrArray *all = NULL;
+  guint t, i;
+
+  for (t = 0; t < GPUSHARE_MEM_N_TYPES; t++) {
+    GPtrArray *freed = gpushare_retained_take_freed (self->retired[t]);
+
+    if (!freed)
+      continue;
+    if (!all) {
+      all = freed;
+      continue;
+    }
+    for (i = 0; i < freed->len; i++)
+      g_ptr_array_add (all, g_ptr_array_steal_index (freed, i--));
+    g_ptr_array_unref (freed);
+  }
+  return all;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -623,11 +643,13 @@ send_slots (GpuShareServer * self, Client * client)
       schedule_export (self, client);
     return FALSE;
   }
-  if (client->mem_type == GPUSHARE_MEM_CUDA_LEGACY) {
+  if (retires (client->mem_type)) {
+    guint t = gpushare_mem_type_index (client->mem_type);
+
     /* from here on the consumer may open the ring */
-    if (!self->legacy_holders)
-      self->legacy_holders = gpushare_holders_new ();
-    gpushare_holders_add (self->legacy_holders, client->id, client->pid,
+    if (!self->ring_holders[t])
+      self->ring_holders[t] = gpushare_holders_new ();
+    gpushare_holders_add (self->ring_holders[t], client->id, client->pid,
         client->pidfd);
   }
   ok = gpushare_conn_send_slots (client->conn, slots, fds, n_fds);
@@ -740,11 +762,11 @@ drop_client_full (GpuShareServer * self, Client * client,
    * received is read by those buffers.  The frames sent after that were
    * on their way as it left: it never read them.  A GPU consumer holds
    * slots in place too (io-mode import, the application's route), except
-   * over legacy IPC, which its src only copies out of: its mappings are
-   * closed at its goodbye, so that retired legacy rings can be freed (a
-   * HELD from it is not believed) */
+   * of a retired kind (legacy IPC), which its src only copies out of: its
+   * mappings are closed at its goodbye, so that retired rings can be
+   * freed (a HELD from it is not believed) */
   held = reason == GPUSHARE_REMOVE_GOODBYE && client->goodbye_held
-      && client->mem_type != GPUSHARE_MEM_CUDA_LEGACY;
+      && !retires (client->mem_type);
   if (held)
     unseen = gpushare_ring_release_holder_after (&self->ring, index,
         client->held_upto);
@@ -756,8 +778,8 @@ drop_client_full (GpuShareServer * self, Client * client,
   quarantine = held || outlives || (reason != GPUSHARE_REMOVE_GOODBYE
       && reason != GPUSHARE_REMOVE_SHUTDOWN
       && (reason != GPUSHARE_REMOVE_HANGUP
-          || (client->mem_type != GPUSHARE_MEM_SYSTEM
-              && client->mem_type != 0)));
+          || (client->mem_type != 0
+              && !gpushare_mem_type_is_host (client->mem_type))));
   if (quarantine) {
     guint before = gpushare_ring_n_tainted (&self->ring);
 
@@ -768,9 +790,8 @@ drop_client_full (GpuShareServer * self, Client * client,
     released = gpushare_ring_release_holder (&self->ring, index);
   }
   /* its src closes every mapping before its goodbye */
-  if (reason == GPUSHARE_REMOVE_GOODBYE
-      && client->mem_type == GPUSHARE_MEM_CUDA_LEGACY)
-    release_legacy (self, client, G_MAXUINT64);
+  if (reason == GPUSHARE_REMOVE_GOODBYE && retires (client->mem_type))
+    release_ring (self, client, G_MAXUINT64);
   /* its index is not handed out again before its GPU objects are gone */
   gpu_ring = client->gpu_ring;
   client->gpu_ring = NULL;
@@ -1004,16 +1025,16 @@ handle_accept (GpuShareServer * self, Client * client,
   g_free (client->mem_reason);
   client->mem_reason = acc->reason_len ?
       g_strndup (acc->reason, acc->reason_len) : g_strdup ("not given");
-  if (!gpushare_negotiate_check_accept (acc, self->gpu_ok ?
-          self->gpu.mem_types : 0, self->gpu_ok ? self->gpu.sync_modes : 0,
-          &why_not)) {
+  if (!gpushare_negotiate_check_accept (acc, self->offered_mem_types,
+          self->gpu_ok ? self->gpu.sync_modes : 0, &why_not)) {
     refuse (client, GPUSHARE_ERR_UNSUPPORTED, GPUSHARE_REMOVE_UNSUPPORTED,
         why_not);
     return;
   }
   client->mem_type = acc->mem_type;
   client->minor = acc->schema_minor;
-  client->sync_mode = acc->mem_type == GPUSHARE_MEM_SYSTEM ? 0 : acc->sync_mode;
+  client->sync_mode = gpushare_mem_type_is_host (acc->mem_type) ? 0 :
+      acc->sync_mode;
   GST_INFO_OBJECT (self->log_object, "client %u takes %s memory (%s)",
       client->id, gpushare_mem_type_to_string (client->mem_type),
       client->mem_reason);
@@ -1120,8 +1141,8 @@ handle_unmapped (GpuShareServer * self, Client * client,
     protocol_error (client, "UNMAPPED of a future ring");
     return;
   }
-  if (client->mem_type == GPUSHARE_MEM_CUDA_LEGACY)
-    release_legacy (self, client, m->epoch);
+  if (retires (client->mem_type))
+    release_ring (self, client, m->epoch);
 }
 
 static void
@@ -1386,15 +1407,19 @@ housekeeping (gpointer user_data)
   g_mutex_lock (&self->lock);
   lease_ms = self->config.lease_timeout;
   /* processes that exited closed whatever they had open */
-  if (self->legacy_holders)
-    gpushare_holders_reap (self->legacy_holders);
-  if (self->retired_legacy && gpushare_retained_count (self->retired_legacy)) {
-    guint n_freed = gpushare_retained_reap (self->retired_legacy);
+  for (i = 0; i < GPUSHARE_MEM_N_TYPES; i++) {
+    guint n_freed;
 
+    if (self->ring_holders[i])
+      gpushare_holders_reap (self->ring_holders[i]);
+    if (!self->retired[i] || !gpushare_retained_count (self->retired[i]))
+      continue;
+    n_freed = gpushare_retained_reap (self->retired[i]);
     if (n_freed)
-      GST_INFO_OBJECT (self->log_object, "%u legacy IPC rings of earlier "
-          "epochs freed: their consumers' processes exited; %u still open",
-          n_freed, gpushare_retained_count (self->retired_legacy));
+      GST_INFO_OBJECT (self->log_object, "%u %s rings of earlier epochs "
+          "freed: their consumers' processes exited; %u still open",
+          n_freed, gpushare_mem_type_to_string (1u << i),
+          gpushare_retained_count (self->retired[i]));
   }
   for (i = 0; i < MAX_CLIENTS; i++) {
     Client *c = self->clients[i];
@@ -1698,6 +1723,7 @@ static void
 probe_gpu (GpuShareServer * self)
 {
   GError *error = NULL;
+  GpuShareGpu offer;
 
   g_clear_pointer (&self->gpu_reason, g_free);
   self->gpu_ok = gpushare_xfer_gpu_probe (self->config.cuda_device_id,
@@ -1713,13 +1739,16 @@ probe_gpu (GpuShareServer * self)
     self->gpu_reason = g_strdup_printf ("no usable GPU: %s", error->message);
     g_clear_error (&error);
   }
+  /* what the ANNOUNCE offers, as the negotiation says: every producer
+   * has system memory */
+  gpushare_xfer_gpu_describe (&self->gpu, self->gpu_ok, self->gpu_reason,
+      &offer);
+  self->offered_mem_types = GPUSHARE_MEM_SYSTEM |
+      gpushare_negotiate_producer_mem_types (&offer, gpushare_xfer_policies ());
   if (self->gpu_ok) {
-    GpuShareGpu offer;
     gchar *uuid = gpushare_gpu_uuid_to_string (self->gpu.uuid);
 
-    /* what the ANNOUNCE offers, as the negotiation says */
-    gpushare_xfer_gpu_describe (&self->gpu, TRUE, NULL, &offer);
-    self->gpu.mem_types = gpushare_negotiate_producer_mem_types (&offer);
+    self->gpu.mem_types = self->offered_mem_types & ~GPUSHARE_MEM_HOST_MASK;
 
     GST_INFO_OBJECT (self->log_object, "offering GPU memory of %s (%s)",
         self->gpu.name, uuid);
@@ -1781,9 +1810,9 @@ void
 gpushare_server_stop (GpuShareServer * self)
 {
   Client *gone[MAX_CLIENTS];
-  GpuShareXferRing *rings[N_GPU_TYPES + 1];
-  GpuShareRetained *retired;
-  GpuShareHolders *holders;
+  GpuShareXferRing *rings[GPUSHARE_MEM_N_TYPES + 1];
+  GpuShareRetained *retired[GPUSHARE_MEM_N_TYPES];
+  GpuShareHolders *holders[GPUSHARE_MEM_N_TYPES];
   guint i, n = 0;
 
   if (self->thread) {
@@ -1832,21 +1861,23 @@ gpushare_server_stop (GpuShareServer * self)
   g_mutex_lock (&self->lock);
   rings[0] = self->system;
   self->system = NULL;
-  for (i = 0; i < N_GPU_TYPES; i++) {
-    rings[i + 1] = self->gpu_rings[i];
-    self->gpu_rings[i] = NULL;
+  for (i = 0; i < GPUSHARE_MEM_N_TYPES; i++) {
+    rings[i + 1] = self->rings[i];
+    self->rings[i] = NULL;
+    retired[i] = self->retired[i];
+    self->retired[i] = NULL;
+    holders[i] = self->ring_holders[i];
+    self->ring_holders[i] = NULL;
   }
-  retired = self->retired_legacy;
-  self->retired_legacy = NULL;
-  holders = self->legacy_holders;
-  self->legacy_holders = NULL;
   self->have_layout = FALSE;
   g_mutex_unlock (&self->lock);
   /* device work, outside the lock */
   for (i = 0; i < G_N_ELEMENTS (rings); i++)
     g_clear_pointer (&rings[i], gpushare_xfer_ring_unref);
-  g_clear_pointer (&retired, gpushare_retained_free);
-  g_clear_pointer (&holders, gpushare_holders_free);
+  for (i = 0; i < GPUSHARE_MEM_N_TYPES; i++) {
+    g_clear_pointer (&retired[i], gpushare_retained_free);
+    g_clear_pointer (&holders[i], gpushare_holders_free);
+  }
 }
 
 void
@@ -2255,12 +2286,14 @@ pool_gpu_ring (GpuShareServer * self)
   guint i;
 
   memory_needs (self, &sys, &gpu);
-  for (i = 0; i < 32; i++) {
+  /* device memory only: upstream writes it with the GPU library's pool */
+  gpu &= ~GPUSHARE_MEM_HOST_MASK;
+  for (i = 0; i < GPUSHARE_MEM_N_TYPES; i++) {
     GpuShareXferRing *ring;
 
     if (!(gpu & (1u << i)))
       continue;
-    ring = self->gpu_rings[gpu_index (1u << i)];
+    ring = self->rings[i];
     return ring && ring->epoch == self->epoch ? ring : NULL;
   }
   return NULL;
@@ -2276,8 +2309,8 @@ is_current_slot (GpuShareServer * self, const GpuShareServerTag * tag)
     return TRUE;
   /* a GPU slot of the current ring of its type */
   return tag->ring->mem_type != GPUSHARE_MEM_SYSTEM
-      && self->gpu_rings[gpu_index (tag->ring->mem_type)] == tag->ring
-      && tag->ring->epoch == self->epoch;
+      && self->rings[gpushare_mem_type_index (tag->ring->mem_type)] ==
+      tag->ring && tag->ring->epoch == self->epoch;
 }
 
 static void
@@ -2287,9 +2320,9 @@ frame_clear (GpuShareServer * self, GpuShareServerFrame * frame)
 
   g_clear_pointer (&frame->system, gpushare_xfer_ring_unref);
   g_clear_pointer (&frame->staged, gpushare_xfer_ring_unref);
-  for (i = 0; i < frame->n_gpu; i++)
-    g_clear_pointer (&frame->gpu[i], gpushare_xfer_ring_unref);
-  frame->n_gpu = 0;
+  for (i = 0; i < frame->n_rings; i++)
+    g_clear_pointer (&frame->rings[i], gpushare_xfer_ring_unref);
+  frame->n_rings = 0;
 }
 
 GpuShareServerResult
@@ -2393,7 +2426,7 @@ again:
   }
   if (in_sys_slot)
     frame->staged = gpushare_xfer_ring_ref (self->system);
-  for (i = 0; i < 32; i++) {
+  for (i = 0; i < GPUSHARE_MEM_N_TYPES; i++) {
     GpuShareXferRing *ring;
 
     if (!(need_gpu & (1u << i)))
@@ -2405,7 +2438,7 @@ again:
       frame_clear (self, frame);
       return GPUSHARE_SERVER_ERROR_GPU;
     }
-    frame->gpu[frame->n_gpu++] = ring;
+    frame->rings[frame->n_rings++] = ring;
   }
   g_mutex_unlock (&self->lock);
   return GPUSHARE_SERVER_OK;
@@ -2441,8 +2474,8 @@ gpushare_server_end_frame (GpuShareServer * self,
   }
   if (frame->system)
     self->frames_copied++;
-  for (i = 0; i < frame->n_gpu; i++)
-    gpu_types |= frame->gpu[i]->mem_type;
+  for (i = 0; i < frame->n_rings; i++)
+    gpu_types |= frame->rings[i]->mem_type;
   if (gpu_types)
     self->frames_to_gpu++;
   sequence = ++self->sequence;
@@ -2509,14 +2542,14 @@ gpushare_server_end_frame (GpuShareServer * self,
 
   /* ready, signalled to the GPU holders: device work, without the lock
    * (the clients in sent_to[] are only compared from here on) */
-  for (i = 0; ok && i < frame->n_gpu; i++) {
+  for (i = 0; ok && i < frame->n_rings; i++) {
     guint64 gpu_holders = 0;
     guint j;
 
     for (j = 0; j < MAX_CLIENTS; j++)
-      if (sent_mem[j] == frame->gpu[i]->mem_type)
+      if (sent_mem[j] == frame->rings[i]->mem_type)
         gpu_holders |= G_GUINT64_CONSTANT (1) << j;
-    ok = gpushare_xfer_ring_publish (frame->gpu[i], slot, gpu_holders,
+    ok = gpushare_xfer_ring_publish (frame->rings[i], slot, gpu_holders,
         sequence, error);
   }
 
@@ -2672,8 +2705,9 @@ gpushare_server_get_stats (GpuShareServer * self, GpuShareServerStats * s)
   s->rings_replaced = self->rings_replaced;
   s->rings_grown = self->rings_grown;
   s->ring_slots = self->system ? self->ring.n_slots : 0;
-  s->legacy_rings_retained = self->retired_legacy ?
-      gpushare_retained_count (self->retired_legacy) : 0;
+  for (i = 0; i < GPUSHARE_MEM_N_TYPES; i++)
+    s->rings_retained += self->retired[i] ?
+        gpushare_retained_count (self->retired[i]) : 0;
   s->frames_rendered = self->frames_rendered;
   s->frames_dropped = self->frames_dropped;
   s->frames_in_place = self->frames_in_place;

@@ -7,7 +7,7 @@
  * heartbeat, exports the ring through the transfer interface, hands out
  * slots per frame under the slow-consumer policy, takes RELEASEs back,
  * and deals with consumers that leave or misbehave: leases, quarantine,
- * ring replacement, retention of legacy IPC rings.  Its control thread
+ * ring replacement, retention of retired rings (legacy IPC).  Its control thread
  * runs a GMainContext of its own.
  *
  * Locking: one mutex guards the clients and the ring state.  Nothing slow
@@ -39,9 +39,10 @@ G_BEGIN_DECLS
  * again pinned 79 MiB at VGA in 8 s) */
 #define GPUSHARE_SERVER_QUARANTINE_BURST 4
 #define GPUSHARE_SERVER_QUARANTINE_WINDOW_S 10
-/* legacy IPC rings of earlier epochs kept for consumers' processes that
- * may still have them open; past this, no new legacy ring is made */
-#define GPUSHARE_SERVER_MAX_RETIRED_LEGACY 4
+/* rings of earlier epochs of a retired kind (GPUSHARE_KIND_RETIRE: legacy
+ * IPC) kept for consumers' processes that may still have them open; past
+ * this, no new ring of that kind is made */
+#define GPUSHARE_SERVER_MAX_RETIRED 4
 
 typedef struct _GpuShareServer GpuShareServer;
 
@@ -133,8 +134,9 @@ typedef struct
   GpuShareXferRing *system;     /* to write first, or NULL; a reference */
   GpuShareXferRing *staged;     /* the system ring holding the frame after
                                  * that write, or NULL; a reference */
-  GpuShareXferRing *gpu[3];     /* GPU rings to write; references */
-  guint n_gpu;
+  /* rings of other memory types to write; references */
+  GpuShareXferRing *rings[GPUSHARE_MEM_N_TYPES];
+  guint n_rings;
 } GpuShareServerFrame;
 
 /* a slot upstream holds from our pool */
@@ -170,7 +172,7 @@ typedef struct
   guint64 rings_replaced;
   guint64 rings_grown;          /* replaced to give consumers their share */
   guint ring_slots;
-  guint legacy_rings_retained;
+  guint rings_retained;         /* of retired kinds, all of them */
   guint64 frames_rendered;
   guint64 frames_dropped;
   guint64 frames_in_place;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The transfer interface (gpusharexfer.h): dispatch, and the system-memory
- * transfer over the sealed memfds of gpusharesysmem.c.
+ * The transfer interface (gpusharexfer.h): the registry of transfers, and
+ * the dispatch to them.
  */
 
 #include "gpusharexfer.h"
@@ -11,13 +11,18 @@
 
 #include <string.h>
 
-#include "gpusharebackend.h"
-#include "gpushareconn.h"
-#include "gpusharevideo.h"
+#include "gpusharefd.h"
 
 G_DEFINE_QUARK (gpushare - xfer - error - quark, gpushare_xfer_error);
 
-static const GpuShareXfer *gpu_xfer;
+/* the registered transfers in order of preference, the system transfer
+ * last; written under the lock, read without it: an entry is set before
+ * the count that shows it */
+#define MAX_XFERS 8
+static GMutex registry_lock;
+static const GpuShareXfer *registry[MAX_XFERS + 1];
+static const GpuShareMemPolicy *policies[MAX_XFERS + 2];
+static gint n_registered;
 
 /* One error domain per layer: what a backend or the CUDA layer reports
  * reaches the cores as GPUSHARE_XFER_ERROR, with its message. */
@@ -33,27 +38,126 @@ own_error (GError ** error, GpuShareXferError code)
   return FALSE;
 }
 
-void
-gpushare_xfer_register_gpu (const GpuShareXfer * xfer)
+gsize
+gpushare_round_up (gsize size, gsize align)
 {
-  g_atomic_pointer_set (&gpu_xfer, xfer);
+  if (size == 0)
+    size = 1;
+  return (size + align - 1) / align * align;
 }
 
-const GpuShareXfer *
-gpushare_xfer_gpu (void)
+/* lock held: does xfer clash with a registered one (a type or a transport
+ * value served twice)? */
+static gboolean
+clashes (const GpuShareXfer * xfer)
 {
-  return g_atomic_pointer_get (&gpu_xfer);
+  guint32 types = gpushare_negotiate_mem_types (policies);
+  guint i, j, k;
+
+  for (i = 0; i < xfer->policy->n_kinds; i++) {
+    const GpuShareMemKind *kind = &xfer->policy->kinds[i];
+
+    /* the codec counts a SLOTS body's fds: it must agree */
+    if ((kind->type & types) || kind->transport == GPUSHARE_TRANSPORT_AUTO
+        || !(kind->flags & GPUSHARE_KIND_HANDLES) !=
+        !(kind->type & GPUSHARE_MEM_HANDLE_MASK))
+      return TRUE;
+    for (j = 0; policies[j]; j++)
+      for (k = 0; k < policies[j]->n_kinds; k++)
+        if (policies[j]->kinds[k].transport == kind->transport)
+          return TRUE;
+  }
+  return FALSE;
+}
+
+void
+gpushare_xfer_register (const GpuShareXfer * xfer)
+{
+  gint i, n;
+
+  g_return_if_fail (xfer != NULL && xfer->policy != NULL);
+  g_return_if_fail (xfer->producer != NULL && xfer->consumer != NULL);
+
+  g_mutex_lock (&registry_lock);
+  n = g_atomic_int_get (&n_registered);
+  for (i = 0; i < n; i++)
+    if (registry[i] == xfer)
+      goto done;
+  if (n == MAX_XFERS || clashes (xfer)) {
+    g_critical ("transfer %s not registered: %s", xfer->policy->name,
+        n == MAX_XFERS ? "too many transfers" :
+        "one of its memory types or transport values is taken, or its "
+        "handles are not the codec's");
+    goto done;
+  }
+  registry[n] = xfer;
+  policies[n] = xfer->policy;
+  /* the system transfer stays last */
+  policies[n + 1] = gpushare_xfer_system.policy;
+  g_atomic_int_set (&n_registered, n + 1);
+done:
+  g_mutex_unlock (&registry_lock);
+}
+
+const GpuShareMemPolicy *const *
+gpushare_xfer_policies (void)
+{
+  /* with none registered, policies[0] is still NULL: the system's */
+  if (!g_atomic_int_get (&n_registered)) {
+    static const GpuShareMemPolicy *system_only[2];
+
+    system_only[0] = gpushare_xfer_system.policy;
+    return system_only;
+  }
+  return policies;
 }
 
 const GpuShareXfer *
 gpushare_xfer_for (GpuShareMemType type)
 {
-  const GpuShareXfer *gpu = gpushare_xfer_gpu ();
+  gint i, n = g_atomic_int_get (&n_registered);
 
   if (type == GPUSHARE_MEM_SYSTEM)
     return &gpushare_xfer_system;
-  if (gpu && type && (gpu->mem_types & type) == (guint32) type)
-    return gpu;
+  for (i = 0; type && i < n; i++) {
+    const GpuShareMemPolicy *p = registry[i]->policy;
+    guint k;
+
+    for (k = 0; k < p->n_kinds; k++)
+      if (p->kinds[k].type == type)
+        return registry[i];
+  }
+  return NULL;
+}
+
+const GpuShareMemKind *
+gpushare_xfer_kind (GpuShareMemType type)
+{
+  const GpuShareXfer *xfer = gpushare_xfer_for (type);
+  guint k;
+
+  for (k = 0; xfer && k < xfer->policy->n_kinds; k++)
+    if (xfer->policy->kinds[k].type == type)
+      return &xfer->policy->kinds[k];
+  return NULL;
+}
+
+gboolean
+gpushare_xfer_kind_has (GpuShareMemType type, guint flags)
+{
+  const GpuShareMemKind *kind = gpushare_xfer_kind (type);
+
+  return kind && (kind->flags & flags) == flags;
+}
+
+const GpuShareXfer *
+gpushare_xfer_gpu (void)
+{
+  gint i, n = g_atomic_int_get (&n_registered);
+
+  for (i = 0; i < n; i++)
+    if (registry[i]->probe)
+      return registry[i];
   return NULL;
 }
 
@@ -64,20 +168,29 @@ gpushare_xfer_template_caps (void)
   GstCaps *caps = gst_caps_from_string (GST_VIDEO_CAPS_MAKE
       (GST_VIDEO_FORMATS_ALL));
 
-  if (gpu && gpu->library_ok && gpu->library_ok ())
-    caps = gst_caps_merge (gst_caps_from_string
-        (GST_VIDEO_CAPS_MAKE_WITH_FEATURES (GPUSHARE_XFER_GPU_CAPS_FEATURE,
-                GST_VIDEO_FORMATS_ALL)), caps);
+  if (gpu && gpu->gst && gpu->gst->library_ok && gpu->gst->library_ok ()) {
+    GstCaps *device = gst_caps_from_string (GST_VIDEO_CAPS_MAKE
+        (GST_VIDEO_FORMATS_ALL));
+
+    gst_caps_set_features_simple (device,
+        gst_caps_features_new (gpu->gst->caps_feature, NULL));
+    caps = gst_caps_merge (device, caps);
+  }
   return caps;
+}
+
+const gchar *
+gpushare_xfer_gpu_caps_feature (void)
+{
+  const GpuShareXfer *gpu = gpushare_xfer_gpu ();
+
+  return gpu && gpu->gst ? gpu->gst->caps_feature : NULL;
 }
 
 guint
 gpushare_slots_n_fds (const GpuShareSlots * s)
 {
-  /* legacy and fabric slots travel as handles in the body */
-  return (s->mem_type == GPUSHARE_MEM_CUDA_LEGACY
-      || s->mem_type == GPUSHARE_MEM_CUDA_FABRIC ? 0 : s->n_slots) +
-      s->n_sync_fds;
+  return gpushare_slots_fd_count (s);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -137,8 +250,8 @@ gpushare_xfer_gpu_context_ensure (GstElement * element, gint device,
 {
   const GpuShareXfer *gpu = gpushare_xfer_gpu ();
 
-  return gpu && gpu->context_ensure
-      && gpu->context_ensure (element, device, ctx);
+  return gpu && gpu->gst && gpu->gst->context_ensure
+      && gpu->gst->context_ensure (element, device, ctx);
 }
 
 gboolean
@@ -147,8 +260,8 @@ gpushare_xfer_gpu_context_set (GstElement * element, GstContext * context,
 {
   const GpuShareXfer *gpu = gpushare_xfer_gpu ();
 
-  return gpu && gpu->context_set
-      && gpu->context_set (element, context, device, ctx);
+  return gpu && gpu->gst && gpu->gst->context_set
+      && gpu->gst->context_set (element, context, device, ctx);
 }
 
 gboolean
@@ -157,8 +270,8 @@ gpushare_xfer_gpu_context_query (GstElement * element, GstQuery * query,
 {
   const GpuShareXfer *gpu = gpushare_xfer_gpu ();
 
-  return gpu && gpu->context_query
-      && gpu->context_query (element, query, device, ctx);
+  return gpu && gpu->gst && gpu->gst->context_query
+      && gpu->gst->context_query (element, query, device, ctx);
 }
 
 gboolean
@@ -166,7 +279,8 @@ gpushare_xfer_gpu_is_memory (GstMemory * mem)
 {
   const GpuShareXfer *gpu = gpushare_xfer_gpu ();
 
-  return mem && gpu && gpu->is_memory && gpu->is_memory (mem);
+  return mem && gpu && gpu->gst && gpu->gst->is_memory
+      && gpu->gst->is_memory (mem);
 }
 
 GstBufferPool *
@@ -174,7 +288,8 @@ gpushare_xfer_gpu_pool_new (GstObject * ctx)
 {
   const GpuShareXfer *gpu = gpushare_xfer_gpu ();
 
-  return ctx && gpu && gpu->pool_new ? gpu->pool_new (ctx) : NULL;
+  return ctx && gpu && gpu->gst
+      && gpu->gst->pool_new ? gpu->gst->pool_new (ctx) : NULL;
 }
 
 GstBufferPool *
@@ -184,7 +299,8 @@ gpushare_xfer_gpu_slot_pool_new (GstObject * ctx,
   const GpuShareXfer *gpu = gpushare_xfer_gpu ();
 
   g_return_val_if_fail (funcs != NULL && funcs->acquire != NULL, NULL);
-  return ctx && gpu && gpu->slot_pool_new ? gpu->slot_pool_new (ctx, funcs)
+  return ctx && gpu && gpu->gst
+      && gpu->gst->slot_pool_new ? gpu->gst->slot_pool_new (ctx, funcs)
       : NULL;
 }
 
@@ -205,7 +321,9 @@ gpushare_xfer_ring_new (GpuShareMemType type, gint device, guint64 epoch,
         gpushare_mem_type_to_string (type));
     return NULL;
   }
-  ring = xfer->ring_new (device, type, epoch, n_slots, frame_size, error);
+  ring =
+      xfer->producer->ring_new (device, type, epoch, n_slots, frame_size,
+      error);
   if (!ring) {
     own_error (error, GPUSHARE_XFER_ERROR_RESOURCE);
     return NULL;
@@ -233,7 +351,7 @@ gpushare_xfer_ring_unref (GpuShareXferRing * ring)
   if (!g_atomic_int_dec_and_test (&ring->ref_count))
     return;
   g_mutex_clear (&ring->lock);
-  ring->xfer->ring_free (ring);
+  ring->xfer->producer->ring_free (ring);
 }
 
 gboolean
@@ -242,10 +360,10 @@ gpushare_xfer_ring_add_consumer (GpuShareXferRing * ring, guint index,
 {
   gboolean ok = TRUE;
 
-  if (!ring->xfer->add_consumer)
+  if (!ring->xfer->producer->add_consumer)
     return TRUE;
   g_mutex_lock (&ring->lock);
-  ok = ring->xfer->add_consumer (ring, index, mode, error);
+  ok = ring->xfer->producer->add_consumer (ring, index, mode, error);
   g_mutex_unlock (&ring->lock);
   return ok || own_error (error, GPUSHARE_XFER_ERROR_RESOURCE);
 }
@@ -253,10 +371,10 @@ gpushare_xfer_ring_add_consumer (GpuShareXferRing * ring, guint index,
 void
 gpushare_xfer_ring_remove_consumer (GpuShareXferRing * ring, guint index)
 {
-  if (!ring->xfer->remove_consumer)
+  if (!ring->xfer->producer->remove_consumer)
     return;
   g_mutex_lock (&ring->lock);
-  ring->xfer->remove_consumer (ring, index);
+  ring->xfer->producer->remove_consumer (ring, index);
   g_mutex_unlock (&ring->lock);
 }
 
@@ -268,7 +386,8 @@ gpushare_xfer_ring_export (GpuShareXferRing * ring, guint index,
 
   *n_fds = 0;
   g_mutex_lock (&ring->lock);
-  ok = ring->xfer->export_slots (ring, index, slots, fds, n_fds, error);
+  ok = ring->xfer->producer->export_slots (ring, index, slots, fds, n_fds,
+      error);
   g_mutex_unlock (&ring->lock);
   return ok || own_error (error, GPUSHARE_XFER_ERROR_RESOURCE);
 }
@@ -282,14 +401,15 @@ gpushare_xfer_ring_write (GpuShareXferRing * ring, guint slot,
 
   g_return_val_if_fail (slot < ring->n_slots, FALSE);
   g_mutex_lock (&ring->lock);
-  ok = ring->xfer->write (ring, slot, info, buf, staged, error);
-  settle = ok && ring->xfer->settle && (!ring->xfer->needs_settle
-      || ring->xfer->needs_settle (ring, slot, 0));
+  ok = ring->xfer->producer->write (ring, slot, info, buf, staged, error);
+  settle = ok && ring->xfer->producer->settle
+      && (!ring->xfer->producer->needs_settle
+      || ring->xfer->producer->needs_settle (ring, slot, 0));
   g_mutex_unlock (&ring->lock);
   /* without the lock: a consumer that never says done is released by
    * removing it, which takes the lock */
   if (settle)
-    ok = ring->xfer->settle (ring, slot, error);
+    ok = ring->xfer->producer->settle (ring, slot, error);
   return ok || own_error (error, GPUSHARE_XFER_ERROR_COPY);
 }
 
@@ -300,8 +420,8 @@ gpushare_xfer_ring_holds (GpuShareXferRing * ring, guint slot, GstMemory * mem)
   gboolean same;
 
   g_return_val_if_fail (slot < ring->n_slots, FALSE);
-  if (ring->xfer->holds)
-    return ring->xfer->holds (ring, slot, mem);
+  if (ring->xfer->producer->holds)
+    return ring->xfer->producer->holds (ring, slot, mem);
   if (!ring->data[slot] || !gst_memory_map (mem, &map, GST_MAP_READ))
     return FALSE;
   same = map.data == ring->data[slot];
@@ -316,13 +436,13 @@ gpushare_xfer_ring_prepare (GpuShareXferRing * ring, guint slot,
   gboolean ok = TRUE;
 
   g_return_val_if_fail (slot < ring->n_slots, FALSE);
-  if (!ring->xfer->prepare)
+  if (!ring->xfer->producer->prepare)
     return TRUE;
   g_mutex_lock (&ring->lock);
-  ok = ring->xfer->prepare (ring, slot, error);
+  ok = ring->xfer->producer->prepare (ring, slot, error);
   g_mutex_unlock (&ring->lock);
-  if (ok && ring->xfer->settle)
-    ok = ring->xfer->settle (ring, slot, error);
+  if (ok && ring->xfer->producer->settle)
+    ok = ring->xfer->producer->settle (ring, slot, error);
   return ok || own_error (error, GPUSHARE_XFER_ERROR_RESOURCE);
 }
 
@@ -332,18 +452,19 @@ gpushare_xfer_ring_publish (GpuShareXferRing * ring, guint slot,
 {
   gboolean ok = TRUE, settle;
 
-  if (!ring->xfer->publish)
+  if (!ring->xfer->producer->publish)
     return TRUE;
   g_mutex_lock (&ring->lock);
-  settle = ring->xfer->needs_settle
-      && ring->xfer->needs_settle (ring, slot, holders);
+  settle = ring->xfer->producer->needs_settle
+      && ring->xfer->producer->needs_settle (ring, slot, holders);
   g_mutex_unlock (&ring->lock);
   /* the write left its copy to the device, and a holder reads once told:
    * the host waits for it, without the lock, as after a write */
   if (settle)
-    ok = ring->xfer->settle (ring, slot, error);
+    ok = ring->xfer->producer->settle (ring, slot, error);
   g_mutex_lock (&ring->lock);
-  ok = ok && ring->xfer->publish (ring, slot, holders, sequence, error);
+  ok = ok
+      && ring->xfer->producer->publish (ring, slot, holders, sequence, error);
   g_mutex_unlock (&ring->lock);
   return ok || own_error (error, GPUSHARE_XFER_ERROR_COPY);
 }
@@ -365,7 +486,7 @@ gpushare_xfer_view_new (gint device, const GpuShareSlots * slots, gint * fds,
         gpushare_mem_type_to_string (slots->mem_type));
     return NULL;
   }
-  view = xfer->view_new (device, slots, fds, error);
+  view = xfer->consumer->view_new (device, slots, fds, error);
   if (!view) {
     own_error (error, GPUSHARE_XFER_ERROR_RESOURCE);
     return NULL;
@@ -390,7 +511,7 @@ void
 gpushare_xfer_view_unref (GpuShareXferView * view)
 {
   if (g_atomic_int_dec_and_test (&view->ref_count))
-    view->xfer->view_free (view);
+    view->xfer->consumer->view_free (view);
 }
 
 typedef struct
@@ -436,8 +557,8 @@ gpushare_xfer_gpu_can_import (const gchar ** why_not)
   const gchar *why = "this build has no GPU transfer";
   gboolean ok = FALSE;
 
-  if (gpu && gpu->can_import)
-    ok = gpu->can_import (NULL, 0, &why);
+  if (gpu && gpu->gst && gpu->gst->can_import)
+    ok = gpu->gst->can_import (NULL, 0, &why);
   if (!ok && why_not)
     *why_not = why;
   return ok;
@@ -466,10 +587,10 @@ slot_import_free (gpointer data)
 
   /* a reader downstream may have queued reads of the slot and dropped the
    * buffer before they ran */
-  if (imp->ctx && view->xfer->quiesce)
-    view->xfer->quiesce (imp->ctx);
-  if (view->xfer->done
-      && !view->xfer->done (view, imp->slot, imp->sequence, &error)) {
+  if (imp->ctx && view->xfer->gst && view->xfer->gst->quiesce)
+    view->xfer->gst->quiesce (imp->ctx);
+  if (view->xfer->consumer->done
+      && !view->xfer->consumer->done (view, imp->slot, imp->sequence, &error)) {
     /* the lease takes the slot back from a consumer that never says done */
     GST_WARNING ("slot %u: done not signalled: %s", imp->slot, error->message);
     g_clear_error (&error);
@@ -488,11 +609,12 @@ slot_import_new (GpuShareXferView * view, guint slot, guint64 sequence,
 {
   SlotImport *imp;
 
-  /* legacy IPC mappings are given back at the consumer's goodbye, so that
-   * the producer can free retired rings: never held in place */
-  if (view->mem_type == GPUSHARE_MEM_CUDA_LEGACY) {
+  /* mappings of a retired kind are given back at the consumer's goodbye,
+   * so that the producer can free retired rings: never held in place */
+  if (gpushare_xfer_kind_has (view->mem_type, GPUSHARE_KIND_RETIRE)) {
     g_set_error (error, GPUSHARE_XFER_ERROR, GPUSHARE_XFER_ERROR_UNSUPPORTED,
-        "legacy CUDA IPC slots are copied, not handed out in place");
+        "%s slots are copied, not handed out in place",
+        gpushare_mem_type_to_string (view->mem_type));
     return NULL;
   }
   if (!view->device_ptr[slot]) {
@@ -501,8 +623,8 @@ slot_import_new (GpuShareXferView * view, guint slot, guint64 sequence,
         gpushare_mem_type_to_string (view->mem_type));
     return NULL;
   }
-  if (view->xfer->wait_ready
-      && !view->xfer->wait_ready (view, slot, sequence, error)) {
+  if (view->xfer->consumer->wait_ready
+      && !view->xfer->consumer->wait_ready (view, slot, sequence, error)) {
     own_error (error, GPUSHARE_XFER_ERROR_COPY);
     return NULL;
   }
@@ -521,14 +643,15 @@ gpushare_xfer_view_import (GpuShareXferView * view, guint slot,
     guint64 sequence, const GstVideoInfo * slot_info, GstObject * ctx,
     gpointer user_data, GDestroyNotify notify, GError ** error)
 {
+  const GpuShareXferGst *lib = view->xfer->gst;
   const gchar *why = NULL;
   SlotImport *imp;
   GstMemory *mem;
 
   g_return_val_if_fail (slot < view->n_slots, NULL);
   g_return_val_if_fail (GST_IS_OBJECT (ctx), NULL);
-  if (!view->xfer->import || !view->xfer->can_import
-      || !view->xfer->can_import (slot_info, view->slot_size, &why)) {
+  if (!lib || !lib->import || !lib->can_import
+      || !lib->can_import (slot_info, view->slot_size, &why)) {
     g_set_error (error, GPUSHARE_XFER_ERROR, GPUSHARE_XFER_ERROR_UNSUPPORTED,
         "%s memory cannot be handed out in place as GPU memory%s%s",
         gpushare_mem_type_to_string (view->mem_type), why ? ": " : "",
@@ -538,8 +661,7 @@ gpushare_xfer_view_import (GpuShareXferView * view, guint slot,
   imp = slot_import_new (view, slot, sequence, ctx, user_data, notify, error);
   if (!imp)
     return NULL;
-  mem = view->xfer->import (view, slot, slot_info, ctx, imp,
-      slot_import_free, error);
+  mem = lib->import (view, slot, slot_info, ctx, imp, slot_import_free, error);
   if (!mem) {
     /* nobody read it: done all the same, and the frame stays the
      * caller's */
@@ -571,8 +693,8 @@ gpushare_xfer_view_read (GpuShareXferView * view, guint slot,
     GError ** error)
 {
   g_return_val_if_fail (slot < view->n_slots, FALSE);
-  return view->xfer->read (view, slot, sequence, slot_info, dst_info, dst,
-      dst_device, error) || own_error (error, GPUSHARE_XFER_ERROR_COPY);
+  return view->xfer->consumer->read (view, slot, sequence, slot_info, dst_info,
+      dst, dst_device, error) || own_error (error, GPUSHARE_XFER_ERROR_COPY);
 }
 
 gboolean
@@ -580,153 +702,7 @@ gpushare_xfer_view_skip (GpuShareXferView * view, guint slot,
     guint64 sequence, GError ** error)
 {
   g_return_val_if_fail (slot < view->n_slots, FALSE);
-  return !view->xfer->skip || view->xfer->skip (view, slot, sequence, error)
+  return !view->xfer->consumer->skip
+      || view->xfer->consumer->skip (view, slot, sequence, error)
       || own_error (error, GPUSHARE_XFER_ERROR_COPY);
 }
-
-/* ------------------------------------------------------------------------ */
-/* System memory: a GpuShareAllocation of sealed memfds, imported read-only */
-
-typedef struct
-{
-  GpuShareXferRing parent;
-  GpuShareAllocation *alloc;
-} SysRing;
-
-typedef struct
-{
-  GpuShareXferView parent;
-  GpuShareImport *import;
-} SysView;
-
-static GpuShareXferRing *
-sys_ring_new (gint device, GpuShareMemType type, guint64 epoch,
-    guint n_slots, gsize frame_size, GError ** error)
-{
-  const GpuShareBackend *backend = &gpushare_sysmem_backend;
-  SysRing *ring = g_new0 (SysRing, 1);
-  guint i;
-
-  ring->alloc = gpushare_allocation_new (backend, epoch, n_slots,
-      gpushare_backend_slot_size (backend, frame_size), error);
-  if (!ring->alloc) {
-    g_free (ring);
-    return NULL;
-  }
-  ring->parent.slot_size = ring->alloc->slot_size;
-  for (i = 0; i < n_slots; i++)
-    ring->parent.data[i] = ring->alloc->data[i];
-  return &ring->parent;
-}
-
-static void
-sys_ring_free (GpuShareXferRing * ring)
-{
-  SysRing *self = (SysRing *) ring;
-
-  gpushare_allocation_unref (self->alloc);
-  g_free (self);
-}
-
-static gboolean
-sys_export (GpuShareXferRing * ring, guint index, GpuShareSlots * slots,
-    gint * fds, guint * n_fds, GError ** error)
-{
-  SysRing *self = (SysRing *) ring;
-  guint i;
-
-  for (i = 0; i < ring->n_slots; i++) {
-    fds[i] = gpushare_allocation_export (self->alloc, i, error);
-    if (fds[i] < 0) {
-      gpushare_close_fds (fds, i);
-      return FALSE;
-    }
-  }
-  memset (slots, 0, sizeof (*slots));
-  slots->epoch = ring->epoch;
-  slots->slot_size = ring->slot_size;
-  slots->n_slots = ring->n_slots;
-  slots->mem_type = GPUSHARE_MEM_SYSTEM;
-  *n_fds = ring->n_slots;
-  return TRUE;
-}
-
-static gboolean
-sys_write (GpuShareXferRing * ring, guint slot, const GstVideoInfo * info,
-    GstBuffer * buf, GpuShareXferRing * staged, GError ** error)
-{
-  GstBuffer *dest = gst_buffer_new_wrapped_full (0, ring->data[slot],
-      ring->slot_size, 0, GST_VIDEO_INFO_SIZE (info), NULL, NULL);
-  GstVideoFrame in, out;
-  gboolean ret = FALSE;
-
-  if (gst_video_frame_map (&in, info, buf, GST_MAP_READ)) {
-    if (gst_video_frame_map (&out, info, dest, GST_MAP_WRITE)) {
-      /* not gst_video_frame_copy (): it drops the last chroma sample of
-       * odd-width packed 4:2:2 rows */
-      ret = gpushare_video_frame_copy (&out, &in);
-      gst_video_frame_unmap (&out);
-    }
-    gst_video_frame_unmap (&in);
-  }
-  gst_buffer_unref (dest);
-  if (!ret)
-    g_set_error (error, GPUSHARE_XFER_ERROR, GPUSHARE_XFER_ERROR_COPY,
-        "could not copy the frame into a slot");
-  return ret;
-}
-
-static GpuShareXferView *
-sys_view_new (gint device, const GpuShareSlots * s, gint * fds, GError ** error)
-{
-  GpuShareImport *import = gpushare_import_new (&gpushare_sysmem_backend,
-      s->epoch, s->n_slots, s->slot_size, fds, error);
-  SysView *view;
-  guint i;
-
-  if (!import)
-    return NULL;
-  view = g_new0 (SysView, 1);
-  view->import = import;
-  for (i = 0; i < s->n_slots; i++)
-    view->parent.data[i] = import->data[i];
-  return &view->parent;
-}
-
-static void
-sys_view_free (GpuShareXferView * view)
-{
-  SysView *self = (SysView *) view;
-
-  gpushare_import_unref (self->import);
-  g_free (self);
-}
-
-static gboolean
-sys_read (GpuShareXferView * view, guint slot, guint64 sequence,
-    const GstVideoInfo * slot_info, const GstVideoInfo * dst_info,
-    GstBuffer * dst, gboolean dst_device, GError ** error)
-{
-  gsize size = GST_VIDEO_INFO_SIZE (slot_info);
-
-  /* the same bytes, the same layout: the caller gives dst the slot's */
-  if (dst_device || size > view->slot_size
-      || gst_buffer_fill (dst, 0, view->data[slot], size) != size) {
-    g_set_error (error, GPUSHARE_XFER_ERROR, GPUSHARE_XFER_ERROR_COPY,
-        "could not copy the frame out of its slot");
-    return FALSE;
-  }
-  return TRUE;
-}
-
-const GpuShareXfer gpushare_xfer_system = {
-  .name = "system",
-  .mem_types = GPUSHARE_MEM_SYSTEM,
-  .ring_new = sys_ring_new,
-  .ring_free = sys_ring_free,
-  .export_slots = sys_export,
-  .write = sys_write,
-  .view_new = sys_view_new,
-  .view_free = sys_view_free,
-  .read = sys_read,
-};

@@ -1,16 +1,18 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The transfer interface: the one way the producer and consumer cores (and
- * the elements above them) reach a memory backend.
+ * the elements above them) reach memory.
  *
- *   elements -> server / client -> transfer (this file) -> backends
+ *   elements -> server / client -> transfer (this file) -> transfers
  *
- * A transfer moves frames through one kind of memory.  Two exist: system
- * memory (sealed memfds, gpusharexfersys.c, always there) and GPU memory
- * (CUDA VMM, legacy IPC or fabric, ext/cuda/gpusharexfercuda.c), which the
- * plugin registers at load time when it was built with CUDA.  Which one a
- * consumer uses is decided per consumer at the handshake
- * (gpusharenegotiate.h); the code above only names a GpuShareMemType.
+ * A transfer moves frames through memory of its own kinds, each a
+ * GpuShareMemType bit.  Each registers itself at plugin load
+ * (gpushare_xfer_register ()): system memory (sealed memfds,
+ * gpusharexfersys.c, always there) and, in a build with CUDA, GPU memory
+ * (CUDA VMM, legacy IPC or fabric, ext/cuda/gpusharecudatransfer.c).
+ * Which kind a consumer uses is decided per consumer at the handshake, by
+ * the negotiation asking each transfer's policy (gpusharenegotiate.h); the
+ * code above only names a GpuShareMemType.
  *
  * Producer: a ring of one memory type and epoch (gpushare_xfer_ring_new),
  * consumers added and removed by their holder index, exported once per
@@ -25,9 +27,9 @@
  * last of them is gone.  Each ring has its own lock around its device
  * work, so that the callers never do device work under their own locks.
  *
- * GPU transfers also carry what the elements need of GStreamer's CUDA
- * library (shared contexts, the memory type, a buffer pool), so that no
- * element calls into ext/ directly.
+ * Device transfers also carry what the elements need of GStreamer's
+ * library for their memory (shared contexts, the memory type, buffer
+ * pools: GpuShareXferGst), so that no element calls into ext/ directly.
  */
 
 #ifndef __GPUSHARE_XFER_H__
@@ -142,31 +144,9 @@ struct _GpuShareXferView
   gint device;                  /* the CUDA ordinal it is read on */
 };
 
-struct _GpuShareXfer
+/* The producer's half of a transfer: a ring of its memory */
+typedef struct
 {
-  const gchar *name;
-  guint32 mem_types;            /* GpuShareMemType this transfer moves */
-
-  /* the device: GPU transfers only */
-  gboolean (*probe) (gint device, GpuShareGpuInfo * info, GError ** error);
-  void (*peer) (gint reader, const guint8 uuid[16], GpuSharePeerInfo * peer);
-
-  /* GStreamer's own library for this memory: GPU transfers only.
-   * library_ok: it is there, and of a version these hooks are right for */
-  gboolean (*library_ok) (void);
-  gboolean (*context_ensure) (GstElement * element, gint device,
-      GstObject ** ctx);
-  gboolean (*context_set) (GstElement * element, GstContext * context,
-      gint device, GstObject ** ctx);
-  gboolean (*context_query) (GstElement * element, GstQuery * query,
-      gint device, GstObject ** ctx);
-  gboolean (*is_memory) (GstMemory * mem);
-  GstBufferPool *(*pool_new) (GstObject * ctx);
-  /* a pool of the GPU library's own type whose buffers are slots */
-  GstBufferPool *(*slot_pool_new) (GstObject * ctx,
-      const GpuShareSlotPoolFuncs * funcs);
-
-  /* producer */
   GpuShareXferRing *(*ring_new) (gint device, GpuShareMemType type,
       guint64 epoch, guint n_slots, gsize frame_size, GError ** error);
   void (*ring_free) (GpuShareXferRing * ring);
@@ -195,8 +175,12 @@ struct _GpuShareXfer
       guint64 holders);
   /* mem is the slot itself (NULL: compare host addresses) */
   gboolean (*holds) (GpuShareXferRing * ring, guint slot, GstMemory * mem);
+} GpuShareXferProducer;
 
-  /* consumer */
+/* The consumer's half: a view of an exported ring */
+typedef struct
+{
+  /* takes every fd (closed on every path) */
   GpuShareXferView *(*view_new) (gint device, const GpuShareSlots * slots,
       gint * fds, GError ** error);
   void (*view_free) (GpuShareXferView * view);
@@ -211,13 +195,35 @@ struct _GpuShareXfer
       guint64 sequence, GError ** error);
   gboolean (*done) (GpuShareXferView * view, guint slot, guint64 sequence,
       GError ** error);
-  /* GPU transfers: GStreamer's library can wrap device memory, and, given
-   * info, a frame laid out so in a slot of slot_size (NULL: never; FALSE
-   * with a borrowed reason) */
+} GpuShareXferConsumer;
+
+/* What the elements need of GStreamer's own library for a device memory
+ * (contexts, the memory type, buffer pools), so that no element calls
+ * into ext/ directly.  Device transfers only. */
+typedef struct
+{
+  /* the caps feature of that memory, e.g. "memory:CUDAMemory" */
+  const gchar *caps_feature;
+  /* the library is there, and of a version these hooks are right for */
+  gboolean (*library_ok) (void);
+  gboolean (*context_ensure) (GstElement * element, gint device,
+      GstObject ** ctx);
+  gboolean (*context_set) (GstElement * element, GstContext * context,
+      gint device, GstObject ** ctx);
+  gboolean (*context_query) (GstElement * element, GstQuery * query,
+      gint device, GstObject ** ctx);
+  gboolean (*is_memory) (GstMemory * mem);
+  GstBufferPool *(*pool_new) (GstObject * ctx);
+  /* a pool of the library's own type whose buffers are slots */
+  GstBufferPool *(*slot_pool_new) (GstObject * ctx,
+      const GpuShareSlotPoolFuncs * funcs);
+  /* the library can wrap device memory, and, given info, a frame laid
+   * out so in a slot of slot_size (NULL: never; FALSE with a borrowed
+   * reason) */
   gboolean (*can_import) (const GstVideoInfo * info, gsize slot_size,
       const gchar ** why_not);
-  /* a memory of GStreamer's GPU library (of ctx) wrapping the slot, ready
-   * already, that calls notify (user_data) when freed; see
+  /* a memory of the library (of ctx) wrapping the slot, ready already,
+   * that calls notify (user_data) when freed; see
    * gpushare_xfer_view_import () */
   GstMemory *(*import) (GpuShareXferView * view, guint slot,
       const GstVideoInfo * slot_info, GstObject * ctx, gpointer user_data,
@@ -225,17 +231,54 @@ struct _GpuShareXfer
   /* waits for the work queued in ctx, before a slot read in place goes
    * back (NULL: nothing to wait for) */
   void (*quiesce) (GstObject * ctx);
+} GpuShareXferGst;
+
+/* A transfer: the memory kinds it serves and how a consumer picks among
+ * them (policy, read by the negotiation), the device it runs on (device
+ * transfers), and its three tables.  Registered once, at plugin load,
+ * before the elements (gpushare_xfer_register ()). */
+struct _GpuShareXfer
+{
+  const GpuShareMemPolicy *policy;
+
+  /* the device: device transfers only */
+  gboolean (*probe) (gint device, GpuShareGpuInfo * info, GError ** error);
+  void (*peer) (gint reader, const guint8 uuid[16], GpuSharePeerInfo * peer);
+
+  const GpuShareXferProducer *producer;
+  const GpuShareXferConsumer *consumer;
+  const GpuShareXferGst *gst;   /* NULL: GStreamer's system memory */
 };
 
-/* the system-memory transfer, always there */
+/* the system-memory transfer (gpusharexfersys.c), always registered,
+ * last in preference; its tables serve a transfer of host memory */
 extern const GpuShareXfer gpushare_xfer_system;
+extern const GpuShareXferProducer gpushare_xfer_system_producer;
+extern const GpuShareXferConsumer gpushare_xfer_system_consumer;
 
-/* The GPU transfer, registered once at plugin load; NULL when this build
- * has none. */
-void gpushare_xfer_register_gpu (const GpuShareXfer * xfer);
-const GpuShareXfer *gpushare_xfer_gpu (void);
+/* The registry.  A transfer registers itself once, at plugin load, before
+ * the elements (their pad templates and gpusharesrc's transport values
+ * are read from it); registering one twice does nothing.  Its memory
+ * kinds must be bits no other transfer serves, its transport values
+ * values no other kind uses.  Preference is the order of registration,
+ * the system transfer last. */
+void gpushare_xfer_register (const GpuShareXfer * xfer);
 /* the transfer that moves type, or NULL */
 const GpuShareXfer *gpushare_xfer_for (GpuShareMemType type);
+/* the kind of a registered transfer of that type, or NULL */
+const GpuShareMemKind *gpushare_xfer_kind (GpuShareMemType type);
+/* the registered transfers' policies in preference order, NULL-ended:
+ * what the negotiation takes */
+const GpuShareMemPolicy *const *gpushare_xfer_policies (void);
+/* whether the registered kind of type has every one of flags
+ * (GpuShareMemKindFlags) */
+gboolean gpushare_xfer_kind_has (GpuShareMemType type, guint flags);
+/* the first registered device transfer (one with a probe), or NULL */
+const GpuShareXfer *gpushare_xfer_gpu (void);
+/* its GStreamer memory's caps feature ("memory:CUDAMemory"), or NULL */
+const gchar *gpushare_xfer_gpu_caps_feature (void);
+/* rounds size up to a multiple of align (a power of two or not) */
+gsize gpushare_round_up (gsize size, gsize align);
 
 /* the device, through the GPU transfer: FALSE with a reason when there is
  * none or it cannot share */
@@ -268,8 +311,6 @@ GstBufferPool *gpushare_xfer_gpu_pool_new (GstObject * ctx);
  * straight into shared memory.  NULL where it cannot be made (1.22). */
 GstBufferPool *gpushare_xfer_gpu_slot_pool_new (GstObject * ctx,
     const GpuShareSlotPoolFuncs * funcs);
-/* GPU caps features of the templates: "memory:CUDAMemory" */
-#define GPUSHARE_XFER_GPU_CAPS_FEATURE "memory:CUDAMemory"
 /* the raw video the elements' pads take: GPU memory too where a GPU
  * transfer is registered (the plugin does so before its elements) and
  * GStreamer's library for that memory is one it can use */

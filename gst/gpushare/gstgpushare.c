@@ -7,7 +7,10 @@
 #include "gstgpusharesink.h"
 #include "gstgpusharesrc.h"
 #ifdef HAVE_CUDA
-#include "gpusharexfercuda.h"
+#include "gpusharecudatransfer.h"
+#endif
+#ifdef GPUSHARE_TEST_HOOKS
+#include "gpusharexferhosttest.h"
 #endif
 
 static gboolean
@@ -16,9 +19,13 @@ plugin_init (GstPlugin * plugin)
   gboolean ret = FALSE;
 
   /* before the elements: their pad templates offer GPU memory only where
-   * a GPU transfer is registered */
+   * a GPU transfer is registered, and gpusharesrc's transport values are
+   * the registered transfers' (docs/design.md, "Adding a transport") */
 #ifdef HAVE_CUDA
   gpushare_cuda_xfer_register ();
+#endif
+#ifdef GPUSHARE_TEST_HOOKS
+  gpushare_host_test_xfer_register ();
 #endif
   ret |= GST_ELEMENT_REGISTER (gpusharesink, plugin);
   ret |= GST_ELEMENT_REGISTER (gpusharesrc, plugin);

@@ -9,6 +9,7 @@
 
 #include "gstgpusharesink.h"
 #include "gstgpusharesrc.h"
+#include "gpusharexfer.h"
 
 GType
 gst_gpu_share_client_remove_reason_get_type (void)
@@ -66,25 +67,35 @@ gst_gpu_share_slow_policy_get_type (void)
   return type;
 }
 
+/* auto, then the kinds of the registered transfers, as each declares
+ * them (gpusharexfer.h): made once, after the plugin registered them */
 GType
 gst_gpu_share_transport_get_type (void)
 {
   static GType type = 0;
-  static const GEnumValue values[] = {
-    {GST_GPU_SHARE_TRANSPORT_AUTO,
-        "GPU memory on the same GPU, system memory otherwise", "auto"},
-    {GST_GPU_SHARE_TRANSPORT_SYSTEM, "System memory only", "system"},
-    {GST_GPU_SHARE_TRANSPORT_CUDA, "CUDA VMM memory, or an error", "cuda"},
-    {GST_GPU_SHARE_TRANSPORT_CUDA_LEGACY,
-        "Legacy CUDA IPC memory handles, or an error", "cuda-legacy"},
-    {GST_GPU_SHARE_TRANSPORT_CUDA_FABRIC,
-          "CUDA fabric handles (needs an IMEX channel), or an error",
-        "cuda-fabric"},
-    {0, NULL, NULL}
-  };
 
   if (g_once_init_enter (&type)) {
-    GType t = g_enum_register_static ("GstGpuShareTransport", values);
+    const GpuShareMemPolicy *const *policies = gpushare_xfer_policies ();
+    GArray *values = g_array_new (TRUE, TRUE, sizeof (GEnumValue));
+    GEnumValue v = { GST_GPU_SHARE_TRANSPORT_AUTO,
+      "GPU memory on the same GPU, system memory otherwise", "auto"
+    };
+    GType t;
+    guint i, k;
+
+    g_array_append_val (values, v);
+    for (i = 0; policies[i]; i++)
+      for (k = 0; k < policies[i]->n_kinds; k++) {
+        const GpuShareMemKind *kind = &policies[i]->kinds[k];
+
+        v.value = kind->transport;
+        v.value_name = kind->description;
+        v.value_nick = kind->nick;
+        g_array_append_val (values, v);
+      }
+    /* the type keeps the values for the life of the process */
+    t = g_enum_register_static ("GstGpuShareTransport",
+        (GEnumValue *) g_array_free (values, FALSE));
     g_once_init_leave (&type, t);
   }
   return type;

@@ -396,12 +396,13 @@ effective_policy (GstGpuShareSink * self)
   return policy;
 }
 
-/* buf's slot, when buf is one of our pool's slots still as the pool
- * handed it out (the server checks it is of the current ring) */
-gboolean
-gst_gpu_share_sink_pool_state (GstGpuShareSink * self,
-    const GstVideoInfo * vinfo, gboolean * leaky)
+/* what the pools ask before they hand out a slot (GstGpuShareSinkPoolOwner):
+ * are buffers of vinfo those of the current caps, and is the policy leaky
+ * now */
+static gboolean
+pool_state (GstElement * owner, const GstVideoInfo * vinfo, gboolean * leaky)
 {
+  GstGpuShareSink *self = GST_GPU_SHARE_SINK (owner);
   gboolean current;
 
   *leaky = effective_policy (self) == GST_GPU_SHARE_POLICY_LEAKY;
@@ -569,8 +570,8 @@ gst_gpu_share_sink_render (GstBaseSink * bsink, GstBuffer * buf)
     g_clear_error (&error);
     return GST_FLOW_ERROR;
   }
-  for (i = 0; i < frame.n_gpu; i++) {
-    if (!gpushare_xfer_ring_write (frame.gpu[i], frame.slot, &vinfo, buf,
+  for (i = 0; i < frame.n_rings; i++) {
+    if (!gpushare_xfer_ring_write (frame.rings[i], frame.slot, &vinfo, buf,
             frame.staged, &error)) {
       gpushare_server_end_frame (self->server, &frame, FALSE, NULL, NULL, NULL);
       GST_ELEMENT_ERROR (self, RESOURCE, WRITE,
@@ -704,8 +705,9 @@ caps_are_gpu (GstCaps * caps)
 {
   GstCapsFeatures *f = gst_caps_get_size (caps) ?
       gst_caps_get_features (caps, 0) : NULL;
+  const gchar *feature = gpushare_xfer_gpu_caps_feature ();
 
-  return f && gst_caps_features_contains (f, GPUSHARE_XFER_GPU_CAPS_FEATURE);
+  return f && feature && gst_caps_features_contains (f, feature);
 }
 
 static void
@@ -746,7 +748,8 @@ gst_gpu_share_sink_propose_allocation (GstBaseSink * bsink, GstQuery * query)
    * upstream keeps its own GPU pool */
   if (caps_are_gpu (caps)) {
     if (need_pool && self->server && self->gpu_ctx) {
-      GstBufferPool *pool = gst_gpu_share_sink_gpu_pool_new (self,
+      GstGpuShareSinkPoolOwner owner = { GST_ELEMENT (self), pool_state };
+      GstBufferPool *pool = gst_gpu_share_sink_gpu_pool_new (&owner,
           self->server, self->gpu_ctx, &vinfo);
 
       if (pool) {
@@ -767,7 +770,8 @@ gst_gpu_share_sink_propose_allocation (GstBaseSink * bsink, GstQuery * query)
   }
 
   if (need_pool && self->server) {
-    GstBufferPool *pool = gst_gpu_share_sink_pool_new (self, self->server);
+    GstGpuShareSinkPoolOwner owner = { GST_ELEMENT (self), pool_state };
+    GstBufferPool *pool = gst_gpu_share_sink_pool_new (&owner, self->server);
     GstStructure *config;
 
     config = gst_buffer_pool_get_config (GST_BUFFER_POOL (pool));
@@ -809,7 +813,7 @@ make_stats_of (GstGpuShareSink * self, GpuShareServer * server)
       "rings-replaced", G_TYPE_UINT64, st.rings_replaced,
       "rings-grown", G_TYPE_UINT64, st.rings_grown,
       "ring-slots", G_TYPE_UINT, st.ring_slots,
-      "legacy-rings-retained", G_TYPE_UINT, st.legacy_rings_retained,
+      "legacy-rings-retained", G_TYPE_UINT, st.rings_retained,
       "frames-rendered", G_TYPE_UINT64, st.frames_rendered,
       "frames-dropped", G_TYPE_UINT64, st.frames_dropped,
       "frames-in-place", G_TYPE_UINT64, st.frames_in_place,

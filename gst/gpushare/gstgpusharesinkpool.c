@@ -17,7 +17,7 @@
 struct _GstGpuShareSinkPool
 {
   GstBufferPool parent;
-  GstGpuShareSink *sink;
+  GstGpuShareSinkPoolOwner owner;
   GpuShareServer *server;
   GstVideoInfo vinfo;
   gint flushing;                /* atomic */
@@ -92,7 +92,7 @@ pool_acquire_buffer (GstBufferPool * pool, GstBuffer ** buffer,
   gboolean current, leaky;
   GstBuffer *buf;
 
-  current = gst_gpu_share_sink_pool_state (self->sink, vi, &leaky);
+  current = self->owner.state (self->owner.owner, vi, &leaky);
   if (current && gpushare_server_pool_acquire (self->server, leaky,
           &self->flushing, &t)) {
     GpuShareServerTag *tag = g_memdup2 (&t, sizeof (t));
@@ -152,7 +152,7 @@ pool_finalize (GObject * object)
 {
   GstGpuShareSinkPool *self = (GstGpuShareSinkPool *) object;
 
-  gst_object_unref (self->sink);
+  gst_object_unref (self->owner.owner);
   gpushare_server_unref (self->server);
   G_OBJECT_CLASS (gst_gpu_share_sink_pool_parent_class)->finalize (object);
 }
@@ -177,13 +177,15 @@ gst_gpu_share_sink_pool_init (GstGpuShareSinkPool * self)
 }
 
 GstBufferPool *
-gst_gpu_share_sink_pool_new (GstGpuShareSink * sink, GpuShareServer * server)
+gst_gpu_share_sink_pool_new (const GstGpuShareSinkPoolOwner * owner,
+    GpuShareServer * server)
 {
   GstGpuShareSinkPool *pool = g_object_new (GST_TYPE_GPU_SHARE_SINK_POOL,
       NULL);
 
   gst_object_ref_sink (pool);
-  pool->sink = gst_object_ref (sink);
+  pool->owner = *owner;
+  gst_object_ref (owner->owner);
   pool->server = gpushare_server_ref (server);
   return GST_BUFFER_POOL (pool);
 }
@@ -195,7 +197,7 @@ gst_gpu_share_sink_pool_new (GstGpuShareSink * sink, GpuShareServer * server)
 
 typedef struct
 {
-  GstGpuShareSink *sink;
+  GstGpuShareSinkPoolOwner owner;
   GpuShareServer *server;
   GstVideoInfo vinfo;
   gint flushing;                /* atomic */
@@ -213,13 +215,13 @@ gpu_slot_acquire (gpointer user_data, GpuShareXferRing ** ring, guint * slot,
 
   if (g_atomic_int_get (&src->flushing))
     return GST_FLOW_FLUSHING;
-  if (!gst_gpu_share_sink_pool_state (src->sink, &src->vinfo, &leaky))
+  if (!src->owner.state (src->owner.owner, &src->vinfo, &leaky))
     return GST_FLOW_CUSTOM_SUCCESS;
   ret = gpushare_server_pool_acquire_gpu (src->server, leaky, &src->flushing,
       &t, &error);
   if (ret == GST_FLOW_ERROR) {
     /* upstream's buffer is copied at render instead */
-    GST_WARNING_OBJECT (src->sink, "no GPU slot for upstream: %s",
+    GST_WARNING_OBJECT (src->owner.owner, "no GPU slot for upstream: %s",
         error->message);
     g_clear_error (&error);
     return GST_FLOW_CUSTOM_SUCCESS;
@@ -255,13 +257,13 @@ gpu_slot_source_free (gpointer user_data)
 {
   GpuSlotSource *src = user_data;
 
-  gst_object_unref (src->sink);
+  gst_object_unref (src->owner.owner);
   gpushare_server_unref (src->server);
   g_free (src);
 }
 
 GstBufferPool *
-gst_gpu_share_sink_gpu_pool_new (GstGpuShareSink * sink,
+gst_gpu_share_sink_gpu_pool_new (const GstGpuShareSinkPoolOwner * owner,
     GpuShareServer * server, GstObject * gpu_ctx, const GstVideoInfo * vinfo)
 {
   GpuSlotSource *src = g_new0 (GpuSlotSource, 1);
@@ -277,7 +279,8 @@ gst_gpu_share_sink_gpu_pool_new (GstGpuShareSink * sink,
   };
   GstBufferPool *pool;
 
-  src->sink = gst_object_ref (sink);
+  src->owner = *owner;
+  gst_object_ref (owner->owner);
   src->server = gpushare_server_ref (server);
   src->vinfo = *vinfo;
   pool = gpushare_xfer_gpu_slot_pool_new (gpu_ctx, &funcs);

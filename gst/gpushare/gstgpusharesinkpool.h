@@ -8,7 +8,6 @@
 
 #include <gst/gst.h>
 #include <gst/video/video.h>
-#include "gstgpusharesink.h"
 #include "gpushareserver.h"
 
 G_BEGIN_DECLS
@@ -17,22 +16,28 @@ G_BEGIN_DECLS
 G_DECLARE_FINAL_TYPE (GstGpuShareSinkPool, gst_gpu_share_sink_pool, GST,
     GPU_SHARE_SINK_POOL, GstBufferPool);
 
-/* transfer full; it holds a reference on sink and server */
-GstBufferPool *gst_gpu_share_sink_pool_new (GstGpuShareSink * sink,
-    GpuShareServer * server);
+/* What both pools ask their owner, the sink, before they hand out a slot:
+ * are buffers of vinfo those of the current caps, and is the policy leaky
+ * now.  The pools hold a reference on owner. */
+typedef struct
+{
+  GstElement *owner;
+  gboolean (*state) (GstElement * owner, const GstVideoInfo * vinfo,
+      gboolean * leaky);
+} GstGpuShareSinkPoolOwner;
+
+/* transfer full; it holds a reference on the owner and server */
+GstBufferPool *gst_gpu_share_sink_pool_new (const GstGpuShareSinkPoolOwner *
+    owner, GpuShareServer * server);
 /* the slot a buffer of the pool is, or NULL */
 const GpuShareServerTag *gst_gpu_share_sink_pool_buffer_tag (GstBuffer * buf);
-
-/* the sink's, for its pool: are buffers of vinfo those of the current
- * caps, and is the policy leaky now */
-gboolean gst_gpu_share_sink_pool_state (GstGpuShareSink * sink,
-    const GstVideoInfo * vinfo, gboolean * leaky);
 
 /* A pool of GStreamer's GPU library's own type whose buffers are GPU slots
  * (GStreamer 1.24+), for upstream that offers GPU memory: no copy in the
  * sink when upstream takes it.  NULL where it cannot be made. */
-GstBufferPool *gst_gpu_share_sink_gpu_pool_new (GstGpuShareSink * sink,
-    GpuShareServer * server, GstObject * gpu_ctx, const GstVideoInfo * vinfo);
+GstBufferPool *gst_gpu_share_sink_gpu_pool_new (const GstGpuShareSinkPoolOwner
+    * owner, GpuShareServer * server, GstObject * gpu_ctx,
+    const GstVideoInfo * vinfo);
 
 G_END_DECLS
 

@@ -938,7 +938,16 @@ downstream_names (GstGpuShareSrc * self, const gchar * feature)
 static gboolean
 downstream_names_gpu (GstGpuShareSrc * self)
 {
-  return downstream_names (self, GPUSHARE_XFER_GPU_CAPS_FEATURE);
+  const gchar *feature = gpushare_xfer_gpu_caps_feature ();
+
+  return feature && downstream_names (self, feature);
+}
+
+/* the slots are host memory: system memory, or another transfer's */
+static gboolean
+slots_are_host (GstGpuShareSrc * self)
+{
+  return gpushare_mem_type_is_host (gpushare_client_mem_type (self->client));
 }
 
 /* the application's route: the producer's caps with the feature, when
@@ -948,7 +957,7 @@ slot_caps (GstGpuShareSrc * self, GstCaps * caps)
 {
   GstCaps *slot;
 
-  if (gpushare_client_mem_type (self->client) == GPUSHARE_MEM_SYSTEM
+  if (slots_are_host (self)
       || !downstream_names (self, GPUSHARE_CAPS_FEATURE_MEMORY_GPUSHARE_CUDA))
     return NULL;
   slot = gst_caps_copy (caps);
@@ -974,12 +983,12 @@ output_caps (GstGpuShareSrc * self, GstCaps * caps)
     self->out_slot = TRUE;
     return gpu;
   }
-  if (gpushare_client_mem_type (self->client) == GPUSHARE_MEM_SYSTEM
+  if (slots_are_host (self)
       || !self->gpu_ctx || !downstream_names_gpu (self))
     return gst_caps_ref (caps);
   gpu = gst_caps_copy (caps);
   gst_caps_set_features_simple (gpu,
-      gst_caps_features_new (GPUSHARE_XFER_GPU_CAPS_FEATURE, NULL));
+      gst_caps_features_new (gpushare_xfer_gpu_caps_feature (), NULL));
   if (gst_pad_peer_query_accept_caps (GST_BASE_SRC_PAD (self), gpu)) {
     GstBufferPool *pool;
     GstStructure *config;
@@ -1033,7 +1042,7 @@ choose_io (GstGpuShareSrc * self)
   GST_OBJECT_LOCK (self);
   mode = self->io_mode;
   GST_OBJECT_UNLOCK (self);
-  gpu_slots = gpushare_client_mem_type (self->client) != GPUSHARE_MEM_SYSTEM;
+  gpu_slots = !slots_are_host (self);
   if (self->out_slot && mode == GST_GPU_SHARE_IO_COPY) {
     GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
         ("io-mode=copy, but downstream asked for %s, which is the slot "
@@ -1212,8 +1221,7 @@ gst_gpu_share_src_get_caps (GstBaseSrc * bsrc, GstCaps * filter)
   if (self->in_caps) {
     /* the producer's caps in both memories this src can output */
     caps = gst_caps_new_empty ();
-    if (self->client
-        && gpushare_client_mem_type (self->client) != GPUSHARE_MEM_SYSTEM) {
+    if (self->client && !slots_are_host (self)) {
       GstCaps *slot = gst_caps_copy (self->in_caps);
 
       gst_caps_set_features_simple (slot,
@@ -1221,12 +1229,11 @@ gst_gpu_share_src_get_caps (GstBaseSrc * bsrc, GstCaps * filter)
               NULL));
       caps = gst_caps_merge (caps, slot);
     }
-    if (self->client && self->gpu_ctx
-        && gpushare_client_mem_type (self->client) != GPUSHARE_MEM_SYSTEM) {
+    if (self->client && self->gpu_ctx && !slots_are_host (self)) {
       GstCaps *gpu = gst_caps_copy (self->in_caps);
 
       gst_caps_set_features_simple (gpu,
-          gst_caps_features_new (GPUSHARE_XFER_GPU_CAPS_FEATURE, NULL));
+          gst_caps_features_new (gpushare_xfer_gpu_caps_feature (), NULL));
       caps = gst_caps_merge (caps, gpu);
     }
     caps = gst_caps_merge (caps, gst_caps_ref (self->in_caps));

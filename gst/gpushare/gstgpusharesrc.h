@@ -22,19 +22,17 @@ GST_ELEMENT_REGISTER_DECLARE (gpusharesrc);
  * @GST_GPU_SHARE_TRANSPORT_AUTO: GPU memory when both ends are on the same
  *   GPU, system memory otherwise
  * @GST_GPU_SHARE_TRANSPORT_SYSTEM: system memory only
- * @GST_GPU_SHARE_TRANSPORT_CUDA: CUDA VMM memory, or an error
- * @GST_GPU_SHARE_TRANSPORT_CUDA_LEGACY: legacy CUDA IPC memory handles, or
- *   an error
- * @GST_GPU_SHARE_TRANSPORT_CUDA_FABRIC: CUDA fabric handles (needs an IMEX
- *   channel), or an error
+ *
+ * The memory a consumer asks for.  Beside these two, each memory transfer
+ * the plugin registered adds its own values: with CUDA, "cuda" (2, CUDA
+ * VMM memory, or an error), "cuda-legacy" (3, legacy CUDA IPC memory
+ * handles, or an error) and "cuda-fabric" (4, CUDA fabric handles, which
+ * need an IMEX channel, or an error).
  */
 typedef enum
 {
   GST_GPU_SHARE_TRANSPORT_AUTO = 0,
   GST_GPU_SHARE_TRANSPORT_SYSTEM = 1,
-  GST_GPU_SHARE_TRANSPORT_CUDA = 2,
-  GST_GPU_SHARE_TRANSPORT_CUDA_LEGACY = 3,
-  GST_GPU_SHARE_TRANSPORT_CUDA_FABRIC = 4,
 } GstGpuShareTransport;
 
 #define GST_TYPE_GPU_SHARE_TRANSPORT (gst_gpu_share_transport_get_type ())

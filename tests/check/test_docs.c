@@ -202,8 +202,7 @@ GST_START_TEST (test_security_bounds)
     {"GPUSHARE_CONN_MAX_QUEUED", GPUSHARE_CONN_MAX_QUEUED},
     {"GPUSHARE_SERVER_MAX_OBSERVERS", GPUSHARE_SERVER_MAX_OBSERVERS},
     {"GPUSHARE_SERVER_QUARANTINE_BURST", GPUSHARE_SERVER_QUARANTINE_BURST},
-    {"GPUSHARE_SERVER_MAX_RETIRED_LEGACY",
-        GPUSHARE_SERVER_MAX_RETIRED_LEGACY},
+    {"GPUSHARE_SERVER_MAX_RETIRED", GPUSHARE_SERVER_MAX_RETIRED},
     {"GPUSHARE_MAX_SLOTS", GPUSHARE_MAX_SLOTS},
     {"GPUSHARE_RETAIN_MAX_IDS", GPUSHARE_RETAIN_MAX_IDS},
     {"GPUSHARE_CLIENT_MAX_QUEUED_EVENTS", GPUSHARE_CLIENT_MAX_QUEUED_EVENTS},
@@ -435,6 +434,67 @@ GST_START_TEST (test_readme_debug_categories)
 
 GST_END_TEST;
 
+/* docs/design.md's table of every source file names each of them, and
+ * no file that is not there */
+GST_START_TEST (test_design_names_every_file)
+{
+  static const gchar *const dirs[] = { "gst/gpushare", "gst/inspect",
+    "ext/cuda", "tests/xfer"
+  };
+  gchar *doc = read_doc ("docs/design.md");
+  const gchar *start = strstr (doc, "### Every source file");
+  const gchar *end;
+  GRegex *quoted = g_regex_new ("`(?:[a-z/]+/)?([a-z0-9-]+\\.[ch])`", 0, 0,
+      NULL);
+  GHashTable *in_tree = g_hash_table_new_full (g_str_hash, g_str_equal,
+      g_free, NULL);
+  GHashTable *in_doc = g_hash_table_new_full (g_str_hash, g_str_equal,
+      g_free, NULL);
+  GHashTableIter iter;
+  GMatchInfo *m;
+  gchar *table, *name;
+  guint i;
+
+  fail_unless (start != NULL, "docs/design.md has no table of the files");
+  end = strstr (start, "\n\n`test_docs`");
+  fail_unless (end != NULL);
+  table = g_strndup (start, end - start);
+  for (i = 0; i < G_N_ELEMENTS (dirs); i++) {
+    gchar *dir = g_build_filename (g_getenv ("GPUSHARE_SOURCE_ROOT"), dirs[i],
+        NULL);
+    GDir *d = g_dir_open (dir, 0, NULL);
+    const gchar *f;
+
+    fail_unless (d != NULL, "%s", dir);
+    while ((f = g_dir_read_name (d)))
+      if (g_str_has_suffix (f, ".c") || g_str_has_suffix (f, ".h"))
+        g_hash_table_add (in_tree, g_strdup (f));
+    g_dir_close (d);
+    g_free (dir);
+  }
+  g_regex_match (quoted, table, 0, &m);
+  while (g_match_info_matches (m)) {
+    g_hash_table_add (in_doc, g_match_info_fetch (m, 1));
+    g_match_info_next (m, NULL);
+  }
+  g_match_info_free (m);
+  g_hash_table_iter_init (&iter, in_tree);
+  while (g_hash_table_iter_next (&iter, (gpointer *) & name, NULL))
+    fail_unless (g_hash_table_contains (in_doc, name), "docs/design.md's "
+        "table of files does not name %s", name);
+  g_hash_table_iter_init (&iter, in_doc);
+  while (g_hash_table_iter_next (&iter, (gpointer *) & name, NULL))
+    fail_unless (g_hash_table_contains (in_tree, name), "docs/design.md's "
+        "table of files names %s, which is not there", name);
+  g_hash_table_unref (in_doc);
+  g_hash_table_unref (in_tree);
+  g_regex_unref (quoted);
+  g_free (table);
+  g_free (doc);
+}
+
+GST_END_TEST;
+
 /* The documents name the tests behind their promises as "`program`
  * `test`", and a list that follows goes on in that program: every test
  * quoted must be held by the nearest program named before it in its
@@ -582,6 +642,7 @@ docs_suite (void)
   tcase_add_test (tc, test_security_bounds);
   tcase_add_test (tc, test_readme_properties);
   tcase_add_test (tc, test_readme_debug_categories);
+  tcase_add_test (tc, test_design_names_every_file);
   tcase_add_test (tc, test_docs_name_their_tests);
   return s;
 }

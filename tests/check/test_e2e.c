@@ -674,6 +674,57 @@ GST_START_TEST (test_three_consumers)
 
 GST_END_TEST;
 
+/* A transfer the cores and the elements were never told about: the test
+ * build registers a second host-memory transfer (tests/xfer, memory type
+ * host-test, transport=host-test) and nothing else.  One consumer asks
+ * for it, one for system memory: each gets every frame, whole, from the
+ * memory it asked for, and the producer kept a ring of each */
+GST_START_TEST (test_second_transfer)
+{
+  static const gchar *const transports[] = { "host-test", "system" };
+  E2e *t;
+  Child *c[2], *p;
+  GstStructure *s;
+  guint i;
+
+  /* the gpu suite's rerun forces GPU memory on every consumer */
+  if (g_getenv ("GPUSHARE_E2E_CONSUMER_ARGS")
+      && *g_getenv ("GPUSHARE_E2E_CONSUMER_ARGS"))
+    return;
+  t = e2e_new ();
+  p = spawn (t, "producer", "producer", "--frames", "60", "--width", "320",
+      "--height", "240", "--wait", "--wait-clients", "2", "--timeout",
+      "20000", NULL);
+  for (i = 0; i < 2; i++)
+    c[i] = spawn (t, transports[i], "consumer", "--timeout", "20000",
+        "--transport", transports[i], NULL);
+  e2e_finish (t, RUN_TIMEOUT_MS);
+
+  assert_exit (p, 0);
+  for (i = 0; i < 2; i++) {
+    const gchar *line;
+    gchar *want;
+
+    assert_exit (c[i], 0);
+    assert_all_frames (p, c[i], 60);
+    assert_eos (c[i]);
+    line = line_with (c[i], "transport memory-type=");
+    want = g_strdup_printf ("%s ", transports[i]);
+    fail_unless (line && g_str_has_prefix (line, want), "%s: %s",
+        c[i]->name, line ? line : "no transport line");
+    g_free (want);
+    s = child_stats (c[i], "stats ");
+    fail_unless_equals_string (gst_structure_get_string (s, "memory-type"),
+        transports[i]);
+    fail_unless (stats_u64 (s, "frames-received") == 60);
+    gst_structure_free (s);
+  }
+  assert_rendered (p, 60);
+  e2e_free (t);
+}
+
+GST_END_TEST;
+
 /* lossless: a slow consumer slows the producer down, nobody loses a frame */
 GST_START_TEST (test_lossless_slow_consumer)
 {
@@ -1319,6 +1370,7 @@ gpushare_e2e_suite (void)
   tcase_add_test (tc, test_caps_change);
   tcase_add_test (tc, test_lossless_caps_change_slow_remap);
   tcase_add_test (tc, test_three_consumers);
+  tcase_add_test (tc, test_second_transfer);
   tcase_add_test (tc, test_lossless_slow_consumer);
   tcase_add_test (tc, test_leaky_slow_consumer);
   tcase_add_test (tc, test_consumer_killed);

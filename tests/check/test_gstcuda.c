@@ -27,7 +27,7 @@
 
 #include "gpusharegstcuda.h"
 #include "gpusharecudaloader.h"
-#include "gpusharexfercuda.h"
+#include "gpusharecudatransfer.h"
 #include "gpusharecudaslotpool.h"
 
 #define SKIP_EXIT_CODE 77

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The layering, read from the sources: elements -> producer / consumer
- * core -> transfer interface -> backends.  The elements include no
- * backend, no transport, no ring and nothing of ext/, name no CUDA
- * function and hold no HAVE_CUDA; the cores reach memory only through
- * the transfer interface; only the transfer and its implementations touch
- * the backends.  A change that takes a shortcut across the layers fails
- * here, with the file and the line.
+ * core -> transfer interface -> transfers.  The elements include no
+ * transfer implementation, no transport, no ring and nothing of ext/, name
+ * no CUDA function and hold no HAVE_CUDA; the cores reach memory only
+ * through the transfer interface; CUDA's memory kinds are named only in
+ * ext/ and the codec; memory code includes no socket header.  A change
+ * that takes a shortcut across the layers fails here, with the file and
+ * the line.
  */
 
 #include <gst/check/gstcheck.h>
@@ -62,7 +63,7 @@ static const gchar *const cores[] = {
 
 /* what of ext/ there is to name */
 #define EXT_HEADERS "gpusharecuda[a-z]*\\.h|gpusharegstcuda\\.h|" \
-  "gpusharexfercuda\\.h"
+  "gpusharecudatransfer\\.h"
 
 GST_START_TEST (test_elements_only_reach_the_cores)
 {
@@ -71,14 +72,14 @@ GST_START_TEST (test_elements_only_reach_the_cores)
   for (i = 0; elements[i]; i++) {
     forbid (elements[i], "#\\s*include\\s+\"(" EXT_HEADERS ")\"",
         "an element includes ext/");
-    forbid (elements[i], "#\\s*include\\s+\"gpushare(conn|ring|backend|"
-        "sysmem|retain|proto)\\.h\"", "an element includes a layer below "
+    forbid (elements[i], "#\\s*include\\s+\"gpushare(conn|ring|"
+        "xfersys|retain|proto)\\.h\"", "an element includes a layer below "
         "the cores");
     forbid (elements[i], "HAVE_CUDA", "an element depends on the build's "
         "CUDA");
     forbid (elements[i], "\\bgpushare_(gst_)?cuda_[a-z_]+\\s*\\(",
         "an element calls into ext/");
-    forbid (elements[i], "\\bgpushare_(allocation|import|ring|conn)_"
+    forbid (elements[i], "\\bgpushare_(ring|conn)_"
         "[a-z_]+\\s*\\(", "an element calls a layer below the cores");
   }
 }
@@ -90,14 +91,13 @@ GST_START_TEST (test_cores_only_reach_the_transfer)
   guint i;
 
   for (i = 0; cores[i]; i++) {
-    forbid (cores[i], "#\\s*include\\s+\"(" EXT_HEADERS "|"
-        "gpusharebackend\\.h)\"", "a core includes a backend");
+    forbid (cores[i], "#\\s*include\\s+\"(" EXT_HEADERS ")\"",
+        "a core includes a transfer implementation");
     forbid (cores[i], "#\\s*include\\s+<gst/base|\"gstgpushare",
         "a core includes an element or a base class");
     forbid (cores[i], "HAVE_CUDA", "a core depends on the build's CUDA");
-    forbid (cores[i], "\\bgpushare_(gst_)?cuda_[a-z_]+\\s*\\(|"
-        "\\bgpushare_(allocation|import)_[a-z_]+\\s*\\(",
-        "a core calls a backend");
+    forbid (cores[i], "\\bgpushare_(gst_)?cuda_[a-z_]+\\s*\\(",
+        "a core calls a transfer implementation");
     forbid (cores[i], "\\bGst(Element|Buffer|Pad|BaseSink|BaseSrc)\\b",
         "a core handles GStreamer objects");
   }
@@ -116,8 +116,78 @@ GST_START_TEST (test_ext_registered_once)
   forbid ("gst/gpushare/gpusharexfer.c", "#\\s*include\\s+\"("
       EXT_HEADERS ")\"", "the transfer interface includes ext/");
   forbid ("gst/gpushare/gpusharenegotiate.c", "#\\s*include\\s+\"("
-      EXT_HEADERS "|gpusharebackend\\.h|gpusharexfer\\.h)\"",
-      "the negotiation is not pure");
+      EXT_HEADERS "|gpusharexfer\\.h)\"", "the negotiation is not pure");
+}
+
+GST_END_TEST;
+
+/* the names of the files of a folder of the sources that end in one of
+ * the suffixes, as paths from the root */
+static GPtrArray *
+sources_in (const gchar * rel)
+{
+  const gchar *root = g_getenv ("GPUSHARE_SOURCE_ROOT");
+  gchar *path = g_build_filename (root, rel, NULL);
+  GDir *dir = g_dir_open (path, 0, NULL);
+  GPtrArray *files = g_ptr_array_new_with_free_func (g_free);
+  const gchar *name;
+
+  fail_unless (dir != NULL, "cannot list %s", path);
+  while ((name = g_dir_read_name (dir)))
+    if (g_str_has_suffix (name, ".c") || g_str_has_suffix (name, ".h"))
+      g_ptr_array_add (files, g_build_filename (rel, name, NULL));
+  g_dir_close (dir);
+  g_free (path);
+  fail_unless (files->len > 0, "no sources in %s", rel);
+  return files;
+}
+
+/* A transport is one folder in ext/, one registration, one memory-type
+ * bit and its nicks (docs/design.md, "Adding a transport"): above ext/,
+ * only the codec names CUDA's memory kinds or its transport values, so
+ * that the cores, the dispatch and the negotiation serve any registered
+ * transfer alike */
+GST_START_TEST (test_memory_kinds_stay_in_ext)
+{
+  static const gchar *const dirs[] = { "gst/gpushare", "gst/inspect" };
+  guint d, i;
+
+  for (d = 0; d < G_N_ELEMENTS (dirs); d++) {
+    GPtrArray *files = sources_in (dirs[d]);
+
+    for (i = 0; i < files->len; i++) {
+      const gchar *f = g_ptr_array_index (files, i);
+
+      if (g_str_has_prefix (f, "gst/gpushare/gpushareproto."))
+        continue;
+      forbid (f, "\\bGPUSHARE_MEM_CUDA_[A-Z]+",
+          "a CUDA memory kind named outside ext/ and the codec");
+      forbid (f, "\\bGPUSHARE_CUDA_TRANSPORT_|\\bGST_GPU_SHARE_TRANSPORT_CUDA",
+          "a CUDA transport value named outside ext/");
+    }
+    g_ptr_array_unref (files);
+  }
+}
+
+GST_END_TEST;
+
+/* memory code (the transfers, in gst/ and ext/) closes fds with
+ * gpusharefd.h: no socket header there */
+GST_START_TEST (test_memory_code_has_no_socket)
+{
+  GPtrArray *files = sources_in ("ext/cuda");
+  guint i;
+
+  g_ptr_array_add (files, g_strdup ("gst/gpushare/gpusharexfer.c"));
+  g_ptr_array_add (files, g_strdup ("gst/gpushare/gpusharexfer.h"));
+  g_ptr_array_add (files, g_strdup ("gst/gpushare/gpusharexfersys.c"));
+  g_ptr_array_add (files, g_strdup ("tests/xfer/gpusharexferhosttest.c"));
+  for (i = 0; i < files->len; i++)
+    forbid (g_ptr_array_index (files, i),
+        "#\\s*include\\s+(\"gpushareconn\\.h\""
+        "|<(sys/socket|gio/gio|gio/gunixsocketaddress)\\.h>)",
+        "memory code includes a socket header");
+  g_ptr_array_unref (files);
 }
 
 GST_END_TEST;
@@ -132,6 +202,8 @@ layers_suite (void)
   tcase_add_test (tc, test_elements_only_reach_the_cores);
   tcase_add_test (tc, test_cores_only_reach_the_transfer);
   tcase_add_test (tc, test_ext_registered_once);
+  tcase_add_test (tc, test_memory_kinds_stay_in_ext);
+  tcase_add_test (tc, test_memory_code_has_no_socket);
   return s;
 }
 

@@ -10,19 +10,19 @@
 #include <string.h>
 
 #include "gpusharenegotiate.h"
+#include "gpusharecudapolicy.h"
+#include "gpusharexfer.h"
 #include "gstgpusharesrc.h"
+
+#define GPUSHARE_TRANSPORT_CUDA GPUSHARE_CUDA_TRANSPORT_VMM
+#define GPUSHARE_TRANSPORT_CUDA_LEGACY GPUSHARE_CUDA_TRANSPORT_LEGACY
+#define GPUSHARE_TRANSPORT_CUDA_FABRIC GPUSHARE_CUDA_TRANSPORT_FABRIC
 
 /* the requests are the elements' property values, number for number */
 G_STATIC_ASSERT ((gint) GPUSHARE_TRANSPORT_AUTO ==
     (gint) GST_GPU_SHARE_TRANSPORT_AUTO);
 G_STATIC_ASSERT ((gint) GPUSHARE_TRANSPORT_SYSTEM ==
     (gint) GST_GPU_SHARE_TRANSPORT_SYSTEM);
-G_STATIC_ASSERT ((gint) GPUSHARE_TRANSPORT_CUDA ==
-    (gint) GST_GPU_SHARE_TRANSPORT_CUDA);
-G_STATIC_ASSERT ((gint) GPUSHARE_TRANSPORT_CUDA_LEGACY ==
-    (gint) GST_GPU_SHARE_TRANSPORT_CUDA_LEGACY);
-G_STATIC_ASSERT ((gint) GPUSHARE_TRANSPORT_CUDA_FABRIC ==
-    (gint) GST_GPU_SHARE_TRANSPORT_CUDA_FABRIC);
 G_STATIC_ASSERT ((gint) GPUSHARE_SYNC_REQUEST_AUTO ==
     (gint) GST_GPU_SHARE_SYNC_AUTO);
 G_STATIC_ASSERT ((gint) GPUSHARE_SYNC_REQUEST_HOST ==
@@ -86,10 +86,22 @@ make_gpu (GpuShareGpu * g)
   g->device = 0;
 }
 
+/* the policies as a build with CUDA registers them: CUDA, then system
+ * memory */
+static const GpuShareMemPolicy *const *
+policies (void)
+{
+  static const GpuShareMemPolicy *p[3];
+
+  p[0] = &gpushare_cuda_policy;
+  p[1] = gpushare_xfer_system.policy;
+  return p;
+}
+
 /* runs the negotiation and checks all of its result */
 static void
 check_negotiation (const GpuShareAnnounce * a, const GpuShareGpu * gpu,
-    const GpuSharePeerProbe * peer, GpuShareTransport transport,
+    const GpuSharePeerProbe * peer, gint transport,
     GpuShareSyncRequest sync, gboolean ok, guint32 mem_type,
     guint32 sync_mode, gint peer_device, const gchar * reason)
 {
@@ -97,7 +109,7 @@ check_negotiation (const GpuShareAnnounce * a, const GpuShareGpu * gpu,
 
   memset (&n, 0xa5, sizeof (n));
   fail_unless_equals_int (gpushare_negotiate_consumer (a, gpu, peer,
-          transport, sync, &n), ok);
+          transport, sync, policies (), &n), ok);
   fail_unless_equals_int (n.ok, ok);
   fail_unless_equals_int (n.mem_type, mem_type);
   fail_unless_equals_int (n.sync_mode, sync_mode);
@@ -723,31 +735,141 @@ GST_START_TEST (test_needs_peer_probe)
 
 GST_END_TEST;
 
+/* A host-memory transfer beside CUDA's (as the test build registers one,
+ * tests/xfer): offered with or without a GPU, taken only when asked for
+ * and then with no synchronisation and no fallback, never by auto; the
+ * producer accepts it without a sync mode only when offered */
+GST_START_TEST (test_host_transfer)
+{
+  static const GpuShareMemKind host_kind = { GPUSHARE_MEM_HOST_TEST,
+    "host-test", 100, "test", 0
+  };
+  static const GpuShareMemPolicy host_policy = { "host-test", &host_kind, 1,
+    NULL, NULL
+  };
+  const GpuShareMemPolicy *p[] = { &gpushare_cuda_policy, &host_policy,
+    gpushare_xfer_system.policy, NULL
+  };
+  GpuShareAccept acc = { 0, };
+  GpuShareAnnounce a;
+  GpuShareGpu gpu;
+  GpuShareNegotiation n;
+
+  make_gpu (&gpu);
+  make_announce (&a, GPUSHARE_MEM_SYSTEM | ALL_GPU_MEM |
+      GPUSHARE_MEM_HOST_TEST, 0x11, ALL_SYNC);
+  fail_unless (gpushare_negotiate_consumer (&a, &gpu, NULL, 100,
+          GPUSHARE_SYNC_REQUEST_AUTO, p, &n));
+  fail_unless_equals_int (n.mem_type, GPUSHARE_MEM_HOST_TEST);
+  fail_unless_equals_int (n.sync_mode, 0);
+  fail_unless_equals_string (n.reason,
+      "host-test memory as asked for (transport=host-test)");
+  gpushare_negotiation_clear (&n);
+  /* without a GPU all the same */
+  fail_unless (gpushare_negotiate_consumer (&a, NULL, NULL, 100,
+          GPUSHARE_SYNC_REQUEST_AUTO, p, &n));
+  fail_unless_equals_int (n.mem_type, GPUSHARE_MEM_HOST_TEST);
+  gpushare_negotiation_clear (&n);
+  /* auto: the GPU, as before */
+  fail_unless (gpushare_negotiate_consumer (&a, &gpu, NULL,
+          GPUSHARE_TRANSPORT_AUTO, GPUSHARE_SYNC_REQUEST_AUTO, p, &n));
+  fail_unless_equals_int (n.mem_type, GPUSHARE_MEM_CUDA_VMM);
+  gpushare_negotiation_clear (&n);
+  /* not offered: refused, system memory is no fallback for a transport
+   * asked for */
+  a.mem_types = GPUSHARE_MEM_SYSTEM | GPUSHARE_MEM_CUDA_VMM;
+  fail_if (gpushare_negotiate_consumer (&a, &gpu, NULL, 100,
+          GPUSHARE_SYNC_REQUEST_AUTO, p, &n));
+  fail_unless_equals_int (n.mem_type, 0);
+  fail_unless_equals_string (n.reason, "host-test memory was asked for but "
+      "is not possible: the producer does not offer it");
+  gpushare_negotiation_clear (&n);
+
+  fail_unless_equals_int (gpushare_negotiate_producer_mem_types (NULL, p),
+      GPUSHARE_MEM_HOST_TEST);
+  fail_unless_equals_int (gpushare_negotiate_producer_mem_types (&gpu, p),
+      ALL_GPU_MEM | GPUSHARE_MEM_HOST_TEST);
+  fail_unless_equals_int (gpushare_negotiate_mem_types (p),
+      GPUSHARE_MEM_SYSTEM | ALL_GPU_MEM | GPUSHARE_MEM_HOST_TEST);
+
+  acc.mem_type = GPUSHARE_MEM_HOST_TEST;
+  fail_unless (gpushare_negotiate_check_accept (&acc, GPUSHARE_MEM_SYSTEM |
+          GPUSHARE_MEM_HOST_TEST, 0, NULL));
+  fail_if (gpushare_negotiate_check_accept (&acc, GPUSHARE_MEM_SYSTEM |
+          ALL_GPU_MEM, ALL_SYNC, NULL));
+}
+
+GST_END_TEST;
+
+/* The registry this process starts with holds the system transfer alone;
+ * a transfer registered comes before it, once, found by its memory type,
+ * with its kinds' flags */
+GST_START_TEST (test_registry)
+{
+  static const GpuShareMemKind kind = { GPUSHARE_MEM_HOST_TEST, "host-test",
+    100, "test", GPUSHARE_KIND_RETIRE
+  };
+  static const GpuShareMemPolicy policy = { "host-test", &kind, 1, NULL,
+    NULL
+  };
+  static const GpuShareXfer xfer = { &policy, NULL, NULL,
+    &gpushare_xfer_system_producer, &gpushare_xfer_system_consumer, NULL
+  };
+  const GpuShareMemPolicy *const *p = gpushare_xfer_policies ();
+
+  fail_unless (p[0] == gpushare_xfer_system.policy && p[1] == NULL);
+  fail_unless (gpushare_xfer_for (GPUSHARE_MEM_SYSTEM) ==
+      &gpushare_xfer_system);
+  fail_unless (gpushare_xfer_for (GPUSHARE_MEM_HOST_TEST) == NULL);
+  fail_unless (gpushare_xfer_for (GPUSHARE_MEM_CUDA_VMM) == NULL);
+  fail_unless (gpushare_xfer_gpu () == NULL);
+
+  gpushare_xfer_register (&xfer);
+  gpushare_xfer_register (&xfer);
+  p = gpushare_xfer_policies ();
+  fail_unless (p[0] == &policy && p[1] == gpushare_xfer_system.policy
+      && p[2] == NULL);
+  fail_unless (gpushare_xfer_for (GPUSHARE_MEM_HOST_TEST) == &xfer);
+  fail_unless (gpushare_xfer_kind (GPUSHARE_MEM_HOST_TEST) == &kind);
+  fail_unless (gpushare_xfer_kind_has (GPUSHARE_MEM_HOST_TEST,
+          GPUSHARE_KIND_RETIRE));
+  fail_if (gpushare_xfer_kind_has (GPUSHARE_MEM_SYSTEM, GPUSHARE_KIND_RETIRE));
+  fail_unless (gpushare_xfer_kind (GPUSHARE_MEM_SYSTEM)->transport ==
+      GPUSHARE_TRANSPORT_SYSTEM);
+  /* a device transfer is one with a probe: this is none */
+  fail_unless (gpushare_xfer_gpu () == NULL);
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_producer_mem_types)
 {
   GpuShareGpu gpu;
 
-  fail_unless_equals_int (gpushare_negotiate_producer_mem_types (NULL), 0);
+  fail_unless_equals_int (gpushare_negotiate_producer_mem_types (NULL,
+          policies ()), 0);
   make_gpu (&gpu);
-  fail_unless_equals_int (gpushare_negotiate_producer_mem_types (&gpu),
-      ALL_GPU_MEM);
+  fail_unless_equals_int (gpushare_negotiate_producer_mem_types (&gpu,
+          policies ()), ALL_GPU_MEM);
   gpu.usable = FALSE;
-  fail_unless_equals_int (gpushare_negotiate_producer_mem_types (&gpu), 0);
+  fail_unless_equals_int (gpushare_negotiate_producer_mem_types (&gpu,
+          policies ()), 0);
   make_gpu (&gpu);
   gpu.unified_addressing = FALSE;
   gpu.fabric = FALSE;
-  fail_unless_equals_int (gpushare_negotiate_producer_mem_types (&gpu),
-      GPUSHARE_MEM_CUDA_VMM);
+  fail_unless_equals_int (gpushare_negotiate_producer_mem_types (&gpu,
+          policies ()), GPUSHARE_MEM_CUDA_VMM);
   gpu.posix_fd = FALSE;
   gpu.unified_addressing = TRUE;
-  fail_unless_equals_int (gpushare_negotiate_producer_mem_types (&gpu),
-      GPUSHARE_MEM_CUDA_LEGACY);
+  fail_unless_equals_int (gpushare_negotiate_producer_mem_types (&gpu,
+          policies ()), GPUSHARE_MEM_CUDA_LEGACY);
   gpu.unified_addressing = FALSE;
   gpu.fabric = TRUE;
-  fail_unless_equals_int (gpushare_negotiate_producer_mem_types (&gpu),
-      GPUSHARE_MEM_CUDA_FABRIC);
+  fail_unless_equals_int (gpushare_negotiate_producer_mem_types (&gpu,
+          policies ()), GPUSHARE_MEM_CUDA_FABRIC);
   gpu.fabric = FALSE;
-  fail_unless_equals_int (gpushare_negotiate_producer_mem_types (&gpu), 0);
+  fail_unless_equals_int (gpushare_negotiate_producer_mem_types (&gpu,
+          policies ()), 0);
 }
 
 GST_END_TEST;
@@ -881,6 +1003,8 @@ gpusharenegotiate_suite (void)
   tcase_add_test (tc, test_needs_peer_probe);
   tcase_add_test (tc, test_other_pid_namespace);
   tcase_add_test (tc, test_producer_mem_types);
+  tcase_add_test (tc, test_host_transfer);
+  tcase_add_test (tc, test_registry);
   tcase_add_test (tc, test_check_accept);
   tcase_add_test (tc, test_sync_mode_pick);
   tcase_add_test (tc, test_uuid_to_string);

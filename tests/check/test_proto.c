@@ -2354,11 +2354,14 @@ GST_START_TEST (test_payload_mem_types)
     {GPUSHARE_MEM_CUDA_VMM, GPUSHARE_PARSE_OK, GPUSHARE_PARSE_OK},
     {GPUSHARE_MEM_CUDA_LEGACY, GPUSHARE_PARSE_OK, GPUSHARE_PARSE_OK},
     {GPUSHARE_MEM_CUDA_FABRIC, GPUSHARE_PARSE_OK, GPUSHARE_PARSE_OK},
+    /* host memory: chosen without a sync mode */
+    {GPUSHARE_MEM_HOST_TEST, GPUSHARE_PARSE_OK, GPUSHARE_PARSE_OK},
     {0x3, GPUSHARE_PARSE_OK, GPUSHARE_PARSE_MALFORMED},
     {GPUSHARE_MEM_KNOWN_MASK, GPUSHARE_PARSE_OK, GPUSHARE_PARSE_MALFORMED},
     {0x10, GPUSHARE_PARSE_MALFORMED, GPUSHARE_PARSE_MALFORMED},
     {0x11, GPUSHARE_PARSE_OK, GPUSHARE_PARSE_MALFORMED},
-    {0xfffffff0, GPUSHARE_PARSE_MALFORMED, GPUSHARE_PARSE_MALFORMED},
+    {~GPUSHARE_MEM_KNOWN_MASK, GPUSHARE_PARSE_MALFORMED,
+        GPUSHARE_PARSE_MALFORMED},
     {0x80000000, GPUSHARE_PARSE_MALFORMED, GPUSHARE_PARSE_MALFORMED},
     {G_MAXUINT32, GPUSHARE_PARSE_OK, GPUSHARE_PARSE_MALFORMED},
   };
@@ -2377,8 +2380,8 @@ GST_START_TEST (test_payload_mem_types)
 
     sample_msg (GPUSHARE_MSG_ACCEPT, 0, msg, &n_fds);
     msg->u.accept.mem_type = table[i].value;
-    msg->u.accept.sync_mode = table[i].value == GPUSHARE_MEM_SYSTEM ? 0 :
-        GPUSHARE_SYNC_HOST;
+    msg->u.accept.sync_mode = gpushare_mem_type_is_host (table[i].value) ?
+        0 : GPUSHARE_SYNC_HOST;
     fail_unless_equals_int (parse_raw_msg (msg, 0, back), table[i].choice);
     fail_unless_equals_int (gpushare_msg_build (msg, 0, out),
         table[i].choice == GPUSHARE_PARSE_OK);

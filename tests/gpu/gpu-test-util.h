@@ -19,7 +19,7 @@
 #include <gst/video/video.h>
 
 #include "gpusharecuda.h"
-#include "gpusharecudaxfer.h"
+#include "gpusharecudaring.h"
 
 G_BEGIN_DECLS
 

@@ -26,7 +26,6 @@
 #include <string.h>
 #include <gst/gst.h>
 
-#include "gpusharebackend.h"
 #include "gpusharecuda.h"
 #include "gpusharecudasync.h"
 #include "gpu-test-util.h"
@@ -95,10 +94,9 @@ slots_case (void)
 {
   GpuShareCudaApi *cu = gpushare_cuda ();
   GError *error = NULL;
-  gsize slot_size = gpushare_backend_slot_size (&gpushare_cuda_vmm_backend,
-      FRAME_4K);
-  GpuShareAllocation *alloc;
-  GpuShareImport *import;
+  gsize slot_size = gpushare_cuda_vmm_slot_size (0, FRAME_4K);
+  GpuShareCudaAlloc *alloc;
+  GpuShareCudaImport *import;
   gint fds[N_SLOTS];
   CUdeviceptr dst = 0;
   CUstream s;
@@ -106,30 +104,28 @@ slots_case (void)
   gfloat ms = 0;
   gchar *detail;
 
-  alloc = gpushare_allocation_new_on_device (&gpushare_cuda_vmm_backend, 0,
-      1, N_SLOTS, slot_size, &error);
+  alloc = gpushare_cuda_alloc_new (0, 1, N_SLOTS, slot_size, &error);
   if (!alloc) {
     check (FALSE, "VMM slots on GPU 0", error->message);
     g_clear_error (&error);
     return;
   }
-  cu->cuCtxPushCurrent (gpushare_cuda_allocation_context (alloc));
+  cu->cuCtxPushCurrent (gpushare_cuda_alloc_context (alloc));
   for (i = 0; i < N_SLOTS; i++)
     cu->cuMemsetD8Async ((CUdeviceptr) (uintptr_t) alloc->data[i],
         pattern (i), slot_size, NULL);
   cu->cuCtxSynchronize ();
   gpushare_cuda_pop ();
   for (i = 0; i < N_SLOTS; i++)
-    fds[i] = gpushare_allocation_export (alloc, i, NULL);
+    fds[i] = gpushare_cuda_alloc_export (alloc, i, NULL);
 
   /* the consumer's import: map read-only with access for GPU 1 */
-  import = gpushare_import_new_on_device (&gpushare_cuda_vmm_backend, 1, 1,
-      N_SLOTS, slot_size, fds, &error);
+  import = gpushare_cuda_import_new (1, 1, N_SLOTS, slot_size, fds, &error);
   check (import != NULL, "import on GPU 1, mapped read-only for GPU 1",
       import ? NULL : error->message);
   g_clear_error (&error);
   if (!import) {
-    gpushare_allocation_unref (alloc);
+    gpushare_cuda_alloc_unref (alloc);
     return;
   }
 
@@ -171,8 +167,8 @@ slots_case (void)
   cu->cuMemFree (dst);
   cu->cuStreamDestroy (s);
   gpushare_cuda_pop ();
-  gpushare_import_unref (import);
-  gpushare_allocation_unref (alloc);
+  gpushare_cuda_import_unref (import);
+  gpushare_cuda_alloc_unref (alloc);
 }
 
 /* 3. semaphore words of GPU 0, waited on and written by GPU 1 */

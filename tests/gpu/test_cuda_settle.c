@@ -22,9 +22,8 @@
 #include <gst/gst.h>
 #include <gst/video/video.h>
 
-#include "gpusharebackend.h"
 #include "gpusharecuda.h"
-#include "gpusharecudaxfer.h"
+#include "gpusharecudaring.h"
 #include "gpu-test-util.h"
 
 #define N_SLOTS 4

@@ -34,7 +34,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gpusharebackend.h"
 #include "gpusharecuda.h"
 #include "gpusharecudasync.h"
 #include "gpu-test-util.h"
@@ -245,8 +244,7 @@ static gsize
 frame_slot_size (void)
 {
   /* a 1080p NV12 frame: 4 MiB slots on the H200 */
-  return gpushare_backend_slot_size (&gpushare_cuda_vmm_backend,
-      1920 * 1080 * 3 / 2);
+  return gpushare_cuda_vmm_slot_size (0, 1920 * 1080 * 3 / 2);
 }
 
 static CUdeviceptr
@@ -267,7 +265,7 @@ typedef enum
 typedef struct
 {
   SyncKind kind;
-  GpuShareImport *import;
+  GpuShareCudaImport *import;
   GpuShareCudaSem *sem;
   GpuShareCudaEvents *ev;       /* ready 0 .. N_SLOTS - 1, then done */
   gsize slot_size;
@@ -325,7 +323,7 @@ ring_consumer_clear (RingConsumer * rc)
   gpushare_cuda_sem_free (rc->sem);
   gpushare_cuda_events_free (rc->ev);
   if (rc->import)
-    gpushare_import_unref (rc->import);
+    gpushare_cuda_import_unref (rc->import);
   memset (rc, 0, sizeof (*rc));
 }
 
@@ -452,7 +450,7 @@ ring_consumer_round (RingConsumer * rc, gint sock, const gchar * name,
 
 /* the producer half of a semaphore ring round */
 static gboolean
-sem_producer_round (GpuShareAllocation * alloc, GpuShareCudaSem * sem,
+sem_producer_round (GpuShareCudaAlloc * alloc, GpuShareCudaSem * sem,
     CUstream ps, gint sock, guint64 base, gboolean paced)
 {
   GpuShareCudaApi *cu = gpushare_cuda ();
@@ -556,7 +554,7 @@ sem_producer (gint sock)
 {
   GpuShareCudaApi *cu;
   GError *error = NULL;
-  GpuShareAllocation *alloc = NULL;
+  GpuShareCudaAlloc *alloc = NULL;
   GpuShareCudaSem *sem = NULL, *lat = NULL;
   CUstream ps = NULL;
   gint fds[N_SLOTS + 1], fd = -1;
@@ -566,8 +564,7 @@ sem_producer (gint sock)
   if (!hold_ctx ())
     return 1;
   cu = gpushare_cuda ();
-  alloc = gpushare_allocation_new (&gpushare_cuda_vmm_backend, 1, N_SLOTS,
-      frame_slot_size (), &error);
+  alloc = gpushare_cuda_alloc_new (0, 1, N_SLOTS, frame_slot_size (), &error);
   if (!alloc || !(sem = gpushare_cuda_sem_new (DEVICE, N_SLOTS, &error))) {
     gerr ("producer", &error);
     goto out;
@@ -577,7 +574,7 @@ sem_producer (gint sock)
   for (i = 0; i <= N_SLOTS; i++)
     fds[i] = -1;
   for (i = 0; i < N_SLOTS && !error; i++)
-    fds[i] = gpushare_allocation_export (alloc, i, &error);
+    fds[i] = gpushare_cuda_alloc_export (alloc, i, &error);
   if (!error)
     fds[N_SLOTS] = gpushare_cuda_sem_export (sem, &error);
   if (error) {
@@ -625,7 +622,7 @@ out:
   gpushare_cuda_sem_free (lat);
   gpushare_cuda_sem_free (sem);
   if (alloc)
-    gpushare_allocation_unref (alloc);
+    gpushare_cuda_alloc_unref (alloc);
   return ok ? 0 : 1;
 }
 
@@ -645,7 +642,7 @@ sem_consumer (gint sock)
   /* both imports close their fds whatever happens */
   rc.sem = gpushare_cuda_sem_import (DEVICE, fds[N_SLOTS], N_SLOTS, &error);
   if (rc.sem)
-    rc.import = gpushare_import_new (&gpushare_cuda_vmm_backend, 1, N_SLOTS,
+    rc.import = gpushare_cuda_import_new (0, 1, N_SLOTS,
         rc.slot_size, fds, &error);
   else
     gpushare_close_fds (fds, N_SLOTS);
@@ -689,7 +686,7 @@ out:
 #define EV_DONE(ev, s) gpushare_cuda_events_get (ev, N_SLOTS + (s))
 
 static gboolean
-event_producer_ring (GpuShareAllocation * alloc, GpuShareCudaEvents * ev,
+event_producer_ring (GpuShareCudaAlloc * alloc, GpuShareCudaEvents * ev,
     CUstream ps, gint sock)
 {
   GpuShareCudaApi *cu = gpushare_cuda ();
@@ -774,7 +771,7 @@ event_producer (gint sock)
 {
   GpuShareCudaApi *cu;
   GError *error = NULL;
-  GpuShareAllocation *alloc = NULL;
+  GpuShareCudaAlloc *alloc = NULL;
   GpuShareCudaEvents *ev = NULL;
   guint8 handles[2 * N_SLOTS * GPUSHARE_CUDA_EVENT_HANDLE_SIZE];
   CUstream ps = NULL;
@@ -785,8 +782,7 @@ event_producer (gint sock)
   if (!hold_ctx ())
     return 1;
   cu = gpushare_cuda ();
-  alloc = gpushare_allocation_new (&gpushare_cuda_vmm_backend, 1, N_SLOTS,
-      frame_slot_size (), &error);
+  alloc = gpushare_cuda_alloc_new (0, 1, N_SLOTS, frame_slot_size (), &error);
   /* the producer owns ready and done events alike (trap 3) */
   if (!alloc || !(ev = gpushare_cuda_events_new (DEVICE, 2 * N_SLOTS, &error))
       || !gpushare_cuda_events_export (ev, handles, &error)) {
@@ -798,7 +794,7 @@ event_producer (gint sock)
   for (i = 0; i < N_SLOTS; i++)
     fds[i] = -1;
   for (i = 0; i < N_SLOTS && !error; i++)
-    fds[i] = gpushare_allocation_export (alloc, i, &error);
+    fds[i] = gpushare_cuda_alloc_export (alloc, i, &error);
   if (error) {
     gerr ("producer", &error);
     for (i = 0; i < N_SLOTS; i++)
@@ -823,7 +819,7 @@ out:
    * more, so they can go */
   gpushare_cuda_events_free (ev);
   if (alloc)
-    gpushare_allocation_unref (alloc);
+    gpushare_cuda_alloc_unref (alloc);
   return ok ? 0 : 1;
 }
 
@@ -840,7 +836,7 @@ event_consumer (gint sock)
     return 1;
   if (!gpu_test_recv_fds (sock, fds, N_SLOTS))
     goto out;
-  rc.import = gpushare_import_new (&gpushare_cuda_vmm_backend, 1, N_SLOTS,
+  rc.import = gpushare_cuda_import_new (0, 1, N_SLOTS,
       rc.slot_size, fds, &error);
   if (!rc.import || !gpu_test_read_all (sock, handles, sizeof (handles), -1)
       || !(rc.ev = gpushare_cuda_events_import (DEVICE, handles, 2 * N_SLOTS,

@@ -21,7 +21,6 @@
 #include <unistd.h>
 #include <dirent.h>
 
-#include "gpusharebackend.h"
 #include "gpusharecuda.h"
 #include "gpu-test-util.h"
 
@@ -42,20 +41,18 @@ producer (gint sock, gsize frame_size, gint cycles)
 {
   GpuShareCudaApi *cu = gpushare_cuda ();
   GError *error = NULL;
-  GpuShareAllocation *alloc;
-  gsize slot_size = gpushare_backend_slot_size (&gpushare_cuda_vmm_backend,
-      frame_size);
+  GpuShareCudaAlloc *alloc;
+  gsize slot_size = gpushare_cuda_vmm_slot_size (0, frame_size);
   gint c;
   guint i;
   guint8 ok = 0;
 
-  alloc = gpushare_allocation_new (&gpushare_cuda_vmm_backend, 1, N_SLOTS,
-      slot_size, &error);
+  alloc = gpushare_cuda_alloc_new (0, 1, N_SLOTS, slot_size, &error);
   if (!alloc) {
     g_printerr ("producer: %s\n", error->message);
     return 1;
   }
-  cu->cuCtxPushCurrent (gpushare_cuda_allocation_context (alloc));
+  cu->cuCtxPushCurrent (gpushare_cuda_alloc_context (alloc));
   for (i = 0; i < N_SLOTS; i++)
     cu->cuMemsetD8Async ((CUdeviceptr) (uintptr_t) alloc->data[i],
         pattern (frame_size, i), slot_size, NULL);
@@ -69,7 +66,7 @@ producer (gint sock, gsize frame_size, gint cycles)
     gint fds[N_SLOTS];
 
     for (i = 0; i < N_SLOTS; i++) {
-      fds[i] = gpushare_allocation_export (alloc, i, &error);
+      fds[i] = gpushare_cuda_alloc_export (alloc, i, &error);
       if (fds[i] < 0) {
         g_printerr ("producer: %s\n", error->message);
         return 1;
@@ -82,7 +79,7 @@ producer (gint sock, gsize frame_size, gint cycles)
     if (read (sock, &ok, 1) != 1 || ok != 1)
       break;
   }
-  gpushare_allocation_unref (alloc);
+  gpushare_cuda_alloc_unref (alloc);
   return ok == 1 ? 0 : 1;
 }
 
@@ -92,8 +89,7 @@ consumer (gint sock, gsize frame_size, gint cycles)
   GpuShareCudaApi *cu;
   GError *error = NULL;
   GpuShareCudaCaps caps;
-  gsize slot_size = gpushare_backend_slot_size (&gpushare_cuda_vmm_backend,
-      frame_size);
+  gsize slot_size = gpushare_cuda_vmm_slot_size (0, frame_size);
   size_t free0 = 0, free1 = 0, total = 0;
   gint fds0 = 0, fds1, c, failures = 0;
   CUcontext dummy, held = NULL;
@@ -114,14 +110,13 @@ consumer (gint sock, gsize frame_size, gint cycles)
 
   for (c = 0; c < cycles; c++) {
     gint fds[N_SLOTS];
-    GpuShareImport *import;
+    GpuShareCudaImport *import;
     guint8 ok = 1;
     guint i;
 
     if (!gpu_test_recv_fds (sock, fds, N_SLOTS))
       return 1;
-    import = gpushare_import_new (&gpushare_cuda_vmm_backend, 1, N_SLOTS,
-        slot_size, fds, &error);
+    import = gpushare_cuda_import_new (0, 1, N_SLOTS, slot_size, fds, &error);
     if (!import) {
       g_printerr ("consumer: import failed: %s\n", error->message);
       return 1;
@@ -158,7 +153,7 @@ consumer (gint sock, gsize frame_size, gint cycles)
       cu->cuMemGetInfo (&free1, &total);
       cu->cuCtxPopCurrent (&dummy);
     }
-    gpushare_import_unref (import);
+    gpushare_cuda_import_unref (import);
     if (write (sock, &ok, 1) != 1)
       return 1;
   }

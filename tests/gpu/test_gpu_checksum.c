@@ -47,7 +47,7 @@
 #include <unistd.h>
 
 #include "gpusharecuda.h"
-#include "gpusharecudaxfer.h"
+#include "gpusharecudaring.h"
 #include "gpusharegstcuda.h"
 #include "gpu-test-util.h"
 /* checksum_ptx[]: checksum.cu as PTX, NUL-terminated (bin2c) */

@@ -28,8 +28,8 @@
  * Nothing here logs a handle, a device pointer or an fd.
  */
 
-#ifndef __GPUSHARE_CUDA_XFER_H__
-#define __GPUSHARE_CUDA_XFER_H__
+#ifndef __GPUSHARE_CUDA_RING_H__
+#define __GPUSHARE_CUDA_RING_H__
 
 #include <gst/video/video.h>
 #include "gpushareproto.h"
@@ -144,4 +144,4 @@ gboolean gpushare_cuda_view_done (GpuShareCudaView * view, guint slot,
 
 G_END_DECLS
 
-#endif /* __GPUSHARE_CUDA_XFER_H__ */
+#endif /* __GPUSHARE_CUDA_RING_H__ */

@@ -5,8 +5,8 @@
  * transfer interface.
  */
 
-#ifndef __GPUSHARE_XFER_CUDA_H__
-#define __GPUSHARE_XFER_CUDA_H__
+#ifndef __GPUSHARE_CUDA_TRANSFER_H__
+#define __GPUSHARE_CUDA_TRANSFER_H__
 
 #include "gpusharexfer.h"
 
@@ -16,4 +16,4 @@ void gpushare_cuda_xfer_register (void);
 
 G_END_DECLS
 
-#endif /* __GPUSHARE_XFER_CUDA_H__ */
+#endif /* __GPUSHARE_CUDA_TRANSFER_H__ */

@@ -1,20 +1,21 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The GPU transfer (gpusharexfer.h) over CUDA: rings and views of
- * gpusharecudaxfer.h, the device probe of gpusharecuda.h and GStreamer's
+ * gpusharecudaring.h, the device probe of gpusharecuda.h and GStreamer's
  * CUDA library (gpusharegstcuda.h).  Registered by the plugin at load.
  */
 
-#include "gpusharexfercuda.h"
+#include "gpusharecudatransfer.h"
 
 #include <string.h>
 
 #include "gpusharecudaloader.h"
 
 #include "gpusharecuda.h"
-#include "gpusharecudaxfer.h"
+#include "gpusharecudaring.h"
 #include "gpusharegstcuda.h"
 #include "gpusharecudaslotpool.h"
+#include "gpusharecudapolicy.h"
 
 GST_DEBUG_CATEGORY_STATIC (gpushare_xfer_cuda_debug);
 #define GST_CAT_DEFAULT gpushare_xfer_cuda_debug
@@ -233,7 +234,7 @@ cuda_ring_new (gint device, GpuShareMemType type, guint64 epoch,
   GpuShareCudaRing *ring;
   guint i;
   /* the allocation granularity of this very device */
-  gsize slot_size = gpushare_cuda_vmm_backend.slot_size (device, frame_size);
+  gsize slot_size = gpushare_cuda_vmm_slot_size (device, frame_size);
 
   /* the primary context: the IPC events and semaphore blocks live there,
    * and an event is recorded only on a stream of its own context; copies
@@ -586,18 +587,7 @@ cuda_import (GpuShareXferView * view, guint slot,
   return mem;
 }
 
-static const GpuShareXfer cuda_xfer = {
-  .name = "cuda",
-  .mem_types = GPUSHARE_MEM_CUDA_VMM | GPUSHARE_MEM_CUDA_LEGACY |
-      GPUSHARE_MEM_CUDA_FABRIC,
-  .probe = cuda_probe,
-  .peer = cuda_peer,
-  .library_ok = cuda_library_ok,
-  .context_ensure = cuda_context_ensure,
-  .context_set = cuda_context_set,
-  .context_query = cuda_context_query,
-  .is_memory = gpushare_gst_cuda_is_cuda_memory,
-  .pool_new = gpushare_gst_cuda_buffer_pool_new,
+static const GpuShareXferProducer cuda_producer = {
   .ring_new = cuda_ring_new,
   .ring_free = cuda_ring_free,
   .add_consumer = cuda_add_consumer,
@@ -609,22 +599,45 @@ static const GpuShareXfer cuda_xfer = {
   .settle = cuda_settle,
   .needs_settle = cuda_needs_settle,
   .holds = cuda_holds,
-  .slot_pool_new = gpushare_cuda_slot_pool_new,
+};
+
+static const GpuShareXferConsumer cuda_consumer = {
   .view_new = cuda_view_new,
   .view_free = cuda_view_free,
   .read = cuda_read,
   .skip = cuda_skip,
   .wait_ready = cuda_wait_ready,
   .done = cuda_done,
+};
+
+static const GpuShareXferGst cuda_gst = {
+  .caps_feature = "memory:CUDAMemory",
+  .library_ok = cuda_library_ok,
+  .context_ensure = cuda_context_ensure,
+  .context_set = cuda_context_set,
+  .context_query = cuda_context_query,
+  .is_memory = gpushare_gst_cuda_is_cuda_memory,
+  .pool_new = gpushare_gst_cuda_buffer_pool_new,
+  .slot_pool_new = gpushare_cuda_slot_pool_new,
   .can_import = cuda_can_import,
   .import = cuda_import,
   .quiesce = cuda_quiesce,
 };
 
+static const GpuShareXfer cuda_xfer = {
+  /* its negotiation, built in every build */
+  .policy = &gpushare_cuda_policy,
+  .probe = cuda_probe,
+  .peer = cuda_peer,
+  .producer = &cuda_producer,
+  .consumer = &cuda_consumer,
+  .gst = &cuda_gst,
+};
+
 void
 gpushare_cuda_xfer_register (void)
 {
-  GST_DEBUG_CATEGORY_INIT (gpushare_xfer_cuda_debug, "gpusharexfercuda", 0,
+  GST_DEBUG_CATEGORY_INIT (gpushare_xfer_cuda_debug, "gpusharecudatransfer", 0,
       "gpushare: the GPU transfer");
-  gpushare_xfer_register_gpu (&cuda_xfer);
+  gpushare_xfer_register (&cuda_xfer);
 }

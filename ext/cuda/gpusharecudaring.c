@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Frames through CUDA VMM slots: the producer's ring and the consumer's
- * view, with the three synchronisation modes.  See gpusharecudaxfer.h.
+ * view, with the three synchronisation modes.  See gpusharecudaring.h.
  */
 
-#include "gpusharecudaxfer.h"
+#include "gpusharecudaring.h"
 #include "gpusharecudasync.h"
 #include "gpusharevideo.h"
 
@@ -24,7 +24,7 @@ ensure_debug (void)
   static gsize once = 0;
 
   if (g_once_init_enter (&once)) {
-    GST_DEBUG_CATEGORY_INIT (gpushare_xfer_debug, "gpusharecudaxfer", 0,
+    GST_DEBUG_CATEGORY_INIT (gpushare_xfer_debug, "gpusharecudaring", 0,
         "gpushare CUDA frame transfer");
     g_once_init_leave (&once, 1);
   }
@@ -381,7 +381,7 @@ struct _GpuShareCudaRing
   guint n_slots;
   gsize slot_size;
   CUdeviceptr ptrs[GPUSHARE_MAX_SLOTS];
-  GpuShareAllocation *alloc;    /* VMM */
+  GpuShareCudaAlloc *alloc;     /* VMM */
   HandleMem *hmem;              /* legacy, fabric */
   GpuShareCudaEvents *ready;    /* one per slot, for event consumers */
   /* one per slot: recorded after the work a writer of the slot waits for
@@ -417,8 +417,7 @@ gpushare_cuda_ring_new (gint device, CUcontext ctx, GpuShareMemType mem_type,
   }
   if (mem_type == GPUSHARE_MEM_CUDA_VMM) {
     ring->alloc =
-        gpushare_allocation_new_on_device (&gpushare_cuda_vmm_backend, device,
-        epoch, n_slots, slot_size, error);
+        gpushare_cuda_alloc_new (device, epoch, n_slots, slot_size, error);
     if (!ring->alloc)
       goto failed;
     for (i = 0; i < n_slots; i++)
@@ -523,7 +522,7 @@ gpushare_cuda_ring_free (GpuShareCudaRing * ring)
   if (ring->ready)
     gpushare_cuda_events_free (ring->ready);
   if (ring->alloc)
-    gpushare_allocation_unref (ring->alloc);
+    gpushare_cuda_alloc_unref (ring->alloc);
   handle_mem_free (ring->hmem, ring->ctx);
   context_clear (ring->device, ring->owns_ctx);
   g_free (ring);
@@ -609,7 +608,7 @@ gpushare_cuda_ring_export (GpuShareCudaRing * ring, guint index,
 
   if (ring->alloc) {
     for (i = 0; i < n; i++, n_fds++) {
-      fds[i] = gpushare_allocation_export (ring->alloc, i, error);
+      fds[i] = gpushare_cuda_alloc_export (ring->alloc, i, error);
       if (fds[i] < 0)
         goto failed;
     }
@@ -859,7 +858,7 @@ struct _GpuShareCudaView
   GpuShareSyncMode mode;
   guint n_slots;
   CUdeviceptr ptrs[GPUSHARE_MAX_SLOTS];
-  GpuShareImport *import;       /* VMM */
+  GpuShareCudaImport *import;   /* VMM */
   HandleMem *hmem;              /* legacy, fabric */
   GpuShareCudaSem *sem;
   GpuShareCudaEvents *ready;
@@ -889,8 +888,9 @@ gpushare_cuda_view_new (gint device, CUcontext ctx,
   }
   if (vmm) {
     /* takes the slot fds */
-    view->import = gpushare_import_new_on_device (&gpushare_cuda_vmm_backend,
-        device, slots->epoch, n, slots->slot_size, fds, error);
+    view->import =
+        gpushare_cuda_import_new (device, slots->epoch, n, slots->slot_size,
+        fds, error);
     if (view->import)
       for (i = 0; i < n; i++)
         view->ptrs[i] = (CUdeviceptr) (guintptr) view->import->data[i];
@@ -970,7 +970,7 @@ gpushare_cuda_view_free (GpuShareCudaView * view)
   if (view->done)
     gpushare_cuda_events_free (view->done);
   if (view->import)
-    gpushare_import_unref (view->import);
+    gpushare_cuda_import_unref (view->import);
   handle_mem_free (view->hmem, view->ctx);
   context_clear (view->device, view->owns_ctx);
   g_free (view);

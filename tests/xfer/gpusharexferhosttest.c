@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The test build's second host-memory transfer.  See
+ * gpusharexferhosttest.h.
+ */
+
+#include "gpusharexferhosttest.h"
+
+static const GpuShareMemKind host_test_kinds[] = {
+  {GPUSHARE_MEM_HOST_TEST, "host-test", GPUSHARE_HOST_TEST_TRANSPORT,
+      "Host memory of the test transfer (test builds only), or an error", 0},
+};
+
+/* offered always, taken only when asked for (no offer, no pick) */
+static const GpuShareMemPolicy host_test_policy = {
+  .name = "host-test",
+  .kinds = host_test_kinds,
+  .n_kinds = G_N_ELEMENTS (host_test_kinds),
+};
+
+static const GpuShareXfer host_test_xfer = {
+  .policy = &host_test_policy,
+  .producer = &gpushare_xfer_system_producer,
+  .consumer = &gpushare_xfer_system_consumer,
+};
+
+void
+gpushare_host_test_xfer_register (void)
+{
+  gpushare_xfer_register (&host_test_xfer);
+}
