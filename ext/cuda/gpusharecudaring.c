@@ -372,6 +372,8 @@ typedef enum
 
 struct _GpuShareCudaRing
 {
+  /* what the transfer interface sees of it */
+  GpuShareXferRing parent;
   gint device;
   CUcontext ctx;
   gboolean owns_ctx;
@@ -395,6 +397,9 @@ struct _GpuShareCudaRing
   CUevent upstream_written;
   /* how the slot's last write was ordered, for whom the host must wait */
   SlotWrite written[GPUSHARE_MAX_SLOTS];
+  /* how upstream's last CUDA memory was waited for: logged when it
+   * changes */
+  const gchar *upstream_wait;
 };
 
 GpuShareCudaRing *
@@ -452,6 +457,9 @@ gpushare_cuda_ring_new (gint device, CUcontext ctx, GpuShareMemType mem_type,
     }
   }
   gpushare_cuda_pop ();
+  ring->parent.slot_size = slot_size;
+  for (i = 0; i < n_slots; i++)
+    ring->parent.device_ptr[i] = ring->ptrs[i];
   GST_DEBUG ("ring of %u CUDA slots, epoch %" G_GUINT64_FORMAT, n_slots, epoch);
   return ring;
 
@@ -676,6 +684,15 @@ gpushare_cuda_ring_context (GpuShareCudaRing * ring)
   return ring->ctx;
 }
 
+gboolean
+gpushare_cuda_ring_note_upstream (GpuShareCudaRing * ring, const gchar * how)
+{
+  if (how == ring->upstream_wait)
+    return FALSE;
+  ring->upstream_wait = how;
+  return TRUE;
+}
+
 CUdeviceptr
 gpushare_cuda_ring_slot_ptr (GpuShareCudaRing * ring, guint slot)
 {
@@ -851,6 +868,8 @@ gpushare_cuda_ring_publish (GpuShareCudaRing * ring, guint slot,
 
 struct _GpuShareCudaView
 {
+  /* what the transfer interface sees of it */
+  GpuShareXferView parent;
   gint device;
   CUcontext ctx;
   gboolean owns_ctx;
@@ -939,6 +958,9 @@ gpushare_cuda_view_new (gint device, CUcontext ctx,
     goto failed;
   }
   gpushare_cuda_pop ();
+  view->parent.device = device;
+  for (i = 0; i < n; i++)
+    view->parent.device_ptr[i] = view->ptrs[i];
   GST_DEBUG ("mapped %u CUDA slots, epoch %" G_GUINT64_FORMAT ", %s "
       "synchronisation", n, slots->epoch,
       gpushare_sync_mode_to_string (view->mode));

@@ -35,6 +35,7 @@
 #include "gpushareproto.h"
 #include "gpusharenegotiate.h"
 #include "gpusharecuda.h"
+#include "gpusharexfer.h"
 
 G_BEGIN_DECLS
 
@@ -51,6 +52,10 @@ typedef struct
  * one of them and naming it needs no CUDA: gpusharenegotiate.h */
 guint32 gpushare_cuda_sync_modes (const GpuShareCudaCaps * caps);
 
+/* A ring starts with the GpuShareXferRing the transfer interface sees
+ * (slot_size and device_ptr[] filled here, the rest by
+ * gpushare_xfer_ring_new ()): one object per ring, beside its VMM
+ * allocation or its legacy or fabric memory */
 typedef struct _GpuShareCudaRing GpuShareCudaRing;
 
 /* ctx: the context for the stream and the copies (a GstCudaContext's,
@@ -65,6 +70,10 @@ guint64 gpushare_cuda_ring_epoch (GpuShareCudaRing * ring);
 gsize gpushare_cuda_ring_slot_size (GpuShareCudaRing * ring);
 /* the context of its stream and copies */
 CUcontext gpushare_cuda_ring_context (GpuShareCudaRing * ring);
+/* how upstream's CUDA memory is waited for now (a static string): TRUE
+ * when it is not how it was last time */
+gboolean gpushare_cuda_ring_note_upstream (GpuShareCudaRing * ring,
+    const gchar * how);
 /* the slot's device address in this process */
 CUdeviceptr gpushare_cuda_ring_slot_ptr (GpuShareCudaRing * ring, guint slot);
 /* queues the wait for the slot's last readers' done signals; once
@@ -117,6 +126,8 @@ gboolean gpushare_cuda_ring_needs_settle (GpuShareCudaRing * ring,
 gboolean gpushare_cuda_ring_publish (GpuShareCudaRing * ring, guint slot,
     guint64 holders, guint64 sequence, GError ** error);
 
+/* A view starts with the GpuShareXferView the transfer interface sees,
+ * as a ring does */
 typedef struct _GpuShareCudaView GpuShareCudaView;
 
 /* takes every fd (closed on every path); legacy and fabric slots come as

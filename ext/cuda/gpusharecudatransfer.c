@@ -20,20 +20,8 @@
 GST_DEBUG_CATEGORY_STATIC (gpushare_xfer_cuda_debug);
 #define GST_CAT_DEFAULT gpushare_xfer_cuda_debug
 
-typedef struct
-{
-  GpuShareXferRing parent;
-  GpuShareCudaRing *ring;
-  /* how upstream's last CUDA memory was waited for: logged when it
-   * changes */
-  const gchar *upstream_wait;
-} CudaRing;
-
-typedef struct
-{
-  GpuShareXferView parent;
-  GpuShareCudaView *view;
-} CudaView;
+#define CUDA_RING(r) ((GpuShareCudaRing *) (r))
+#define CUDA_VIEW(v) ((GpuShareCudaView *) (v))
 
 static gboolean
 cuda_probe (gint device, GpuShareGpuInfo * info, GError ** error)
@@ -230,9 +218,7 @@ static GpuShareXferRing *
 cuda_ring_new (gint device, GpuShareMemType type, guint64 epoch,
     guint n_slots, gsize frame_size, GError ** error)
 {
-  CudaRing *self;
   GpuShareCudaRing *ring;
-  guint i;
   /* the allocation granularity of this very device */
   gsize slot_size = gpushare_cuda_vmm_slot_size (device, frame_size);
 
@@ -241,45 +227,33 @@ cuda_ring_new (gint device, GpuShareMemType type, guint64 epoch,
    * from neighbours' CUDA memory work across contexts of one device */
   ring = gpushare_cuda_ring_new (device, NULL, type, epoch, n_slots,
       slot_size, error);
-  if (!ring)
-    return NULL;
-  self = g_new0 (CudaRing, 1);
-  self->ring = ring;
-  self->parent.slot_size = gpushare_cuda_ring_slot_size (ring);
-  for (i = 0; i < n_slots; i++)
-    self->parent.device_ptr[i] = gpushare_cuda_ring_slot_ptr (ring, i);
-  return &self->parent;
+  return (GpuShareXferRing *) ring;
 }
 
 static void
 cuda_ring_free (GpuShareXferRing * ring)
 {
-  CudaRing *self = (CudaRing *) ring;
-
-  gpushare_cuda_ring_free (self->ring);
-  g_free (self);
+  gpushare_cuda_ring_free (CUDA_RING (ring));
 }
 
 static gboolean
 cuda_add_consumer (GpuShareXferRing * ring, guint index,
     GpuShareSyncMode mode, GError ** error)
 {
-  return gpushare_cuda_ring_add_consumer (((CudaRing *) ring)->ring, index,
-      mode, error);
+  return gpushare_cuda_ring_add_consumer (CUDA_RING (ring), index, mode, error);
 }
 
 static void
 cuda_remove_consumer (GpuShareXferRing * ring, guint index)
 {
-  gpushare_cuda_ring_remove_consumer (((CudaRing *) ring)->ring, index);
+  gpushare_cuda_ring_remove_consumer (CUDA_RING (ring), index);
 }
 
 static gboolean
 cuda_export (GpuShareXferRing * ring, guint index, GpuShareSlots * slots,
     gint * fds, guint * n_fds, GError ** error)
 {
-  if (!gpushare_cuda_ring_export (((CudaRing *) ring)->ring, index, slots,
-          fds, error))
+  if (!gpushare_cuda_ring_export (CUDA_RING (ring), index, slots, fds, error))
     return FALSE;
   *n_fds = gpushare_slots_n_fds (slots);
   return TRUE;
@@ -318,29 +292,27 @@ cuda_holds (GpuShareXferRing * ring, guint slot, GstMemory * mem)
 static gboolean
 cuda_prepare (GpuShareXferRing * ring, guint slot, GError ** error)
 {
-  return gpushare_cuda_ring_prepare (((CudaRing *) ring)->ring, slot, error);
+  return gpushare_cuda_ring_prepare (CUDA_RING (ring), slot, error);
 }
 
 static gboolean
 cuda_settle (GpuShareXferRing * ring, guint slot, GError ** error)
 {
-  return gpushare_cuda_ring_settle (((CudaRing *) ring)->ring, slot, error);
+  return gpushare_cuda_ring_settle (CUDA_RING (ring), slot, error);
 }
 
 /* the stream upstream wrote mem on, for our work to wait on, on the
  * device; NULL: the host waits */
 static CUstream
-upstream_stream (CudaRing * self, GstMemory * mem)
+upstream_stream (GpuShareCudaRing * ring, GstMemory * mem)
 {
   const gchar *how = "ordered on its stream, on the device";
   CUstream stream = gpushare_gst_cuda_memory_stream (mem,
-      gpushare_cuda_ring_context (self->ring), &how);
+      gpushare_cuda_ring_context (ring), &how);
 
-  if (how != self->upstream_wait) {
+  if (gpushare_cuda_ring_note_upstream (ring, how))
     GST_INFO ("upstream's CUDA memory: %s%s", stream ? "" : "waited for on "
         "the host: ", how);
-    self->upstream_wait = how;
-  }
   return stream;
 }
 
@@ -351,7 +323,7 @@ static gboolean
 cuda_write (GpuShareXferRing * ring, guint slot, const GstVideoInfo * info,
     GstBuffer * buf, GpuShareXferRing * staged, GError ** error)
 {
-  GpuShareCudaRing *cring = ((CudaRing *) ring)->ring;
+  GpuShareCudaRing *cring = CUDA_RING (ring);
   GpuSharePlanes src, dst;
   GstVideoMeta *meta = gst_buffer_get_video_meta (buf);
   GstVideoFrame frame;
@@ -368,7 +340,7 @@ cuda_write (GpuShareXferRing * ring, guint slot, const GstVideoInfo * info,
      * prepare () saw its readers gone: what we signal waits for upstream's
      * stream on the device, or, without one, on the host */
     mem = gst_buffer_peek_memory (buf, 0);
-    upstream = upstream_stream ((CudaRing *) ring, mem);
+    upstream = upstream_stream (CUDA_RING (ring), mem);
     if (!upstream)
       gpushare_gst_cuda_memory_sync (mem);
     return gpushare_cuda_ring_written (cring, slot, upstream, error);
@@ -388,7 +360,7 @@ cuda_write (GpuShareXferRing * ring, guint slot, const GstVideoInfo * info,
     /* 1.24+: upstream's stream may still be writing it, and a map with
      * GST_MAP_CUDA does not wait: our copy waits for that stream on the
      * device, or, without one we may wait on, we wait on the host */
-    upstream = upstream_stream ((CudaRing *) ring, mem);
+    upstream = upstream_stream (CUDA_RING (ring), mem);
     if (!upstream)
       gpushare_gst_cuda_memory_sync (mem);
     if (!gst_memory_map (mem, &map, GST_MAP_READ | GPUSHARE_MAP_CUDA)) {
@@ -428,15 +400,14 @@ cuda_write (GpuShareXferRing * ring, guint slot, const GstVideoInfo * info,
 static gboolean
 cuda_needs_settle (GpuShareXferRing * ring, guint slot, guint64 holders)
 {
-  return gpushare_cuda_ring_needs_settle (((CudaRing *) ring)->ring, slot,
-      holders);
+  return gpushare_cuda_ring_needs_settle (CUDA_RING (ring), slot, holders);
 }
 
 static gboolean
 cuda_publish (GpuShareXferRing * ring, guint slot, guint64 holders,
     guint64 sequence, GError ** error)
 {
-  return gpushare_cuda_ring_publish (((CudaRing *) ring)->ring, slot,
+  return gpushare_cuda_ring_publish (CUDA_RING (ring), slot,
       holders, sequence, error);
 }
 
@@ -448,28 +419,14 @@ cuda_view_new (gint device, const GpuShareSlots * slots, gint * fds,
     GError ** error)
 {
   /* the primary context, as the producer's ring */
-  GpuShareCudaView *view = gpushare_cuda_view_new (device, NULL, slots, fds,
-      error);
-  CudaView *self;
-  guint i;
-
-  if (!view)
-    return NULL;
-  self = g_new0 (CudaView, 1);
-  self->view = view;
-  self->parent.device = device;
-  for (i = 0; i < slots->n_slots; i++)
-    self->parent.device_ptr[i] = gpushare_cuda_view_slot_ptr (view, i);
-  return &self->parent;
+  return (GpuShareXferView *) gpushare_cuda_view_new (device, NULL, slots,
+      fds, error);
 }
 
 static void
 cuda_view_free (GpuShareXferView * view)
 {
-  CudaView *self = (CudaView *) view;
-
-  gpushare_cuda_view_free (self->view);
-  g_free (self);
+  gpushare_cuda_view_free (CUDA_VIEW (view));
 }
 
 /* One copy out of the GPU slot, on the device into a buffer of a CUDA pool
@@ -504,7 +461,7 @@ cuda_read (GpuShareXferView * view, guint slot, guint64 sequence,
     out.offset[i] = (gsize) GST_VIDEO_FRAME_PLANE_DATA (&frame, i);
     out.stride[i] = GST_VIDEO_FRAME_PLANE_STRIDE (&frame, i);
   }
-  ok = gpushare_cuda_view_read (((CudaView *) view)->view, slot, sequence,
+  ok = gpushare_cuda_view_read (CUDA_VIEW (view), slot, sequence,
       dst_info, &src, &out, error);
   gst_video_frame_unmap (&frame);
   return ok;
@@ -514,15 +471,14 @@ static gboolean
 cuda_skip (GpuShareXferView * view, guint slot, guint64 sequence,
     GError ** error)
 {
-  return gpushare_cuda_view_skip (((CudaView *) view)->view, slot, sequence,
-      error);
+  return gpushare_cuda_view_skip (CUDA_VIEW (view), slot, sequence, error);
 }
 
 static gboolean
 cuda_wait_ready (GpuShareXferView * view, guint slot, guint64 sequence,
     GError ** error)
 {
-  return gpushare_cuda_view_wait_ready (((CudaView *) view)->view, slot,
+  return gpushare_cuda_view_wait_ready (CUDA_VIEW (view), slot,
       sequence, error);
 }
 
@@ -530,8 +486,7 @@ static gboolean
 cuda_done (GpuShareXferView * view, guint slot, guint64 sequence,
     GError ** error)
 {
-  return gpushare_cuda_view_done (((CudaView *) view)->view, slot, sequence,
-      error);
+  return gpushare_cuda_view_done (CUDA_VIEW (view), slot, sequence, error);
 }
 
 static gboolean
