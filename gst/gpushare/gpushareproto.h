@@ -62,6 +62,25 @@ G_BEGIN_DECLS
 #define GPUSHARE_VERSION_MAJOR 1
 #define GPUSHARE_VERSION_MINOR 6
 
+/* The minor version that added each feature.  A minor only adds (new
+ * types, longer payloads, meaning for bits that were 0), so a feature
+ * goes to a peer only when the minor it speaks (its headers'
+ * version_minor, its ANNOUNCE's or ACCEPT's schema_minor) is at least
+ * this: an older peer would ignore it, or could not take it.  One minor
+ * may add several features; each has its name, so that a check of a
+ * peer's minor says which feature it is about. */
+#define GPUSHARE_MINOR_BASE 0           /* ANNOUNCE .. ERROR */
+#define GPUSHARE_MINOR_PING 1           /* PING and the heartbeat */
+#define GPUSHARE_MINOR_UNMAPPED 2       /* UNMAPPED */
+#define GPUSHARE_MINOR_GOODBYE_HELD 3   /* GOODBYE's flags, last_sequence */
+#define GPUSHARE_MINOR_SEALED 3         /* system-memory slots sealed against
+                                         * writes, which a consumer demands */
+#define GPUSHARE_MINOR_META 4           /* META */
+#define GPUSHARE_MINOR_EVENT 4          /* EVENT */
+#define GPUSHARE_MINOR_OBSERVE 5        /* OBSERVE and STATUS */
+#define GPUSHARE_MINOR_SHARE 6          /* FRAME's share of a leaky ring */
+#define GPUSHARE_MINOR_NOTICE 6         /* NOTICE */
+
 #define GPUSHARE_HEADER_SIZE 24
 /* caps, checked before anything is allocated or copied */
 #define GPUSHARE_MAX_PAYLOAD (16 * 1024)

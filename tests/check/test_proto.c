@@ -2643,6 +2643,16 @@ GST_START_TEST (test_constants)
    * order */
   fail_unless_equals_int (GPUSHARE_VERSION_MAJOR, 1);
   fail_unless_equals_int (GPUSHARE_VERSION_MINOR, 6);
+  fail_unless_equals_int (GPUSHARE_MINOR_BASE, 0);
+  fail_unless_equals_int (GPUSHARE_MINOR_PING, 1);
+  fail_unless_equals_int (GPUSHARE_MINOR_UNMAPPED, 2);
+  fail_unless_equals_int (GPUSHARE_MINOR_GOODBYE_HELD, 3);
+  fail_unless_equals_int (GPUSHARE_MINOR_SEALED, 3);
+  fail_unless_equals_int (GPUSHARE_MINOR_META, 4);
+  fail_unless_equals_int (GPUSHARE_MINOR_EVENT, 4);
+  fail_unless_equals_int (GPUSHARE_MINOR_OBSERVE, 5);
+  fail_unless_equals_int (GPUSHARE_MINOR_SHARE, 6);
+  fail_unless_equals_int (GPUSHARE_MINOR_NOTICE, 6);
   fail_unless_equals_int (GPUSHARE_GOODBYE_FLAG_HELD, 1);
   fail_unless_equals_int (GPUSHARE_MSG_UNMAPPED, 12);
   fail_unless_equals_string (gpushare_msg_type_to_string (12), "UNMAPPED");
