@@ -127,6 +127,35 @@ typedef enum
   GPUSHARE_MSG_NOTICE = 17,     /* P -> C; since minor 6 */
 } GpuShareMsgType;
 
+/* the highest type this version knows: every type from
+ * GPUSHARE_MSG_ANNOUNCE to it has its row in the codec's table */
+#define GPUSHARE_MSG_LAST GPUSHARE_MSG_NOTICE
+
+/* who sends a message type */
+typedef enum
+{
+  GPUSHARE_DIR_PRODUCER_TO_CONSUMER = 1,
+  GPUSHARE_DIR_CONSUMER_TO_PRODUCER = 2,
+  GPUSHARE_DIR_BOTH = 3,
+  GPUSHARE_DIR_OBSERVER_TO_PRODUCER = 4,
+  GPUSHARE_DIR_PRODUCER_TO_OBSERVER = 5,
+} GpuShareMsgDirection;
+
+/* What this version knows of one message type: its row of the codec's
+ * table, from which the header check, the parser, the builder and
+ * gpushare_msg_type_to_string () take what they know of it. */
+typedef struct
+{
+  const gchar *name;            /* as gpushare_msg_type_to_string () */
+  GpuShareMsgDirection direction;
+  guint16 first_minor;          /* GPUSHARE_MINOR_*: the minor that added it */
+  guint32 fixed_size;           /* bytes of its fixed part: a shorter
+                                 * payload is TRUNCATED */
+  gboolean carries_fds;         /* may carry fds, which its payload
+                                 * check counts; every other known type
+                                 * carries none (BAD_FD_COUNT) */
+} GpuShareMsgInfo;
+
 /* memory types, a bit each: offered as a mask, chosen as one bit */
 typedef enum
 {
@@ -450,6 +479,10 @@ typedef struct
     GpuShareError error;
   } u;
 } GpuShareMsg;
+
+/* type's row of the codec's table, or NULL for a type this version does
+ * not know (one it ignores) */
+const GpuShareMsgInfo *gpushare_msg_info (guint type);
 
 /* Header.  Returns NEED_MORE when len < GPUSHARE_HEADER_SIZE.  Checks magic,
  * major version, payload cap and fd count: n_fds <= GPUSHARE_MAX_FDS, and 0
