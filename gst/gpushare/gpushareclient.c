@@ -593,7 +593,8 @@ map_slots (GpuShareClient * self, const GpuShareSlots * s, gint * fds)
   }
   if (!view) {
     gchar *debug = s->mem_type == GPUSHARE_MEM_SYSTEM
-        && self->producer_minor < 3 ? g_strdup_printf ("%s; the "
+        && self->producer_minor < GPUSHARE_MINOR_SEALED ?
+        g_strdup_printf ("%s; the "
         "producer speaks protocol %u.%u, whose slots are not sealed against "
         "consumers' writes: it must be upgraded", error->message,
         GPUSHARE_VERSION_MAJOR, self->producer_minor) :

@@ -937,7 +937,7 @@ process_input (GpuShareConn * conn, GError ** error)
     total = GPUSHARE_HEADER_SIZE + hdr.payload_len;
     if (conn->in_len < total)
       break;
-    if (hdr.version_minor < 1 && !conn->peer_without_ping) {
+    if (hdr.version_minor < GPUSHARE_MINOR_PING && !conn->peer_without_ping) {
       GST_DEBUG ("peer speaks minor version %u: no heartbeat expected",
           hdr.version_minor);
       g_mutex_lock (&conn->lock);

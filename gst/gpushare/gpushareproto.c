@@ -19,6 +19,13 @@
  * One validation function per message type serves both the builder and the
  * parser, so that what we send is exactly what a peer of the same version
  * accepts, and a message round-trips unchanged.
+ *
+ * One table (msg_table, after the builders) describes every message type
+ * this version knows: its name, who sends it, the minor that added it,
+ * the size of its fixed part, whether it may carry fds, and its parse,
+ * check and build functions.  The header check, the parser, the generic
+ * builder and the names only look a type up there, so that a new type is
+ * its wire struct, its functions and its row.
  */
 
 #include "gpushareproto.h"
@@ -597,13 +604,32 @@ wr64 (guint8 * p, guint64 v)
 #define WR32(b, T, f, v) wr32 ((b) + OFF (T, f), (v))
 #define WR64(b, T, f, v) wr64 ((b) + OFF (T, f), (v))
 
-/* Validation, shared by the builder and the parser. */
+/* A row of the message table.  parse reads a payload of len bytes, at
+ * least the type's fixed part, into msg; check judges what parse read, or
+ * what a caller asks the builder to send, with the header's n_fds; build
+ * appends the whole message.  Each takes a GpuShareMsg, so that one
+ * signature serves every type: the typed functions they wrap take the
+ * body alone. */
+typedef GpuShareParseResult (*MsgParseFunc) (const guint8 * p, gsize len,
+    GpuShareMsg * msg);
+typedef GpuShareParseResult (*MsgCheckFunc) (const GpuShareMsg * msg,
+    guint32 n_fds);
+typedef gboolean (*MsgBuildFunc) (const GpuShareMsg * msg, guint32 n_fds,
+    GByteArray * out);
 
-static gboolean
-is_known_type (guint type)
+typedef struct
 {
-  return type >= GPUSHARE_MSG_ANNOUNCE && type <= GPUSHARE_MSG_NOTICE;
-}
+  GpuShareMsgInfo info;
+  MsgParseFunc parse;           /* NULL: nothing to read (PING) */
+  MsgCheckFunc check;           /* NULL: any value is meaningful here */
+  MsgBuildFunc build;
+} MsgRow;
+
+/* type's row of the table, NULL for a type this version does not know;
+ * defined with the table, after every function a row names */
+static const MsgRow *msg_row (guint type);
+
+/* Validation, shared by the builder and the parser. */
 
 /* A chosen memory type is one bit we know: a consumer cannot pick a
  * backend this version cannot name. */
@@ -814,8 +840,6 @@ check_error (const GpuShareError * e)
   return check_string (e->text, e->text_len, GPUSHARE_MAX_TEXT_LEN);
 }
 
-/* Everything the builder refuses, and the parser rejects once the message
- * is decoded.  n_fds is the header's. */
 /* a share, a holding and a count of consumers are of one ring */
 static GpuShareParseResult
 check_notice (const GpuShareNotice * n)
@@ -825,92 +849,23 @@ check_notice (const GpuShareNotice * n)
       GPUSHARE_PARSE_MALFORMED;
 }
 
+/* Everything the builder refuses, and the parser rejects once the message
+ * is decoded.  n_fds is the header's. */
 static GpuShareParseResult
 check_msg (guint type, const GpuShareMsg * msg, guint32 n_fds)
 {
+  const MsgRow *row = msg_row (type);
+
   if (n_fds > GPUSHARE_MAX_FDS)
     return GPUSHARE_PARSE_BAD_FD_COUNT;
-  if (!is_known_type (type))
+  if (!row)
     return GPUSHARE_PARSE_UNKNOWN_TYPE;
-  if (type != GPUSHARE_MSG_SLOTS && n_fds != 0)
+  if (!row->info.carries_fds && n_fds != 0)
     return GPUSHARE_PARSE_BAD_FD_COUNT;
-
-  switch (type) {
-    case GPUSHARE_MSG_ANNOUNCE:
-      return check_announce (&msg->u.announce);
-    case GPUSHARE_MSG_ACCEPT:
-      return check_accept (&msg->u.accept);
-    case GPUSHARE_MSG_SLOTS:
-      return check_slots (&msg->u.slots, n_fds);
-    case GPUSHARE_MSG_CAPS:
-      return check_caps (&msg->u.caps);
-    case GPUSHARE_MSG_ERROR:
-      return check_error (&msg->u.error);
-    case GPUSHARE_MSG_META:
-      return check_meta (&msg->u.meta);
-    case GPUSHARE_MSG_EVENT:
-      return check_event (&msg->u.event);
-    case GPUSHARE_MSG_OBSERVE:
-      return check_observe (&msg->u.observe);
-    case GPUSHARE_MSG_STATUS:
-      return check_status (&msg->u.status);
-    case GPUSHARE_MSG_NOTICE:
-      return check_notice (&msg->u.notice);
-    case GPUSHARE_MSG_MAPPED:
-    case GPUSHARE_MSG_UNMAPPED:
-    case GPUSHARE_MSG_FRAME:
-      /* share too: past the ring's size it limits nothing */
-    case GPUSHARE_MSG_RELEASE:
-    case GPUSHARE_MSG_EOS:
-    case GPUSHARE_MSG_GOODBYE:
-    case GPUSHARE_MSG_PING:
-    default:
-      /* any value of their fields is meaningful at this layer: slots,
-       * epochs and sequences are checked against the ring's state */
-      return GPUSHARE_PARSE_OK;
-  }
-}
-
-/* Size of the fixed part; 0 for PING, which has none, and for an unknown
- * type (is_known_type () tells them apart). */
-static gsize
-fixed_size (guint type)
-{
-  switch (type) {
-    case GPUSHARE_MSG_ANNOUNCE:
-      return sizeof (GpuShareWireAnnounce);
-    case GPUSHARE_MSG_ACCEPT:
-      return sizeof (GpuShareWireAccept);
-    case GPUSHARE_MSG_SLOTS:
-      return sizeof (GpuShareWireSlots);
-    case GPUSHARE_MSG_MAPPED:
-    case GPUSHARE_MSG_UNMAPPED:
-      return sizeof (GpuShareWireMapped);
-    case GPUSHARE_MSG_FRAME:
-      return sizeof (GpuShareWireFrame);
-    case GPUSHARE_MSG_RELEASE:
-      return sizeof (GpuShareWireRelease);
-    case GPUSHARE_MSG_CAPS:
-      return sizeof (GpuShareWireCaps);
-    case GPUSHARE_MSG_EOS:
-      return sizeof (GpuShareWireEos);
-    case GPUSHARE_MSG_META:
-      return sizeof (GpuShareWireMeta);
-    case GPUSHARE_MSG_EVENT:
-      return sizeof (GpuShareWireText);
-    case GPUSHARE_MSG_OBSERVE:
-      return sizeof (GpuShareWireObserve);
-    case GPUSHARE_MSG_STATUS:
-      return sizeof (GpuShareWireText);
-    case GPUSHARE_MSG_NOTICE:
-      return sizeof (GpuShareWireNotice);
-    case GPUSHARE_MSG_GOODBYE:
-      return sizeof (GpuShareWireGoodbye);
-    case GPUSHARE_MSG_ERROR:
-      return sizeof (GpuShareWireError);
-    default:
-      return 0;
-  }
+  /* a type without a check: any value of its fields is meaningful at this
+   * layer (slots, epochs and sequences are checked against the ring's
+   * state) */
+  return row->check ? row->check (msg, n_fds) : GPUSHARE_PARSE_OK;
 }
 
 /* Header */
@@ -918,6 +873,8 @@ fixed_size (guint type)
 GpuShareParseResult
 gpushare_header_parse (const guint8 * buf, gsize len, GpuShareHeader * hdr)
 {
+  const MsgRow *row;
+
   g_return_val_if_fail (hdr != NULL, GPUSHARE_PARSE_MALFORMED);
   g_return_val_if_fail (buf != NULL || len == 0, GPUSHARE_PARSE_MALFORMED);
 
@@ -946,8 +903,8 @@ gpushare_header_parse (const guint8 * buf, gsize len, GpuShareHeader * hdr)
   if (hdr->n_fds > GPUSHARE_MAX_FDS)
     return GPUSHARE_PARSE_BAD_FD_COUNT;
   /* unknown types may carry fds (up to the cap): the caller closes them */
-  if (is_known_type (hdr->type) && hdr->type != GPUSHARE_MSG_SLOTS &&
-      hdr->n_fds != 0)
+  row = msg_row (hdr->type);
+  if (row && !row->info.carries_fds && hdr->n_fds != 0)
     return GPUSHARE_PARSE_BAD_FD_COUNT;
   /* flags and reserved are not checked: a newer minor may use them, and
    * this version has no meaning to give them */
@@ -986,8 +943,9 @@ read_string (const guint8 * p, guint32 len, gchar * dst)
 }
 
 static GpuShareParseResult
-parse_announce (const guint8 * p, gsize len, GpuShareAnnounce * a)
+parse_announce (const guint8 * p, gsize len, GpuShareMsg * msg)
 {
+  GpuShareAnnounce *a = &msg->u.announce;
   const guint8 *lp = p + OFF (GpuShareWireAnnounce, layout);
   gsize var;
 
@@ -1024,8 +982,9 @@ parse_announce (const guint8 * p, gsize len, GpuShareAnnounce * a)
 }
 
 static GpuShareParseResult
-parse_accept (const guint8 * p, gsize len, GpuShareAccept * a)
+parse_accept (const guint8 * p, gsize len, GpuShareMsg * msg)
 {
+  GpuShareAccept *a = &msg->u.accept;
   gsize var;
 
   a->schema_major = RD16 (p, GpuShareWireAccept, schema_major);
@@ -1053,8 +1012,9 @@ parse_accept (const guint8 * p, gsize len, GpuShareAccept * a)
 }
 
 static GpuShareParseResult
-parse_slots (const guint8 * p, gsize len, GpuShareSlots * s)
+parse_slots (const guint8 * p, gsize len, GpuShareMsg * msg)
 {
+  GpuShareSlots *s = &msg->u.slots;
   gsize var = sizeof (GpuShareWireSlots);
 
   s->epoch = RD64 (p, GpuShareWireSlots, epoch);
@@ -1073,9 +1033,19 @@ parse_slots (const guint8 * p, gsize len, GpuShareSlots * s)
   return GPUSHARE_PARSE_OK;
 }
 
-static void
-parse_frame (const guint8 * p, gsize len, GpuShareFrame * f)
+/* MAPPED and UNMAPPED */
+static GpuShareParseResult
+parse_mapped (const guint8 * p, gsize len, GpuShareMsg * msg)
 {
+  msg->u.mapped.epoch = RD64 (p, GpuShareWireMapped, epoch);
+  return GPUSHARE_PARSE_OK;
+}
+
+static GpuShareParseResult
+parse_frame (const guint8 * p, gsize len, GpuShareMsg * msg)
+{
+  GpuShareFrame *f = &msg->u.frame;
+
   f->epoch = RD64 (p, GpuShareWireFrame, epoch);
   f->slot = RD32 (p, GpuShareWireFrame, slot);
   f->generation = RD32 (p, GpuShareWireFrame, generation);
@@ -1089,31 +1059,39 @@ parse_frame (const guint8 * p, gsize len, GpuShareFrame * f)
   f->flags = RD32 (p, GpuShareWireFrame, flags);
   f->share = len >= sizeof (GpuShareWireFrameShare) ?
       RD32 (p, GpuShareWireFrameShare, share) : 0;
+  return GPUSHARE_PARSE_OK;
 }
 
-static void
-parse_notice (const guint8 * p, GpuShareNotice * n)
+static GpuShareParseResult
+parse_notice (const guint8 * p, gsize len, GpuShareMsg * msg)
 {
+  GpuShareNotice *n = &msg->u.notice;
+
   n->code = RD32 (p, GpuShareWireNotice, code);
   n->share = RD32 (p, GpuShareWireNotice, share);
   n->slots_held = RD32 (p, GpuShareWireNotice, slots_held);
   n->n_consumers = RD32 (p, GpuShareWireNotice, n_consumers);
   n->skipped = RD64 (p, GpuShareWireNotice, skipped);
   n->sequence = RD64 (p, GpuShareWireNotice, sequence);
+  return GPUSHARE_PARSE_OK;
 }
 
-static void
-parse_release (const guint8 * p, GpuShareRelease * r)
+static GpuShareParseResult
+parse_release (const guint8 * p, gsize len, GpuShareMsg * msg)
 {
+  GpuShareRelease *r = &msg->u.release;
+
   r->epoch = RD64 (p, GpuShareWireRelease, epoch);
   r->slot = RD32 (p, GpuShareWireRelease, slot);
   r->generation = RD32 (p, GpuShareWireRelease, generation);
   r->sequence = RD64 (p, GpuShareWireRelease, sequence);
+  return GPUSHARE_PARSE_OK;
 }
 
 static GpuShareParseResult
-parse_caps (const guint8 * p, gsize len, GpuShareCaps * c)
+parse_caps (const guint8 * p, gsize len, GpuShareMsg * msg)
 {
+  GpuShareCaps *c = &msg->u.caps;
   gsize var;
 
   c->flags = RD32 (p, GpuShareWireCaps, flags);
@@ -1130,8 +1108,29 @@ parse_caps (const guint8 * p, gsize len, GpuShareCaps * c)
 }
 
 static GpuShareParseResult
-parse_error (const guint8 * p, gsize len, GpuShareError * e)
+parse_eos (const guint8 * p, gsize len, GpuShareMsg * msg)
 {
+  msg->u.eos.last_sequence = RD64 (p, GpuShareWireEos, last_sequence);
+  return GPUSHARE_PARSE_OK;
+}
+
+static GpuShareParseResult
+parse_goodbye (const guint8 * p, gsize len, GpuShareMsg * msg)
+{
+  GpuShareGoodbye *g = &msg->u.goodbye;
+
+  g->reason = RD32 (p, GpuShareWireGoodbye, reason);
+  if (len >= sizeof (GpuShareWireGoodbyeHeld)) {
+    g->flags = RD32 (p, GpuShareWireGoodbyeHeld, flags);
+    g->last_sequence = RD64 (p, GpuShareWireGoodbyeHeld, last_sequence);
+  }
+  return GPUSHARE_PARSE_OK;
+}
+
+static GpuShareParseResult
+parse_error (const guint8 * p, gsize len, GpuShareMsg * msg)
+{
+  GpuShareError *e = &msg->u.error;
   gsize var;
 
   e->code = RD32 (p, GpuShareWireError, code);
@@ -1147,8 +1146,9 @@ parse_error (const guint8 * p, gsize len, GpuShareError * e)
 }
 
 static GpuShareParseResult
-parse_observe (const guint8 * p, gsize len, GpuShareObserve * o)
+parse_observe (const guint8 * p, gsize len, GpuShareMsg * msg)
 {
+  GpuShareObserve *o = &msg->u.observe;
   gsize var = sizeof (GpuShareWireObserve);
 
   o->schema_major = RD16 (p, GpuShareWireObserve, schema_major);
@@ -1185,8 +1185,27 @@ parse_text (const guint8 * p, gsize len, guint32 cap, guint32 * word,
 }
 
 static GpuShareParseResult
-parse_meta (const guint8 * p, gsize len, GpuShareMeta * m)
+parse_event (const guint8 * p, gsize len, GpuShareMsg * msg)
 {
+  GpuShareEvent *e = &msg->u.event;
+
+  return parse_text (p, len, GPUSHARE_MAX_EVENT_LEN, &e->kind, &e->text_len,
+      e->text);
+}
+
+static GpuShareParseResult
+parse_status (const guint8 * p, gsize len, GpuShareMsg * msg)
+{
+  GpuShareStatus *st = &msg->u.status;
+
+  return parse_text (p, len, GPUSHARE_MAX_STATUS_LEN, &st->flags,
+      &st->text_len, st->text);
+}
+
+static GpuShareParseResult
+parse_meta (const guint8 * p, gsize len, GpuShareMsg * msg)
+{
+  GpuShareMeta *m = &msg->u.meta;
   gsize var = sizeof (GpuShareWireMeta);
 
   m->sequence = RD64 (p, GpuShareWireMeta, sequence);
@@ -1204,8 +1223,8 @@ GpuShareParseResult
 gpushare_msg_parse (const GpuShareHeader * hdr, const guint8 * payload,
     gsize len, GpuShareMsg * msg)
 {
-  GpuShareParseResult res = GPUSHARE_PARSE_OK;
-  gsize fixed;
+  const MsgRow *row;
+  GpuShareParseResult res;
 
   g_return_val_if_fail (hdr != NULL, GPUSHARE_PARSE_MALFORMED);
   g_return_val_if_fail (payload != NULL || len == 0, GPUSHARE_PARSE_MALFORMED);
@@ -1226,76 +1245,19 @@ gpushare_msg_parse (const GpuShareHeader * hdr, const guint8 * payload,
    * survives in fields this one does not set */
   memset (msg, 0, sizeof (*msg));
 
-  if (!is_known_type (hdr->type))
+  row = msg_row (hdr->type);
+  if (!row)
     return GPUSHARE_PARSE_UNKNOWN_TYPE;
-  fixed = fixed_size (hdr->type);
   msg->type = (GpuShareMsgType) hdr->type;
   /* bytes past what this version reads are a newer minor's extension */
-  if (len < fixed)
+  if (len < row->info.fixed_size)
     return GPUSHARE_PARSE_TRUNCATED;
-
-  switch (hdr->type) {
-    case GPUSHARE_MSG_ANNOUNCE:
-      res = parse_announce (payload, len, &msg->u.announce);
-      break;
-    case GPUSHARE_MSG_ACCEPT:
-      res = parse_accept (payload, len, &msg->u.accept);
-      break;
-    case GPUSHARE_MSG_SLOTS:
-      res = parse_slots (payload, len, &msg->u.slots);
-      break;
-    case GPUSHARE_MSG_MAPPED:
-    case GPUSHARE_MSG_UNMAPPED:
-      msg->u.mapped.epoch = RD64 (payload, GpuShareWireMapped, epoch);
-      break;
-    case GPUSHARE_MSG_FRAME:
-      parse_frame (payload, len, &msg->u.frame);
-      break;
-    case GPUSHARE_MSG_RELEASE:
-      parse_release (payload, &msg->u.release);
-      break;
-    case GPUSHARE_MSG_CAPS:
-      res = parse_caps (payload, len, &msg->u.caps);
-      break;
-    case GPUSHARE_MSG_EOS:
-      msg->u.eos.last_sequence = RD64 (payload, GpuShareWireEos, last_sequence);
-      break;
-    case GPUSHARE_MSG_META:
-      res = parse_meta (payload, len, &msg->u.meta);
-      break;
-    case GPUSHARE_MSG_EVENT:
-      res = parse_text (payload, len, GPUSHARE_MAX_EVENT_LEN,
-          &msg->u.event.kind, &msg->u.event.text_len, msg->u.event.text);
-      break;
-    case GPUSHARE_MSG_OBSERVE:
-      res = parse_observe (payload, len, &msg->u.observe);
-      break;
-    case GPUSHARE_MSG_STATUS:
-      res = parse_text (payload, len, GPUSHARE_MAX_STATUS_LEN,
-          &msg->u.status.flags, &msg->u.status.text_len, msg->u.status.text);
-      break;
-    case GPUSHARE_MSG_NOTICE:
-      parse_notice (payload, &msg->u.notice);
-      break;
-    case GPUSHARE_MSG_GOODBYE:
-      msg->u.goodbye.reason = RD32 (payload, GpuShareWireGoodbye, reason);
-      if (len >= sizeof (GpuShareWireGoodbyeHeld)) {
-        msg->u.goodbye.flags = RD32 (payload, GpuShareWireGoodbyeHeld, flags);
-        msg->u.goodbye.last_sequence = RD64 (payload,
-            GpuShareWireGoodbyeHeld, last_sequence);
-      }
-      break;
-    case GPUSHARE_MSG_ERROR:
-      res = parse_error (payload, len, &msg->u.error);
-      break;
-    case GPUSHARE_MSG_PING:
-      /* nothing to read; a newer minor's payload is ignored */
-      break;
-    default:
-      g_assert_not_reached ();
+  /* PING has nothing to read: a newer minor's payload is ignored */
+  if (row->parse) {
+    res = row->parse (payload, len, msg);
+    if (res != GPUSHARE_PARSE_OK)
+      return res;
   }
-  if (res != GPUSHARE_PARSE_OK)
-    return res;
 
   /* the very checks the builder runs */
   return check_msg (hdr->type, msg, hdr->n_fds);
@@ -1718,58 +1680,276 @@ gpushare_msg_build_ping (GByteArray * out)
   return append_message (out, GPUSHARE_MSG_PING, 0, 0) != NULL;
 }
 
+/* The message table.  The rows' functions take a GpuShareMsg and hand
+ * its body to the typed check or builder, which take the body alone. */
+
+static GpuShareParseResult
+msg_check_announce (const GpuShareMsg * msg, guint32 n_fds)
+{
+  return check_announce (&msg->u.announce);
+}
+
+static GpuShareParseResult
+msg_check_accept (const GpuShareMsg * msg, guint32 n_fds)
+{
+  return check_accept (&msg->u.accept);
+}
+
+static GpuShareParseResult
+msg_check_slots (const GpuShareMsg * msg, guint32 n_fds)
+{
+  return check_slots (&msg->u.slots, n_fds);
+}
+
+static GpuShareParseResult
+msg_check_caps (const GpuShareMsg * msg, guint32 n_fds)
+{
+  return check_caps (&msg->u.caps);
+}
+
+static GpuShareParseResult
+msg_check_error (const GpuShareMsg * msg, guint32 n_fds)
+{
+  return check_error (&msg->u.error);
+}
+
+static GpuShareParseResult
+msg_check_meta (const GpuShareMsg * msg, guint32 n_fds)
+{
+  return check_meta (&msg->u.meta);
+}
+
+static GpuShareParseResult
+msg_check_event (const GpuShareMsg * msg, guint32 n_fds)
+{
+  return check_event (&msg->u.event);
+}
+
+static GpuShareParseResult
+msg_check_observe (const GpuShareMsg * msg, guint32 n_fds)
+{
+  return check_observe (&msg->u.observe);
+}
+
+static GpuShareParseResult
+msg_check_status (const GpuShareMsg * msg, guint32 n_fds)
+{
+  return check_status (&msg->u.status);
+}
+
+static GpuShareParseResult
+msg_check_notice (const GpuShareMsg * msg, guint32 n_fds)
+{
+  return check_notice (&msg->u.notice);
+}
+
+static gboolean
+msg_build_announce (const GpuShareMsg * msg, guint32 n_fds, GByteArray * out)
+{
+  return gpushare_msg_build_announce (&msg->u.announce, out);
+}
+
+static gboolean
+msg_build_accept (const GpuShareMsg * msg, guint32 n_fds, GByteArray * out)
+{
+  return gpushare_msg_build_accept (&msg->u.accept, out);
+}
+
+static gboolean
+msg_build_slots (const GpuShareMsg * msg, guint32 n_fds, GByteArray * out)
+{
+  return gpushare_msg_build_slots (&msg->u.slots, n_fds, out);
+}
+
+/* MAPPED and UNMAPPED */
+static gboolean
+msg_build_mapped (const GpuShareMsg * msg, guint32 n_fds, GByteArray * out)
+{
+  return gpushare_msg_build_mapped (msg->type, msg->u.mapped.epoch, out);
+}
+
+static gboolean
+msg_build_frame (const GpuShareMsg * msg, guint32 n_fds, GByteArray * out)
+{
+  return gpushare_msg_build_frame (&msg->u.frame, out);
+}
+
+static gboolean
+msg_build_release (const GpuShareMsg * msg, guint32 n_fds, GByteArray * out)
+{
+  return gpushare_msg_build_release (&msg->u.release, out);
+}
+
+static gboolean
+msg_build_caps (const GpuShareMsg * msg, guint32 n_fds, GByteArray * out)
+{
+  return gpushare_msg_build_caps (&msg->u.caps, out);
+}
+
+static gboolean
+msg_build_eos (const GpuShareMsg * msg, guint32 n_fds, GByteArray * out)
+{
+  return gpushare_msg_build_eos (msg->u.eos.last_sequence, out);
+}
+
+static gboolean
+msg_build_goodbye (const GpuShareMsg * msg, guint32 n_fds, GByteArray * out)
+{
+  return gpushare_msg_build_goodbye (&msg->u.goodbye, out);
+}
+
+static gboolean
+msg_build_error (const GpuShareMsg * msg, guint32 n_fds, GByteArray * out)
+{
+  return gpushare_msg_build_error (msg->u.error.code, msg->u.error.text,
+      msg->u.error.text_len, out);
+}
+
+static gboolean
+msg_build_ping (const GpuShareMsg * msg, guint32 n_fds, GByteArray * out)
+{
+  return gpushare_msg_build_ping (out);
+}
+
+static gboolean
+msg_build_meta (const GpuShareMsg * msg, guint32 n_fds, GByteArray * out)
+{
+  return gpushare_msg_build_meta (&msg->u.meta, out);
+}
+
+static gboolean
+msg_build_event (const GpuShareMsg * msg, guint32 n_fds, GByteArray * out)
+{
+  return gpushare_msg_build_event (&msg->u.event, out);
+}
+
+static gboolean
+msg_build_observe (const GpuShareMsg * msg, guint32 n_fds, GByteArray * out)
+{
+  return gpushare_msg_build_observe (&msg->u.observe, out);
+}
+
+static gboolean
+msg_build_status (const GpuShareMsg * msg, guint32 n_fds, GByteArray * out)
+{
+  return gpushare_msg_build_status (&msg->u.status, out);
+}
+
+static gboolean
+msg_build_notice (const GpuShareMsg * msg, guint32 n_fds, GByteArray * out)
+{
+  return gpushare_msg_build_notice (&msg->u.notice, out);
+}
+
+/* the directions, short, so that a row fits its three lines */
+#define P2C GPUSHARE_DIR_PRODUCER_TO_CONSUMER
+#define C2P GPUSHARE_DIR_CONSUMER_TO_PRODUCER
+#define BOTH GPUSHARE_DIR_BOTH
+#define O2P GPUSHARE_DIR_OBSERVER_TO_PRODUCER
+#define P2O GPUSHARE_DIR_PRODUCER_TO_OBSERVER
+
+/* Indexed by type; row 0 and any row left out are unknown types.  The
+ * fixed size is the wire struct of what every peer that knows the type
+ * sends: a later minor's tail (FRAME's share, GOODBYE's HELD) is read
+ * only when the payload holds it.  Only SLOTS carries fds, whose count
+ * check_slots () judges against its memory type and sync mode. */
+static const MsgRow msg_table[] = {
+  [GPUSHARE_MSG_ANNOUNCE] = {{"ANNOUNCE", P2C, GPUSHARE_MINOR_BASE,
+          sizeof (GpuShareWireAnnounce), FALSE},
+      parse_announce, msg_check_announce, msg_build_announce},
+  [GPUSHARE_MSG_ACCEPT] = {{"ACCEPT", C2P, GPUSHARE_MINOR_BASE,
+          sizeof (GpuShareWireAccept), FALSE},
+      parse_accept, msg_check_accept, msg_build_accept},
+  [GPUSHARE_MSG_SLOTS] = {{"SLOTS", P2C, GPUSHARE_MINOR_BASE,
+          sizeof (GpuShareWireSlots), TRUE},
+      parse_slots, msg_check_slots, msg_build_slots},
+  [GPUSHARE_MSG_MAPPED] = {{"MAPPED", C2P, GPUSHARE_MINOR_BASE,
+          sizeof (GpuShareWireMapped), FALSE},
+      parse_mapped, NULL, msg_build_mapped},
+  /* share too has no check: past the ring's size it limits nothing */
+  [GPUSHARE_MSG_FRAME] = {{"FRAME", P2C, GPUSHARE_MINOR_BASE,
+          sizeof (GpuShareWireFrame), FALSE},
+      parse_frame, NULL, msg_build_frame},
+  [GPUSHARE_MSG_RELEASE] = {{"RELEASE", C2P, GPUSHARE_MINOR_BASE,
+          sizeof (GpuShareWireRelease), FALSE},
+      parse_release, NULL, msg_build_release},
+  [GPUSHARE_MSG_CAPS] = {{"CAPS", P2C, GPUSHARE_MINOR_BASE,
+          sizeof (GpuShareWireCaps), FALSE},
+      parse_caps, msg_check_caps, msg_build_caps},
+  [GPUSHARE_MSG_EOS] = {{"EOS", P2C, GPUSHARE_MINOR_BASE,
+          sizeof (GpuShareWireEos), FALSE},
+      parse_eos, NULL, msg_build_eos},
+  [GPUSHARE_MSG_GOODBYE] = {{"GOODBYE", BOTH, GPUSHARE_MINOR_BASE,
+          sizeof (GpuShareWireGoodbye), FALSE},
+      parse_goodbye, NULL, msg_build_goodbye},
+  [GPUSHARE_MSG_ERROR] = {{"ERROR", BOTH, GPUSHARE_MINOR_BASE,
+          sizeof (GpuShareWireError), FALSE},
+      parse_error, msg_check_error, msg_build_error},
+  [GPUSHARE_MSG_PING] = {{"PING", BOTH, GPUSHARE_MINOR_PING,
+          0, FALSE},
+      NULL, NULL, msg_build_ping},
+  [GPUSHARE_MSG_UNMAPPED] = {{"UNMAPPED", C2P, GPUSHARE_MINOR_UNMAPPED,
+          sizeof (GpuShareWireMapped), FALSE},
+      parse_mapped, NULL, msg_build_mapped},
+  [GPUSHARE_MSG_META] = {{"META", P2C, GPUSHARE_MINOR_META,
+          sizeof (GpuShareWireMeta), FALSE},
+      parse_meta, msg_check_meta, msg_build_meta},
+  [GPUSHARE_MSG_EVENT] = {{"EVENT", P2C, GPUSHARE_MINOR_EVENT,
+          sizeof (GpuShareWireText), FALSE},
+      parse_event, msg_check_event, msg_build_event},
+  [GPUSHARE_MSG_OBSERVE] = {{"OBSERVE", O2P, GPUSHARE_MINOR_OBSERVE,
+          sizeof (GpuShareWireObserve), FALSE},
+      parse_observe, msg_check_observe, msg_build_observe},
+  [GPUSHARE_MSG_STATUS] = {{"STATUS", P2O, GPUSHARE_MINOR_OBSERVE,
+          sizeof (GpuShareWireText), FALSE},
+      parse_status, msg_check_status, msg_build_status},
+  [GPUSHARE_MSG_NOTICE] = {{"NOTICE", P2C, GPUSHARE_MINOR_NOTICE,
+          sizeof (GpuShareWireNotice), FALSE},
+      parse_notice, msg_check_notice, msg_build_notice},
+};
+
+#undef P2C
+#undef C2P
+#undef BOTH
+#undef O2P
+#undef P2O
+
+/* a row for every type up to the last one the header names, none past it */
+G_STATIC_ASSERT (G_N_ELEMENTS (msg_table) == GPUSHARE_MSG_LAST + 1);
+
+static const MsgRow *
+msg_row (guint type)
+{
+  if (type >= G_N_ELEMENTS (msg_table) || msg_table[type].info.name == NULL)
+    return NULL;
+  return &msg_table[type];
+}
+
+const GpuShareMsgInfo *
+gpushare_msg_info (guint type)
+{
+  const MsgRow *row = msg_row (type);
+
+  return row ? &row->info : NULL;
+}
+
 gboolean
 gpushare_msg_build (const GpuShareMsg * msg, guint32 n_fds, GByteArray * out)
 {
+  const MsgRow *row;
+
   g_return_val_if_fail (msg != NULL, FALSE);
   g_return_val_if_fail (out != NULL, FALSE);
 
   /* what check_msg () refuses before looking at the body: too many fds,
-   * fds on any type but SLOTS */
+   * fds on a type that carries none; and never send what nobody could
+   * decode */
   if (n_fds > GPUSHARE_MAX_FDS)
     return FALSE;
-  if (msg->type != GPUSHARE_MSG_SLOTS && n_fds != 0)
+  row = msg_row (msg->type);
+  if (!row || (!row->info.carries_fds && n_fds != 0))
     return FALSE;
-
-  switch (msg->type) {
-    case GPUSHARE_MSG_ANNOUNCE:
-      return gpushare_msg_build_announce (&msg->u.announce, out);
-    case GPUSHARE_MSG_ACCEPT:
-      return gpushare_msg_build_accept (&msg->u.accept, out);
-    case GPUSHARE_MSG_SLOTS:
-      return gpushare_msg_build_slots (&msg->u.slots, n_fds, out);
-    case GPUSHARE_MSG_MAPPED:
-    case GPUSHARE_MSG_UNMAPPED:
-      return gpushare_msg_build_mapped (msg->type, msg->u.mapped.epoch, out);
-    case GPUSHARE_MSG_FRAME:
-      return gpushare_msg_build_frame (&msg->u.frame, out);
-    case GPUSHARE_MSG_RELEASE:
-      return gpushare_msg_build_release (&msg->u.release, out);
-    case GPUSHARE_MSG_CAPS:
-      return gpushare_msg_build_caps (&msg->u.caps, out);
-    case GPUSHARE_MSG_EOS:
-      return gpushare_msg_build_eos (msg->u.eos.last_sequence, out);
-    case GPUSHARE_MSG_META:
-      return gpushare_msg_build_meta (&msg->u.meta, out);
-    case GPUSHARE_MSG_EVENT:
-      return gpushare_msg_build_event (&msg->u.event, out);
-    case GPUSHARE_MSG_OBSERVE:
-      return gpushare_msg_build_observe (&msg->u.observe, out);
-    case GPUSHARE_MSG_STATUS:
-      return gpushare_msg_build_status (&msg->u.status, out);
-    case GPUSHARE_MSG_NOTICE:
-      return gpushare_msg_build_notice (&msg->u.notice, out);
-    case GPUSHARE_MSG_GOODBYE:
-      return gpushare_msg_build_goodbye (&msg->u.goodbye, out);
-    case GPUSHARE_MSG_ERROR:
-      return gpushare_msg_build_error (msg->u.error.code, msg->u.error.text,
-          msg->u.error.text_len, out);
-    case GPUSHARE_MSG_PING:
-      return gpushare_msg_build_ping (out);
-    default:
-      /* never send what nobody could decode */
-      return FALSE;
-  }
+  return row->build (msg, n_fds, out);
 }
 
 gboolean
@@ -1795,44 +1975,9 @@ gpushare_layout_set_caps (GpuShareLayout * layout, const gchar * caps)
 const gchar *
 gpushare_msg_type_to_string (guint type)
 {
-  switch (type) {
-    case GPUSHARE_MSG_ANNOUNCE:
-      return "ANNOUNCE";
-    case GPUSHARE_MSG_ACCEPT:
-      return "ACCEPT";
-    case GPUSHARE_MSG_SLOTS:
-      return "SLOTS";
-    case GPUSHARE_MSG_MAPPED:
-      return "MAPPED";
-    case GPUSHARE_MSG_FRAME:
-      return "FRAME";
-    case GPUSHARE_MSG_RELEASE:
-      return "RELEASE";
-    case GPUSHARE_MSG_CAPS:
-      return "CAPS";
-    case GPUSHARE_MSG_EOS:
-      return "EOS";
-    case GPUSHARE_MSG_GOODBYE:
-      return "GOODBYE";
-    case GPUSHARE_MSG_ERROR:
-      return "ERROR";
-    case GPUSHARE_MSG_PING:
-      return "PING";
-    case GPUSHARE_MSG_UNMAPPED:
-      return "UNMAPPED";
-    case GPUSHARE_MSG_META:
-      return "META";
-    case GPUSHARE_MSG_EVENT:
-      return "EVENT";
-    case GPUSHARE_MSG_OBSERVE:
-      return "OBSERVE";
-    case GPUSHARE_MSG_STATUS:
-      return "STATUS";
-    case GPUSHARE_MSG_NOTICE:
-      return "NOTICE";
-    default:
-      return "UNKNOWN";
-  }
+  const MsgRow *row = msg_row (type);
+
+  return row ? row->info.name : "UNKNOWN";
 }
 
 const gchar *

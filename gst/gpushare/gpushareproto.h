@@ -62,6 +62,25 @@ G_BEGIN_DECLS
 #define GPUSHARE_VERSION_MAJOR 1
 #define GPUSHARE_VERSION_MINOR 6
 
+/* The minor version that added each feature.  A minor only adds (new
+ * types, longer payloads, meaning for bits that were 0), so a feature
+ * goes to a peer only when the minor it speaks (its headers'
+ * version_minor, its ANNOUNCE's or ACCEPT's schema_minor) is at least
+ * this: an older peer would ignore it, or could not take it.  One minor
+ * may add several features; each has its name, so that a check of a
+ * peer's minor says which feature it is about. */
+#define GPUSHARE_MINOR_BASE 0           /* ANNOUNCE .. ERROR */
+#define GPUSHARE_MINOR_PING 1           /* PING and the heartbeat */
+#define GPUSHARE_MINOR_UNMAPPED 2       /* UNMAPPED */
+#define GPUSHARE_MINOR_GOODBYE_HELD 3   /* GOODBYE's flags, last_sequence */
+#define GPUSHARE_MINOR_SEALED 3         /* system-memory slots sealed against
+                                         * writes, which a consumer demands */
+#define GPUSHARE_MINOR_META 4           /* META */
+#define GPUSHARE_MINOR_EVENT 4          /* EVENT */
+#define GPUSHARE_MINOR_OBSERVE 5        /* OBSERVE and STATUS */
+#define GPUSHARE_MINOR_SHARE 6          /* FRAME's share of a leaky ring */
+#define GPUSHARE_MINOR_NOTICE 6         /* NOTICE */
+
 #define GPUSHARE_HEADER_SIZE 24
 /* caps, checked before anything is allocated or copied */
 #define GPUSHARE_MAX_PAYLOAD (16 * 1024)
@@ -107,6 +126,35 @@ typedef enum
   GPUSHARE_MSG_STATUS = 16,     /* P -> observer; since minor 5 */
   GPUSHARE_MSG_NOTICE = 17,     /* P -> C; since minor 6 */
 } GpuShareMsgType;
+
+/* the highest type this version knows: every type from
+ * GPUSHARE_MSG_ANNOUNCE to it has its row in the codec's table */
+#define GPUSHARE_MSG_LAST GPUSHARE_MSG_NOTICE
+
+/* who sends a message type */
+typedef enum
+{
+  GPUSHARE_DIR_PRODUCER_TO_CONSUMER = 1,
+  GPUSHARE_DIR_CONSUMER_TO_PRODUCER = 2,
+  GPUSHARE_DIR_BOTH = 3,
+  GPUSHARE_DIR_OBSERVER_TO_PRODUCER = 4,
+  GPUSHARE_DIR_PRODUCER_TO_OBSERVER = 5,
+} GpuShareMsgDirection;
+
+/* What this version knows of one message type: its row of the codec's
+ * table, from which the header check, the parser, the builder and
+ * gpushare_msg_type_to_string () take what they know of it. */
+typedef struct
+{
+  const gchar *name;            /* as gpushare_msg_type_to_string () */
+  GpuShareMsgDirection direction;
+  guint16 first_minor;          /* GPUSHARE_MINOR_*: the minor that added it */
+  guint32 fixed_size;           /* bytes of its fixed part: a shorter
+                                 * payload is TRUNCATED */
+  gboolean carries_fds;         /* may carry fds, which its payload
+                                 * check counts; every other known type
+                                 * carries none (BAD_FD_COUNT) */
+} GpuShareMsgInfo;
 
 /* memory types, a bit each: offered as a mask, chosen as one bit */
 typedef enum
@@ -445,6 +493,10 @@ typedef struct
     GpuShareError error;
   } u;
 } GpuShareMsg;
+
+/* type's row of the codec's table, or NULL for a type this version does
+ * not know (one it ignores) */
+const GpuShareMsgInfo *gpushare_msg_info (guint type);
 
 /* Header.  Returns NEED_MORE when len < GPUSHARE_HEADER_SIZE.  Checks magic,
  * major version, payload cap and fd count: n_fds <= GPUSHARE_MAX_FDS, and 0

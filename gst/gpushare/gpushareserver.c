@@ -1091,7 +1091,8 @@ send_sticky (GpuShareServer * self, Client * client)
 {
   guint i;
 
-  for (i = 0; client->minor >= 4 && self->sticky && i < self->sticky->len; i++)
+  for (i = 0; client->minor >= GPUSHARE_MINOR_EVENT && self->sticky
+      && i < self->sticky->len; i++)
     gpushare_conn_send_event (client->conn,
         g_ptr_array_index (self->sticky, i));
 }
@@ -1371,7 +1372,7 @@ find_stalled (GpuShareServer * self, gint64 now)
         held, share, self->ring.n_slots, n_streaming);
     GST_WARNING_OBJECT (self->log_object, "%s", ev->detail);
     g_queue_push_tail (&self->events, ev);
-    if (c->minor >= 6) {
+    if (c->minor >= GPUSHARE_MINOR_NOTICE) {
       notice.code = GPUSHARE_NOTICE_STALLED;
       notice.share = share;
       notice.slots_held = held;
@@ -2100,7 +2101,7 @@ gpushare_server_send_event (GpuShareServer * self, const GpuShareEvent * ev)
   for (i = 0; i < MAX_CLIENTS; i++) {
     Client *c = self->clients[i];
 
-    if (c && c->state == CLIENT_READY && c->minor >= 4)
+    if (c && c->state == CLIENT_READY && c->minor >= GPUSHARE_MINOR_EVENT)
       gpushare_conn_send_event (c->conn, ev);
   }
   g_mutex_unlock (&self->lock);
@@ -2506,7 +2507,7 @@ gpushare_server_end_frame (GpuShareServer * self,
     /* a consumer of minor 6 or later knows its share: past it, it gives
      * each frame back at once */
     if (frame->leaky && !gpushare_ring_leaky_admits (&self->ring, c->index,
-            quota, c->share, c->over_since, c->minor >= 6)) {
+            quota, c->share, c->over_since, c->minor >= GPUSHARE_MINOR_SHARE)) {
       c->frames_dropped++;
       if (!c->skipped_since)
         c->skipped_since = now;
@@ -2577,7 +2578,8 @@ gpushare_server_end_frame (GpuShareServer * self,
       /* the frame's metas first, to a consumer that knows META; a failed
        * send drops the client from the control thread, which gives its
        * slots back */
-      if (meta && c->minor >= 4 && !gpushare_conn_send_meta (c->conn, meta))
+      if (meta && c->minor >= GPUSHARE_MINOR_META
+          && !gpushare_conn_send_meta (c->conn, meta))
         continue;
       if (gpushare_conn_send_frame (c->conn, &f))
         c->frames_sent++;

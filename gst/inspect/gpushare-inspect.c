@@ -251,7 +251,7 @@ observe (Producer * p, const GpuShareAnnounce * a)
 
   print_announce (p, a);
   p->announced = TRUE;
-  if (a->schema_minor < 5) {
+  if (a->schema_minor < GPUSHARE_MINOR_OBSERVE) {
     g_print ("  (protocol 1.%u has no observer role: no status)\n",
         a->schema_minor);
     finish (p, TRUE);

@@ -2,7 +2,8 @@
 /*
  * What the documents quote, checked against what the code says: the
  * protocol version and the caps of docs/protocol.md against
- * gpushareproto.h, the property tables of README.md against the
+ * gpushareproto.h, its table of message types against the codec's, the
+ * property tables of README.md against the
  * elements' own properties (every property listed, every default as the
  * element has it), and the tests the documents name against the programs
  * that hold them.  A document that drifts fails here.
@@ -139,6 +140,85 @@ GST_START_TEST (test_protocol_caps)
   for (i = 0; i < G_N_ELEMENTS (constants); i++)
     fail_unless (seen[i], "docs/protocol.md does not give %s",
         constants[i].name);
+  g_regex_unref (row);
+  g_free (doc);
+}
+
+GST_END_TEST;
+
+/* how the table of message types says who sends a type */
+static const gchar *
+direction_text (GpuShareMsgDirection direction)
+{
+  switch (direction) {
+    case GPUSHARE_DIR_PRODUCER_TO_CONSUMER:
+      return "producer → consumer";
+    case GPUSHARE_DIR_CONSUMER_TO_PRODUCER:
+      return "consumer → producer";
+    case GPUSHARE_DIR_BOTH:
+      return "either";
+    case GPUSHARE_DIR_OBSERVER_TO_PRODUCER:
+      return "observer → producer";
+    case GPUSHARE_DIR_PRODUCER_TO_OBSERVER:
+      return "producer → observer";
+    default:
+      fail ("no direction %d", direction);
+      return NULL;
+  }
+}
+
+/* docs/protocol.md's table of message types against the codec's: a row
+ * for every type it knows, each with the codec's name, direction, first
+ * minor ("since minor N" unless it is 0) and whether it carries fds */
+GST_START_TEST (test_protocol_types)
+{
+  gchar *doc = read_doc ("docs/protocol.md");
+  GRegex *row = g_regex_new ("^\\| (\\d+) \\| ([A-Z]+) \\| ([^|]+) \\| "
+      "([^|]+) \\|$", G_REGEX_MULTILINE, 0, NULL);
+  gboolean seen[GPUSHARE_MSG_LAST + 1] = { FALSE, };
+  GMatchInfo *m;
+  guint type;
+
+  g_regex_match (row, doc, 0, &m);
+  while (g_match_info_matches (m)) {
+    gchar *number = g_match_info_fetch (m, 1);
+    gchar *name = g_match_info_fetch (m, 2);
+    gchar *direction = g_match_info_fetch (m, 3);
+    gchar *fds = g_match_info_fetch (m, 4);
+    const GpuShareMsgInfo *info;
+    gchar *since;
+
+    type = g_ascii_strtoull (number, NULL, 10);
+    info = gpushare_msg_info (type);
+    fail_unless (info != NULL, "docs/protocol.md has a type %u, which the "
+        "codec does not know", type);
+    fail_if (seen[type], "docs/protocol.md lists type %u twice", type);
+    seen[type] = TRUE;
+    fail_unless_equals_string (name, info->name);
+    fail_unless (g_str_has_prefix (direction,
+            direction_text (info->direction)), "%s: the codec says %s, "
+        "docs/protocol.md %s", name, direction_text (info->direction),
+        direction);
+    since = g_strdup_printf ("(since minor %u)", info->first_minor);
+    if (info->first_minor > 0)
+      fail_unless (strstr (direction, since) != NULL, "%s: the codec says "
+          "%s, docs/protocol.md %s", name, since, direction);
+    else
+      fail_unless (strstr (direction, "since minor") == NULL, "%s: the "
+          "codec says minor 0, docs/protocol.md %s", name, direction);
+    fail_unless (g_str_equal (g_strstrip (fds), "0") != info->carries_fds,
+        "%s: docs/protocol.md says fds %s", name, fds);
+    g_free (since);
+    g_free (number);
+    g_free (name);
+    g_free (direction);
+    g_free (fds);
+    g_match_info_next (m, NULL);
+  }
+  g_match_info_free (m);
+  for (type = GPUSHARE_MSG_ANNOUNCE; type <= GPUSHARE_MSG_LAST; type++)
+    fail_unless (seen[type], "docs/protocol.md does not list type %u (%s)",
+        type, gpushare_msg_type_to_string (type));
   g_regex_unref (row);
   g_free (doc);
 }
@@ -638,6 +718,7 @@ docs_suite (void)
   suite_add_tcase (s, tc);
   tcase_add_test (tc, test_protocol_version);
   tcase_add_test (tc, test_protocol_caps);
+  tcase_add_test (tc, test_protocol_types);
   tcase_add_test (tc, test_design_limits);
   tcase_add_test (tc, test_security_bounds);
   tcase_add_test (tc, test_readme_properties);

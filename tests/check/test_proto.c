@@ -2646,6 +2646,16 @@ GST_START_TEST (test_constants)
    * order */
   fail_unless_equals_int (GPUSHARE_VERSION_MAJOR, 1);
   fail_unless_equals_int (GPUSHARE_VERSION_MINOR, 6);
+  fail_unless_equals_int (GPUSHARE_MINOR_BASE, 0);
+  fail_unless_equals_int (GPUSHARE_MINOR_PING, 1);
+  fail_unless_equals_int (GPUSHARE_MINOR_UNMAPPED, 2);
+  fail_unless_equals_int (GPUSHARE_MINOR_GOODBYE_HELD, 3);
+  fail_unless_equals_int (GPUSHARE_MINOR_SEALED, 3);
+  fail_unless_equals_int (GPUSHARE_MINOR_META, 4);
+  fail_unless_equals_int (GPUSHARE_MINOR_EVENT, 4);
+  fail_unless_equals_int (GPUSHARE_MINOR_OBSERVE, 5);
+  fail_unless_equals_int (GPUSHARE_MINOR_SHARE, 6);
+  fail_unless_equals_int (GPUSHARE_MINOR_NOTICE, 6);
   fail_unless_equals_int (GPUSHARE_GOODBYE_FLAG_HELD, 1);
   fail_unless_equals_int (GPUSHARE_MSG_UNMAPPED, 12);
   fail_unless_equals_string (gpushare_msg_type_to_string (12), "UNMAPPED");
@@ -2692,6 +2702,107 @@ GST_START_TEST (test_constants)
       12336);
   fail_unless_equals_int (ANNOUNCE_FIXED + GPUSHARE_MAX_NAME_LEN +
       GPUSHARE_MAX_CAPS_LEN, 4384);
+}
+
+GST_END_TEST;
+
+/* The codec's message table (gpushare_msg_info ()) against the header,
+ * the documented sizes and what the codec does: every type up to
+ * GPUSHARE_MSG_LAST has a row, named as gpushare_msg_type_to_string ()
+ * names it, of a minor this version speaks; its fixed size is what a
+ * message of that type has in its oldest form, less the variable parts
+ * its fields declare; only a row that allows fds takes them, and that
+ * is SLOTS alone; past the last type nothing is known. */
+GST_START_TEST (test_msg_table)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  GpuShareMsg *back = g_new0 (GpuShareMsg, 1);
+  GHashTable *names = g_hash_table_new (g_str_hash, g_str_equal);
+  guint8 *raw = g_malloc (GPUSHARE_MAX_PAYLOAD);
+  GByteArray *out = g_byte_array_new ();
+  guint8 b[HDR_SIZE];
+  GpuShareHeader hdr;
+  guint type;
+
+  fail_unless_equals_int (GPUSHARE_MSG_LAST + 1, FIRST_UNKNOWN_TYPE);
+
+  fail_unless (gpushare_msg_info (0) == NULL);
+  for (type = GPUSHARE_MSG_ANNOUNCE; type <= GPUSHARE_MSG_LAST; type++) {
+    const GpuShareMsgInfo *info = gpushare_msg_info (type);
+    gsize variable;
+    guint32 n_fds;
+
+    fail_unless (info != NULL, "type %u has no row", type);
+    fail_unless (info->name != NULL && info->name[0] != '\0');
+    fail_unless_equals_string (gpushare_msg_type_to_string (type), info->name);
+    fail_if (g_hash_table_contains (names, info->name), "two types named %s",
+        info->name);
+    g_hash_table_add (names, (gpointer) info->name);
+    fail_unless (info->direction >= GPUSHARE_DIR_PRODUCER_TO_CONSUMER &&
+        info->direction <= GPUSHARE_DIR_PRODUCER_TO_OBSERVER, "%s: direction "
+        "%d", info->name, info->direction);
+    fail_unless (info->first_minor <= GPUSHARE_VERSION_MINOR, "%s: minor %u",
+        info->name, info->first_minor);
+
+    /* its oldest form: no share in FRAME, no HELD in GOODBYE */
+    sample_msg (type, 1, msg, &n_fds);
+    if (type == GPUSHARE_MSG_FRAME)
+      msg->u.frame.share = 0;
+    if (type == GPUSHARE_MSG_GOODBYE) {
+      msg->u.goodbye.flags = 0;
+      msg->u.goodbye.last_sequence = 0;
+    }
+    g_byte_array_set_size (out, 0);
+    fail_unless (gpushare_msg_build (msg, n_fds, out), "%s", info->name);
+    fail_unless_equals_int (parse_header_bytes (out->data, out->len, &hdr),
+        GPUSHARE_PARSE_OK);
+    fail_unless_equals_int (hdr.type, type);
+    variable = raw_payload (msg, raw) - raw_fixed (msg, raw);
+    fail_unless_equals_int (hdr.payload_len - variable, info->fixed_size);
+    /* a byte less than the fixed part is never read */
+    if (info->fixed_size > 0) {
+      fail_unless_equals_int (parse_payload (type, n_fds,
+              out->data + HDR_SIZE, info->fixed_size - 1, back),
+          GPUSHARE_PARSE_TRUNCATED);
+    }
+
+    /* fds: only where the row allows them, in the header, the parser and
+     * the builder */
+    fail_unless_equals_int (info->carries_fds, type == GPUSHARE_MSG_SLOTS);
+    valid_header (b, type, hdr.payload_len, 1);
+    fail_unless_equals_int (parse_header_bytes (b, sizeof (b), &hdr),
+        info->carries_fds ? GPUSHARE_PARSE_OK : GPUSHARE_PARSE_BAD_FD_COUNT);
+    if (!info->carries_fds) {
+      fail_unless_equals_int (parse_payload (type, 1, out->data + HDR_SIZE,
+              out->len - HDR_SIZE, back), GPUSHARE_PARSE_BAD_FD_COUNT);
+      g_byte_array_set_size (out, 0);
+      fail_if (gpushare_msg_build (msg, 1, out));
+      fail_unless_equals_int (out->len, 0);
+    }
+  }
+
+  /* the first type past the table: unknown everywhere, fds and all */
+  type = GPUSHARE_MSG_LAST + 1;
+  fail_unless (gpushare_msg_info (type) == NULL);
+  fail_unless (gpushare_msg_info (G_MAXUINT) == NULL);
+  fail_unless_equals_string (gpushare_msg_type_to_string (type), "UNKNOWN");
+  valid_header (b, type, 8, 1);
+  fail_unless_equals_int (parse_header_bytes (b, sizeof (b), &hdr),
+      GPUSHARE_PARSE_OK);
+  memset (raw, 0, 8);
+  fail_unless_equals_int (parse_payload (type, 0, raw, 8, back),
+      GPUSHARE_PARSE_UNKNOWN_TYPE);
+  memset (msg, 0, sizeof (*msg));
+  msg->type = type;
+  g_byte_array_set_size (out, 0);
+  fail_if (gpushare_msg_build (msg, 0, out));
+  fail_unless_equals_int (out->len, 0);
+
+  g_byte_array_unref (out);
+  g_hash_table_unref (names);
+  g_free (raw);
+  g_free (back);
+  g_free (msg);
 }
 
 GST_END_TEST;
@@ -4740,6 +4851,7 @@ gpushareproto_suite (void)
   tcase_add_test (tc, test_build_refuses);
   tcase_add_test (tc, test_byte_sweep);
   tcase_add_test (tc, test_constants);
+  tcase_add_test (tc, test_msg_table);
   tcase_add_test (tc, test_round_trip_announce_device);
   tcase_add_test (tc, test_round_trip_accept_sync);
   tcase_add_test (tc, test_round_trip_slots_semaphore);

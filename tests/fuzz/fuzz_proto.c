@@ -139,7 +139,7 @@ process_input (gsize * in_len, guint * n_fds)
     *in_len -= total;
 
     if (res == GPUSHARE_PARSE_UNKNOWN_TYPE) {
-      if (hdr.type >= GPUSHARE_MSG_ANNOUNCE && hdr.type <= GPUSHARE_MSG_NOTICE)
+      if (hdr.type >= GPUSHARE_MSG_ANNOUNCE && hdr.type <= GPUSHARE_MSG_LAST)
         fail ("a known type parsed as unknown", hdr.type);
       continue;
     }

@@ -10,19 +10,31 @@
  * sessions read at once, byte by byte and in odd pieces; then a few
  * broken ones (truncated, bad magic or version, over a cap, wrong fd
  * counts, bad UTF-8, garbage), patched at the offsets docs/protocol.md
- * gives.  tests/fuzz/corpus/proto/ holds these files and what the fuzzer
- * added to them (run-fuzzer.sh -u); rerun this when the protocol changes.
+ * gives.  Every type of the codec's table gets a seed: one that none of
+ * those names gets its message with an all-zero body (write_every_type ()),
+ * so that a new type is seeded before it has seeds of its own.
+ *
+ * The seed-* files already in DIR are removed first, so that a seed no
+ * longer written leaves the corpus; every other file stays.
+ * tests/fuzz/corpus/proto/ holds these files and what the fuzzer added
+ * to them (run-fuzzer.sh -u); when the protocol changes, one command
+ * writes its seeds again:
+ *
+ *   ninja -C build fuzz-corpus
  */
 
 #include "fuzz_proto.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <glib/gstdio.h>
 #include <gst/video/video.h>
 
 #include "gpushareframemeta.h"
 
 static const gchar *out_dir;
+/* the types some seed holds a message of */
+static gboolean seeded[GPUSHARE_MSG_LAST + 1];
 
 /* offsets within a message, from docs/protocol.md */
 #define HDR_MAGIC 0
@@ -75,6 +87,7 @@ add (GByteArray * s, const GpuShareMsg * msg, guint32 n_fds)
   if (!gpushare_msg_build (msg, n_fds, s))
     g_error ("the builder refuses seed message %s",
         gpushare_msg_type_to_string (msg->type));
+  seeded[msg->type] = TRUE;
 }
 
 static void
@@ -860,6 +873,64 @@ write_metas (GpuShareMsg * msg)
   save_one ("status-max", msg, 0);
 }
 
+/* A seed for every type of the table that none of the above holds: its
+ * message with an all-zero body as the builder writes it, or where the
+ * builder refuses that, its header and a zeroed fixed part, for the
+ * fuzzer to make a valid one of. */
+static void
+write_every_type (GpuShareMsg * msg)
+{
+  guint type;
+
+  for (type = GPUSHARE_MSG_ANNOUNCE; type <= GPUSHARE_MSG_LAST; type++) {
+    const GpuShareMsgInfo *info = gpushare_msg_info (type);
+    g_autofree gchar *name = NULL;
+    GByteArray *s;
+
+    if (!info)
+      g_error ("the codec has no row for type %u", type);
+    if (seeded[type])
+      continue;
+    name = g_ascii_strdown (info->name, -1);
+    s = start (0, 0);
+    init (msg, type);
+    if (!gpushare_msg_build (msg, 0, s)) {
+      g_byte_array_set_size (s, FUZZ_PREFIX_SIZE + GPUSHARE_HEADER_SIZE +
+          info->fixed_size);
+      memset (s->data + FUZZ_PREFIX_SIZE, 0, s->len - FUZZ_PREFIX_SIZE);
+      put32 (s, FUZZ_PREFIX_SIZE + HDR_MAGIC, GPUSHARE_MAGIC);
+      put16 (s, FUZZ_PREFIX_SIZE + HDR_VERSION_MAJOR, GPUSHARE_VERSION_MAJOR);
+      put16 (s, FUZZ_PREFIX_SIZE + HDR_VERSION_MINOR, GPUSHARE_VERSION_MINOR);
+      put16 (s, FUZZ_PREFIX_SIZE + HDR_TYPE, type);
+      put32 (s, FUZZ_PREFIX_SIZE + HDR_PAYLOAD_LEN, info->fixed_size);
+    }
+    seeded[type] = TRUE;
+    save (name, s);
+  }
+}
+
+/* every seed-* file of out_dir: they are all written again */
+static void
+remove_old_seeds (void)
+{
+  g_autoptr (GError) error = NULL;
+  GDir *dir = g_dir_open (out_dir, 0, &error);
+  const gchar *name;
+
+  if (!dir)
+    g_error ("%s", error->message);
+  while ((name = g_dir_read_name (dir))) {
+    g_autofree gchar *path = NULL;
+
+    if (!g_str_has_prefix (name, "seed-"))
+      continue;
+    path = g_build_filename (out_dir, name, NULL);
+    if (g_unlink (path) != 0)
+      g_error ("cannot remove %s", path);
+  }
+  g_dir_close (dir);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -875,6 +946,7 @@ main (int argc, char **argv)
     return 1;
   }
 
+  remove_old_seeds ();
   gst_init (NULL, NULL);
   msg = g_new0 (GpuShareMsg, 1);
   write_metas (msg);
@@ -883,6 +955,7 @@ main (int argc, char **argv)
   write_streams (msg);
   write_broken ();
   write_hostile_layouts (msg);
+  write_every_type (msg);
   g_free (msg);
   return 0;
 }
