@@ -229,8 +229,8 @@ consumer (gint ctl, const gchar * path, const gchar * name)
       if (!failed) {
         g_print ("%s: error: %s (%s)\n", name, err->message,
             debug ? debug : "");
-        named = (debug && strstr (debug, "legacy IPC rings"))
-            || strstr (err->message, "legacy IPC rings");
+        named = (debug && strstr (debug, "cuda-legacy rings of earlier"))
+            || strstr (err->message, "cuda-legacy rings of earlier");
       }
       failed = TRUE;
       g_clear_error (&err);
