@@ -503,6 +503,48 @@ WIRE_AT (GpuShareWireNotice, n_consumers, 12);
 WIRE_AT (GpuShareWireNotice, skipped, 16);
 WIRE_AT (GpuShareWireNotice, sequence, 24);
 
+/* LANE, producer -> consumer, since minor 7.  16 bytes, with one fd (the
+ * lane's memfd).
+ *
+ *   off size field
+ *     0    4 n_entries
+ *     4    4 entry_size
+ *     8    8 size
+ */
+typedef struct
+{
+  guint32 n_entries;
+  guint32 entry_size;
+  guint64 size;
+} GpuShareWireLane;
+
+G_STATIC_ASSERT (sizeof (GpuShareWireLane) == 16);
+WIRE_AT (GpuShareWireLane, n_entries, 0);
+WIRE_AT (GpuShareWireLane, entry_size, 4);
+WIRE_AT (GpuShareWireLane, size, 8);
+
+/* An entry of a lane.  GPUSHARE_LANE_ENTRY_SIZE bytes.
+ *
+ *   off size field
+ *     0    8 index            its position in the lane
+ *     8    4 kind             GpuShareLaneEntryKind
+ *    12    4 length           bytes of body: 80 (FRAME), 8 (MARK)
+ *    16  ... body             FRAME: a FRAME's 80-byte payload; MARK: u64
+ */
+typedef struct
+{
+  guint64 index;
+  guint32 kind;
+  guint32 length;
+} GpuShareWireLaneEntry;
+
+G_STATIC_ASSERT (sizeof (GpuShareWireLaneEntry) == 16);
+WIRE_AT (GpuShareWireLaneEntry, index, 0);
+WIRE_AT (GpuShareWireLaneEntry, kind, 8);
+WIRE_AT (GpuShareWireLaneEntry, length, 12);
+G_STATIC_ASSERT (sizeof (GpuShareWireLaneEntry) +
+    sizeof (GpuShareWireFrameShare) <= GPUSHARE_LANE_ENTRY_SIZE);
+
 /* does this GOODBYE need its minor-3 part on the wire */
 static gboolean
 goodbye_has_held (const GpuShareGoodbye * g)
@@ -849,6 +891,27 @@ check_notice (const GpuShareNotice * n)
       GPUSHARE_PARSE_MALFORMED;
 }
 
+/* a lane's shape is the one the reader maps: a power of two of entries,
+ * each of the size this version knows, the memfd exactly that large */
+static GpuShareParseResult
+check_lane (const GpuShareLaneInfo * l, guint32 n_fds)
+{
+  if (l->n_entries < GPUSHARE_LANE_MIN_ENTRIES
+      || l->n_entries > GPUSHARE_LANE_MAX_ENTRIES
+      || (l->n_entries & (l->n_entries - 1)) != 0
+      || l->entry_size != GPUSHARE_LANE_ENTRY_SIZE
+      || l->size != gpushare_lane_size (l->n_entries))
+    return GPUSHARE_PARSE_MALFORMED;
+  return n_fds == 1 ? GPUSHARE_PARSE_OK : GPUSHARE_PARSE_BAD_FD_COUNT;
+}
+
+guint64
+gpushare_lane_size (guint32 n_entries)
+{
+  return GPUSHARE_LANE_HEADER_SIZE +
+      (guint64) n_entries *GPUSHARE_LANE_ENTRY_SIZE;
+}
+
 /* Everything the builder refuses, and the parser rejects once the message
  * is decoded.  n_fds is the header's. */
 static GpuShareParseResult
@@ -1041,11 +1104,10 @@ parse_mapped (const guint8 * p, gsize len, GpuShareMsg * msg)
   return GPUSHARE_PARSE_OK;
 }
 
-static GpuShareParseResult
-parse_frame (const guint8 * p, gsize len, GpuShareMsg * msg)
+/* a FRAME's payload, of len bytes, at least its fixed part */
+static void
+read_frame (const guint8 * p, gsize len, GpuShareFrame * f)
 {
-  GpuShareFrame *f = &msg->u.frame;
-
   f->epoch = RD64 (p, GpuShareWireFrame, epoch);
   f->slot = RD32 (p, GpuShareWireFrame, slot);
   f->generation = RD32 (p, GpuShareWireFrame, generation);
@@ -1059,6 +1121,23 @@ parse_frame (const guint8 * p, gsize len, GpuShareMsg * msg)
   f->flags = RD32 (p, GpuShareWireFrame, flags);
   f->share = len >= sizeof (GpuShareWireFrameShare) ?
       RD32 (p, GpuShareWireFrameShare, share) : 0;
+}
+
+static GpuShareParseResult
+parse_frame (const guint8 * p, gsize len, GpuShareMsg * msg)
+{
+  read_frame (p, len, &msg->u.frame);
+  return GPUSHARE_PARSE_OK;
+}
+
+static GpuShareParseResult
+parse_lane (const guint8 * p, gsize len, GpuShareMsg * msg)
+{
+  GpuShareLaneInfo *l = &msg->u.lane;
+
+  l->n_entries = RD32 (p, GpuShareWireLane, n_entries);
+  l->entry_size = RD32 (p, GpuShareWireLane, entry_size);
+  l->size = RD64 (p, GpuShareWireLane, size);
   return GPUSHARE_PARSE_OK;
 }
 
@@ -1437,6 +1516,27 @@ gpushare_msg_build_mapped (GpuShareMsgType type, guint64 epoch,
   return TRUE;
 }
 
+/* a FRAME's payload: share and its reserved word only with want_share */
+static void
+write_frame (guint8 * p, const GpuShareFrame * f, gboolean want_share)
+{
+  WR64 (p, GpuShareWireFrame, epoch, f->epoch);
+  WR32 (p, GpuShareWireFrame, slot, f->slot);
+  WR32 (p, GpuShareWireFrame, generation, f->generation);
+  WR64 (p, GpuShareWireFrame, sequence, f->sequence);
+  WR64 (p, GpuShareWireFrame, pts, f->pts);
+  WR64 (p, GpuShareWireFrame, dts, f->dts);
+  WR64 (p, GpuShareWireFrame, duration, f->duration);
+  WR64 (p, GpuShareWireFrame, offset, f->offset);
+  WR64 (p, GpuShareWireFrame, offset_end, f->offset_end);
+  WR32 (p, GpuShareWireFrame, buffer_flags, f->buffer_flags);
+  WR32 (p, GpuShareWireFrame, flags, f->flags);
+  if (want_share) {
+    WR32 (p, GpuShareWireFrameShare, share, f->share);
+    WR32 (p, GpuShareWireFrameShare, reserved, 0);
+  }
+}
+
 gboolean
 gpushare_msg_build_frame (const GpuShareFrame * f, GByteArray * out)
 {
@@ -1450,22 +1550,93 @@ gpushare_msg_build_frame (const GpuShareFrame * f, GByteArray * out)
       sizeof (GpuShareWireFrameShare) : sizeof (GpuShareWireFrame));
   if (!p)
     return FALSE;
-  WR64 (p, GpuShareWireFrame, epoch, f->epoch);
-  WR32 (p, GpuShareWireFrame, slot, f->slot);
-  WR32 (p, GpuShareWireFrame, generation, f->generation);
-  WR64 (p, GpuShareWireFrame, sequence, f->sequence);
-  WR64 (p, GpuShareWireFrame, pts, f->pts);
-  WR64 (p, GpuShareWireFrame, dts, f->dts);
-  WR64 (p, GpuShareWireFrame, duration, f->duration);
-  WR64 (p, GpuShareWireFrame, offset, f->offset);
-  WR64 (p, GpuShareWireFrame, offset_end, f->offset_end);
-  WR32 (p, GpuShareWireFrame, buffer_flags, f->buffer_flags);
-  WR32 (p, GpuShareWireFrame, flags, f->flags);
-  if (f->share) {
-    WR32 (p, GpuShareWireFrameShare, share, f->share);
-    WR32 (p, GpuShareWireFrameShare, reserved, 0);
-  }
+  write_frame (p, f, f->share != 0);
   return TRUE;
+}
+
+gboolean
+gpushare_msg_build_lane (const GpuShareLaneInfo * l, GByteArray * out)
+{
+  guint8 *p;
+
+  g_return_val_if_fail (l != NULL, FALSE);
+  g_return_val_if_fail (out != NULL, FALSE);
+
+  if (check_lane (l, 1) != GPUSHARE_PARSE_OK)
+    return FALSE;
+  p = append_message (out, GPUSHARE_MSG_LANE, 1, sizeof (GpuShareWireLane));
+  if (!p)
+    return FALSE;
+  WR32 (p, GpuShareWireLane, n_entries, l->n_entries);
+  WR32 (p, GpuShareWireLane, entry_size, l->entry_size);
+  WR64 (p, GpuShareWireLane, size, l->size);
+  return TRUE;
+}
+
+/* Lane entries: the same bytes in either process, like a message */
+
+gboolean
+gpushare_lane_entry_build (const GpuShareLaneEntry * e, guint8 * out)
+{
+  guint8 *body = out + sizeof (GpuShareWireLaneEntry);
+  guint32 length;
+
+  g_return_val_if_fail (e != NULL, FALSE);
+  g_return_val_if_fail (out != NULL, FALSE);
+
+  switch (e->kind) {
+    case GPUSHARE_LANE_ENTRY_FRAME:
+      length = sizeof (GpuShareWireFrameShare);
+      break;
+    case GPUSHARE_LANE_ENTRY_MARK:
+      length = 8;
+      break;
+    default:
+      return FALSE;
+  }
+  memset (out, 0, GPUSHARE_LANE_ENTRY_SIZE);
+  WR64 (out, GpuShareWireLaneEntry, index, e->index);
+  WR32 (out, GpuShareWireLaneEntry, kind, e->kind);
+  WR32 (out, GpuShareWireLaneEntry, length, length);
+  if (e->kind == GPUSHARE_LANE_ENTRY_FRAME)
+    write_frame (body, &e->frame, TRUE);
+  else
+    wr64 (body, e->mark);
+  return TRUE;
+}
+
+GpuShareParseResult
+gpushare_lane_entry_parse (const guint8 * in, GpuShareLaneEntry * e)
+{
+  const guint8 *body = in + sizeof (GpuShareWireLaneEntry);
+  guint32 length;
+
+  g_return_val_if_fail (in != NULL, GPUSHARE_PARSE_MALFORMED);
+  g_return_val_if_fail (e != NULL, GPUSHARE_PARSE_MALFORMED);
+
+  memset (e, 0, sizeof (*e));
+  e->index = RD64 (in, GpuShareWireLaneEntry, index);
+  e->kind = RD32 (in, GpuShareWireLaneEntry, kind);
+  length = RD32 (in, GpuShareWireLaneEntry, length);
+  if (length > GPUSHARE_LANE_ENTRY_SIZE - sizeof (GpuShareWireLaneEntry))
+    return GPUSHARE_PARSE_MALFORMED;
+  switch (e->kind) {
+    case GPUSHARE_LANE_ENTRY_FRAME:
+      if (length < sizeof (GpuShareWireFrame))
+        return GPUSHARE_PARSE_TRUNCATED;
+      read_frame (body, length, &e->frame);
+      return GPUSHARE_PARSE_OK;
+    case GPUSHARE_LANE_ENTRY_MARK:
+      if (length < 8)
+        return GPUSHARE_PARSE_TRUNCATED;
+      e->mark = rd64 (body);
+      /* marks count from 1 */
+      return e->mark ? GPUSHARE_PARSE_OK : GPUSHARE_PARSE_MALFORMED;
+    default:
+      /* the lane is in order: an entry that cannot be read cannot be
+       * skipped */
+      return GPUSHARE_PARSE_MALFORMED;
+  }
 }
 
 gboolean
@@ -1738,6 +1909,12 @@ msg_check_status (const GpuShareMsg * msg, guint32 n_fds)
 }
 
 static GpuShareParseResult
+msg_check_lane (const GpuShareMsg * msg, guint32 n_fds)
+{
+  return check_lane (&msg->u.lane, n_fds);
+}
+
+static GpuShareParseResult
 msg_check_notice (const GpuShareMsg * msg, guint32 n_fds)
 {
   return check_notice (&msg->u.notice);
@@ -1836,6 +2013,12 @@ msg_build_status (const GpuShareMsg * msg, guint32 n_fds, GByteArray * out)
 }
 
 static gboolean
+msg_build_lane (const GpuShareMsg * msg, guint32 n_fds, GByteArray * out)
+{
+  return gpushare_msg_build_lane (&msg->u.lane, out);
+}
+
+static gboolean
 msg_build_notice (const GpuShareMsg * msg, guint32 n_fds, GByteArray * out)
 {
   return gpushare_msg_build_notice (&msg->u.notice, out);
@@ -1906,6 +2089,9 @@ static const MsgRow msg_table[] = {
   [GPUSHARE_MSG_NOTICE] = {{"NOTICE", P2C, GPUSHARE_MINOR_NOTICE,
           sizeof (GpuShareWireNotice), FALSE},
       parse_notice, msg_check_notice, msg_build_notice},
+  [GPUSHARE_MSG_LANE] = {{"LANE", P2C, GPUSHARE_MINOR_LANE,
+          sizeof (GpuShareWireLane), TRUE},
+      parse_lane, msg_check_lane, msg_build_lane},
 };
 
 #undef P2C

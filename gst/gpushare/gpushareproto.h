@@ -60,7 +60,7 @@ G_BEGIN_DECLS
 
 #define GPUSHARE_MAGIC 0x48535047u      /* "GPSH" as little-endian bytes */
 #define GPUSHARE_VERSION_MAJOR 1
-#define GPUSHARE_VERSION_MINOR 6
+#define GPUSHARE_VERSION_MINOR 7
 
 /* The minor version that added each feature.  A minor only adds (new
  * types, longer payloads, meaning for bits that were 0), so a feature
@@ -80,6 +80,8 @@ G_BEGIN_DECLS
 #define GPUSHARE_MINOR_OBSERVE 5        /* OBSERVE and STATUS */
 #define GPUSHARE_MINOR_SHARE 6          /* FRAME's share of a leaky ring */
 #define GPUSHARE_MINOR_NOTICE 6         /* NOTICE */
+#define GPUSHARE_MINOR_LANE 7           /* LANE: frames through a lane in
+                                         * shared memory */
 
 #define GPUSHARE_HEADER_SIZE 24
 /* caps, checked before anything is allocated or copied */
@@ -125,11 +127,12 @@ typedef enum
   GPUSHARE_MSG_OBSERVE = 15,    /* C -> P, instead of ACCEPT; since minor 5 */
   GPUSHARE_MSG_STATUS = 16,     /* P -> observer; since minor 5 */
   GPUSHARE_MSG_NOTICE = 17,     /* P -> C; since minor 6 */
+  GPUSHARE_MSG_LANE = 18,       /* P -> C, the lane's fd; since minor 7 */
 } GpuShareMsgType;
 
 /* the highest type this version knows: every type from
  * GPUSHARE_MSG_ANNOUNCE to it has its row in the codec's table */
-#define GPUSHARE_MSG_LAST GPUSHARE_MSG_NOTICE
+#define GPUSHARE_MSG_LAST GPUSHARE_MSG_LANE
 
 /* who sends a message type */
 typedef enum
@@ -225,6 +228,12 @@ typedef struct
 /* pts/dts are CLOCK_MONOTONIC nanoseconds, not stream times */
 #define GPUSHARE_FRAME_FLAG_ABSOLUTE_TIME (1u << 0)
 
+/* ACCEPT flags (since minor 7) */
+/* the consumer reads frames from a lane (LANE): a producer of minor 7 or
+ * later that can make one sends it, and from then on every FRAME goes
+ * there, never on the socket */
+#define GPUSHARE_ACCEPT_FLAG_LANE (1u << 0)
+
 /* GOODBYE flags (since minor 3) */
 /* from a consumer: buffers alive in its process still read the slots it
  * holds whose FRAME had a sequence up to last_sequence; every other slot
@@ -307,7 +316,8 @@ typedef struct
   guint16 schema_major;
   guint16 schema_minor;
   guint32 mem_type;             /* exactly one GpuShareMemType bit */
-  guint32 flags;                /* reserved, 0 */
+  guint32 flags;                /* GPUSHARE_ACCEPT_FLAG_*; unknown bits
+                                 * are carried, and mean nothing */
   guint32 pid;
   guint64 instance;
   guint32 sync_mode;            /* one GpuShareSyncMode bit for GPU memory,
@@ -448,6 +458,48 @@ typedef struct
   guint64 sequence;             /* the producer's newest frame */
 } GpuShareNotice;
 
+/* The lane a producer made for one consumer (docs/protocol.md, "Frame
+ * lane"): a memfd of size bytes, its one fd, holding n_entries entries of
+ * GPUSHARE_LANE_ENTRY_SIZE bytes after a header of
+ * GPUSHARE_LANE_HEADER_SIZE bytes */
+typedef struct
+{
+  guint32 n_entries;            /* a power of two, GPUSHARE_LANE_MIN_ENTRIES
+                                 * .. GPUSHARE_LANE_MAX_ENTRIES */
+  guint32 entry_size;           /* GPUSHARE_LANE_ENTRY_SIZE */
+  guint64 size;                 /* gpushare_lane_size (n_entries) */
+} GpuShareLaneInfo;
+
+#define GPUSHARE_LANE_HEADER_SIZE 128
+#define GPUSHARE_LANE_ENTRY_SIZE 128
+#define GPUSHARE_LANE_MIN_ENTRIES 16
+#define GPUSHARE_LANE_MAX_ENTRIES 1024
+/* offsets in the lane's header: the producer writes head and bell, the
+ * consumer tail, waiting and bell; every word little-endian, read and
+ * written whole (docs/protocol.md, "Frame lane") */
+#define GPUSHARE_LANE_HEAD_OFFSET 0     /* u64: entries written */
+#define GPUSHARE_LANE_BELL_OFFSET 64    /* u32: futex word */
+#define GPUSHARE_LANE_WAITING_OFFSET 68 /* u32: 1 while the consumer may
+                                         * sleep on bell */
+#define GPUSHARE_LANE_TAIL_OFFSET 72    /* u64: entries read */
+
+/* what one entry of a lane holds */
+typedef enum
+{
+  GPUSHARE_LANE_ENTRY_FRAME = 1,        /* a FRAME's payload */
+  GPUSHARE_LANE_ENTRY_MARK = 2, /* the next ordered message on the socket
+                                 * (CAPS, META, EVENT, EOS) belongs here */
+} GpuShareLaneEntryKind;
+
+typedef struct
+{
+  guint64 index;                /* its position: entries written before it */
+  guint32 kind;                 /* GpuShareLaneEntryKind */
+  GpuShareFrame frame;          /* FRAME */
+  guint64 mark;                 /* MARK: 1, 2, ... in the order of the
+                                 * socket's ordered messages */
+} GpuShareLaneEntry;
+
 typedef struct
 {
   guint64 sequence;
@@ -489,6 +541,7 @@ typedef struct
     GpuShareObserve observe;
     GpuShareStatus status;
     GpuShareNotice notice;
+    GpuShareLaneInfo lane;
     GpuShareGoodbye goodbye;
     GpuShareError error;
   } u;
@@ -547,6 +600,9 @@ gboolean gpushare_msg_build_observe (const GpuShareObserve * o,
     GByteArray * out);
 gboolean gpushare_msg_build_status (const GpuShareStatus * st,
     GByteArray * out);
+/* LANE carries one fd, the lane's memfd */
+gboolean gpushare_msg_build_lane (const GpuShareLaneInfo * l,
+    GByteArray * out);
 gboolean gpushare_msg_build_notice (const GpuShareNotice * n,
     GByteArray * out);
 gboolean gpushare_msg_build_goodbye (const GpuShareGoodbye * g,
@@ -560,6 +616,18 @@ gboolean gpushare_msg_build_ping (GByteArray * out);
 /* Fills a layout's caps string: FALSE (layout unchanged) if it is empty,
  * longer than GPUSHARE_MAX_CAPS_LEN or not UTF-8. */
 gboolean gpushare_layout_set_caps (GpuShareLayout * layout, const gchar * caps);
+
+/* The entries of a lane: GPUSHARE_LANE_ENTRY_SIZE bytes each.  build
+ * fills out whole (FALSE, with out untouched, for a kind it does not
+ * know); parse checks the kind and the length of what follows, as a
+ * message's payload is checked, and nothing else (the index against the
+ * reader's position, the frame against the ring are the reader's). */
+gboolean gpushare_lane_entry_build (const GpuShareLaneEntry * e,
+    guint8 * out);
+GpuShareParseResult gpushare_lane_entry_parse (const guint8 * in,
+    GpuShareLaneEntry * e);
+/* bytes of a lane of n_entries entries */
+guint64 gpushare_lane_size (guint32 n_entries);
 
 const gchar *gpushare_msg_type_to_string (guint type);
 const gchar *gpushare_parse_result_to_string (GpuShareParseResult res);
