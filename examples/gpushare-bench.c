@@ -117,11 +117,21 @@
  * producer is on GPU 0, the peer rows' consumer on GPU 1 */
 #define GPUSHARE_SRC_CUDA(sync) "gpusharesrc name=out socket-path=@SOCKET@ " \
   "transport=cuda sync-mode=" sync " ! video/x-raw(memory:CUDAMemory)"
+/* the "-socket" rows: frames as messages on the socket, read by the
+ * consumer's control thread and handed to its streaming thread (the path
+ * before the frame lane), beside the rows that read the lane */
+#define SOCKET_FRAMES " frame-lane=false"
+#define GPUSHARE_SRC_CUDA_SOCKET(sync) "gpusharesrc name=out " \
+  "socket-path=@SOCKET@ transport=cuda sync-mode=" sync SOCKET_FRAMES \
+  " ! video/x-raw(memory:CUDAMemory)"
 /* the same, every frame copied out of its slot (io-mode=copy); the rows
  * above push the slot itself where GStreamer allows it (1.24+) */
 #define GPUSHARE_SRC_CUDA_COPY(sync) "gpusharesrc name=out " \
   "socket-path=@SOCKET@ transport=cuda io-mode=copy sync-mode=" sync \
   " ! video/x-raw(memory:CUDAMemory)"
+#define GPUSHARE_SRC_CUDA_COPY_SOCKET(sync) "gpusharesrc name=out " \
+  "socket-path=@SOCKET@ transport=cuda io-mode=copy sync-mode=" sync \
+  SOCKET_FRAMES " ! video/x-raw(memory:CUDAMemory)"
 /* GStreamer 1.24's own CUDA IPC: cudaipcsink is a GstBaseSink (sync=true
  * by default, so sync=false as every other sink here) and drops frames
  * while no client is connected, hence the gate */
@@ -206,6 +216,17 @@ static const BenchMode modes[] = {
   {"shm-inplace", "the source writes every frame into shmsink's area",
         "shmsink shmsrc", NULL, NULL,
       SOURCE_INPLACE " ! " SHM_SINK, SHM_SRC " ! " FAKESINK, KEY_ORDER, FALSE},
+#define SOCKET_ROW(name, source, what) \
+  {name, what, "imagefreeze identity gpusharesink gpusharesrc", NULL, NULL, \
+        source " ! " GPUSHARE_SINK, \
+      GPUSHARE_SRC SOCKET_FRAMES " ! " FAKESINK, KEY_OFFSET, FALSE}
+  SOCKET_ROW ("gpushare-sysmem-socket", SOURCE,
+      "gpushare-sysmem, frames through the socket, not the lane"),
+  SOCKET_ROW ("gpushare-sysmem-nopool-socket", SOURCE_NOPOOL,
+      "gpushare-sysmem-nopool, frames through the socket"),
+  SOCKET_ROW ("gpushare-sysmem-inplace-socket", SOURCE_INPLACE,
+      "gpushare-sysmem-inplace, frames through the socket"),
+#undef SOCKET_ROW
   {"one-process-inplace", "the source writes every frame, one process",
         "videotestsrc", NULL, NULL,
       SOURCE_INPLACE " ! " FAKESINK " name=in", NULL, KEY_OFFSET, FALSE},
@@ -234,12 +255,30 @@ static const BenchMode modes[] = {
   CUDA_ROW ("gpushare-cuda-event", "event",
       "gpushare, CUDA slots, CUDA IPC events"),
 #undef CUDA_ROW
+#define CUDA_SOCKET_ROW(name, sync, what) \
+  {name, what, "imagefreeze cudaupload gpusharesink gpusharesrc", \
+        "gpusharesink", "video/x-raw(memory:CUDAMemory)", \
+        CUDA_SOURCE " ! " GPUSHARE_SINK, \
+      GPUSHARE_SRC_CUDA_SOCKET (sync) " ! " FAKESINK, KEY_OFFSET, TRUE}
+  CUDA_SOCKET_ROW ("gpushare-cuda-socket", "auto",
+      "gpushare-cuda, frames through the socket, not the lane"),
+  CUDA_SOCKET_ROW ("gpushare-cuda-host-socket", "host",
+      "gpushare-cuda-host, frames through the socket"),
+  CUDA_SOCKET_ROW ("gpushare-cuda-semaphore-socket", "semaphore",
+      "gpushare-cuda-semaphore, frames through the socket"),
+#undef CUDA_SOCKET_ROW
   {"gpushare-cuda-copy", "gpushare, CUDA slots, io-mode=copy: the consumer "
         "copies every frame into its own pool",
         "imagefreeze cudaupload gpusharesink gpusharesrc",
         "gpusharesink", "video/x-raw(memory:CUDAMemory)",
         CUDA_SOURCE " ! " GPUSHARE_SINK,
       GPUSHARE_SRC_CUDA_COPY ("auto") " ! " FAKESINK, KEY_OFFSET, TRUE},
+  {"gpushare-cuda-copy-socket", "gpushare-cuda-copy, frames through the "
+        "socket, not the lane",
+        "imagefreeze cudaupload gpusharesink gpusharesrc",
+        "gpusharesink", "video/x-raw(memory:CUDAMemory)",
+        CUDA_SOURCE " ! " GPUSHARE_SINK,
+      GPUSHARE_SRC_CUDA_COPY_SOCKET ("auto") " ! " FAKESINK, KEY_OFFSET, TRUE},
   /* GStreamer 1.24+: cudaipcsink / cudaipcsrc in each IPC mode and I/O
    * mode (cudaipcsrc ignores io-mode with ipc-mode=mmap), and unixfdsink /
    * unixfdsrc behind a download, as the shm row */

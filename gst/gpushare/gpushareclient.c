@@ -13,6 +13,7 @@
 #include "gpushareconn.h"
 #include "gpushareframemeta.h"
 #include "gpushareids.h"
+#include "gpusharelane.h"
 #include "gpusharenegotiate.h"
 #include "gpusharering.h"
 #include "gpusharetest.h"
@@ -24,6 +25,14 @@ GST_DEBUG_CATEGORY_STATIC (gpushare_client_debug);
 #define RETRY_MIN_MS 10
 #define RETRY_MAX_MS 250
 #define GOODBYE_FLUSH_MS 100
+/* rings a producer announced ahead of the frames its lane gave us, at
+ * most: each waits, mapped, for the reader to reach its frames */
+#define MAX_LANE_MAPPINGS 16
+/* after the end of the stream the lane is drained every so often by the
+ * control thread: its frames go back unread */
+#define LANE_DRAIN_MS 20
+/* an item of the lane's kind only: the META of the next frame */
+#define ITEM_META ((GpuShareClientItemType) 100)
 /* EVENTs of the producer waiting for the streaming thread, at most
  * (docs/security.md, promise 5) */
 
@@ -53,13 +62,21 @@ typedef struct
    * replaced ring are no longer the producer's to write, nor to wait for */
   guint n_in_place;
   guint64 in_place_epoch;
+  /* the frame lane, if the producer gave one (LANE): read by the
+   * streaming thread, then after the end of the stream by the control
+   * thread; freed with the last reference.  lane_mapping is the mapping
+   * the lane's frames are of now, lane_mappings (Mapping) the rings mapped
+   * since, whose frames are still to come in it; both under lock */
+  GpuShareLane *lane;
+  struct _Mapping *lane_mapping;
+  GQueue lane_mappings;
 } Session;
 
 /* The consumer's mapping of a ring: frames queued for the streaming thread
  * keep it alive across a caps change.  Once a GPU mapping is closed, the
  * producer hears so (UNMAPPED): it may then free a retired ring (legacy IPC) of an
  * earlier epoch, which it may not while a process has it open. */
-typedef struct
+typedef struct _Mapping
 {
   gint ref_count;
   GpuShareXferView *view;
@@ -84,6 +101,12 @@ typedef struct
   guint64 missed;               /* FRAME: the producer's frames before it
                                  * that never came */
   GpuShareEvent *event;         /* EVENT */
+  GpuShareMeta *meta;           /* ITEM_META */
+  guint64 last_sequence;        /* EOS: the producer's last frame */
+  gboolean after_lane;          /* with a lane: once it has nothing left
+                                 * (the producer is lost) */
+  guint64 mark;                 /* with a lane: the MARK it takes its place
+                                 * at; 0 before the lane */
 } Item;
 
 struct _GpuShareClient
@@ -147,12 +170,23 @@ struct _GpuShareClient
   GpuShareMeta *pending_meta;
   guint reconnects;
   gboolean discont;             /* the next frame starts a new producer */
+  /* with a lane: the ordered messages received (CAPS, META, EVENT, EOS),
+   * the MARKs read from the lane, the META of the next frame read from
+   * it, and whether the streaming thread is done with it (EOS) */
+  guint64 lane_marks_received;
+  guint64 lane_mark_now;        /* of the message handled now; 0: none */
+  guint64 lane_marks_read;
+  GpuShareMeta *lane_meta;
+  gboolean lane_reader_done;
+  GSource *lane_drain;
 
   /* the GPU, probed at start */
   gboolean gpu_ok;
   gchar *gpu_reason;
   GpuShareGpuInfo gpu;
 };
+
+static void wake (GpuShareClient * self);
 
 static const gchar *
 state_to_string (ClientState state)
@@ -170,7 +204,17 @@ set_state (GpuShareClient * self, ClientState state)
   GST_DEBUG_OBJECT (self->log_object, "%s -> %s", state_to_string
       (self->state), state_to_string (state));
   self->state = state;
+  wake (self);
+}
+
+/* lock held: the streaming thread looks again at what it waits for,
+ * asleep on the condition or on its lane's bell */
+static void
+wake (GpuShareClient * self)
+{
   g_cond_broadcast (&self->cond);
+  if (self->session && self->session->lane)
+    gpushare_lane_ring (self->session->lane);
 }
 
 static Session *
@@ -187,6 +231,7 @@ session_unref (Session * s)
     return;
   if (s->conn)
     gpushare_conn_unref (s->conn);
+  gpushare_lane_free (s->lane);
   g_mutex_clear (&s->lock);
   g_free (s);
 }
@@ -349,6 +394,7 @@ item_free (Item * item)
   if (item->frame)
     gpushare_client_frame_release (item->frame);
   g_free (item->event);
+  g_free (item->meta);
   g_free (item);
 }
 
@@ -441,22 +487,24 @@ queue_caps (GpuShareClient * self, const GpuShareLayout * layout)
     return FALSE;
   /* caps that no frame followed yet are superseded, not queued again:
    * a producer that sends CAPS and no FRAME grows nothing here (the
-   * frames queued are bounded by the slots, so are the caps) */
-  for (l = self->items.tail; l; l = l->prev) {
+   * frames queued are bounded by the slots, so are the caps).  With a
+   * lane, each has its place there (bounded by the lane, lane_mark ()) */
+  for (l = self->lane_mark_now ? NULL : self->items.tail; l; l = l->prev) {
     item = l->data;
     if (item->type == GPUSHARE_CLIENT_ITEM_FRAME)
       break;
     if (item->type == GPUSHARE_CLIENT_ITEM_CAPS) {
       *item->layout = *layout;
-      g_cond_broadcast (&self->cond);
+      wake (self);
       return TRUE;
     }
   }
   item = g_new0 (Item, 1);
   item->type = GPUSHARE_CLIENT_ITEM_CAPS;
+  item->mark = self->lane_mark_now;
   item->layout = g_memdup2 (layout, sizeof (*layout));
   g_queue_push_tail (&self->items, item);
-  g_cond_broadcast (&self->cond);
+  wake (self);
   return TRUE;
 }
 
@@ -554,6 +602,7 @@ handle_announce (GpuShareClient * self, const GpuShareAnnounce * a)
   memcpy (acc->reason, self->mem_reason, acc->reason_len);
   acc->schema_major = GPUSHARE_VERSION_MAJOR;
   acc->schema_minor = GPUSHARE_VERSION_MINOR;
+  acc->flags = self->config.lane ? GPUSHARE_ACCEPT_FLAG_LANE : 0;
   acc->mem_type = self->mem_type;
   acc->pid = getpid ();
   acc->instance = a->instance;
@@ -651,6 +700,14 @@ handle_slots (GpuShareClient * self, const GpuShareSlots * s, gint * fds)
     producer_error (self, "SLOTS do not match the announced ring");
     return;
   }
+  if (self->session->lane
+      && g_queue_get_length (&self->session->lane_mappings) >=
+      MAX_LANE_MAPPINGS) {
+    gpushare_close_fds (fds, gpushare_slots_n_fds (s));
+    producer_error (self, "more rings announced than frames of theirs read "
+        "from the lane");
+    return;
+  }
   if (!map_slots (self, s, fds))
     return;
 
@@ -659,12 +716,18 @@ handle_slots (GpuShareClient * self, const GpuShareSlots * s, gint * fds)
   self->mapped_n_slots = s->n_slots;
   self->mapped_slot_size = s->slot_size;
   g_mutex_lock (&session->lock);
-  /* sequence continuity spans epochs */
-  last_seq = session->view.last_sequence;
-  have_seq = session->view.have_sequence;
-  gpushare_slot_view_init (&session->view, s->n_slots, s->epoch);
-  session->view.last_sequence = last_seq;
-  session->view.have_sequence = have_seq;
+  if (session->lane) {
+    /* the lane's reader takes it up at its first frame (lane_frame ()):
+     * the frames of the rings before it may still be in the lane */
+    g_queue_push_tail (&session->lane_mappings, mapping_ref (self->mapping));
+  } else {
+    /* sequence continuity spans epochs */
+    last_seq = session->view.last_sequence;
+    have_seq = session->view.have_sequence;
+    gpushare_slot_view_init (&session->view, s->n_slots, s->epoch);
+    session->view.last_sequence = last_seq;
+    session->view.have_sequence = have_seq;
+  }
   g_mutex_unlock (&session->lock);
 
   gpushare_test_point ("src", "map");
@@ -680,6 +743,36 @@ handle_slots (GpuShareClient * self, const GpuShareSlots * s, gint * fds)
   if (self->state != STATE_DONE)
     set_state (self, STATE_READY);
   gpushare_test_point ("src", "ready");
+}
+
+/* The producer's frame lane: after our ACCEPT asked for it, before the
+ * first SLOTS.  Takes fd. */
+static void
+handle_lane (GpuShareClient * self, const GpuShareLaneInfo * info, gint fd)
+{
+  Session *session = self->session;
+  GError *error = NULL;
+  GpuShareLane *lane;
+
+  if (self->state != STATE_ACCEPTED || !self->config.lane || session->lane
+      || self->mapped_epoch != 0) {
+    close (fd);
+    producer_error (self, "LANE out of order, or not asked for");
+    return;
+  }
+  lane = gpushare_lane_open (fd, info, &error);
+  if (!lane) {
+    producer_error (self, error->message);
+    g_error_free (error);
+    return;
+  }
+  g_mutex_lock (&session->lock);
+  session->lane = lane;
+  g_mutex_unlock (&session->lock);
+  GST_DEBUG_OBJECT (self->log_object, "frames come through a lane of %u "
+      "entries", info->n_entries);
+  /* a streaming thread asleep on the condition now sleeps on the bell */
+  wake (self);
 }
 
 static void
@@ -800,11 +893,12 @@ handle_event (GpuShareClient * self, const GpuShareEvent * e)
   }
   item = g_new0 (Item, 1);
   item->type = GPUSHARE_CLIENT_ITEM_EVENT;
+  item->mark = self->lane_mark_now;
   item->event = g_memdup2 (e, G_STRUCT_OFFSET (GpuShareEvent, text) +
       e->text_len + 1);
   g_queue_push_tail (&self->items, item);
   self->n_queued_events++;
-  g_cond_broadcast (&self->cond);
+  wake (self);
 }
 
 /* the metas of the next FRAME: checked, kept until it comes */
@@ -828,6 +922,18 @@ handle_meta (GpuShareClient * self, const GpuShareMeta * m)
     g_free (why);
     return;
   }
+  if (self->lane_mark_now) {
+    /* the lane says which frame it is of (lane_frame ()) */
+    Item *item = g_new0 (Item, 1);
+
+    item->type = ITEM_META;
+    item->mark = self->lane_mark_now;
+    item->meta = g_memdup2 (m, G_STRUCT_OFFSET (GpuShareMeta, data) +
+        m->data_len);
+    g_queue_push_tail (&self->items, item);
+    wake (self);
+    return;
+  }
   self->pending_meta = g_memdup2 (m, G_STRUCT_OFFSET (GpuShareMeta, data) +
       m->data_len);
 }
@@ -840,6 +946,10 @@ handle_frame (GpuShareClient * self, const GpuShareFrame * f)
   guint64 missed = 0;
   Item *item;
 
+  if (self->session->lane) {
+    producer_error (self, "FRAME on the socket after LANE");
+    return;
+  }
   if (self->state == STATE_DONE) {
     handle_frame_after_eos (self, f);
     return;
@@ -896,7 +1006,7 @@ handle_frame (GpuShareClient * self, const GpuShareFrame * f)
   if (missed)
     GST_LOG_OBJECT (self->log_object, "%" G_GUINT64_FORMAT " frames of the "
         "producer missed before frame %" G_GUINT64_FORMAT, missed, f->sequence);
-  g_cond_broadcast (&self->cond);
+  wake (self);
 }
 
 static void producer_lost (GpuShareClient * self, const gchar * text,
@@ -950,11 +1060,13 @@ handle_notice (GpuShareClient * self, const GpuShareNotice * n)
 }
 
 static void
-push_eos (GpuShareClient * self)
+push_eos (GpuShareClient * self, guint64 last_sequence)
 {
   Item *item = g_new0 (Item, 1);
 
+  item->last_sequence = last_sequence;
   item->type = GPUSHARE_CLIENT_ITEM_EOS;
+  item->mark = self->lane_mark_now;
   g_queue_push_tail (&self->items, item);
   set_state (self, STATE_DONE);
 }
@@ -973,7 +1085,26 @@ conn_message (GpuShareConn * conn, const GpuShareMsg * msg, gint * fds,
     g_mutex_unlock (&self->lock);
     return;
   }
+  self->lane_mark_now = 0;
+  if (self->session->lane && (msg->type == GPUSHARE_MSG_CAPS
+          || msg->type == GPUSHARE_MSG_META || msg->type == GPUSHARE_MSG_EVENT
+          || msg->type == GPUSHARE_MSG_EOS)) {
+    /* its place among the frames is a MARK in the lane, which comes
+     * after it: one that no MARK could still be in the lane for is not a
+     * message a producer sends */
+    self->lane_mark_now = ++self->lane_marks_received;
+    if (self->lane_mark_now > self->lane_marks_read +
+        GPUSHARE_LANE_MAX_ENTRIES + 1) {
+      producer_error (self, "more ordered messages than the lane holds "
+          "places for");
+      goto done;
+    }
+  }
   switch (msg->type) {
+    case GPUSHARE_MSG_LANE:
+      handle_lane (self, &msg->u.lane, fds[0]);
+      fds = NULL;
+      break;
     case GPUSHARE_MSG_ANNOUNCE:
       update_latency (self, msg->u.announce.flags, msg->u.announce.latency);
       handle_announce (self, &msg->u.announce);
@@ -999,8 +1130,10 @@ conn_message (GpuShareConn * conn, const GpuShareMsg * msg, gint * fds,
       handle_notice (self, &msg->u.notice);
       break;
     case GPUSHARE_MSG_EOS:
-      count_missed_at_eos (self, msg->u.eos.last_sequence);
-      push_eos (self);
+      /* with a lane, what we missed is known once its reader is there */
+      if (!self->lane_mark_now)
+        count_missed_at_eos (self, msg->u.eos.last_sequence);
+      push_eos (self, msg->u.eos.last_sequence);
       break;
     case GPUSHARE_MSG_GOODBYE:
       if (self->state == STATE_CONNECTED)
@@ -1042,6 +1175,8 @@ conn_message (GpuShareConn * conn, const GpuShareMsg * msg, gint * fds,
       producer_error (self, "message not allowed from a producer");
       break;
   }
+done:
+  self->lane_mark_now = 0;
   if (fds)
     gpushare_close_fds (fds, n_fds);
   /* most messages (every FRAME) queue none: no second lock for them */
@@ -1069,9 +1204,21 @@ drop_session (GpuShareClient * self, GpuShareErrorCode reason)
   GpuShareConn *conn = NULL;
   GQueue items = self->items;
   Mapping *mapping = self->mapping;
+  GQueue lane_mappings = G_QUEUE_INIT;
   Item *item;
 
   g_clear_pointer (&self->pending_meta, g_free);
+  g_clear_pointer (&self->lane_meta, g_free);
+  if (self->lane_drain) {
+    g_source_destroy (self->lane_drain);
+    g_clear_pointer (&self->lane_drain, g_source_unref);
+  }
+  self->lane_marks_received = 0;
+  self->lane_marks_read = 0;
+  self->lane_reader_done = FALSE;
+  /* a streaming thread asleep on the lane's bell looks again */
+  if (old && old->lane)
+    gpushare_lane_ring (old->lane);
   self->session = NULL;
   self->mapping = NULL;
   self->stalled = FALSE;
@@ -1100,10 +1247,16 @@ drop_session (GpuShareClient * self, GpuShareErrorCode reason)
     return;
   }
 
-  /* the GOODBYE, and the wait for it to leave, also without our lock */
+  /* the GOODBYE, and the wait for it to leave, also without our lock;
+   * the lane's rings go (they hold the session: after this, no frame of
+   * the lane is made) */
   g_mutex_lock (&old->lock);
   conn = old->conn;
   old->conn = NULL;
+  lane_mappings = old->lane_mappings;
+  g_queue_init (&old->lane_mappings);
+  if (old->lane_mapping)
+    g_queue_push_tail (&lane_mappings, g_steal_pointer (&old->lane_mapping));
   if (old->n_in_place > 0 && old->in_place_epoch == old->view.epoch
       && old->view.have_sequence) {
     flags = GPUSHARE_GOODBYE_FLAG_HELD;
@@ -1112,6 +1265,7 @@ drop_session (GpuShareClient * self, GpuShareErrorCode reason)
         "place", old->n_in_place);
   }
   g_mutex_unlock (&old->lock);
+  g_queue_clear_full (&lane_mappings, (GDestroyNotify) mapping_unref);
   if (conn) {
     if (gpushare_conn_send_goodbye (conn, reason, flags, last_sequence))
       gpushare_conn_flush (conn, GOODBYE_FLUSH_MS);
@@ -1170,7 +1324,12 @@ producer_lost (GpuShareClient * self, const gchar * text, const gchar * debug)
   switch (self->config.producer_lost) {
     case GPUSHARE_PRODUCER_LOST_EOS:
       GST_WARNING_OBJECT (self->log_object, "%s: ending the stream", text);
-      push_eos (self);
+      /* after the frames it wrote into the lane, as after those it sent */
+      push_eos (self, 0);
+      if (self->session && self->session->lane) {
+        ((Item *) g_queue_peek_tail (&self->items))->after_lane = TRUE;
+        wake (self);
+      }
       break;
     case GPUSHARE_PRODUCER_LOST_RECONNECT:
       GST_WARNING_OBJECT (self->log_object, "%s: connecting again", text);
@@ -1448,19 +1607,247 @@ gpushare_client_gpu_ok (GpuShareClient * self)
 /* ------------------------------------------------------------------------ */
 /* The streaming thread */
 
+/* lock held: the reader of s's lane takes up the ring of epoch, mapped
+ * meanwhile (handle_slots ()), in s->lane_mappings; rings before it had
+ * no frame left in the lane.  Returns the mappings let go, to unref
+ * without the session's lock.  Session lock held. */
+static void
+lane_take_ring (Session * s, guint64 epoch, GQueue * gone)
+{
+  Mapping *m;
+
+  while ((m = g_queue_peek_head (&s->lane_mappings))
+      && m->view->epoch <= epoch) {
+    g_queue_pop_head (&s->lane_mappings);
+    if (m->view->epoch < epoch) {
+      g_queue_push_tail (gone, m);
+      continue;
+    }
+    if (s->lane_mapping)
+      g_queue_push_tail (gone, s->lane_mapping);
+    s->lane_mapping = m;
+    /* sequence continuity spans epochs */
+    {
+      guint64 last_seq = s->view.last_sequence;
+      gboolean have_seq = s->view.have_sequence;
+
+      gpushare_slot_view_init (&s->view, m->view->n_slots, epoch);
+      s->view.last_sequence = last_seq;
+      s->view.have_sequence = have_seq;
+    }
+    break;
+  }
+}
+
+/* lock held: a FRAME read from s's lane, checked against the ring as one
+ * on the socket is (handle_frame ()): the frame, or NULL (the session is
+ * over, or the FRAME was refused: the client failed) */
+static GpuShareClientFrame *
+lane_frame (GpuShareClient * self, Session * s, const GpuShareFrame * f,
+    guint64 written_us, guint64 * missed_out)
+{
+  gint64 now = g_get_monotonic_time ();
+  GpuShareRingResult res = GPUSHARE_RING_STALE_EPOCH;
+  GpuShareClientFrame *frame;
+  GQueue gone = G_QUEUE_INIT;
+  Mapping *mapping = NULL;
+  guint64 missed = 0;
+
+  g_mutex_lock (&s->lock);
+  if (!s->conn) {
+    g_mutex_unlock (&s->lock);
+    return NULL;
+  }
+  if (!s->lane_mapping || s->lane_mapping->view->epoch != f->epoch)
+    lane_take_ring (s, f->epoch, &gone);
+  if (s->lane_mapping) {
+    if (s->view.have_sequence && f->sequence > s->view.last_sequence + 1)
+      missed = f->sequence - s->view.last_sequence - 1;
+    res = gpushare_slot_view_frame (&s->view, f->epoch, f->slot,
+        f->generation, f->sequence);
+    mapping = mapping_ref (s->lane_mapping);
+  }
+  g_mutex_unlock (&s->lock);
+  g_queue_clear_full (&gone, (GDestroyNotify) mapping_unref);
+  if (res != GPUSHARE_RING_OK) {
+    gchar *debug = g_strdup_printf ("FRAME rejected: %s",
+        gpushare_ring_result_to_string (res));
+
+    g_clear_pointer (&mapping, mapping_unref);
+    producer_error (self, debug);
+    g_free (debug);
+    return NULL;
+  }
+  if (self->lane_meta && self->lane_meta->sequence != f->sequence) {
+    gchar *debug = g_strdup_printf ("META of frame %" G_GUINT64_FORMAT
+        ", then FRAME %" G_GUINT64_FORMAT, self->lane_meta->sequence,
+        f->sequence);
+
+    g_clear_pointer (&self->lane_meta, g_free);
+    producer_error (self, debug);
+    g_free (debug);
+    /* the slot is ours all the same: it goes back with the session */
+    frame = g_new0 (GpuShareClientFrame, 1);
+    frame->info = *f;
+    frame->session = session_ref (s);
+    frame->mapping = mapping;
+    g_mutex_unlock (&self->lock);
+    frame_free (frame, TRUE);
+    g_mutex_lock (&self->lock);
+    return NULL;
+  }
+  frame = g_new0 (GpuShareClientFrame, 1);
+  frame->info = *f;
+  frame->meta = g_steal_pointer (&self->lane_meta);
+  /* it reached us when the producer wrote it into the lane (one clock on
+   * one host; what a producer says is never later than now) */
+  frame->received_us = written_us > 0 && (gint64) written_us < now ?
+      (gint64) written_us : now;
+  frame->session = session_ref (s);
+  frame->mapping = mapping;
+  self->frames_received++;
+  self->frames_missed += missed;
+  self->share = f->share;
+  if (self->stalled)
+    GST_INFO_OBJECT (self->log_object, "frames again from the producer, "
+        "after %" G_GUINT64_FORMAT " missed", missed);
+  self->stalled = FALSE;
+  if (missed)
+    GST_LOG_OBJECT (self->log_object, "%" G_GUINT64_FORMAT " frames of the "
+        "producer missed before frame %" G_GUINT64_FORMAT, missed, f->sequence);
+  *missed_out = missed;
+  return frame;
+}
+
+/* lock held: the next entry of s's lane.  TRUE with a frame in out; FALSE
+ * when there is nothing to return yet (*empty: the lane has nothing new),
+ * or the client failed. */
+static gboolean
+lane_read (GpuShareClient * self, Session * s, GpuShareClientItem * out,
+    gboolean * empty)
+{
+  GpuShareLaneEntry e;
+  GpuShareLaneResult res = gpushare_lane_pop (s->lane, &e);
+  GpuShareClientFrame *frame;
+  guint64 missed = 0;
+
+  *empty = res == GPUSHARE_LANE_EMPTY;
+  if (res == GPUSHARE_LANE_EMPTY)
+    return FALSE;
+  if (res != GPUSHARE_LANE_OK) {
+    producer_error (self, gpushare_lane_result_to_string (res));
+    return FALSE;
+  }
+  if (e.kind == GPUSHARE_LANE_ENTRY_MARK) {
+    if (e.mark != self->lane_marks_read + 1)
+      producer_error (self, "a MARK of the lane out of order");
+    else
+      self->lane_marks_read = e.mark;
+    return FALSE;
+  }
+  frame = lane_frame (self, s, &e.frame, e.written_us, &missed);
+  if (!frame)
+    return FALSE;
+  GST_LOG_OBJECT (self->log_object, "frame %" G_GUINT64_FORMAT " (slot %u, "
+      "epoch %" G_GUINT64_FORMAT ") read from the lane", e.frame.sequence,
+      e.frame.slot, e.frame.epoch);
+  out->type = GPUSHARE_CLIENT_ITEM_FRAME;
+  out->frame = frame;
+  out->missed = missed;
+  out->discont = missed > 0;
+  return TRUE;
+}
+
+/* After the end of the stream, the control thread reads the lane: its
+ * frames go back unread at once (handle_frame_after_eos () for a lane). */
+static gboolean
+lane_drain (gpointer user_data)
+{
+  GpuShareClient *self = user_data;
+  Session *s;
+
+  g_mutex_lock (&self->lock);
+  s = self->session;
+  while (s && s->lane && self->lane_reader_done && self->state != STATE_FAILED) {
+    GpuShareClientItem out = { 0, };
+    gboolean empty;
+    Item *item;
+
+    /* what the reader would deliver goes: the stream is over here */
+    while ((item = g_queue_peek_head (&self->items))
+        && item->mark <= self->lane_marks_read) {
+      g_queue_pop_head (&self->items);
+      if (item->type == GPUSHARE_CLIENT_ITEM_EVENT)
+        self->n_queued_events--;
+      item_free (item);
+    }
+    if (self->lane_marks_received < self->lane_marks_read)
+      break;
+    if (!lane_read (self, s, &out, &empty)) {
+      if (empty)
+        break;
+      continue;
+    }
+    g_clear_pointer (&out.frame->meta, g_free);
+    session_ref (s);
+    g_mutex_unlock (&self->lock);
+    /* a GPU slot is done only once its done signal is written: device
+     * work, without the lock */
+    gpushare_xfer_view_skip (out.frame->mapping->view, out.frame->info.slot,
+        out.frame->info.sequence, NULL);
+    GST_DEBUG_OBJECT (self->log_object, "frame %" G_GUINT64_FORMAT " after "
+        "the end of the stream: given back unread", out.frame->info.sequence);
+    frame_free (out.frame, TRUE);
+    g_mutex_lock (&self->lock);
+    session_unref (s);
+    if (self->session != s)
+      break;
+  }
+  g_mutex_unlock (&self->lock);
+  return G_SOURCE_CONTINUE;
+}
+
+/* lock held: the item at the head, if the streaming thread may take it
+ * now (with a lane: once the lane's reader reached its MARK) */
+static Item *
+pop_item (GpuShareClient * self, gboolean lane, gboolean drained)
+{
+  Item *item = g_queue_peek_head (&self->items);
+
+  if (!item || (lane && (item->after_lane ? !drained :
+              item->mark > self->lane_marks_read)))
+    return NULL;
+  return g_queue_pop_head (&self->items);
+}
+
 void
 gpushare_client_pop (GpuShareClient * self, GpuShareClientItem * out)
 {
   Item *item;
 
+  gboolean drained = FALSE;
+
   memset (out, 0, sizeof (*out));
   g_mutex_lock (&self->lock);
   for (;;) {
+    Session *s = self->session;
+    gboolean lane = s && s->lane && !self->lane_reader_done;
+    guint32 bell = lane ? gpushare_lane_bell (s->lane) : 0;
+    gboolean empty = FALSE;
+
     if (self->flushing) {
       out->type = GPUSHARE_CLIENT_ITEM_FLUSHING;
       break;
     }
-    item = g_queue_pop_head (&self->items);
+    item = pop_item (self, lane, drained);
+    if (item && item->type == ITEM_META) {
+      if (self->lane_meta)
+        producer_error (self, "two METAs for one FRAME");
+      else
+        self->lane_meta = g_steal_pointer (&item->meta);
+      item_free (item);
+      continue;
+    }
     if (item) {
       out->type = item->type;
       if (item->layout)
@@ -1470,14 +1857,20 @@ gpushare_client_pop (GpuShareClient * self, GpuShareClientItem * out)
       out->event = g_steal_pointer (&item->event);
       if (out->type == GPUSHARE_CLIENT_ITEM_EVENT)
         self->n_queued_events--;
-      if (out->type == GPUSHARE_CLIENT_ITEM_FRAME && self->discont) {
-        out->discont = TRUE;
-        out->new_producer = TRUE;
-        self->discont = FALSE;
+      if (out->type == GPUSHARE_CLIENT_ITEM_EOS && lane) {
+        /* the producer's frames after the last one read never came */
+        g_mutex_lock (&s->lock);
+        if (s->view.have_sequence
+            && item->last_sequence > s->view.last_sequence)
+          self->frames_missed += item->last_sequence - s->view.last_sequence;
+        g_mutex_unlock (&s->lock);
+        /* the rest of the lane is the control thread's to give back */
+        self->lane_reader_done = TRUE;
+        self->lane_drain = g_timeout_source_new (LANE_DRAIN_MS);
+        g_source_set_callback (self->lane_drain, lane_drain, self, NULL);
+        g_source_attach (self->lane_drain, self->context);
       }
       out->missed = item->missed;
-      if (out->missed)
-        out->discont = TRUE;
       item_free (item);
       break;
     }
@@ -1492,8 +1885,36 @@ gpushare_client_pop (GpuShareClient * self, GpuShareClientItem * out)
       out->error_line = self->error_line;
       break;
     }
+    /* with a lane: its next entry, unless a MARK read waits for its
+     * message from the control thread */
+    if (lane && self->lane_marks_received >= self->lane_marks_read) {
+      if (lane_read (self, s, out, &empty))
+        break;
+      if (!empty)
+        continue;
+      /* an item for after the lane can go now */
+      if (!drained && !g_queue_is_empty (&self->items)) {
+        drained = TRUE;
+        continue;
+      }
+    }
+    if (lane) {
+      session_ref (s);
+      g_mutex_unlock (&self->lock);
+      gpushare_lane_sleep (s->lane, bell, -1);
+      g_mutex_lock (&self->lock);
+      session_unref (s);
+      continue;
+    }
     g_cond_wait (&self->cond, &self->lock);
   }
+  if (out->type == GPUSHARE_CLIENT_ITEM_FRAME && self->discont) {
+    out->discont = TRUE;
+    out->new_producer = TRUE;
+    self->discont = FALSE;
+  }
+  if (out->missed)
+    out->discont = TRUE;
   g_mutex_unlock (&self->lock);
   /* a crash here leaves the slot of this frame held */
   if (out->type == GPUSHARE_CLIENT_ITEM_FRAME)
@@ -1505,7 +1926,7 @@ gpushare_client_set_flushing (GpuShareClient * self, gboolean flushing)
 {
   g_mutex_lock (&self->lock);
   self->flushing = flushing;
-  g_cond_broadcast (&self->cond);
+  wake (self);
   g_mutex_unlock (&self->lock);
 }
 

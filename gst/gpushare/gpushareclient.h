@@ -54,6 +54,7 @@ typedef struct
   guint heartbeat_interval;     /* ms, 0: none */
   GArray *allowed_producer_uids;
   gchar *name;                  /* told to the producer */
+  gboolean lane;                /* ask for a frame lane (LANE) */
 } GpuShareClientConfig;
 
 typedef enum

@@ -574,6 +574,12 @@ build_notice (gconstpointer body, guint32 n_fds, GByteArray * out)
 }
 
 static gboolean
+build_lane (gconstpointer body, guint32 n_fds, GByteArray * out)
+{
+  return gpushare_msg_build_lane (body, out);
+}
+
+static gboolean
 build_release (gconstpointer body, guint32 n_fds, GByteArray * out)
 {
   return gpushare_msg_build_release (body, out);
@@ -648,6 +654,13 @@ gpushare_conn_send_mapped (GpuShareConn * conn, GpuShareMsgType type,
   MappedBody m = { type, epoch };
 
   return send_built (conn, type, build_mapped, &m, NULL, 0, NULL);
+}
+
+gboolean
+gpushare_conn_send_lane (GpuShareConn * conn, const GpuShareLaneInfo * lane,
+    gint fd)
+{
+  return send_built (conn, GPUSHARE_MSG_LANE, build_lane, lane, &fd, 1, NULL);
 }
 
 gboolean

@@ -90,6 +90,9 @@ gboolean gpushare_conn_send_status (GpuShareConn * conn,
     const GpuShareStatus * status);
 gboolean gpushare_conn_send_notice (GpuShareConn * conn,
     const GpuShareNotice * notice);
+/* takes fd, the lane's memfd (closed once sent, or on failure) */
+gboolean gpushare_conn_send_lane (GpuShareConn * conn,
+    const GpuShareLaneInfo * lane, gint fd);
 gboolean gpushare_conn_send_frame (GpuShareConn * conn,
     const GpuShareFrame * frame);
 gboolean gpushare_conn_send_release (GpuShareConn * conn,

@@ -528,8 +528,9 @@ WIRE_AT (GpuShareWireLane, size, 8);
  *   off size field
  *     0    8 index            its position in the lane
  *     8    4 kind             GpuShareLaneEntryKind
- *    12    4 length           bytes of body: 80 (FRAME), 8 (MARK)
- *    16  ... body             FRAME: a FRAME's 80-byte payload; MARK: u64
+ *    12    4 length           bytes of body: 88 (FRAME), 8 (MARK)
+ *    16  ... body             FRAME: a FRAME's 80-byte payload, then u64
+ *                             written_us; MARK: u64 mark
  */
 typedef struct
 {
@@ -543,7 +544,7 @@ WIRE_AT (GpuShareWireLaneEntry, index, 0);
 WIRE_AT (GpuShareWireLaneEntry, kind, 8);
 WIRE_AT (GpuShareWireLaneEntry, length, 12);
 G_STATIC_ASSERT (sizeof (GpuShareWireLaneEntry) +
-    sizeof (GpuShareWireFrameShare) <= GPUSHARE_LANE_ENTRY_SIZE);
+    sizeof (GpuShareWireFrameShare) + 8 <= GPUSHARE_LANE_ENTRY_SIZE);
 
 /* does this GOODBYE need its minor-3 part on the wire */
 static gboolean
@@ -1586,7 +1587,7 @@ gpushare_lane_entry_build (const GpuShareLaneEntry * e, guint8 * out)
 
   switch (e->kind) {
     case GPUSHARE_LANE_ENTRY_FRAME:
-      length = sizeof (GpuShareWireFrameShare);
+      length = sizeof (GpuShareWireFrameShare) + 8;
       break;
     case GPUSHARE_LANE_ENTRY_MARK:
       length = 8;
@@ -1598,9 +1599,10 @@ gpushare_lane_entry_build (const GpuShareLaneEntry * e, guint8 * out)
   WR64 (out, GpuShareWireLaneEntry, index, e->index);
   WR32 (out, GpuShareWireLaneEntry, kind, e->kind);
   WR32 (out, GpuShareWireLaneEntry, length, length);
-  if (e->kind == GPUSHARE_LANE_ENTRY_FRAME)
+  if (e->kind == GPUSHARE_LANE_ENTRY_FRAME) {
     write_frame (body, &e->frame, TRUE);
-  else
+    wr64 (body + sizeof (GpuShareWireFrameShare), e->written_us);
+  } else
     wr64 (body, e->mark);
   return TRUE;
 }
@@ -1625,6 +1627,8 @@ gpushare_lane_entry_parse (const guint8 * in, GpuShareLaneEntry * e)
       if (length < sizeof (GpuShareWireFrame))
         return GPUSHARE_PARSE_TRUNCATED;
       read_frame (body, length, &e->frame);
+      if (length >= sizeof (GpuShareWireFrameShare) + 8)
+        e->written_us = rd64 (body + sizeof (GpuShareWireFrameShare));
       return GPUSHARE_PARSE_OK;
     case GPUSHARE_LANE_ENTRY_MARK:
       if (length < 8)

@@ -496,6 +496,8 @@ typedef struct
   guint64 index;                /* its position: entries written before it */
   guint32 kind;                 /* GpuShareLaneEntryKind */
   GpuShareFrame frame;          /* FRAME */
+  guint64 written_us;           /* FRAME: the producer's CLOCK_MONOTONIC
+                                 * when it wrote it, us; 0: not said */
   guint64 mark;                 /* MARK: 1, 2, ... in the order of the
                                  * socket's ordered messages */
 } GpuShareLaneEntry;

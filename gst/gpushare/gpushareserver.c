@@ -18,6 +18,7 @@
 
 #include "gpushareconn.h"
 #include "gpushareids.h"
+#include "gpusharelane.h"
 #include "gpusharenegotiate.h"
 #include "gpusharering.h"
 #include "gpushareretain.h"
@@ -110,6 +111,11 @@ typedef struct
    * of its process says nothing of that connection's mappings (outlived) */
   GSource *watch_exit;
   gboolean outlived;
+  /* its frame lane (LANE), written under the server lock, and the marks
+   * put in it so far (one after each CAPS, META, EVENT or EOS); NULL:
+   * its FRAMEs go on the socket */
+  GpuShareLane *lane;
+  guint64 lane_marks;
 } Client;
 
 struct _GpuShareServer
@@ -342,6 +348,7 @@ client_free (Client * client)
   if (client->pidfd >= 0)
     close (client->pidfd);
   g_clear_pointer (&client->gpu_ring, gpushare_xfer_ring_unref);
+  gpushare_lane_free (client->lane);
   g_free (client->name);
   g_free (client->mem_reason);
   g_free (client);
@@ -412,6 +419,87 @@ send_announce (GpuShareServer * self, Client * client)
   return TRUE;
 }
 
+/* lock held: an entry into the client's lane.  A lane its reader left
+ * full, or whose reader's index cannot be, fails its connection: it is
+ * dropped from the control thread (slow, protocol), as for a send queue
+ * past its bound or a malformed message. */
+static gboolean
+lane_push (GpuShareServer * self, Client * client, GpuShareLaneEntry * e)
+{
+  GpuShareLaneResult res = gpushare_lane_push (client->lane, e);
+  GError *error;
+
+  if (res == GPUSHARE_LANE_OK)
+    return TRUE;
+  error = g_error_new (GPUSHARE_CONN_ERROR, res == GPUSHARE_LANE_FULL ?
+      GPUSHARE_CONN_ERROR_OVERFLOW : GPUSHARE_CONN_ERROR_PROTOCOL,
+      "frame lane: %s", gpushare_lane_result_to_string (res));
+  GST_WARNING_OBJECT (self->log_object, "client %u: %s", client->id,
+      error->message);
+  gpushare_conn_fail (client->conn, error);
+  g_error_free (error);
+  return FALSE;
+}
+
+/* lock held: an ordered message (CAPS, META, EVENT, EOS) was just queued
+ * on the client's socket; with a lane, its place among the frames */
+static void
+lane_mark (GpuShareServer * self, Client * client, gboolean sent)
+{
+  GpuShareLaneEntry e = { 0, };
+
+  if (!client->lane || !sent)
+    return;
+  e.kind = GPUSHARE_LANE_ENTRY_MARK;
+  e.mark = ++client->lane_marks;
+  lane_push (self, client, &e);
+}
+
+static gboolean
+send_eos (GpuShareServer * self, Client * client)
+{
+  gboolean sent = gpushare_conn_send_eos (client->conn, self->sequence);
+
+  lane_mark (self, client, sent);
+  return sent;
+}
+
+static gboolean
+send_event (GpuShareServer * self, Client * client, const GpuShareEvent * ev)
+{
+  gboolean sent = gpushare_conn_send_event (client->conn, ev);
+
+  lane_mark (self, client, sent);
+  return sent;
+}
+
+/* lock held: a consumer that asked for a lane gets one, before its SLOTS.
+ * One that cannot be made is no failure: its frames go on the socket. */
+static void
+send_lane (GpuShareServer * self, Client * client)
+{
+  GpuShareLaneInfo info;
+  GError *error = NULL;
+  GpuShareLane *lane = gpushare_lane_new (GPUSHARE_LANE_ENTRIES, &error);
+  gint fd = lane ? gpushare_lane_dup_fd (lane, &error) : -1;
+
+  if (fd < 0) {
+    GST_WARNING_OBJECT (self->log_object, "client %u: no frame lane, its "
+        "frames go on the socket: %s", client->id, error->message);
+    g_clear_error (&error);
+    gpushare_lane_free (lane);
+    return;
+  }
+  gpushare_lane_get_info (lane, &info);
+  if (!gpushare_conn_send_lane (client->conn, &info, fd)) {
+    gpushare_lane_free (lane);
+    return;
+  }
+  client->lane = lane;
+  GST_DEBUG_OBJECT (self->log_object, "client %u reads its frames from a "
+      "lane of %u entries", client->id, info.n_entries);
+}
+
 static void
 send_caps (GpuShareServer * self, Client * client)
 {
@@ -420,7 +508,7 @@ send_caps (GpuShareServer * self, Client * client)
   caps->flags = stream_flags (self);
   caps->latency = self->latency;
   caps->layout = self->layout;
-  gpushare_conn_send_caps (client->conn, caps);
+  lane_mark (self, client, gpushare_conn_send_caps (client->conn, caps));
   g_free (caps);
 }
 
@@ -1038,6 +1126,9 @@ handle_accept (GpuShareServer * self, Client * client,
   GST_INFO_OBJECT (self->log_object, "client %u takes %s memory (%s)",
       client->id, gpushare_mem_type_to_string (client->mem_type),
       client->mem_reason);
+  if ((acc->flags & GPUSHARE_ACCEPT_FLAG_LANE)
+      && client->minor >= GPUSHARE_MINOR_LANE)
+    send_lane (self, client);
   send_slots (self, client);
 }
 
@@ -1093,8 +1184,7 @@ send_sticky (GpuShareServer * self, Client * client)
 
   for (i = 0; client->minor >= GPUSHARE_MINOR_EVENT && self->sticky
       && i < self->sticky->len; i++)
-    gpushare_conn_send_event (client->conn,
-        g_ptr_array_index (self->sticky, i));
+    send_event (self, client, g_ptr_array_index (self->sticky, i));
 }
 
 static void
@@ -1120,7 +1210,7 @@ handle_mapped (GpuShareServer * self, Client * client, const GpuShareMapped * m)
     send_sticky (self, client);
   /* a consumer that joins after the end still learns it ended */
   if (self->eos)
-    gpushare_conn_send_eos (client->conn, self->sequence);
+    send_eos (self, client);
   g_cond_broadcast (&self->cond);
   if (!client->connected_emitted) {
     client->connected_emitted = TRUE;
@@ -2026,7 +2116,7 @@ gpushare_server_eos (GpuShareServer * self)
   self->eos = TRUE;
   for (i = 0; i < MAX_CLIENTS; i++)
     if (self->clients[i] && self->clients[i]->state != CLIENT_CONNECTED)
-      gpushare_conn_send_eos (self->clients[i]->conn, self->sequence);
+      send_eos (self, self->clients[i]);
   g_mutex_unlock (&self->lock);
 }
 
@@ -2102,7 +2192,7 @@ gpushare_server_send_event (GpuShareServer * self, const GpuShareEvent * ev)
     Client *c = self->clients[i];
 
     if (c && c->state == CLIENT_READY && c->minor >= GPUSHARE_MINOR_EVENT)
-      gpushare_conn_send_event (c->conn, ev);
+      send_event (self, c, ev);
   }
   g_mutex_unlock (&self->lock);
 }
@@ -2578,11 +2668,24 @@ gpushare_server_end_frame (GpuShareServer * self,
       /* the frame's metas first, to a consumer that knows META; a failed
        * send drops the client from the control thread, which gives its
        * slots back */
-      if (meta && c->minor >= GPUSHARE_MINOR_META
-          && !gpushare_conn_send_meta (c->conn, meta))
-        continue;
-      if (gpushare_conn_send_frame (c->conn, &f))
+      if (meta && c->minor >= GPUSHARE_MINOR_META) {
+        gboolean sent = gpushare_conn_send_meta (c->conn, meta);
+
+        lane_mark (self, c, sent);
+        if (!sent)
+          continue;
+      }
+      if (c->lane) {
+        GpuShareLaneEntry e = { 0, };
+
+        e.kind = GPUSHARE_LANE_ENTRY_FRAME;
+        e.frame = f;
+        e.written_us = g_get_monotonic_time ();
+        if (lane_push (self, c, &e))
+          c->frames_sent++;
+      } else if (gpushare_conn_send_frame (c->conn, &f)) {
         c->frames_sent++;
+      }
     }
     self->frames_rendered++;
     gpushare_test_point ("sink", "frame");

@@ -62,6 +62,7 @@ GST_DEBUG_CATEGORY_STATIC (gst_gpu_share_src_debug);
 #define DEFAULT_HEARTBEAT_INTERVAL 1000 /* ms */
 #define DEFAULT_MAX_IN_PLACE 0  /* half the producer's ring */
 #define DEFAULT_IO_MODE GST_GPU_SHARE_IO_AUTO
+#define DEFAULT_FRAME_LANE TRUE
 /* the producer's events held back until the first buffer, at most */
 
 /* the client's settings are the element's enums */
@@ -82,6 +83,7 @@ enum
   PROP_ALLOWED_PRODUCER_UIDS,
   PROP_MAX_IN_PLACE,
   PROP_IO_MODE,
+  PROP_FRAME_LANE,
   PROP_STATS,
   N_PROPERTIES
 };
@@ -104,6 +106,7 @@ struct _GstGpuShareSrc
   GArray *allowed_producer_uids;        /* guint, beside our own and root */
   guint max_in_place;           /* 0: half the producer's ring */
   GstGpuShareIoMode io_mode;
+  gboolean frame_lane;
 
   /* the consumer core, from start on (kept after stop for its stats) */
   GpuShareClient *client;
@@ -242,6 +245,7 @@ gst_gpu_share_src_start (GstBaseSrc * bsrc)
   config.sync = self->sync;
   config.cuda_device_id = self->cuda_device_id;
   config.heartbeat_interval = self->heartbeat_interval;
+  config.lane = self->frame_lane;
   config.allowed_producer_uids = self->allowed_producer_uids;
   config.name = GST_OBJECT_NAME (self);
   /* copied: the settings of this run */
@@ -1412,6 +1416,9 @@ gst_gpu_share_src_set_property (GObject * object, guint prop_id,
     case PROP_CUDA_DEVICE_ID:
       self->cuda_device_id = g_value_get_int (value);
       break;
+    case PROP_FRAME_LANE:
+      self->frame_lane = g_value_get_boolean (value);
+      break;
     case PROP_HEARTBEAT_INTERVAL:
       self->heartbeat_interval = g_value_get_uint (value);
       break;
@@ -1468,6 +1475,9 @@ gst_gpu_share_src_get_property (GObject * object, guint prop_id,
       break;
     case PROP_CUDA_DEVICE_ID:
       g_value_set_int (value, self->cuda_device_id);
+      break;
+    case PROP_FRAME_LANE:
+      g_value_set_boolean (value, self->frame_lane);
       break;
     case PROP_HEARTBEAT_INTERVAL:
       g_value_set_uint (value, self->heartbeat_interval);
@@ -1551,6 +1561,12 @@ gst_gpu_share_src_class_init (GstGpuShareSrcClass * klass)
       "producer silent for 3 intervals is lost, as if it went away (see "
       "producer-lost; 0 = no heartbeat)", 0, G_MAXUINT / 4,
       DEFAULT_HEARTBEAT_INTERVAL, rw);
+  properties[PROP_FRAME_LANE] = g_param_spec_boolean ("frame-lane",
+      "Frame lane", "Take frames from a lane in shared memory that the "
+      "streaming thread reads itself, woken by a futex (one wake-up a "
+      "frame); FALSE takes them as messages on the socket, read by the "
+      "control thread and handed on (the path of producers before protocol "
+      "1.7, which get no lane either way)", DEFAULT_FRAME_LANE, rw);
   properties[PROP_ALLOWED_PRODUCER_UIDS] =
       gst_param_spec_array ("allowed-producer-uids", "Allowed producer uids",
       "Producers of these uids are trusted, beside those of this process's "
@@ -1632,6 +1648,7 @@ gst_gpu_share_src_init (GstGpuShareSrc * self)
   self->heartbeat_interval = DEFAULT_HEARTBEAT_INTERVAL;
   self->max_in_place = DEFAULT_MAX_IN_PLACE;
   self->io_mode = DEFAULT_IO_MODE;
+  self->frame_lane = DEFAULT_FRAME_LANE;
   gst_video_info_init (&self->vinfo);
   gpushare_timing_init (&self->handoff);
   gst_base_src_set_format (GST_BASE_SRC (self), GST_FORMAT_TIME);

@@ -338,11 +338,13 @@ GST_START_TEST (test_frames_missed)
   push_frame (src, n++, 0);
   fail_unless (wait_stat_u64_at_least (sink, "frames-rendered", n) >= n);
   gst_app_src_end_of_stream (GST_APP_SRC (src));
-  fail_unless (wait_stat_u64_at_least (c->src, "frames-missed", 4) == 4,
-      "the two frames at the end were not counted");
   unblock (c->src, block);
   for (i = 0; i < LEAKY_SHARE; i++)
     gst_buffer_unref (next_buffer (c, n - 2 - LEAKY_SHARE + i));
+  /* counted once the stream reached its end here: frames still in the
+   * frame lane are not missed */
+  fail_unless (wait_stat_u64_at_least (c->src, "frames-missed", 4) == 4,
+      "the two frames at the end were not counted");
 
   end_pair (producer, c);
   g_array_unref (gaps);

@@ -129,7 +129,7 @@ GST_START_TEST (test_inspect)
     "connection-timeout", "is-live", "producer-lost", "transport",
     "sync-mode",
     "cuda-device-id", "heartbeat-interval", "allowed-producer-uids",
-    "max-in-place", "io-mode", "stats", NULL
+    "max-in-place", "io-mode", "frame-lane", "stats", NULL
   };
   static const gchar *const src_ro[] = { "stats", NULL };
   static const gchar *const reasons[] = { "goodbye", "hangup", "protocol",

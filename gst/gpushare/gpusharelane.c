@@ -1,0 +1,297 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * A frame lane: see gpusharelane.h and docs/protocol.md, "Frame lane".
+ *
+ * The words of the header are read and written whole with the compiler's
+ * atomics: head with release (the producer, after the entry) and acquire
+ * (the consumer, before it), tail the other way round, and a full barrier
+ * on each side between its own store and its look at the other's
+ * (waiting, head) so that a reader that goes to sleep is always seen by
+ * the writer that follows, or sees its entry.
+ */
+
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#define _GNU_SOURCE
+#include "gpusharelane.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define REQUIRED_SEALS (F_SEAL_SHRINK | F_SEAL_GROW)
+
+struct _GpuShareLane
+{
+  guint8 *base;
+  gsize size;
+  guint32 n_entries;
+  gint fd;                      /* the producer's; -1 in the consumer */
+  /* our own index: the producer's head, the consumer's tail; the copy in
+   * the shared memory is for the peer, never read back */
+  guint64 index;
+};
+
+static guint64 *
+word64 (GpuShareLane * lane, gsize offset)
+{
+  return (guint64 *) (lane->base + offset);
+}
+
+static guint32 *
+word32 (GpuShareLane * lane, gsize offset)
+{
+  return (guint32 *) (lane->base + offset);
+}
+
+static guint8 *
+entry_at (GpuShareLane * lane, guint64 index)
+{
+  return lane->base + GPUSHARE_LANE_HEADER_SIZE +
+      (index & (lane->n_entries - 1)) * GPUSHARE_LANE_ENTRY_SIZE;
+}
+
+const gchar *
+gpushare_lane_result_to_string (GpuShareLaneResult res)
+{
+  switch (res) {
+    case GPUSHARE_LANE_OK:
+      return "ok";
+    case GPUSHARE_LANE_EMPTY:
+      return "empty";
+    case GPUSHARE_LANE_FULL:
+      return "the reader left every entry of the lane unread";
+    case GPUSHARE_LANE_BAD_INDEX:
+      return "the peer's index of the lane cannot be";
+    case GPUSHARE_LANE_BAD_ENTRY:
+      return "an entry of the lane that does not parse or is out of place";
+  }
+  return "unknown";
+}
+
+static gboolean
+map (GpuShareLane * lane, gint fd, GError ** error)
+{
+  lane->base = mmap (NULL, lane->size, PROT_READ | PROT_WRITE, MAP_SHARED,
+      fd, 0);
+  if (lane->base == MAP_FAILED) {
+    gint err = errno;
+
+    lane->base = NULL;
+    g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (err),
+        "could not map the frame lane: %s", g_strerror (err));
+    return FALSE;
+  }
+  return TRUE;
+}
+
+GpuShareLane *
+gpushare_lane_new (guint32 n_entries, GError ** error)
+{
+  GpuShareLane *lane;
+  gint fd, err;
+
+  g_return_val_if_fail (n_entries >= GPUSHARE_LANE_MIN_ENTRIES
+      && n_entries <= GPUSHARE_LANE_MAX_ENTRIES
+      && (n_entries & (n_entries - 1)) == 0, NULL);
+
+  lane = g_new0 (GpuShareLane, 1);
+  lane->n_entries = n_entries;
+  lane->size = gpushare_lane_size (n_entries);
+  lane->fd = -1;
+  fd = memfd_create ("gpushare-lane", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0)
+    goto failed;
+  lane->fd = fd;
+  if (ftruncate (fd, lane->size) < 0
+      || fcntl (fd, F_ADD_SEALS, REQUIRED_SEALS | F_SEAL_SEAL) < 0)
+    goto failed;
+  if (!map (lane, fd, error)) {
+    gpushare_lane_free (lane);
+    return NULL;
+  }
+  return lane;
+
+failed:
+  err = errno;
+  g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (err),
+      "could not make a frame lane: %s", g_strerror (err));
+  gpushare_lane_free (lane);
+  return NULL;
+}
+
+void
+gpushare_lane_get_info (GpuShareLane * lane, GpuShareLaneInfo * info)
+{
+  info->n_entries = lane->n_entries;
+  info->entry_size = GPUSHARE_LANE_ENTRY_SIZE;
+  info->size = lane->size;
+}
+
+gint
+gpushare_lane_dup_fd (GpuShareLane * lane, GError ** error)
+{
+  gint fd;
+
+  g_return_val_if_fail (lane->fd >= 0, -1);
+
+  fd = fcntl (lane->fd, F_DUPFD_CLOEXEC, 0);
+  if (fd < 0) {
+    gint err = errno;
+
+    g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (err),
+        "could not duplicate the frame lane's fd: %s", g_strerror (err));
+  }
+  return fd;
+}
+
+static void
+futex_wake (guint32 * word)
+{
+  syscall (SYS_futex, word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+void
+gpushare_lane_ring (GpuShareLane * lane)
+{
+  guint32 *bell = word32 (lane, GPUSHARE_LANE_BELL_OFFSET);
+
+  __atomic_fetch_add (bell, 1, __ATOMIC_SEQ_CST);
+  futex_wake (bell);
+}
+
+GpuShareLaneResult
+gpushare_lane_push (GpuShareLane * lane, GpuShareLaneEntry * e)
+{
+  guint64 tail = __atomic_load_n (word64 (lane, GPUSHARE_LANE_TAIL_OFFSET),
+      __ATOMIC_ACQUIRE);
+  guint64 unread = lane->index - tail;
+
+  if (unread > lane->n_entries)
+    return GPUSHARE_LANE_BAD_INDEX;
+  if (unread == lane->n_entries)
+    return GPUSHARE_LANE_FULL;
+  e->index = lane->index;
+  if (!gpushare_lane_entry_build (e, entry_at (lane, lane->index)))
+    return GPUSHARE_LANE_BAD_ENTRY;
+  lane->index++;
+  __atomic_store_n (word64 (lane, GPUSHARE_LANE_HEAD_OFFSET), lane->index,
+      __ATOMIC_RELEASE);
+  /* against the reader's store of waiting and its second look at head */
+  __atomic_thread_fence (__ATOMIC_SEQ_CST);
+  if (__atomic_load_n (word32 (lane, GPUSHARE_LANE_WAITING_OFFSET),
+          __ATOMIC_RELAXED))
+    gpushare_lane_ring (lane);
+  return GPUSHARE_LANE_OK;
+}
+
+GpuShareLane *
+gpushare_lane_open (gint fd, const GpuShareLaneInfo * info, GError ** error)
+{
+  GpuShareLane *lane = NULL;
+  struct stat st;
+  gint seals;
+  const gchar *why = NULL;
+
+  if (fstat (fd, &st) < 0 || !S_ISREG (st.st_mode))
+    why = "not a file";
+  else if ((seals = fcntl (fd, F_GET_SEALS)) < 0)
+    why = "not a memfd";
+  else if ((seals & REQUIRED_SEALS) != REQUIRED_SEALS)
+    why = "not sealed against shrinking and growing";
+  else if ((guint64) st.st_size != info->size)
+    why = "not of the size LANE said";
+  if (why) {
+    g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
+        "the producer's frame lane is %s", why);
+    close (fd);
+    return NULL;
+  }
+  lane = g_new0 (GpuShareLane, 1);
+  lane->n_entries = info->n_entries;
+  lane->size = info->size;
+  lane->fd = -1;
+  if (!map (lane, fd, error)) {
+    g_free (lane);
+    lane = NULL;
+  }
+  close (fd);
+  return lane;
+}
+
+GpuShareLaneResult
+gpushare_lane_pop (GpuShareLane * lane, GpuShareLaneEntry * e)
+{
+  guint8 copy[GPUSHARE_LANE_ENTRY_SIZE];
+  guint64 head = __atomic_load_n (word64 (lane, GPUSHARE_LANE_HEAD_OFFSET),
+      __ATOMIC_ACQUIRE);
+  guint64 unread = head - lane->index;
+
+  if (unread == 0)
+    return GPUSHARE_LANE_EMPTY;
+  if (unread > lane->n_entries)
+    return GPUSHARE_LANE_BAD_INDEX;
+  /* copied first: the producer may write what it likes meanwhile, what is
+   * checked is what is used */
+  memcpy (copy, entry_at (lane, lane->index), sizeof (copy));
+  if (gpushare_lane_entry_parse (copy, e) != GPUSHARE_PARSE_OK
+      || e->index != lane->index)
+    return GPUSHARE_LANE_BAD_ENTRY;
+  lane->index++;
+  __atomic_store_n (word64 (lane, GPUSHARE_LANE_TAIL_OFFSET), lane->index,
+      __ATOMIC_RELEASE);
+  return GPUSHARE_LANE_OK;
+}
+
+guint32
+gpushare_lane_bell (GpuShareLane * lane)
+{
+  return __atomic_load_n (word32 (lane, GPUSHARE_LANE_BELL_OFFSET),
+      __ATOMIC_SEQ_CST);
+}
+
+gboolean
+gpushare_lane_sleep (GpuShareLane * lane, guint32 bell, gint64 timeout_us)
+{
+  guint32 *waiting = word32 (lane, GPUSHARE_LANE_WAITING_OFFSET);
+  struct timespec ts, *tsp = NULL;
+  gboolean woken = TRUE;
+
+  __atomic_store_n (waiting, 1, __ATOMIC_RELAXED);
+  /* against the writer's store of head and its look at waiting */
+  __atomic_thread_fence (__ATOMIC_SEQ_CST);
+  if (__atomic_load_n (word64 (lane, GPUSHARE_LANE_HEAD_OFFSET),
+          __ATOMIC_RELAXED) == lane->index) {
+    if (timeout_us >= 0) {
+      ts.tv_sec = timeout_us / G_USEC_PER_SEC;
+      ts.tv_nsec = (timeout_us % G_USEC_PER_SEC) * 1000;
+      tsp = &ts;
+    }
+    if (syscall (SYS_futex, word32 (lane, GPUSHARE_LANE_BELL_OFFSET),
+            FUTEX_WAIT, bell, tsp, NULL, 0) < 0 && errno == ETIMEDOUT)
+      woken = FALSE;
+  }
+  __atomic_store_n (waiting, 0, __ATOMIC_RELAXED);
+  return woken;
+}
+
+void
+gpushare_lane_free (GpuShareLane * lane)
+{
+  if (!lane)
+    return;
+  if (lane->base)
+    munmap (lane->base, lane->size);
+  if (lane->fd >= 0)
+    close (lane->fd);
+  g_free (lane);
+}

@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * A frame lane (docs/protocol.md, "Frame lane"): a ring of entries in a
+ * memfd that one producer writes and one consumer reads, with a futex
+ * word for a doorbell.  The producer's streaming thread writes FRAMEs
+ * (and MARKs, where an ordered message of the socket goes) straight into
+ * it; the consumer's streaming thread reads them, with no thread between.
+ *
+ * Each side keeps its own index and reads the other's from the shared
+ * memory as input from a peer: a value that cannot be is reported, never
+ * followed.  No lock: one writer, one reader; the caller keeps it so.
+ */
+
+#ifndef __GPUSHARE_LANE_H__
+#define __GPUSHARE_LANE_H__
+
+#include <glib.h>
+
+#include "gpushareproto.h"
+
+G_BEGIN_DECLS
+
+typedef struct _GpuShareLane GpuShareLane;
+
+typedef enum
+{
+  GPUSHARE_LANE_OK = 0,
+  GPUSHARE_LANE_EMPTY,          /* pop: nothing new */
+  GPUSHARE_LANE_FULL,           /* push: the reader has every entry unread */
+  GPUSHARE_LANE_BAD_INDEX,      /* the peer's index cannot be */
+  GPUSHARE_LANE_BAD_ENTRY,      /* pop: an entry that does not parse, or
+                                 * not in its place */
+} GpuShareLaneResult;
+
+/* entries of the lanes this version makes */
+#define GPUSHARE_LANE_ENTRIES 256
+
+const gchar *gpushare_lane_result_to_string (GpuShareLaneResult res);
+
+/* The producer's side: a new sealed memfd of n_entries entries, mapped.
+ * NULL with error when the kernel refuses. */
+GpuShareLane *gpushare_lane_new (guint32 n_entries, GError ** error);
+/* what LANE says of it */
+void gpushare_lane_get_info (GpuShareLane * lane, GpuShareLaneInfo * info);
+/* a duplicate of its fd, to send (the sender closes it); -1 with error */
+gint gpushare_lane_dup_fd (GpuShareLane * lane, GError ** error);
+/* writes e (its index set here) and rings the bell if the reader sleeps */
+GpuShareLaneResult gpushare_lane_push (GpuShareLane * lane,
+    GpuShareLaneEntry * e);
+
+/* The consumer's side: maps fd (taken, closed here in every case) after
+ * checking that it is a memfd sealed against shrinking and growing of
+ * exactly info->size bytes.  NULL with error otherwise. */
+GpuShareLane *gpushare_lane_open (gint fd, const GpuShareLaneInfo * info,
+    GError ** error);
+/* the next entry, checked (index, parse); EMPTY when none */
+GpuShareLaneResult gpushare_lane_pop (GpuShareLane * lane,
+    GpuShareLaneEntry * e);
+/* The doorbell, for the reader: read the bell first, then look for work
+ * (the lane, anything else that rings it), then sleep with the value
+ * read: a ring after the read ends the sleep at once.  timeout_us < 0
+ * waits without a limit.  Returns FALSE on timeout. */
+guint32 gpushare_lane_bell (GpuShareLane * lane);
+gboolean gpushare_lane_sleep (GpuShareLane * lane, guint32 bell,
+    gint64 timeout_us);
+/* wakes the reader, from any thread of either side */
+void gpushare_lane_ring (GpuShareLane * lane);
+
+void gpushare_lane_free (GpuShareLane * lane);
+
+G_END_DECLS
+
+#endif /* __GPUSHARE_LANE_H__ */
