@@ -25,9 +25,6 @@ GST_DEBUG_CATEGORY_STATIC (gpushare_client_debug);
 #define RETRY_MIN_MS 10
 #define RETRY_MAX_MS 250
 #define GOODBYE_FLUSH_MS 100
-/* rings a producer announced ahead of the frames its lane gave us, at
- * most: each waits, mapped, for the reader to reach its frames */
-#define MAX_LANE_MAPPINGS 16
 /* after the end of the stream the lane is drained every so often by the
  * control thread: its frames go back unread */
 #define LANE_DRAIN_MS 20
@@ -702,7 +699,7 @@ handle_slots (GpuShareClient * self, const GpuShareSlots * s, gint * fds)
   }
   if (self->session->lane
       && g_queue_get_length (&self->session->lane_mappings) >=
-      MAX_LANE_MAPPINGS) {
+      GPUSHARE_CLIENT_MAX_LANE_RINGS) {
     gpushare_close_fds (fds, gpushare_slots_n_fds (s));
     producer_error (self, "more rings announced than frames of theirs read "
         "from the lane");
@@ -1982,5 +1979,6 @@ gpushare_client_get_stats (GpuShareClient * self, GpuShareClientStats * s)
   s->producer_name = g_strdup (self->producer_name);
   s->reconnects = self->reconnects;
   s->producer_live = self->producer_live;
+  s->lane = self->session && self->session->lane;
   g_mutex_unlock (&self->lock);
 }

@@ -31,6 +31,10 @@ G_BEGIN_DECLS
 /* a producer's EVENTs waiting for the streaming thread, at most; the
  * oldest go first (docs/security.md, "Bounds") */
 #define GPUSHARE_CLIENT_MAX_QUEUED_EVENTS 64
+/* rings a producer may announce ahead of the frames its lane gave the
+ * streaming thread: each waits, mapped, for the reader to reach its
+ * frames (docs/security.md, "Bounds") */
+#define GPUSHARE_CLIENT_MAX_LANE_RINGS 16
 
 typedef struct _GpuShareClient GpuShareClient;
 typedef struct _GpuShareClientFrame GpuShareClientFrame;
@@ -142,6 +146,7 @@ typedef struct
   guint64 events_dropped;       /* queued past MAX_QUEUED_EVENTS */
   guint share;                  /* of a leaky producer's ring; 0: none */
   gboolean stalled;             /* it said it skips us, no frame since */
+  gboolean lane;                /* frames come through a frame lane */
 } GpuShareClientStats;
 
 GpuShareClient *gpushare_client_new (const GpuShareClientConfig * config,

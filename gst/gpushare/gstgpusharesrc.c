@@ -1381,7 +1381,8 @@ make_stats (GstGpuShareSrc * self)
       "reconnects", G_TYPE_UINT, st.reconnects,
       "producer-live", G_TYPE_BOOLEAN, st.producer_live,
       "share", G_TYPE_UINT, st.share,
-      "stalled", G_TYPE_BOOLEAN, st.stalled, NULL);
+      "stalled", G_TYPE_BOOLEAN, st.stalled,
+      "frame-lane", G_TYPE_BOOLEAN, st.lane, NULL);
   g_free (st.mem_reason);
   gpushare_timing_set_fields (&self->handoff, s, "handoff-us");
   g_free (st.producer_name);

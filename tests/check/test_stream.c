@@ -1109,6 +1109,65 @@ GST_START_TEST (test_events_travel)
 
 GST_END_TEST;
 
+/* Both ways a frame reaches the streaming thread, side by side from one
+ * producer: through the frame lane (the default: the streaming thread
+ * reads it, and waits at each MARK for the ordered message it stands
+ * for) and as FRAME messages read by the control thread (frame-lane=false).
+ * The same buffers and events come in the same order, and each src says
+ * which way it took. */
+GST_START_TEST (test_frame_lane)
+{
+  static const gchar *const want[] = { "buffer:0", "tag:first", "buffer:1",
+    "custom:marker", "custom:marker", "buffer:2", "sticky:zone", "buffer:3",
+    "buffer:4", "buffer:5",
+  };
+  gchar *path = socket_path ("lane");
+  GstElement *producer, *sink, *src;
+  EventLog *logs[2];
+  guint i;
+
+  producer = appsrc_producer (path, "lossless", 4, &sink, &src);
+  fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  logs[0] = event_log_consumer_full (path, FALSE, "");
+  logs[1] = event_log_consumer_full (path, FALSE, "frame-lane=false");
+  for (i = 0; i < 500 && n_ready (sink) < 2; i++)
+    g_usleep (10 * 1000);
+  fail_unless_equals_int (n_ready (sink), 2);
+  push_frame (src, 0, 0);
+  send_tag (src, "first");
+  push_frame (src, 1, 0);
+  send_custom (src, GST_EVENT_CUSTOM_DOWNSTREAM, "marker");
+  send_custom (src, GST_EVENT_CUSTOM_DOWNSTREAM, "marker");
+  push_frame (src, 2, 0);
+  send_custom (src, GST_EVENT_CUSTOM_DOWNSTREAM_STICKY, "zone");
+  /* more frames than the ring has slots: the lane's entries go round */
+  for (i = 3; i < 6; i++)
+    push_frame (src, i, 0);
+  for (i = 0; i < 2; i++) {
+    GstElement *s = child (logs[i]->pipeline, "src");
+    GstStructure *st;
+    gboolean lane = !i;
+
+    event_log_expect (logs[i], want, G_N_ELEMENTS (want));
+    g_object_get (s, "stats", &st, NULL);
+    fail_unless (gst_structure_get_boolean (st, "frame-lane", &lane));
+    fail_unless (lane == (i == 0), "consumer %u: frame-lane %d", i, lane);
+    gst_structure_free (st);
+    fail_unless_equals_uint64 (stat_u64 (s, "frames-received"), 6);
+    fail_unless_equals_uint64 (stat_u64 (s, "frames-missed"), 0);
+    assert_no_error (logs[i]->pipeline);
+  }
+  assert_no_error (producer);
+  event_log_free (logs[1]);
+  event_log_free (logs[0]);
+  gst_element_set_state (producer, GST_STATE_NULL);
+  gst_object_unref (producer);
+  g_free (path);
+}
+
+GST_END_TEST;
+
 /* waits until entry want is in the log after entry from, at most
  * TIMEOUT_MS; its index */
 static guint
@@ -2052,6 +2111,7 @@ gpushare_stream_suite (void)
   tcase_add_test (tc_frame, test_custom_meta_registrations_bounded);
   tcase_add_test (tc_frame, test_meta_names_of_gstreamer);
   tcase_add_test (tc_frame, test_events_travel);
+  tcase_add_test (tc_frame, test_frame_lane);
   tcase_add_test (tc_frame, test_stream_start_travels);
   suite_add_tcase (s, tc_time);
   tcase_add_checked_fixture (tc_time, elements_setup, elements_teardown);
