@@ -25,11 +25,11 @@ static const guint all_types[] = {
   GPUSHARE_MSG_CAPS, GPUSHARE_MSG_EOS, GPUSHARE_MSG_GOODBYE,
   GPUSHARE_MSG_ERROR, GPUSHARE_MSG_PING, GPUSHARE_MSG_UNMAPPED,
   GPUSHARE_MSG_META, GPUSHARE_MSG_EVENT, GPUSHARE_MSG_OBSERVE,
-  GPUSHARE_MSG_STATUS, GPUSHARE_MSG_NOTICE,
+  GPUSHARE_MSG_STATUS, GPUSHARE_MSG_NOTICE, GPUSHARE_MSG_LANE,
 };
 
 /* the first type this version does not know */
-#define FIRST_UNKNOWN_TYPE 18
+#define FIRST_UNKNOWN_TYPE 19
 
 /* ------------------------------------------------------------------ */
 /* raw little-endian writers, independent of the codec's own           */
@@ -77,6 +77,7 @@ get32 (const guint8 * b, gsize off)
 #define ANNOUNCE_COMPUTE_MODE 152
 #define ANNOUNCE_RESERVED 156
 #define ACCEPT_FIXED 56
+#define ACCEPT_FLAGS 8
 #define ACCEPT_NAME_LEN 24
 #define ACCEPT_SYNC_MODE 28
 #define ACCEPT_UUID 32
@@ -113,7 +114,26 @@ get32 (const guint8 * b, gsize off)
 #define NOTICE_SHARE 4
 #define NOTICE_SLOTS_HELD 8
 #define NOTICE_N_CONSUMERS 12
+#define LANE_FIXED 16
+#define LANE_N_ENTRIES 0
+#define LANE_ENTRY_SIZE 4
+#define LANE_SIZE 8
 #define LAYOUT_CAPS_LEN 80
+/* the lane's memory: its header, its entries (docs/protocol.md, "Frame
+ * lane") */
+#define LANE_HEADER 128
+#define LANE_HEAD 0
+#define LANE_BELL 64
+#define LANE_WAITING 68
+#define LANE_TAIL 72
+#define ENTRY_SIZE 128
+#define ENTRY_INDEX 0
+#define ENTRY_KIND 8
+#define ENTRY_LENGTH 12
+#define ENTRY_BODY 16
+#define ENTRY_BODY_MAX 112
+#define ENTRY_FRAME_LEN 80
+#define ENTRY_MARK_LEN 8
 
 static void
 raw_header (guint8 * b, guint32 magic, guint16 major, guint16 minor,
@@ -286,6 +306,11 @@ raw_fixed (const GpuShareMsg * msg, guint8 * b)
       put64 (b, 16, msg->u.notice.skipped);
       put64 (b, 24, msg->u.notice.sequence);
       return NOTICE_FIXED;
+    case GPUSHARE_MSG_LANE:
+      put32 (b, LANE_N_ENTRIES, msg->u.lane.n_entries);
+      put32 (b, LANE_ENTRY_SIZE, msg->u.lane.entry_size);
+      put64 (b, LANE_SIZE, msg->u.lane.size);
+      return LANE_FIXED;
     default:
       g_assert_not_reached ();
   }
@@ -782,6 +807,18 @@ sample_msg (guint type, guint variant, GpuShareMsg * msg, guint32 * n_fds)
       n->sequence = big ? G_MAXUINT64 : 61;
       break;
     }
+    case GPUSHARE_MSG_LANE:{
+      GpuShareLaneInfo *l = &msg->u.lane;
+
+      /* the largest lane and the smallest, written out rather than
+       * computed by the codec: 128 + 1024 * 128, 128 + 16 * 128 */
+      l->n_entries = big ? 1024 : 16;
+      l->entry_size = 128;
+      l->size = big ? 131200 : 2176;
+      /* the lane's memfd */
+      *n_fds = 1;
+      break;
+    }
     default:
       g_assert_not_reached ();
   }
@@ -815,6 +852,23 @@ assert_layout_equal (const GpuShareLayout * a, const GpuShareLayout * b)
     fail_unless_equals_int (a->strides[i], b->strides[i]);
   }
   assert_string_equal (a->caps, a->caps_len, b->caps, b->caps_len);
+}
+
+static void
+assert_frame_equal (const GpuShareFrame * a, const GpuShareFrame * b)
+{
+  fail_unless_equals_uint64 (a->epoch, b->epoch);
+  fail_unless_equals_uint64 (a->slot, b->slot);
+  fail_unless_equals_uint64 (a->generation, b->generation);
+  fail_unless_equals_uint64 (a->sequence, b->sequence);
+  fail_unless_equals_uint64 (a->pts, b->pts);
+  fail_unless_equals_uint64 (a->dts, b->dts);
+  fail_unless_equals_uint64 (a->duration, b->duration);
+  fail_unless_equals_uint64 (a->offset, b->offset);
+  fail_unless_equals_uint64 (a->offset_end, b->offset_end);
+  fail_unless_equals_uint64 (a->buffer_flags, b->buffer_flags);
+  fail_unless_equals_uint64 (a->flags, b->flags);
+  fail_unless_equals_uint64 (a->share, b->share);
 }
 
 static void
@@ -877,23 +931,9 @@ assert_msg_equal (const GpuShareMsg * got, const GpuShareMsg * want)
     case GPUSHARE_MSG_UNMAPPED:
       fail_unless_equals_uint64 (got->u.mapped.epoch, want->u.mapped.epoch);
       break;
-    case GPUSHARE_MSG_FRAME:{
-      const GpuShareFrame *a = &got->u.frame, *b = &want->u.frame;
-
-      fail_unless_equals_uint64 (a->epoch, b->epoch);
-      fail_unless_equals_uint64 (a->slot, b->slot);
-      fail_unless_equals_uint64 (a->generation, b->generation);
-      fail_unless_equals_uint64 (a->sequence, b->sequence);
-      fail_unless_equals_uint64 (a->pts, b->pts);
-      fail_unless_equals_uint64 (a->dts, b->dts);
-      fail_unless_equals_uint64 (a->duration, b->duration);
-      fail_unless_equals_uint64 (a->offset, b->offset);
-      fail_unless_equals_uint64 (a->offset_end, b->offset_end);
-      fail_unless_equals_uint64 (a->buffer_flags, b->buffer_flags);
-      fail_unless_equals_uint64 (a->flags, b->flags);
-      fail_unless_equals_uint64 (a->share, b->share);
+    case GPUSHARE_MSG_FRAME:
+      assert_frame_equal (&got->u.frame, &want->u.frame);
       break;
-    }
     case GPUSHARE_MSG_RELEASE:{
       const GpuShareRelease *a = &got->u.release, *b = &want->u.release;
 
@@ -956,6 +996,12 @@ assert_msg_equal (const GpuShareMsg * got, const GpuShareMsg * want)
       fail_unless_equals_uint64 (a->sequence, b->sequence);
       break;
     }
+    case GPUSHARE_MSG_LANE:
+      fail_unless_equals_uint64 (got->u.lane.n_entries, want->u.lane.n_entries);
+      fail_unless_equals_uint64 (got->u.lane.entry_size,
+          want->u.lane.entry_size);
+      fail_unless_equals_uint64 (got->u.lane.size, want->u.lane.size);
+      break;
     case GPUSHARE_MSG_META:
       fail_unless_equals_uint64 (got->u.meta.sequence, want->u.meta.sequence);
       fail_unless_equals_int (got->u.meta.n_entries, want->u.meta.n_entries);
@@ -1118,7 +1164,7 @@ GST_END_TEST;
 GST_START_TEST (test_golden_bytes)
 {
   static const guint8 release[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x06, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x07, 0x00,
     0x06, 0x00, 0x00, 0x00, 0x18, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,
@@ -1126,7 +1172,7 @@ GST_START_TEST (test_golden_bytes)
     0x00, 0xff, 0xee, 0xdd, 0xcc, 0xbb, 0xaa, 0x99,
   };
   static const guint8 error[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x06, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x07, 0x00,
     0x0a, 0x00, 0x00, 0x00, 0x0b, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x08, 0x00, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00,
@@ -1134,7 +1180,7 @@ GST_START_TEST (test_golden_bytes)
   };
   /* 3 slots of CUDA VMM memory with a semaphore block: 4 fds */
   static const guint8 slots[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x06, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x07, 0x00,
     0x03, 0x00, 0x00, 0x00, 0x30, 0x00, 0x00, 0x00,
     0x04, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x2a, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -1147,7 +1193,7 @@ GST_START_TEST (test_golden_bytes)
   /* the same 3 slots of CUDA fabric memory: 3 memory handles, and the
    * block's fd alone; the 192 bytes of handles follow these */
   static const guint8 slots_fabric[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x06, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x07, 0x00,
     0x03, 0x00, 0x00, 0x00, 0xf0, 0x00, 0x00, 0x00,
     0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x2a, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -1160,7 +1206,7 @@ GST_START_TEST (test_golden_bytes)
   /* 1 slot of CUDA VMM memory with its two event handles: 1 fd; the
    * 128 bytes of handles follow these */
   static const guint8 slots_events[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x06, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x07, 0x00,
     0x03, 0x00, 0x00, 0x00, 0xb0, 0x00, 0x00, 0x00,
     0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -1174,7 +1220,7 @@ GST_START_TEST (test_golden_bytes)
    * the ready and the done handle, and no fd; the 192 bytes of handles
    * follow these */
   static const guint8 slots_legacy_events[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x06, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x07, 0x00,
     0x03, 0x00, 0x00, 0x00, 0xf0, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -1185,7 +1231,7 @@ GST_START_TEST (test_golden_bytes)
     0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
   };
   static const guint8 accept[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x06, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x07, 0x00,
     0x02, 0x00, 0x00, 0x00, 0x3d, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x01, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00,
@@ -1200,13 +1246,22 @@ GST_START_TEST (test_golden_bytes)
   /* NOTICE (minor 6): a consumer stalled, 5 slots its share, 4 held, of
    * 12 consumers */
   static const guint8 notice[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x06, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x07, 0x00,
     0x11, 0x00, 0x00, 0x00, 0x20, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x01, 0x00, 0x00, 0x00, 0x05, 0x00, 0x00, 0x00,
     0x04, 0x00, 0x00, 0x00, 0x0c, 0x00, 0x00, 0x00,
     0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,
     0x00, 0xff, 0xee, 0xdd, 0xcc, 0xbb, 0xaa, 0x99,
+  };
+  /* LANE (minor 7): a lane of 64 entries of 128 bytes, 128 + 64 * 128 =
+   * 8320 bytes, with its memfd: 1 fd */
+  static const guint8 lane[] = {
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x07, 0x00,
+    0x12, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00, 0x00,
+    0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x40, 0x00, 0x00, 0x00, 0x80, 0x00, 0x00, 0x00,
+    0x80, 0x20, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
   };
   /* ANNOUNCE's device block, payload bytes 128 .. 160 */
   static const guint8 device[] = {
@@ -1353,6 +1408,20 @@ GST_START_TEST (test_golden_bytes)
   fail_unless (gpushare_msg_build (msg, 0, out));
   fail_unless_equals_int (out->len, sizeof (notice));
   fail_unless (memcmp (out->data, notice, sizeof (notice)) == 0);
+
+  memset (msg, 0, sizeof (*msg));
+  msg->type = GPUSHARE_MSG_LANE;
+  msg->u.lane.n_entries = 64;
+  msg->u.lane.entry_size = 128;
+  msg->u.lane.size = 8320;
+  g_byte_array_set_size (out, 0);
+  fail_unless (gpushare_msg_build (msg, 1, out));
+  fail_unless_equals_int (out->len, sizeof (lane));
+  fail_unless (memcmp (out->data, lane, sizeof (lane)) == 0);
+  g_byte_array_set_size (out, 0);
+  fail_unless (gpushare_msg_build_lane (&msg->u.lane, out));
+  fail_unless_equals_int (out->len, sizeof (lane));
+  fail_unless (memcmp (out->data, lane, sizeof (lane)) == 0);
 
   sample_msg (GPUSHARE_MSG_ANNOUNCE, 1, msg, &n_fds);
   msg->u.announce.mem_types = GPUSHARE_MEM_CUDA_VMM;
@@ -1662,7 +1731,10 @@ GST_START_TEST (test_header_fd_count)
 
       if (counts[i] > GPUSHARE_MAX_FDS)
         want = GPUSHARE_PARSE_BAD_FD_COUNT;
-      else if (all_types[t] == GPUSHARE_MSG_SLOTS || counts[i] == 0)
+      /* the types that carry fds: their count is judged with the
+       * payload */
+      else if (all_types[t] == GPUSHARE_MSG_SLOTS ||
+          all_types[t] == GPUSHARE_MSG_LANE || counts[i] == 0)
         want = GPUSHARE_PARSE_OK;
       else
         want = GPUSHARE_PARSE_BAD_FD_COUNT;
@@ -1831,8 +1903,9 @@ GST_START_TEST (test_payload_unknown_type)
 
 GST_END_TEST;
 
-/* A known type other than SLOTS with fds, handed straight to the parser:
- * refused there too, in case a caller skipped the header check. */
+/* A known type that carries no fds (all but SLOTS and LANE) with fds,
+ * handed straight to the parser: refused there too, in case a caller
+ * skipped the header check. */
 GST_START_TEST (test_payload_fds_on_wrong_type)
 {
   static const guint32 counts[] = { 1, GPUSHARE_MAX_FDS,
@@ -1845,7 +1918,8 @@ GST_START_TEST (test_payload_fds_on_wrong_type)
   guint32 n_fds;
 
   for (i = 0; i < G_N_ELEMENTS (all_types); i++) {
-    if (all_types[i] == GPUSHARE_MSG_SLOTS)
+    /* their counts: test_payload_slots, test_lane_bounds */
+    if (all_types[i] == GPUSHARE_MSG_SLOTS || all_types[i] == GPUSHARE_MSG_LANE)
       continue;
     sample_msg (all_types[i], 1, msg, &n_fds);
     for (j = 0; j < G_N_ELEMENTS (counts); j++) {
@@ -2549,6 +2623,12 @@ GST_START_TEST (test_build_refuses)
   fail_if (gpushare_msg_build (msg, G_MAXUINT32, out));
   sample_msg (GPUSHARE_MSG_FRAME, 0, msg, &n_fds);
   fail_if (gpushare_msg_build (msg, 1, out));
+  /* LANE: its one fd, never over the cap */
+  sample_msg (GPUSHARE_MSG_LANE, 0, msg, &n_fds);
+  fail_unless_equals_int (n_fds, 1);
+  fail_if (gpushare_msg_build (msg, GPUSHARE_MAX_FDS + 1, out));
+  fail_if (gpushare_msg_build (msg, G_MAXUINT32, out));
+  sample_msg (GPUSHARE_MSG_FRAME, 0, msg, &n_fds);
 
   fail_unless_equals_int (out->len, 4);
   fail_unless (memcmp (out->data, "keep", 4) == 0);
@@ -2642,10 +2722,10 @@ GST_START_TEST (test_constants)
 
   /* minor 1 added PING, minor 2 UNMAPPED, minor 3 the GOODBYE's HELD
    * part, minor 4 META and EVENT, minor 5 OBSERVE and STATUS, minor 6
-   * FRAME's share and NOTICE; the types this version knows, in wire
-   * order */
+   * FRAME's share and NOTICE, minor 7 LANE and ACCEPT's LANE flag; the
+   * types this version knows, in wire order */
   fail_unless_equals_int (GPUSHARE_VERSION_MAJOR, 1);
-  fail_unless_equals_int (GPUSHARE_VERSION_MINOR, 6);
+  fail_unless_equals_int (GPUSHARE_VERSION_MINOR, 7);
   fail_unless_equals_int (GPUSHARE_MINOR_BASE, 0);
   fail_unless_equals_int (GPUSHARE_MINOR_PING, 1);
   fail_unless_equals_int (GPUSHARE_MINOR_UNMAPPED, 2);
@@ -2656,7 +2736,9 @@ GST_START_TEST (test_constants)
   fail_unless_equals_int (GPUSHARE_MINOR_OBSERVE, 5);
   fail_unless_equals_int (GPUSHARE_MINOR_SHARE, 6);
   fail_unless_equals_int (GPUSHARE_MINOR_NOTICE, 6);
+  fail_unless_equals_int (GPUSHARE_MINOR_LANE, 7);
   fail_unless_equals_int (GPUSHARE_GOODBYE_FLAG_HELD, 1);
+  fail_unless_equals_int (GPUSHARE_ACCEPT_FLAG_LANE, 1);
   fail_unless_equals_int (GPUSHARE_MSG_UNMAPPED, 12);
   fail_unless_equals_string (gpushare_msg_type_to_string (12), "UNMAPPED");
   fail_unless_equals_int (GPUSHARE_MSG_META, 13);
@@ -2670,6 +2752,38 @@ GST_START_TEST (test_constants)
   fail_unless_equals_string (gpushare_msg_type_to_string (17), "NOTICE");
   fail_unless_equals_int (GPUSHARE_NOTICE_STALLED, 1);
   fail_unless_equals_int (GPUSHARE_STALL_NOTICE_MS, 2000);
+  fail_unless_equals_int (GPUSHARE_MSG_LANE, 18);
+  fail_unless_equals_string (gpushare_msg_type_to_string (18), "LANE");
+  fail_unless_equals_int (GPUSHARE_MSG_LAST, GPUSHARE_MSG_LANE);
+  /* the lane's memory: a header, then entries, at the offsets
+   * docs/protocol.md gives */
+  fail_unless_equals_int (GPUSHARE_LANE_HEADER_SIZE, LANE_HEADER);
+  fail_unless_equals_int (GPUSHARE_LANE_HEADER_SIZE, 128);
+  fail_unless_equals_int (GPUSHARE_LANE_ENTRY_SIZE, ENTRY_SIZE);
+  fail_unless_equals_int (GPUSHARE_LANE_ENTRY_SIZE, 128);
+  fail_unless_equals_int (GPUSHARE_LANE_MIN_ENTRIES, 16);
+  fail_unless_equals_int (GPUSHARE_LANE_MAX_ENTRIES, 1024);
+  fail_unless_equals_int (GPUSHARE_LANE_HEAD_OFFSET, LANE_HEAD);
+  fail_unless_equals_int (GPUSHARE_LANE_HEAD_OFFSET, 0);
+  fail_unless_equals_int (GPUSHARE_LANE_BELL_OFFSET, LANE_BELL);
+  fail_unless_equals_int (GPUSHARE_LANE_BELL_OFFSET, 64);
+  fail_unless_equals_int (GPUSHARE_LANE_WAITING_OFFSET, LANE_WAITING);
+  fail_unless_equals_int (GPUSHARE_LANE_WAITING_OFFSET, 68);
+  fail_unless_equals_int (GPUSHARE_LANE_TAIL_OFFSET, LANE_TAIL);
+  fail_unless_equals_int (GPUSHARE_LANE_TAIL_OFFSET, 72);
+  /* head on a cache line of its own, tail with the consumer's words */
+  fail_unless (LANE_TAIL + 8 <= LANE_HEADER);
+  fail_unless_equals_int (GPUSHARE_LANE_ENTRY_FRAME, 1);
+  fail_unless_equals_int (GPUSHARE_LANE_ENTRY_MARK, 2);
+  /* an entry's body holds a FRAME with its share, and no more */
+  fail_unless_equals_int (ENTRY_BODY + ENTRY_BODY_MAX, ENTRY_SIZE);
+  fail_unless (ENTRY_BODY + FRAME_SHARE_FIXED <= ENTRY_SIZE);
+  fail_unless_equals_uint64 (gpushare_lane_size (16), 2176);
+  fail_unless_equals_uint64 (gpushare_lane_size (1024), 131200);
+  fail_unless_equals_uint64 (gpushare_lane_size (0), 128);
+  /* no wrap at 32 bits */
+  fail_unless_equals_uint64 (gpushare_lane_size (G_MAXUINT32),
+      128 + (guint64) G_MAXUINT32 * 128);
   fail_unless_equals_int (GPUSHARE_MAX_HOLDERS_WIRE, 64);
   fail_unless_equals_int (GPUSHARE_MAX_STATUS_LEN, 15 * 1024);
   fail_unless_equals_int (GPUSHARE_MIN_OBSERVE_INTERVAL, 100);
@@ -2711,8 +2825,8 @@ GST_END_TEST;
  * GPUSHARE_MSG_LAST has a row, named as gpushare_msg_type_to_string ()
  * names it, of a minor this version speaks; its fixed size is what a
  * message of that type has in its oldest form, less the variable parts
- * its fields declare; only a row that allows fds takes them, and that
- * is SLOTS alone; past the last type nothing is known. */
+ * its fields declare; only a row that allows fds takes them, and those
+ * are SLOTS and LANE; past the last type nothing is known. */
 GST_START_TEST (test_msg_table)
 {
   GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
@@ -2768,7 +2882,8 @@ GST_START_TEST (test_msg_table)
 
     /* fds: only where the row allows them, in the header, the parser and
      * the builder */
-    fail_unless_equals_int (info->carries_fds, type == GPUSHARE_MSG_SLOTS);
+    fail_unless_equals_int (info->carries_fds, type == GPUSHARE_MSG_SLOTS ||
+        type == GPUSHARE_MSG_LANE);
     valid_header (b, type, hdr.payload_len, 1);
     fail_unless_equals_int (parse_header_bytes (b, sizeof (b), &hdr),
         info->carries_fds ? GPUSHARE_PARSE_OK : GPUSHARE_PARSE_BAD_FD_COUNT);
@@ -3767,11 +3882,11 @@ GST_END_TEST;
 
 /* PING (minor 1): the empty heartbeat, either direction.  Exactly a
  * header on the wire; a longer payload is a newer minor's and ignored;
- * fds are refused as on every known type but SLOTS. */
+ * fds are refused as on every known type but SLOTS and LANE. */
 GST_START_TEST (test_ping)
 {
   static const guint8 golden[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x06, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x07, 0x00,
     0x0b, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
   };
@@ -3841,13 +3956,13 @@ GST_END_TEST;
 GST_START_TEST (test_goodbye_held)
 {
   static const guint8 plain[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x06, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x07, 0x00,
     0x09, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x08, 0x00, 0x00, 0x00,
   };
   static const guint8 held[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x06, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x07, 0x00,
     0x09, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x08, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00,
@@ -3988,9 +4103,13 @@ build_by_type (const GpuShareMsg * msg, guint32 n_fds, GByteArray * out)
   gpointer body = NULL;
   gboolean ok;
 
-  /* fds go with SLOTS alone, and no other builder takes a count */
-  if (msg->type != GPUSHARE_MSG_SLOTS)
+  /* fds go with SLOTS, whose builder takes a count, and LANE, whose
+   * builder writes its one fd; no other builder takes a count */
+  if (msg->type == GPUSHARE_MSG_LANE) {
+    fail_unless_equals_int (n_fds, 1);
+  } else if (msg->type != GPUSHARE_MSG_SLOTS) {
     fail_unless_equals_int (n_fds, 0);
+  }
   switch (msg->type) {
     case GPUSHARE_MSG_ANNOUNCE:
       ok = gpushare_msg_build_announce (body = BODY_COPY (msg, announce), out);
@@ -4053,6 +4172,9 @@ build_by_type (const GpuShareMsg * msg, guint32 n_fds, GByteArray * out)
       break;
     case GPUSHARE_MSG_NOTICE:
       ok = gpushare_msg_build_notice (body = BODY_COPY (msg, notice), out);
+      break;
+    case GPUSHARE_MSG_LANE:
+      ok = gpushare_msg_build_lane (body = BODY_COPY (msg, lane), out);
       break;
     default:
       g_assert_not_reached ();
@@ -4180,6 +4302,17 @@ GST_START_TEST (test_type_builders_refuse)
 
   sample_msg (GPUSHARE_MSG_CAPS, 1, msg, &n_fds);
   msg->u.caps.layout.n_slots = GPUSHARE_MAX_SLOTS + 1;
+  refuse_by_type (msg, n_fds);
+
+  sample_msg (GPUSHARE_MSG_LANE, 1, msg, &n_fds);
+  msg->u.lane.n_entries = 24;
+  msg->u.lane.size = gpushare_lane_size (24);
+  refuse_by_type (msg, n_fds);
+  sample_msg (GPUSHARE_MSG_LANE, 1, msg, &n_fds);
+  msg->u.lane.entry_size = 64;
+  refuse_by_type (msg, n_fds);
+  sample_msg (GPUSHARE_MSG_LANE, 1, msg, &n_fds);
+  msg->u.lane.size++;
   refuse_by_type (msg, n_fds);
 
   sample_msg (GPUSHARE_MSG_ERROR, 1, msg, &n_fds);
@@ -4812,6 +4945,653 @@ GST_START_TEST (test_notice_bounds)
 
 GST_END_TEST;
 
+/* ------------------------------------------------------------------ */
+/* LANE and the lane's entries (minor 7)                               */
+
+/* bytes of a lane of n entries, from docs/protocol.md rather than the
+ * codec: its header, then the entries */
+#define LANE_BYTES(n) (LANE_HEADER + (guint64) (n) * ENTRY_SIZE)
+
+/* LANE, producer -> consumer: 16 bytes and exactly one fd, the lane's
+ * memfd; each field read from its own offset.  And the ACCEPT flag that
+ * asks for it, carried like the other bits of ACCEPT's flags. */
+GST_START_TEST (test_lane)
+{
+  static const gsize extra[] = { 1, 8, 16, 100 };
+  static const guint32 counts[] = { 0, 1, 2, GPUSHARE_MAX_FDS - 1,
+    GPUSHARE_MAX_FDS, GPUSHARE_MAX_FDS + 1, G_MAXUINT32,
+  };
+  static const guint32 accept_flags[] = { GPUSHARE_ACCEPT_FLAG_LANE,
+    GPUSHARE_ACCEPT_FLAG_LANE | 0x80000000, 0xfffffffe, G_MAXUINT32,
+  };
+  const GpuShareMsgInfo *info = gpushare_msg_info (GPUSHARE_MSG_LANE);
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  GpuShareMsg *back = g_new0 (GpuShareMsg, 1);
+  GByteArray *out = g_byte_array_new ();
+  guint8 *raw = g_malloc (GPUSHARE_MAX_PAYLOAD);
+  guint8 b[HDR_SIZE];
+  GpuShareHeader hdr;
+  guint32 n_fds, n;
+  gsize len;
+  guint i;
+
+  fail_unless_equals_int (GPUSHARE_MSG_LANE, 18);
+  fail_unless_equals_string (gpushare_msg_type_to_string (18), "LANE");
+  fail_unless (info != NULL);
+  fail_unless_equals_int (info->direction, GPUSHARE_DIR_PRODUCER_TO_CONSUMER);
+  fail_unless_equals_int (info->first_minor, 7);
+  fail_unless_equals_int (info->fixed_size, LANE_FIXED);
+  fail_unless (info->carries_fds);
+
+  /* each field read from its own offset */
+  put32 (raw, LANE_N_ENTRIES, 256);
+  put32 (raw, LANE_ENTRY_SIZE, 128);
+  put64 (raw, LANE_SIZE, LANE_BYTES (256));
+  memset (back, 0xa5, sizeof (*back));
+  fail_unless_equals_int (parse_payload (GPUSHARE_MSG_LANE, 1, raw,
+          LANE_FIXED, back), GPUSHARE_PARSE_OK);
+  fail_unless_equals_int (back->type, GPUSHARE_MSG_LANE);
+  fail_unless_equals_uint64 (back->u.lane.n_entries, 256);
+  fail_unless_equals_uint64 (back->u.lane.entry_size, 128);
+  fail_unless_equals_uint64 (back->u.lane.size, 32896);
+  /* and built back to the same bytes, its one fd in the header */
+  fail_unless (gpushare_msg_build_lane (&back->u.lane, out));
+  fail_unless_equals_int (out->len, HDR_SIZE + LANE_FIXED);
+  fail_unless_equals_int (get32 (out->data, 8), GPUSHARE_MSG_LANE);
+  fail_unless_equals_int (get32 (out->data, 12), LANE_FIXED);
+  fail_unless_equals_int (get32 (out->data, 16), 1);
+  fail_unless (memcmp (out->data + HDR_SIZE, raw, LANE_FIXED) == 0);
+
+  /* every size there is: each power of two from 16 to 1024 entries */
+  for (n = 16; n <= 1024; n *= 2) {
+    sample_msg (GPUSHARE_MSG_LANE, 1, msg, &n_fds);
+    msg->u.lane.n_entries = n;
+    msg->u.lane.size = LANE_BYTES (n);
+    fail_unless_equals_uint64 (gpushare_lane_size (n), LANE_BYTES (n));
+    fail_unless_equals_int (parse_raw_msg (msg, 1, back), GPUSHARE_PARSE_OK);
+    assert_msg_equal (back, msg);
+    round_trip (msg, 1);
+  }
+
+  /* shorter than 16 bytes: truncated, out of range values or not */
+  for (i = 0; i < 2; i++) {
+    sample_msg (GPUSHARE_MSG_LANE, 0, msg, &n_fds);
+    if (i == 1)
+      msg->u.lane.n_entries = 17;
+    fail_unless_equals_int (raw_payload (msg, raw), LANE_FIXED);
+    for (len = 0; len < LANE_FIXED; len++)
+      fail_unless_equals_int (parse_payload (GPUSHARE_MSG_LANE, 1, raw, len,
+              back), GPUSHARE_PARSE_TRUNCATED);
+  }
+  /* longer: a newer minor's, ignored */
+  sample_msg (GPUSHARE_MSG_LANE, 0, msg, &n_fds);
+  raw_payload (msg, raw);
+  memset (raw + LANE_FIXED, 0xff, GPUSHARE_MAX_PAYLOAD - LANE_FIXED);
+  for (i = 0; i <= G_N_ELEMENTS (extra); i++) {
+    len = LANE_FIXED + (i < G_N_ELEMENTS (extra) ? extra[i] :
+        GPUSHARE_MAX_PAYLOAD - LANE_FIXED);
+    fail_unless_equals_int (parse_payload (GPUSHARE_MSG_LANE, 1, raw, len,
+            back), GPUSHARE_PARSE_OK);
+    assert_msg_equal (back, msg);
+  }
+
+  /* fds: the header lets any count up to the cap through, as for SLOTS;
+   * the payload's check takes exactly one */
+  for (i = 0; i < G_N_ELEMENTS (counts); i++) {
+    valid_header (b, GPUSHARE_MSG_LANE, LANE_FIXED, counts[i]);
+    fail_unless_equals_int (parse_header_bytes (b, sizeof (b), &hdr),
+        counts[i] > GPUSHARE_MAX_FDS ? GPUSHARE_PARSE_BAD_FD_COUNT :
+        GPUSHARE_PARSE_OK);
+    fail_unless_equals_int (parse_payload (GPUSHARE_MSG_LANE, counts[i], raw,
+            LANE_FIXED, back), counts[i] == 1 ? GPUSHARE_PARSE_OK :
+        GPUSHARE_PARSE_BAD_FD_COUNT);
+  }
+
+  /* ACCEPT's flags: bit 0 asks for a lane; every bit travels unchanged,
+   * at offset 8 */
+  for (i = 0; i < G_N_ELEMENTS (accept_flags); i++) {
+    sample_msg (GPUSHARE_MSG_ACCEPT, 1, msg, &n_fds);
+    msg->u.accept.flags = accept_flags[i];
+    raw_payload (msg, raw);
+    fail_unless_equals_uint64 (get32 (raw, ACCEPT_FLAGS), accept_flags[i]);
+    fail_unless_equals_int (parse_raw_msg (msg, 0, back), GPUSHARE_PARSE_OK);
+    fail_unless_equals_uint64 (back->u.accept.flags, accept_flags[i]);
+    round_trip (msg, 0);
+  }
+
+  g_free (raw);
+  g_byte_array_unref (out);
+  g_free (back);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
+/* LANE's shape: n_entries a power of two from 16 to 1024, entry_size
+ * 128, size exactly 128 + n_entries * 128, else MALFORMED; and exactly
+ * one fd, else BAD_FD_COUNT, judged after the shape (but a count over
+ * GPUSHARE_MAX_FDS before anything) */
+typedef struct
+{
+  const gchar *what;
+  guint32 n_entries;
+  guint32 entry_size;
+  guint64 size;
+  guint32 n_fds;
+  GpuShareParseResult res;
+} LaneCase;
+
+#define OK GPUSHARE_PARSE_OK
+#define BAD GPUSHARE_PARSE_MALFORMED
+#define FDS GPUSHARE_PARSE_BAD_FD_COUNT
+#define ES ENTRY_SIZE
+#define SZ(n) LANE_BYTES (n)
+
+static const LaneCase lane_cases[] = {
+  {"16 entries", 16, ES, SZ (16), 1, OK},
+  {"32 entries", 32, ES, SZ (32), 1, OK},
+  {"512 entries", 512, ES, SZ (512), 1, OK},
+  {"1024 entries", 1024, ES, SZ (1024), 1, OK},
+  /* not a power of two */
+  {"17 entries", 17, ES, SZ (17), 1, BAD},
+  {"24 entries", 24, ES, SZ (24), 1, BAD},
+  {"48 entries", 48, ES, SZ (48), 1, BAD},
+  {"1000 entries", 1000, ES, SZ (1000), 1, BAD},
+  {"1023 entries", 1023, ES, SZ (1023), 1, BAD},
+  /* fewer than 16 */
+  {"0 entries", 0, ES, SZ (0), 1, BAD},
+  {"1 entry", 1, ES, SZ (1), 1, BAD},
+  {"2 entries", 2, ES, SZ (2), 1, BAD},
+  {"8 entries", 8, ES, SZ (8), 1, BAD},
+  {"15 entries", 15, ES, SZ (15), 1, BAD},
+  /* more than 1024 */
+  {"1025 entries", 1025, ES, SZ (1025), 1, BAD},
+  {"2048 entries", 2048, ES, SZ (2048), 1, BAD},
+  {"65536 entries", 65536, ES, SZ (65536), 1, BAD},
+  {"top bit entries", 0x80000000, ES, SZ (0x80000000), 1, BAD},
+  {"uint32 entries", G_MAXUINT32, ES, SZ (G_MAXUINT32), 1, BAD},
+  /* entries of any other size, the lane's size theirs or not */
+  {"entry_size 0", 16, 0, SZ (16), 1, BAD},
+  {"entry_size 64", 16, 64, SZ (16), 1, BAD},
+  {"entry_size 64, its size", 16, 64, LANE_HEADER + 16 * 64, 1, BAD},
+  {"entry_size 127", 16, 127, SZ (16), 1, BAD},
+  {"entry_size 129", 16, 129, SZ (16), 1, BAD},
+  {"entry_size 256, its size", 16, 256, LANE_HEADER + 16 * 256, 1, BAD},
+  {"entry_size uint32", 16, G_MAXUINT32, SZ (16), 1, BAD},
+  /* a memfd of another size */
+  {"size - 1", 16, ES, SZ (16) - 1, 1, BAD},
+  {"size + 1", 16, ES, SZ (16) + 1, 1, BAD},
+  {"size 0", 16, ES, 0, 1, BAD},
+  {"size without the header", 16, ES, 16 * ES, 1, BAD},
+  {"size of 32 entries", 16, ES, SZ (32), 1, BAD},
+  {"size of 8 entries", 16, ES, SZ (8), 1, BAD},
+  {"size + 2^32", 16, ES, SZ (16) + (G_GUINT64_CONSTANT (1) << 32), 1, BAD},
+  {"size uint64", 16, ES, G_MAXUINT64, 1, BAD},
+  /* one fd, no more, no fewer */
+  {"no fd", 16, ES, SZ (16), 0, FDS},
+  {"2 fds", 16, ES, SZ (16), 2, FDS},
+  {"1024 entries, 2 fds", 1024, ES, SZ (1024), 2, FDS},
+  {"max fds", 16, ES, SZ (16), GPUSHARE_MAX_FDS, FDS},
+  {"max+1 fds", 16, ES, SZ (16), GPUSHARE_MAX_FDS + 1, FDS},
+  {"uint32 fds", 16, ES, SZ (16), G_MAXUINT32, FDS},
+  /* the shape first, then the count; past the cap, the count first */
+  {"17 entries, no fd", 17, ES, SZ (17), 0, BAD},
+  {"entry_size 64, 2 fds", 16, 64, SZ (16), 2, BAD},
+  {"size + 1, max fds", 16, ES, SZ (16) + 1, GPUSHARE_MAX_FDS, BAD},
+  {"17 entries, max+1 fds", 17, ES, SZ (17), GPUSHARE_MAX_FDS + 1, FDS},
+};
+
+#undef OK
+#undef BAD
+#undef FDS
+#undef ES
+#undef SZ
+
+GST_START_TEST (test_lane_bounds)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  GpuShareMsg *back = g_new0 (GpuShareMsg, 1);
+  GByteArray *out = g_byte_array_new ();
+  guint32 n_fds;
+  guint i;
+
+  for (i = 0; i < G_N_ELEMENTS (lane_cases); i++) {
+    const LaneCase *c = &lane_cases[i];
+    GpuShareParseResult res;
+
+    sample_msg (GPUSHARE_MSG_LANE, 1, msg, &n_fds);
+    msg->u.lane.n_entries = c->n_entries;
+    msg->u.lane.entry_size = c->entry_size;
+    msg->u.lane.size = c->size;
+    res = parse_raw_msg (msg, c->n_fds, back);
+    fail_unless (res == c->res, "%s: got %s", c->what,
+        gpushare_parse_result_to_string (res));
+    g_byte_array_set_size (out, 0);
+    if (c->res == GPUSHARE_PARSE_OK) {
+      assert_msg_equal (back, msg);
+      fail_unless (gpushare_msg_build_lane (&msg->u.lane, out), "%s: not "
+          "built", c->what);
+      round_trip (msg, 1);
+    } else if (c->res == GPUSHARE_PARSE_MALFORMED) {
+      /* what the parser refuses, the builders do not write, whatever the
+       * fds */
+      fail_if (gpushare_msg_build (msg, 1, out), "%s: built", c->what);
+      fail_if (gpushare_msg_build_lane (&msg->u.lane, out), "%s: built by "
+          "the LANE builder", c->what);
+      fail_unless_equals_int (out->len, 0);
+    } else if (c->n_fds > GPUSHARE_MAX_FDS) {
+      fail_if (gpushare_msg_build (msg, c->n_fds, out), "%s: built", c->what);
+      fail_unless_equals_int (out->len, 0);
+    }
+  }
+  g_byte_array_unref (out);
+  g_free (back);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
+/* an entry's header, at the offsets docs/protocol.md gives */
+static void
+raw_entry (guint8 * e, guint64 index, guint32 kind, guint32 length)
+{
+  put64 (e, ENTRY_INDEX, index);
+  put32 (e, ENTRY_KIND, kind);
+  put32 (e, ENTRY_LENGTH, length);
+}
+
+/* parses an entry from a heap copy of exactly its 128 bytes (ASan sees a
+ * read past them) into a dirty entry */
+static GpuShareParseResult
+parse_entry (const guint8 * in, GpuShareLaneEntry * e)
+{
+  guint8 *copy = g_memdup2 (in, ENTRY_SIZE);
+  GpuShareParseResult res;
+
+  memset (e, 0xa5, sizeof (*e));
+  res = gpushare_lane_entry_parse (copy, e);
+  g_free (copy);
+  return res;
+}
+
+/* builds into a heap block of exactly 128 bytes (ASan sees a write past
+ * it), first filled with 0x5a */
+static gboolean
+build_entry (const GpuShareLaneEntry * e, guint8 * out)
+{
+  guint8 *block = g_malloc (ENTRY_SIZE);
+  gboolean ok;
+
+  memset (block, 0x5a, ENTRY_SIZE);
+  ok = gpushare_lane_entry_build (e, block);
+  memcpy (out, block, ENTRY_SIZE);
+  g_free (block);
+  return ok;
+}
+
+static void
+assert_entry_equal (const GpuShareLaneEntry * got,
+    const GpuShareLaneEntry * want)
+{
+  GpuShareFrame zero = { 0, };
+
+  fail_unless_equals_uint64 (got->index, want->index);
+  fail_unless_equals_uint64 (got->kind, want->kind);
+  if (want->kind == GPUSHARE_LANE_ENTRY_FRAME) {
+    assert_frame_equal (&got->frame, &want->frame);
+    fail_unless_equals_uint64 (got->mark, 0);
+  } else {
+    fail_unless_equals_uint64 (got->mark, want->mark);
+    /* nothing of a frame in a MARK, whatever was there before */
+    assert_frame_equal (&got->frame, &zero);
+  }
+}
+
+/* a FRAME entry whose every field differs from the others, byte by
+ * byte */
+static void
+distinct_frame_entry (GpuShareLaneEntry * e)
+{
+  GpuShareFrame *f = &e->frame;
+
+  memset (e, 0, sizeof (*e));
+  e->index = G_GUINT64_CONSTANT (0x0102030405060708);
+  e->kind = GPUSHARE_LANE_ENTRY_FRAME;
+  f->epoch = G_GUINT64_CONSTANT (0x1112131415161718);
+  f->slot = 0x21222324;
+  f->generation = 0x31323334;
+  f->sequence = G_GUINT64_CONSTANT (0x4142434445464748);
+  f->pts = G_GUINT64_CONSTANT (0x5152535455565758);
+  f->dts = G_GUINT64_CONSTANT (0x6162636465666768);
+  f->duration = G_GUINT64_CONSTANT (0x7172737475767778);
+  f->offset = G_GUINT64_CONSTANT (0x8182838485868788);
+  f->offset_end = G_GUINT64_CONSTANT (0x9192939495969798);
+  f->buffer_flags = 0xa1a2a3a4;
+  f->flags = 0xb1b2b3b4;
+  f->share = 0xc1c2c3c4;
+}
+
+/* A FRAME entry: index at 0, kind 1 at 8, length 80 at 12, and at 16 the
+ * 80 bytes of a FRAME message's payload with its share (at 72 of them),
+ * even where the share is 0; the rest of the 128 bytes 0.  Every field
+ * comes back. */
+GST_START_TEST (test_lane_entry_frame)
+{
+  static const guint32 shares[] = { 0xc1c2c3c4, 0, 1, G_MAXUINT32 };
+  GpuShareLaneEntry *e = g_new0 (GpuShareLaneEntry, 1);
+  GpuShareLaneEntry *back = g_new0 (GpuShareLaneEntry, 1);
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  GByteArray *out = g_byte_array_new ();
+  guint8 entry[ENTRY_SIZE], want[ENTRY_SIZE];
+  guint i;
+
+  for (i = 0; i < G_N_ELEMENTS (shares); i++) {
+    distinct_frame_entry (e);
+    e->frame.share = shares[i];
+    fail_unless (build_entry (e, entry));
+
+    /* the documented bytes: the header from the offsets, the body as
+     * this file's raw encoder writes a FRAME's payload with a share */
+    memset (want, 0, sizeof (want));
+    raw_entry (want, e->index, GPUSHARE_LANE_ENTRY_FRAME, ENTRY_FRAME_LEN);
+    msg->type = GPUSHARE_MSG_FRAME;
+    msg->u.frame = e->frame;
+    if (shares[i] == 0) {
+      /* a FRAME message without a share is 72 bytes; the entry's body
+       * still holds 80, the share 0 and the reserved word 0 */
+      fail_unless_equals_int (raw_fixed (msg, want + ENTRY_BODY), FRAME_FIXED);
+    } else {
+      fail_unless_equals_int (raw_fixed (msg, want + ENTRY_BODY),
+          FRAME_SHARE_FIXED);
+    }
+    fail_unless (memcmp (entry, want, ENTRY_SIZE) == 0, "share %u: not the "
+        "documented bytes", shares[i]);
+    fail_unless_equals_uint64 (get32 (entry, ENTRY_BODY + FRAME_SHARE),
+        shares[i]);
+    fail_unless_equals_uint64 (get32 (entry, ENTRY_BODY + FRAME_RESERVED), 0);
+
+    /* and the FRAME message's own builder writes the same body */
+    if (shares[i] != 0) {
+      g_byte_array_set_size (out, 0);
+      fail_unless (gpushare_msg_build_frame (&e->frame, out));
+      fail_unless_equals_int (out->len, HDR_SIZE + ENTRY_FRAME_LEN);
+      fail_unless (memcmp (entry + ENTRY_BODY, out->data + HDR_SIZE,
+              ENTRY_FRAME_LEN) == 0);
+    }
+
+    /* back, every field, and built again to the same bytes */
+    fail_unless_equals_int (parse_entry (entry, back), GPUSHARE_PARSE_OK);
+    assert_entry_equal (back, e);
+    fail_unless (build_entry (back, want));
+    fail_unless (memcmp (entry, want, ENTRY_SIZE) == 0);
+  }
+
+  /* the extremes */
+  memset (e, 0xff, sizeof (*e));
+  e->kind = GPUSHARE_LANE_ENTRY_FRAME;
+  fail_unless (build_entry (e, entry));
+  fail_unless_equals_int (parse_entry (entry, back), GPUSHARE_PARSE_OK);
+  assert_entry_equal (back, e);
+  memset (e, 0, sizeof (*e));
+  e->kind = GPUSHARE_LANE_ENTRY_FRAME;
+  fail_unless (build_entry (e, entry));
+  fail_unless_equals_int (parse_entry (entry, back), GPUSHARE_PARSE_OK);
+  assert_entry_equal (back, e);
+
+  g_byte_array_unref (out);
+  g_free (msg);
+  g_free (back);
+  g_free (e);
+}
+
+GST_END_TEST;
+
+/* A MARK entry: index at 0, kind 2 at 8, length 8 at 12, the mark's
+ * number at 16, the rest 0, whatever the entry's frame held */
+GST_START_TEST (test_lane_entry_mark)
+{
+  static const guint64 marks[] = { 1, 2, 3, G_GUINT64_CONSTANT (1) << 32,
+    G_MAXUINT64,
+  };
+  static const guint64 indexes[] = { 0, 1, 15, 16,
+    G_GUINT64_CONSTANT (0x0102030405060708), G_MAXUINT64,
+  };
+  GpuShareLaneEntry *e = g_new0 (GpuShareLaneEntry, 1);
+  GpuShareLaneEntry *back = g_new0 (GpuShareLaneEntry, 1);
+  guint8 entry[ENTRY_SIZE], want[ENTRY_SIZE];
+  guint i, j;
+
+  for (i = 0; i < G_N_ELEMENTS (marks); i++) {
+    for (j = 0; j < G_N_ELEMENTS (indexes); j++) {
+      distinct_frame_entry (e);
+      e->kind = GPUSHARE_LANE_ENTRY_MARK;
+      e->index = indexes[j];
+      e->mark = marks[i];
+      fail_unless (build_entry (e, entry));
+
+      memset (want, 0, sizeof (want));
+      raw_entry (want, indexes[j], GPUSHARE_LANE_ENTRY_MARK, ENTRY_MARK_LEN);
+      put64 (want, ENTRY_BODY, marks[i]);
+      fail_unless (memcmp (entry, want, ENTRY_SIZE) == 0);
+
+      fail_unless_equals_int (parse_entry (entry, back), GPUSHARE_PARSE_OK);
+      assert_entry_equal (back, e);
+    }
+  }
+
+  g_free (back);
+  g_free (e);
+}
+
+GST_END_TEST;
+
+/* What the parser refuses: an unknown kind, a length over 112 or a MARK
+ * of 0 (MALFORMED), a body shorter than its kind's (TRUNCATED); what it
+ * does not judge: the index, a FRAME body of 72 to 79 bytes (no share),
+ * any length up to 112, the bytes past the length. */
+GST_START_TEST (test_lane_entry_parse)
+{
+  static const guint32 unknown[] = { 0, 3, 4, 0x100, 0x80000001,
+    G_MAXUINT32,
+  };
+  static const guint32 over[] = { ENTRY_BODY_MAX + 1, ENTRY_SIZE,
+    ENTRY_SIZE + 1, 0x80000000, G_MAXUINT32,
+  };
+  GpuShareLaneEntry *e = g_new0 (GpuShareLaneEntry, 1);
+  GpuShareLaneEntry *back = g_new0 (GpuShareLaneEntry, 1);
+  guint8 frame[ENTRY_SIZE], mark[ENTRY_SIZE], b[ENTRY_SIZE];
+  guint32 len;
+  guint i;
+
+  distinct_frame_entry (e);
+  fail_unless (build_entry (e, frame));
+  memset (e, 0, sizeof (*e));
+  e->kind = GPUSHARE_LANE_ENTRY_MARK;
+  e->index = 9;
+  e->mark = 5;
+  fail_unless (build_entry (e, mark));
+
+  /* a kind this version does not know, with either body and any length
+   * it could have: the lane is in order, so it cannot be skipped */
+  for (i = 0; i < G_N_ELEMENTS (unknown); i++) {
+    memcpy (b, frame, ENTRY_SIZE);
+    put32 (b, ENTRY_KIND, unknown[i]);
+    fail_unless_equals_int (parse_entry (b, back), GPUSHARE_PARSE_MALFORMED);
+    memcpy (b, mark, ENTRY_SIZE);
+    put32 (b, ENTRY_KIND, unknown[i]);
+    fail_unless_equals_int (parse_entry (b, back), GPUSHARE_PARSE_MALFORMED);
+    put32 (b, ENTRY_LENGTH, 0);
+    fail_unless_equals_int (parse_entry (b, back), GPUSHARE_PARSE_MALFORMED);
+    put32 (b, ENTRY_LENGTH, ENTRY_BODY_MAX);
+    fail_unless_equals_int (parse_entry (b, back), GPUSHARE_PARSE_MALFORMED);
+  }
+
+  /* a length past the entry's 112 bytes of body, of either kind */
+  for (i = 0; i < G_N_ELEMENTS (over); i++) {
+    memcpy (b, frame, ENTRY_SIZE);
+    put32 (b, ENTRY_LENGTH, over[i]);
+    fail_unless_equals_int (parse_entry (b, back), GPUSHARE_PARSE_MALFORMED);
+    memcpy (b, mark, ENTRY_SIZE);
+    put32 (b, ENTRY_LENGTH, over[i]);
+    fail_unless_equals_int (parse_entry (b, back), GPUSHARE_PARSE_MALFORMED);
+  }
+
+  /* FRAME: shorter than 72 bytes is truncated; 72 to 79 is a frame
+   * without its share (a cut share is no share); 80 to 112 has it, the
+   * bytes after the 80 ignored */
+  distinct_frame_entry (e);
+  memcpy (b, frame, ENTRY_SIZE);
+  memset (b + ENTRY_BODY + ENTRY_FRAME_LEN, 0xff,
+      ENTRY_BODY_MAX - ENTRY_FRAME_LEN);
+  for (len = 0; len <= ENTRY_BODY_MAX; len++) {
+    put32 (b, ENTRY_LENGTH, len);
+    if (len < FRAME_FIXED) {
+      fail_unless_equals_int (parse_entry (b, back), GPUSHARE_PARSE_TRUNCATED);
+      continue;
+    }
+    fail_unless_equals_int (parse_entry (b, back), GPUSHARE_PARSE_OK);
+    e->frame.share = len < FRAME_SHARE_FIXED ? 0 : 0xc1c2c3c4;
+    assert_entry_equal (back, e);
+  }
+
+  /* MARK: shorter than 8 bytes is truncated, even a mark of 0; 8 to
+   * 112 holds the mark, the bytes after it ignored */
+  memcpy (b, mark, ENTRY_SIZE);
+  memset (b + ENTRY_BODY + ENTRY_MARK_LEN, 0xff,
+      ENTRY_BODY_MAX - ENTRY_MARK_LEN);
+  for (len = 0; len <= ENTRY_BODY_MAX; len++) {
+    put32 (b, ENTRY_LENGTH, len);
+    if (len < ENTRY_MARK_LEN) {
+      fail_unless_equals_int (parse_entry (b, back), GPUSHARE_PARSE_TRUNCATED);
+      continue;
+    }
+    fail_unless_equals_int (parse_entry (b, back), GPUSHARE_PARSE_OK);
+    fail_unless_equals_uint64 (back->mark, 5);
+    fail_unless_equals_uint64 (back->index, 9);
+  }
+  /* marks count from 1 */
+  put32 (b, ENTRY_LENGTH, ENTRY_MARK_LEN);
+  put64 (b, ENTRY_BODY, 0);
+  fail_unless_equals_int (parse_entry (b, back), GPUSHARE_PARSE_MALFORMED);
+  put32 (b, ENTRY_LENGTH, ENTRY_BODY_MAX);
+  fail_unless_equals_int (parse_entry (b, back), GPUSHARE_PARSE_MALFORMED);
+  put32 (b, ENTRY_LENGTH, ENTRY_MARK_LEN - 1);
+  fail_unless_equals_int (parse_entry (b, back), GPUSHARE_PARSE_TRUNCATED);
+
+  /* the index is the reader's to judge, not the parser's */
+  memcpy (b, mark, ENTRY_SIZE);
+  put64 (b, ENTRY_INDEX, G_MAXUINT64);
+  fail_unless_equals_int (parse_entry (b, back), GPUSHARE_PARSE_OK);
+  fail_unless_equals_uint64 (back->index, G_MAXUINT64);
+
+  g_free (back);
+  g_free (e);
+}
+
+GST_END_TEST;
+
+/* A kind the builder does not know: refused, and the 128 bytes are left
+ * as they were.  An entry built in a lane writes its own 128 bytes and
+ * nothing around them: entry i at 128 + (i mod n_entries) * 128. */
+GST_START_TEST (test_lane_entry_build)
+{
+  static const guint32 unknown[] = { 0, 3, 0x100, G_MAXUINT32 };
+  GpuShareLaneEntry *e = g_new0 (GpuShareLaneEntry, 1);
+  GpuShareLaneEntry *back = g_new0 (GpuShareLaneEntry, 1);
+  guint8 *lane = g_malloc (LANE_BYTES (16));
+  guint8 entry[ENTRY_SIZE];
+  guint64 i;
+  guint j;
+
+  for (j = 0; j < G_N_ELEMENTS (unknown); j++) {
+    distinct_frame_entry (e);
+    e->kind = unknown[j];
+    e->mark = 1;
+    fail_if (build_entry (e, entry));
+    for (i = 0; i < ENTRY_SIZE; i++)
+      fail_unless_equals_int (entry[i], 0x5a);
+  }
+
+  /* three turns of a lane of 16 entries, frames and marks; the header
+   * and the entries around each are left alone */
+  memset (lane, 0xcc, LANE_BYTES (16));
+  for (i = 0; i < 48; i++) {
+    guint8 *at = lane + LANE_HEADER + (i % 16) * ENTRY_SIZE;
+    guint8 *before = g_memdup2 (lane, LANE_BYTES (16));
+
+    distinct_frame_entry (e);
+    e->index = i;
+    if (i % 3 == 2) {
+      e->kind = GPUSHARE_LANE_ENTRY_MARK;
+      e->mark = i / 3 + 1;
+    }
+    fail_unless (gpushare_lane_entry_build (e, at));
+    fail_unless_equals_int (parse_entry (at, back), GPUSHARE_PARSE_OK);
+    assert_entry_equal (back, e);
+    fail_unless (memcmp (lane, before, at - lane) == 0);
+    fail_unless (memcmp (at + ENTRY_SIZE, before + (at - lane) + ENTRY_SIZE,
+            LANE_BYTES (16) - (at - lane) - ENTRY_SIZE) == 0);
+    g_free (before);
+  }
+  for (j = 0; j < LANE_HEADER; j++)
+    fail_unless_equals_int (lane[j], 0xcc);
+  /* the last turn is there, entry i at its place */
+  for (i = 32; i < 48; i++) {
+    fail_unless_equals_int (parse_entry (lane + LANE_HEADER + (i % 16) *
+            ENTRY_SIZE, back), GPUSHARE_PARSE_OK);
+    fail_unless_equals_uint64 (back->index, i);
+    fail_unless_equals_uint64 (get32 (lane + LANE_HEADER + (i % 16) *
+            ENTRY_SIZE, ENTRY_INDEX), i);
+  }
+
+  g_free (lane);
+  g_free (back);
+  g_free (e);
+}
+
+GST_END_TEST;
+
+/* Every byte of a FRAME entry and of a MARK entry set to each boundary
+ * value in turn: the parser returns some result, never reads past the
+ * 128 bytes (ASan), and what it accepts builds, to an entry that parses
+ * back the same. */
+GST_START_TEST (test_lane_entry_sweep)
+{
+  static const guint8 values[] = { 0x00, 0x01, 0x7f, 0x80, 0xff };
+  GpuShareLaneEntry *e = g_new0 (GpuShareLaneEntry, 1);
+  GpuShareLaneEntry *back = g_new0 (GpuShareLaneEntry, 1);
+  GpuShareLaneEntry *again = g_new0 (GpuShareLaneEntry, 1);
+  guint8 start[ENTRY_SIZE], b[ENTRY_SIZE], built[ENTRY_SIZE];
+  guint t, pos, v;
+
+  for (t = 0; t < 2; t++) {
+    distinct_frame_entry (e);
+    if (t == 1) {
+      e->kind = GPUSHARE_LANE_ENTRY_MARK;
+      e->mark = 1;
+    }
+    fail_unless (build_entry (e, start));
+    for (pos = 0; pos < ENTRY_SIZE; pos++) {
+      for (v = 0; v < G_N_ELEMENTS (values); v++) {
+        memcpy (b, start, ENTRY_SIZE);
+        b[pos] = values[v];
+        if (parse_entry (b, back) != GPUSHARE_PARSE_OK)
+          continue;
+        fail_unless (build_entry (back, built), "byte %u = 0x%02x", pos,
+            values[v]);
+        fail_unless_equals_int (parse_entry (built, again), GPUSHARE_PARSE_OK);
+        assert_entry_equal (again, back);
+      }
+    }
+  }
+
+  g_free (again);
+  g_free (back);
+  g_free (e);
+}
+
+GST_END_TEST;
+
 static Suite *
 gpushareproto_suite (void)
 {
@@ -4869,6 +5649,13 @@ gpushareproto_suite (void)
   tcase_add_test (tc, test_observe_status);
   tcase_add_test (tc, test_notice);
   tcase_add_test (tc, test_notice_bounds);
+  tcase_add_test (tc, test_lane);
+  tcase_add_test (tc, test_lane_bounds);
+  tcase_add_test (tc, test_lane_entry_frame);
+  tcase_add_test (tc, test_lane_entry_mark);
+  tcase_add_test (tc, test_lane_entry_parse);
+  tcase_add_test (tc, test_lane_entry_build);
+  tcase_add_test (tc, test_lane_entry_sweep);
   tcase_add_test (tc, test_goodbye_held);
   tcase_add_test (tc, test_to_string);
 

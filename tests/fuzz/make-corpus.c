@@ -51,6 +51,7 @@ static gboolean seeded[GPUSHARE_MSG_LAST + 1];
 #define ANNOUNCE_NAME P (160)
 #define SLOTS_N_HANDLES P (40)
 #define ERROR_TEXT P (8)
+#define LANE_N_ENTRIES P (0)
 
 static void
 put16 (GByteArray * s, gsize off, guint16 v)
@@ -346,6 +347,16 @@ error_msg (GpuShareMsg * msg, gboolean max)
   }
 }
 
+/* a valid LANE of n_entries entries; it carries one fd */
+static void
+lane (GpuShareMsg * msg, guint32 n_entries)
+{
+  init (msg, GPUSHARE_MSG_LANE);
+  msg->u.lane.n_entries = n_entries;
+  msg->u.lane.entry_size = GPUSHARE_LANE_ENTRY_SIZE;
+  msg->u.lane.size = gpushare_lane_size (n_entries);
+}
+
 /* the small messages, each in its minimal and maximal form */
 static void
 write_simple (GpuShareMsg * msg)
@@ -428,6 +439,13 @@ write_simple (GpuShareMsg * msg)
   msg->u.notice.skipped = G_MAXUINT64;
   msg->u.notice.sequence = G_MAXUINT64;
   save_one ("notice-max", msg, 0);
+
+  /* LANE (minor 7): the smallest lane and the largest, each with its
+   * memfd */
+  lane (msg, GPUSHARE_LANE_MIN_ENTRIES);
+  save_one ("lane", msg, 1);
+  lane (msg, GPUSHARE_LANE_MAX_ENTRIES);
+  save_one ("lane-max", msg, 1);
 }
 
 static void
@@ -468,6 +486,11 @@ write_handshake (GpuShareMsg * msg)
   save_one ("accept-vmm-semaphore", msg, 0);
   accept_msg (msg, GPUSHARE_MEM_CUDA_FABRIC, GPUSHARE_SYNC_EVENT, TRUE);
   save_one ("accept-max", msg, 0);
+  /* minor 7: a consumer that asks for a frame lane */
+  accept_msg (msg, GPUSHARE_MEM_SYSTEM, 0, FALSE);
+  msg->u.accept.schema_minor = GPUSHARE_MINOR_LANE;
+  msg->u.accept.flags = GPUSHARE_ACCEPT_FLAG_LANE;
+  save_one ("accept-lane", msg, 0);
 
   for (i = 0; i < G_N_ELEMENTS (s); i++) {
     guint32 n_fds = slots (msg, s[i].mem_type, s[i].sync_mode, s[i].n_slots);
@@ -512,6 +535,36 @@ session (guint8 per_read)
   return s;
 }
 
+/* minor 7: a consumer that asked for a lane gets LANE before its first
+ * SLOTS; ordered messages after it stay on the socket */
+static GByteArray *
+session_lane (void)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  GByteArray *s = start (1 + 2, 0);
+  guint32 n_fds;
+
+  announce (msg, 0);
+  add (s, msg, 0);
+  accept_msg (msg, GPUSHARE_MEM_SYSTEM, 0, FALSE);
+  msg->u.accept.schema_minor = GPUSHARE_MINOR_LANE;
+  msg->u.accept.flags = GPUSHARE_ACCEPT_FLAG_LANE;
+  add (s, msg, 0);
+  lane (msg, GPUSHARE_LANE_MIN_ENTRIES);
+  add (s, msg, 1);
+  n_fds = slots (msg, GPUSHARE_MEM_SYSTEM, 0, 2);
+  add (s, msg, n_fds);
+  init (msg, GPUSHARE_MSG_MAPPED);
+  msg->u.mapped.epoch = 1;
+  add (s, msg, 0);
+  caps (msg, FALSE);
+  add (s, msg, 0);
+  init (msg, GPUSHARE_MSG_EOS);
+  add (s, msg, 0);
+  g_free (msg);
+  return s;
+}
+
 static void
 write_streams (GpuShareMsg * msg)
 {
@@ -522,6 +575,7 @@ write_streams (GpuShareMsg * msg)
   save ("session", session (0));
   save ("session-bytewise", session (1));
   save ("session-pieces-7", session (7));
+  save ("session-lane", session_lane ());
 
   /* a newer minor: header flags and reserved set, a FRAME with a longer
    * payload, then an unknown type with fds, then a known message */
@@ -619,6 +673,12 @@ fill_error (GpuShareMsg * msg)
 }
 
 static void
+fill_lane (GpuShareMsg * msg)
+{
+  lane (msg, 64);
+}
+
+static void
 fill_slots_vmm (GpuShareMsg * msg)
 {
   slots (msg, GPUSHARE_MEM_CUDA_VMM, GPUSHARE_SYNC_HOST, 4);
@@ -691,6 +751,19 @@ write_broken (void)
   s = broken (1, fill_ping, 0);
   put32 (s, FUZZ_PREFIX_SIZE + HDR_N_FDS, 1);
   save ("ping-with-fd", s);
+
+  /* a LANE without its fd, with two, and of a size no lane has */
+  s = broken (0, fill_lane, 1);
+  put32 (s, FUZZ_PREFIX_SIZE + HDR_N_FDS, 0);
+  save ("lane-no-fd", s);
+
+  s = broken (2, fill_lane, 1);
+  put32 (s, FUZZ_PREFIX_SIZE + HDR_N_FDS, 2);
+  save ("lane-two-fds", s);
+
+  s = broken (1, fill_lane, 1);
+  put32 (s, FUZZ_PREFIX_SIZE + LANE_N_ENTRIES, 48);
+  save ("lane-entries-odd", s);
 
   /* fewer fds arrived than the header claims */
   s = broken (3, fill_slots_vmm, 4);
