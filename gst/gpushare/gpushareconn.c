@@ -490,7 +490,8 @@ failed:
 }
 
 /* The bodies of the small messages, and one adapter per builder.  The
- * adapters of types without fds see n_fds 0: only SLOTS passes any. */
+ * adapters of types without fds see n_fds 0: only SLOTS and LANE pass
+ * any. */
 
 typedef struct
 {

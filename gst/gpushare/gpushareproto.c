@@ -158,7 +158,8 @@ WIRE_AT (GpuShareWireAnnounce, reserved, 156);
  *     0    2 schema_major
  *     2    2 schema_minor
  *     4    4 mem_type         exactly one GpuShareMemType bit
- *     8    4 flags            reserved, round-trips unchanged
+ *     8    4 flags            GPUSHARE_ACCEPT_FLAG_* (since minor 7);
+ *                             unknown bits round-trip unchanged
  *    12    4 pid
  *    16    8 instance
  *    24    4 name_len
@@ -1590,6 +1591,9 @@ gpushare_lane_entry_build (const GpuShareLaneEntry * e, guint8 * out)
       length = sizeof (GpuShareWireFrameShare) + 8;
       break;
     case GPUSHARE_LANE_ENTRY_MARK:
+      /* marks count from 1: what is built parses */
+      if (e->mark == 0)
+        return FALSE;
       length = 8;
       break;
     default:
@@ -2019,7 +2023,8 @@ msg_build_status (const GpuShareMsg * msg, guint32 n_fds, GByteArray * out)
 static gboolean
 msg_build_lane (const GpuShareMsg * msg, guint32 n_fds, GByteArray * out)
 {
-  return gpushare_msg_build_lane (&msg->u.lane, out);
+  /* the one fd of a LANE is the lane: no other count goes on the wire */
+  return n_fds == 1 && gpushare_msg_build_lane (&msg->u.lane, out);
 }
 
 static gboolean
@@ -2038,8 +2043,9 @@ msg_build_notice (const GpuShareMsg * msg, guint32 n_fds, GByteArray * out)
 /* Indexed by type; row 0 and any row left out are unknown types.  The
  * fixed size is the wire struct of what every peer that knows the type
  * sends: a later minor's tail (FRAME's share, GOODBYE's HELD) is read
- * only when the payload holds it.  Only SLOTS carries fds, whose count
- * check_slots () judges against its memory type and sync mode. */
+ * only when the payload holds it.  Only SLOTS and LANE carry fds: SLOTS's
+ * count check_slots () judges against its memory type and sync mode, a
+ * LANE carries exactly one. */
 static const MsgRow msg_table[] = {
   [GPUSHARE_MSG_ANNOUNCE] = {{"ANNOUNCE", P2C, GPUSHARE_MINOR_BASE,
           sizeof (GpuShareWireAnnounce), FALSE},

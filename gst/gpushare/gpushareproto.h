@@ -555,8 +555,9 @@ const GpuShareMsgInfo *gpushare_msg_info (guint type);
 
 /* Header.  Returns NEED_MORE when len < GPUSHARE_HEADER_SIZE.  Checks magic,
  * major version, payload cap and fd count: n_fds <= GPUSHARE_MAX_FDS, and 0
- * for every known type but SLOTS (whose fd count, slot fds for VMM and
- * system memory plus n_sync_fds, is checked with its payload).  An
+ * for every known type but SLOTS and LANE (whose fd counts, slot fds for
+ * VMM and system memory plus n_sync_fds, and 1, are checked with their
+ * payloads).  An
  * unknown type is OK here: the caller skips its payload and closes its
  * fds. */
 GpuShareParseResult gpushare_header_parse (const guint8 * buf, gsize len,
@@ -580,8 +581,8 @@ gboolean gpushare_msg_build (const GpuShareMsg * msg, guint32 n_fds,
  * gpushare_msg_build () of a GpuShareMsg holding that body, without one
  * (the union is over 12 KiB, a FRAME's body 72 bytes).  Each appends
  * header + payload to out, or returns FALSE, appending nothing, where
- * gpushare_msg_build () would.  Only SLOTS carries fds (n_fds goes into
- * the header); gpushare_msg_build_mapped () takes GPUSHARE_MSG_MAPPED or
+ * gpushare_msg_build () would.  Only SLOTS and LANE carry fds (n_fds
+ * goes into the header; a LANE's is 1); gpushare_msg_build_mapped () takes GPUSHARE_MSG_MAPPED or
  * GPUSHARE_MSG_UNMAPPED. */
 gboolean gpushare_msg_build_announce (const GpuShareAnnounce * a,
     GByteArray * out);

@@ -15,6 +15,7 @@
 #include "gpushareclient.h"
 #include "gpushareconn.h"
 #include "gpushareframemeta.h"
+#include "gpusharelane.h"
 #include "gpushareproto.h"
 #include "gpushareretain.h"
 #include "gpushareserver.h"
@@ -295,6 +296,9 @@ GST_START_TEST (test_security_bounds)
     {"GPUSHARE_META_MAX_CUSTOM_REGISTRATIONS",
         GPUSHARE_META_MAX_CUSTOM_REGISTRATIONS},
     {"GPUSHARE_TEXT_MAX_DEPTH", GPUSHARE_TEXT_MAX_DEPTH},
+    {"GPUSHARE_LANE_ENTRIES", GPUSHARE_LANE_ENTRIES},
+    {"GPUSHARE_LANE_MAX_ENTRIES", GPUSHARE_LANE_MAX_ENTRIES},
+    {"GPUSHARE_CLIENT_MAX_LANE_RINGS", GPUSHARE_CLIENT_MAX_LANE_RINGS},
     {"gpusharesink::max-pending", 0},
     {"gpusharesink::max-clients", 0},
   };

@@ -132,7 +132,9 @@ get32 (const guint8 * b, gsize off)
 #define ENTRY_LENGTH 12
 #define ENTRY_BODY 16
 #define ENTRY_BODY_MAX 112
-#define ENTRY_FRAME_LEN 80
+#define ENTRY_FRAME_LEN 88
+/* in a FRAME entry's body: the producer's clock when it wrote it */
+#define ENTRY_WRITTEN 80
 #define ENTRY_MARK_LEN 8
 
 static void
@@ -5239,9 +5241,11 @@ assert_entry_equal (const GpuShareLaneEntry * got,
   fail_unless_equals_uint64 (got->kind, want->kind);
   if (want->kind == GPUSHARE_LANE_ENTRY_FRAME) {
     assert_frame_equal (&got->frame, &want->frame);
+    fail_unless_equals_uint64 (got->written_us, want->written_us);
     fail_unless_equals_uint64 (got->mark, 0);
   } else {
     fail_unless_equals_uint64 (got->mark, want->mark);
+    fail_unless_equals_uint64 (got->written_us, 0);
     /* nothing of a frame in a MARK, whatever was there before */
     assert_frame_equal (&got->frame, &zero);
   }
@@ -5269,12 +5273,13 @@ distinct_frame_entry (GpuShareLaneEntry * e)
   f->buffer_flags = 0xa1a2a3a4;
   f->flags = 0xb1b2b3b4;
   f->share = 0xc1c2c3c4;
+  e->written_us = G_GUINT64_CONSTANT (0xd1d2d3d4d5d6d7d8);
 }
 
-/* A FRAME entry: index at 0, kind 1 at 8, length 80 at 12, and at 16 the
+/* A FRAME entry: index at 0, kind 1 at 8, length 88 at 12, and at 16 the
  * 80 bytes of a FRAME message's payload with its share (at 72 of them),
- * even where the share is 0; the rest of the 128 bytes 0.  Every field
- * comes back. */
+ * even where the share is 0, then the producer's clock when it wrote the
+ * entry; the rest of the 128 bytes 0.  Every field comes back. */
 GST_START_TEST (test_lane_entry_frame)
 {
   static const guint32 shares[] = { 0xc1c2c3c4, 0, 1, G_MAXUINT32 };
@@ -5304,6 +5309,7 @@ GST_START_TEST (test_lane_entry_frame)
       fail_unless_equals_int (raw_fixed (msg, want + ENTRY_BODY),
           FRAME_SHARE_FIXED);
     }
+    put64 (want, ENTRY_BODY + ENTRY_WRITTEN, e->written_us);
     fail_unless (memcmp (entry, want, ENTRY_SIZE) == 0, "share %u: not the "
         "documented bytes", shares[i]);
     fail_unless_equals_uint64 (get32 (entry, ENTRY_BODY + FRAME_SHARE),
@@ -5314,9 +5320,9 @@ GST_START_TEST (test_lane_entry_frame)
     if (shares[i] != 0) {
       g_byte_array_set_size (out, 0);
       fail_unless (gpushare_msg_build_frame (&e->frame, out));
-      fail_unless_equals_int (out->len, HDR_SIZE + ENTRY_FRAME_LEN);
+      fail_unless_equals_int (out->len, HDR_SIZE + FRAME_SHARE_FIXED);
       fail_unless (memcmp (entry + ENTRY_BODY, out->data + HDR_SIZE,
-              ENTRY_FRAME_LEN) == 0);
+              FRAME_SHARE_FIXED) == 0);
     }
 
     /* back, every field, and built again to the same bytes */
@@ -5437,8 +5443,8 @@ GST_START_TEST (test_lane_entry_parse)
   }
 
   /* FRAME: shorter than 72 bytes is truncated; 72 to 79 is a frame
-   * without its share (a cut share is no share); 80 to 112 has it, the
-   * bytes after the 80 ignored */
+   * without its share (a cut share is no share); 80 to 112 has it, and
+   * from 88 the writer's clock, the bytes after the 88 ignored */
   distinct_frame_entry (e);
   memcpy (b, frame, ENTRY_SIZE);
   memset (b + ENTRY_BODY + ENTRY_FRAME_LEN, 0xff,
@@ -5451,6 +5457,9 @@ GST_START_TEST (test_lane_entry_parse)
     }
     fail_unless_equals_int (parse_entry (b, back), GPUSHARE_PARSE_OK);
     e->frame.share = len < FRAME_SHARE_FIXED ? 0 : 0xc1c2c3c4;
+    /* the writer's clock only whole, after the share */
+    e->written_us = len < ENTRY_FRAME_LEN ? 0 :
+        G_GUINT64_CONSTANT (0xd1d2d3d4d5d6d7d8);
     assert_entry_equal (back, e);
   }
 
