@@ -150,6 +150,11 @@
 #define SHM_SRC_OPTS "socket-path=@SOCKET@ is-live=false ! @CAPS@"
 #define SHM_SRC "shmsrc name=out " SHM_SRC_OPTS
 #define FAKESINK "fakesink sync=false"
+/* GStreamer 1.24+'s memfd transport for system memory: caps and
+ * timestamps travel, the sink refuses memory that is not an fd's */
+#define UNIXFD_SINK "unixfdsink name=in socket-path=@SOCKET@ " \
+  "wait-for-connection=true sync=false"
+#define UNIXFD_SRC "unixfdsrc name=out socket-path=@SOCKET@"
 
 typedef enum
 {
@@ -227,6 +232,13 @@ static const BenchMode modes[] = {
   SOCKET_ROW ("gpushare-sysmem-inplace-socket", SOURCE_INPLACE,
       "gpushare-sysmem-inplace, frames through the socket"),
 #undef SOCKET_ROW
+  {"unixfd", "unixfdsink / unixfdsrc (1.24+), the frame in the sink's memfd",
+        "imagefreeze unixfdsink unixfdsrc", NULL, NULL,
+      SOURCE " ! " UNIXFD_SINK, UNIXFD_SRC " ! " FAKESINK, KEY_ORDER, FALSE},
+  {"unixfd-inplace", "the source writes every frame into unixfdsink's memfd",
+        "unixfdsink unixfdsrc", NULL, NULL,
+        SOURCE_INPLACE " ! " UNIXFD_SINK, UNIXFD_SRC " ! " FAKESINK,
+      KEY_ORDER, FALSE},
   {"one-process-inplace", "the source writes every frame, one process",
         "videotestsrc", NULL, NULL,
       SOURCE_INPLACE " ! " FAKESINK " name=in", NULL, KEY_OFFSET, FALSE},
