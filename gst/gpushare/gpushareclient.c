@@ -313,6 +313,18 @@ send_release (Session * s, const GpuShareFrame * f)
   r.slot = f->slot;
   r.generation = f->generation;
   r.sequence = f->sequence;
+  /* with a lane, it goes there: the producer reads it when it next needs
+   * a slot, and is woken by a PING only if it waits for one now.  A lane
+   * the producer left full takes no more: the socket does. */
+  if (s->lane) {
+    gboolean kick;
+
+    if (gpushare_lane_release_push (s->lane, &r, &kick) == GPUSHARE_LANE_OK) {
+      if (kick)
+        gpushare_conn_send_ping (s->conn);
+      return;
+    }
+  }
   gpushare_conn_send_release (s->conn, &r);
 }
 

@@ -58,6 +58,7 @@ struct _GpuShareConn
   gint64 last_received;
   gint64 last_sent;
   gboolean peer_without_ping;   /* its headers say minor 0 */
+  gboolean deliver_pings;       /* message_func gets PINGs too */
 
   /* send side, under lock */
   GByteArray *out;
@@ -745,6 +746,18 @@ send_ping (GpuShareConn * conn)
 }
 
 gboolean
+gpushare_conn_send_ping (GpuShareConn * conn)
+{
+  return send_ping (conn);
+}
+
+void
+gpushare_conn_deliver_pings (GpuShareConn * conn)
+{
+  conn->deliver_pings = TRUE;
+}
+
+gboolean
 gpushare_conn_send_error (GpuShareConn * conn, GpuShareErrorCode code,
     const gchar * text)
 {
@@ -991,7 +1004,7 @@ process_input (GpuShareConn * conn, GError ** error)
 
     GST_LOG ("received %s", gpushare_msg_type_to_string (hdr.type));
     /* a heartbeat: its bytes were the point, already counted */
-    if (conn->msg->type == GPUSHARE_MSG_PING)
+    if (conn->msg->type == GPUSHARE_MSG_PING && !conn->deliver_pings)
       continue;
     conn->message_func (conn, conn->msg, fds, hdr.n_fds, conn->user_data);
     if (gpushare_conn_is_closed (conn))

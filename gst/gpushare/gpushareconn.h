@@ -111,6 +111,13 @@ gboolean gpushare_conn_send_accept (GpuShareConn * conn,
 gboolean gpushare_conn_send_slots (GpuShareConn * conn,
     const GpuShareSlots * s, gint * fds, guint n_fds);
 
+/* a PING now, beside the heartbeat's own: it wakes the peer's control
+ * thread (a consumer whose producer waits for the releases in its lane) */
+gboolean gpushare_conn_send_ping (GpuShareConn * conn);
+/* PINGs are the transport's own unless asked for: then message_func gets
+ * them too */
+void gpushare_conn_deliver_pings (GpuShareConn * conn);
+
 /* Blocks up to timeout_ms for the send queue to drain (shutdown paths). */
 gboolean gpushare_conn_flush (GpuShareConn * conn, gint timeout_ms);
 

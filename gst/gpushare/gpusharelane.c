@@ -37,8 +37,10 @@ struct _GpuShareLane
   guint32 n_entries;
   gint fd;                      /* the producer's; -1 in the consumer */
   /* our own index: the producer's head, the consumer's tail; the copy in
-   * the shared memory is for the peer, never read back */
+   * the shared memory is for the peer, never read back.  rindex: of the
+   * releases, the consumer's rhead or the producer's rtail */
   guint64 index;
+  guint64 rindex;
 };
 
 static guint64 *
@@ -282,6 +284,71 @@ gpushare_lane_sleep (GpuShareLane * lane, guint32 bell, gint64 timeout_us)
   }
   __atomic_store_n (waiting, 0, __ATOMIC_RELAXED);
   return woken;
+}
+
+static guint8 *
+release_at (GpuShareLane * lane, guint64 index)
+{
+  return lane->base + GPUSHARE_LANE_HEADER_SIZE +
+      (gsize) lane->n_entries * GPUSHARE_LANE_ENTRY_SIZE +
+      (index & (lane->n_entries - 1)) * GPUSHARE_LANE_RELEASE_SIZE;
+}
+
+GpuShareLaneResult
+gpushare_lane_release_push (GpuShareLane * lane, const GpuShareRelease * r,
+    gboolean * kick)
+{
+  guint64 rtail = __atomic_load_n (word64 (lane, GPUSHARE_LANE_RTAIL_OFFSET),
+      __ATOMIC_ACQUIRE);
+  guint64 unread = lane->rindex - rtail;
+
+  *kick = FALSE;
+  /* an rtail that cannot be is the producer's business: we only stop
+   * writing here, the socket takes the releases */
+  if (unread >= lane->n_entries)
+    return unread == lane->n_entries ? GPUSHARE_LANE_FULL :
+        GPUSHARE_LANE_BAD_INDEX;
+  gpushare_lane_release_build (lane->rindex, r, release_at (lane,
+          lane->rindex));
+  lane->rindex++;
+  __atomic_store_n (word64 (lane, GPUSHARE_LANE_RHEAD_OFFSET), lane->rindex,
+      __ATOMIC_RELEASE);
+  /* against the producer's store of rwaiting and its second look */
+  __atomic_thread_fence (__ATOMIC_SEQ_CST);
+  *kick = __atomic_load_n (word32 (lane, GPUSHARE_LANE_RWAITING_OFFSET),
+      __ATOMIC_RELAXED) != 0;
+  return GPUSHARE_LANE_OK;
+}
+
+GpuShareLaneResult
+gpushare_lane_release_pop (GpuShareLane * lane, GpuShareRelease * r)
+{
+  guint8 copy[GPUSHARE_LANE_RELEASE_SIZE];
+  guint64 rhead = __atomic_load_n (word64 (lane, GPUSHARE_LANE_RHEAD_OFFSET),
+      __ATOMIC_ACQUIRE);
+  guint64 unread = rhead - lane->rindex, index;
+
+  if (unread == 0)
+    return GPUSHARE_LANE_EMPTY;
+  if (unread > lane->n_entries)
+    return GPUSHARE_LANE_BAD_INDEX;
+  memcpy (copy, release_at (lane, lane->rindex), sizeof (copy));
+  gpushare_lane_release_parse (copy, &index, r);
+  if (index != lane->rindex)
+    return GPUSHARE_LANE_BAD_ENTRY;
+  lane->rindex++;
+  __atomic_store_n (word64 (lane, GPUSHARE_LANE_RTAIL_OFFSET), lane->rindex,
+      __ATOMIC_RELEASE);
+  return GPUSHARE_LANE_OK;
+}
+
+void
+gpushare_lane_release_waiting (GpuShareLane * lane, gboolean waiting)
+{
+  __atomic_store_n (word32 (lane, GPUSHARE_LANE_RWAITING_OFFSET),
+      waiting ? 1 : 0, __ATOMIC_RELAXED);
+  /* against the consumer's store of rhead and its look at rwaiting */
+  __atomic_thread_fence (__ATOMIC_SEQ_CST);
 }
 
 void

@@ -66,6 +66,21 @@ gboolean gpushare_lane_sleep (GpuShareLane * lane, guint32 bell,
 /* wakes the reader, from any thread of either side */
 void gpushare_lane_ring (GpuShareLane * lane);
 
+/* The way back: the consumer writes its releases into the lane (any
+ * thread, serialised by the caller), the producer reads them from its
+ * streaming or control thread, under its lock.  push returns FULL when the
+ * producer left every one unread (the caller sends a RELEASE instead), and
+ * says in *kick whether the producer waits for a slot and must be woken
+ * (a PING on the socket: docs/protocol.md, "Frame lane"). */
+GpuShareLaneResult gpushare_lane_release_push (GpuShareLane * lane,
+    const GpuShareRelease * r, gboolean * kick);
+/* the next release, its index checked; EMPTY when none */
+GpuShareLaneResult gpushare_lane_release_pop (GpuShareLane * lane,
+    GpuShareRelease * r);
+/* the producer says it waits for a slot (TRUE) or no longer does; after
+ * TRUE it reads the releases again before it sleeps */
+void gpushare_lane_release_waiting (GpuShareLane * lane, gboolean waiting);
+
 void gpushare_lane_free (GpuShareLane * lane);
 
 G_END_DECLS

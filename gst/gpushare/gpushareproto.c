@@ -910,8 +910,8 @@ check_lane (const GpuShareLaneInfo * l, guint32 n_fds)
 guint64
 gpushare_lane_size (guint32 n_entries)
 {
-  return GPUSHARE_LANE_HEADER_SIZE +
-      (guint64) n_entries *GPUSHARE_LANE_ENTRY_SIZE;
+  return GPUSHARE_LANE_HEADER_SIZE + (guint64) n_entries *
+      (GPUSHARE_LANE_ENTRY_SIZE + GPUSHARE_LANE_RELEASE_SIZE);
 }
 
 /* Everything the builder refuses, and the parser rejects once the message
@@ -1573,6 +1573,41 @@ gpushare_msg_build_lane (const GpuShareLaneInfo * l, GByteArray * out)
   WR32 (p, GpuShareWireLane, entry_size, l->entry_size);
   WR64 (p, GpuShareWireLane, size, l->size);
   return TRUE;
+}
+
+/* A release of a lane.  GPUSHARE_LANE_RELEASE_SIZE bytes.
+ *
+ *   off size field
+ *     0    8 index            its position among the releases
+ *     8   24 release          a RELEASE's payload
+ */
+G_STATIC_ASSERT (8 + sizeof (GpuShareWireRelease) ==
+    GPUSHARE_LANE_RELEASE_SIZE);
+
+void
+gpushare_lane_release_build (guint64 index, const GpuShareRelease * r,
+    guint8 * out)
+{
+  guint8 *p = out + 8;
+
+  wr64 (out, index);
+  WR64 (p, GpuShareWireRelease, epoch, r->epoch);
+  WR32 (p, GpuShareWireRelease, slot, r->slot);
+  WR32 (p, GpuShareWireRelease, generation, r->generation);
+  WR64 (p, GpuShareWireRelease, sequence, r->sequence);
+}
+
+void
+gpushare_lane_release_parse (const guint8 * in, guint64 * index,
+    GpuShareRelease * r)
+{
+  const guint8 *p = in + 8;
+
+  *index = rd64 (in);
+  r->epoch = RD64 (p, GpuShareWireRelease, epoch);
+  r->slot = RD32 (p, GpuShareWireRelease, slot);
+  r->generation = RD32 (p, GpuShareWireRelease, generation);
+  r->sequence = RD64 (p, GpuShareWireRelease, sequence);
 }
 
 /* Lane entries: the same bytes in either process, like a message */

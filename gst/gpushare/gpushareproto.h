@@ -482,6 +482,14 @@ typedef struct
 #define GPUSHARE_LANE_WAITING_OFFSET 68 /* u32: 1 while the consumer may
                                          * sleep on bell */
 #define GPUSHARE_LANE_TAIL_OFFSET 72    /* u64: entries read */
+/* the way back: releases the consumer writes after the entries, which the
+ * producer reads */
+#define GPUSHARE_LANE_RHEAD_OFFSET 80   /* u64: releases written (consumer) */
+#define GPUSHARE_LANE_RTAIL_OFFSET 88   /* u64: releases read (producer) */
+#define GPUSHARE_LANE_RWAITING_OFFSET 96        /* u32: 1 while the producer
+                                                 * waits for a slot
+                                                 * (producer) */
+#define GPUSHARE_LANE_RELEASE_SIZE 32
 
 /* what one entry of a lane holds */
 typedef enum
@@ -629,7 +637,14 @@ gboolean gpushare_lane_entry_build (const GpuShareLaneEntry * e,
     guint8 * out);
 GpuShareParseResult gpushare_lane_entry_parse (const guint8 * in,
     GpuShareLaneEntry * e);
-/* bytes of a lane of n_entries entries */
+/* The releases of a lane, GPUSHARE_LANE_RELEASE_SIZE bytes each: index
+ * (its number), then a RELEASE's body.  parse reads what build wrote; the
+ * producer judges the index and the release itself. */
+void gpushare_lane_release_build (guint64 index, const GpuShareRelease * r,
+    guint8 * out);
+void gpushare_lane_release_parse (const guint8 * in, guint64 * index,
+    GpuShareRelease * r);
+/* bytes of a lane of n_entries entries, and as many releases */
 guint64 gpushare_lane_size (guint32 n_entries);
 
 const gchar *gpushare_msg_type_to_string (guint type);

@@ -116,6 +116,7 @@ typedef struct
    * its FRAMEs go on the socket */
   GpuShareLane *lane;
   guint64 lane_marks;
+  gboolean lane_failed;         /* its releases in the lane did not read */
 } Client;
 
 struct _GpuShareServer
@@ -496,6 +497,8 @@ send_lane (GpuShareServer * self, Client * client)
     return;
   }
   client->lane = lane;
+  /* a PING from it now says its releases wait in the lane */
+  gpushare_conn_deliver_pings (client->conn);
   GST_DEBUG_OBJECT (self->log_object, "client %u reads its frames from a "
       "lane of %u entries", client->id, info.n_entries);
 }
@@ -1236,7 +1239,7 @@ handle_unmapped (GpuShareServer * self, Client * client,
     release_ring (self, client, m->epoch);
 }
 
-static void
+static gboolean
 handle_release (GpuShareServer * self, Client * client,
     const GpuShareRelease * r)
 {
@@ -1244,13 +1247,13 @@ handle_release (GpuShareServer * self, Client * client,
 
   if (client->state != CLIENT_EXPORTED && client->state != CLIENT_READY) {
     protocol_error (client, "RELEASE out of order");
-    return;
+    return FALSE;
   }
   res = gpushare_ring_release (&self->ring, r->epoch, r->slot, r->generation,
       client->index);
   if (res == GPUSHARE_RING_STALE_EPOCH && r->epoch < self->epoch) {
     /* a slot of a replaced ring: nothing to give back */
-    return;
+    return TRUE;
   }
   if (res != GPUSHARE_RING_OK) {
     gchar *text = g_strdup_printf ("bad RELEASE: %s",
@@ -1258,12 +1261,68 @@ handle_release (GpuShareServer * self, Client * client,
 
     protocol_error (client, text);
     g_free (text);
-    return;
+    return FALSE;
   }
   client->frames_released++;
   GST_LOG_OBJECT (self->log_object, "client %u released slot %u",
       client->id, r->slot);
   g_cond_broadcast (&self->cond);
+  return TRUE;
+}
+
+/* lock held: the releases a client wrote into its lane, each as its
+ * RELEASE message would be (handle_release ()).  An index or a release
+ * that cannot be fails it, once. */
+static void
+drain_client (GpuShareServer * self, Client * client)
+{
+  GpuShareLaneResult res;
+  GpuShareRelease r;
+
+  if (!client->lane || client->lane_failed)
+    return;
+  while ((res = gpushare_lane_release_pop (client->lane, &r)) ==
+      GPUSHARE_LANE_OK) {
+    if (!handle_release (self, client, &r)) {
+      client->lane_failed = TRUE;
+      return;
+    }
+  }
+  if (res != GPUSHARE_LANE_EMPTY) {
+    gchar *text = g_strdup_printf ("releases of the frame lane: %s",
+        gpushare_lane_result_to_string (res));
+
+    client->lane_failed = TRUE;
+    protocol_error (client, text);
+    g_free (text);
+  }
+}
+
+/* lock held: every client's releases in its lane */
+static void
+drain_releases (GpuShareServer * self)
+{
+  guint i;
+
+  for (i = 0; i < MAX_CLIENTS; i++)
+    if (self->clients[i])
+      drain_client (self, self->clients[i]);
+}
+
+/* lock held: the producer waits for a slot (TRUE), or no longer does.
+ * Its consumers then wake it (a PING) when they write a release into
+ * their lanes; after TRUE the lanes are read again, so that a release
+ * written just before is not waited for. */
+static void
+lanes_waiting (GpuShareServer * self, gboolean waiting)
+{
+  guint i;
+
+  for (i = 0; i < MAX_CLIENTS; i++)
+    if (self->clients[i] && self->clients[i]->lane)
+      gpushare_lane_release_waiting (self->clients[i]->lane, waiting);
+  if (waiting)
+    drain_releases (self);
 }
 
 static void
@@ -1285,7 +1344,12 @@ client_message (GpuShareConn * conn, const GpuShareMsg * msg, gint * fds,
   }
 
   g_mutex_lock (&self->lock);
+  /* what it released through its lane came before this message */
+  drain_client (self, client);
   switch (msg->type) {
+    case GPUSHARE_MSG_PING:
+      /* its lane's releases, read above: the producer waits for them */
+      break;
     case GPUSHARE_MSG_ACCEPT:
       handle_accept (self, client, &msg->u.accept);
       break;
@@ -1496,6 +1560,8 @@ housekeeping (gpointer user_data)
   guint n_stalled;
 
   g_mutex_lock (&self->lock);
+  /* leases judge what the consumers still hold */
+  drain_releases (self);
   lease_ms = self->config.lease_timeout;
   /* processes that exited closed whatever they had open */
   for (i = 0; i < GPUSHARE_MEM_N_TYPES; i++) {
@@ -2433,6 +2499,8 @@ gpushare_server_begin_frame (GpuShareServer * self, gboolean lossless,
     return GPUSHARE_SERVER_NO_FORMAT;
   }
 again:
+  /* what the consumers gave back through their lanes */
+  drain_releases (self);
   if (gpushare_ring_n_tainted (&self->ring) > 0
       && !replace_ring (self, self->ring.n_slots, error)) {
     g_mutex_unlock (&self->lock);
@@ -2484,8 +2552,10 @@ again:
         break;
       if (gpushare_ring_n_tainted (&self->ring) > 0) {
         /* a consumer was dropped meanwhile: its slots are quarantined */
-        if (waiting)
+        if (waiting) {
           slot_wait_end (self);
+          lanes_waiting (self, FALSE);
+        }
         goto again;
       }
       if (!lossless) {
@@ -2500,14 +2570,21 @@ again:
       if (!waiting) {
         slot_wait_begin (self);
         waiting = TRUE;
+        /* a release written before the lanes said so is read now */
+        lanes_waiting (self, TRUE);
+        continue;
       }
       if (!wait_locked (self)) {
         slot_wait_end (self);
+        lanes_waiting (self, FALSE);
         goto flushing;
       }
+      drain_releases (self);
     }
-    if (waiting)
+    if (waiting) {
       slot_wait_end (self);
+      lanes_waiting (self, FALSE);
+    }
   }
   frame->slot = slot;
   if (!in_sys_slot && need_sys) {
@@ -2722,6 +2799,7 @@ pool_acquire (GpuShareServer * self, gboolean leaky, const gint * flushing,
     ring = gpu ? pool_gpu_ring (self) : self->system;
     if (!ring)
       break;
+    drain_releases (self);
     if (gpushare_ring_acquire (&self->ring, &slot) == GPUSHARE_RING_OK) {
       tag->ring = gpushare_xfer_ring_ref (ring);
       tag->slot = slot;
@@ -2737,11 +2815,15 @@ pool_acquire (GpuShareServer * self, gboolean leaky, const gint * flushing,
     if (!waiting) {
       slot_wait_begin (self);
       waiting = TRUE;
+      lanes_waiting (self, TRUE);
+      continue;
     }
     g_cond_wait (&self->cond, &self->lock);
   }
-  if (waiting)
+  if (waiting) {
     slot_wait_end (self);
+    lanes_waiting (self, FALSE);
+  }
   g_mutex_unlock (&self->lock);
   return ret;
 }
@@ -2805,6 +2887,7 @@ gpushare_server_get_stats (GpuShareServer * self, GpuShareServerStats * s)
 
   memset (s, 0, sizeof (*s));
   g_mutex_lock (&self->lock);
+  drain_releases (self);
   s->epoch = self->epoch;
   s->slots_quarantined = self->slots_quarantined;
   s->rings_replaced = self->rings_replaced;

@@ -66,6 +66,12 @@ get32 (const guint8 * b, gsize off)
       (guint32) b[off + 3] << 24;
 }
 
+static guint64
+get64 (const guint8 * b, gsize off)
+{
+  return get32 (b, off) | (guint64) get32 (b, off + 4) << 32;
+}
+
 /* wire sizes and offsets, as docs/protocol.md gives them */
 #define HDR_SIZE 24
 #define ANNOUNCE_FIXED 160
@@ -813,10 +819,10 @@ sample_msg (guint type, guint variant, GpuShareMsg * msg, guint32 * n_fds)
       GpuShareLaneInfo *l = &msg->u.lane;
 
       /* the largest lane and the smallest, written out rather than
-       * computed by the codec: 128 + 1024 * 128, 128 + 16 * 128 */
+       * computed by the codec: 128 + 1024 * (128 + 32), 128 + 16 * 160 */
       l->n_entries = big ? 1024 : 16;
       l->entry_size = 128;
-      l->size = big ? 131200 : 2176;
+      l->size = big ? 163968 : 2688;
       /* the lane's memfd */
       *n_fds = 1;
       break;
@@ -1256,14 +1262,14 @@ GST_START_TEST (test_golden_bytes)
     0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,
     0x00, 0xff, 0xee, 0xdd, 0xcc, 0xbb, 0xaa, 0x99,
   };
-  /* LANE (minor 7): a lane of 64 entries of 128 bytes, 128 + 64 * 128 =
-   * 8320 bytes, with its memfd: 1 fd */
+  /* LANE (minor 7): a lane of 64 entries of 128 bytes and 64 releases of
+   * 32, 128 + 64 * 160 = 10368 bytes, with its memfd: 1 fd */
   static const guint8 lane[] = {
     'G', 'P', 'S', 'H', 0x01, 0x00, 0x07, 0x00,
     0x12, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00, 0x00,
     0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x40, 0x00, 0x00, 0x00, 0x80, 0x00, 0x00, 0x00,
-    0x80, 0x20, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x80, 0x28, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
   };
   /* ANNOUNCE's device block, payload bytes 128 .. 160 */
   static const guint8 device[] = {
@@ -1415,7 +1421,7 @@ GST_START_TEST (test_golden_bytes)
   msg->type = GPUSHARE_MSG_LANE;
   msg->u.lane.n_entries = 64;
   msg->u.lane.entry_size = 128;
-  msg->u.lane.size = 8320;
+  msg->u.lane.size = 10368;
   g_byte_array_set_size (out, 0);
   fail_unless (gpushare_msg_build (msg, 1, out));
   fail_unless_equals_int (out->len, sizeof (lane));
@@ -2780,12 +2786,16 @@ GST_START_TEST (test_constants)
   /* an entry's body holds a FRAME with its share, and no more */
   fail_unless_equals_int (ENTRY_BODY + ENTRY_BODY_MAX, ENTRY_SIZE);
   fail_unless (ENTRY_BODY + FRAME_SHARE_FIXED <= ENTRY_SIZE);
-  fail_unless_equals_uint64 (gpushare_lane_size (16), 2176);
-  fail_unless_equals_uint64 (gpushare_lane_size (1024), 131200);
+  fail_unless_equals_uint64 (gpushare_lane_size (16), 2688);
+  fail_unless_equals_uint64 (gpushare_lane_size (1024), 163968);
   fail_unless_equals_uint64 (gpushare_lane_size (0), 128);
   /* no wrap at 32 bits */
   fail_unless_equals_uint64 (gpushare_lane_size (G_MAXUINT32),
-      128 + (guint64) G_MAXUINT32 * 128);
+      128 + (guint64) G_MAXUINT32 * 160);
+  fail_unless_equals_int (GPUSHARE_LANE_RELEASE_SIZE, 32);
+  fail_unless_equals_int (GPUSHARE_LANE_RHEAD_OFFSET, 80);
+  fail_unless_equals_int (GPUSHARE_LANE_RTAIL_OFFSET, 88);
+  fail_unless_equals_int (GPUSHARE_LANE_RWAITING_OFFSET, 96);
   fail_unless_equals_int (GPUSHARE_MAX_HOLDERS_WIRE, 64);
   fail_unless_equals_int (GPUSHARE_MAX_STATUS_LEN, 15 * 1024);
   fail_unless_equals_int (GPUSHARE_MIN_OBSERVE_INTERVAL, 100);
@@ -4951,8 +4961,8 @@ GST_END_TEST;
 /* LANE and the lane's entries (minor 7)                               */
 
 /* bytes of a lane of n entries, from docs/protocol.md rather than the
- * codec: its header, then the entries */
-#define LANE_BYTES(n) (LANE_HEADER + (guint64) (n) * ENTRY_SIZE)
+ * codec: its header, then the entries, then as many releases */
+#define LANE_BYTES(n) (LANE_HEADER + (guint64) (n) * (ENTRY_SIZE + 32))
 
 /* LANE, producer -> consumer: 16 bytes and exactly one fd, the lane's
  * memfd; each field read from its own offset.  And the ACCEPT flag that
@@ -4995,7 +5005,7 @@ GST_START_TEST (test_lane)
   fail_unless_equals_int (back->type, GPUSHARE_MSG_LANE);
   fail_unless_equals_uint64 (back->u.lane.n_entries, 256);
   fail_unless_equals_uint64 (back->u.lane.entry_size, 128);
-  fail_unless_equals_uint64 (back->u.lane.size, 32896);
+  fail_unless_equals_uint64 (back->u.lane.size, 41088);
   /* and built back to the same bytes, its one fd in the header */
   fail_unless (gpushare_msg_build_lane (&back->u.lane, out));
   fail_unless_equals_int (out->len, HDR_SIZE + LANE_FIXED);
@@ -5070,7 +5080,7 @@ GST_START_TEST (test_lane)
 GST_END_TEST;
 
 /* LANE's shape: n_entries a power of two from 16 to 1024, entry_size
- * 128, size exactly 128 + n_entries * 128, else MALFORMED; and exactly
+ * 128, size exactly 128 + n_entries * 160, else MALFORMED; and exactly
  * one fd, else BAD_FD_COUNT, judged after the shape (but a count over
  * GPUSHARE_MAX_FDS before anything) */
 typedef struct
@@ -5348,6 +5358,34 @@ GST_START_TEST (test_lane_entry_frame)
   g_free (msg);
   g_free (back);
   g_free (e);
+}
+
+GST_END_TEST;
+
+/* A release of a lane: index at 0, then the 24 bytes of a RELEASE's
+ * payload (epoch, slot, generation, sequence), back the same */
+GST_START_TEST (test_lane_release)
+{
+  GpuShareRelease r = { G_GUINT64_CONSTANT (0x1112131415161718), 0x21222324,
+    0x31323334, G_GUINT64_CONSTANT (0x4142434445464748)
+  }, back;
+  guint8 b[GPUSHARE_LANE_RELEASE_SIZE + 8];
+  guint64 index;
+
+  memset (b, 0xee, sizeof (b));
+  gpushare_lane_release_build (G_GUINT64_CONSTANT (0x0102030405060708), &r, b);
+  fail_unless_equals_uint64 (get64 (b, 0),
+      G_GUINT64_CONSTANT (0x0102030405060708));
+  fail_unless_equals_uint64 (get64 (b, 8), r.epoch);
+  fail_unless_equals_uint64 (get32 (b, 16), r.slot);
+  fail_unless_equals_uint64 (get32 (b, 20), r.generation);
+  fail_unless_equals_uint64 (get64 (b, 24), r.sequence);
+  /* nothing past its 32 bytes */
+  fail_unless_equals_int (b[GPUSHARE_LANE_RELEASE_SIZE], 0xee);
+  memset (&back, 0, sizeof (back));
+  gpushare_lane_release_parse (b, &index, &back);
+  fail_unless_equals_uint64 (index, G_GUINT64_CONSTANT (0x0102030405060708));
+  fail_unless (memcmp (&back, &r, sizeof (r)) == 0);
 }
 
 GST_END_TEST;
@@ -5662,6 +5700,7 @@ gpushareproto_suite (void)
   tcase_add_test (tc, test_lane_bounds);
   tcase_add_test (tc, test_lane_entry_frame);
   tcase_add_test (tc, test_lane_entry_mark);
+  tcase_add_test (tc, test_lane_release);
   tcase_add_test (tc, test_lane_entry_parse);
   tcase_add_test (tc, test_lane_entry_build);
   tcase_add_test (tc, test_lane_entry_sweep);
