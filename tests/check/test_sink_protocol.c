@@ -17,7 +17,9 @@
 #include <gst/check/gstcheck.h>
 #include <gst/video/video.h>
 
+#include <errno.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -26,6 +28,7 @@
 #include "gpushare-check-elements.h"
 #include "gpushareconn.h"
 #include "gpushareframemeta.h"
+#include "gpusharelane.h"
 
 /* ------------------------------------------------------------------------ */
 /* 1. A consumer that sends garbage is dropped, alone */
@@ -929,6 +932,484 @@ GST_START_TEST (test_quarantine_burst_refused)
 
 GST_END_TEST;
 
+/* ------------------------------------------------------------------------ */
+/* 5. The frame lane (minor 7), from a raw consumer: what a consumer that
+ * asks for one gets, and one that writes its lane's tail as it likes or
+ * leaves the lane full, dropped alone */
+
+/* the name the sink gives its lanes' memfds (gpusharelane.c) */
+#define LANE_MEMFD_NAME "gpushare-lane"
+
+/* Sends ACCEPT of schema minor with flags, and reads every message up to
+ * SLOTS (whose fds it closes), a PING aside: LANE may come before SLOTS,
+ * nothing else may.  The LANE's one fd goes to *lane_fd (-1: no LANE),
+ * what it says to *info.  Returns the SLOTS' epoch. */
+static guint64
+raw_accept_with (RawPeer * raw, const GpuShareAnnounce * announce,
+    guint minor, guint32 flags, gint * lane_fd, GpuShareLaneInfo * info)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  gint fds[GPUSHARE_MAX_FDS];
+  guint n_fds = 0;
+  guint64 epoch;
+
+  *lane_fd = -1;
+  make_accept (msg, announce->instance);
+  msg->u.accept.schema_minor = minor;
+  msg->u.accept.flags = flags;
+  fail_unless (raw_send_msg (raw, msg, NULL, 0));
+  for (;;) {
+    fail_unless_equals_int (raw_recv (raw, msg, fds, &n_fds, TIMEOUT_MS),
+        RAW_MSG);
+    if (msg->type == GPUSHARE_MSG_SLOTS)
+      break;
+    if (msg->type == GPUSHARE_MSG_PING)
+      continue;
+    fail_unless (msg->type == GPUSHARE_MSG_LANE, "%s between ACCEPT and "
+        "SLOTS", gpushare_msg_type_to_string (msg->type));
+    fail_unless (*lane_fd < 0, "a second LANE");
+    fail_unless_equals_int (n_fds, 1);
+    *lane_fd = fds[0];
+    *info = msg->u.lane;
+  }
+  gpushare_close_fds (fds, n_fds);
+  epoch = msg->u.slots.epoch;
+  make_simple (msg, GPUSHARE_MSG_MAPPED);
+  msg->u.mapped.epoch = epoch;
+  fail_unless (raw_send_msg (raw, msg, NULL, 0));
+  g_free (msg);
+  return epoch;
+}
+
+/* what a consumer maps without fear: a memfd of the size LANE says,
+ * sealed against shrinking, growing and further seals, and writable (the
+ * consumer writes its tail in it) */
+static void
+assert_lane_fd (gint fd, const GpuShareLaneInfo * info)
+{
+  gchar *link = g_strdup_printf ("/proc/self/fd/%d", fd);
+  gchar *target = g_file_read_link (link, NULL);
+  gint seals = fcntl (fd, F_GET_SEALS);
+  struct stat st;
+
+  fail_unless_equals_int (info->n_entries, GPUSHARE_LANE_ENTRIES);
+  fail_unless_equals_int (info->entry_size, GPUSHARE_LANE_ENTRY_SIZE);
+  fail_unless_equals_uint64 (info->size,
+      gpushare_lane_size (GPUSHARE_LANE_ENTRIES));
+  fail_unless (target && g_str_has_prefix (target, "/memfd:"),
+      "the lane is %s, no memfd", target);
+  fail_unless (fstat (fd, &st) == 0 && S_ISREG (st.st_mode));
+  fail_unless_equals_uint64 (st.st_size, info->size);
+  fail_unless (seals >= 0 && (seals & (F_SEAL_SHRINK | F_SEAL_GROW |
+              F_SEAL_SEAL)) == (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL),
+      "the lane's seals are %#x", seals);
+  fail_unless ((seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE)) == 0,
+      "the consumer cannot write its tail: seals %#x", seals);
+  g_free (target);
+  g_free (link);
+}
+
+/* the next entry of the lane, within timeout_ms, asleep on its bell
+ * meanwhile as the src's streaming thread sleeps (so the producer's
+ * doorbell is exercised too) */
+static GpuShareLaneResult
+lane_wait_pop (GpuShareLane * lane, GpuShareLaneEntry * e, gint timeout_ms)
+{
+  gint64 deadline = g_get_monotonic_time () + timeout_ms * 1000ll;
+
+  for (;;) {
+    guint32 bell = gpushare_lane_bell (lane);
+    GpuShareLaneResult res = gpushare_lane_pop (lane, e);
+    gint64 left = deadline - g_get_monotonic_time ();
+
+    if (res != GPUSHARE_LANE_EMPTY || left <= 0)
+      return res;
+    gpushare_lane_sleep (lane, bell, left);
+  }
+}
+
+static void
+send_release (RawPeer * raw, const GpuShareFrame * f)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+
+  msg->type = GPUSHARE_MSG_RELEASE;
+  msg->u.release.epoch = f->epoch;
+  msg->u.release.slot = f->slot;
+  msg->u.release.generation = f->generation;
+  msg->u.release.sequence = f->sequence;
+  fail_unless (raw_send_msg (raw, msg, NULL, 0));
+  g_free (msg);
+}
+
+static gboolean
+is_ordered (GpuShareMsgType type)
+{
+  return type == GPUSHARE_MSG_CAPS || type == GPUSHARE_MSG_META
+      || type == GPUSHARE_MSG_EVENT || type == GPUSHARE_MSG_EOS;
+}
+
+/* A consumer that asks for a lane (ACCEPT flag LANE, minor 7) gets LANE
+ * and its sealed memfd before SLOTS, and from its MAPPED on reads every
+ * frame there: never a FRAME on the socket, and a MARK (1, 2, ...) in the
+ * lane where each ordered message of the socket takes its place, here the
+ * META before its frame.  Its RELEASEs on the socket give the slots back:
+ * it streams on.  One that does not ask, or asks at minor 6, gets no LANE
+ * and its FRAMEs on the socket. */
+GST_START_TEST (test_lane_raw_consumer)
+{
+  GpuShareAnnounce *announce = g_new0 (GpuShareAnnounce, 1);
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  GpuShareLaneInfo info;
+  GpuShareLane *lane;
+  GError *error = NULL;
+  guint64 epoch, marks = 0, n_ordered = 0, last_seq = 0;
+  GpuShareMsgType at_mark = 0;  /* the message of the last MARK */
+  guint64 meta_seq = 0;
+  gboolean after_mark = FALSE;
+  guint frames = 0, k;
+  gint lane_fd;
+  GstPad *pad;
+  RawPeer raw;
+  Scene s;
+
+  scene_start (&s, TRUE);
+  pad = gst_element_get_static_pad (s.sink, "sink");
+  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, add_roi_probe, NULL, NULL);
+  gst_object_unref (pad);
+  scene_raw_client (&s, &raw, announce);
+  epoch = raw_accept_with (&raw, announce, GPUSHARE_VERSION_MINOR,
+      GPUSHARE_ACCEPT_FLAG_LANE, &lane_fd, &info);
+  fail_unless (lane_fd >= 0, "no LANE before SLOTS");
+  assert_lane_fd (lane_fd, &info);
+  lane = gpushare_lane_open (lane_fd, &info, &error);
+  fail_unless (lane != NULL, "%s", error ? error->message : "?");
+  fail_unless (client_log_wait (&s.log, FALSE, 2), "no client-connected");
+
+  while (frames < 3) {
+    GpuShareLaneEntry e;
+    GpuShareLaneResult res = lane_wait_pop (lane, &e, TIMEOUT_MS);
+    gint64 now = g_get_monotonic_time ();
+
+    fail_unless (res == GPUSHARE_LANE_OK, "lane: %s",
+        gpushare_lane_result_to_string (res));
+    if (e.kind == GPUSHARE_LANE_ENTRY_MARK) {
+      fail_unless_equals_uint64 (e.mark, marks + 1);
+      marks = e.mark;
+      /* its message is the marks-th ordered one of the socket, sent
+       * before the MARK was written */
+      while (n_ordered < marks) {
+        fail_unless_equals_int (raw_recv (&raw, msg, NULL, NULL, TIMEOUT_MS),
+            RAW_MSG);
+        fail_if (msg->type == GPUSHARE_MSG_FRAME, "a FRAME on the socket "
+            "of a consumer that reads a lane");
+        fail_if (msg->type == GPUSHARE_MSG_ERROR, "ERROR %s",
+            msg->u.error.text);
+        if (!is_ordered (msg->type))
+          continue;
+        n_ordered++;
+        at_mark = msg->type;
+        if (msg->type == GPUSHARE_MSG_META) {
+          meta_seq = msg->u.meta.sequence;
+          fail_unless_equals_int (msg->u.meta.n_entries, 1);
+          fail_unless (gpushare_frame_meta_check (&msg->u.meta, NULL));
+        }
+      }
+      after_mark = TRUE;
+      continue;
+    }
+    fail_unless_equals_int (e.kind, GPUSHARE_LANE_ENTRY_FRAME);
+    /* right after the MARK of its META */
+    fail_unless (after_mark && at_mark == GPUSHARE_MSG_META,
+        "frame %" G_GUINT64_FORMAT " without the MARK of its META before it",
+        e.frame.sequence);
+    fail_unless_equals_uint64 (meta_seq, e.frame.sequence);
+    fail_unless (e.frame.sequence > last_seq);
+    fail_unless_equals_uint64 (e.frame.epoch, epoch);
+    fail_unless (e.frame.slot < announce->layout.n_slots);
+    fail_unless (e.written_us > 0 && (gint64) e.written_us <= now,
+        "written at %" G_GUINT64_FORMAT ", now %" G_GINT64_FORMAT,
+        e.written_us, now);
+    last_seq = e.frame.sequence;
+    after_mark = FALSE;
+    send_release (&raw, &e.frame);
+    frames++;
+  }
+  /* nothing on the socket was a FRAME */
+  while (raw_recv (&raw, msg, NULL, NULL, 50) == RAW_MSG)
+    fail_if (msg->type == GPUSHARE_MSG_FRAME || msg->type ==
+        GPUSHARE_MSG_ERROR, "%s on the socket",
+        gpushare_msg_type_to_string (msg->type));
+  fail_unless_equals_int (client_log_n_removed (&s.log), 0);
+  fail_unless_equals_int (num_clients (s.sink), 2);
+  assert_consumer_alive (s.consumer);
+  gpushare_lane_free (lane);
+  raw_clear (&raw);
+  fail_unless (client_log_wait (&s.log, TRUE, 1));
+  fail_unless_equals_string (client_log_removed_nick (&s.log, 0), "hangup");
+
+  /* no flag; the flag at minor 6: the socket, as before */
+  for (k = 0; k < 2; k++) {
+    scene_raw_client (&s, &raw, announce);
+    epoch = raw_accept_with (&raw, announce, k ? 6 : GPUSHARE_VERSION_MINOR,
+        k ? GPUSHARE_ACCEPT_FLAG_LANE : 0, &lane_fd, &info);
+    fail_unless (lane_fd < 0, "a LANE for a consumer %s",
+        k ? "of minor 6" : "that did not ask");
+    for (;;) {
+      fail_unless_equals_int (raw_recv (&raw, msg, NULL, NULL, TIMEOUT_MS),
+          RAW_MSG);
+      fail_if (msg->type == GPUSHARE_MSG_LANE, "a LANE after SLOTS");
+      fail_if (msg->type == GPUSHARE_MSG_ERROR, "ERROR %s: %s",
+          gpushare_error_code_to_string (msg->u.error.code), msg->u.error.text);
+      /* the ring the first one left quarantined is replaced meanwhile:
+       * the new one's SLOTS are mapped, as a consumer does */
+      if (msg->type == GPUSHARE_MSG_SLOTS) {
+        epoch = msg->u.slots.epoch;
+        make_simple (msg, GPUSHARE_MSG_MAPPED);
+        msg->u.mapped.epoch = epoch;
+        fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+      }
+      if (msg->type == GPUSHARE_MSG_FRAME)
+        break;
+    }
+    fail_unless_equals_uint64 (msg->u.frame.epoch, epoch);
+    send_release (&raw, &msg->u.frame);
+    raw_clear (&raw);
+    fail_unless (client_log_wait (&s.log, TRUE, 2 + k));
+    fail_unless_equals_string (client_log_removed_nick (&s.log, 1 + k),
+        "hangup");
+  }
+  assert_consumer_alive (s.consumer);
+  assert_no_error (s.producer);
+  scene_stop (&s);
+  g_free (msg);
+  g_free (announce);
+}
+
+GST_END_TEST;
+
+/* A raw consumer's lane, mapped by hand: it reads the entries and writes
+ * the words of the header as it likes, as a hostile consumer may */
+typedef struct
+{
+  guint8 *base;
+  gsize size;
+  guint32 n_entries;
+  guint64 read;                 /* entries peeked so far */
+} RawLane;
+
+static void
+raw_lane_map (RawLane * l, gint fd, const GpuShareLaneInfo * info)
+{
+  l->size = info->size;
+  l->n_entries = info->n_entries;
+  l->read = 0;
+  l->base = mmap (NULL, l->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  fail_unless (l->base != MAP_FAILED, "mmap: %s", g_strerror (errno));
+  close (fd);
+}
+
+static void
+raw_lane_unmap (RawLane * l)
+{
+  munmap (l->base, l->size);
+  l->base = NULL;
+}
+
+static guint64
+raw_lane_head (RawLane * l)
+{
+  return __atomic_load_n ((guint64 *) (l->base + GPUSHARE_LANE_HEAD_OFFSET),
+      __ATOMIC_ACQUIRE);
+}
+
+static void
+raw_lane_set_tail (RawLane * l, guint64 tail)
+{
+  __atomic_store_n ((guint64 *) (l->base + GPUSHARE_LANE_TAIL_OFFSET), tail,
+      __ATOMIC_RELEASE);
+}
+
+/* the entry at position index, which must be in its place */
+static void
+raw_lane_entry (RawLane * l, guint64 index, GpuShareLaneEntry * e)
+{
+  const guint8 *p = l->base + GPUSHARE_LANE_HEADER_SIZE +
+      (index % l->n_entries) * GPUSHARE_LANE_ENTRY_SIZE;
+
+  fail_unless_equals_int (gpushare_lane_entry_parse (p, e), GPUSHARE_PARSE_OK);
+  fail_unless_equals_uint64 (e->index, index);
+}
+
+/* Follows the lane without moving its tail: every new entry is read in
+ * place, each FRAME given back on the socket at once; the socket is read
+ * too (ERROR codes into codes).  Until the producer drops it, or
+ * timeout_ms.  TRUE: dropped (it hung up). */
+static gboolean
+raw_lane_follow (RawLane * l, RawPeer * raw, GArray * codes, gint timeout_ms)
+{
+  gint64 deadline = g_get_monotonic_time () + timeout_ms * 1000ll;
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  gboolean gone = FALSE;
+
+  while (!gone && g_get_monotonic_time () < deadline) {
+    guint64 head = raw_lane_head (l);
+    RawResult r;
+
+    fail_unless (head - l->read <= l->n_entries, "head %" G_GUINT64_FORMAT
+        " with %" G_GUINT64_FORMAT " entries read: the producer wrote over "
+        "unread entries", head, l->read);
+    for (; l->read < head; l->read++) {
+      GpuShareLaneEntry e;
+
+      raw_lane_entry (l, l->read, &e);
+      if (e.kind == GPUSHARE_LANE_ENTRY_FRAME)
+        send_release (raw, &e.frame);
+    }
+    /* what came meanwhile, within a millisecond (nothing waits less) */
+    while ((r = raw_recv (raw, msg, NULL, NULL, 1)) == RAW_MSG) {
+      fail_if (msg->type == GPUSHARE_MSG_FRAME, "a FRAME on the socket");
+      if (msg->type == GPUSHARE_MSG_ERROR)
+        g_array_append_val (codes, msg->u.error.code);
+    }
+    gone = r == RAW_EOF;
+  }
+  g_free (msg);
+  return gone;
+}
+
+/* A raw consumer asks for a lane, maps it by hand and streams, then writes
+ * a tail no reader can have: past the head (head + 5), or G_MAXUINT64.
+ * The producer finds it at its next entry for it and drops it for
+ * "protocol", telling it so (docs/security.md, promise 1); the real
+ * consumer streams on, nothing else is removed, and the lane is unmapped
+ * with the client. */
+GST_START_TEST (test_lane_garbage_tail)
+{
+  gboolean max = __i__ == 1;
+  GpuShareAnnounce *announce = g_new0 (GpuShareAnnounce, 1);
+  GArray *codes = g_array_new (FALSE, FALSE, sizeof (guint32));
+  GpuShareLaneInfo info;
+  GpuShareLaneEntry e;
+  guint64 tail;
+  gint lane_fd;
+  RawLane l;
+  RawPeer raw;
+  Scene s;
+
+  scene_start (&s, TRUE);
+  /* the sink's lane of the real consumer, and the real consumer's */
+  fail_unless_equals_int (count_memfd_maps (LANE_MEMFD_NAME), 2);
+  scene_raw_client (&s, &raw, announce);
+  raw_accept_with (&raw, announce, GPUSHARE_VERSION_MINOR,
+      GPUSHARE_ACCEPT_FLAG_LANE, &lane_fd, &info);
+  fail_unless (lane_fd >= 0, "no LANE");
+  raw_lane_map (&l, lane_fd, &info);
+  fail_unless (client_log_wait (&s.log, FALSE, 2));
+
+  /* it streams: a frame read (tail moved by the book) and given back */
+  do {
+    fail_if (raw_lane_follow (&l, &raw, codes, 10), "dropped while good");
+    fail_unless_equals_int (codes->len, 0);
+    raw_lane_entry (&l, l.read - 1, &e);
+  } while (l.read == 0 || e.kind != GPUSHARE_LANE_ENTRY_FRAME);
+  raw_lane_set_tail (&l, l.read);
+  fail_if (raw_lane_follow (&l, &raw, codes, 50), "dropped while good");
+
+  tail = max ? G_MAXUINT64 : raw_lane_head (&l) + 5;
+  GST_INFO ("the consumer writes tail %" G_GUINT64_FORMAT, tail);
+  raw_lane_set_tail (&l, tail);
+  fail_unless (raw_lane_follow (&l, &raw, codes, TIMEOUT_MS),
+      "tail %" G_GUINT64_FORMAT ": the consumer was not dropped (%"
+      G_GUINT64_FORMAT " entries written since)", tail,
+      raw_lane_head (&l) - l.read);
+  fail_unless (client_log_wait (&s.log, TRUE, 1), "no client-removed");
+  fail_unless_equals_string (client_log_removed_nick (&s.log, 0), "protocol");
+  fail_unless_equals_int (num_clients (s.sink), 1);
+
+  assert_consumer_alive (s.consumer);
+  fail_unless_equals_int (client_log_n_removed (&s.log), 1);
+  assert_no_error (s.producer);
+  raw_lane_unmap (&l);
+  raw_clear (&raw);
+  /* the dropped consumer's lane went with it */
+  fail_unless_equals_int (wait_memfd_maps (LANE_MEMFD_NAME, 2, TIMEOUT_MS), 2);
+  scene_stop (&s);
+  fail_unless_equals_int (count_memfd_maps (LANE_MEMFD_NAME), 0);
+  /* and it was told why, as for any protocol error (last: the rest holds
+   * either way) */
+  fail_unless (codes->len == 1, "the consumer dropped for its tail was not "
+      "told why: %u ERRORs before the hang-up", codes->len);
+  fail_unless_equals_int (g_array_index (codes, guint32, 0),
+      GPUSHARE_ERR_PROTOCOL);
+  g_array_unref (codes);
+  g_free (announce);
+}
+
+GST_END_TEST;
+
+/* A raw consumer that reads its lane in place but never moves its tail,
+ * and gives every frame back on the socket at once, of a lossless
+ * producer: once all 256 entries are unread, the producer writes no
+ * further one over them but drops the consumer as "slow"; the real
+ * consumer streams on. */
+GST_START_TEST (test_lane_left_full)
+{
+  GpuShareAnnounce *announce = g_new0 (GpuShareAnnounce, 1);
+  GArray *codes = g_array_new (FALSE, FALSE, sizeof (guint32));
+  GpuShareLaneInfo info;
+  gint lane_fd;
+  RawLane l;
+  RawPeer raw;
+  Scene s;
+  guint i;
+
+  /* scene_start (), with a lossless producer */
+  memset (&s, 0, sizeof (s));
+  s.path = socket_path ("scene.sock");
+  s.producer = producer_new (s.path, &s.sink);
+  gst_util_set_object_arg (G_OBJECT (s.sink), "policy", "lossless");
+  client_log_init (&s.log, s.sink);
+  producer_start (s.producer, s.sink);
+  s.consumer = consumer_new (s.path, FALSE);
+  consumer_start (s.consumer);
+  fail_unless (consumer_wait (s.consumer, 3), "the consumer gets nothing");
+  fail_unless (client_log_wait (&s.log, FALSE, 1));
+
+  scene_raw_client (&s, &raw, announce);
+  raw_accept_with (&raw, announce, GPUSHARE_VERSION_MINOR,
+      GPUSHARE_ACCEPT_FLAG_LANE, &lane_fd, &info);
+  fail_unless (lane_fd >= 0, "no LANE");
+  raw_lane_map (&l, lane_fd, &info);
+  fail_unless (client_log_wait (&s.log, FALSE, 2));
+
+  /* 256 entries at 200 frames a second */
+  fail_unless (raw_lane_follow (&l, &raw, codes, 4 * TIMEOUT_MS),
+      "not dropped with %" G_GUINT64_FORMAT " entries unread", l.read);
+  fail_unless (client_log_wait (&s.log, TRUE, 1), "no client-removed");
+  fail_unless_equals_string (client_log_removed_nick (&s.log, 0), "slow");
+  /* the lane was full, and nothing was written over it */
+  fail_unless_equals_uint64 (l.read, info.n_entries);
+  fail_unless_equals_uint64 (raw_lane_head (&l), info.n_entries);
+  for (i = 0; i < info.n_entries; i++) {
+    GpuShareLaneEntry e;
+
+    raw_lane_entry (&l, i, &e);
+  }
+  fail_unless_equals_int (num_clients (s.sink), 1);
+  assert_consumer_alive (s.consumer);
+  fail_unless_equals_int (client_log_n_removed (&s.log), 1);
+  assert_no_error (s.producer);
+
+  raw_lane_unmap (&l);
+  raw_clear (&raw);
+  scene_stop (&s);
+  g_array_unref (codes);
+  g_free (announce);
+}
+
+GST_END_TEST;
+
 static Suite *
 gpushare_sink_protocol_suite (void)
 {
@@ -937,6 +1418,7 @@ gpushare_sink_protocol_suite (void)
   TCase *tc_handshake = tcase_create ("handshake");
   TCase *tc_descriptors = tcase_create ("descriptors");
   TCase *tc_unknown_types = tcase_create ("unknown-types");
+  TCase *tc_lane = tcase_create ("lane");
 
   suite_add_tcase (s, tc_garbage);
   tcase_add_checked_fixture (tc_garbage, elements_setup, elements_teardown);
@@ -961,6 +1443,11 @@ gpushare_sink_protocol_suite (void)
   tcase_add_test (tc_handshake, test_consumer_observes_late);
   tcase_add_test (tc_handshake, test_hangups_at_once);
   tcase_add_test (tc_handshake, test_quarantine_burst_refused);
+  suite_add_tcase (s, tc_lane);
+  tcase_add_checked_fixture (tc_lane, elements_setup, elements_teardown);
+  tcase_add_test (tc_lane, test_lane_raw_consumer);
+  tcase_add_loop_test (tc_lane, test_lane_garbage_tail, 0, 2);
+  tcase_add_test (tc_lane, test_lane_left_full);
   return s;
 }
 

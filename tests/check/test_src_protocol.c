@@ -21,11 +21,13 @@
 
 #include <fcntl.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "gpushare-check-elements.h"
 #include "gpushareconn.h"
 #include "gpushareframemeta.h"
+#include "gpusharelane.h"
 
 /* ------------------------------------------------------------------------ */
 /* 1. A hostile producer: the consumer errors out, cleanly */
@@ -754,12 +756,544 @@ GST_START_TEST (test_frame_after_eos)
 
 GST_END_TEST;
 
+/* ------------------------------------------------------------------------ */
+/* 3. The frame lane (minor 7), from a fake producer: frames, metas and
+ * events in their places, and a producer that breaks the lane's rules */
+
+/* the name the core gives its lanes' memfds (gpusharelane.c), and ours */
+#define LANE_MEMFD_NAME "gpushare-lane"
+#define TEST_LANE_MEMFD_NAME "test-lane"
+
+/* The fake producer's lane: made by the core's producer side, and mapped
+ * a second time here, so that its words and entries can also be written
+ * as a hostile producer would */
+typedef struct
+{
+  GpuShareLane *lane;
+  GpuShareLaneInfo info;
+  guint8 *base;
+} FakeLane;
+
+static void
+fake_lane_new (FakeLane * fl)
+{
+  GError *error = NULL;
+  gint fd;
+
+  fl->lane = gpushare_lane_new (GPUSHARE_LANE_ENTRIES, &error);
+  fail_unless (fl->lane != NULL, "%s", error ? error->message : "?");
+  gpushare_lane_get_info (fl->lane, &fl->info);
+  fd = gpushare_lane_dup_fd (fl->lane, NULL);
+  fail_unless (fd >= 0);
+  fl->base = mmap (NULL, fl->info.size, PROT_READ | PROT_WRITE, MAP_SHARED,
+      fd, 0);
+  fail_unless (fl->base != MAP_FAILED);
+  close (fd);
+}
+
+static void
+fake_lane_free (FakeLane * fl)
+{
+  if (!fl->lane)
+    return;
+  munmap (fl->base, fl->info.size);
+  gpushare_lane_free (fl->lane);
+  fl->lane = NULL;
+}
+
+/* LANE with info and fd (ours: the caller closes it) */
+static void
+raw_send_lane (RawPeer * p, const GpuShareLaneInfo * info, gint fd)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+
+  msg->type = GPUSHARE_MSG_LANE;
+  msg->u.lane = *info;
+  fail_unless (raw_send_msg (p, msg, &fd, 1));
+  g_free (msg);
+}
+
+static void
+fake_lane_send (RawPeer * p, FakeLane * fl)
+{
+  gint fd = gpushare_lane_dup_fd (fl->lane, NULL);
+
+  fail_unless (fd >= 0);
+  raw_send_lane (p, &fl->info, fd);
+  close (fd);
+}
+
+/* a FRAME entry: make_frame ()'s fields, and an offset of its own */
+static void
+fake_lane_frame (GpuShareLaneEntry * e, guint64 epoch, guint32 slot,
+    guint32 generation, guint64 sequence)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+
+  make_frame (msg, epoch, slot, generation, sequence);
+  memset (e, 0, sizeof (*e));
+  e->kind = GPUSHARE_LANE_ENTRY_FRAME;
+  e->frame = msg->u.frame;
+  e->frame.offset = 100 + sequence;
+  e->frame.offset_end = 101 + sequence;
+  e->written_us = g_get_monotonic_time ();
+  g_free (msg);
+}
+
+static void
+fake_lane_push_frame (FakeLane * fl, guint64 epoch, guint32 slot,
+    guint32 generation, guint64 sequence)
+{
+  GpuShareLaneEntry e;
+
+  fake_lane_frame (&e, epoch, slot, generation, sequence);
+  fail_unless_equals_int (gpushare_lane_push (fl->lane, &e), GPUSHARE_LANE_OK);
+}
+
+static void
+fake_lane_push_mark (FakeLane * fl, guint64 mark)
+{
+  GpuShareLaneEntry e = { 0, };
+
+  e.kind = GPUSHARE_LANE_ENTRY_MARK;
+  e.mark = mark;
+  fail_unless_equals_int (gpushare_lane_push (fl->lane, &e), GPUSHARE_LANE_OK);
+}
+
+/* by hand: entry e (its index as given) at position, then head, and the
+ * reader woken */
+static void
+fake_lane_write (FakeLane * fl, guint64 position, const GpuShareLaneEntry * e,
+    guint64 head)
+{
+  if (e)
+    fail_unless (gpushare_lane_entry_build (e, fl->base +
+            GPUSHARE_LANE_HEADER_SIZE + (position % fl->info.n_entries) *
+            GPUSHARE_LANE_ENTRY_SIZE));
+  __atomic_store_n ((guint64 *) (fl->base + GPUSHARE_LANE_HEAD_OFFSET), head,
+      __ATOMIC_RELEASE);
+  gpushare_lane_ring (fl->lane);
+}
+
+static guint64
+fake_lane_tail (FakeLane * fl)
+{
+  return __atomic_load_n ((guint64 *) (fl->base + GPUSHARE_LANE_TAIL_OFFSET),
+      __ATOMIC_ACQUIRE);
+}
+
+/* what reached the src's pad, one line each: buffers (timestamps,
+ * offsets, whether a region of interest came with them) and custom
+ * downstream events (their name) */
+static GstPadProbeReturn
+log_probe (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
+{
+  GAsyncQueue *log = user_data;
+
+  if (info->type & GST_PAD_PROBE_TYPE_BUFFER) {
+    GstBuffer *buf = GST_PAD_PROBE_INFO_BUFFER (info);
+    GstVideoRegionOfInterestMeta *roi =
+        gst_buffer_get_video_region_of_interest_meta (buf);
+
+    g_async_queue_push (log, g_strdup_printf ("buffer pts=%" G_GUINT64_FORMAT
+            " offset=%" G_GUINT64_FORMAT "-%" G_GUINT64_FORMAT " roi=%s",
+            GST_BUFFER_PTS (buf), GST_BUFFER_OFFSET (buf),
+            GST_BUFFER_OFFSET_END (buf),
+            roi ? g_quark_to_string (roi->roi_type) : "none"));
+  } else {
+    GstEvent *event = GST_PAD_PROBE_INFO_EVENT (info);
+
+    if (GST_EVENT_TYPE (event) == GST_EVENT_CUSTOM_DOWNSTREAM)
+      g_async_queue_push (log, g_strdup_printf ("event %s",
+              gst_structure_get_name (gst_event_get_structure (event))));
+  }
+  return GST_PAD_PROBE_OK;
+}
+
+static void
+expect_log (GAsyncQueue * log, const gchar * line)
+{
+  gchar *got = g_async_queue_timeout_pop (log, TIMEOUT_MS * 1000ll);
+
+  fail_unless (got != NULL, "nothing reached the pad, expected '%s'", line);
+  fail_unless_equals_string (got, line);
+  g_free (got);
+}
+
+static void
+expect_release (RawPeer * p, GpuShareMsg * msg, guint32 slot,
+    guint32 generation, guint64 sequence)
+{
+  raw_expect (p, GPUSHARE_MSG_RELEASE, msg, NULL, NULL);
+  fail_unless_equals_int (msg->u.release.slot, slot);
+  fail_unless_equals_int (msg->u.release.generation, generation);
+  fail_unless_equals_uint64 (msg->u.release.sequence, sequence);
+}
+
+/* the src, frame-lane as given, connected to a raw producer */
+static GstElement *
+lane_consumer_start (const gchar * path, gboolean frame_lane,
+    gint * listen_fd, RawPeer * raw)
+{
+  GstElement *p;
+
+  *listen_fd = raw_listen (path);
+  p = launch ("gpusharesrc name=src connection-timeout=%d ! fakesink "
+      "sync=false enable-last-sample=false", TIMEOUT_MS);
+  g_object_set (child (p, "src"), "socket-path", path, "frame-lane",
+      frame_lane, NULL);
+  fail_if (gst_element_set_state (p, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  raw_init (raw, raw_accept (*listen_fd));
+  return p;
+}
+
+/* A producer that answers the LANE flag of the src's ACCEPT with a real
+ * lane writes its frames there: each becomes a buffer with the FRAME's
+ * timestamps and offsets, and goes back as a RELEASE on the socket; a
+ * META on the socket with its MARK before a FRAME entry is that buffer's,
+ * an EVENT with its MARK between two frames comes between their buffers.
+ * The src moves the lane's tail past what it read.  With frame-lane=false
+ * it does not ask. */
+GST_START_TEST (test_lane_fake_producer_streams)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  gchar *path = socket_path ("lane.sock");
+  GAsyncQueue *log = g_async_queue_new_full (g_free);
+  gint fds[HP_N_SLOTS];
+  GstElement *pipeline;
+  gint listen_fd;
+  FakeLane fl;
+  RawPeer raw;
+  GstPad *pad;
+  gchar *line;
+  guint i;
+
+  pipeline = lane_consumer_start (path, TRUE, &listen_fd, &raw);
+  pad = gst_element_get_static_pad (child (pipeline, "src"), "src");
+  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER |
+      GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, log_probe, log, NULL);
+  gst_object_unref (pad);
+  raw_announce (&raw, msg);
+  fail_unless_equals_int (msg->u.accept.schema_minor, GPUSHARE_VERSION_MINOR);
+  fail_unless (msg->u.accept.flags & GPUSHARE_ACCEPT_FLAG_LANE,
+      "the src did not ask for a lane");
+
+  fake_lane_new (&fl);
+  fake_lane_send (&raw, &fl);
+  for (i = 0; i < HP_N_SLOTS; i++)
+    fds[i] = make_memfd (HP_SLOT_SIZE, TRUE);
+  raw_send_slots (&raw, msg, fds, 1);
+  raw_expect (&raw, GPUSHARE_MSG_MAPPED, msg, NULL, NULL);
+  fail_unless_equals_uint64 (msg->u.mapped.epoch, 1);
+
+  /* a frame */
+  fake_lane_push_frame (&fl, 1, 0, 1, 1);
+  expect_release (&raw, msg, 0, 1, 1);
+  /* its META, then the MARK of it and the frame it belongs to */
+  make_meta (msg, 2, FALSE);
+  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+  fake_lane_push_mark (&fl, 1);
+  fake_lane_push_frame (&fl, 1, 1, 1, 2);
+  expect_release (&raw, msg, 1, 1, 2);
+  /* an EVENT between two frames */
+  make_event (msg, GPUSHARE_EVENT_CUSTOM, "lane-event, n=(int)1");
+  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+  fake_lane_push_mark (&fl, 2);
+  fake_lane_push_frame (&fl, 1, 0, 2, 3);
+  expect_release (&raw, msg, 0, 2, 3);
+
+  for (i = 1; i <= 3; i++) {
+    if (i == 3)
+      expect_log (log, "event lane-event");
+    line = g_strdup_printf ("buffer pts=%" G_GUINT64_FORMAT " offset=%u-%u "
+        "roi=%s", i * (GST_SECOND / 30), 100 + i, 101 + i,
+        i == 2 ? "face" : "none");
+    expect_log (log, line);
+    g_free (line);
+  }
+  line = g_async_queue_try_pop (log);
+  fail_unless (line == NULL, "then '%s'", line);
+  /* five entries read, the tail says so */
+  fail_unless_equals_uint64 (fake_lane_tail (&fl), 5);
+  fail_unless_equals_uint64 (stat_u64 (child (pipeline, "src"),
+          "frames-received"), 3);
+
+  /* EOS and its MARK: the end of the stream; a frame in the lane after
+   * it comes back unread */
+  make_simple (msg, GPUSHARE_MSG_EOS);
+  msg->u.eos.last_sequence = 3;
+  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+  fake_lane_push_mark (&fl, 3);
+  {
+    GstMessage *eos = pop_message (pipeline, GST_MESSAGE_EOS |
+        GST_MESSAGE_ERROR, TIMEOUT_MS);
+
+    fail_unless (eos && GST_MESSAGE_TYPE (eos) == GST_MESSAGE_EOS);
+    gst_message_unref (eos);
+  }
+  fake_lane_push_frame (&fl, 1, 1, 2, 4);
+  expect_release (&raw, msg, 1, 2, 4);
+  line = g_async_queue_try_pop (log);
+  fail_unless (line == NULL, "a frame after the end: '%s'", line);
+  fail_unless_equals_uint64 (fake_lane_tail (&fl), 7);
+  assert_no_error (pipeline);
+
+  hostile_consumer_stop (pipeline, listen_fd, &raw, path);
+  fake_lane_free (&fl);
+  fail_unless_equals_int (count_memfd_maps (LANE_MEMFD_NAME), 0);
+
+  /* frame-lane=false: no flag */
+  pipeline = lane_consumer_start (path, FALSE, &listen_fd, &raw);
+  raw_announce (&raw, msg);
+  fail_unless_equals_int (msg->u.accept.flags & GPUSHARE_ACCEPT_FLAG_LANE, 0);
+  hostile_consumer_stop (pipeline, listen_fd, &raw, path);
+
+  g_async_queue_unref (log);
+  g_free (path);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
+typedef enum
+{
+  LH_UNSEALED,
+  LH_WRONG_SIZE,
+  LH_PIPE,
+  LH_WRITE_SEALED,
+  LH_MALFORMED_INFO,
+  LH_NOT_ASKED,
+  LH_SECOND,
+  LH_AFTER_SLOTS,
+  LH_HEAD_AHEAD,
+  LH_HEAD_BACK,
+  LH_INDEX,
+  LH_KIND,
+  LH_MARK_ORDER,
+  LH_FRAME_BAD_SLOT,
+  LH_FRAME_BEFORE_SLOTS,
+  LH_FRAME_ON_SOCKET,
+  N_LH
+} LaneHostile;
+
+static const struct
+{
+  const gchar *name;
+  const gchar *says;            /* what the ERROR to the producer says */
+} lh_cases[N_LH] = {
+  {"a LANE whose memfd is not sealed", "not sealed"},
+  {"a LANE whose memfd is half the size it says", "not of the size"},
+  {"a LANE whose fd is a pipe", "not a file"},
+  {"a LANE whose memfd is sealed against writing", "could not map"},
+  {"a LANE of 100 entries", "malformed message"},
+  {"a LANE the consumer did not ask for", "LANE out of order"},
+  {"a second LANE", "LANE out of order"},
+  {"a LANE after SLOTS", "LANE out of order"},
+  {"a head more than the lane's entries ahead", "index of the lane cannot"},
+  {"a head that goes back", "index of the lane cannot"},
+  {"a FRAME entry whose index is not its position", "out of place"},
+  {"an entry of an unknown kind", "does not parse"},
+  {"MARK 2 first", "MARK of the lane out of order"},
+  {"a FRAME entry for a slot out of range", "FRAME rejected"},
+  {"a FRAME entry before any SLOTS", "FRAME rejected"},
+  {"a FRAME on the socket after LANE", "FRAME on the socket after LANE"},
+};
+
+/* a memfd of ours for a lane, of size, sealed with seals (0: none) */
+static gint
+make_lane_memfd (gsize size, gint seals)
+{
+  gint fd = memfd_create (TEST_LANE_MEMFD_NAME, MFD_CLOEXEC |
+      MFD_ALLOW_SEALING);
+
+  fail_unless (fd >= 0);
+  fail_unless (ftruncate (fd, size) == 0);
+  if (seals)
+    fail_unless (fcntl (fd, F_ADD_SEALS, seals) == 0);
+  return fd;
+}
+
+/* Each way a producer breaks the lane, against a fresh src: the src tells
+ * the producer why (ERROR PROTOCOL), posts the error of a producer's
+ * invalid message, keeps no descriptor it was given, and stops cleanly,
+ * hanging up, with no lane left mapped. */
+GST_START_TEST (test_lane_hostile)
+{
+  LaneHostile which = __i__;
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  gchar *path = socket_path ("lane.sock");
+  gint fds[HP_N_SLOTS], pipe_fds[2] = { -1, -1 }, fd;
+  GpuShareLaneEntry e;
+  GstElement *pipeline;
+  GpuShareLaneInfo info;
+  FakeLane fl = { 0, };
+  guint before, i;
+  GArray *codes;
+  gint listen_fd;
+  RawPeer raw;
+  GByteArray *b;
+
+  GST_INFO ("producer sends %s", lh_cases[which].name);
+  pipeline = lane_consumer_start (path, which != LH_NOT_ASKED, &listen_fd,
+      &raw);
+  raw_announce (&raw, msg);
+  fail_unless_equals_int (msg->u.accept.flags & GPUSHARE_ACCEPT_FLAG_LANE,
+      which == LH_NOT_ASKED ? 0 : GPUSHARE_ACCEPT_FLAG_LANE);
+  /* from here on, every fd the src is given must be closed again */
+  before = count_fds ();
+  fake_lane_new (&fl);
+  info = fl.info;
+
+  switch (which) {
+    case LH_UNSEALED:
+    case LH_WRONG_SIZE:
+    case LH_WRITE_SEALED:
+      fd = make_lane_memfd (which == LH_WRONG_SIZE ? info.size / 2 :
+          info.size, which == LH_UNSEALED ? 0 : F_SEAL_SHRINK | F_SEAL_GROW |
+          (which == LH_WRITE_SEALED ? F_SEAL_WRITE : 0) | F_SEAL_SEAL);
+      raw_send_lane (&raw, &info, fd);
+      close (fd);
+      break;
+    case LH_PIPE:
+      fail_unless (pipe2 (pipe_fds, O_CLOEXEC) == 0);
+      raw_send_lane (&raw, &info, pipe_fds[1]);
+      close (pipe_fds[1]);
+      before++;                 /* the read end we keep */
+      break;
+    case LH_MALFORMED_INFO:
+      /* not a power of two: the codec refuses it, and its fd */
+      msg->type = GPUSHARE_MSG_LANE;
+      msg->u.lane = info;
+      b = build (msg, 1);
+      patch32 (b, GPUSHARE_HEADER_SIZE, 100);
+      fd = gpushare_lane_dup_fd (fl.lane, NULL);
+      raw_send_bytes (&raw, b, &fd, 1);
+      close (fd);
+      break;
+    case LH_NOT_ASKED:
+      fake_lane_send (&raw, &fl);
+      break;
+    case LH_SECOND:
+    case LH_AFTER_SLOTS:
+    case LH_HEAD_AHEAD:
+    case LH_HEAD_BACK:
+    case LH_INDEX:
+    case LH_KIND:
+    case LH_MARK_ORDER:
+    case LH_FRAME_BAD_SLOT:
+    case LH_FRAME_BEFORE_SLOTS:
+    case LH_FRAME_ON_SOCKET:
+      if (which != LH_AFTER_SLOTS)
+        fake_lane_send (&raw, &fl);
+      if (which == LH_SECOND) {
+        fake_lane_send (&raw, &fl);
+        break;
+      }
+      if (which == LH_FRAME_BEFORE_SLOTS) {
+        fake_lane_push_frame (&fl, 1, 0, 1, 1);
+        break;
+      }
+      for (i = 0; i < HP_N_SLOTS; i++)
+        fds[i] = make_memfd (HP_SLOT_SIZE, TRUE);
+      raw_send_slots (&raw, msg, fds, 1);
+      raw_expect (&raw, GPUSHARE_MSG_MAPPED, msg, NULL, NULL);
+      if (which == LH_AFTER_SLOTS) {
+        fake_lane_send (&raw, &fl);
+        break;
+      }
+      /* one good frame, and its release, so the next one is judged on
+       * its own fault */
+      fake_lane_push_frame (&fl, 1, 0, 1, 1);
+      expect_release (&raw, msg, 0, 1, 1);
+      switch (which) {
+        case LH_HEAD_AHEAD:
+          fake_lane_write (&fl, 0, NULL, 2 + info.n_entries);
+          break;
+        case LH_HEAD_BACK:
+          fake_lane_write (&fl, 0, NULL, 0);
+          break;
+        case LH_INDEX:
+          /* a good frame otherwise: read as it says, it would be taken */
+          fake_lane_frame (&e, 1, 1, 1, 2);
+          e.index = 1 + info.n_entries;
+          fake_lane_write (&fl, 1, &e, 2);
+          break;
+        case LH_KIND:
+          memset (&e, 0, sizeof (e));
+          e.kind = GPUSHARE_LANE_ENTRY_MARK;
+          e.index = 1;
+          e.mark = 1;
+          /* a MARK but for its kind, with an ordered message for it */
+          make_event (msg, GPUSHARE_EVENT_CUSTOM, "lane-event, n=(int)1");
+          fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+          fake_lane_write (&fl, 1, &e, 1);
+          fl.base[GPUSHARE_LANE_HEADER_SIZE + GPUSHARE_LANE_ENTRY_SIZE + 8] = 7;
+          fake_lane_write (&fl, 1, NULL, 2);
+          break;
+        case LH_MARK_ORDER:
+          make_event (msg, GPUSHARE_EVENT_CUSTOM, "lane-event, n=(int)1");
+          fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+          make_event (msg, GPUSHARE_EVENT_CUSTOM, "lane-event, n=(int)2");
+          fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+          fake_lane_push_mark (&fl, 2);
+          break;
+        case LH_FRAME_BAD_SLOT:
+          fake_lane_push_frame (&fl, 1, HP_N_SLOTS, 1, 2);
+          break;
+        case LH_FRAME_ON_SOCKET:
+          make_frame (msg, 1, 1, 1, 2);
+          fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+          break;
+        default:
+          g_assert_not_reached ();
+      }
+      break;
+    default:
+      g_assert_not_reached ();
+  }
+
+  /* the src says why */
+  raw_expect (&raw, GPUSHARE_MSG_ERROR, msg, NULL, NULL);
+  fail_unless_equals_int (msg->u.error.code, GPUSHARE_ERR_PROTOCOL);
+  fail_unless (strstr (msg->u.error.text, lh_cases[which].says) != NULL,
+      "'%s' does not say '%s'", msg->u.error.text, lh_cases[which].says);
+  assert_error (pipeline, GST_STREAM_ERROR, GST_STREAM_ERROR_DECODE);
+
+  if (pipe_fds[0] >= 0) {
+    fail_unless (wait_pipe_hangup (pipe_fds[0], TIMEOUT_MS),
+        "the consumer kept the pipe it refused");
+    close (pipe_fds[0]);
+    before--;
+  }
+  fake_lane_free (&fl);
+  /* every fd it was given is closed already, mapped or refused; the
+   * connection stays (in the count) until the src stops or the silence
+   * loses it (a conn-level error closes it at once) */
+  if (which == LH_MALFORMED_INFO)
+    before--;
+  fail_unless_equals_int (wait_fd_count (before, TIMEOUT_MS), before);
+  /* it stops cleanly, and hangs up */
+  fail_unless_equals_int (gst_element_set_state (pipeline, GST_STATE_NULL),
+      GST_STATE_CHANGE_SUCCESS);
+  codes = raw_drain (&raw);
+  g_array_unref (codes);
+  hostile_consumer_stop (pipeline, listen_fd, &raw, path);
+  fail_unless_equals_int (count_memfd_maps (LANE_MEMFD_NAME), 0);
+  fail_unless_equals_int (count_memfd_maps (TEST_LANE_MEMFD_NAME), 0);
+  g_free (path);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
 static Suite *
 gpushare_src_protocol_suite (void)
 {
   Suite *s = suite_create ("gpushare_src_protocol");
   TCase *tc_hostile_producer = tcase_create ("hostile-producer");
   TCase *tc_layouts = tcase_create ("layouts");
+  TCase *tc_lane = tcase_create ("lane");
 
   suite_add_tcase (s, tc_hostile_producer);
   tcase_add_checked_fixture (tc_hostile_producer, elements_setup,
@@ -775,6 +1309,10 @@ gpushare_src_protocol_suite (void)
   tcase_add_checked_fixture (tc_layouts, elements_setup, elements_teardown);
   tcase_add_loop_test (tc_layouts, test_hostile_layout, 0, N_HL);
   tcase_add_test (tc_layouts, test_frame_after_eos);
+  suite_add_tcase (s, tc_lane);
+  tcase_add_checked_fixture (tc_lane, elements_setup, elements_teardown);
+  tcase_add_test (tc_lane, test_lane_fake_producer_streams);
+  tcase_add_loop_test (tc_lane, test_lane_hostile, 0, N_LH);
   return s;
 }
 

@@ -69,6 +69,36 @@ socket_path (const gchar * name)
   return g_build_filename (tmpdir, name, NULL);
 }
 
+guint
+count_memfd_maps (const gchar * name)
+{
+  gchar *contents = NULL, *needle = g_strdup_printf ("/memfd:%s ", name);
+  gchar **lines, **l;
+  guint n = 0;
+
+  fail_unless (g_file_get_contents ("/proc/self/maps", &contents, NULL, NULL));
+  lines = g_strsplit (contents, "\n", -1);
+  for (l = lines; *l; l++)
+    if (strstr (*l, needle))
+      n++;
+  g_strfreev (lines);
+  g_free (contents);
+  g_free (needle);
+  return n;
+}
+
+guint
+wait_memfd_maps (const gchar * name, guint expected, gint timeout_ms)
+{
+  gint64 deadline = g_get_monotonic_time () + timeout_ms * 1000ll;
+  guint n;
+
+  while ((n = count_memfd_maps (name)) != expected
+      && g_get_monotonic_time () < deadline)
+    g_usleep (5000);
+  return n;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Pipelines */
 

@@ -40,6 +40,11 @@ void elements_teardown (void);
 
 gint make_memfd (gsize size, gboolean seal);
 gchar *socket_path (const gchar * name);
+/* mappings of this process whose path names a memfd called name (its
+ * /proc/self/maps line holds "/memfd:NAME "), and the wait for their count
+ * to reach expected: what every side unmaps once it is done with it */
+guint count_memfd_maps (const gchar * name);
+guint wait_memfd_maps (const gchar * name, guint expected, gint timeout_ms);
 
 /* Pipelines */
 
