@@ -41,6 +41,10 @@ struct _GpuShareLane
    * releases, the consumer's rhead or the producer's rtail */
   guint64 index;
   guint64 rindex;
+  /* the peer's index of the same ring, as last read: it only grows, and
+   * never past ours (the producer's tail, the consumer's rtail) */
+  guint64 peer;
+  guint64 rpeer;
 };
 
 static guint64 *
@@ -178,8 +182,10 @@ gpushare_lane_push (GpuShareLane * lane, GpuShareLaneEntry * e)
       __ATOMIC_ACQUIRE);
   guint64 unread = lane->index - tail;
 
-  if (unread > lane->n_entries)
+  /* a reader that read what was never written, or went back */
+  if (tail > lane->index || tail < lane->peer || unread > lane->n_entries)
     return GPUSHARE_LANE_BAD_INDEX;
+  lane->peer = tail;
   if (unread == lane->n_entries)
     return GPUSHARE_LANE_FULL;
   e->index = lane->index;
@@ -303,6 +309,9 @@ gpushare_lane_release_push (GpuShareLane * lane, const GpuShareRelease * r,
   guint64 unread = lane->rindex - rtail;
 
   *kick = FALSE;
+  if (rtail > lane->rindex || rtail < lane->rpeer)
+    return GPUSHARE_LANE_BAD_INDEX;
+  lane->rpeer = rtail;
   /* an rtail that cannot be is the producer's business: we only stop
    * writing here, the socket takes the releases */
   if (unread >= lane->n_entries)

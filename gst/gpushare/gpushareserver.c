@@ -420,6 +420,8 @@ send_announce (GpuShareServer * self, Client * client)
   return TRUE;
 }
 
+static void protocol_error (Client * client, const gchar * text);
+
 /* lock held: an entry into the client's lane.  A lane its reader left
  * full, or whose reader's index cannot be, fails its connection: it is
  * dropped from the control thread (slow, protocol), as for a send queue
@@ -432,8 +434,16 @@ lane_push (GpuShareServer * self, Client * client, GpuShareLaneEntry * e)
 
   if (res == GPUSHARE_LANE_OK)
     return TRUE;
-  error = g_error_new (GPUSHARE_CONN_ERROR, res == GPUSHARE_LANE_FULL ?
-      GPUSHARE_CONN_ERROR_OVERFLOW : GPUSHARE_CONN_ERROR_PROTOCOL,
+  if (res != GPUSHARE_LANE_FULL) {
+    /* told why, as for a malformed message */
+    gchar *text = g_strdup_printf ("frame lane: %s",
+        gpushare_lane_result_to_string (res));
+
+    protocol_error (client, text);
+    g_free (text);
+    return FALSE;
+  }
+  error = g_error_new (GPUSHARE_CONN_ERROR, GPUSHARE_CONN_ERROR_OVERFLOW,
       "frame lane: %s", gpushare_lane_result_to_string (res));
   GST_WARNING_OBJECT (self->log_object, "client %u: %s", client->id,
       error->message);

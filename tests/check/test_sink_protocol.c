@@ -1348,6 +1348,152 @@ GST_START_TEST (test_lane_garbage_tail)
 
 GST_END_TEST;
 
+/* a release written into the raw lane by hand, as a consumer's thread
+ * that frees a buffer does (docs/protocol.md, "Frame lane") */
+static void
+raw_lane_release (RawLane * l, guint64 * rhead, const GpuShareRelease * r)
+{
+  guint8 *p = l->base + GPUSHARE_LANE_HEADER_SIZE +
+      (gsize) l->n_entries * GPUSHARE_LANE_ENTRY_SIZE +
+      (*rhead % l->n_entries) * GPUSHARE_LANE_RELEASE_SIZE;
+
+  gpushare_lane_release_build (*rhead, r, p);
+  (*rhead)++;
+  __atomic_store_n ((guint64 *) (l->base + GPUSHARE_LANE_RHEAD_OFFSET),
+      *rhead, __ATOMIC_RELEASE);
+}
+
+/* frames-released of every consumer of the sink, summed */
+static guint64
+frames_released (GstElement * sink)
+{
+  GstStructure *st;
+  const GValue *clients;
+  guint64 sum = 0, v;
+  guint i;
+
+  g_object_get (sink, "stats", &st, NULL);
+  clients = gst_structure_get_value (st, "clients");
+  for (i = 0; clients && i < gst_value_array_get_size (clients); i++)
+    if (gst_structure_get_uint64 (gst_value_get_structure
+            (gst_value_array_get_value (clients, i)), "frames-released", &v))
+      sum += v;
+  gst_structure_free (st);
+  return sum;
+}
+
+typedef enum
+{
+  LR_GOOD,                      /* every frame given back through the lane */
+  LR_RHEAD_AHEAD,               /* an rhead far past what it wrote */
+  LR_NOT_HELD,                  /* a release of a slot it does not hold */
+  N_LR
+} LaneRelease;
+
+/* A raw consumer gives its frames back through the lane's releases and
+ * moves its tail, never a RELEASE on the socket: a lossless producer
+ * streams on past its ring (the releases are read when it needs a slot),
+ * and counts them.  An rhead that cannot be, or a release of a slot it
+ * does not hold, drops it for "protocol", told so, as a bad RELEASE
+ * message does; the real consumer streams on. */
+GST_START_TEST (test_lane_releases)
+{
+  LaneRelease which = __i__;
+  GpuShareAnnounce *announce = g_new0 (GpuShareAnnounce, 1);
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  GArray *codes = g_array_new (FALSE, FALSE, sizeof (guint32));
+  guint64 rhead = 0, frames = 0;
+  gint64 deadline;
+  GpuShareLaneInfo info;
+  gboolean gone = FALSE;
+  gint lane_fd;
+  RawLane l;
+  RawPeer raw;
+  Scene s;
+
+  scene_start (&s, TRUE);
+  scene_raw_client (&s, &raw, announce);
+  raw_accept_with (&raw, announce, GPUSHARE_VERSION_MINOR,
+      GPUSHARE_ACCEPT_FLAG_LANE, &lane_fd, &info);
+  fail_unless (lane_fd >= 0, "no LANE");
+  raw_lane_map (&l, lane_fd, &info);
+  fail_unless (client_log_wait (&s.log, FALSE, 2));
+
+  /* three times the ring (8 slots), each frame given back in the lane */
+  deadline = g_get_monotonic_time () + TIMEOUT_MS * 1000ll;
+  while (!gone && frames < 24 && g_get_monotonic_time () < deadline) {
+    guint64 head = raw_lane_head (&l);
+    RawResult r;
+
+    for (; l.read < head; l.read++) {
+      GpuShareLaneEntry e;
+      GpuShareRelease rel;
+
+      raw_lane_entry (&l, l.read, &e);
+      if (e.kind != GPUSHARE_LANE_ENTRY_FRAME)
+        continue;
+      rel.epoch = e.frame.epoch;
+      rel.slot = e.frame.slot;
+      rel.generation = e.frame.generation;
+      rel.sequence = e.frame.sequence;
+      raw_lane_release (&l, &rhead, &rel);
+      frames++;
+    }
+    raw_lane_set_tail (&l, l.read);
+    while ((r = raw_recv (&raw, msg, NULL, NULL, 1)) == RAW_MSG) {
+      fail_if (msg->type == GPUSHARE_MSG_FRAME, "a FRAME on the socket");
+      if (msg->type == GPUSHARE_MSG_ERROR)
+        g_array_append_val (codes, msg->u.error.code);
+    }
+    gone = r == RAW_EOF;
+  }
+  fail_if (gone, "dropped while it gave every frame back");
+  fail_unless (frames >= 24, "%" G_GUINT64_FORMAT " frames: the producer "
+      "did not read the releases in the lane", frames);
+  /* the producer counts them (its stats read the lane first) */
+  fail_unless (frames_released (s.sink) >= 24, "%" G_GUINT64_FORMAT
+      " releases counted", frames_released (s.sink));
+
+  if (which == LR_GOOD) {
+    fail_unless_equals_int (client_log_n_removed (&s.log), 0);
+  } else {
+    if (which == LR_RHEAD_AHEAD) {
+      __atomic_store_n ((guint64 *) (l.base + GPUSHARE_LANE_RHEAD_OFFSET),
+          rhead + 10 * l.n_entries, __ATOMIC_RELEASE);
+    } else {
+      GpuShareRelease bad = { 1, 0, 0x7fffffff, 1 };
+
+      raw_lane_release (&l, &rhead, &bad);
+    }
+    deadline = g_get_monotonic_time () + TIMEOUT_MS * 1000ll;
+    while (!gone && g_get_monotonic_time () < deadline) {
+      RawResult r;
+
+      while ((r = raw_recv (&raw, msg, NULL, NULL, 5)) == RAW_MSG)
+        if (msg->type == GPUSHARE_MSG_ERROR)
+          g_array_append_val (codes, msg->u.error.code);
+      gone = r == RAW_EOF;
+    }
+    fail_unless (gone, "case %d: the consumer was not dropped", which);
+    fail_unless (client_log_wait (&s.log, TRUE, 1), "no client-removed");
+    fail_unless_equals_string (client_log_removed_nick (&s.log, 0), "protocol");
+    fail_unless_equals_int (codes->len, 1);
+    fail_unless_equals_int (g_array_index (codes, guint32, 0),
+        GPUSHARE_ERR_PROTOCOL);
+    fail_unless_equals_int (client_log_n_removed (&s.log), 1);
+  }
+  assert_consumer_alive (s.consumer);
+  assert_no_error (s.producer);
+  raw_lane_unmap (&l);
+  raw_clear (&raw);
+  scene_stop (&s);
+  g_array_unref (codes);
+  g_free (msg);
+  g_free (announce);
+}
+
+GST_END_TEST;
+
 /* A raw consumer that reads its lane in place but never moves its tail,
  * and gives every frame back on the socket at once, of a lossless
  * producer: once all 256 entries are unread, the producer writes no
@@ -1448,6 +1594,7 @@ gpushare_sink_protocol_suite (void)
   tcase_add_test (tc_lane, test_lane_raw_consumer);
   tcase_add_loop_test (tc_lane, test_lane_garbage_tail, 0, 2);
   tcase_add_test (tc_lane, test_lane_left_full);
+  tcase_add_loop_test (tc_lane, test_lane_releases, 0, N_LR);
   return s;
 }
 
