@@ -1667,6 +1667,8 @@ lane_frame (GpuShareClient * self, Session * s, const GpuShareFrame * f,
     g_mutex_unlock (&s->lock);
     return NULL;
   }
+  /* a frame from the producer says it lives, as a FRAME message did */
+  gpushare_conn_note_alive (s->conn);
   if (!s->lane_mapping || s->lane_mapping->view->epoch != f->epoch)
     lane_take_ring (s, f->epoch, &gone);
   if (s->lane_mapping) {

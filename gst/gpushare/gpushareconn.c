@@ -752,6 +752,14 @@ gpushare_conn_send_ping (GpuShareConn * conn)
 }
 
 void
+gpushare_conn_note_alive (GpuShareConn * conn)
+{
+  g_mutex_lock (&conn->lock);
+  conn->last_received = g_get_monotonic_time ();
+  g_mutex_unlock (&conn->lock);
+}
+
+void
 gpushare_conn_deliver_pings (GpuShareConn * conn)
 {
   conn->deliver_pings = TRUE;

@@ -114,6 +114,9 @@ gboolean gpushare_conn_send_slots (GpuShareConn * conn,
 /* a PING now, beside the heartbeat's own: it wakes the peer's control
  * thread (a consumer whose producer waits for the releases in its lane) */
 gboolean gpushare_conn_send_ping (GpuShareConn * conn);
+/* the peer was heard another way (its frame lane moved): for the
+ * heartbeat, as good as bytes on the socket */
+void gpushare_conn_note_alive (GpuShareConn * conn);
 /* PINGs are the transport's own unless asked for: then message_func gets
  * them too */
 void gpushare_conn_deliver_pings (GpuShareConn * conn);

@@ -1288,6 +1288,7 @@ drain_client (GpuShareServer * self, Client * client)
 {
   GpuShareLaneResult res;
   GpuShareRelease r;
+  gboolean any = FALSE;
 
   if (!client->lane || client->lane_failed)
     return;
@@ -1297,7 +1298,12 @@ drain_client (GpuShareServer * self, Client * client)
       client->lane_failed = TRUE;
       return;
     }
+    any = TRUE;
   }
+  /* its releases say it lives, as its RELEASE messages did for the
+   * heartbeat: a busy consumer's control thread may be late to PING */
+  if (any)
+    gpushare_conn_note_alive (client->conn);
   if (res != GPUSHARE_LANE_EMPTY) {
     gchar *text = g_strdup_printf ("releases of the frame lane: %s",
         gpushare_lane_result_to_string (res));
