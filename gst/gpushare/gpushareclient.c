@@ -28,6 +28,11 @@ GST_DEBUG_CATEGORY_STATIC (gpushare_client_debug);
 /* after the end of the stream the lane is drained every so often by the
  * control thread: its frames go back unread */
 #define LANE_DRAIN_MS 20
+/* the longest the streaming thread sleeps on the lane's bell before it
+ * looks again: the producer wakes it when it writes, but a wake-up lost
+ * (a producer that does not ring, whatever the reason) then costs at most
+ * this, never a stream that stops; ten looks a second cost nothing */
+#define LANE_SLEEP_MAX_US (100 * 1000)
 /* an item of the lane's kind only: the META of the next frame */
 #define ITEM_META ((GpuShareClientItemType) 100)
 /* EVENTs of the producer waiting for the streaming thread, at most
@@ -1912,7 +1917,7 @@ gpushare_client_pop (GpuShareClient * self, GpuShareClientItem * out)
     if (lane) {
       session_ref (s);
       g_mutex_unlock (&self->lock);
-      gpushare_lane_sleep (s->lane, bell, -1);
+      gpushare_lane_sleep (s->lane, bell, LANE_SLEEP_MAX_US);
       g_mutex_lock (&self->lock);
       session_unref (s);
       continue;
