@@ -25,6 +25,16 @@
 
 #include "gpushare-check-elements.h"
 
+gint
+gpushare_check_timeout_ms (void)
+{
+  static gint timeout;
+
+  if (!timeout)
+    timeout = g_getenv ("GPUSHARE_UNDER_VALGRIND") ? 20000 : 5000;
+  return timeout;
+}
+
 #include <gst/video/video.h>
 
 #include <errno.h>

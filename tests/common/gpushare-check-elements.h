@@ -20,8 +20,11 @@ G_BEGIN_DECLS
 #define LIVE_CAPS_STR \
   "video/x-raw,format=NV12,width=64,height=48,framerate=200/1"
 #define FRAME_SIZE (64 * 48 * 3 / 2)
-/* what the tests wait for when something is expected to happen */
-#define TIMEOUT_MS 5000
+/* what the tests wait for when something is expected to happen: four
+ * times as long under valgrind, which runs every thread of the process
+ * one at a time, 20-50 times slower */
+#define TIMEOUT_MS (gpushare_check_timeout_ms ())
+gint gpushare_check_timeout_ms (void);
 /* the most SCM_RIGHTS descriptors Linux passes in one message */
 #define KERNEL_MAX_FDS 253
 
