@@ -952,6 +952,23 @@ handle_meta (GpuShareClient * self, const GpuShareMeta * m)
       m->data_len);
 }
 
+/* lock held: a frame taken, from the socket or the lane, after missed
+ * frames of the producer that never came */
+static void
+count_frame (GpuShareClient * self, const GpuShareFrame * f, guint64 missed)
+{
+  self->frames_received++;
+  self->frames_missed += missed;
+  self->share = f->share;
+  if (self->stalled)
+    GST_INFO_OBJECT (self->log_object, "frames again from the producer, "
+        "after %" G_GUINT64_FORMAT " missed", missed);
+  self->stalled = FALSE;
+  if (missed)
+    GST_LOG_OBJECT (self->log_object, "%" G_GUINT64_FORMAT " frames of the "
+        "producer missed before frame %" G_GUINT64_FORMAT, missed, f->sequence);
+}
+
 static void
 handle_frame (GpuShareClient * self, const GpuShareFrame * f)
 {
@@ -1010,16 +1027,7 @@ handle_frame (GpuShareClient * self, const GpuShareFrame * f)
   item->frame = frame;
   item->missed = missed;
   g_queue_push_tail (&self->items, item);
-  self->frames_received++;
-  self->frames_missed += missed;
-  self->share = f->share;
-  if (self->stalled)
-    GST_INFO_OBJECT (self->log_object, "frames again from the producer, "
-        "after %" G_GUINT64_FORMAT " missed", missed);
-  self->stalled = FALSE;
-  if (missed)
-    GST_LOG_OBJECT (self->log_object, "%" G_GUINT64_FORMAT " frames of the "
-        "producer missed before frame %" G_GUINT64_FORMAT, missed, f->sequence);
+  count_frame (self, f, missed);
   wake (self);
 }
 
@@ -1721,16 +1729,7 @@ lane_frame (GpuShareClient * self, Session * s, const GpuShareFrame * f,
       (gint64) written_us : now;
   frame->session = session_ref (s);
   frame->mapping = mapping;
-  self->frames_received++;
-  self->frames_missed += missed;
-  self->share = f->share;
-  if (self->stalled)
-    GST_INFO_OBJECT (self->log_object, "frames again from the producer, "
-        "after %" G_GUINT64_FORMAT " missed", missed);
-  self->stalled = FALSE;
-  if (missed)
-    GST_LOG_OBJECT (self->log_object, "%" G_GUINT64_FORMAT " frames of the "
-        "producer missed before frame %" G_GUINT64_FORMAT, missed, f->sequence);
+  count_frame (self, f, missed);
   *missed_out = missed;
   return frame;
 }
