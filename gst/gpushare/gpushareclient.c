@@ -1198,6 +1198,9 @@ conn_message (GpuShareConn * conn, const GpuShareMsg * msg, gint * fds,
       break;
   }
 done:
+  /* a reader that met this message's MARK waits for it */
+  if (self->lane_mark_now)
+    wake (self);
   self->lane_mark_now = 0;
   if (fds)
     gpushare_close_fds (fds, n_fds);
@@ -1912,6 +1915,13 @@ gpushare_client_pop (GpuShareClient * self, GpuShareClientItem * out)
         drained = TRUE;
         continue;
       }
+    }
+    /* a MARK read, its message not yet here: the lane may hold more, the
+     * control thread's wake () says when it came */
+    if (lane && self->lane_marks_received < self->lane_marks_read) {
+      g_cond_wait_until (&self->cond, &self->lock,
+          g_get_monotonic_time () + LANE_SLEEP_MAX_US);
+      continue;
     }
     if (lane) {
       session_ref (s);

@@ -22,6 +22,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "gpushare-check-elements.h"
@@ -1065,6 +1066,84 @@ GST_START_TEST (test_lane_fake_producer_streams)
 
 GST_END_TEST;
 
+/* process CPU time, in microseconds */
+static gint64
+cpu_time_us (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (gint64) ts.tv_sec * G_USEC_PER_SEC + ts.tv_nsec / 1000;
+}
+
+/* The lane's reader that met a MARK before the control thread has the
+ * message it stands for waits asleep for that message, with frames behind
+ * the MARK in the lane: here the message comes 600 ms late, the src's
+ * threads use a small part of that time (a reader that looked again at
+ * once, the lane not being empty, spun a core: under valgrind it starved
+ * the control thread that was to deliver the message), and the event then
+ * comes before the frame. */
+GST_START_TEST (test_lane_mark_waits_asleep)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  gchar *path = socket_path ("lane.sock");
+  GAsyncQueue *log = g_async_queue_new_full (g_free);
+  gint fds[HP_N_SLOTS];
+  GstElement *pipeline;
+  gint64 cpu, wall;
+  gint listen_fd;
+  GpuShareRelease rel;
+  FakeLane fl;
+  RawPeer raw;
+  GstPad *pad;
+  gchar *line;
+  guint i;
+
+  pipeline = lane_consumer_start (path, TRUE, &listen_fd, &raw);
+  pad = gst_element_get_static_pad (child (pipeline, "src"), "src");
+  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER |
+      GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, log_probe, log, NULL);
+  gst_object_unref (pad);
+  raw_announce (&raw, msg);
+  fake_lane_new (&fl);
+  fake_lane_send (&raw, &fl);
+  for (i = 0; i < HP_N_SLOTS; i++)
+    fds[i] = make_memfd (HP_SLOT_SIZE, TRUE);
+  raw_send_slots (&raw, msg, fds, 1);
+  raw_expect (&raw, GPUSHARE_MSG_MAPPED, msg, NULL, NULL);
+  fake_lane_push_frame (&fl, 1, 0, 1, 1);
+  expect_release (&fl, &rel, 0, 1, 1);
+  expect_log (log, "buffer pts=33333333 offset=101-102 roi=none");
+
+  /* the MARK and a frame behind it; the EVENT late */
+  fake_lane_push_mark (&fl, 1);
+  fake_lane_push_frame (&fl, 1, 1, 1, 2);
+  wall = g_get_monotonic_time ();
+  cpu = cpu_time_us ();
+  g_usleep (600 * 1000);
+  cpu = cpu_time_us () - cpu;
+  wall = g_get_monotonic_time () - wall;
+  fail_unless (cpu < wall / 4, "the src's threads used %" G_GINT64_FORMAT
+      " us of CPU in %" G_GINT64_FORMAT " us waiting for a MARK's message",
+      cpu, wall);
+  line = g_async_queue_try_pop (log);
+  fail_unless (line == NULL, "before the event: '%s'", line);
+  make_event (msg, GPUSHARE_EVENT_CUSTOM, "late-event, n=(int)1");
+  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+  expect_release (&fl, &rel, 1, 1, 2);
+  expect_log (log, "event late-event");
+  expect_log (log, "buffer pts=66666666 offset=102-103 roi=none");
+  assert_no_error (pipeline);
+
+  hostile_consumer_stop (pipeline, listen_fd, &raw, path);
+  fake_lane_free (&fl);
+  g_async_queue_unref (log);
+  g_free (path);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
 typedef enum
 {
   LH_UNSEALED,
@@ -1322,6 +1401,7 @@ gpushare_src_protocol_suite (void)
   suite_add_tcase (s, tc_lane);
   tcase_add_checked_fixture (tc_lane, elements_setup, elements_teardown);
   tcase_add_test (tc_lane, test_lane_fake_producer_streams);
+  tcase_add_test (tc_lane, test_lane_mark_waits_asleep);
   tcase_add_loop_test (tc_lane, test_lane_hostile, 0, N_LH);
   return s;
 }
