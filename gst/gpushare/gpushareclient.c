@@ -1035,21 +1035,26 @@ static void producer_lost (GpuShareClient * self, const gchar * text,
     const gchar * debug);
 static void connect_again (GpuShareClient * self);
 
-/* the producer's last frame: those after the last one we got never came
- * (no buffer follows to mark DISCONT; the stats count them) */
+/* lock held.  The producer's last frame: those after the last one we got
+ * never came (no buffer follows to mark DISCONT; the stats count them) */
 static void
-count_missed_at_eos (GpuShareClient * self, guint64 last_sequence)
+add_missed_at_eos (GpuShareClient * self, Session * s, guint64 last_sequence)
 {
   guint64 missed = 0;
 
-  if (self->state != STATE_READY || !self->session)
-    return;
-  g_mutex_lock (&self->session->lock);
-  if (self->session->view.have_sequence
-      && last_sequence > self->session->view.last_sequence)
-    missed = last_sequence - self->session->view.last_sequence;
-  g_mutex_unlock (&self->session->lock);
+  g_mutex_lock (&s->lock);
+  if (s->view.have_sequence && last_sequence > s->view.last_sequence)
+    missed = last_sequence - s->view.last_sequence;
+  g_mutex_unlock (&s->lock);
   self->frames_missed += missed;
+}
+
+/* from the socket: the same, unless the lane's reader counts them */
+static void
+count_missed_at_eos (GpuShareClient * self, guint64 last_sequence)
+{
+  if (self->state == STATE_READY && self->session)
+    add_missed_at_eos (self, self->session, last_sequence);
 }
 
 /* The producer says something about how it serves us.  Codes this
@@ -1877,11 +1882,7 @@ gpushare_client_pop (GpuShareClient * self, GpuShareClientItem * out)
         self->n_queued_events--;
       if (out->type == GPUSHARE_CLIENT_ITEM_EOS && lane) {
         /* the producer's frames after the last one read never came */
-        g_mutex_lock (&s->lock);
-        if (s->view.have_sequence
-            && item->last_sequence > s->view.last_sequence)
-          self->frames_missed += item->last_sequence - s->view.last_sequence;
-        g_mutex_unlock (&s->lock);
+        add_missed_at_eos (self, s, item->last_sequence);
         /* the rest of the lane is the control thread's to give back */
         self->lane_reader_done = TRUE;
         self->lane_drain = g_timeout_source_new (LANE_DRAIN_MS);
