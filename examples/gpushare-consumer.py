@@ -3,7 +3,7 @@
 """A gpushare consumer in Python: frames from gpusharesrc through appsink,
 read with numpy where they are (no copy), one line per frame.
 
-    python3 examples/gpushare-consumer.py SOCKET [--frames N] [--leaky]
+    python3 examples/gpushare-consumer.py SOCKET [--frames N] [--timeout MS]
 
 Needs PyGObject and GStreamer's introspection data (python3-gi,
 gir1.2-gstreamer-1.0, gir1.2-gst-plugins-base-1.0), numpy
@@ -20,6 +20,12 @@ never a view into the mapping.
 
 Prints, per frame: 'frame OFFSET pts=NS mean-y=V' (the mean of the luma
 plane, in its own stride), then the src's stats and 'received N frames'.
+Waits for the producer as long as --timeout says (gpusharesrc's
+connection-timeout), then reads until the end of the stream or N frames.
+Exits 0 once it read N frames (or, without --frames, at least one frame
+before the end of the stream); otherwise 1, with the reason on stderr: no
+producer came, the producer failed or went away, or the stream ended
+early.
 """
 
 import argparse
@@ -98,21 +104,33 @@ def main():
     pipeline.set_state(Gst.State.PLAYING)
 
     n = 0
-    failed = False
-    while args.frames == 0 or n < args.frames:
-        sample = sink.try_pull_sample(5 * Gst.SECOND)
+    failure = None
+    while failure is None and (args.frames == 0 or n < args.frames):
+        # short pulls: the bus is looked at in between, and how long to
+        # wait for the producer is gpusharesrc's connection-timeout
+        sample = sink.try_pull_sample(Gst.SECOND // 10)
         while True:
             msg = bus.pop()
             if not msg:
                 break
             if msg.type == Gst.MessageType.ERROR:
                 err, debug = msg.parse_error()
-                print(f"error: {err.message}", file=sys.stderr)
-                failed = True
+                # the first says why; the rest follow from it
+                if failure is None:
+                    failure = err.message
             else:
                 on_message(msg)
-        if failed or sample is None:
+        if failure is not None:
             break
+        if sample is None:
+            if sink.is_eos():
+                if args.frames:
+                    failure = (f"the stream ended after {n} of "
+                               f"{args.frames} frames")
+                elif n == 0:
+                    failure = "the stream ended before any frame"
+                break
+            continue
         buf = sample.get_buffer()
         print(f"frame {buf.offset} pts={buf.pts} "
               f"mean-y={mean_luma(sample):.1f}", flush=True)
@@ -126,7 +144,10 @@ def main():
         print(f"stats {field}={stats.get_value(field)}")
     pipeline.set_state(Gst.State.NULL)
     print(f"received {n} frames")
-    return 1 if failed else 0
+    if failure is not None:
+        print(f"error: {failure}", file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
