@@ -161,6 +161,52 @@ static gchar *status_text (GpuShareServer * server, gpointer user_data);
 /* ------------------------------------------------------------------------ */
 /* The server's events, delivered without any lock held */
 
+/* A consumer dropped for what it did or did not do (not one that said
+ * goodbye, hung up or was refused at the door): the setting that decided
+ * it, or "none" */
+static const gchar *
+drop_setting (const GpuShareServerEvent * ev)
+{
+  switch (ev->reason) {
+    case GPUSHARE_REMOVE_TIMEOUT:
+      return strstr (ev->detail, "heartbeat") ? "heartbeat-interval" :
+          "handshake-timeout";
+    case GPUSHARE_REMOVE_LEASE:
+      return "lease-timeout";
+    case GPUSHARE_REMOVE_SLOW:
+      return "policy";
+    case GPUSHARE_REMOVE_PROTOCOL:
+    case GPUSHARE_REMOVE_RESOURCE:
+      return "none";
+    default:
+      return NULL;
+  }
+}
+
+/* once per consumer dropped: a warning gst-launch-1.0 prints without -m,
+ * with the consumer, the reason and the setting involved */
+static void
+warn_dropped (GstGpuShareSink * self, const GpuShareServerEvent * ev)
+{
+  const gchar *setting = drop_setting (ev);
+  const gchar *reason = gpushare_remove_reason_to_string (ev->reason);
+
+  if (!setting || ev->client_id == 0)
+    return;
+  GST_ELEMENT_WARNING_WITH_DETAILS (self, RESOURCE, READ,
+      ("Dropped consumer %u (pid %d, \"%s\"): %s", ev->client_id, ev->pid,
+          ev->name, reason),
+      ("%s%s%s", ev->detail, strcmp (setting, "none") ?
+          "; the setting involved: " : "", strcmp (setting, "none") ?
+          setting : ""),
+      ("client-id", G_TYPE_UINT, ev->client_id,
+          "pid", G_TYPE_INT, ev->pid,
+          "name", G_TYPE_STRING, ev->name,
+          "reason", G_TYPE_STRING, reason,
+          "detail", G_TYPE_STRING, ev->detail,
+          "setting", G_TYPE_STRING, setting, NULL));
+}
+
 static void
 server_event (GpuShareServer * server, const GpuShareServerEvent * ev,
     gpointer user_data)
@@ -195,6 +241,7 @@ server_event (GpuShareServer * server, const GpuShareServerEvent * ev,
                   "reason", G_TYPE_STRING,
                   gpushare_remove_reason_to_string (ev->reason),
                   "detail", G_TYPE_STRING, ev->detail, NULL)));
+      warn_dropped (self, ev);
       break;
     case GPUSHARE_SERVER_EVENT_QUARANTINE:
       gst_element_post_message (GST_ELEMENT (self),

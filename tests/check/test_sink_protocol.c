@@ -130,6 +130,9 @@ GST_START_TEST (test_consumer_garbage)
   fail_unless_equals_string (client_log_removed_nick (&s.log, 0),
       garbage_cases[which].reason);
   fail_unless_equals_int (num_clients (s.sink), 1);
+  /* dropped, not refused at the door: the producer warns */
+  if (!strcmp (garbage_cases[which].reason, "protocol"))
+    expect_drop_warning (s.producer, "protocol", "none");
 
   /* the blast radius is that client: the other one goes on */
   assert_consumer_alive (s.consumer);
@@ -203,6 +206,7 @@ GST_START_TEST (test_handshake_timeout)
   fail_unless (client_log_wait (&s.log, TRUE, 1), "no client-removed");
   fail_unless_equals_string (client_log_removed_nick (&s.log, 0), "timeout");
   fail_unless_equals_int (num_clients (s.sink), 1);
+  expect_drop_warning (s.producer, "timeout", "handshake-timeout");
   assert_consumer_alive (s.consumer);
   assert_no_error (s.producer);
 
@@ -294,6 +298,7 @@ GST_START_TEST (test_heartbeat_silent_consumer)
   fail_unless (client_log_wait (&s.log, TRUE, 1), "no client-removed");
   fail_unless_equals_string (client_log_removed_nick (&s.log, 0), "timeout");
   fail_unless_equals_int (num_clients (s.sink), 1);
+  expect_drop_warning (s.producer, "timeout", "heartbeat-interval");
   assert_consumer_alive (s.consumer);
   assert_no_error (s.producer);
 

@@ -81,6 +81,7 @@ GST_START_TEST (test_lease_quarantine)
   fail_unless (client_log_wait (&log, TRUE, 2), "the leases never expired");
   for (k = 0; k < 2; k++)
     fail_unless_equals_string (client_log_removed_nick (&log, k), "lease");
+  expect_drop_warning (producer, "lease", "lease-timeout");
   fail_unless (stat_u64 (sink, "slots-quarantined") >= 1);
 
   for (k = 0; k < 2; k++) {

@@ -205,6 +205,38 @@ assert_no_error (GstElement * pipeline)
   }
 }
 
+void
+expect_drop_warning (GstElement * producer, const gchar * reason,
+    const gchar * setting)
+{
+  gint64 until = g_get_monotonic_time () + TIMEOUT_MS * 1000ll;
+  gboolean found = FALSE;
+
+  while (!found && g_get_monotonic_time () < until) {
+    GstMessage *msg = pop_message (producer, GST_MESSAGE_WARNING, 100);
+    const GstStructure *d = NULL;
+    GError *error = NULL;
+
+    if (!msg)
+      continue;
+    gst_message_parse_warning (msg, &error, NULL);
+    gst_message_parse_warning_details (msg, &d);
+    if (d && !g_strcmp0 (gst_structure_get_string (d, "reason"), reason)) {
+      fail_unless_equals_string (gst_structure_get_string (d, "setting"),
+          setting);
+      /* the text says whom and why */
+      fail_unless (g_str_has_prefix (error->message, "Dropped consumer "),
+          "%s", error->message);
+      fail_unless (strstr (error->message, reason) != NULL, "%s",
+          error->message);
+      found = TRUE;
+    }
+    g_clear_error (&error);
+    gst_message_unref (msg);
+  }
+  fail_unless (found, "no WARNING for the consumer dropped as %s", reason);
+}
+
 GstStructure *
 get_stats (GstElement * element)
 {

@@ -62,6 +62,10 @@ GstStructure *next_element_message (GstElement * pipeline,
     const gchar * name, gint timeout_ms);
 void assert_error (GstElement * pipeline, GQuark domain, gint code);
 void assert_no_error (GstElement * pipeline);
+/* the producer's WARNING for a consumer it dropped: its details say the
+ * reason (a client-removed nick) and the setting involved ("none") */
+void expect_drop_warning (GstElement * producer, const gchar * reason,
+    const gchar * setting);
 GstStructure *get_stats (GstElement * element);
 guint64 stat_u64 (GstElement * element, const gchar * field);
 guint stat_uint (GstElement * element, const gchar * field);
