@@ -29,6 +29,8 @@ GST_DEBUG_CATEGORY_STATIC (gpushare_server_debug);
 
 /* how often handshake deadlines are looked at */
 #define HOUSEKEEPING_MS 50
+/* how often a wait for consumers asks whether upstream stopped */
+#define GATHER_LOOK_US (100 * 1000)
 #define MAX_CLIENTS GPUSHARE_MAX_HOLDERS
 /* a goodbye is best effort: never hold a stopping pipeline for long */
 #define GOODBYE_FLUSH_MS 100
@@ -156,6 +158,16 @@ struct _GpuShareServer
   /* frames wait for consumers: at the start, and when a frame finds none
    * connected, until the number asked for are ready */
   gboolean gathering;
+  /* the wait was announced (a WAITING event) */
+  gboolean gathering_told;
+  /* upstream stops writing our pools (deactivated from another thread:
+   * an EOS sent to the source, as gst-launch-1.0 -e does on Ctrl-C), and
+   * the frames after it go to nobody rather than wait, until a flush or
+   * a state change */
+  gboolean upstream_stopped;
+  gboolean gathering_abandoned;
+  GpuShareServerStopFunc stop_func;
+  gpointer stop_data;
   /* the sticky events of the stream (GpuShareEvent), for consumers that
    * join: its stream-start first, the last tags, the last custom sticky
    * event of each name */
@@ -2288,9 +2300,32 @@ gpushare_server_reset_eos (GpuShareServer * self)
 }
 
 void
+gpushare_server_set_stop_func (GpuShareServer * self,
+    GpuShareServerStopFunc func, gpointer user_data)
+{
+  g_mutex_lock (&self->lock);
+  self->stop_func = func;
+  self->stop_data = user_data;
+  g_mutex_unlock (&self->lock);
+}
+
+void
+gpushare_server_set_upstream_stopped (GpuShareServer * self, gboolean stopped)
+{
+  g_mutex_lock (&self->lock);
+  self->upstream_stopped = stopped;
+  g_cond_broadcast (&self->cond);
+  g_mutex_unlock (&self->lock);
+}
+
+void
 gpushare_server_set_flushing (GpuShareServer * self, gboolean flushing)
 {
   g_mutex_lock (&self->lock);
+  /* after a flush or a state change, the stream waits for consumers
+   * again */
+  if (!flushing)
+    self->gathering_abandoned = FALSE;
   self->flushing = flushing;
   g_cond_broadcast (&self->cond);
   g_mutex_unlock (&self->lock);
@@ -2534,15 +2569,58 @@ again:
       return GPUSHARE_SERVER_ERROR;
     }
   }
-  if (self->n_clients == 0)
+  if (self->n_clients == 0 && !self->gathering_abandoned)
     self->gathering = TRUE;
   while (self->gathering && n_ready_clients (self) < wait_for) {
+    if (self->upstream_stopped) {
+      /* nobody comes for this frame, and nothing else ends this wait:
+       * the EOS waits behind it */
+      self->gathering = FALSE;
+      self->gathering_abandoned = TRUE;
+      self->gathering_told = FALSE;
+      self->sequence++;
+      g_mutex_unlock (&self->lock);
+      GST_INFO_OBJECT (self->log_object, "upstream stops: no more waiting "
+          "for consumers, the frame goes to nobody");
+      return GPUSHARE_SERVER_DROPPED;
+    }
+    if (!self->gathering_told) {
+      GpuShareServerEvent *ev = g_new0 (GpuShareServerEvent, 1);
+
+      /* once a wait: said without the lock, then looked at again */
+      self->gathering_told = TRUE;
+      ev->type = GPUSHARE_SERVER_EVENT_WAITING;
+      ev->n_consumers = wait_for;
+      ev->slots = n_ready_clients (self);
+      g_queue_push_tail (&self->events, ev);
+      g_mutex_unlock (&self->lock);
+      deliver_events (self);
+      g_mutex_lock (&self->lock);
+      continue;
+    }
     GST_LOG_OBJECT (self->log_object, "waiting for %u consumers, %u ready",
         wait_for, n_ready_clients (self));
-    if (!wait_locked (self))
+    if (self->flushing)
       goto flushing;
+    g_cond_wait_until (&self->cond, &self->lock, g_get_monotonic_time () +
+        GATHER_LOOK_US);
+    if (self->flushing)
+      goto flushing;
+    if (self->stop_func) {
+      GpuShareServerStopFunc func = self->stop_func;
+      gpointer data = self->stop_data;
+      gboolean stopped;
+
+      /* the element looks at its upstream with locks of its own */
+      g_mutex_unlock (&self->lock);
+      stopped = func (data);
+      g_mutex_lock (&self->lock);
+      if (stopped)
+        self->upstream_stopped = TRUE;
+    }
   }
   self->gathering = FALSE;
+  self->gathering_told = FALSE;
   while (lossless && n_remapping_clients (self) > 0) {
     GST_LOG_OBJECT (self->log_object, "waiting for consumers to map the new "
         "ring");

@@ -74,6 +74,9 @@ typedef enum
   GPUSHARE_SERVER_EVENT_NUM_CLIENTS,    /* the client count changed */
   GPUSHARE_SERVER_EVENT_STALLED,        /* a leaky producer skipped a
                                          * consumer for a while */
+  GPUSHARE_SERVER_EVENT_WAITING,        /* frames wait for n_consumers
+                                         * (slots: ready now), once a
+                                         * wait */
 } GpuShareServerEventType;
 
 typedef struct
@@ -226,6 +229,18 @@ void gpushare_server_reset_eos (GpuShareServer * server);
 /* wakes every wait; frames are refused while flushing */
 void gpushare_server_set_flushing (GpuShareServer * server,
     gboolean flushing);
+/* upstream stopped writing into our pools from another thread (their
+ * flush_start), or goes on (flush_stop): a wait for consumers gives up
+ * its frame, and the frames after it go to nobody until the next
+ * flush (gpushare_server_set_flushing (FALSE)) */
+void gpushare_server_set_upstream_stopped (GpuShareServer * server,
+    gboolean stopped);
+/* asked, without the server's lock, every 100 ms of a wait for
+ * consumers: TRUE when upstream stops (as set_upstream_stopped) */
+typedef gboolean (*GpuShareServerStopFunc) (gpointer user_data);
+/* before gpushare_server_start () */
+void gpushare_server_set_stop_func (GpuShareServer * server,
+    GpuShareServerStopFunc func, gpointer user_data);
 /* wakes every wait, so that settings read at the wait are seen */
 void gpushare_server_wake (GpuShareServer * server);
 guint gpushare_server_n_clients (GpuShareServer * server);

@@ -127,6 +127,8 @@ struct _GstGpuShareSink
   GpuShareTiming slot_wait;
   GpuShareTiming write;
   GpuShareTiming publish;
+  /* the pool of the buffer in render, for upstream_stopped () */
+  GstBufferPool *render_pool;
   gboolean told_not_carried;
   guint ring_size;
   GstGpuShareSlowPolicy policy;
@@ -157,6 +159,22 @@ GST_ELEMENT_REGISTER_DEFINE (gpusharesink, "gpusharesink", GST_RANK_NONE,
     GST_TYPE_GPU_SHARE_SINK);
 
 static gchar *status_text (GpuShareServer * server, gpointer user_data);
+
+/* From the server's wait for consumers, in render's thread: the pool of
+ * the buffer being rendered was set flushing (or deactivated) from
+ * another thread, which is what a source does when an EOS is sent to it
+ * (gst-launch-1.0 -e on Ctrl-C): it then waits for its streaming thread,
+ * which waits here, and the EOS would never come.  (A caps change that replaces upstream's pool
+ * behind a queue looks the same: the frames then go to nobody until the
+ * next flush or state change.) */
+static gboolean
+upstream_stopped (gpointer user_data)
+{
+  GstGpuShareSink *self = user_data;
+
+  return self->render_pool && (GST_BUFFER_POOL_IS_FLUSHING (self->render_pool)
+      || !gst_buffer_pool_is_active (self->render_pool));
+}
 
 /* ------------------------------------------------------------------------ */
 /* The server's events, delivered without any lock held */
@@ -271,6 +289,34 @@ server_event (GpuShareServer * server, const GpuShareServerEvent * ev,
               "frames-skipped", G_TYPE_UINT64, ev->skipped,
               "skipped-ms", G_TYPE_UINT, ev->skipped_ms, NULL));
       break;
+    case GPUSHARE_SERVER_EVENT_WAITING:{
+      gchar *path;
+      guint min;
+      gboolean wfc;
+
+      GST_OBJECT_LOCK (self);
+      path = g_strdup (self->socket_path);
+      min = self->min_consumers;
+      wfc = self->wait_for_connection;
+      GST_OBJECT_UNLOCK (self);
+      /* once a wait, and on the bus: gst-launch-1.0 prints it */
+      GST_INFO_OBJECT (self, "waiting for %u consumers (%u ready)",
+          ev->n_consumers, ev->slots);
+      GST_ELEMENT_INFO_WITH_DETAILS (self, RESOURCE, BUSY,
+          ("Waiting for %u consumer%s at %s", ev->n_consumers,
+              ev->n_consumers == 1 ? "" : "s", path),
+          ("waiting for %u consumer%s at %s: %u of %u ready "
+              "(min-consumers=%u, wait-for-connection=%s); the frames wait "
+              "for them.  A state change, or an EOS sent to a source that "
+              "allocates from a pool (gst-launch-1.0 -e and Ctrl-C), ends "
+              "the wait", ev->n_consumers, ev->n_consumers == 1 ? "" : "s",
+              path, ev->slots, ev->n_consumers, min,
+              wfc ? "true" : "false"),
+          ("consumers", G_TYPE_UINT, ev->n_consumers,
+              "ready", G_TYPE_UINT, ev->slots, NULL));
+      g_free (path);
+      break;
+    }
   }
 }
 
@@ -317,6 +363,7 @@ gst_gpu_share_sink_start (GstBaseSink * bsink)
   /* copied: the settings of this run */
   server = gpushare_server_new (&config, self, server_event, self);
   gpushare_server_set_status_func (server, status_text, self);
+  gpushare_server_set_stop_func (server, upstream_stopped, self);
   GST_OBJECT_UNLOCK (self);
 
   if (!gpushare_server_start (server, &error)) {
@@ -574,8 +621,10 @@ gst_gpu_share_sink_render (GstBaseSink * bsink, GstBuffer * buf)
   gpu_buffer = gst_buffer_n_memory (buf) > 0
       && gpushare_xfer_gpu_is_memory (gst_buffer_peek_memory (buf, 0));
 
+  self->render_pool = buf->pool;
   res = gpushare_server_begin_frame (self->server, lossless, wait_for,
       gpu_buffer, in_place_tag (buf), &frame, &error);
+  self->render_pool = NULL;
   switch (res) {
     case GPUSHARE_SERVER_OK:
       break;

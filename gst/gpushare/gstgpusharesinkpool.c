@@ -136,7 +136,9 @@ pool_flush_start (GstBufferPool * pool)
   GstGpuShareSinkPool *self = (GstGpuShareSinkPool *) pool;
 
   g_atomic_int_set (&self->flushing, 1);
-  gpushare_server_wake (self->server);
+  /* upstream stops writing our slots: from another thread than render's,
+   * what ends a wait for consumers (an EOS sent to the source) */
+  gpushare_server_set_upstream_stopped (self->server, TRUE);
 }
 
 static void
@@ -145,6 +147,7 @@ pool_flush_stop (GstBufferPool * pool)
   GstGpuShareSinkPool *self = (GstGpuShareSinkPool *) pool;
 
   g_atomic_int_set (&self->flushing, 0);
+  gpushare_server_set_upstream_stopped (self->server, FALSE);
 }
 
 static void
@@ -248,8 +251,7 @@ gpu_slot_flush (gpointer user_data, gboolean flushing)
   GpuSlotSource *src = user_data;
 
   g_atomic_int_set (&src->flushing, flushing);
-  if (flushing)
-    gpushare_server_wake (src->server);
+  gpushare_server_set_upstream_stopped (src->server, flushing);
 }
 
 static void

@@ -4,6 +4,11 @@
 # Two gst-launch-1.0 processes: a producer of N 1080p NV12 frames into
 # gpusharesink, and a consumer writing what gpusharesrc gives it to a file.
 # The file must be byte for byte what the producer's source makes.
+#
+# Then a producer that waits for consumers says so (an INFO that
+# gst-launch-1.0 prints) and stops on the first Ctrl-C with -e: with no
+# consumer at all, its source writing into the sink's pool or its own,
+# and after its only consumer is gone.
 set -euo pipefail
 N=${GPUSHARE_FRAMES:-1000}
 caps="video/x-raw,format=NV12,width=1920,height=1080,framerate=30/1"
@@ -32,3 +37,61 @@ echo "got =$got"
 [ "$size" -eq $((N * 3110400)) ]
 [ "$want" = "$got" ]
 echo "received file identical to what the producer sent"
+
+# --- the wait for consumers, and Ctrl-C with -e ---------------------------
+small="video/x-raw,format=NV12,width=320,height=240,framerate=30/1"
+
+# waits until the log has COUNT lines matching PATTERN (10 s at most)
+wait_log () {
+  local log=$1 pattern=$2 count=${3:-1} i
+  for i in $(seq 100); do
+    [ "$(grep -c -- "$pattern" "$log" || true)" -ge "$count" ] && return 0
+    sleep 0.1
+  done
+  echo "no '$pattern' (x$count) in $log:"; cat "$log"; return 1
+}
+
+# one SIGINT, then the producer must end by itself within 5 s, with EOS
+interrupt_once () {
+  local pid=$1 log=$2 i
+  kill -INT "$pid"
+  for i in $(seq 50); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    echo "still running 5 s after one Ctrl-C:"; cat "$log"; return 1
+  fi
+  wait "$pid"
+  grep -q "Got EOS" "$log"
+}
+
+for between in "" "identity drop-allocation=true !"; do
+  log="$dir/wait.log"
+  rm -f "$dir/wait.sock"
+  gst-launch-1.0 -e videotestsrc ! "$small" ! $between \
+    gpusharesink socket-path="$dir/wait.sock" > "$log" 2>&1 &
+  producer=$!
+  wait_log "$log" "0 of 1 ready (min-consumers=1"
+  interrupt_once "$producer" "$log"
+  what="no consumer"
+  [ -z "$between" ] || what="no consumer, upstream with a pool of its own"
+  echo "$what: the wait said so, one Ctrl-C ended it"
+done
+
+# its only consumer gone, the producer waits again, says so again, and
+# stops on one Ctrl-C
+log="$dir/again.log"
+gst-launch-1.0 -e videotestsrc ! "$small" \
+  ! gpusharesink socket-path="$dir/again.sock" > "$log" 2>&1 &
+producer=$!
+wait_log "$log" "0 of 1 ready"
+gst-launch-1.0 -q gpusharesrc socket-path="$dir/again.sock" ! fakesink \
+  > "$dir/consumer.log" 2>&1 &
+consumer=$!
+sleep 1
+kill -9 "$consumer"
+wait "$consumer" 2>/dev/null || true
+wait_log "$log" "0 of 1 ready" 2
+interrupt_once "$producer" "$log"
+echo "its consumer gone: the wait said so again, one Ctrl-C ended it"
