@@ -1371,9 +1371,15 @@ producer_lost (GpuShareClient * self, const gchar * text, const gchar * debug)
       set_state (self, STATE_CONNECTING);
       schedule_connect (self);
       break;
-    default:
-      fail (self, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_READ, text, debug);
+    default:{
+      /* what the user can set instead, in the text gst-launch prints */
+      gchar *why = g_strdup_printf ("%s (producer-lost=reconnect waits for "
+          "a producer to come back, producer-lost=eos ends the stream)", text);
+
+      fail (self, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_READ, why, debug);
+      g_free (why);
       break;
+    }
   }
 }
 
@@ -1391,6 +1397,11 @@ conn_closed (GpuShareConn * conn, const GError * error, gpointer user_data)
         && error->code == GPUSHARE_CONN_ERROR_VERSION) {
       fail (self, GST_CORE_ERROR, GST_CORE_ERROR_NEGOTIATION,
           "The producer speaks another protocol version", error->message);
+    } else if (error && error->domain == GPUSHARE_CONN_ERROR
+        && error->code == GPUSHARE_CONN_ERROR_NOT_GPUSHARE) {
+      fail (self, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_OPEN_READ,
+          "The socket path is not a gpushare producer's: another program "
+          "listens there (check socket-path)", error->message);
     } else if (error && error->domain == GPUSHARE_CONN_ERROR
         && error->code == GPUSHARE_CONN_ERROR_TIMEOUT) {
       /* alive maybe, but hung: as good as gone */

@@ -56,6 +56,8 @@ struct _GpuShareConn
   GSource *heartbeat_source;
   gint64 heartbeat_since;       /* silence counts from here at the earliest */
   gint64 last_received;
+  gboolean got_message;         /* a whole message came: the peer speaks
+                                 * gpushare */
   gint64 last_sent;
   gboolean peer_without_ping;   /* its headers say minor 0 */
   gboolean deliver_pings;       /* message_func gets PINGs too */
@@ -964,6 +966,12 @@ process_input (GpuShareConn * conn, GError ** error)
     res = gpushare_header_parse (conn->in, conn->in_len, &hdr);
     if (res == GPUSHARE_PARSE_NEED_MORE)
       break;
+    if (res == GPUSHARE_PARSE_BAD_MAGIC && !conn->got_message) {
+      g_set_error (error, GPUSHARE_CONN_ERROR,
+          GPUSHARE_CONN_ERROR_NOT_GPUSHARE, "the peer is not gpushare: "
+          "its first bytes are not a gpushare message");
+      return FALSE;
+    }
     if (res != GPUSHARE_PARSE_OK) {
       g_set_error (error, GPUSHARE_CONN_ERROR, parse_error_code (res),
           "bad message header: %s", gpushare_parse_result_to_string (res));
@@ -1010,6 +1018,7 @@ process_input (GpuShareConn * conn, GError ** error)
       return FALSE;
     }
 
+    conn->got_message = TRUE;
     GST_LOG ("received %s", gpushare_msg_type_to_string (hdr.type));
     /* a heartbeat: its bytes were the point, already counted */
     if (conn->msg->type == GPUSHARE_MSG_PING && !conn->deliver_pings)

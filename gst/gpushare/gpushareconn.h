@@ -38,6 +38,8 @@ typedef enum
   GPUSHARE_CONN_ERROR_PATH,     /* socket path refused */
   GPUSHARE_CONN_ERROR_IN_USE,   /* someone listens on the path already */
   GPUSHARE_CONN_ERROR_TIMEOUT,  /* nothing received for 3 heartbeats */
+  GPUSHARE_CONN_ERROR_NOT_GPUSHARE,     /* the first bytes are not
+                                         * gpushare's: another program */
 } GpuShareConnError;
 
 /* received fds held for messages not read yet: fds may run ahead of their

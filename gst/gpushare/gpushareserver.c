@@ -1044,6 +1044,14 @@ outlived_process (gint fd, GIOCondition condition, gpointer user_data)
   return G_SOURCE_REMOVE;
 }
 
+/* why one more consumer is refused, in words that count right */
+static gchar *
+too_many_text (guint n, guint max)
+{
+  return g_strdup_printf ("%u consumer%s connected already (max-clients %u)",
+      n, n == 1 ? " is" : "s are", max);
+}
+
 static GpuShareRemoveReason
 reason_from_error (const GError * error)
 {
@@ -1119,8 +1127,7 @@ handle_accept (GpuShareServer * self, Client * client,
    * the limit may find a place now; the first to accept take them */
   if (n_accepted_consumers (self) >= MIN (self->config.max_clients,
           MAX_CLIENTS)) {
-    gchar *text = g_strdup_printf ("%u consumers are connected already "
-        "(max-clients %u)", n_accepted_consumers (self),
+    gchar *text = too_many_text (n_accepted_consumers (self),
         MIN (self->config.max_clients, MAX_CLIENTS));
 
     refuse (client, GPUSHARE_ERR_TOO_MANY_CLIENTS, GPUSHARE_REMOVE_TOO_MANY,
@@ -1777,9 +1784,7 @@ listen_dispatch (gint fd, GIOCondition cond, gpointer user_data)
   over = self->n_clients >= self->config.max_clients;
   if ((over && self->n_over_limit >= GPUSHARE_SERVER_MAX_OBSERVERS)
       || i == MAX_CLIENTS) {
-    gchar *text =
-        g_strdup_printf ("%u consumers are connected already "
-        "(max-clients %u)", self->n_clients,
+    gchar *text = too_many_text (self->n_clients,
         MIN (self->config.max_clients, MAX_CLIENTS));
 
     g_mutex_unlock (&self->lock);

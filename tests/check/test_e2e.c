@@ -1006,6 +1006,8 @@ GST_START_TEST (test_producer_killed)
   fail_unless (g_str_has_prefix (err, "domain=gst-resource-error-quark "),
       "%s", err);
   fail_unless (strstr (err, "went away") || strstr (err, "stopped"), "%s", err);
+  /* and what to set instead */
+  fail_unless (strstr (err, "producer-lost=reconnect") != NULL, "%s", err);
   fail_if (has_line (c, "eos"));
   /* frames 0..39 were rendered (sent on the socket) before the producer
    * died in front of frame 40: all of them arrive, intact */

@@ -258,6 +258,9 @@ GST_START_TEST (test_refused_no_reconnect)
   /* it says the limit, and which setting it is */
   fail_unless (strstr (err->message, "(max-clients 1)") != NULL, "%s",
       err->message);
+  /* in words that count right */
+  fail_unless (strstr (err->message, "1 consumer is connected already")
+      != NULL, "%s", err->message);
   g_clear_error (&err);
   gst_message_unref (msg);
   /* give a reconnect loop the time to show */

@@ -36,6 +36,7 @@
 typedef enum
 {
   HP_GARBAGE,
+  HP_GARBAGE_AFTER_ANNOUNCE,
   HP_HEADER_VERSION,
   HP_SCHEMA_VERSION,
   HP_SLOTS_PIPE,
@@ -55,7 +56,10 @@ static const struct
     GQuark (*domain) (void);
   gint code;
 } hp_cases[N_HP] = {
-  {"garbage bytes", gst_stream_error_quark, GST_STREAM_ERROR_DECODE},
+  /* not gpushare from its first byte: another program at the path */
+  {"garbage bytes", gst_resource_error_quark, GST_RESOURCE_ERROR_OPEN_READ},
+  {"garbage bytes after an ANNOUNCE", gst_stream_error_quark,
+      GST_STREAM_ERROR_DECODE},
   {"an ANNOUNCE with a header of major version 2", gst_core_error_quark,
       GST_CORE_ERROR_NEGOTIATION},
   {"an ANNOUNCE of schema major version 2", gst_core_error_quark,
@@ -170,6 +174,11 @@ GST_START_TEST (test_hostile_producer)
 
   switch (which) {
     case HP_GARBAGE:
+      raw_send_bytes (&raw, random_bytes (256), NULL, 0);
+      break;
+    case HP_GARBAGE_AFTER_ANNOUNCE:
+      make_announce (msg, HP_N_SLOTS, HP_SLOT_SIZE);
+      raw_send_bytes (&raw, build (msg, 0), NULL, 0);
       raw_send_bytes (&raw, random_bytes (256), NULL, 0);
       break;
     case HP_HEADER_VERSION:
