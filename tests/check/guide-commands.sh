@@ -5,7 +5,8 @@
 #   <!-- check: NAME -->      or      <!-- check: NAME bg -->
 # from the project root: the blocks of one NAME together, the bg ones
 # first and in the background, then the others in order; each must exit
-# 0 within 60 s.  Blocks marked check-gpu (same form) need a GPU: they are
+# 0 within 60 s.  A block whose mark ends with shows=TEXT (no spaces) must
+# also print TEXT, what the guide says it shows.  Blocks marked check-gpu (same form) need a GPU: they are
 # listed, not run, unless --gpu is given, which runs them and lists the
 # others (the gpu suite's guide_gpu; one SKIP line where no GPU is).
 # python3 is the first one that has PyGObject and numpy; without one, the
@@ -58,8 +59,12 @@ done
 awk -v dir="$work" '
   /^<!-- check(-gpu)?: / {
     kind = ($2 == "check-gpu:") ? "gpu" : "cpu"; name = $3;
-    role = ($4 == "bg") ? "bg" : "fg"; want = 1; next }
+    role = ($4 == "bg") ? "bg" : "fg"; want = 1; shows = "";
+    for (i = 4; i <= NF; i++)
+      if ($i ~ /^shows=/) shows = substr ($i, 7);
+    next }
   want && /^```sh$/ { n++; file = dir "/block" n; inblock = 1; want = 0;
+    if (shows != "") print shows > (file ".shows");
     print kind, name, role, file; next }
   inblock && /^```$/ { inblock = 0; next }
   inblock { print > file }
@@ -96,6 +101,12 @@ while read -r kind name; do
   done < "$work/blocks"
   for pid in "${pids[@]}"; do
     wait "$pid" || ok=no
+  done
+  for f in $(awk -v n="$name" '$2 == n { print $4 }' "$work/blocks"); do
+    if [ -f "$f.shows" ] && ! grep -qF -- "$(cat "$f.shows")" "$f.log"; then
+      echo "$name: the block does not show '$(cat "$f.shows")'"
+      ok=no
+    fi
   done
   if [ $ok = yes ]; then
     echo "ok: $name"
