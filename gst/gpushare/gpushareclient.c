@@ -1505,6 +1505,10 @@ try_connect (gpointer user_data)
       "The socket path is too long for a Unix socket: check socket-path" :
       error->code == GPUSHARE_CONN_ERROR_PATH ?
       "The socket path is not a socket: check socket-path" :
+      error->code == GPUSHARE_CONN_ERROR_PERMISSION ?
+      "The producer's socket does not let this user connect: the producer's "
+      "socket-mode (0600 by default: its own user only) and the directory's "
+      "permissions decide who may, then its allowed-uids and allowed-gids" :
       "Could not connect to the producer", error->message);
 
 done:

@@ -1224,6 +1224,7 @@ gpushare_connect_path (const gchar * path, GError ** error)
     }
     g_set_error (error, GPUSHARE_CONN_ERROR,
         (err == ENOENT || err == ECONNREFUSED) ? GPUSHARE_CONN_ERROR_HANGUP :
+        (err == EACCES || err == EPERM) ? GPUSHARE_CONN_ERROR_PERMISSION :
         GPUSHARE_CONN_ERROR_IO, "cannot connect to %s: %s", path,
         g_strerror (err));
     return -1;

@@ -40,6 +40,8 @@ typedef enum
   GPUSHARE_CONN_ERROR_TIMEOUT,  /* nothing received for 3 heartbeats */
   GPUSHARE_CONN_ERROR_NOT_GPUSHARE,     /* the first bytes are not
                                          * gpushare's: another program */
+  GPUSHARE_CONN_ERROR_PERMISSION,       /* the socket (or its directory)
+                                         * does not let us connect */
 } GpuShareConnError;
 
 /* received fds held for messages not read yet: fds may run ahead of their

@@ -353,6 +353,17 @@ gst_gpu_share_sink_start (GstBaseSink * bsink)
   gpushare_timing_reset (&self->write);
   gpushare_timing_reset (&self->publish);
   GST_OBJECT_LOCK (self);
+  if (self->socket_mode > 0777) {
+    guint mode = self->socket_mode;
+
+    GST_OBJECT_UNLOCK (self);
+    /* 666 is read as a decimal number (01232): what was meant is 0666 */
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+        ("socket-mode %u is not a file mode: write it in octal with its "
+            "leading 0 (socket-mode=0%u)", mode, mode),
+        ("a file mode is at most 0777; %u is 0%o", mode, mode));
+    return FALSE;
+  }
   if (!self->socket_path) {
     GST_OBJECT_UNLOCK (self);
     GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
@@ -1184,8 +1195,12 @@ gst_gpu_share_sink_class_init (GstGpuShareSinkClass * klass)
   properties[PROP_POLICY] = g_param_spec_enum ("policy", "Slow consumer policy",
       "What a slow consumer costs: auto is leaky for live upstreams and "
       "lossless otherwise", GST_TYPE_GPU_SHARE_SLOW_POLICY, DEFAULT_POLICY, rw);
+  /* any number comes through, so that a mode written without its leading
+   * 0 (socket-mode=666) is refused with the reason at start rather than
+   * dropped with a GLib warning */
   properties[PROP_SOCKET_MODE] = g_param_spec_uint ("socket-mode",
-      "Socket mode", "File mode of the socket (default: owner only)", 0, 0777,
+      "Socket mode", "File mode of the socket, in octal with its leading 0 "
+      "(0660, 0666); at most 0777 (default: owner only)", 0, G_MAXUINT,
       DEFAULT_SOCKET_MODE, rw);
   properties[PROP_MAX_CLIENTS] = g_param_spec_uint ("max-clients",
       "Max clients", "Most consumers connected at once", 1, MAX_CLIENTS,

@@ -95,3 +95,32 @@ wait "$consumer" 2>/dev/null || true
 wait_log "$log" "0 of 1 ready" 2
 interrupt_once "$producer" "$log"
 echo "its consumer gone: the wait said so again, one Ctrl-C ended it"
+
+# --- a consumer the socket's mode keeps out ------------------------------
+# as another uid (root only, with setpriv): the error names socket-mode
+if [ "$(id -u)" -eq 0 ] && command -v setpriv > /dev/null; then
+  perm="$dir/perm"
+  mkdir -p "$perm"
+  chmod 755 "$dir" "$perm"
+  gst-launch-1.0 -q videotestsrc num-buffers=300 ! "$small" \
+    ! gpusharesink socket-path="$perm/owner-only.sock" > "$dir/perm-producer.log" 2>&1 &
+  producer=$!
+  for i in $(seq 100); do [ -S "$perm/owner-only.sock" ] && break; sleep 0.1; done
+  rc=0
+  setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$perm" \
+    GST_REGISTRY_1_0="$perm/registry.bin" gst-launch-1.0 gpusharesrc \
+    socket-path="$perm/owner-only.sock" connection-timeout=2000 ! fakesink \
+    > "$dir/perm.log" 2>&1 || rc=$?
+  kill "$producer" 2>/dev/null || true
+  wait "$producer" 2>/dev/null || true
+  if grep -q "could not be loaded\|No such element\|no element" "$dir/perm.log"; then
+    echo "SKIP the socket-mode case: uid 65534 cannot load the plugin from here"
+  else
+    cat "$dir/perm.log"
+    [ $rc -ne 0 ]
+    grep -q "does not let this user connect: the producer's socket-mode" "$dir/perm.log"
+    echo "a consumer of another uid kept out by socket-mode: the error names it"
+  fi
+else
+  echo "SKIP the socket-mode case: needs root and setpriv to act as another uid"
+fi

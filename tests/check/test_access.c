@@ -562,6 +562,52 @@ assert_sink_refuses (const gchar * path)
   gst_object_unref (p);
 }
 
+/* socket-mode as users write it (gst-launch-1.0 reads the text the same
+ * way): 0666 and "0666" are modes; 666 is the decimal number 666, not a
+ * mode, and is refused with the reason and the form that was meant,
+ * rather than dropped for the default with a GLib warning */
+GST_START_TEST (test_socket_mode_forms)
+{
+  static const gchar *const good[] = { "0666", "0660", "0600" };
+  gchar *path = socket_path ("mode.sock");
+  GstElement *p, *sink;
+  GstMessage *msg;
+  GError *err = NULL;
+  struct stat st;
+  guint i;
+
+  for (i = 0; i < G_N_ELEMENTS (good); i++) {
+    p = producer_new (path, &sink);
+    gst_util_set_object_arg (G_OBJECT (sink), "socket-mode", good[i]);
+    fail_if (gst_element_set_state (p, GST_STATE_PAUSED) ==
+        GST_STATE_CHANGE_FAILURE);
+    fail_unless (stat (path, &st) == 0);
+    fail_unless_equals_int (st.st_mode & 0777, strtoul (good[i], NULL, 8));
+    gst_element_set_state (p, GST_STATE_NULL);
+    gst_object_unref (p);
+  }
+
+  p = producer_new (path, &sink);
+  gst_util_set_object_arg (G_OBJECT (sink), "socket-mode", "666");
+  fail_unless_equals_int (gst_element_set_state (p, GST_STATE_PAUSED),
+      GST_STATE_CHANGE_FAILURE);
+  msg = pop_message (p, GST_MESSAGE_ERROR, TIMEOUT_MS);
+  fail_unless (msg != NULL);
+  gst_message_parse_error (msg, &err, NULL);
+  fail_unless (g_error_matches (err, GST_RESOURCE_ERROR,
+          GST_RESOURCE_ERROR_SETTINGS), "%s", err->message);
+  fail_unless (strstr (err->message, "socket-mode=0666") != NULL, "%s",
+      err->message);
+  fail_if (g_file_test (path, G_FILE_TEST_EXISTS), "a socket was made");
+  g_clear_error (&err);
+  gst_message_unref (msg);
+  gst_element_set_state (p, GST_STATE_NULL);
+  gst_object_unref (p);
+  g_free (path);
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_path_symlink)
 {
   gchar *link = socket_path ("link.sock");
@@ -992,6 +1038,7 @@ gpushare_access_suite (void)
   tcase_add_loop_test (tc_producer_uid, test_foreign_producer, 0, 2);
   suite_add_tcase (s, tc_path);
   tcase_add_checked_fixture (tc_path, elements_setup, elements_teardown);
+  tcase_add_test (tc_path, test_socket_mode_forms);
   tcase_add_test (tc_path, test_path_symlink);
   tcase_add_test (tc_path, test_path_regular_file);
   tcase_add_test (tc_path, test_path_too_long);
