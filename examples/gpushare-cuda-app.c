@@ -32,7 +32,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpusharemeta.h"
+/* installed with the plugin: pkg-config --cflags gpushare-1.0 */
+#include <gst/gpushare/gpusharemeta.h>
 
 static gboolean
 cuda_ok (CUresult r, const gchar * what)

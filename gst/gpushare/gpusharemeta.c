@@ -8,8 +8,7 @@
 #include "config.h"
 #endif
 
-#define GPUSHARE_PLUGIN_INTERNAL 1
-#include "gpusharemeta.h"
+#include "gpusharemetapriv.h"
 
 #include <string.h>
 
@@ -31,6 +30,8 @@ meta_init (GstMeta * meta, gpointer params, GstBuffer * buffer)
 {
   GstGpuShareCudaMeta *m = (GstGpuShareCudaMeta *) meta;
 
+  m->version = GPUSHARE_CUDA_META_VERSION;
+  m->size = sizeof (GstGpuShareCudaMeta);
   m->device_ptr = 0;
   m->device = -1;
   m->format = GST_VIDEO_FORMAT_UNKNOWN;

@@ -18,7 +18,18 @@
  * waits for a slot gets this consumer dropped.
  *
  * This header is all an application needs: it links neither the plugin
- * nor GStreamer's CUDA library.  Example: examples/gpushare-cuda-app.c.
+ * nor GStreamer's CUDA library.  Installed with the plugin:
+ *   #include <gst/gpushare/gpusharemeta.h>
+ * with the flags of `pkg-config --cflags gpushare-1.0`.  Example:
+ * examples/gpushare-cuda-app.c.
+ *
+ * What is stable: the caps feature's and the API type's names, and the
+ * fields of GstGpuShareCudaMeta up to and including stride, at their
+ * offsets, with their meaning.  Fields are only ever added at the end of
+ * the structure, each with a new GPUSHARE_CUDA_META_VERSION; a plugin
+ * older than the header an application was built with fills fewer, and
+ * says how many bytes it filled in size: read a newer field only where
+ * GPUSHARE_CUDA_META_HAS () says it is there.
  */
 
 #ifndef __GPUSHARE_META_H__
@@ -33,10 +44,16 @@ G_BEGIN_DECLS
 #define GPUSHARE_CAPS_FEATURE_MEMORY_GPUSHARE_CUDA "memory:GpuShareCUDA"
 /* the name of the meta's API type, registered by the plugin */
 #define GPUSHARE_CUDA_META_API_NAME "GstGpuShareCudaMetaAPI"
+/* the layout this header describes */
+#define GPUSHARE_CUDA_META_VERSION 1
 
 typedef struct
 {
   GstMeta meta;
+  /* the layout the plugin filled in (GPUSHARE_CUDA_META_VERSION of its
+   * header), and its size in bytes, GstMeta included */
+  guint32 version;
+  guint32 size;
   /* the slot's first byte, a CUdeviceptr valid in this process */
   guint64 device_ptr;
   /* the CUDA ordinal (in this process) of the GPU the slot is on */
@@ -48,7 +65,14 @@ typedef struct
   guint n_planes;
   gsize offset[GST_VIDEO_MAX_PLANES];
   gint stride[GST_VIDEO_MAX_PLANES];
+  /* fields of later versions come here */
 } GstGpuShareCudaMeta;
+
+/* TRUE when the plugin that made meta filled field (a field of
+ * GstGpuShareCudaMeta) */
+#define GPUSHARE_CUDA_META_HAS(meta, field) \
+  (G_STRUCT_OFFSET (GstGpuShareCudaMeta, field) + \
+   sizeof (((GstGpuShareCudaMeta *) 0)->field) <= (meta)->size)
 
 /* the meta of a buffer of the route, or NULL; usable without linking the
  * plugin (the API type is looked up by name) */
@@ -60,17 +84,6 @@ gst_buffer_get_gpu_share_cuda_meta (GstBuffer * buf)
   return api ? (GstGpuShareCudaMeta *) gst_buffer_get_meta (buf, api) : NULL;
 }
 
-#ifdef GPUSHARE_PLUGIN_INTERNAL
-/* the plugin's side */
-GType gpushare_slot_meta_api_get_type (void);
-const GstMetaInfo *gpushare_slot_meta_get_info (void);
-GstGpuShareCudaMeta *gpushare_buffer_add_slot_meta (GstBuffer * buf,
-    guint64 device_ptr, gint device, const GstVideoInfo * info);
-/* a memory of size bytes that cannot be mapped on the host (it stands for
- * device memory); notify (user_data) when it is freed */
-GstMemory *gpushare_slot_memory_new (gsize size, gpointer user_data,
-    GDestroyNotify notify);
-#endif
 
 G_END_DECLS
 

@@ -6,8 +6,7 @@
 
 #include "gpusharexfer.h"
 
-#define GPUSHARE_PLUGIN_INTERNAL 1
-#include "gpusharemeta.h"
+#include "gpusharemetapriv.h"
 
 #include <string.h>
 

@@ -33,8 +33,7 @@
 
 #include "gstgpusharesrc.h"
 
-#define GPUSHARE_PLUGIN_INTERNAL 1
-#include "gpusharemeta.h"
+#include "gpusharemetapriv.h"
 
 #include <string.h>
 #include <time.h>

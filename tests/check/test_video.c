@@ -10,8 +10,7 @@
 
 #include "gpusharevideo.h"
 
-#define GPUSHARE_PLUGIN_INTERNAL 1
-#include "gpusharemeta.h"
+#include "gpusharemetapriv.h"
 
 static void
 info_for (GstVideoInfo * info, GstVideoFormat format, guint w, guint h)
@@ -243,6 +242,14 @@ GST_START_TEST (test_slot_meta)
   fail_unless (m != NULL);
   fail_unless (g_type_from_name (GPUSHARE_CUDA_META_API_NAME) ==
       gpushare_slot_meta_api_get_type ());
+  /* its layout, for an application built with another header */
+  fail_unless_equals_int (m->version, GPUSHARE_CUDA_META_VERSION);
+  fail_unless_equals_int (m->size, sizeof (GstGpuShareCudaMeta));
+  fail_unless (GPUSHARE_CUDA_META_HAS (m, stride));
+  m->size = G_STRUCT_OFFSET (GstGpuShareCudaMeta, stride);
+  fail_if (GPUSHARE_CUDA_META_HAS (m, stride));
+  fail_unless (GPUSHARE_CUDA_META_HAS (m, offset));
+  m->size = sizeof (GstGpuShareCudaMeta);
   fail_unless (m->device_ptr == G_GUINT64_CONSTANT (0x7f0000200000));
   fail_unless_equals_int (m->device, 3);
   fail_unless_equals_int (m->format, GST_VIDEO_FORMAT_NV12);
