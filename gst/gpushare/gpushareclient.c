@@ -147,6 +147,9 @@ struct _GpuShareClient
   guint mapped_n_slots;
   guint64 mapped_slot_size;
   Mapping *mapping;             /* the current mapping */
+  /* downstream takes fd memory: -1 not known yet (the views keep their
+   * slots' fds), 0 no (they close them), 1 yes */
+  gint fd_memory;
   GpuShareMemType mem_type;
   GpuShareSyncMode sync_mode;
   gchar *mem_reason;
@@ -676,6 +679,9 @@ map_slots (GpuShareClient * self, const GpuShareSlots * s, gint * fds)
     g_clear_error (&error);
     return FALSE;
   }
+  /* the slots' fds only serve a downstream that takes fd memory */
+  if (self->fd_memory == 0)
+    gpushare_xfer_view_drop_fds (view);
   m = g_new0 (Mapping, 1);
   m->ref_count = 1;
   m->view = view;
@@ -1545,6 +1551,7 @@ gpushare_client_new (const GpuShareClientConfig * config,
     g_once_init_leave (&once, 1);
   }
   self->config = *config;
+  self->fd_memory = -1;
   self->config.socket_path = g_strdup (config->socket_path);
   self->config.name = g_strdup (config->name);
   self->config.allowed_producer_uids = config->allowed_producer_uids ?
@@ -1960,6 +1967,26 @@ gpushare_client_pop (GpuShareClient * self, GpuShareClientItem * out)
   /* a crash here leaves the slot of this frame held */
   if (out->type == GPUSHARE_CLIENT_ITEM_FRAME)
     gpushare_test_point ("src", "frame");
+}
+
+void
+gpushare_client_set_fd_memory (GpuShareClient * self, gboolean fd_memory)
+{
+  Session *s;
+  GList *l;
+
+  g_mutex_lock (&self->lock);
+  self->fd_memory = fd_memory;
+  s = self->session;
+  if (!fd_memory) {
+    if (self->mapping)
+      gpushare_xfer_view_drop_fds (self->mapping->view);
+    if (s && s->lane_mapping)
+      gpushare_xfer_view_drop_fds (s->lane_mapping->view);
+    for (l = s ? s->lane_mappings.head : NULL; l; l = l->next)
+      gpushare_xfer_view_drop_fds (((Mapping *) l->data)->view);
+  }
+  g_mutex_unlock (&self->lock);
 }
 
 void

@@ -152,6 +152,10 @@ typedef struct
 GpuShareClient *gpushare_client_new (const GpuShareClientConfig * config,
     gpointer log_object, GpuShareClientEventFunc func, gpointer user_data);
 void gpushare_client_free (GpuShareClient * client);
+/* whether downstream takes fd memory (gpushare_xfer_view_wrap_fd ()):
+ * until told, the views keep their slots' fds; FALSE closes them */
+void gpushare_client_set_fd_memory (GpuShareClient * client,
+    gboolean fd_memory);
 
 /* probes the GPU and starts connecting, from a thread of its own */
 void gpushare_client_start (GpuShareClient * client);

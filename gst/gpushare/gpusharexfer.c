@@ -6,6 +6,8 @@
 
 #include "gpusharexfer.h"
 
+#include <gst/allocators/allocators.h>
+
 #include "gpusharemetapriv.h"
 
 #include <string.h>
@@ -547,6 +549,56 @@ gpushare_xfer_view_wrap (GpuShareXferView * view, guint slot, gsize size,
   /* read-only: a writer downstream gets a copy, never the slot */
   return gst_memory_new_wrapped (GST_MEMORY_FLAG_READONLY,
       (gpointer) view->data[slot], view->slot_size, 0, size, w, wrap_data_free);
+}
+
+static GQuark
+wrap_data_quark (void)
+{
+  static GQuark q;
+
+  if (!q)
+    q = g_quark_from_static_string ("gpushare-wrap-data");
+  return q;
+}
+
+GstMemory *
+gpushare_xfer_view_wrap_fd (GpuShareXferView * view, guint slot, gsize size,
+    GstAllocator * fd_allocator, gpointer user_data, GDestroyNotify notify)
+{
+  GstMemory *mem;
+  WrapData *w;
+
+  g_return_val_if_fail (slot < view->n_slots && size <= view->slot_size, NULL);
+  if (slot >= view->n_fds || view->fds[slot] < 0)
+    return NULL;
+  g_atomic_int_inc (&view->fd_memories);
+  /* the fd stays the view's: the memory holds the view */
+  mem = gst_fd_allocator_alloc (fd_allocator, view->fds[slot],
+      view->slot_size, GST_FD_MEMORY_FLAG_DONT_CLOSE);
+  if (!mem)
+    return NULL;
+  gst_memory_resize (mem, 0, size);
+  /* read-only: a writer downstream gets a copy, never the slot (and the
+   * fd is, so no writable mapping could be made of it anyway) */
+  GST_MINI_OBJECT_FLAG_SET (mem, GST_MEMORY_FLAG_READONLY);
+  w = g_new0 (WrapData, 1);
+  w->view = gpushare_xfer_view_ref (view);
+  w->user_data = user_data;
+  w->notify = notify;
+  /* run as the memory goes, before its mapping does: the last reader
+   * is done by then */
+  gst_mini_object_set_qdata (GST_MINI_OBJECT (mem), wrap_data_quark (), w,
+      wrap_data_free);
+  return mem;
+}
+
+void
+gpushare_xfer_view_drop_fds (GpuShareXferView * view)
+{
+  if (view->n_fds == 0 || g_atomic_int_get (&view->fd_memories) > 0)
+    return;
+  gpushare_close_fds (view->fds, view->n_fds);
+  view->n_fds = 0;
 }
 
 gboolean

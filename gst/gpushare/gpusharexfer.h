@@ -142,6 +142,13 @@ struct _GpuShareXferView
   /* the slot's device address in this process, 0 if not device memory */
   guintptr device_ptr[GPUSHARE_MAX_SLOTS];
   gint device;                  /* the CUDA ordinal it is read on */
+  /* the slots' read-only fds in this process, kept for memory that
+   * carries its fd downstream (n_fds 0: none; closed with the view, or
+   * by gpushare_xfer_view_drop_fds ()); fd_memories: memories made on
+   * them (atomic) */
+  guint n_fds;
+  gint fds[GPUSHARE_MAX_SLOTS];
+  gint fd_memories;
 };
 
 /* The producer's half of a transfer: a ring of its memory */
@@ -353,6 +360,17 @@ void gpushare_xfer_view_unref (GpuShareXferView * view);
  * when this memory cannot be wrapped */
 GstMemory *gpushare_xfer_view_wrap (GpuShareXferView * view, guint slot,
     gsize size, gpointer user_data, GDestroyNotify notify);
+/* the same as a GstFdMemory of fd_allocator (a GstFdAllocator) on the
+ * slot's fd, for elements that pass fds on (unixfdsink): mapped anew by
+ * each memory, so only where downstream asks for fds; NULL when the view
+ * kept no fd */
+GstMemory *gpushare_xfer_view_wrap_fd (GpuShareXferView * view, guint slot,
+    gsize size, GstAllocator * fd_allocator, gpointer user_data,
+    GDestroyNotify notify);
+/* nobody downstream takes fds: the view's are closed, unless a memory was
+ * made on them (then they stay until the view goes).  Not concurrently
+ * with gpushare_xfer_view_wrap_fd () */
+void gpushare_xfer_view_drop_fds (GpuShareXferView * view);
 /* Whether GPU slots can be handed downstream in place: GStreamer's GPU
  * library of this process can wrap device memory (1.24 and later).  FALSE
  * with a borrowed reason otherwise. */

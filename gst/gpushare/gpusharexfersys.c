@@ -207,6 +207,7 @@ sys_view_free (GpuShareXferView * view)
       munmap ((gpointer) view->data[i], view->slot_size);
     view->data[i] = NULL;
   }
+  gpushare_close_fds (view->fds, view->n_fds);
   g_free (view);
 }
 
@@ -282,8 +283,10 @@ sys_view_new (gint device, const GpuShareSlots * s, gint * fds, GError ** error)
     }
     view->data[i] = data;
   }
-  /* the mappings keep the memory alive: the fds are done with */
-  gpushare_close_fds (fds, s->n_slots);
+  /* the mappings keep the memory alive; the fds (read-only, checked) are
+   * kept for memory that carries them downstream */
+  memcpy (view->fds, fds, s->n_slots * sizeof (gint));
+  view->n_fds = s->n_slots;
   return view;
 
 failed:

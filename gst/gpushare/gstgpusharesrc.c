@@ -38,6 +38,7 @@
 #include <string.h>
 #include <time.h>
 #include <gst/video/video.h>
+#include <gst/allocators/allocators.h>
 
 #include "gpushareclient.h"
 #include "gpushareids.h"
@@ -112,6 +113,11 @@ struct _GstGpuShareSrc
   GstObject *gpu_ctx;           /* GStreamer's GPU context, shared */
   gint frames_copied;           /* atomic */
   gint frames_in_place;         /* atomic */
+  /* downstream takes fd memory (it proposed an fd allocator): frames in
+   * place go as GstFdMemory on the slot's fd, which elements that pass
+   * fds on (unixfdsink) send as they are */
+  gint fd_memory;               /* atomic */
+  GstAllocator *fd_allocator;
   gint metas_received;          /* atomic */
   gint metas_dropped;           /* atomic */
   gboolean told_metas_dropped;
@@ -731,8 +737,14 @@ make_buffer (GstGpuShareSrc * self, GpuShareClientFrame * frame)
   GstMemory *mem;
 
   if (hold_in_place (self, frame)) {
-    mem = gpushare_xfer_view_wrap (view, f->slot, self->layout.frame_size,
-        frame, (GDestroyNotify) gpushare_client_frame_release);
+    mem = NULL;
+    if (g_atomic_int_get (&self->fd_memory))
+      mem = gpushare_xfer_view_wrap_fd (view, f->slot,
+          self->layout.frame_size, self->fd_allocator, frame,
+          (GDestroyNotify) gpushare_client_frame_release);
+    if (!mem)
+      mem = gpushare_xfer_view_wrap (view, f->slot, self->layout.frame_size,
+          frame, (GDestroyNotify) gpushare_client_frame_release);
     if (mem) {
       buf = gst_buffer_new ();
       gst_buffer_append_memory (buf, mem);
@@ -1381,7 +1393,8 @@ make_stats (GstGpuShareSrc * self)
       "producer-live", G_TYPE_BOOLEAN, st.producer_live,
       "share", G_TYPE_UINT, st.share,
       "stalled", G_TYPE_BOOLEAN, st.stalled,
-      "frame-lane", G_TYPE_BOOLEAN, st.lane, NULL);
+      "frame-lane", G_TYPE_BOOLEAN, st.lane,
+      "fd-memory", G_TYPE_BOOLEAN, g_atomic_int_get (&self->fd_memory), NULL);
   g_free (st.mem_reason);
   gpushare_timing_set_fields (&self->handoff, s, "handoff-us");
   g_free (st.producer_name);
@@ -1498,6 +1511,37 @@ gst_gpu_share_src_get_property (GObject * object, guint prop_id,
   GST_OBJECT_UNLOCK (self);
 }
 
+/* Downstream that proposes an fd allocator (unixfdsink's memfds) takes
+ * fd memory: the frames in place then go as the slot's own fd, so that it
+ * passes them on without a copy.  Only then: an fd memory maps the slot
+ * anew for each frame, where the plain wrap reuses the view's mapping. */
+static gboolean
+gst_gpu_share_src_decide_allocation (GstBaseSrc * bsrc, GstQuery * query)
+{
+  GstGpuShareSrc *self = GST_GPU_SHARE_SRC (bsrc);
+  gboolean fds = FALSE;
+  guint i;
+
+  for (i = 0; i < gst_query_get_n_allocation_params (query); i++) {
+    GstAllocator *a = NULL;
+
+    gst_query_parse_nth_allocation_param (query, i, &a, NULL);
+    if (a && GST_IS_FD_ALLOCATOR (a))
+      fds = TRUE;
+    gst_clear_object (&a);
+  }
+  if (fds && !self->fd_allocator)
+    self->fd_allocator = gst_fd_allocator_new ();
+  if (fds != g_atomic_int_get (&self->fd_memory))
+    GST_INFO_OBJECT (self, "downstream %s fd memory: frames in place go %s",
+        fds ? "takes" : "does not ask for", fds ? "as the slot's fd" :
+        "as a wrap of its mapping");
+  g_atomic_int_set (&self->fd_memory, fds);
+  if (self->client)
+    gpushare_client_set_fd_memory (self->client, fds);
+  return GST_BASE_SRC_CLASS (parent_class)->decide_allocation (bsrc, query);
+}
+
 static void
 gst_gpu_share_src_finalize (GObject * object)
 {
@@ -1509,6 +1553,7 @@ gst_gpu_share_src_finalize (GObject * object)
   g_free (self->socket_path);
   g_free (self->copy_reason);
   g_clear_pointer (&self->allowed_producer_uids, g_array_unref);
+  gst_clear_object (&self->fd_allocator);
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
 
@@ -1620,6 +1665,8 @@ gst_gpu_share_src_class_init (GstGpuShareSrcClass * klass)
   bsrc_class->get_caps = GST_DEBUG_FUNCPTR (gst_gpu_share_src_get_caps);
   bsrc_class->query = GST_DEBUG_FUNCPTR (gst_gpu_share_src_query);
   bsrc_class->unlock = GST_DEBUG_FUNCPTR (gst_gpu_share_src_unlock);
+  bsrc_class->decide_allocation =
+      GST_DEBUG_FUNCPTR (gst_gpu_share_src_decide_allocation);
   bsrc_class->unlock_stop = GST_DEBUG_FUNCPTR (gst_gpu_share_src_unlock_stop);
   psrc_class->create = GST_DEBUG_FUNCPTR (gst_gpu_share_src_create);
 

@@ -124,3 +124,31 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv > /dev/null; then
 else
   echo "SKIP the socket-mode case: needs root and setpriv to act as another uid"
 fi
+
+# --- re-sharing what gpusharesrc gives, without a copy (1.24+) -----------
+# unixfdsink takes nothing but fd memory: gpusharesrc gives it each frame
+# as its slot's memfd, and a third process gets the producer's bytes
+if gst-inspect-1.0 unixfdsink > /dev/null 2>&1; then
+  M=60
+  timeout 60 gst-launch-1.0 -q gpusharesrc socket-path="$dir/reshare.sock" \
+    connection-timeout=30000 ! unixfdsink socket-path="$dir/unixfd.sock" \
+    wait-for-connection=true > "$dir/middle.log" 2>&1 &
+  middle=$!
+  # unixfdsrc does not wait for its socket: start it once it is there
+  for i in $(seq 100); do [ -S "$dir/unixfd.sock" ] && break; sleep 0.1; done
+  timeout 60 gst-launch-1.0 -q unixfdsrc socket-path="$dir/unixfd.sock" \
+    ! filesink location="$dir/reshared.raw" > "$dir/last.log" 2>&1 &
+  last=$!
+  timeout 60 gst-launch-1.0 -q videotestsrc num-buffers=$M pattern=ball \
+    ! "$small" ! gpusharesink socket-path="$dir/reshare.sock" \
+    wait-for-connection=true
+  wait "$middle" || { cat "$dir/middle.log"; exit 1; }
+  wait "$last" || { cat "$dir/last.log"; exit 1; }
+  want=$(gst-launch-1.0 -q videotestsrc num-buffers=$M pattern=ball ! "$small" \
+    ! fdsink fd=1 | sha256sum | cut -d' ' -f1)
+  got=$(sha256sum < "$dir/reshared.raw" | cut -d' ' -f1)
+  [ "$want" = "$got" ] || { echo "re-shared bytes differ"; exit 1; }
+  echo "gpusharesrc ! unixfdsink: $M frames re-shared as the slots' fds, each as sent"
+else
+  echo "SKIP the re-share case: no unixfdsink (GStreamer 1.24+)"
+fi

@@ -21,6 +21,9 @@
 #include <glib/gstdio.h>
 #include <gst/app/app.h>
 #include <gst/video/video.h>
+#include <gst/allocators/allocators.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <stdio.h>
 #include <string.h>
@@ -675,6 +678,111 @@ GST_START_TEST (test_exchange_in_place)
 
 GST_END_TEST;
 
+/* Downstream that proposes an fd allocator (as unixfdsink does) gets the
+ * frames in place as GstFdMemory on the slot's own memfd: read-only (no
+ * writable mapping of the fd), each holding its frame's bytes, so that an
+ * element that passes fds on sends them without a copy; downstream that
+ * does not ask gets the plain wrap. */
+typedef struct
+{
+  guint n, fd_memory, bad;
+} FdCheck;
+
+static GstPadProbeReturn
+propose_fd_allocator (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  GstQuery *q = GST_PAD_PROBE_INFO_QUERY (info);
+
+  if (GST_QUERY_TYPE (q) == GST_QUERY_ALLOCATION) {
+    GstAllocator *a = gst_fd_allocator_new ();
+
+    gst_query_add_allocation_param (q, a, NULL);
+    gst_object_unref (a);
+  }
+  return GST_PAD_PROBE_OK;
+}
+
+static void
+fd_handoff (GstElement * sink, GstBuffer * buf, GstPad * pad, FdCheck * c)
+{
+  GstMemory *mem = gst_buffer_peek_memory (buf, 0);
+  GstMapInfo map;
+
+  c->n++;
+  if (gst_is_fd_memory (mem)) {
+    gint fd = gst_fd_memory_get_fd (mem);
+    gchar *proc = g_strdup_printf ("/proc/self/fd/%d", fd);
+    gchar *link = g_file_read_link (proc, NULL);
+    gpointer w = mmap (NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+
+    c->fd_memory++;
+    /* the slot's memfd, read-only, every byte of the white frame's luma */
+    if (!link || !strstr (link, "gpushare-slot") || w != MAP_FAILED
+        || !GST_MEMORY_IS_READONLY (mem))
+      c->bad++;
+    if (w != MAP_FAILED)
+      munmap (w, 4096);
+    g_free (link);
+    g_free (proc);
+  }
+  if (gst_memory_map (mem, &map, GST_MAP_READ)) {
+    if (map.data[0] != 235 || map.data[64 * 48 - 1] != 235)
+      c->bad++;
+    gst_memory_unmap (mem, &map);
+  } else {
+    c->bad++;
+  }
+}
+
+GST_START_TEST (test_fd_memory_downstream)
+{
+  gboolean ask = __i__ == 0;
+  gchar *path = socket_path ("fd.sock");
+  GstElement *producer, *consumer, *sink;
+  FdCheck c = { 0, };
+  GstMessage *msg;
+  GstPad *pad;
+
+  consumer = launch ("gpusharesrc name=src socket-path=%s transport=system "
+      "connection-timeout=%d ! fakesink name=out sync=false "
+      "enable-last-sample=false signal-handoffs=true", path, TIMEOUT_MS);
+  sink = child (consumer, "out");
+  g_signal_connect (sink, "handoff", G_CALLBACK (fd_handoff), &c);
+  if (ask) {
+    pad = gst_element_get_static_pad (sink, "sink");
+    gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_QUERY_DOWNSTREAM,
+        propose_fd_allocator, NULL, NULL);
+    gst_object_unref (pad);
+  }
+  fail_if (gst_element_set_state (consumer, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  producer = launch ("videotestsrc num-buffers=30 pattern=white ! " CAPS_STR
+      " ! gpusharesink socket-path=%s wait-for-connection=true", path);
+  fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  msg = pop_message (consumer, GST_MESSAGE_EOS | GST_MESSAGE_ERROR, TIMEOUT_MS);
+  fail_unless (msg && GST_MESSAGE_TYPE (msg) == GST_MESSAGE_EOS);
+  gst_message_unref (msg);
+  fail_unless_equals_int (c.n, 30);
+  fail_unless_equals_int (c.bad, 0);
+  fail_unless_equals_int (c.fd_memory, ask ? 30 : 0);
+  {
+    GstStructure *s = get_stats (child (consumer, "src"));
+    gboolean fd_memory = !ask;
+
+    fail_unless (gst_structure_get_boolean (s, "fd-memory", &fd_memory)
+        && fd_memory == ask);
+    gst_structure_free (s);
+  }
+  gst_element_set_state (consumer, GST_STATE_NULL);
+  gst_element_set_state (producer, GST_STATE_NULL);
+  gst_object_unref (consumer);
+  gst_object_unref (producer);
+  g_free (path);
+}
+
+GST_END_TEST;
+
 /* ------------------------------------------------------------------------ */
 /* 4. Formats: rows copied whole, and layouts a stride cannot describe
  * refused */
@@ -806,6 +914,7 @@ gpushare_transfer_suite (void)
   tcase_add_checked_fixture (tc_exchange, elements_setup, elements_teardown);
   tcase_add_test (tc_exchange, test_exchange_copied);
   tcase_add_test (tc_exchange, test_exchange_in_place);
+  tcase_add_loop_test (tc_exchange, test_fd_memory_downstream, 0, 2);
   tcase_add_test (tc_exchange, test_logs_carry_no_handles);
   suite_add_tcase (s, tc_formats);
   tcase_add_checked_fixture (tc_formats, elements_setup, elements_teardown);
