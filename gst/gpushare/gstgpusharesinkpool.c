@@ -136,9 +136,7 @@ pool_flush_start (GstBufferPool * pool)
   GstGpuShareSinkPool *self = (GstGpuShareSinkPool *) pool;
 
   g_atomic_int_set (&self->flushing, 1);
-  /* upstream stops writing our slots: from another thread than render's,
-   * what ends a wait for consumers (an EOS sent to the source) */
-  gpushare_server_set_upstream_stopped (self->server, TRUE);
+  gpushare_server_wake (self->server);
 }
 
 static void
@@ -147,7 +145,6 @@ pool_flush_stop (GstBufferPool * pool)
   GstGpuShareSinkPool *self = (GstGpuShareSinkPool *) pool;
 
   g_atomic_int_set (&self->flushing, 0);
-  gpushare_server_set_upstream_stopped (self->server, FALSE);
 }
 
 static void
@@ -251,7 +248,8 @@ gpu_slot_flush (gpointer user_data, gboolean flushing)
   GpuSlotSource *src = user_data;
 
   g_atomic_int_set (&src->flushing, flushing);
-  gpushare_server_set_upstream_stopped (src->server, flushing);
+  if (flushing)
+    gpushare_server_wake (src->server);
 }
 
 static void

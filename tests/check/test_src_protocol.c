@@ -966,6 +966,41 @@ lane_consumer_start (const gchar * path, gboolean frame_lane,
   return p;
 }
 
+/* The src with a frame lane, connected to a raw producer that answered
+ * its ACCEPT (which asks for a lane) with a real lane and SLOTS of
+ * HP_N_SLOTS memfds, mapped as epoch 1; what reaches the src's pad goes
+ * to log (log_probe ()) */
+static GstElement *
+lane_stream_start (const gchar * path, GAsyncQueue * log, gint * listen_fd,
+    RawPeer * raw, FakeLane * fl)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  gint fds[HP_N_SLOTS];
+  GstElement *pipeline;
+  GstPad *pad;
+  guint i;
+
+  pipeline = lane_consumer_start (path, TRUE, listen_fd, raw);
+  pad = gst_element_get_static_pad (child (pipeline, "src"), "src");
+  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER |
+      GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, log_probe, log, NULL);
+  gst_object_unref (pad);
+  raw_announce (raw, msg);
+  fail_unless_equals_int (msg->u.accept.schema_minor, GPUSHARE_VERSION_MINOR);
+  fail_unless (msg->u.accept.flags & GPUSHARE_ACCEPT_FLAG_LANE,
+      "the src did not ask for a lane");
+
+  fake_lane_new (fl);
+  fake_lane_send (raw, fl);
+  for (i = 0; i < HP_N_SLOTS; i++)
+    fds[i] = make_memfd (HP_SLOT_SIZE, TRUE);
+  raw_send_slots (raw, msg, fds, 1);
+  raw_expect (raw, GPUSHARE_MSG_MAPPED, msg, NULL, NULL);
+  fail_unless_equals_uint64 (msg->u.mapped.epoch, 1);
+  g_free (msg);
+  return pipeline;
+}
+
 /* A producer that answers the LANE flag of the src's ACCEPT with a real
  * lane writes its frames there: each becomes a buffer with the FRAME's
  * timestamps and offsets, and goes back as a RELEASE on the socket; a
@@ -978,33 +1013,15 @@ GST_START_TEST (test_lane_fake_producer_streams)
   GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
   gchar *path = socket_path ("lane.sock");
   GAsyncQueue *log = g_async_queue_new_full (g_free);
-  gint fds[HP_N_SLOTS];
   GstElement *pipeline;
   gint listen_fd;
   GpuShareRelease rel;
   FakeLane fl;
   RawPeer raw;
-  GstPad *pad;
   gchar *line;
   guint i;
 
-  pipeline = lane_consumer_start (path, TRUE, &listen_fd, &raw);
-  pad = gst_element_get_static_pad (child (pipeline, "src"), "src");
-  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER |
-      GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, log_probe, log, NULL);
-  gst_object_unref (pad);
-  raw_announce (&raw, msg);
-  fail_unless_equals_int (msg->u.accept.schema_minor, GPUSHARE_VERSION_MINOR);
-  fail_unless (msg->u.accept.flags & GPUSHARE_ACCEPT_FLAG_LANE,
-      "the src did not ask for a lane");
-
-  fake_lane_new (&fl);
-  fake_lane_send (&raw, &fl);
-  for (i = 0; i < HP_N_SLOTS; i++)
-    fds[i] = make_memfd (HP_SLOT_SIZE, TRUE);
-  raw_send_slots (&raw, msg, fds, 1);
-  raw_expect (&raw, GPUSHARE_MSG_MAPPED, msg, NULL, NULL);
-  fail_unless_equals_uint64 (msg->u.mapped.epoch, 1);
+  pipeline = lane_stream_start (path, log, &listen_fd, &raw, &fl);
 
   /* a frame */
   fake_lane_push_frame (&fl, 1, 0, 1, 1);
@@ -1097,29 +1114,15 @@ GST_START_TEST (test_lane_mark_waits_asleep)
   GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
   gchar *path = socket_path ("lane.sock");
   GAsyncQueue *log = g_async_queue_new_full (g_free);
-  gint fds[HP_N_SLOTS];
   GstElement *pipeline;
   gint64 cpu, wall;
   gint listen_fd;
   GpuShareRelease rel;
   FakeLane fl;
   RawPeer raw;
-  GstPad *pad;
   gchar *line;
-  guint i;
 
-  pipeline = lane_consumer_start (path, TRUE, &listen_fd, &raw);
-  pad = gst_element_get_static_pad (child (pipeline, "src"), "src");
-  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER |
-      GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, log_probe, log, NULL);
-  gst_object_unref (pad);
-  raw_announce (&raw, msg);
-  fake_lane_new (&fl);
-  fake_lane_send (&raw, &fl);
-  for (i = 0; i < HP_N_SLOTS; i++)
-    fds[i] = make_memfd (HP_SLOT_SIZE, TRUE);
-  raw_send_slots (&raw, msg, fds, 1);
-  raw_expect (&raw, GPUSHARE_MSG_MAPPED, msg, NULL, NULL);
+  pipeline = lane_stream_start (path, log, &listen_fd, &raw, &fl);
   fake_lane_push_frame (&fl, 1, 0, 1, 1);
   expect_release (&fl, &rel, 0, 1, 1);
   expect_log (log, "buffer pts=33333333 offset=101-102 roi=none");
