@@ -160,11 +160,10 @@ struct _GpuShareServer
   gboolean gathering;
   /* the wait was announced (a WAITING event) */
   gboolean gathering_told;
-  /* upstream stops writing our pools (deactivated from another thread:
-   * an EOS sent to the source, as gst-launch-1.0 -e does on Ctrl-C), and
-   * the frames after it go to nobody rather than wait, until a flush or
-   * a state change */
-  gboolean upstream_stopped;
+  /* upstream stopped during a wait for consumers (stop_func: an EOS sent
+   * to the source, as gst-launch-1.0 -e does on Ctrl-C), and the frames
+   * after it go to nobody rather than wait, until a flush or a state
+   * change */
   gboolean gathering_abandoned;
   GpuShareServerStopFunc stop_func;
   gpointer stop_data;
@@ -2315,15 +2314,6 @@ gpushare_server_set_stop_func (GpuShareServer * self,
 }
 
 void
-gpushare_server_set_upstream_stopped (GpuShareServer * self, gboolean stopped)
-{
-  g_mutex_lock (&self->lock);
-  self->upstream_stopped = stopped;
-  g_cond_broadcast (&self->cond);
-  g_mutex_unlock (&self->lock);
-}
-
-void
 gpushare_server_set_flushing (GpuShareServer * self, gboolean flushing)
 {
   g_mutex_lock (&self->lock);
@@ -2543,7 +2533,7 @@ gpushare_server_begin_frame (GpuShareServer * self, gboolean lossless,
     guint wait_for, gboolean gpu_buffer,
     const GpuShareServerTag * tag, GpuShareServerFrame * frame, GError ** error)
 {
-  gboolean need_sys, in_sys_slot = FALSE;
+  gboolean need_sys, in_sys_slot = FALSE, stopped = FALSE;
   guint32 need_gpu;
   guint slot, i;
 
@@ -2577,7 +2567,7 @@ again:
   if (self->n_clients == 0 && !self->gathering_abandoned)
     self->gathering = TRUE;
   while (self->gathering && n_ready_clients (self) < wait_for) {
-    if (self->upstream_stopped) {
+    if (stopped) {
       /* nobody comes for this frame, and nothing else ends this wait:
        * the EOS waits behind it */
       self->gathering = FALSE;
@@ -2614,14 +2604,11 @@ again:
     if (self->stop_func) {
       GpuShareServerStopFunc func = self->stop_func;
       gpointer data = self->stop_data;
-      gboolean stopped;
 
       /* the element looks at its upstream with locks of its own */
       g_mutex_unlock (&self->lock);
       stopped = func (data);
       g_mutex_lock (&self->lock);
-      if (stopped)
-        self->upstream_stopped = TRUE;
     }
   }
   self->gathering = FALSE;

@@ -229,14 +229,11 @@ void gpushare_server_reset_eos (GpuShareServer * server);
 /* wakes every wait; frames are refused while flushing */
 void gpushare_server_set_flushing (GpuShareServer * server,
     gboolean flushing);
-/* upstream stopped writing into our pools from another thread (their
- * flush_start), or goes on (flush_stop): a wait for consumers gives up
- * its frame, and the frames after it go to nobody until the next
- * flush (gpushare_server_set_flushing (FALSE)) */
-void gpushare_server_set_upstream_stopped (GpuShareServer * server,
-    gboolean stopped);
-/* asked, without the server's lock, every 100 ms of a wait for
- * consumers: TRUE when upstream stops (as set_upstream_stopped) */
+/* asked, without the server's lock, whenever a wait for consumers wakes
+ * (every 100 ms at least, and at gpushare_server_wake ()): TRUE when
+ * upstream stopped, and then the wait gives up its frame, and the frames
+ * after it go to nobody until the next flush
+ * (gpushare_server_set_flushing (FALSE)) */
 typedef gboolean (*GpuShareServerStopFunc) (gpointer user_data);
 /* before gpushare_server_start () */
 void gpushare_server_set_stop_func (GpuShareServer * server,

@@ -164,9 +164,10 @@ static gchar *status_text (GpuShareServer * server, gpointer user_data);
  * the buffer being rendered was set flushing (or deactivated) from
  * another thread, which is what a source does when an EOS is sent to it
  * (gst-launch-1.0 -e on Ctrl-C): it then waits for its streaming thread,
- * which waits here, and the EOS would never come.  (A caps change that replaces upstream's pool
- * behind a queue looks the same: the frames then go to nobody until the
- * next flush or state change.) */
+ * which waits here, and the EOS would never come.  Our own pools wake the
+ * wait as they flush; another pool is looked at every 100 ms.  (A caps
+ * change that replaces upstream's pool behind a queue looks the same: the
+ * frames then go to nobody until the next flush or state change.) */
 static gboolean
 upstream_stopped (gpointer user_data)
 {
