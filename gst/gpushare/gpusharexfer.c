@@ -533,6 +533,19 @@ wrap_data_free (gpointer data)
   g_free (w);
 }
 
+/* what a memory wrapping a slot holds: the view, and who to tell */
+static WrapData *
+wrap_data_new (GpuShareXferView * view, gpointer user_data,
+    GDestroyNotify notify)
+{
+  WrapData *w = g_new0 (WrapData, 1);
+
+  w->view = gpushare_xfer_view_ref (view);
+  w->user_data = user_data;
+  w->notify = notify;
+  return w;
+}
+
 GstMemory *
 gpushare_xfer_view_wrap (GpuShareXferView * view, guint slot, gsize size,
     gpointer user_data, GDestroyNotify notify)
@@ -542,31 +555,19 @@ gpushare_xfer_view_wrap (GpuShareXferView * view, guint slot, gsize size,
   g_return_val_if_fail (slot < view->n_slots && size <= view->slot_size, NULL);
   if (!view->data[slot])
     return NULL;
-  w = g_new0 (WrapData, 1);
-  w->view = gpushare_xfer_view_ref (view);
-  w->user_data = user_data;
-  w->notify = notify;
+  w = wrap_data_new (view, user_data, notify);
   /* read-only: a writer downstream gets a copy, never the slot */
   return gst_memory_new_wrapped (GST_MEMORY_FLAG_READONLY,
       (gpointer) view->data[slot], view->slot_size, 0, size, w, wrap_data_free);
 }
 
-static GQuark
-wrap_data_quark (void)
-{
-  static GQuark q;
-
-  if (!q)
-    q = g_quark_from_static_string ("gpushare-wrap-data");
-  return q;
-}
+static G_DEFINE_QUARK (gpushare - wrap - data, wrap_data);
 
 GstMemory *
 gpushare_xfer_view_wrap_fd (GpuShareXferView * view, guint slot, gsize size,
     GstAllocator * fd_allocator, gpointer user_data, GDestroyNotify notify)
 {
   GstMemory *mem;
-  WrapData *w;
 
   g_return_val_if_fail (slot < view->n_slots && size <= view->slot_size, NULL);
   if (slot >= view->n_fds || view->fds[slot] < 0)
@@ -581,14 +582,10 @@ gpushare_xfer_view_wrap_fd (GpuShareXferView * view, guint slot, gsize size,
   /* read-only: a writer downstream gets a copy, never the slot (and the
    * fd is, so no writable mapping could be made of it anyway) */
   GST_MINI_OBJECT_FLAG_SET (mem, GST_MEMORY_FLAG_READONLY);
-  w = g_new0 (WrapData, 1);
-  w->view = gpushare_xfer_view_ref (view);
-  w->user_data = user_data;
-  w->notify = notify;
   /* run as the memory goes, before its mapping does: the last reader
    * is done by then */
-  gst_mini_object_set_qdata (GST_MINI_OBJECT (mem), wrap_data_quark (), w,
-      wrap_data_free);
+  gst_mini_object_set_qdata (GST_MINI_OBJECT (mem), wrap_data_quark (),
+      wrap_data_new (view, user_data, notify), wrap_data_free);
   return mem;
 }
 
