@@ -209,15 +209,16 @@ warn_dropped (GstGpuShareSink * self, const GpuShareServerEvent * ev)
 {
   const gchar *setting = drop_setting (ev);
   const gchar *reason = gpushare_remove_reason_to_string (ev->reason);
+  gboolean named;
 
   if (!setting || ev->client_id == 0)
     return;
+  named = strcmp (setting, "none") != 0;
   GST_ELEMENT_WARNING_WITH_DETAILS (self, RESOURCE, READ,
       ("Dropped consumer %u (pid %d, \"%s\"): %s", ev->client_id, ev->pid,
           ev->name, reason),
-      ("%s%s%s", ev->detail, strcmp (setting, "none") ?
-          "; the setting involved: " : "", strcmp (setting, "none") ?
-          setting : ""),
+      ("%s%s%s", ev->detail, named ? "; the setting involved: " : "",
+          named ? setting : ""),
       ("client-id", G_TYPE_UINT, ev->client_id,
           "pid", G_TYPE_INT, ev->pid,
           "name", G_TYPE_STRING, ev->name,
