@@ -89,27 +89,29 @@ context_clear (gint device, gboolean owned)
  * cuStreamSynchronize (): a consumer that never signals done would hold
  * the caller for ever, beyond any flush or state change. */
 static CUresult
-poll_done (CUevent event, CUstream stream, gint64 deadline)
+poll_done (CUevent event, CUstream stream, gint64 deadline, gint64 * spun_us)
 {
-  gint64 spin_until = g_get_monotonic_time () + SPIN_US;
+  gint64 start = g_get_monotonic_time (), spin_until = start + SPIN_US;
+  gint64 now = start;
   gulong sleep_us = 20;
   CUresult r;
 
   for (;;) {
-    gint64 now;
-
     r = event ? gpushare_cuda ()->cuEventQuery (event) :
         gpushare_cuda ()->cuStreamQuery (stream);
     if (r != CUDA_ERROR_NOT_READY)
-      return r;
+      break;
     now = g_get_monotonic_time ();
     if (now >= deadline)
-      return r;
+      break;
     if (now < spin_until)
       continue;
     g_usleep (sleep_us);
     sleep_us = MIN (sleep_us * 2, 1000);
   }
+  if (spun_us)
+    *spun_us = MIN (now, spin_until) - start;
+  return r;
 }
 
 static gboolean
@@ -120,44 +122,70 @@ push (CUcontext ctx, GError ** error)
 }
 
 
-/* enqueues one 2D copy per plane on stream */
+/* the bytes of each row of plane p and its rows, as copied between src
+ * and dst */
+static gboolean
+plane_rows (const GstVideoInfo * info, guint p, const GpuSharePlanes * src,
+    const GpuSharePlanes * dst, guint64 * row_bytes, guint * rows,
+    GError ** error)
+{
+  /* the rows of the format, not of the first component: packed 4:2:2 at
+   * odd widths ends with a whole macropixel */
+  if (!gpushare_video_plane_geometry (info, p, row_bytes, rows)) {
+    g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_UNSUPPORTED,
+        "the rows of format %s cannot be copied plane by plane",
+        GST_VIDEO_INFO_NAME (info));
+    return FALSE;
+  }
+  *row_bytes = MIN (*row_bytes, (guint64) MIN (src->stride[p], dst->stride[p]));
+  return TRUE;
+}
+
+/* enqueues one 2D copy per plane on stream, or one for planes that follow
+ * each other with the same rows on both sides (NV12 in a layout without
+ * padding between its planes): every call is some microseconds of the
+ * host's */
 static gboolean
 copy_planes (CUstream stream, const GstVideoInfo * info,
     const GpuSharePlanes * src, const GpuSharePlanes * dst, GError ** error)
 {
-  guint p;
+  guint p, n = GST_VIDEO_INFO_N_PLANES (info);
 
-  for (p = 0; p < GST_VIDEO_INFO_N_PLANES (info); p++) {
+  for (p = 0; p < n; p++) {
     CUDA_MEMCPY2D m;
-    guint64 row_bytes;
-    guint rows;
+    guint64 row_bytes, next_bytes;
+    guint rows, next_rows, first = p;
 
-    /* the rows of the format, not of the first component: packed 4:2:2 at
-     * odd widths ends with a whole macropixel */
-    if (!gpushare_video_plane_geometry (info, p, &row_bytes, &rows)) {
-      g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_UNSUPPORTED,
-          "the rows of format %s cannot be copied plane by plane",
-          GST_VIDEO_INFO_NAME (info));
+    if (!plane_rows (info, p, src, dst, &row_bytes, &rows, error))
       return FALSE;
+    while (p + 1 < n && src->stride[p + 1] == src->stride[first]
+        && dst->stride[p + 1] == dst->stride[first]
+        && src->offset[p + 1] == src->offset[first] +
+        (gsize) rows * src->stride[first]
+        && dst->offset[p + 1] == dst->offset[first] +
+        (gsize) rows * dst->stride[first]
+        && plane_rows (info, p + 1, src, dst, &next_bytes, &next_rows, NULL)
+        && next_bytes == row_bytes) {
+      rows += next_rows;
+      p++;
     }
-    row_bytes = MIN (row_bytes, (guint64) MIN (src->stride[p], dst->stride[p]));
     memset (&m, 0, sizeof (m));
     if (src->device) {
       m.srcMemoryType = CU_MEMORYTYPE_DEVICE;
-      m.srcDevice = (CUdeviceptr) (src->base + src->offset[p]);
+      m.srcDevice = (CUdeviceptr) (src->base + src->offset[first]);
     } else {
       m.srcMemoryType = CU_MEMORYTYPE_HOST;
-      m.srcHost = (const void *) (src->base + src->offset[p]);
+      m.srcHost = (const void *) (src->base + src->offset[first]);
     }
-    m.srcPitch = src->stride[p];
+    m.srcPitch = src->stride[first];
     if (dst->device) {
       m.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-      m.dstDevice = (CUdeviceptr) (dst->base + dst->offset[p]);
+      m.dstDevice = (CUdeviceptr) (dst->base + dst->offset[first]);
     } else {
       m.dstMemoryType = CU_MEMORYTYPE_HOST;
-      m.dstHost = (void *) (dst->base + dst->offset[p]);
+      m.dstHost = (void *) (dst->base + dst->offset[first]);
     }
-    m.dstPitch = dst->stride[p];
+    m.dstPitch = dst->stride[first];
     m.WidthInBytes = row_bytes;
     m.Height = rows;
     if (!gpushare_cuda_check (gpushare_cuda ()->cuMemcpy2DAsync (&m, stream),
@@ -368,6 +396,10 @@ typedef enum
   SLOT_WRITE_ORDERED,
   /* upstream wrote the slot itself and the host waited for it */
   SLOT_WRITE_COMPLETE,
+  /* our copy from upstream's device memory, queued, upstream's buffer
+   * kept until the device is done with it: host-sync readers need a
+   * settle, upstream does not */
+  SLOT_WRITE_HELD,
 } SlotWrite;
 
 struct _GpuShareCudaRing
@@ -397,6 +429,13 @@ struct _GpuShareCudaRing
   CUevent upstream_written;
   /* how the slot's last write was ordered, for whom the host must wait */
   SlotWrite written[GPUSHARE_MAX_SLOTS];
+  /* upstream's buffers a queued copy still reads (SLOT_WRITE_HELD): let
+   * go once settled[] says the copy is done */
+  GstBuffer *held[GPUSHARE_MAX_SLOTS];
+  /* the host's waits for the device (settle), in microseconds: all of
+   * them, and the part spent spinning; taken by the writer */
+  guint64 wait_us;
+  guint64 spin_us;
   /* how upstream's last CUDA memory was waited for: logged when it
    * changes */
   const gchar *upstream_wait;
@@ -500,7 +539,7 @@ drain (GpuShareCudaRing * ring, gint timeout_ms)
 
   if (!ring->stream || !push (ring->ctx, NULL))
     return;
-  poll_done (NULL, ring->stream, deadline);
+  poll_done (NULL, ring->stream, deadline, NULL);
   gpushare_cuda_pop ();
 }
 
@@ -527,6 +566,9 @@ gpushare_cuda_ring_free (GpuShareCudaRing * ring)
       gpushare_cuda ()->cuEventDestroy (ring->upstream_written);
     gpushare_cuda_pop ();
   }
+  /* after the drain: what it did not finish reads nothing of ours now */
+  for (i = 0; i < GPUSHARE_MAX_SLOTS; i++)
+    gst_clear_buffer (&ring->held[i]);
   if (ring->ready)
     gpushare_cuda_events_free (ring->ready);
   if (ring->alloc)
@@ -722,7 +764,8 @@ gpushare_cuda_ring_prepare (GpuShareCudaRing * ring, guint slot,
 gboolean
 gpushare_cuda_ring_settle (GpuShareCudaRing * ring, guint slot, GError ** error)
 {
-  gint64 deadline = g_get_monotonic_time () + SETTLE_TIMEOUT_US;
+  gint64 start = g_get_monotonic_time (), spun = 0;
+  gint64 deadline = start + SETTLE_TIMEOUT_US;
   CUresult r;
 
   if (slot >= ring->n_slots) {
@@ -734,8 +777,11 @@ gpushare_cuda_ring_settle (GpuShareCudaRing * ring, guint slot, GError ** error)
     return FALSE;
   /* a consumer that never signals done is removed meanwhile (its words
    * forced) and the wait ends, or this gives up with an error */
-  r = poll_done (ring->settled[slot], NULL, deadline);
+  r = poll_done (ring->settled[slot], NULL, deadline, &spun);
   gpushare_cuda_pop ();
+  __atomic_fetch_add (&ring->wait_us, (guint64) (g_get_monotonic_time () -
+          start), __ATOMIC_RELAXED);
+  __atomic_fetch_add (&ring->spin_us, (guint64) spun, __ATOMIC_RELAXED);
   if (r == CUDA_ERROR_NOT_READY) {
     g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_CALL,
         "slot %u: a consumer's done signal or the copy did not come within "
@@ -756,10 +802,24 @@ wait_upstream (GpuShareCudaRing * ring, CUstream upstream, GError ** error)
       (ring->stream, ring->upstream_written, 0), "cuStreamWaitEvent", error);
 }
 
+/* context pushed: upstream's buffers whose copies are done go back */
+static void
+let_go_of_held (GpuShareCudaRing * ring)
+{
+  guint i;
+
+  for (i = 0; i < ring->n_slots; i++)
+    if (ring->held[i]
+        && gpushare_cuda ()->cuEventQuery (ring->settled[i]) !=
+        CUDA_ERROR_NOT_READY)
+      gst_clear_buffer (&ring->held[i]);
+}
+
 gboolean
 gpushare_cuda_ring_copy_in (GpuShareCudaRing * ring, guint slot,
     const GstVideoInfo * info, const GpuSharePlanes * src,
-    const GpuSharePlanes * slot_layout, CUstream upstream, GError ** error)
+    const GpuSharePlanes * slot_layout, CUstream upstream, GstBuffer * hold,
+    GError ** error)
 {
   GpuSharePlanes dst = *slot_layout;
   gboolean ok = TRUE;
@@ -768,6 +828,7 @@ gpushare_cuda_ring_copy_in (GpuShareCudaRing * ring, guint slot,
   dst.base = (guintptr) ring->ptrs[slot];
   if (!push (ring->ctx, error))
     return FALSE;
+  let_go_of_held (ring);
   if (upstream)
     ok = wait_upstream (ring, upstream, error);
   ok = ok && copy_planes (ring->stream, info, src, &dst, error);
@@ -779,8 +840,15 @@ gpushare_cuda_ring_copy_in (GpuShareCudaRing * ring, guint slot,
   if (ok && upstream)
     ok = gpushare_cuda_check (gpushare_cuda ()->cuStreamWaitEvent
         (upstream, ring->settled[slot], 0), "cuStreamWaitEvent", error);
-  ring->written[slot] = ok && upstream ? SLOT_WRITE_ORDERED
-      : SLOT_WRITE_PENDING;
+  if (ok && upstream)
+    ring->written[slot] = SLOT_WRITE_ORDERED;
+  else if (ok && hold) {
+    /* the slot's settled event comes after the copy: until it completes,
+     * upstream's buffer stays ours, and the host need not wait for it */
+    gst_buffer_replace (&ring->held[slot], hold);
+    ring->written[slot] = SLOT_WRITE_HELD;
+  } else
+    ring->written[slot] = SLOT_WRITE_PENDING;
   gpushare_cuda_pop ();
   return ok;
 }
@@ -814,7 +882,8 @@ gpushare_cuda_ring_needs_settle (GpuShareCudaRing * ring, guint slot,
 
   if (!holders)
     return ring->written[slot] == SLOT_WRITE_PENDING;
-  if (ring->written[slot] != SLOT_WRITE_ORDERED)
+  if (ring->written[slot] != SLOT_WRITE_ORDERED
+      && ring->written[slot] != SLOT_WRITE_HELD)
     return FALSE;
   for (i = 0; i < MAX_HOLDERS; i++)
     if ((holders & (G_GUINT64_CONSTANT (1) << i))
@@ -822,6 +891,14 @@ gpushare_cuda_ring_needs_settle (GpuShareCudaRing * ring, guint slot,
         && ring->consumers[i].mode == GPUSHARE_SYNC_HOST)
       return TRUE;
   return FALSE;
+}
+
+void
+gpushare_cuda_ring_take_waits (GpuShareCudaRing * ring, guint64 * wait_us,
+    guint64 * spin_us)
+{
+  *wait_us = __atomic_exchange_n (&ring->wait_us, 0, __ATOMIC_RELAXED);
+  *spin_us = __atomic_exchange_n (&ring->spin_us, 0, __ATOMIC_RELAXED);
 }
 
 gboolean

@@ -107,10 +107,14 @@ gboolean gpushare_cuda_ring_begin (GpuShareCudaRing * ring, guint slot,
  * may write it again and host consumers may read the slot.  With
  * upstream, the stream src was written on (ring's context): the copy
  * waits for it on the device, and upstream's next work waits for the copy
- * there, so that src's owner needs no host wait at all */
+ * there, so that src's owner needs no host wait at all.  Without
+ * upstream, hold (upstream's buffer of src in device memory, or NULL) is
+ * kept until the copy is done on the device, which spares the host that
+ * wait as well: only host-sync readers then need a settle */
 gboolean gpushare_cuda_ring_copy_in (GpuShareCudaRing * ring, guint slot,
     const GstVideoInfo * info, const GpuSharePlanes * src,
-    const GpuSharePlanes * slot_layout, CUstream upstream, GError ** error);
+    const GpuSharePlanes * slot_layout, CUstream upstream, GstBuffer * hold,
+    GError ** error);
 /* upstream wrote the slot itself, on its stream (ring's context): what
  * the ring signals next waits for that on the device.  upstream NULL: the
  * host already waited for upstream's write, and nobody needs a settle */
@@ -122,6 +126,10 @@ gboolean gpushare_cuda_ring_written (GpuShareCudaRing * ring, guint slot,
  * holders (when one of them synchronises on the host) */
 gboolean gpushare_cuda_ring_needs_settle (GpuShareCudaRing * ring,
     guint slot, guint64 holders);
+/* the time the host spent in settle since the last call, in
+ * microseconds, and the part of it spent spinning (CPU burnt) */
+void gpushare_cuda_ring_take_waits (GpuShareCudaRing * ring,
+    guint64 * wait_us, guint64 * spin_us);
 /* signals ready to the holders (after settle, for host-mode holders) */
 gboolean gpushare_cuda_ring_publish (GpuShareCudaRing * ring, guint slot,
     guint64 holders, guint64 sequence, GError ** error);

@@ -388,13 +388,21 @@ cuda_write (GpuShareXferRing * ring, guint slot, const GstVideoInfo * info,
       src.stride[i] = GST_VIDEO_FRAME_PLANE_STRIDE (&frame, i);
     }
   }
+  /* from upstream's device memory: its buffer kept until the copy is
+   * done rather than waited for on the host */
   ok = gpushare_cuda_ring_copy_in (cring, slot, info, &src, &dst, upstream,
-      error);
+      mem ? buf : NULL, error);
   if (mem)
     gst_memory_unmap (mem, &map);
   if (mapped_frame)
     gst_video_frame_unmap (&frame);
   return ok;
+}
+
+static void
+cuda_take_waits (GpuShareXferRing * ring, guint64 * wait_us, guint64 * spin_us)
+{
+  gpushare_cuda_ring_take_waits (CUDA_RING (ring), wait_us, spin_us);
 }
 
 static gboolean
@@ -554,6 +562,7 @@ static const GpuShareXferProducer cuda_producer = {
   .settle = cuda_settle,
   .needs_settle = cuda_needs_settle,
   .holds = cuda_holds,
+  .take_waits = cuda_take_waits,
 };
 
 static const GpuShareXferConsumer cuda_consumer = {

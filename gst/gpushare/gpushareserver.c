@@ -2523,8 +2523,12 @@ frame_clear (GpuShareServer * self, GpuShareServerFrame * frame)
 
   g_clear_pointer (&frame->system, gpushare_xfer_ring_unref);
   g_clear_pointer (&frame->staged, gpushare_xfer_ring_unref);
-  for (i = 0; i < frame->n_rings; i++)
+  frame->device_wait_us = frame->device_spin_us = 0;
+  for (i = 0; i < frame->n_rings; i++) {
+    gpushare_xfer_ring_take_waits (frame->rings[i], &frame->device_wait_us,
+        &frame->device_spin_us);
     g_clear_pointer (&frame->rings[i], gpushare_xfer_ring_unref);
+  }
   frame->n_rings = 0;
 }
 

@@ -140,6 +140,10 @@ typedef struct
   /* rings of other memory types to write; references */
   GpuShareXferRing *rings[GPUSHARE_MEM_N_TYPES];
   guint n_rings;
+  /* set by end_frame: the host's waits for those rings' device work
+   * since the last frame, in microseconds, and the part spent spinning */
+  guint64 device_wait_us;
+  guint64 device_spin_us;
 } GpuShareServerFrame;
 
 /* a slot upstream holds from our pool */

@@ -430,6 +430,18 @@ gpushare_xfer_ring_holds (GpuShareXferRing * ring, guint slot, GstMemory * mem)
   return same;
 }
 
+void
+gpushare_xfer_ring_take_waits (GpuShareXferRing * ring, guint64 * wait_us,
+    guint64 * spin_us)
+{
+  guint64 w = 0, s = 0;
+
+  if (ring->xfer->producer->take_waits)
+    ring->xfer->producer->take_waits (ring, &w, &s);
+  *wait_us += w;
+  *spin_us += s;
+}
+
 gboolean
 gpushare_xfer_ring_prepare (GpuShareXferRing * ring, guint slot,
     GError ** error)

@@ -182,6 +182,10 @@ typedef struct
       guint64 holders);
   /* mem is the slot itself (NULL: compare host addresses) */
   gboolean (*holds) (GpuShareXferRing * ring, guint slot, GstMemory * mem);
+  /* the host's time in settle since the last call, and the part of it
+   * spent spinning, in microseconds (NULL: no host waits) */
+  void (*take_waits) (GpuShareXferRing * ring, guint64 * wait_us,
+      guint64 * spin_us);
 } GpuShareXferProducer;
 
 /* The consumer's half: a view of an exported ring */
@@ -347,6 +351,10 @@ gboolean gpushare_xfer_ring_holds (GpuShareXferRing * ring, guint slot,
     GstMemory * mem);
 /* waits until the slot's last readers are gone, so that it may be handed
  * to upstream to write in place */
+/* adds the host's waits for the ring's device work since the last call
+ * (microseconds: all of it, and the part spent spinning) */
+void gpushare_xfer_ring_take_waits (GpuShareXferRing * ring,
+    guint64 * wait_us, guint64 * spin_us);
 gboolean gpushare_xfer_ring_prepare (GpuShareXferRing * ring, guint slot,
     GError ** error);
 

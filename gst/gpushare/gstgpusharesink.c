@@ -129,6 +129,11 @@ struct _GstGpuShareSink
   GpuShareTiming publish;
   /* the pool of the buffer in render, for upstream_stopped () */
   GstBufferPool *render_pool;
+  /* the host's waits for the device within write and publish (and the
+   * pool's prepare before them), and the microseconds spent spinning in
+   * them since start */
+  GpuShareTiming device_wait;
+  guint64 device_spin_us;
   gboolean told_not_carried;
   guint ring_size;
   GstGpuShareSlowPolicy policy;
@@ -354,6 +359,8 @@ gst_gpu_share_sink_start (GstBaseSink * bsink)
   gpushare_timing_reset (&self->slot_wait);
   gpushare_timing_reset (&self->write);
   gpushare_timing_reset (&self->publish);
+  gpushare_timing_reset (&self->device_wait);
+  __atomic_store_n (&self->device_spin_us, 0, __ATOMIC_RELAXED);
   GST_OBJECT_LOCK (self);
   if (self->socket_mode > 0777) {
     guint mode = self->socket_mode;
@@ -700,6 +707,9 @@ gst_gpu_share_sink_render (GstBaseSink * bsink, GstBuffer * buf)
     return GST_FLOW_ERROR;
   }
   gpushare_timing_add (&self->publish, g_get_monotonic_time () - t2);
+  gpushare_timing_add (&self->device_wait, (gint64) frame.device_wait_us);
+  __atomic_fetch_add (&self->device_spin_us, frame.device_spin_us,
+      __ATOMIC_RELAXED);
   return GST_FLOW_OK;
 }
 
@@ -942,6 +952,9 @@ make_stats_of (GstGpuShareSink * self, GpuShareServer * server)
   gpushare_timing_set_fields (&self->slot_wait, s, "slot-wait-us");
   gpushare_timing_set_fields (&self->write, s, "write-us");
   gpushare_timing_set_fields (&self->publish, s, "publish-us");
+  gpushare_timing_set_fields (&self->device_wait, s, "device-wait-us");
+  gst_structure_set (s, "device-wait-spin-us", G_TYPE_UINT64,
+      __atomic_load_n (&self->device_spin_us, __ATOMIC_RELAXED), NULL);
   for (i = 0; i < st.n_clients; i++) {
     const GpuShareServerClientStats *c = &st.clients[i];
     GValue v = G_VALUE_INIT;
@@ -1155,6 +1168,7 @@ gst_gpu_share_sink_finalize (GObject * object)
   gpushare_timing_clear (&self->slot_wait);
   gpushare_timing_clear (&self->write);
   gpushare_timing_clear (&self->publish);
+  gpushare_timing_clear (&self->device_wait);
   g_free (self->meta);
   g_free (self->socket_path);
   g_clear_pointer (&self->allowed_uids, g_array_unref);
@@ -1302,6 +1316,7 @@ gst_gpu_share_sink_init (GstGpuShareSink * self)
   gpushare_timing_init (&self->slot_wait);
   gpushare_timing_init (&self->write);
   gpushare_timing_init (&self->publish);
+  gpushare_timing_init (&self->device_wait);
   self->wait_for_connection = DEFAULT_WAIT_FOR_CONNECTION;
   self->min_consumers = DEFAULT_MIN_CONSUMERS;
   self->ring_size = DEFAULT_RING_SIZE;

@@ -1941,13 +1941,14 @@ GST_END_TEST;
 GST_START_TEST (test_stage_timings)
 {
   static const gchar *const sink_fields[] = { "slot-wait-us", "write-us",
-    "publish-us",
+    "publish-us", "device-wait-us",
   };
   gchar *path = socket_path ("timing");
   GstElement *producer, *sink, *src;
   GstStructure *s;
   Consumer *c;
   guint i, p50, p99;
+  guint64 spun;
 
   c = streaming_pair (path, 20, &producer, &sink, &src);
   s = get_stats (sink);
@@ -1963,6 +1964,11 @@ GST_START_TEST (test_stage_timings)
   }
   /* a frame is copied into its slot: that takes some time */
   fail_unless (gst_structure_get_uint (s, "write-us-p99", &p99) && p99 > 0);
+  /* in system memory the host never waits for a device, nor spins */
+  fail_unless (gst_structure_get_uint (s, "device-wait-us-p99", &p99)
+      && p99 == 0);
+  fail_unless (gst_structure_get_uint64 (s, "device-wait-spin-us", &spun)
+      && spun == 0);
   gst_structure_free (s);
   s = get_stats (c->src);
   fail_unless (gst_structure_get_uint (s, "handoff-us-p50", &p50)

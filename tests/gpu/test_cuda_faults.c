@@ -85,7 +85,8 @@ cycle (CUdeviceptr src_buf, CUdeviceptr dst_buf, GError ** error)
   if (ok && (ok = gpushare_cuda_ring_export (ring, 2, &slots, fds, error)))
     gpushare_close_fds (fds, N_SLOTS);
   ok = ok && gpushare_cuda_ring_begin (ring, 0, error)
-      && gpushare_cuda_ring_copy_in (ring, 0, &info, &src, &layout, NULL, error)
+      && gpushare_cuda_ring_copy_in (ring, 0, &info, &src, &layout, NULL, NULL,
+      error)
       && gpushare_cuda_ring_settle (ring, 0, error)
       && gpushare_cuda_ring_publish (ring, 0, 0x3, 1, error);
   for (i = 0; ok && i < 2; i++)

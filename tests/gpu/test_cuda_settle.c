@@ -11,7 +11,11 @@
  *    host-sync readers need a settle first, semaphore readers do not;
  *  - upstream wrote the slot itself on its stream: the same;
  *  - upstream wrote the slot itself and the host waited for it (no
- *    stream): nobody waits again, whatever the slot's previous write was.
+ *    stream): nobody waits again, whatever the slot's previous write was;
+ *  - our copy with no upstream stream, upstream's buffer held: the writer
+ *    does not wait, host-sync readers need a settle, semaphore readers do
+ *    not, and the buffer goes back once the copy is done, at the next
+ *    write (its ref count says so).
  *
  * Prints one SKIP line and exits 77 where no GPU is present.
  */
@@ -62,8 +66,9 @@ run (GError ** error)
   CUcontext ctx;
   CUdeviceptr src_buf = 0;
   CUstream upstream = NULL;
+  GstBuffer *hold;
   gsize slot_size;
-  gboolean ok;
+  gboolean ok, held;
 
   slot_size = gpushare_round_up (GST_VIDEO_INFO_SIZE (&info), 2 << 20);
   if (!gpushare_cuda_primary_push (0, &ctx, error))
@@ -86,7 +91,7 @@ run (GError ** error)
   /* slot 0: our copy, nothing to order it with */
   ok = ok && gpushare_cuda_ring_begin (ring, 0, error)
       && gpushare_cuda_ring_copy_in (ring, 0, &info, &src, &layout, NULL,
-      error);
+      NULL, error);
   if (ok)
     expect (ring, 0, "copy, no upstream stream", TRUE, FALSE, FALSE);
   ok = ok && gpushare_cuda_ring_settle (ring, 0, error);
@@ -94,7 +99,7 @@ run (GError ** error)
   /* slot 1: our copy ordered on upstream's stream */
   ok = ok && gpushare_cuda_ring_begin (ring, 1, error)
       && gpushare_cuda_ring_copy_in (ring, 1, &info, &src, &layout, upstream,
-      error);
+      NULL, error);
   if (ok)
     expect (ring, 1, "copy ordered on upstream's stream", FALSE, TRUE, FALSE);
 
@@ -123,6 +128,30 @@ run (GError ** error)
   if (ok)
     expect (ring, 0, "written by upstream, waited for on the host (after "
         "our copy)", FALSE, FALSE, FALSE);
+
+  /* slot 3: our copy, upstream's buffer held instead of a host wait */
+  hold = gst_buffer_new ();
+  ok = ok && gpushare_cuda_ring_begin (ring, 3, error)
+      && gpushare_cuda_ring_copy_in (ring, 3, &info, &src, &layout, NULL,
+      hold, error);
+  if (ok) {
+    expect (ring, 3, "copy, upstream's buffer held", FALSE, TRUE, FALSE);
+    held = GST_MINI_OBJECT_REFCOUNT_VALUE (hold) == 2;
+    g_print ("%s the copy holds upstream's buffer\n", held ? "PASS" : "FAIL");
+    failures += !held;
+  }
+  /* the copy done, the next write lets go of it */
+  ok = ok && gpushare_cuda_ring_settle (ring, 3, error)
+      && gpushare_cuda_ring_begin (ring, 2, error)
+      && gpushare_cuda_ring_copy_in (ring, 2, &info, &src, &layout, NULL,
+      NULL, error) && gpushare_cuda_ring_settle (ring, 2, error);
+  if (ok) {
+    held = GST_MINI_OBJECT_REFCOUNT_VALUE (hold) != 1;
+    g_print ("%s upstream's buffer goes back once its copy is done\n",
+        held ? "FAIL" : "PASS");
+    failures += held;
+  }
+  gst_buffer_unref (hold);
 
   ok = ok && gpushare_cuda_check (cu->cuCtxSynchronize (),
       "cuCtxSynchronize", error);

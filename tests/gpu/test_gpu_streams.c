@@ -352,6 +352,9 @@ producer (gint ctl, gpointer data)
     guint write_us = gpu_test_stat_uint (sink, "write-us-p50");
     guint publish_us = gpu_test_stat_uint (sink, "publish-us-p50");
     guint wait_us = gpu_test_stat_uint (sink, "slot-wait-us-p50");
+    guint device_p50 = gpu_test_stat_uint (sink, "device-wait-us-p50");
+    guint device_p99 = gpu_test_stat_uint (sink, "device-wait-us-p99");
+    guint64 spun = gpu_test_stat_u64 (sink, "device-wait-spin-us");
     gboolean device_only = strcmp (a->sync_mode, "host") != 0;
 
     /* the sink orders the copy after upstream's stream, and upstream's
@@ -370,6 +373,20 @@ producer (gint ctl, gpointer data)
     if (busy.busy < (device_only ? FRAMES / 2 : FRAMES / 4)) {
       g_print ("producer: too few frames reached the sink before their "
           "stream finished: the sink's waits are not tested\n");
+      ok = FALSE;
+    }
+    /* the stats say what the host waited for the device, and how much
+     * of it spun: nothing with device sync, a busy stream's work (over
+     * SPIN_MS / 2 for some frame) with host sync, the spin bounded by
+     * its 200 us a wait, two waits a frame at most */
+    g_print ("producer (%s sync): device wait p50 %u us, p99 %u us, %"
+        G_GUINT64_FORMAT " us spent spinning\n", a->sync_mode, device_p50,
+        device_p99, spun);
+    if (device_only ? device_p99 >= SPIN_MS * 1000 / 2
+        : device_p99 < SPIN_MS * 1000 / 2 || spun == 0
+        || spun > (guint64) FRAMES * 450) {
+      g_print ("producer: the device-wait stats do not say what the host "
+          "waited for\n");
       ok = FALSE;
     }
     if (device_only && write_us >= SPIN_MS * 1000 / 2) {
