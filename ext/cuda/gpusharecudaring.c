@@ -402,6 +402,19 @@ typedef enum
   SLOT_WRITE_HELD,
 } SlotWrite;
 
+/* upstream's buffer a queued copy reads, and the event after that copy */
+typedef struct
+{
+  GstBuffer *buf;
+  CUevent done;
+} Held;
+
+/* upstream's buffers kept for their copies at most: beyond, the writer
+ * waits for its copy on the host.  A pool upstream (a decoder's) lends
+ * that many buffers more while frames flow, and the ring gives them back
+ * at its next write or when it goes */
+#define MAX_HELD 2
+
 struct _GpuShareCudaRing
 {
   /* what the transfer interface sees of it */
@@ -429,9 +442,12 @@ struct _GpuShareCudaRing
   CUevent upstream_written;
   /* how the slot's last write was ordered, for whom the host must wait */
   SlotWrite written[GPUSHARE_MAX_SLOTS];
-  /* upstream's buffers a queued copy still reads (SLOT_WRITE_HELD): let
-   * go once settled[] says the copy is done */
-  GstBuffer *held[GPUSHARE_MAX_SLOTS];
+  /* upstream's buffers queued copies still read (SLOT_WRITE_HELD), the
+   * oldest first, each with an event recorded after its copy: let go in
+   * that order once their events complete; at most MAX_HELD */
+  GQueue held;
+  /* the events of entries let go, for the next ones */
+  GSList *spare_events;
   /* the host's waits for the device (settle), in microseconds: all of
    * them, and the part spent spinning; taken by the writer */
   guint64 wait_us;
@@ -546,6 +562,8 @@ drain (GpuShareCudaRing * ring, gint timeout_ms)
 void
 gpushare_cuda_ring_free (GpuShareCudaRing * ring)
 {
+  GList *l;
+  GSList *s;
   guint i;
 
   if (!ring)
@@ -564,11 +582,20 @@ gpushare_cuda_ring_free (GpuShareCudaRing * ring)
         gpushare_cuda ()->cuEventDestroy (ring->settled[i]);
     if (ring->upstream_written)
       gpushare_cuda ()->cuEventDestroy (ring->upstream_written);
+    for (l = ring->held.head; l; l = l->next)
+      gpushare_cuda ()->cuEventDestroy (((Held *) l->data)->done);
+    for (s = ring->spare_events; s; s = s->next)
+      gpushare_cuda ()->cuEventDestroy ((CUevent) s->data);
     gpushare_cuda_pop ();
   }
-  /* after the drain: what it did not finish reads nothing of ours now */
-  for (i = 0; i < GPUSHARE_MAX_SLOTS; i++)
-    gst_clear_buffer (&ring->held[i]);
+  g_slist_free (ring->spare_events);
+  /* after the synchronise: no copy reads upstream's buffers now */
+  while (!g_queue_is_empty (&ring->held)) {
+    Held *h = g_queue_pop_head (&ring->held);
+
+    gst_buffer_unref (h->buf);
+    g_free (h);
+  }
   if (ring->ready)
     gpushare_cuda_events_free (ring->ready);
   if (ring->alloc)
@@ -802,17 +829,52 @@ wait_upstream (GpuShareCudaRing * ring, CUstream upstream, GError ** error)
       (ring->stream, ring->upstream_written, 0), "cuStreamWaitEvent", error);
 }
 
-/* context pushed: upstream's buffers whose copies are done go back */
+/* context pushed, ring's lock held: upstream's buffers whose copies are
+ * done go back, in the order of their copies (one stream: they complete
+ * in that order) */
 static void
 let_go_of_held (GpuShareCudaRing * ring)
 {
-  guint i;
+  Held *h;
 
-  for (i = 0; i < ring->n_slots; i++)
-    if (ring->held[i]
-        && gpushare_cuda ()->cuEventQuery (ring->settled[i]) !=
-        CUDA_ERROR_NOT_READY)
-      gst_clear_buffer (&ring->held[i]);
+  while ((h = g_queue_peek_head (&ring->held))
+      && gpushare_cuda ()->cuEventQuery (h->done) != CUDA_ERROR_NOT_READY) {
+    g_queue_pop_head (&ring->held);
+    ring->spare_events = g_slist_prepend (ring->spare_events, h->done);
+    gst_buffer_unref (h->buf);
+    g_free (h);
+  }
+}
+
+/* context pushed, ring's lock held: keeps buf until the work queued so far
+ * on the ring's stream is done.  FALSE (nothing kept) when MAX_HELD are
+ * kept already or no event could be had: the writer then waits on the
+ * host, without the lock, as for a copy with nothing to hold */
+static gboolean
+hold_until_done (GpuShareCudaRing * ring, GstBuffer * buf)
+{
+  CUevent ev = NULL;
+  Held *h;
+
+  if (g_queue_get_length (&ring->held) >= MAX_HELD)
+    return FALSE;
+  if (ring->spare_events) {
+    ev = ring->spare_events->data;
+    ring->spare_events = g_slist_delete_link (ring->spare_events,
+        ring->spare_events);
+  } else if (gpushare_cuda ()->cuEventCreate (&ev, CU_EVENT_DISABLE_TIMING)
+      != CUDA_SUCCESS) {
+    return FALSE;
+  }
+  if (gpushare_cuda ()->cuEventRecord (ev, ring->stream) != CUDA_SUCCESS) {
+    ring->spare_events = g_slist_prepend (ring->spare_events, ev);
+    return FALSE;
+  }
+  h = g_new0 (Held, 1);
+  h->buf = gst_buffer_ref (buf);
+  h->done = ev;
+  g_queue_push_tail (&ring->held, h);
+  return TRUE;
 }
 
 gboolean
@@ -842,12 +904,11 @@ gpushare_cuda_ring_copy_in (GpuShareCudaRing * ring, guint slot,
         (upstream, ring->settled[slot], 0), "cuStreamWaitEvent", error);
   if (ok && upstream)
     ring->written[slot] = SLOT_WRITE_ORDERED;
-  else if (ok && hold) {
-    /* the slot's settled event comes after the copy: until it completes,
-     * upstream's buffer stays ours, and the host need not wait for it */
-    gst_buffer_replace (&ring->held[slot], hold);
+  else if (ok && hold && hold_until_done (ring, hold))
+    /* until the copy is done upstream's buffer stays ours, and the host
+     * need not wait for it */
     ring->written[slot] = SLOT_WRITE_HELD;
-  } else
+  else
     ring->written[slot] = SLOT_WRITE_PENDING;
   gpushare_cuda_pop ();
   return ok;
@@ -866,6 +927,7 @@ gpushare_cuda_ring_written (GpuShareCudaRing * ring, guint slot,
   }
   if (!push (ring->ctx, error))
     return FALSE;
+  let_go_of_held (ring);
   ok = wait_upstream (ring, upstream, error)
       && gpushare_cuda_check (gpushare_cuda ()->cuEventRecord
       (ring->settled[slot], ring->stream), "cuEventRecord", error);
@@ -910,6 +972,7 @@ gpushare_cuda_ring_publish (GpuShareCudaRing * ring, guint slot,
 
   if (!push (ring->ctx, error))
     return FALSE;
+  let_go_of_held (ring);
   /* host consumers read once the copy is in: the writer settled the slot
    * (gpushare_cuda_ring_settle ()) before it publishes, without a lock */
   for (i = 0; ok && i < MAX_HOLDERS; i++) {

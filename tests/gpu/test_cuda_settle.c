@@ -140,8 +140,12 @@ run (GError ** error)
     g_print ("%s the copy holds upstream's buffer\n", held ? "PASS" : "FAIL");
     failures += !held;
   }
-  /* the copy done, the next write lets go of it */
+  /* the copy done (and all before slot 2's settled), a later write lets
+   * go of it */
   ok = ok && gpushare_cuda_ring_settle (ring, 3, error)
+      && gpushare_cuda_ring_begin (ring, 2, error)
+      && gpushare_cuda_ring_copy_in (ring, 2, &info, &src, &layout, NULL,
+      NULL, error) && gpushare_cuda_ring_settle (ring, 2, error)
       && gpushare_cuda_ring_begin (ring, 2, error)
       && gpushare_cuda_ring_copy_in (ring, 2, &info, &src, &layout, NULL,
       NULL, error) && gpushare_cuda_ring_settle (ring, 2, error);
