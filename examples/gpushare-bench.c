@@ -285,6 +285,12 @@ static const BenchMode modes[] = {
         "gpusharesink", "video/x-raw(memory:CUDAMemory)",
         CUDA_SOURCE " ! " GPUSHARE_SINK,
       GPUSHARE_SRC_CUDA_COPY ("auto") " ! " FAKESINK, KEY_OFFSET, TRUE},
+  {"gpushare-cuda-copy-host", "gpushare-cuda-copy with host sync: each "
+        "side waits on the host for the other's copy",
+        "imagefreeze cudaupload gpusharesink gpusharesrc",
+        "gpusharesink", "video/x-raw(memory:CUDAMemory)",
+        CUDA_SOURCE " ! " GPUSHARE_SINK,
+      GPUSHARE_SRC_CUDA_COPY ("host") " ! " FAKESINK, KEY_OFFSET, TRUE},
   {"gpushare-cuda-copy-semaphore", "gpushare-cuda-copy with semaphore "
         "sync: neither side waits on the host for the other's copy",
         "imagefreeze cudaupload gpusharesink gpusharesrc",

@@ -552,6 +552,7 @@ choose_memory (GpuShareClient * self, const GpuShareAnnounce * a)
 
   gpushare_xfer_gpu_describe (&self->gpu, self->gpu_ok, self->gpu_reason, &gpu);
   gpu.device = self->config.cuda_device_id;
+  gpu.copies = self->config.copies;
   if (self->producer_pid == 0)
     gpu.no_ipc_handles = GPUSHARE_NEGOTIATE_OTHER_PID_NS;
   if (gpushare_negotiate_needs_peer_probe (a, &gpu, transport)) {

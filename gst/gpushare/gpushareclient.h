@@ -59,6 +59,8 @@ typedef struct
   GArray *allowed_producer_uids;
   gchar *name;                  /* told to the producer */
   gboolean lane;                /* ask for a frame lane (LANE) */
+  gboolean copies;              /* io-mode=copy: every frame is copied out
+                                 * of its slot */
 } GpuShareClientConfig;
 
 typedef enum

@@ -8,7 +8,7 @@
 #include <string.h>
 
 GpuShareSyncMode
-gpushare_cuda_sync_mode_pick (guint32 modes, gboolean mps)
+gpushare_cuda_sync_mode_pick (guint32 modes, gboolean mps, gboolean copies)
 {
   /* measured on the H200 (docs/benchmarks.md).  Two processes on one GPU
    * without MPS share it by time slices: a wait on a semaphore word that
@@ -16,8 +16,13 @@ gpushare_cuda_sync_mode_pick (guint32 modes, gboolean mps)
    * for the rest of the consumer's slice, so at full load host
    * synchronisation hands frames over in 0.6-0.8 ms where semaphore words
    * take 2.8 ms and events 4 ms, at the same throughput.  Under MPS both
-   * share one context: semaphore words give the most 4K frames/s. */
-  if (mps && (modes & GPUSHARE_SYNC_SEMAPHORE))
+   * share one context: semaphore words give the most 4K frames/s.
+   * Where the consumer copies every frame too, both processes do device
+   * work per frame: each switch between their time slices costs ~144 us
+   * on the H200 (nsys), and host waits make them alternate one copy per
+   * slice; semaphore words let each queue several (1.7-1.9x the frames/s
+   * of host synchronisation at 4K, docs/benchmarks.md). */
+  if ((mps || copies) && (modes & GPUSHARE_SYNC_SEMAPHORE))
     return GPUSHARE_SYNC_SEMAPHORE;
   if (modes & GPUSHARE_SYNC_HOST)
     return GPUSHARE_SYNC_HOST;
@@ -270,13 +275,14 @@ gpushare_negotiate_consumer (const GpuShareAnnounce * a,
         out->mem_type = type;
         out->sync_mode = sync != GPUSHARE_SYNC_REQUEST_AUTO ?
             (GpuShareSyncMode) sync :
-            gpushare_cuda_sync_mode_pick (common, gpu->mps);
+            gpushare_cuda_sync_mode_pick (common, gpu->mps, gpu->copies);
         out->peer_device = peer_device;
         out->reason = g_strdup_printf ("GPU memory (%s): %s, %s "
             "synchronisation%s%s%s", gpushare_mem_type_to_string (type), where,
             gpushare_sync_mode_to_string (out->sync_mode),
             sync != GPUSHARE_SYNC_REQUEST_AUTO ? "" : gpu->mps ?
-            " (auto: MPS is on)" : " (auto: no MPS)",
+            " (auto: MPS is on)" : gpu->copies ?
+            " (auto: no MPS, io-mode=copy)" : " (auto: no MPS)",
             note ? "; " : "", note ? note : "");
         g_free (where);
         g_free (uuid);

@@ -53,6 +53,8 @@ typedef struct
   gboolean unified_addressing;  /* legacy CUDA IPC memory */
   gboolean fabric;              /* VMM memory as fabric handles */
   gboolean mps;                 /* this process's contexts go through MPS */
+  gboolean copies;              /* this consumer copies every frame out of
+                                 * its slot (io-mode=copy) */
   guint32 sync_modes;           /* GpuShareSyncMode mask this GPU supports */
   /* set when CUDA IPC handles (legacy memory, IPC events) cannot open the
    * producer's, whatever the GPU: why (GPUSHARE_NEGOTIATE_OTHER_PID_NS) */
@@ -179,7 +181,8 @@ gboolean gpushare_negotiate_check_accept (const GpuShareAccept * acc,
 
 /* the fastest correct mode of a mask, with or without MPS (see
  * docs/design.md); 0 for an empty mask */
-GpuShareSyncMode gpushare_cuda_sync_mode_pick (guint32 modes, gboolean mps);
+GpuShareSyncMode gpushare_cuda_sync_mode_pick (guint32 modes, gboolean mps,
+    gboolean copies);
 /* "host", "semaphore", "event", or "none" */
 const gchar *gpushare_sync_mode_to_string (GpuShareSyncMode mode);
 /* "GPU-xxxxxxxx-xxxx-..." as nvidia-smi prints it */

@@ -251,6 +251,7 @@ gst_gpu_share_src_start (GstBaseSrc * bsrc)
   config.cuda_device_id = self->cuda_device_id;
   config.heartbeat_interval = self->heartbeat_interval;
   config.lane = self->frame_lane;
+  config.copies = self->io_mode == GST_GPU_SHARE_IO_COPY;
   config.allowed_producer_uids = self->allowed_producer_uids;
   config.name = GST_OBJECT_NAME (self);
   /* copied: the settings of this run */

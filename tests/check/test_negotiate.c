@@ -398,6 +398,22 @@ GST_START_TEST (test_sync_auto)
       GPUSHARE_SYNC_REQUEST_AUTO, TRUE, GPUSHARE_MEM_CUDA_VMM,
       GPUSHARE_SYNC_SEMAPHORE, -1, "GPU memory (cuda-vmm): both ends on "
       UUID_HERE ", semaphore synchronisation (auto: MPS is on)");
+  /* a consumer that copies every frame (io-mode=copy) without MPS:
+   * semaphore words, so that neither process waits on the host for the
+   * other's copy and the GPU's time slices each take several copies */
+  gpu.mps = FALSE;
+  gpu.copies = TRUE;
+  check_negotiation (&a, &gpu, NULL, GPUSHARE_TRANSPORT_AUTO,
+      GPUSHARE_SYNC_REQUEST_AUTO, TRUE, GPUSHARE_MEM_CUDA_VMM,
+      GPUSHARE_SYNC_SEMAPHORE, -1, "GPU memory (cuda-vmm): both ends on "
+      UUID_HERE ", semaphore synchronisation (auto: no MPS, io-mode=copy)");
+  /* a forced mode stays as asked */
+  check_negotiation (&a, &gpu, NULL, GPUSHARE_TRANSPORT_AUTO,
+      GPUSHARE_SYNC_REQUEST_HOST, TRUE, GPUSHARE_MEM_CUDA_VMM,
+      GPUSHARE_SYNC_HOST, -1, "GPU memory (cuda-vmm): both ends on "
+      UUID_HERE ", host synchronisation");
+  gpu.copies = FALSE;
+  gpu.mps = TRUE;
   /* the common modes only: the producer's offer ... */
   a.device.sync_modes = GPUSHARE_SYNC_HOST | GPUSHARE_SYNC_EVENT;
   check_negotiation (&a, &gpu, NULL, GPUSHARE_TRANSPORT_AUTO,
@@ -934,22 +950,26 @@ GST_START_TEST (test_sync_mode_pick)
 {
   guint32 m;
 
-  fail_unless_equals_int (gpushare_cuda_sync_mode_pick (0, FALSE), 0);
-  fail_unless_equals_int (gpushare_cuda_sync_mode_pick (0, TRUE), 0);
+  fail_unless_equals_int (gpushare_cuda_sync_mode_pick (0, FALSE, FALSE), 0);
+  fail_unless_equals_int (gpushare_cuda_sync_mode_pick (0, TRUE, FALSE), 0);
+  fail_unless_equals_int (gpushare_cuda_sync_mode_pick (0, FALSE, TRUE), 0);
   for (m = 1; m <= ALL_SYNC; m++) {
     /* without MPS: host, semaphore, event, in that order */
     GpuShareSyncMode plain = (m & GPUSHARE_SYNC_HOST) ? GPUSHARE_SYNC_HOST :
         (m & GPUSHARE_SYNC_SEMAPHORE) ? GPUSHARE_SYNC_SEMAPHORE :
         GPUSHARE_SYNC_EVENT;
-    /* under MPS semaphore words first */
+    /* under MPS, or where the consumer copies, semaphore words first */
     GpuShareSyncMode mps = (m & GPUSHARE_SYNC_SEMAPHORE) ?
         GPUSHARE_SYNC_SEMAPHORE : plain;
 
-    fail_unless_equals_int (gpushare_cuda_sync_mode_pick (m, FALSE), plain);
-    fail_unless_equals_int (gpushare_cuda_sync_mode_pick (m, TRUE), mps);
+    fail_unless_equals_int (gpushare_cuda_sync_mode_pick (m, FALSE, FALSE),
+        plain);
+    fail_unless_equals_int (gpushare_cuda_sync_mode_pick (m, TRUE, FALSE), mps);
+    fail_unless_equals_int (gpushare_cuda_sync_mode_pick (m, FALSE, TRUE), mps);
+    fail_unless_equals_int (gpushare_cuda_sync_mode_pick (m, TRUE, TRUE), mps);
   }
   /* unknown bits are not modes */
-  fail_unless_equals_int (gpushare_cuda_sync_mode_pick (0x8, TRUE), 0);
+  fail_unless_equals_int (gpushare_cuda_sync_mode_pick (0x8, TRUE, TRUE), 0);
 
   fail_unless_equals_string (gpushare_sync_mode_to_string
       (GPUSHARE_SYNC_HOST), "host");

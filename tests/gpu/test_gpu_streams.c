@@ -30,7 +30,8 @@
  * go on meanwhile.
  *
  * Each case runs with sync-mode=host and semaphore (import also with
- * event).  With semaphore and event sync the sink must not wait on the
+ * event); copy also with sync-mode=auto, where the consumer must pick
+ * semaphore words and say why (a consumer that copies every frame).  With semaphore and event sync the sink must not wait on the
  * host at all: its copy waits for upstream's stream on the device, and
  * upstream's stream waits for the copy; the producer checks that the
  * sink's write-us-p50 stays under half the spin, and that most frames
@@ -454,7 +455,7 @@ consumer (gint ctl, gpointer data)
   GstCaps *held_caps = NULL;
   guint n = 0, wrong = 0, not_cuda = 0, writable = 0, i;
   guint64 in_place, copied;
-  gchar *desc, *io;
+  gchar *desc, *io, *sync, *reason;
   gboolean ok;
 
   if (!gpu_test_ctl_expect (ctl, 'R', NULL, TIMEOUT_MS))
@@ -511,6 +512,8 @@ consumer (gint ctl, gpointer data)
   in_place = gpu_test_stat_u64 (src, "frames-in-place");
   copied = gpu_test_stat_u64 (src, "frames-copied");
   io = gpu_test_stat_string (src, "io");
+  sync = gpu_test_stat_string (src, "sync-mode");
+  reason = gpu_test_stat_string (src, "memory-reason");
   gpu_test_ctl_send (ctl, 'E', 0);
   gst_element_set_state (pipeline, GST_STATE_NULL);
 
@@ -521,6 +524,17 @@ consumer (gint ctl, gpointer data)
   else
     ok = n == FRAMES && wrong == 0 && copied == FRAMES && in_place == 0
         && strcmp (io, "copy") == 0;
+  /* sync-mode=auto where the consumer copies: semaphore words, with or
+   * without MPS, and the reason says why */
+  if (strcmp (a->sync_mode, "auto") == 0) {
+    gboolean semaphore = strcmp (sync, "semaphore") == 0
+        && (strstr (reason, "(auto: no MPS, io-mode=copy)")
+        || strstr (reason, "(auto: MPS is on)"));
+
+    g_print ("consumer, io-mode=%s sync-mode=auto: sync-mode %s, reason "
+        "\"%s\": %s\n", a->io_mode, sync, reason, semaphore ? "PASS" : "FAIL");
+    ok = ok && semaphore;
+  }
   g_print ("consumer, io-mode=%s: %u/%u frames, %u not all their value, "
       "%u not CUDA memory, %u writable; io=%s, frames-in-place %"
       G_GUINT64_FORMAT ", frames-copied %" G_GUINT64_FORMAT "%s: %s\n",
@@ -528,6 +542,8 @@ consumer (gint ctl, gpointer data)
       import ? "; the first two frames read after the others went through "
       "the ring" : "", ok ? "PASS" : "FAIL");
   g_free (io);
+  g_free (sync);
+  g_free (reason);
   gst_object_unref (src);
   gst_object_unref (sink);
   gst_object_unref (pipeline);
@@ -539,7 +555,8 @@ main (int argc, char **argv)
 {
   /* io-mode, sync-mode */
   const gchar *modes[][2] = { {"copy", "host"}, {"import", "host"},
-  {"copy", "semaphore"}, {"import", "semaphore"}, {"import", "event"}
+  {"copy", "semaphore"}, {"import", "semaphore"}, {"import", "event"},
+  {"copy", "auto"}
   };
   GError *error = NULL;
   gboolean ok = TRUE;
