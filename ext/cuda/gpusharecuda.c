@@ -107,9 +107,8 @@ gpushare_cuda_probe (gint device, GpuShareCudaCaps * caps, GError ** error)
   caps->mem_ops_64 = attr (dev,
       CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS);
   caps->compute_mode = attr (dev, CU_DEVICE_ATTRIBUTE_COMPUTE_MODE);
-  /* CU_DEVICE_ATTRIBUTE_MPS_ENABLED (133, CUDA 12.4): a driver without it
-   * answers an error, read as "no MPS" */
-  caps->mps = attr (dev, (CUdevice_attribute) 133);
+  /* CUDA 12.4: a driver without it answers an error, read as "no MPS" */
+  caps->mps = attr (dev, CU_DEVICE_ATTRIBUTE_MPS_ENABLED);
   /* a MIG compute instance is visible only through its MIG- prefixed UUID
    * in CUDA_VISIBLE_DEVICES; the driver API has no attribute for it */
   caps->mig = g_str_has_prefix (g_getenv ("CUDA_VISIBLE_DEVICES") ?

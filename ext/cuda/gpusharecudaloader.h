@@ -17,7 +17,7 @@
 #define __GPUSHARE_CUDA_LOADER_H__
 
 #include <glib.h>
-#include <cuda.h>
+#include "gpusharecudadriver.h"
 
 G_BEGIN_DECLS
 

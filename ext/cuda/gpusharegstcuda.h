@@ -110,7 +110,7 @@
 
 #include <gst/gst.h>
 #include <gst/video/video.h>
-#include <cuda.h>
+#include "gpusharecudadriver.h"
 
 G_BEGIN_DECLS
 
