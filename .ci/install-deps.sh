@@ -3,7 +3,7 @@
 # Installs what building gpushare, running it and running its tests need on
 # Debian 12 (the README's two commands).  With --dev, also what developing
 # it needs beyond that (.ci/run): clang and libFuzzer for the fuzzers,
-# valgrind, GNU indent.
+# valgrind, GNU indent, and what builds and checks the Debian package.
 #
 #   bash .ci/install-deps.sh [--dev]
 set -euo pipefail
@@ -22,7 +22,8 @@ pkgs=(meson ninja-build gcc pkg-config
 if [ "${1:-}" = --dev ]; then
   pkgs+=(clang libclang-rt-dev  # the codec fuzzer: libFuzzer is in libclang-rt
     valgrind
-    indent)  # GStreamer's indent style (tests/indent.sh)
+    indent  # GStreamer's indent style (tests/indent.sh)
+    debhelper lintian dpkg-dev git)  # the Debian package (debian/)
 fi
 missing=()
 for p in "${pkgs[@]}"; do
