@@ -16,13 +16,20 @@
  * planes instead), waits for that copy, and only then drops the buffer,
  * which gives the slot back to the producer.
  *
- *   gpushare-cuda-app SOCKET [--frames N] [--expect Y,U,V]
+ *   gpushare-cuda-app SOCKET [--frames N] [--timeout MS] [--expect Y,U,V]
  *
- * Prints one line per frame (its timestamp and the mean of the rows read)
- * and a last line with the count.  With --expect, every byte read must be
- * within 2 of the value given for its plane (Y, then the interleaved U and
- * V of NV12, or U and V of I420), or the program exits with 1: the test of
- * this route feeds it a white picture.
+ * Waits for the producer as long as --timeout says (gpusharesrc's
+ * connection-timeout, 10000 ms by default), then prints one line per frame
+ * (its timestamp and the mean of the rows read) and a last line with the
+ * count.  With --expect, every byte read must be within 2 of the value
+ * given for its plane (Y, then the interleaved U and V of NV12, or U and V
+ * of I420): the test of this route feeds it a white picture.
+ *
+ * Exits with 0 when it read every frame asked for (--frames), or the whole
+ * stream and at least one frame; otherwise with 1 and the reason on
+ * stderr: no producer, a producer that cannot give GPU memory here, a
+ * stream that ended early, a CUDA call that failed, bytes that differ
+ * from --expect.  64: wrong usage.
  */
 
 #include <gst/gst.h>
@@ -113,13 +120,30 @@ read_frame (const GstGpuShareCudaMeta * m, CUstream stream,
   return ok;
 }
 
+/* the CUDA of the slot's GPU, started at the first frame: the primary
+ * context, the one gpushare maps the slots in */
+static gboolean
+cuda_start (gint device, CUdevice * dev, CUcontext * ctx, CUstream * stream)
+{
+  return cuda_ok (cuInit (0), "cuInit")
+      && cuda_ok (cuDeviceGet (dev, device), "cuDeviceGet")
+      && cuda_ok (cuDevicePrimaryCtxRetain (ctx, *dev),
+      "cuDevicePrimaryCtxRetain")
+      && cuda_ok (cuCtxSetCurrent (*ctx), "cuCtxSetCurrent")
+      && cuda_ok (cuStreamCreate (stream, CU_STREAM_NON_BLOCKING),
+      "cuStreamCreate");
+}
+
 int
 main (int argc, char **argv)
 {
-  gint frames = 0, expect[3] = { -1, -1, -1 };
-  gchar *expect_str = NULL, *desc;
+  gint frames = 0, timeout = 10000, expect[3] = { -1, -1, -1 };
+  gchar *expect_str = NULL, *desc, *failure = NULL;
   GOptionEntry entries[] = {
     {"frames", 0, 0, G_OPTION_ARG_INT, &frames, "Stop after N frames", "N"},
+    {"timeout", 0, 0, G_OPTION_ARG_INT, &timeout,
+          "How long to wait for the producer (gpusharesrc's connection-timeout)",
+        "MS"},
     {"expect", 0, 0, G_OPTION_ARG_STRING, &expect_str,
         "The value every byte of each plane must have", "Y,U,V"},
     {NULL}
@@ -127,17 +151,19 @@ main (int argc, char **argv)
   GOptionContext *octx = g_option_context_new ("SOCKET");
   GError *error = NULL;
   GstElement *pipeline, *sink;
+  GstBus *bus;
   CUcontext cu_ctx = NULL;
   CUstream stream = NULL;
-  CUdevice dev;
-  gint device = -1, n = 0, rc = 0;
+  CUdevice dev = 0;
+  gint device = -1, n = 0;
   guint bad = 0;
 
   g_option_context_add_main_entries (octx, entries, NULL);
   g_option_context_add_group (octx, gst_init_get_option_group ());
-  if (!g_option_context_parse (octx, &argc, &argv, &error) || argc != 2) {
-    g_printerr ("%s\n", error ? error->message :
-        "usage: gpushare-cuda-app SOCKET [--frames N] [--expect Y,U,V]");
+  if (!g_option_context_parse (octx, &argc, &argv, &error) || argc != 2
+      || frames < 0 || timeout < 0) {
+    g_printerr ("%s\n", error ? error->message : "usage: gpushare-cuda-app "
+        "SOCKET [--frames N] [--timeout MS] [--expect Y,U,V]");
     return 64;
   }
   g_option_context_free (octx);
@@ -147,11 +173,10 @@ main (int argc, char **argv)
     g_printerr ("--expect takes three values: Y,U,V\n");
     return 64;
   }
-  if (!cuda_ok (cuInit (0), "cuInit"))
-    return 1;
 
-  desc = g_strdup_printf ("gpusharesrc socket-path=\"%s\" transport=cuda ! "
-      "video/x-raw(memory:%s) ! appsink name=sink sync=false", argv[1],
+  desc = g_strdup_printf ("gpusharesrc socket-path=\"%s\" transport=cuda "
+      "connection-timeout=%d ! video/x-raw(memory:%s) ! "
+      "appsink name=sink sync=false max-buffers=2", argv[1], timeout,
       "GpuShareCUDA");
   pipeline = gst_parse_launch (desc, &error);
   g_free (desc);
@@ -160,67 +185,86 @@ main (int argc, char **argv)
     return 1;
   }
   sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
+  bus = gst_element_get_bus (pipeline);
   gst_element_set_state (pipeline, GST_STATE_PLAYING);
 
-  for (;;) {
+  while (!failure && (frames == 0 || n < frames)) {
     GstSample *sample = NULL;
     GstGpuShareCudaMeta *m;
+    GstMessage *msg;
     GstBuffer *buf;
     gdouble mean = 0;
+    gboolean eos;
 
-    g_signal_emit_by_name (sink, "pull-sample", &sample);
-    if (!sample)
-      break;
-    buf = gst_sample_get_buffer (sample);
-    m = gst_buffer_get_gpu_share_cuda_meta (buf);
-    if (!m) {
-      g_printerr ("a buffer without GstGpuShareCudaMeta\n");
-      gst_sample_unref (sample);
-      rc = 1;
-      break;
+    /* short pulls: the bus is looked at in between (an error there is the
+     * reason: no producer, no GPU memory here) */
+    g_signal_emit_by_name (sink, "try-pull-sample", GST_SECOND / 10, &sample);
+    msg = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
+    if (msg) {
+      GError *err = NULL;
+      gchar *debug = NULL, *why;
+
+      /* the message, and why: the debug text after its location line */
+      gst_message_parse_error (msg, &err, &debug);
+      why = debug ? strchr (debug, '\n') : NULL;
+      failure = why ? g_strdup_printf ("%s: %s", err->message, why + 1) :
+          g_strdup (err->message);
+      g_error_free (err);
+      g_free (debug);
+      gst_message_unref (msg);
     }
-    /* the GPU the slot is on, in its primary context (the one gpushare
-     * maps the slots in), once */
-    if (m->device != device) {
-      if (cu_ctx)
-        break;
-      device = m->device;
-      if (!cuda_ok (cuDeviceGet (&dev, device), "cuDeviceGet")
-          || !cuda_ok (cuDevicePrimaryCtxRetain (&cu_ctx, dev),
-              "cuDevicePrimaryCtxRetain")
-          || !cuda_ok (cuCtxSetCurrent (cu_ctx), "cuCtxSetCurrent")
-          || !cuda_ok (cuStreamCreate (&stream, CU_STREAM_NON_BLOCKING),
-              "cuStreamCreate")) {
-        gst_sample_unref (sample);
-        rc = 1;
+    if (failure || !sample) {
+      g_object_get (sink, "eos", &eos, NULL);
+      if (!failure && eos) {
+        if (frames)
+          failure = g_strdup_printf ("the stream ended after %d of %d "
+              "frames", n, frames);
+        else if (n == 0)
+          failure = g_strdup ("the stream ended before any frame");
         break;
       }
+      if (sample)
+        gst_sample_unref (sample);
+      continue;
+    }
+    buf = gst_sample_get_buffer (sample);
+    m = gst_buffer_get_gpu_share_cuda_meta (buf);
+    if (!m)
+      failure = g_strdup ("a buffer without GstGpuShareCudaMeta");
+    else if (m->device != device && cu_ctx)
+      failure = g_strdup ("the frames moved to another GPU");
+    else if (m->device != device) {
+      device = m->device;
+      if (!cuda_start (device, &dev, &cu_ctx, &stream))
+        failure = g_strdup ("CUDA could not start on the frames' GPU");
     }
     /* read where it is; the copy is waited for before the buffer goes */
-    if (!read_frame (m, stream, expect_str ? expect : NULL, &mean, &bad)) {
-      gst_sample_unref (sample);
-      rc = 1;
-      break;
-    }
-    g_print ("frame %d pts=%" GST_TIME_FORMAT " %ux%u %s, rows read on GPU "
-        "%d: mean %.1f\n", n, GST_TIME_ARGS (GST_BUFFER_PTS (buf)), m->width,
-        m->height, gst_video_format_to_string (m->format), m->device, mean);
+    if (!failure && !read_frame (m, stream, expect_str ? expect : NULL, &mean,
+            &bad))
+      failure = g_strdup ("a frame could not be read");
+    if (!failure)
+      g_print ("frame %d pts=%" GST_TIME_FORMAT " %ux%u %s, rows read on GPU "
+          "%d: mean %.1f\n", n++, GST_TIME_ARGS (GST_BUFFER_PTS (buf)),
+          m->width, m->height, gst_video_format_to_string (m->format),
+          m->device, mean);
     gst_sample_unref (sample);
-    if (++n == frames)
-      break;
   }
   gst_element_set_state (pipeline, GST_STATE_NULL);
+  gst_object_unref (bus);
   gst_object_unref (sink);
   gst_object_unref (pipeline);
   if (stream)
     cuStreamDestroy (stream);
   if (cu_ctx)
     cuDevicePrimaryCtxRelease (dev);
-  if (bad) {
-    g_printerr ("%u bytes read differ from --expect\n", bad);
-    rc = 1;
-  }
-  g_print ("%d frames read in place%s\n", n, rc ? ", with errors" : "");
+  if (!failure && bad)
+    failure = g_strdup_printf ("%u bytes read differ from --expect", bad);
+  g_print ("%d frames read in place\n", n);
   g_free (expect_str);
-  return rc;
+  if (failure) {
+    g_printerr ("error: %s\n", failure);
+    g_free (failure);
+    return 1;
+  }
+  return 0;
 }
