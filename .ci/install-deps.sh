@@ -23,7 +23,7 @@ if [ "${1:-}" = --dev ]; then
   pkgs+=(clang libclang-rt-dev  # the codec fuzzer: libFuzzer is in libclang-rt
     valgrind
     indent  # GStreamer's indent style (tests/indent.sh)
-    debhelper lintian dpkg-dev git)  # the Debian package (debian/)
+    build-essential debhelper lintian dpkg-dev git)  # the Debian package (debian/)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

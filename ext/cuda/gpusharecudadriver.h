@@ -14,9 +14,11 @@
  * tests/check/cuda-decls-list.h, and every prototype below redeclared
  * after the toolkit's cuda.h, which the compiler refuses if one differs).
  *
- * Programs that want the toolkit's own header (the GPU test programs, the
- * CUDA example) define GPUSHARE_CUDA_TOOLKIT_HEADERS: this file then only
- * includes <cuda.h>.
+ * A program that wants the toolkit's own header with it (the toolkit side
+ * of that test) defines GPUSHARE_CUDA_TOOLKIT_HEADERS: this file then
+ * includes <cuda.h> instead of its own declarations.  The GPU test
+ * programs use these declarations, as the plugin does; the CUDA example,
+ * an application, includes <cuda.h> itself.
  */
 
 #ifndef __GPUSHARE_CUDA_DRIVER_H__

@@ -5,7 +5,7 @@
  * libcuda.so.1 is loaded with GModule and every entry point is taken with
  * cuGetProcAddress for one fixed API version, so the plugin links against
  * no CUDA library, loads on hosts without the driver, and gets the entry
- * point whose signature matches the toolkit headers we compiled against.
+ * point whose signature gpusharecudadriver.h declares (that version's).
  * GStreamer 1.22's libgstcuda loader exposes none of the VMM, IPC, event or
  * stream memory calls, which is why this table exists.
  *

@@ -33,6 +33,21 @@ gpushare_cuda_sync_mode_pick (guint32 modes, gboolean mps, gboolean copies)
   return 0;
 }
 
+/* why auto took the mode it took: MPS, or a consumer that copies, where
+ * semaphore words were taken for it */
+static const gchar *
+auto_note (GpuShareSyncRequest sync, const GpuShareGpu * gpu,
+    GpuShareSyncMode picked)
+{
+  if (sync != GPUSHARE_SYNC_REQUEST_AUTO)
+    return "";
+  if (gpu->mps)
+    return " (auto: MPS is on)";
+  if (gpu->copies && picked == GPUSHARE_SYNC_SEMAPHORE)
+    return " (auto: no MPS, io-mode=copy)";
+  return " (auto: no MPS)";
+}
+
 const gchar *
 gpushare_sync_mode_to_string (GpuShareSyncMode mode)
 {
@@ -280,9 +295,7 @@ gpushare_negotiate_consumer (const GpuShareAnnounce * a,
         out->reason = g_strdup_printf ("GPU memory (%s): %s, %s "
             "synchronisation%s%s%s", gpushare_mem_type_to_string (type), where,
             gpushare_sync_mode_to_string (out->sync_mode),
-            sync != GPUSHARE_SYNC_REQUEST_AUTO ? "" : gpu->mps ?
-            " (auto: MPS is on)" : gpu->copies ?
-            " (auto: no MPS, io-mode=copy)" : " (auto: no MPS)",
+            auto_note (sync, gpu, out->sync_mode),
             note ? "; " : "", note ? note : "");
         g_free (where);
         g_free (uuid);

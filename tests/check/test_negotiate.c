@@ -412,6 +412,14 @@ GST_START_TEST (test_sync_auto)
       GPUSHARE_SYNC_REQUEST_HOST, TRUE, GPUSHARE_MEM_CUDA_VMM,
       GPUSHARE_SYNC_HOST, -1, "GPU memory (cuda-vmm): both ends on "
       UUID_HERE ", host synchronisation");
+  /* without semaphore words in common it is host, and the reason does not
+   * name io-mode=copy */
+  a.device.sync_modes = GPUSHARE_SYNC_HOST | GPUSHARE_SYNC_EVENT;
+  check_negotiation (&a, &gpu, NULL, GPUSHARE_TRANSPORT_AUTO,
+      GPUSHARE_SYNC_REQUEST_AUTO, TRUE, GPUSHARE_MEM_CUDA_VMM,
+      GPUSHARE_SYNC_HOST, -1, "GPU memory (cuda-vmm): both ends on "
+      UUID_HERE ", host synchronisation (auto: no MPS)");
+  a.device.sync_modes = ALL_SYNC;
   gpu.copies = FALSE;
   gpu.mps = TRUE;
   /* the common modes only: the producer's offer ... */
