@@ -349,12 +349,12 @@ gboolean gpushare_xfer_ring_publish (GpuShareXferRing * ring, guint slot,
 /* mem is the slot itself: upstream wrote it in place */
 gboolean gpushare_xfer_ring_holds (GpuShareXferRing * ring, guint slot,
     GstMemory * mem);
-/* waits until the slot's last readers are gone, so that it may be handed
- * to upstream to write in place */
 /* adds the host's waits for the ring's device work since the last call
  * (microseconds: all of it, and the part spent spinning) */
 void gpushare_xfer_ring_take_waits (GpuShareXferRing * ring,
     guint64 * wait_us, guint64 * spin_us);
+/* waits until the slot's last readers are gone, so that it may be handed
+ * to upstream to write in place */
 gboolean gpushare_xfer_ring_prepare (GpuShareXferRing * ring, guint slot,
     GError ** error);
 

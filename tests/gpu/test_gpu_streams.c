@@ -31,8 +31,9 @@
  *
  * Each case runs with sync-mode=host and semaphore (import also with
  * event); copy also with sync-mode=auto, where the consumer must pick
- * semaphore words and say why (a consumer that copies every frame).  With semaphore and event sync the sink must not wait on the
- * host at all: its copy waits for upstream's stream on the device, and
+ * semaphore words and say why (a consumer that copies every frame).
+ * With semaphore and event sync the sink must not wait on the host at
+ * all: its copy waits for upstream's stream on the device, and
  * upstream's stream waits for the copy; the producer checks that the
  * sink's write-us-p50 stays under half the spin, and that most frames
  * reached the sink while their stream was still busy (a pad probe asks
