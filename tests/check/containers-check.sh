@@ -6,7 +6,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 for p in python3 /usr/bin/python3; do
   if "$p" -c 'import gi, yaml' 2>/dev/null; then
-    exec "$p" "$here/containers-check.py" "$here/../../examples/containers"
+    exec "$p" "$here/containers-check.py" "$here/../../examples/containers" "$@"
   fi
 done
 echo "SKIP: no python3 with PyGObject (python3-gi) and PyYAML (python3-yaml)"
