@@ -103,10 +103,92 @@ static GpuShareGstCudaApi api;
 static GpuShareGstCudaAbi abi;
 static gboolean loaded;
 static GError *load_error;
+/* set when a GstCudaMemory of the running library was found laid out
+ * otherwise than the head above: CUDA memory is then left alone */
+static gint memory_layout_unknown;
+
+gboolean
+gpushare_gst_cuda_pool_layout_ok (GstBufferPool * pool, GstObject * cuda_ctx,
+    gchar ** why_not)
+{
+  GTypeQuery q;
+
+  if (!GST_IS_BUFFER_POOL (pool)) {
+    *why_not = g_strdup ("GstCudaBufferPool is no GstBufferPool");
+    return FALSE;
+  }
+  g_type_query (G_OBJECT_TYPE (pool), &q);
+  if (q.instance_size < sizeof (GpuShareGstCudaBufferPoolHead)) {
+    *why_not = g_strdup_printf ("a %s is %u bytes, smaller than the %u "
+        "bytes of the layout known", q.type_name, q.instance_size,
+        (guint) sizeof (GpuShareGstCudaBufferPoolHead));
+    return FALSE;
+  }
+  if (((GpuShareGstCudaBufferPoolHead *) pool)->context != cuda_ctx) {
+    *why_not = g_strdup_printf ("a %s made for a context does not hold it "
+        "right after its GstBufferPool", q.type_name);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean
+gpushare_gst_cuda_memory_layout_ok (GstMemory * mem, GstObject * cuda_ctx,
+    const GstVideoInfo * info, gchar ** why_not)
+{
+  const GpuShareGstCudaMemoryHead *head = (GpuShareGstCudaMemoryHead *) mem;
+
+  if (head->context != cuda_ctx) {
+    *why_not = g_strdup ("a GstCudaMemory does not hold its context right "
+        "after its GstMemory");
+    return FALSE;
+  }
+  if (GST_VIDEO_INFO_FORMAT (&head->info) != GST_VIDEO_INFO_FORMAT (info)
+      || GST_VIDEO_INFO_WIDTH (&head->info) != GST_VIDEO_INFO_WIDTH (info)
+      || GST_VIDEO_INFO_HEIGHT (&head->info) != GST_VIDEO_INFO_HEIGHT (info)
+      || GST_VIDEO_INFO_PLANE_STRIDE (&head->info, 0) !=
+      GST_VIDEO_INFO_PLANE_STRIDE (info, 0)) {
+    *why_not = g_strdup ("a GstCudaMemory does not hold its GstVideoInfo "
+        "after its context");
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* The head of GstCudaBufferPool, checked against the running library at
+ * load, without a driver: a pool made for a context (a GstCudaContext
+ * object, which needs no driver to exist) must hold it where the head
+ * says.  GstCudaMemory's head is checked on the first memory this binding
+ * wraps (gpushare_gst_cuda_memory_wrap), which needs a GPU. */
+static gboolean
+check_pool_layout (gchar ** why_not)
+{
+  GType ctx_type = api.gst_cuda_context_get_type ();
+  GstObject *ctx;
+  GstBufferPool *pool;
+  gboolean ok;
+
+  if (!g_type_is_a (ctx_type, GST_TYPE_OBJECT)) {
+    *why_not = g_strdup ("GstCudaContext is no GstObject");
+    return FALSE;
+  }
+  ctx = g_object_new (ctx_type, "cuda-device-id", 0, NULL);
+  gst_object_ref_sink (ctx);
+  pool = api.gst_cuda_buffer_pool_new (ctx);
+  if (!pool) {
+    *why_not = g_strdup ("gst_cuda_buffer_pool_new () made no pool");
+    ok = FALSE;
+  } else {
+    ok = gpushare_gst_cuda_pool_layout_ok (pool, ctx, why_not);
+    gst_object_unref (pool);
+  }
+  gst_object_unref (ctx);
+  return ok;
+}
 
 GpuShareGstCudaAbi
 gpushare_gst_cuda_abi_for (guint major, guint minor, gboolean has_streams,
-    gboolean allow_untested, gchar ** why_not)
+    gchar ** why_not)
 {
   if (major != 1 || minor < 22) {
     *why_not = g_strdup ("GStreamer 1.22 or later is needed");
@@ -123,12 +205,6 @@ gpushare_gst_cuda_abi_for (guint major, guint minor, gboolean has_streams,
     *why_not = g_strdup ("the library lacks the stream calls of 1.24 "
         "(gst_cuda_memory_sync, gst_cuda_memory_get_stream, "
         "gst_cuda_allocator_alloc_wrapped): mixed versions");
-    return GPUSHARE_GST_CUDA_ABI_NONE;
-  }
-  if (minor > GPUSHARE_GST_CUDA_NEWEST_MINOR && !allow_untested) {
-    *why_not = g_strdup_printf ("gpushare was made for GStreamer 1.22 to "
-        "1.%u; set GPUSHARE_GST_CUDA_UNTESTED=1 to use the calls of 1.24 on "
-        "a newer one", GPUSHARE_GST_CUDA_NEWEST_MINOR);
     return GPUSHARE_GST_CUDA_ABI_NONE;
   }
   return GPUSHARE_GST_CUDA_ABI_1_24;
@@ -161,7 +237,7 @@ load_once (GError ** error)
     {"gst_cuda_buffer_pool_get_type",
         (gpointer *) & api.streams.gst_cuda_buffer_pool_get_type},
   };
-  gboolean has_streams = TRUE, allow_untested;
+  gboolean has_streams = TRUE;
   guint major, minor, micro, nano, i;
   gchar *why_not = NULL;
 
@@ -207,10 +283,15 @@ load_once (GError ** error)
       has_streams = FALSE;
   }
   gst_version (&major, &minor, &micro, &nano);
-  allow_untested = g_strcmp0 (g_getenv ("GPUSHARE_GST_CUDA_UNTESTED"),
-      "1") == 0;
-  abi = gpushare_gst_cuda_abi_for (major, minor, has_streams, allow_untested,
-      &why_not);
+  abi = gpushare_gst_cuda_abi_for (major, minor, has_streams, &why_not);
+  if (abi != GPUSHARE_GST_CUDA_ABI_NONE && !check_pool_layout (&why_not)) {
+    gchar *known = why_not;
+
+    why_not = g_strdup_printf ("its layout is not one gpushare knows (%s)",
+        known);
+    g_free (known);
+    abi = GPUSHARE_GST_CUDA_ABI_NONE;
+  }
   if (abi == GPUSHARE_GST_CUDA_ABI_NONE) {
     g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_UNSUPPORTED,
         "%s of GStreamer %u.%u not used: %s; CUDA memory is neither taken "
@@ -230,6 +311,10 @@ load_once (GError ** error)
   GST_INFO ("%s loaded, with the calls of GStreamer %s (GStreamer %u.%u.%u)",
       GPUSHARE_GST_CUDA_LIBNAME, abi == GPUSHARE_GST_CUDA_ABI_1_22 ?
       "1.22" : "1.24 and later", major, minor, micro);
+  if (minor > GPUSHARE_GST_CUDA_NEWEST_MINOR)
+    GST_INFO ("GStreamer %u.%u is newer than the versions gpushare was run "
+        "with (1.22 to 1.%u): the layouts it reads were checked against "
+        "this library", major, minor, GPUSHARE_GST_CUDA_NEWEST_MINOR);
   return TRUE;
 }
 
@@ -399,7 +484,8 @@ gpushare_gst_cuda_memory_get_context (GstMemory * mem)
 {
   GstObject *ctx;
 
-  if (!gpushare_gst_cuda_is_cuda_memory (mem))
+  if (!gpushare_gst_cuda_is_cuda_memory (mem)
+      || g_atomic_int_get (&memory_layout_unknown))
     return NULL;
   ctx = ((GpuShareGstCudaMemoryHead *) mem)->context;
   /* a sanity check on the layout assumption, cheap enough to keep */
@@ -462,6 +548,9 @@ gpushare_gst_cuda_memory_wrap (GstObject * cuda_ctx, gpointer stream,
     const GstVideoInfo * info, CUdeviceptr ptr, gpointer user_data,
     GDestroyNotify notify)
 {
+  static gboolean memory_layout_checked;
+  GstMemory *mem;
+
   g_return_val_if_fail (info != NULL, NULL);
   g_return_val_if_fail (ptr != 0, NULL);
   g_return_val_if_fail (notify != NULL, NULL);
@@ -469,10 +558,29 @@ gpushare_gst_cuda_memory_wrap (GstObject * cuda_ctx, gpointer stream,
   if (!api.streams.gst_cuda_allocator_alloc_wrapped
       || !gpushare_gst_cuda_is_cuda_context (cuda_ctx))
     return NULL;
+  if (g_atomic_int_get (&memory_layout_unknown))
+    return NULL;
   /* the default allocator, which the call takes when given none */
   api.gst_cuda_memory_init_once ();
-  return api.streams.gst_cuda_allocator_alloc_wrapped (NULL, cuda_ctx, stream,
+  mem = api.streams.gst_cuda_allocator_alloc_wrapped (NULL, cuda_ctx, stream,
       info, ptr, user_data, notify);
+  if (mem && !memory_layout_checked) {
+    gchar *why_not = NULL;
+
+    /* once: the first memory shows whether the head read from every CUDA
+     * memory is the running library's */
+    if (!gpushare_gst_cuda_memory_layout_ok (mem, cuda_ctx, info, &why_not)) {
+      GST_WARNING ("%s: the layout of its CUDA memory is not one gpushare "
+          "knows (%s); CUDA memory is neither taken from nor given to "
+          "neighbouring elements", GPUSHARE_GST_CUDA_LIBNAME, why_not);
+      g_free (why_not);
+      g_atomic_int_set (&memory_layout_unknown, 1);
+      gst_memory_unref (mem);
+      return NULL;
+    }
+    memory_layout_checked = TRUE;
+  }
+  return mem;
 }
 
 GstMemory *

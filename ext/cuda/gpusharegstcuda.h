@@ -98,8 +98,14 @@
  *   its pitch is stride[0] and its row count size / stride[0].
  * Which calls are used is decided once, at load, from the core's version
  *   and the symbols the library has (gpushare_gst_cuda_abi_for ()): 1.22
- *   and 1.23 without the stream calls, 1.24 to GPUSHARE_GST_CUDA_NEWEST_MINOR
- *   with them; anything else, or a mix, is not used, with the reason.
+ *   and 1.23 without the stream calls, 1.24 and later with them; a mix is
+ *   not used, with the reason.  The two struct heads read
+ *   (GstCudaBufferPool's, GstCudaMemory's) are checked against the running
+ *   library: the pool's at load (a pool made for a context must hold it
+ *   there), the memory's on the first memory wrapped; a library whose
+ *   layout differs is not used, and the warning says so.  Versions after
+ *   GPUSHARE_GST_CUDA_NEWEST_MINOR, the newest run on a GPU, are used
+ *   after those checks, with a note in the log.
  *
  * Every wrapper returns FALSE, NULL or -1 when the library is not loaded.
  * Call gpushare_gst_cuda_load () first (once per process is enough).
@@ -125,7 +131,8 @@ G_BEGIN_DECLS
 /* the soname we open */
 #define GPUSHARE_GST_CUDA_LIBNAME "libgstcuda-1.0.so.0"
 
-/* the newest minor version of GStreamer 1.x this binding was made for */
+/* the newest minor version of GStreamer 1.x this binding was run with on a
+ * GPU; newer ones are used once their layouts checked out */
 #define GPUSHARE_GST_CUDA_NEWEST_MINOR 26
 
 typedef enum
@@ -137,11 +144,19 @@ typedef enum
 
 /* Which calls suit a libgstcuda of GStreamer major.minor that has (or not)
  * the stream calls of 1.24.  NONE, with why_not (free it), for versions
- * before 1.22, mixed versions, and minors after
- * GPUSHARE_GST_CUDA_NEWEST_MINOR unless allow_untested (the environment
- * variable GPUSHARE_GST_CUDA_UNTESTED=1 at load). */
+ * before 1.22 and mixed versions. */
 GpuShareGstCudaAbi gpushare_gst_cuda_abi_for (guint major, guint minor,
-    gboolean has_streams, gboolean allow_untested, gchar ** why_not);
+    gboolean has_streams, gchar ** why_not);
+/* Whether @pool, made by the running library for @cuda_ctx, is laid out
+ * as the GstCudaBufferPool head this binding reads and writes; FALSE with
+ * why_not (free it).  Checked once at load. */
+gboolean gpushare_gst_cuda_pool_layout_ok (GstBufferPool * pool,
+    GstObject * cuda_ctx, gchar ** why_not);
+/* Whether @mem, a CUDA memory of @cuda_ctx laid out as @info, holds them
+ * where the GstCudaMemory head this binding reads says; FALSE with
+ * why_not (free it).  Checked on the first memory wrapped. */
+gboolean gpushare_gst_cuda_memory_layout_ok (GstMemory * mem,
+    GstObject * cuda_ctx, const GstVideoInfo * info, gchar ** why_not);
 /* the calls in use, once loaded */
 GpuShareGstCudaAbi gpushare_gst_cuda_abi (void);
 

@@ -562,29 +562,29 @@ GST_START_TEST (test_abi_for)
   static const struct
   {
     guint major, minor;
-    gboolean streams, untested;
+    gboolean streams;
     GpuShareGstCudaAbi abi;
     const gchar *why;
   } cases[] = {
-    {1, 20, FALSE, FALSE, GPUSHARE_GST_CUDA_ABI_NONE, "1.22 or later"},
-    {1, 22, FALSE, FALSE, GPUSHARE_GST_CUDA_ABI_1_22, NULL},
-    {1, 23, FALSE, FALSE, GPUSHARE_GST_CUDA_ABI_1_22, NULL},
-    {1, 22, TRUE, FALSE, GPUSHARE_GST_CUDA_ABI_NONE, "mixed"},
-    {1, 24, FALSE, FALSE, GPUSHARE_GST_CUDA_ABI_NONE, "mixed"},
-    {1, 24, TRUE, FALSE, GPUSHARE_GST_CUDA_ABI_1_24, NULL},
-    {1, 26, TRUE, FALSE, GPUSHARE_GST_CUDA_ABI_1_24, NULL},
-    {1, 28, TRUE, FALSE, GPUSHARE_GST_CUDA_ABI_NONE,
-        "GPUSHARE_GST_CUDA_UNTESTED=1"},
-    {1, 28, TRUE, TRUE, GPUSHARE_GST_CUDA_ABI_1_24, NULL},
-    {1, 28, FALSE, TRUE, GPUSHARE_GST_CUDA_ABI_NONE, "mixed"},
-    {2, 0, TRUE, TRUE, GPUSHARE_GST_CUDA_ABI_NONE, "1.22 or later"},
+    {1, 20, FALSE, GPUSHARE_GST_CUDA_ABI_NONE, "1.22 or later"},
+    {1, 22, FALSE, GPUSHARE_GST_CUDA_ABI_1_22, NULL},
+    {1, 23, FALSE, GPUSHARE_GST_CUDA_ABI_1_22, NULL},
+    {1, 22, TRUE, GPUSHARE_GST_CUDA_ABI_NONE, "mixed"},
+    {1, 24, FALSE, GPUSHARE_GST_CUDA_ABI_NONE, "mixed"},
+    {1, 24, TRUE, GPUSHARE_GST_CUDA_ABI_1_24, NULL},
+    {1, 26, TRUE, GPUSHARE_GST_CUDA_ABI_1_24, NULL},
+    /* newer than any run on a GPU: used, its layouts checked at load */
+    {1, 28, TRUE, GPUSHARE_GST_CUDA_ABI_1_24, NULL},
+    {1, 30, TRUE, GPUSHARE_GST_CUDA_ABI_1_24, NULL},
+    {1, 28, FALSE, GPUSHARE_GST_CUDA_ABI_NONE, "mixed"},
+    {2, 0, TRUE, GPUSHARE_GST_CUDA_ABI_NONE, "1.22 or later"},
   };
   guint i;
 
   for (i = 0; i < G_N_ELEMENTS (cases); i++) {
     gchar *why = NULL;
     GpuShareGstCudaAbi abi = gpushare_gst_cuda_abi_for (cases[i].major,
-        cases[i].minor, cases[i].streams, cases[i].untested, &why);
+        cases[i].minor, cases[i].streams, &why);
 
     fail_unless_equals_int (abi, cases[i].abi);
     if (cases[i].why)
@@ -594,6 +594,97 @@ GST_START_TEST (test_abi_for)
       fail_unless (why == NULL, "case %u: %s", i, why);
     g_free (why);
   }
+}
+
+GST_END_TEST;
+
+/* The struct heads the binding reads, checked against the running library
+ * (the pool's at load: the library loaded, so it passed; here again) and
+ * against layouts that differ, which the checks must refuse */
+typedef struct
+{
+  GstBufferPool parent;
+  gpointer added;               /* a field before the context */
+  GstObject *context;
+} MovedPool;
+
+typedef GstBufferPoolClass MovedPoolClass;
+GType moved_pool_get_type (void);
+G_DEFINE_TYPE (MovedPool, moved_pool, GST_TYPE_BUFFER_POOL);
+
+static void
+moved_pool_class_init (MovedPoolClass * klass)
+{
+}
+
+static void
+moved_pool_init (MovedPool * self)
+{
+}
+
+typedef struct
+{
+  GstMemory mem;
+  GstObject *context;
+  GstVideoInfo info;
+} KnownMemory;
+
+typedef struct
+{
+  GstMemory mem;
+  gpointer added;
+  GstObject *context;
+  GstVideoInfo info;
+} MovedMemory;
+
+GST_START_TEST (test_layouts)
+{
+  GstObject *ctx;
+  GstBufferPool *pool;
+  MovedPool *moved;
+  KnownMemory known;
+  MovedMemory moved_mem;
+  GstVideoInfo info;
+  gchar *why = NULL;
+
+  memset (&known, 0, sizeof (known));
+  memset (&moved_mem, 0, sizeof (moved_mem));
+  fail_unless (gpushare_gst_cuda_load (NULL));
+  ctx = fake_cuda_context (0);
+
+  pool = gpushare_gst_cuda_buffer_pool_new (ctx);
+  fail_unless (pool != NULL);
+  fail_unless (gpushare_gst_cuda_pool_layout_ok (pool, ctx, &why), "%s", why);
+  gst_object_unref (pool);
+
+  moved = g_object_new (moved_pool_get_type (), NULL);
+  moved->context = ctx;
+  fail_if (gpushare_gst_cuda_pool_layout_ok (GST_BUFFER_POOL (moved), ctx,
+          &why));
+  fail_unless (why && strstr (why, "does not hold it"), "%s", why);
+  g_clear_pointer (&why, g_free);
+  moved->context = NULL;
+  gst_object_unref (moved);
+
+  gst_video_info_set_format (&info, GST_VIDEO_FORMAT_NV12, 64, 48);
+  known.context = ctx;
+  known.info = info;
+  fail_unless (gpushare_gst_cuda_memory_layout_ok ((GstMemory *) & known,
+          ctx, &info, &why), "%s", why);
+  moved_mem.context = ctx;
+  moved_mem.info = info;
+  fail_if (gpushare_gst_cuda_memory_layout_ok ((GstMemory *) & moved_mem,
+          ctx, &info, &why));
+  fail_unless (why && strstr (why, "context"), "%s", why);
+  g_clear_pointer (&why, g_free);
+  /* the context in place, but not the video info */
+  known.info.stride[0] = 4096;
+  fail_if (gpushare_gst_cuda_memory_layout_ok ((GstMemory *) & known,
+          ctx, &info, &why));
+  fail_unless (why && strstr (why, "GstVideoInfo"), "%s", why);
+  g_clear_pointer (&why, g_free);
+
+  gst_object_unref (ctx);
 }
 
 GST_END_TEST;
@@ -610,6 +701,7 @@ gstcuda_suite (void)
   tcase_add_test (tc, test_template_has_gpu);
   tcase_add_test (tc, test_abi_loaded);
   tcase_add_test (tc, test_abi_for);
+  tcase_add_test (tc, test_layouts);
   tcase_add_test (tc, test_slot_pool);
   tcase_add_test (tc, test_no_gpu);
   tcase_add_test (tc, test_not_cuda);
