@@ -1,63 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 #
-# Runs a command against GStreamer 1.26: in a Debian 13 (trixie) root made
-# from Debian's own packages (debootstrap, about a minute, once per
-# machine), with this project bind-mounted at its own path (so that a build
-# directory made in the root names the same files outside it) and the CUDA
-# toolkit at /usr/local/cuda when this machine has it.  Needs root.
+# Runs a command against GStreamer 1.26, in a Debian 13 (trixie) root
+# (.ci/gst-root.sh):
 #
-#   bash .ci/gst126.sh 'meson setup build126 && ninja -C build126'
+#   bash .ci/gst126.sh 'meson setup build-126 && ninja -C build-126'
 #
 # GPUSHARE_GST126_ROOT says where the root lives (default
-# /var/tmp/gpushare-gst126); it is reused while its packages are there.
-set -u
-root=${GPUSHARE_GST126_ROOT:-/var/tmp/gpushare-gst126}
-project=$(cd "$(dirname "$0")/.." && pwd)
-cmd=$1
-
-# g++: nvcc builds the gpu suite's kernel with it
-packages="meson ninja-build gcc g++ pkg-config libglib2.0-dev
-  libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev
-  libgstreamer-plugins-bad1.0-dev gstreamer1.0-tools
-  gstreamer1.0-plugins-base gstreamer1.0-plugins-good
-  gstreamer1.0-plugins-bad python3-gi python3-gst-1.0 gir1.2-gstreamer-1.0
-  gir1.2-gst-plugins-base-1.0 python3-numpy python3-yaml"
-
-# the packages installed, once: a marker holds the list they came from
-marker=$root/var/lib/gpushare-packages
-if [ ! -f "$marker" ] || [ "$(cat "$marker")" != "$(echo $packages)" ]; then
-  command -v debootstrap > /dev/null || \
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap \
-    > /dev/null || { echo "gst126: cannot install debootstrap" >&2; exit 1; }
-  if [ ! -x "$root/usr/bin/apt-get" ]; then
-    debootstrap --variant=minbase trixie "$root" \
-      http://deb.debian.org/debian > /dev/null || {
-      echo "gst126: debootstrap of Debian 13 failed" >&2; exit 1; }
-  fi
-  chroot "$root" bash -c "apt-get update -qq && \
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-    --no-install-recommends $(echo $packages)" > /dev/null || {
-    echo "gst126: installing GStreamer 1.26 in the root failed" >&2; exit 1; }
-  echo $packages > "$marker"
-fi
-
-mkdir -p "$root$project" "$root/usr/local/cuda"
-mounts=()
-mount_bind () {
-  mount --bind "$1" "$2" && mounts+=("$2")
-}
-mount_bind /proc "$root/proc" && mount_bind /dev "$root/dev" \
-  && mount_bind "$project" "$root$project" || {
-  echo "gst126: cannot bind-mount into the root" >&2; rc=1; }
-if [ -z "${rc:-}" ]; then
-  [ -d /usr/local/cuda/include ] && \
-    mount_bind /usr/local/cuda "$root/usr/local/cuda"
-  echo "gst126: $(chroot "$root" gst-launch-1.0 --version | sed -n 2p)"
-  chroot "$root" bash -c "cd '$project' && $cmd"
-  rc=$?
-fi
-for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do
-  umount "${mounts[$i]}"
-done
-exit "$rc"
+# /var/tmp/gpushare-gst126).
+GPUSHARE_GST_ROOT=${GPUSHARE_GST126_ROOT:-/var/tmp/gpushare-gst126} \
+  exec bash "$(dirname "$0")/gst-root.sh" trixie "$@"

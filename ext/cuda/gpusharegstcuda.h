@@ -133,7 +133,7 @@ G_BEGIN_DECLS
 
 /* the newest minor version of GStreamer 1.x this binding was run with on a
  * GPU; newer ones are used once their layouts checked out */
-#define GPUSHARE_GST_CUDA_NEWEST_MINOR 26
+#define GPUSHARE_GST_CUDA_NEWEST_MINOR 28
 
 typedef enum
 {

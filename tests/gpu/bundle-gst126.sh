@@ -17,10 +17,17 @@
 # then, on the GPU machine, with .gst126 and BUILD/tests/plugin carried:
 #
 #   bash tests/gpu/run-gst126.sh [BUILD]
+#
+# The same for the newest GStreamer (.ci/gst-newest.sh, Debian sid):
+# GPUSHARE_GST126_ROOT=/var/tmp/gpushare-gst-newest GPUSHARE_BUNDLE=.gst-newest
+# here, and GPUSHARE_BUNDLE=.gst-newest there.  sid's glibc and gcc are newer
+# than the CUDA toolkit takes: build there with GPUSHARE_GST_ROOT_TOOLKIT=no
+# (no GPU kernels: gpu_checksum, gpu_streams and the CUDA example are not
+# built).
 set -eu
 root=${GPUSHARE_GST126_ROOT:-/var/tmp/gpushare-gst126}
 build=${1:-build-126}
-out=$PWD/.gst126
+out=$PWD/${GPUSHARE_BUNDLE:-.gst126}
 ml=/usr/lib/x86_64-linux-gnu
 plugins=$ml/gstreamer-1.0
 command -v patchelf > /dev/null || {

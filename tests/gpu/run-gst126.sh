@@ -12,12 +12,13 @@ cd "$(dirname "$0")/../.."
 build=${1:-build-126}
 logs=${2:-/tmp/gpushare-gst126-logs}
 shift $(($# > 2 ? 2 : $#))
-b=$PWD/.gst126
+b=$PWD/${GPUSHARE_BUNDLE:-.gst126}
 . "$b/env.sh"
 mkdir -p "$logs"
 export GST_PLUGIN_PATH_1_0=$PWD/$build/tests/plugin
 export GST_DEBUG='*:1,gpushare*:2' GST_DEBUG_NO_COLOR=1
-export GPUSHARE_CUDA_APP=$b/bin/gpushare-cuda-app
+# built with the CUDA toolkit only
+[ -x "$b/bin/gpushare-cuda-app" ] && export GPUSHARE_CUDA_APP=$b/bin/gpushare-cuda-app
 clip=$PWD/tests/media/clip-h264.mp4
 # name, timeout (s), command
 tests=(
