@@ -50,6 +50,9 @@ c1=$!
 gst-launch-1.0 -q gpusharesrc socket-path="$dir/live.sock" ! fakesink &
 c2=$!
 inspect_until "consumers: 2, observers: 1" "$dir/live.sock"
+# a consumer is counted from its first message on; ready once it mapped
+inspect_until "pid $c1, uid $uid, .* state ready" "$dir/live.sock"
+inspect_until "pid $c2, uid $uid, .* state ready" "$dir/live.sock"
 cat "$dir/out"
 grep -q "^producer $dir/live.sock$" "$dir/out"
 grep -q "name: camera" "$dir/out"

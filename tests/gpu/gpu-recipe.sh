@@ -50,8 +50,21 @@ pass() { echo "PASS $*"; }
 fail() { echo "FAIL $*"; failures=$((failures + 1)); }
 dir=$(mktemp -d /tmp/gpushare-recipe.XXXXXX)
 pids=()
+# stop containers as a runtime does: SIGKILL to each one's first process,
+# which ends its PID namespace and everything in it.  Each of $@ is the
+# unshare(1) that made one (the subshell exec'd into it); its child is the
+# container's first process.  Killing unshare alone is not enough: its
+# --kill-child is a parent-death signal, which the kernel drops when the
+# child changes its credentials (setpriv to the image's user)
+stop() {
+  local p
+  for p in "$@"; do
+    pkill -KILL -P "$p" 2>/dev/null
+    kill -KILL "$p" 2>/dev/null
+  done
+}
 cleanup() {
-  for p in ${pids[@]+"${pids[@]}"}; do kill -KILL "$p" 2>/dev/null; done
+  stop ${pids[@]+"${pids[@]}"}
   wait 2>/dev/null
   rm -rf "$dir"
 }
@@ -157,7 +170,7 @@ else
 fi
 # docker compose down: gst-launch-1.0, pid 1 of its namespace, leaves
 # SIGTERM to the runtime's SIGKILL
-kill -KILL "${pids[@]}" 2>/dev/null
+stop "${pids[@]}"
 wait "${pids[@]}" 2>/dev/null
 pids=()
 fi
@@ -184,7 +197,7 @@ if [ $gpu -eq 1 ] && want 2; then
     kill -0 $cpid 2>/dev/null || kill -0 $ppid 2>/dev/null || break
     sleep 0.1
   done
-  kill -KILL $cpid $ppid 2>/dev/null
+  stop $cpid $ppid
   wait $ppid; prc=$?
   wait $cpid; crc=$?
   pids=()
