@@ -419,7 +419,6 @@ GST_START_TEST (test_sync_auto)
       GPUSHARE_SYNC_REQUEST_AUTO, TRUE, GPUSHARE_MEM_CUDA_VMM,
       GPUSHARE_SYNC_HOST, -1, "GPU memory (cuda-vmm): both ends on "
       UUID_HERE ", host synchronisation (auto: no MPS)");
-  a.device.sync_modes = ALL_SYNC;
   gpu.copies = FALSE;
   gpu.mps = TRUE;
   /* the common modes only: the producer's offer ... */

@@ -149,9 +149,10 @@ image_mounts() {
   done
 }
 
-# --image: the command as the image's user, with only --env's environment
+# --image: the command as the image's user (root without --user), with only
+# --env's environment
 image_exec() {
-  local home=/ u=${user%%:*} g
+  local u=${user%%:*} g home as=()
   ldconfig
   if [ -n "$user" ]; then
     g=${user#*:}
@@ -159,14 +160,14 @@ image_exec() {
       g=$(getent passwd "$u" | cut -d: -f4)
       g=${g:-$u}
     fi
-    home=$(getent passwd "$u" | cut -d: -f6)
-    cd "${home:-/}" 2>/dev/null || cd /
-    exec env -i "HOSTNAME=$name" "HOME=${home:-/}" ${envs[@]+"${envs[@]}"} \
-      setpriv "--reuid=$u" "--regid=$g" --clear-groups -- "$@"
+    as=(setpriv "--reuid=$u" "--regid=$g" --clear-groups --)
+  else
+    u=0
   fi
-  home=$(getent passwd 0 | cut -d: -f6)
-  cd "${home:-/}"
-  exec env -i "HOSTNAME=$name" "HOME=${home:-/}" ${envs[@]+"${envs[@]}"} "$@"
+  home=$(getent passwd "$u" | cut -d: -f6)
+  cd "${home:-/}" 2>/dev/null || cd /
+  exec env -i "HOSTNAME=$name" "HOME=${home:-/}" ${envs[@]+"${envs[@]}"} \
+    ${as[@]+"${as[@]}"} "$@"
 }
 
 mount --make-rprivate /
