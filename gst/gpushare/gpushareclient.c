@@ -184,6 +184,11 @@ struct _GpuShareClient
   GpuShareMeta *lane_meta;
   gboolean lane_reader_done;
   GSource *lane_drain;
+  /* heads-up: the frames a spin caught, the spins that missed, the
+   * microseconds spun in all */
+  guint64 lane_spins;
+  guint64 lane_spin_misses;
+  guint64 lane_spin_us;
 
   /* the GPU, probed at start */
   gboolean gpu_ok;
@@ -620,7 +625,8 @@ handle_announce (GpuShareClient * self, const GpuShareAnnounce * a)
   memcpy (acc->reason, self->mem_reason, acc->reason_len);
   acc->schema_major = GPUSHARE_VERSION_MAJOR;
   acc->schema_minor = GPUSHARE_VERSION_MINOR;
-  acc->flags = self->config.lane ? GPUSHARE_ACCEPT_FLAG_LANE : 0;
+  acc->flags = self->config.lane ?
+      GPUSHARE_ACCEPT_FLAG_LANE | GPUSHARE_ACCEPT_FLAG_HEADS_UP : 0;
   acc->mem_type = self->mem_type;
   acc->pid = getpid ();
   acc->instance = a->instance;
@@ -787,6 +793,9 @@ handle_lane (GpuShareClient * self, const GpuShareLaneInfo * info, gint fd)
     g_error_free (error);
     return;
   }
+  /* our ACCEPT asked for heads-up; a producer before minor 8 never
+   * announces, and its reader sleeps as before */
+  gpushare_lane_set_heads_up (lane, GPUSHARE_CLIENT_LANE_SPIN_MAX_US);
   g_mutex_lock (&session->lock);
   session->lane = lane;
   g_mutex_unlock (&session->lock);
@@ -1948,10 +1957,22 @@ gpushare_client_pop (GpuShareClient * self, GpuShareClientItem * out)
       continue;
     }
     if (lane) {
+      GpuShareLaneSpin spin;
+      gint64 spun;
+
       session_ref (s);
       g_mutex_unlock (&self->lock);
-      gpushare_lane_sleep (s->lane, bell, LANE_SLEEP_MAX_US);
+      /* a frame announced is polled for; otherwise, or after a miss,
+       * the thread sleeps until the producer rings */
+      spin = gpushare_lane_spin (s->lane, bell, &spun);
+      if (spin == GPUSHARE_LANE_SPIN_NONE)
+        gpushare_lane_sleep (s->lane, bell, LANE_SLEEP_MAX_US);
       g_mutex_lock (&self->lock);
+      self->lane_spin_us += spun;
+      if (spin == GPUSHARE_LANE_SPIN_HIT)
+        self->lane_spins++;
+      else if (spin == GPUSHARE_LANE_SPIN_MISSED)
+        self->lane_spin_misses++;
       session_unref (s);
       continue;
     }
@@ -2052,5 +2073,8 @@ gpushare_client_get_stats (GpuShareClient * self, GpuShareClientStats * s)
   s->reconnects = self->reconnects;
   s->producer_live = self->producer_live;
   s->lane = self->session && self->session->lane;
+  s->lane_spins = self->lane_spins;
+  s->lane_spin_misses = self->lane_spin_misses;
+  s->lane_spin_us = self->lane_spin_us;
   g_mutex_unlock (&self->lock);
 }

@@ -35,6 +35,12 @@ G_BEGIN_DECLS
  * streaming thread: each waits, mapped, for the reader to reach its
  * frames (docs/security.md, "Bounds") */
 #define GPUSHARE_CLIENT_MAX_LANE_RINGS 16
+/* heads-up (docs/protocol.md): the longest the streaming thread polls for
+ * one frame the producer announced, instead of sleeping.  A copy on the
+ * GPU is announced, launched, waited for and published in 20-80 us on an
+ * H200; a spin past this is a miss, and spins are then left out for 1 to
+ * GPUSHARE_LANE_SPIN_MAX_SKIP frames (docs/security.md, "Bounds") */
+#define GPUSHARE_CLIENT_LANE_SPIN_MAX_US 250
 
 typedef struct _GpuShareClient GpuShareClient;
 typedef struct _GpuShareClientFrame GpuShareClientFrame;
@@ -149,6 +155,11 @@ typedef struct
   guint share;                  /* of a leaky producer's ring; 0: none */
   gboolean stalled;             /* it said it skips us, no frame since */
   gboolean lane;                /* frames come through a frame lane */
+  /* heads-up: frames a spin caught, spins that missed, microseconds
+   * spun (docs/design.md, "Heads-up") */
+  guint64 lane_spins;
+  guint64 lane_spin_misses;
+  guint64 lane_spin_us;
 } GpuShareClientStats;
 
 GpuShareClient *gpushare_client_new (const GpuShareClientConfig * config,

@@ -45,6 +45,14 @@ struct _GpuShareLane
    * never past ours (the producer's tail, the consumer's rtail) */
   guint64 peer;
   guint64 rpeer;
+  /* the consumer's heads-up (gpushare_lane_set_heads_up ()): the longest
+   * it spins for one entry (0: never) and what is left of that for the
+   * next one; entries to read before it spins again, and how many a miss
+   * sets that to */
+  gint64 spin_max_us;
+  gint64 spin_left_us;
+  guint spin_skip;
+  guint spin_penalty;
 };
 
 static guint64 *
@@ -202,6 +210,18 @@ gpushare_lane_push (GpuShareLane * lane, GpuShareLaneEntry * e)
   return GPUSHARE_LANE_OK;
 }
 
+void
+gpushare_lane_announce (GpuShareLane * lane)
+{
+  __atomic_store_n (word64 (lane, GPUSHARE_LANE_ANNOUNCED_OFFSET),
+      lane->index + 1, __ATOMIC_RELAXED);
+  /* against the reader's store of waiting and its look at announced */
+  __atomic_thread_fence (__ATOMIC_SEQ_CST);
+  if (__atomic_load_n (word32 (lane, GPUSHARE_LANE_WAITING_OFFSET),
+          __ATOMIC_RELAXED))
+    gpushare_lane_ring (lane);
+}
+
 GpuShareLane *
 gpushare_lane_open (gint fd, const GpuShareLaneInfo * info, GError ** error)
 {
@@ -257,6 +277,9 @@ gpushare_lane_pop (GpuShareLane * lane, GpuShareLaneEntry * e)
   lane->index++;
   __atomic_store_n (word64 (lane, GPUSHARE_LANE_TAIL_OFFSET), lane->index,
       __ATOMIC_RELEASE);
+  lane->spin_left_us = lane->spin_max_us;
+  if (lane->spin_skip > 0)
+    lane->spin_skip--;
   return GPUSHARE_LANE_OK;
 }
 
@@ -267,6 +290,76 @@ gpushare_lane_bell (GpuShareLane * lane)
       __ATOMIC_SEQ_CST);
 }
 
+/* consumer: the producer announced the entry we read next, and we may
+ * spin for it */
+static gboolean
+spin_due (GpuShareLane * lane)
+{
+  return lane->spin_left_us > 0 && lane->spin_skip == 0
+      && __atomic_load_n (word64 (lane, GPUSHARE_LANE_ANNOUNCED_OFFSET),
+      __ATOMIC_RELAXED) == lane->index + 1;
+}
+
+void
+gpushare_lane_set_heads_up (GpuShareLane * lane, gint64 spin_max_us)
+{
+  lane->spin_max_us = lane->spin_left_us = MAX (spin_max_us, 0);
+}
+
+static inline void
+cpu_relax (void)
+{
+#if defined (__x86_64__) || defined (__i386__)
+  __builtin_ia32_pause ();
+#elif defined (__aarch64__)
+  __asm__ __volatile__ ("yield");
+#endif
+}
+
+GpuShareLaneSpin
+gpushare_lane_spin (GpuShareLane * lane, guint32 bell, gint64 * spun_us)
+{
+  const guint64 *head = word64 (lane, GPUSHARE_LANE_HEAD_OFFSET);
+  const guint32 *bellw = word32 (lane, GPUSHARE_LANE_BELL_OFFSET);
+  GpuShareLaneSpin res = GPUSHARE_LANE_SPIN_MISSED;
+  gint64 start, now;
+
+  *spun_us = 0;
+  if (!spin_due (lane))
+    return GPUSHARE_LANE_SPIN_NONE;
+  start = now = g_get_monotonic_time ();
+  while (now - start < lane->spin_left_us) {
+    if (__atomic_load_n (head, __ATOMIC_ACQUIRE) != lane->index) {
+      res = GPUSHARE_LANE_SPIN_HIT;
+      break;
+    }
+    /* anything else for the reader (a flush, a message): it looks */
+    if (__atomic_load_n (bellw, __ATOMIC_RELAXED) != bell) {
+      res = GPUSHARE_LANE_SPIN_RUNG;
+      break;
+    }
+    cpu_relax ();
+    now = g_get_monotonic_time ();
+  }
+  *spun_us = MAX (now - start, 0);
+  /* one entry's spins, however often the bell rings, add up to
+   * spin_max_us at most */
+  lane->spin_left_us -= *spun_us;
+  if (res == GPUSHARE_LANE_SPIN_HIT) {
+    lane->spin_penalty = 0;
+  } else if (res == GPUSHARE_LANE_SPIN_MISSED) {
+    /* the entry did not come in time: spin again only after as many
+     * entries as this miss makes (1, 2, 4 .. GPUSHARE_LANE_SPIN_MAX_SKIP
+     * for misses in a row), so that a producer whose writes take longer,
+     * or one that announces and never writes, costs a spin now and then */
+    lane->spin_penalty = CLAMP (lane->spin_penalty * 2, 1,
+        GPUSHARE_LANE_SPIN_MAX_SKIP);
+    lane->spin_skip = lane->spin_penalty;
+    lane->spin_left_us = lane->spin_max_us;
+  }
+  return res;
+}
+
 gboolean
 gpushare_lane_sleep (GpuShareLane * lane, guint32 bell, gint64 timeout_us)
 {
@@ -275,10 +368,11 @@ gpushare_lane_sleep (GpuShareLane * lane, guint32 bell, gint64 timeout_us)
   gboolean woken = TRUE;
 
   __atomic_store_n (waiting, 1, __ATOMIC_RELAXED);
-  /* against the writer's store of head and its look at waiting */
+  /* against the writer's store of head (or announced) and its look at
+   * waiting */
   __atomic_thread_fence (__ATOMIC_SEQ_CST);
   if (__atomic_load_n (word64 (lane, GPUSHARE_LANE_HEAD_OFFSET),
-          __ATOMIC_RELAXED) == lane->index) {
+          __ATOMIC_RELAXED) == lane->index && !spin_due (lane)) {
     if (timeout_us >= 0) {
       ts.tv_sec = timeout_us / G_USEC_PER_SEC;
       ts.tv_nsec = (timeout_us % G_USEC_PER_SEC) * 1000;

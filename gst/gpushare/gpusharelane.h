@@ -66,6 +66,37 @@ gboolean gpushare_lane_sleep (GpuShareLane * lane, guint32 bell,
 /* wakes the reader, from any thread of either side */
 void gpushare_lane_ring (GpuShareLane * lane);
 
+/* Heads-up (docs/protocol.md, "Heads-up"; since minor 8).  The producer,
+ * as it begins to write a frame that takes it a while (a copy on the
+ * GPU), says that the next entry is on its way, and rings the bell if the
+ * reader sleeps: the reader's wake-up then runs beside the write. */
+void gpushare_lane_announce (GpuShareLane * lane);
+
+/* the reader asked for heads-up: spin_max_us is the longest it spins for
+ * one announced entry (0: it never spins, and sleeps as before) */
+void gpushare_lane_set_heads_up (GpuShareLane * lane, gint64 spin_max_us);
+
+/* a miss makes the reader skip up to this many entries before it spins
+ * again */
+#define GPUSHARE_LANE_SPIN_MAX_SKIP 64
+
+typedef enum
+{
+  GPUSHARE_LANE_SPIN_NONE = 0,  /* nothing announced, or not now */
+  GPUSHARE_LANE_SPIN_HIT,       /* the entry came */
+  GPUSHARE_LANE_SPIN_RUNG,      /* the bell rang: look at everything */
+  GPUSHARE_LANE_SPIN_MISSED,    /* it did not come in time */
+} GpuShareLaneSpin;
+
+/* The reader, with nothing to read (after gpushare_lane_bell ()): if the
+ * producer announced the next entry, polls for it instead of sleeping,
+ * for what is left of spin_max_us for this entry, and says how it ended
+ * and for how long it spun.  The announced word is a peer's: any value but
+ * the next entry's number is no announcement, and a miss costs the spins
+ * of the next entries (GPUSHARE_LANE_SPIN_MAX_SKIP). */
+GpuShareLaneSpin gpushare_lane_spin (GpuShareLane * lane, guint32 bell,
+    gint64 * spun_us);
+
 /* The way back: the consumer writes its releases into the lane (any
  * thread, serialised by the caller), the producer reads them from its
  * streaming or control thread, under its lock.  push returns FULL when the

@@ -60,7 +60,7 @@ G_BEGIN_DECLS
 
 #define GPUSHARE_MAGIC 0x48535047u      /* "GPSH" as little-endian bytes */
 #define GPUSHARE_VERSION_MAJOR 1
-#define GPUSHARE_VERSION_MINOR 7
+#define GPUSHARE_VERSION_MINOR 8
 
 /* The minor version that added each feature.  A minor only adds (new
  * types, longer payloads, meaning for bits that were 0), so a feature
@@ -82,6 +82,7 @@ G_BEGIN_DECLS
 #define GPUSHARE_MINOR_NOTICE 6         /* NOTICE */
 #define GPUSHARE_MINOR_LANE 7           /* LANE: frames through a lane in
                                          * shared memory */
+#define GPUSHARE_MINOR_HEADS_UP 8       /* a lane's announced word */
 
 #define GPUSHARE_HEADER_SIZE 24
 /* caps, checked before anything is allocated or copied */
@@ -233,6 +234,10 @@ typedef struct
  * later that can make one sends it, and from then on every FRAME goes
  * there, never on the socket */
 #define GPUSHARE_ACCEPT_FLAG_LANE (1u << 0)
+/* (since minor 8) with a lane: the consumer asks to be told, through the
+ * lane's announced word, when the producer begins to write a frame that
+ * takes it a while (docs/protocol.md, "Heads-up") */
+#define GPUSHARE_ACCEPT_FLAG_HEADS_UP (1u << 1)
 
 /* GOODBYE flags (since minor 3) */
 /* from a consumer: buffers alive in its process still read the slots it
@@ -489,6 +494,9 @@ typedef struct
 #define GPUSHARE_LANE_RWAITING_OFFSET 96        /* u32: 1 while the producer
                                                  * waits for a slot
                                                  * (producer) */
+/* (since minor 8) u64: head + 1 while the producer writes the frame of
+ * entry head, for a consumer that asked for heads-up (producer) */
+#define GPUSHARE_LANE_ANNOUNCED_OFFSET 104
 #define GPUSHARE_LANE_RELEASE_SIZE 32
 
 /* what one entry of a lane holds */

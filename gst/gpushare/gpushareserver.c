@@ -119,6 +119,7 @@ typedef struct
   GpuShareLane *lane;
   guint64 lane_marks;
   gboolean lane_failed;         /* its releases in the lane did not read */
+  gboolean heads_up;            /* it asked for heads-up in its lane */
 } Client;
 
 struct _GpuShareServer
@@ -461,6 +462,25 @@ lane_push (GpuShareServer * self, Client * client, GpuShareLaneEntry * e)
   gpushare_conn_fail (client->conn, error);
   g_error_free (error);
   return FALSE;
+}
+
+/* lock held: heads-up to the consumers of GPU memory of these types that
+ * asked for it (docs/protocol.md, "Heads-up"): the frame begun is coming.
+ * One that will not get it after all (skipped for its share) spins
+ * for nothing once, which its lane's reader pays for with spins left out
+ * later. */
+static void
+announce_frame (GpuShareServer * self, guint32 mem_types)
+{
+  guint i;
+
+  for (i = 0; i < MAX_CLIENTS; i++) {
+    Client *c = self->clients[i];
+
+    if (c && c->heads_up && c->state == CLIENT_READY
+        && c->mapped_epoch == self->epoch && (c->mem_type & mem_types))
+      gpushare_lane_announce (c->lane);
+  }
 }
 
 /* lock held: an ordered message (CAPS, META, EVENT, EOS) was just queued
@@ -1160,6 +1180,9 @@ handle_accept (GpuShareServer * self, Client * client,
   if ((acc->flags & GPUSHARE_ACCEPT_FLAG_LANE)
       && client->minor >= GPUSHARE_MINOR_LANE)
     send_lane (self, client);
+  client->heads_up = client->lane
+      && (acc->flags & GPUSHARE_ACCEPT_FLAG_HEADS_UP)
+      && client->minor >= GPUSHARE_MINOR_HEADS_UP;
   send_slots (self, client);
 }
 
@@ -2698,6 +2721,11 @@ again:
     }
     frame->rings[frame->n_rings++] = ring;
   }
+  /* a copy from GPU memory into the GPU slots: launched, waited for
+   * and published in some tens of microseconds, as long as a sleeping
+   * consumer takes to wake up, so the wake-up runs beside it */
+  if (gpu_buffer && !frame->in_place && frame->n_rings > 0)
+    announce_frame (self, need_gpu);
   g_mutex_unlock (&self->lock);
   return GPUSHARE_SERVER_OK;
 

@@ -1395,6 +1395,9 @@ make_stats (GstGpuShareSrc * self)
       "share", G_TYPE_UINT, st.share,
       "stalled", G_TYPE_BOOLEAN, st.stalled,
       "frame-lane", G_TYPE_BOOLEAN, st.lane,
+      "lane-spins", G_TYPE_UINT64, st.lane_spins,
+      "lane-spin-misses", G_TYPE_UINT64, st.lane_spin_misses,
+      "lane-spin-us", G_TYPE_UINT64, st.lane_spin_us,
       "fd-memory", G_TYPE_BOOLEAN, g_atomic_int_get (&self->fd_memory), NULL);
   g_free (st.mem_reason);
   gpushare_timing_set_fields (&self->handoff, s, "handoff-us");

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "gpushare-check-elements.h"
+#include "gpushareclient.h"
 #include "gpushareconn.h"
 #include "gpushareframemeta.h"
 #include "gpusharelane.h"
@@ -1156,6 +1157,198 @@ GST_START_TEST (test_lane_mark_waits_asleep)
 
 GST_END_TEST;
 
+/* Heads-up (minor 8), the reader's side alone: a consumer's lane on the
+ * fake producer's memfd.  It polls only for the entry announced next,
+ * catches it, stops at a ring of the bell, and, after a miss, polls again
+ * only after 1, 2, 4 .. entries; its sleep does not begin while an
+ * announced entry is due. */
+GST_START_TEST (test_lane_heads_up)
+{
+  GpuShareLane *reader;
+  GpuShareLaneEntry e;
+  GError *error = NULL;
+  FakeLane fl;
+  guint64 *announced;
+  gint64 spun, t0;
+  guint i, seq = 0;
+
+  fake_lane_new (&fl);
+  announced = (guint64 *) (fl.base + GPUSHARE_LANE_ANNOUNCED_OFFSET);
+  reader = gpushare_lane_open (gpushare_lane_dup_fd (fl.lane, NULL),
+      &fl.info, &error);
+  fail_unless (reader != NULL, "%s", error ? error->message : "?");
+
+  /* not asked for: an announcement means nothing */
+  gpushare_lane_announce (fl.lane);
+  fail_unless_equals_uint64 (*announced, 1);
+  fail_unless_equals_int (gpushare_lane_spin (reader,
+          gpushare_lane_bell (reader), &spun), GPUSHARE_LANE_SPIN_NONE);
+  gpushare_lane_set_heads_up (reader, GPUSHARE_CLIENT_LANE_SPIN_MAX_US);
+
+  /* announced and written: caught */
+  fake_lane_push_frame (&fl, 1, 0, 1, ++seq);
+  fail_unless_equals_int (gpushare_lane_spin (reader,
+          gpushare_lane_bell (reader), &spun), GPUSHARE_LANE_SPIN_HIT);
+  fail_unless_equals_int (gpushare_lane_pop (reader, &e), GPUSHARE_LANE_OK);
+
+  /* any other value is no announcement: no spin, and the sleep sleeps */
+  for (i = 0; i < 4; i++) {
+    static const guint64 garbage[] = { 0, 1, 3, G_MAXUINT64 };
+
+    *announced = garbage[i];
+    fail_unless_equals_int (gpushare_lane_spin (reader,
+            gpushare_lane_bell (reader), &spun), GPUSHARE_LANE_SPIN_NONE);
+    fail_unless_equals_int (spun, 0);
+  }
+  t0 = g_get_monotonic_time ();
+  fail_if (gpushare_lane_sleep (reader, gpushare_lane_bell (reader), 20000));
+  fail_unless (g_get_monotonic_time () - t0 >= 20000);
+
+  /* announced, not written: its whole budget, once, then a miss; the
+   * sleep does not wait while it is due */
+  gpushare_lane_announce (fl.lane);
+  t0 = g_get_monotonic_time ();
+  fail_unless (gpushare_lane_sleep (reader, gpushare_lane_bell (reader),
+          G_USEC_PER_SEC));
+  fail_unless (g_get_monotonic_time () - t0 < G_USEC_PER_SEC / 2);
+  fail_unless_equals_int (gpushare_lane_spin (reader,
+          gpushare_lane_bell (reader), &spun), GPUSHARE_LANE_SPIN_MISSED);
+  fail_unless (spun >= GPUSHARE_CLIENT_LANE_SPIN_MAX_US, "spun %"
+      G_GINT64_FORMAT " us", spun);
+  /* the next entry is not polled for (1 to skip) */
+  fail_unless_equals_int (gpushare_lane_spin (reader,
+          gpushare_lane_bell (reader), &spun), GPUSHARE_LANE_SPIN_NONE);
+  fake_lane_push_frame (&fl, 1, 1, 1, ++seq);
+  fail_unless_equals_int (gpushare_lane_pop (reader, &e), GPUSHARE_LANE_OK);
+
+  /* a ring of the bell ends a spin; what is spun for one entry adds up
+   * to the budget, however often it rings */
+  gpushare_lane_announce (fl.lane);
+  {
+    guint32 bell = gpushare_lane_bell (reader);
+    gint64 total = 0;
+
+    gpushare_lane_ring (fl.lane);
+    fail_unless_equals_int (gpushare_lane_spin (reader, bell, &spun),
+        GPUSHARE_LANE_SPIN_RUNG);
+    total += spun;
+    fail_unless_equals_int (gpushare_lane_spin (reader,
+            gpushare_lane_bell (reader), &spun), GPUSHARE_LANE_SPIN_MISSED);
+    total += spun;
+    fail_unless (total >= GPUSHARE_CLIENT_LANE_SPIN_MAX_US
+        && spun <= GPUSHARE_CLIENT_LANE_SPIN_MAX_US + 100000);
+  }
+  /* a second miss in a row: two entries before the next poll */
+  for (i = 0; i < 2; i++) {
+    fail_unless_equals_int (gpushare_lane_spin (reader,
+            gpushare_lane_bell (reader), &spun), GPUSHARE_LANE_SPIN_NONE);
+    fake_lane_push_frame (&fl, 1, i, 1, ++seq);
+    fail_unless_equals_int (gpushare_lane_pop (reader, &e), GPUSHARE_LANE_OK);
+    gpushare_lane_announce (fl.lane);
+  }
+  fake_lane_push_frame (&fl, 1, 0, 1, ++seq);
+  fail_unless_equals_int (gpushare_lane_spin (reader,
+          gpushare_lane_bell (reader), &spun), GPUSHARE_LANE_SPIN_HIT);
+
+  gpushare_lane_free (reader);
+  fake_lane_free (&fl);
+}
+
+GST_END_TEST;
+
+/* A producer that announces frames it never writes, against a real src:
+ * the src's streaming thread polls once for the entry announced next (its
+ * budget, GPUSHARE_CLIENT_LANE_SPIN_MAX_US), then sleeps, however often
+ * the bell rings; a value that is not the next entry's makes it poll not
+ * at all; after each frame read it polls again only after 1, 2, 4 ..
+ * misses in a row.  The stats count it all, and the stream goes on. */
+GST_START_TEST (test_lane_heads_up_hostile)
+{
+  GAsyncQueue *log = g_async_queue_new_full (g_free);
+  gchar *path = socket_path ("lane.sock");
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  GstElement *pipeline, *src;
+  guint64 *announced;
+  GpuShareRelease rel;
+  gint listen_fd;
+  FakeLane fl;
+  RawPeer raw;
+  guint i;
+
+  listen_fd = -1;
+  pipeline = lane_consumer_start (path, TRUE, &listen_fd, &raw);
+  src = child (pipeline, "src");
+  raw_announce (&raw, msg);
+  fail_unless_equals_int (msg->u.accept.flags & (GPUSHARE_ACCEPT_FLAG_LANE |
+          GPUSHARE_ACCEPT_FLAG_HEADS_UP),
+      GPUSHARE_ACCEPT_FLAG_LANE | GPUSHARE_ACCEPT_FLAG_HEADS_UP);
+  fake_lane_new (&fl);
+  fake_lane_send (&raw, &fl);
+  {
+    gint fds[HP_N_SLOTS];
+
+    for (i = 0; i < HP_N_SLOTS; i++)
+      fds[i] = make_memfd (HP_SLOT_SIZE, TRUE);
+    raw_send_slots (&raw, msg, fds, 1);
+  }
+  raw_expect (&raw, GPUSHARE_MSG_MAPPED, msg, NULL, NULL);
+  announced = (guint64 *) (fl.base + GPUSHARE_LANE_ANNOUNCED_OFFSET);
+  fake_lane_push_frame (&fl, 1, 0, 1, 1);
+  expect_release (&fl, &rel, 0, 1, 1);
+
+  /* values that are not the next entry's, rung for: no poll */
+  for (i = 0; i < 50; i++) {
+    *announced = i % 2 ? G_MAXUINT64 : 3 + i;
+    gpushare_lane_ring (fl.lane);
+    g_usleep (1000);
+  }
+  fail_unless_equals_uint64 (stat_u64 (src, "lane-spin-misses"), 0);
+  fail_unless_equals_uint64 (stat_u64 (src, "lane-spin-us"), 0);
+
+  /* the next entry announced and never written, rung for 50 times */
+  gpushare_lane_announce (fl.lane);
+  fail_unless_equals_uint64 (wait_stat_u64_at_least (src, "lane-spin-misses",
+          1), 1);
+  for (i = 0; i < 50; i++) {
+    gpushare_lane_ring (fl.lane);
+    g_usleep (1000);
+  }
+  fail_unless_equals_uint64 (stat_u64 (src, "lane-spin-misses"), 1);
+  fail_unless (stat_u64 (src, "lane-spin-us") >=
+      GPUSHARE_CLIENT_LANE_SPIN_MAX_US);
+  fail_unless_equals_uint64 (stat_u64 (src, "lane-spins"), 0);
+
+  /* frames announced and never written after each: one miss per 1, 2,
+   * 4 .. frames */
+  for (i = 2; i <= 8; i++) {
+    /* misses after frames 2 (then 2 frames without), 4 (4 without), 8 */
+    guint64 misses = 1 + (i >= 2) + (i >= 4) + (i >= 8);
+
+    fake_lane_push_frame (&fl, 1, i % 2, 1 + i / 2, i);
+    expect_release (&fl, &rel, i % 2, 1 + i / 2, i);
+    gpushare_lane_announce (fl.lane);
+    if (i == 2 || i == 4 || i == 8) {
+      fail_unless_equals_uint64 (wait_stat_u64_at_least (src,
+              "lane-spin-misses", misses), misses);
+    } else {
+      g_usleep (5000);
+      fail_unless_equals_uint64 (stat_u64 (src, "lane-spin-misses"), misses);
+    }
+  }
+  fail_unless (stat_u64 (src, "lane-spin-us") <= 4 *
+      (GPUSHARE_CLIENT_LANE_SPIN_MAX_US + 100000));
+  fail_unless_equals_uint64 (stat_u64 (src, "frames-received"), 8);
+  assert_no_error (pipeline);
+
+  hostile_consumer_stop (pipeline, listen_fd, &raw, path);
+  fake_lane_free (&fl);
+  g_async_queue_unref (log);
+  g_free (path);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
 typedef enum
 {
   LH_UNSEALED,
@@ -1414,6 +1607,8 @@ gpushare_src_protocol_suite (void)
   tcase_add_checked_fixture (tc_lane, elements_setup, elements_teardown);
   tcase_add_test (tc_lane, test_lane_fake_producer_streams);
   tcase_add_test (tc_lane, test_lane_mark_waits_asleep);
+  tcase_add_test (tc_lane, test_lane_heads_up);
+  tcase_add_test (tc_lane, test_lane_heads_up_hostile);
   tcase_add_loop_test (tc_lane, test_lane_hostile, 0, N_LH);
   return s;
 }
