@@ -70,6 +70,11 @@ SHIM (cuMemSetAccess, (CUdeviceptr p, size_t s, const CUmemAccessDesc * d,
 SHIM (cuMemsetD8Async, (CUdeviceptr p, unsigned char v, size_t n,
     CUstream st), (p, v, n, st))
 SHIM (cuMemcpy2DAsync, (const CUDA_MEMCPY2D * m, CUstream st), (m, st))
+SHIM (cuModuleLoadData, (CUmodule * m, const void *image), (m, image))
+SHIM (cuLaunchKernel, (CUfunction f, unsigned int gx, unsigned int gy,
+    unsigned int gz, unsigned int bx, unsigned int by, unsigned int bz,
+    unsigned int shared, CUstream st, void **params, void **extra),
+    (f, gx, gy, gz, bx, by, bz, shared, st, params, extra))
 SHIM (cuStreamCreate, (CUstream * st, unsigned int f), (st, f))
 SHIM (cuStreamSynchronize, (CUstream st), (st))
 SHIM (cuStreamWriteValue64, (CUstream st, CUdeviceptr p, cuuint64_t v,
@@ -91,6 +96,7 @@ SHIM (cuIpcOpenMemHandle, (CUdeviceptr * p, CUipcMemHandle h,
   X (cuMemCreate) X (cuMemExportToShareableHandle) \
   X (cuMemImportFromShareableHandle) X (cuMemAddressReserve) X (cuMemMap) \
   X (cuMemSetAccess) X (cuMemsetD8Async) X (cuMemcpy2DAsync) \
+  X (cuModuleLoadData) X (cuLaunchKernel) \
   X (cuStreamCreate) X (cuStreamSynchronize) X (cuStreamWriteValue64) \
   X (cuStreamWaitValue64) X (cuEventCreate) X (cuEventRecord) \
   X (cuEventSynchronize) \

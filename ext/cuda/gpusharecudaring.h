@@ -110,11 +110,13 @@ gboolean gpushare_cuda_ring_begin (GpuShareCudaRing * ring, guint slot,
  * there, so that src's owner needs no host wait at all.  Without
  * upstream, hold (upstream's buffer of src in device memory, or NULL) is
  * kept until the copy is done on the device, which spares the host that
- * wait as well: only host-sync readers then need a settle */
+ * wait as well: only host-sync readers then need a settle.  own_context:
+ * src is device memory of the ring's context, which the copy kernel may
+ * read (memory of another context is copied by cuMemcpy2DAsync) */
 gboolean gpushare_cuda_ring_copy_in (GpuShareCudaRing * ring, guint slot,
     const GstVideoInfo * info, const GpuSharePlanes * src,
     const GpuSharePlanes * slot_layout, CUstream upstream, GstBuffer * hold,
-    GError ** error);
+    gboolean own_context, GError ** error);
 /* upstream wrote the slot itself, on its stream (ring's context): what
  * the ring signals next waits for that on the device.  upstream NULL: the
  * host already waited for upstream's write, and nobody needs a settle */
@@ -143,11 +145,14 @@ typedef struct _GpuShareCudaView GpuShareCudaView;
 GpuShareCudaView *gpushare_cuda_view_new (gint device, CUcontext ctx,
     const GpuShareSlots * slots, gint * fds, GError ** error);
 void gpushare_cuda_view_free (GpuShareCudaView * view);
-/* waits for ready, copies the frame out, signals done, synchronises */
+/* waits for ready, copies the frame out, signals done, synchronises;
+ * own_context: dst is device memory of the view's context (the copy
+ * kernel may write it) */
 gboolean gpushare_cuda_view_read (GpuShareCudaView * view, guint slot,
     guint64 sequence, const GstVideoInfo * info,
     const GpuSharePlanes * slot_layout, const GpuSharePlanes * dst,
-    GError ** error);
+    gboolean own_context, GError ** error);
+CUcontext gpushare_cuda_view_context (GpuShareCudaView * view);
 /* a frame that will not be read: done is signalled all the same */
 gboolean gpushare_cuda_view_skip (GpuShareCudaView * view, guint slot,
     guint64 sequence, GError ** error);

@@ -316,6 +316,16 @@ upstream_stream (GpuShareCudaRing * ring, GstMemory * mem)
   return stream;
 }
 
+/* mem is CUDA memory of the context ctx */
+static gboolean
+memory_of_context (GstMemory * mem, CUcontext ctx)
+{
+  GstObject *mem_ctx = gpushare_gst_cuda_is_cuda_memory (mem) ?
+      gpushare_gst_cuda_memory_get_context (mem) : NULL;
+
+  return mem_ctx && gpushare_gst_cuda_context_get_handle (mem_ctx) == ctx;
+}
+
 /* Writes the frame into the CUDA slot: from upstream's GPU memory (one
  * copy on the device), from the system-memory slot it is already in, or
  * from upstream's system memory (one upload). */
@@ -391,7 +401,8 @@ cuda_write (GpuShareXferRing * ring, guint slot, const GstVideoInfo * info,
   /* from upstream's device memory: its buffer kept until the copy is
    * done rather than waited for on the host */
   ok = gpushare_cuda_ring_copy_in (cring, slot, info, &src, &dst, upstream,
-      mem ? buf : NULL, error);
+      mem ? buf : NULL, mem && memory_of_context (mem,
+          gpushare_cuda_ring_context (cring)), error);
   if (mem)
     gst_memory_unmap (mem, &map);
   if (mapped_frame)
@@ -446,7 +457,7 @@ cuda_read (GpuShareXferView * view, guint slot, guint64 sequence,
 {
   GpuSharePlanes src, out;
   GstVideoFrame frame;
-  gboolean ok;
+  gboolean ok, own;
   guint i;
 
   /* 1.24+: a buffer of a pool with a stream may still be read there */
@@ -469,8 +480,12 @@ cuda_read (GpuShareXferView * view, guint slot, guint64 sequence,
     out.offset[i] = (gsize) GST_VIDEO_FRAME_PLANE_DATA (&frame, i);
     out.stride[i] = GST_VIDEO_FRAME_PLANE_STRIDE (&frame, i);
   }
+  own = dst_device && gst_buffer_n_memory (dst) > 0;
+  for (i = 0; own && i < gst_buffer_n_memory (dst); i++)
+    own = memory_of_context (gst_buffer_peek_memory (dst, i),
+        gpushare_cuda_view_context (CUDA_VIEW (view)));
   ok = gpushare_cuda_view_read (CUDA_VIEW (view), slot, sequence,
-      dst_info, &src, &out, error);
+      dst_info, &src, &out, own, error);
   gst_video_frame_unmap (&frame);
   return ok;
 }

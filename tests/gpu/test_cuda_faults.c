@@ -86,11 +86,12 @@ cycle (CUdeviceptr src_buf, CUdeviceptr dst_buf, GError ** error)
     gpushare_close_fds (fds, N_SLOTS);
   ok = ok && gpushare_cuda_ring_begin (ring, 0, error)
       && gpushare_cuda_ring_copy_in (ring, 0, &info, &src, &layout, NULL, NULL,
-      error)
+      TRUE, error)
       && gpushare_cuda_ring_settle (ring, 0, error)
       && gpushare_cuda_ring_publish (ring, 0, 0x3, 1, error);
   for (i = 0; ok && i < 2; i++)
-    ok = gpushare_cuda_view_read (view[i], 0, 1, &info, &layout, &dst, error);
+    ok = gpushare_cuda_view_read (view[i], 0, 1, &info, &layout, &dst, TRUE,
+        error);
   ok = ok && gpushare_cuda_ring_begin (ring, 0, error);
 
   for (i = 0; i < 2; i++)

@@ -91,7 +91,7 @@ run (GError ** error)
   /* slot 0: our copy, nothing to order it with */
   ok = ok && gpushare_cuda_ring_begin (ring, 0, error)
       && gpushare_cuda_ring_copy_in (ring, 0, &info, &src, &layout, NULL,
-      NULL, error);
+      NULL, TRUE, error);
   if (ok)
     expect (ring, 0, "copy, no upstream stream", TRUE, FALSE, FALSE);
   ok = ok && gpushare_cuda_ring_settle (ring, 0, error);
@@ -99,7 +99,7 @@ run (GError ** error)
   /* slot 1: our copy ordered on upstream's stream */
   ok = ok && gpushare_cuda_ring_begin (ring, 1, error)
       && gpushare_cuda_ring_copy_in (ring, 1, &info, &src, &layout, upstream,
-      NULL, error);
+      NULL, TRUE, error);
   if (ok)
     expect (ring, 1, "copy ordered on upstream's stream", FALSE, TRUE, FALSE);
 
@@ -133,7 +133,7 @@ run (GError ** error)
   hold = gst_buffer_new ();
   ok = ok && gpushare_cuda_ring_begin (ring, 3, error)
       && gpushare_cuda_ring_copy_in (ring, 3, &info, &src, &layout, NULL,
-      hold, error);
+      hold, TRUE, error);
   if (ok) {
     expect (ring, 3, "copy, upstream's buffer held", FALSE, TRUE, FALSE);
     held = GST_MINI_OBJECT_REFCOUNT_VALUE (hold) == 2;
@@ -145,10 +145,10 @@ run (GError ** error)
   ok = ok && gpushare_cuda_ring_settle (ring, 3, error)
       && gpushare_cuda_ring_begin (ring, 2, error)
       && gpushare_cuda_ring_copy_in (ring, 2, &info, &src, &layout, NULL,
-      NULL, error) && gpushare_cuda_ring_settle (ring, 2, error)
+      NULL, TRUE, error) && gpushare_cuda_ring_settle (ring, 2, error)
       && gpushare_cuda_ring_begin (ring, 2, error)
       && gpushare_cuda_ring_copy_in (ring, 2, &info, &src, &layout, NULL,
-      NULL, error) && gpushare_cuda_ring_settle (ring, 2, error);
+      NULL, TRUE, error) && gpushare_cuda_ring_settle (ring, 2, error);
   if (ok) {
     held = GST_MINI_OBJECT_REFCOUNT_VALUE (hold) != 1;
     g_print ("%s upstream's buffer goes back once its copy is done\n",
