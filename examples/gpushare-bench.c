@@ -337,7 +337,7 @@ static const BenchMode modes[] = {
       CUDAIPC_SRC ("import") " ! " FAKESINK, KEY_ORDER, TRUE, 0, TRUE},
   {"cuda-unixfd", "cudadownload ! unixfdsink / unixfdsrc ! cudaupload",
         "imagefreeze cudaupload cudadownload unixfdsink unixfdsrc", NULL, NULL,
-        CUDA_SOURCE " ! cudadownload name=in ! unixfdsink "
+        CUDA_SOURCE " ! cudadownload name=in ! @CAPS@ ! unixfdsink "
         "socket-path=@SOCKET@ wait-for-connection=true sync=false",
       "unixfdsrc socket-path=@SOCKET@ ! cudaupload ! capsfilter name=out "
         "caps=video/x-raw(memory:CUDAMemory) ! " FAKESINK, KEY_ORDER, TRUE},
