@@ -101,7 +101,8 @@ main (int argc, char **argv)
   CHECK (cu->cuModuleGetFunction (&fn, module, "gpushare_copy_rows_16"));
   g_print ("copy kernel's module loaded in %" G_GINT64_FORMAT " us\n",
       g_get_monotonic_time () - t);
-  g_print ("| frame (NV12) | into | copy | enqueued, p50 (us) | done, p50 (us) |\n"
+  g_print
+      ("| frame (NV12) | into | copy | enqueued, p50 (us) | done, p50 (us) |\n"
       "|---|---|---|---:|---:|\n");
   for (si = 0; si < 2; si++) {
     gsize w = sizes[si][0], rows = sizes[si][1] * 3 / 2, pitch;
