@@ -202,7 +202,7 @@ copy_rows_by_kernel (const CopyKernel * k, CUstream stream,
   if (!k || !k->rows16 || m->srcMemoryType != CU_MEMORYTYPE_DEVICE
       || m->dstMemoryType != CU_MEMORYTYPE_DEVICE
       || ((src | dst | src_pitch | dst_pitch | m->WidthInBytes) & 15) != 0
-      || m->WidthInBytes / 16 > G_MAXUINT - COPY_BLOCK_X
+      || m->WidthInBytes == 0 || m->WidthInBytes / 16 > G_MAXUINT - COPY_BLOCK_X
       || m->Height == 0 || m->Height > 65535u * COPY_BLOCK_Y)
     return FALSE;
   words = (unsigned int) (m->WidthInBytes / 16);

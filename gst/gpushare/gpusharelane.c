@@ -304,6 +304,7 @@ void
 gpushare_lane_set_heads_up (GpuShareLane * lane, gint64 spin_max_us)
 {
   lane->spin_max_us = lane->spin_left_us = MAX (spin_max_us, 0);
+  lane->spin_skip = lane->spin_penalty = 0;
 }
 
 static inline void
@@ -341,21 +342,25 @@ gpushare_lane_spin (GpuShareLane * lane, guint32 bell, gint64 * spun_us)
     cpu_relax ();
     now = g_get_monotonic_time ();
   }
-  *spun_us = MAX (now - start, 0);
+  /* a ring at the first look costs a microsecond all the same, so that
+   * rings alone also use the budget up */
+  *spun_us = MAX (g_get_monotonic_time () - start, 1);
   /* one entry's spins, however often the bell rings, add up to
    * spin_max_us at most */
   lane->spin_left_us -= *spun_us;
-  if (res == GPUSHARE_LANE_SPIN_HIT) {
+  if (res == GPUSHARE_LANE_SPIN_HIT && *spun_us <= lane->spin_max_us / 2) {
     lane->spin_penalty = 0;
-  } else if (res == GPUSHARE_LANE_SPIN_MISSED) {
-    /* the entry did not come in time: spin again only after as many
-     * entries as this miss makes (1, 2, 4 .. GPUSHARE_LANE_SPIN_MAX_SKIP
-     * for misses in a row), so that a producer whose writes take longer,
-     * or one that announces and never writes, costs a spin now and then */
+  } else if (res != GPUSHARE_LANE_SPIN_RUNG) {
+    /* the entry did not come in time, or only after half the budget: spin
+     * again only after as many entries as this makes, the one waited for
+     * included (1, 2, 4 .. GPUSHARE_LANE_SPIN_MAX_SKIP in a row), so that
+     * a producer whose writes take longer, or one that announces and
+     * never writes or writes late, costs a spin now and then */
     lane->spin_penalty = CLAMP (lane->spin_penalty * 2, 1,
         GPUSHARE_LANE_SPIN_MAX_SKIP);
     lane->spin_skip = lane->spin_penalty;
-    lane->spin_left_us = lane->spin_max_us;
+    if (res == GPUSHARE_LANE_SPIN_MISSED)
+      lane->spin_left_us = lane->spin_max_us;
   }
   return res;
 }

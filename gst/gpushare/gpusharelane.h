@@ -73,7 +73,8 @@ void gpushare_lane_ring (GpuShareLane * lane);
 void gpushare_lane_announce (GpuShareLane * lane);
 
 /* the reader asked for heads-up: spin_max_us is the longest it spins for
- * one announced entry (0: it never spins, and sleeps as before) */
+ * one announced entry (0: it never spins, and sleeps as before); what
+ * misses made it leave out starts afresh */
 void gpushare_lane_set_heads_up (GpuShareLane * lane, gint64 spin_max_us);
 
 /* a miss makes the reader skip up to this many entries before it spins
@@ -92,8 +93,10 @@ typedef enum
  * producer announced the next entry, polls for it instead of sleeping,
  * for what is left of spin_max_us for this entry, and says how it ended
  * and for how long it spun.  The announced word is a peer's: any value but
- * the next entry's number is no announcement, and a miss costs the spins
- * of the next entries (GPUSHARE_LANE_SPIN_MAX_SKIP). */
+ * the next entry's number is no announcement, and a miss (or an entry
+ * that came only after half of spin_max_us) costs the spins of the next
+ * entries, the one waited for included (1, 2, 4 ..
+ * GPUSHARE_LANE_SPIN_MAX_SKIP in a row). */
 GpuShareLaneSpin gpushare_lane_spin (GpuShareLane * lane, guint32 bell,
     gint64 * spun_us);
 

@@ -1157,11 +1157,51 @@ GST_START_TEST (test_lane_mark_waits_asleep)
 
 GST_END_TEST;
 
+/* a reader asleep on its lane's bell, for a second at most */
+typedef struct
+{
+  GpuShareLane *reader;
+  gint started;
+  gint64 slept_us;
+} HeadsUpSleeper;
+
+static gpointer
+heads_up_sleeper (gpointer data)
+{
+  HeadsUpSleeper *sl = data;
+  guint32 bell = gpushare_lane_bell (sl->reader);
+  gint64 t0 = g_get_monotonic_time ();
+
+  g_atomic_int_set (&sl->started, 1);
+  gpushare_lane_sleep (sl->reader, bell, G_USEC_PER_SEC);
+  sl->slept_us = g_get_monotonic_time () - t0;
+  return NULL;
+}
+
+/* a producer that writes its announced frame after delay_us */
+typedef struct
+{
+  FakeLane *fl;
+  gulong delay_us;
+  guint64 sequence;
+} HeadsUpWriter;
+
+static gpointer
+heads_up_writer (gpointer data)
+{
+  HeadsUpWriter *w = data;
+
+  g_usleep (w->delay_us);
+  fake_lane_push_frame (w->fl, 1, 0, 1, w->sequence);
+  return NULL;
+}
+
 /* Heads-up (minor 8), the reader's side alone: a consumer's lane on the
  * fake producer's memfd.  It polls only for the entry announced next,
- * catches it, stops at a ring of the bell, and, after a miss, polls again
- * only after 1, 2, 4 .. entries; its sleep does not begin while an
- * announced entry is due. */
+ * catches it (written before or while it polls), stops at a ring of the
+ * bell, and, after a miss or an entry that came late, polls again only
+ * after 1, 2, 4 .. entries; its sleep does not begin while an announced
+ * entry is due, and an announcement wakes it. */
 GST_START_TEST (test_lane_heads_up)
 {
   GpuShareLane *reader;
@@ -1190,6 +1230,8 @@ GST_START_TEST (test_lane_heads_up)
   fail_unless_equals_int (gpushare_lane_spin (reader,
           gpushare_lane_bell (reader), &spun), GPUSHARE_LANE_SPIN_HIT);
   fail_unless_equals_int (gpushare_lane_pop (reader, &e), GPUSHARE_LANE_OK);
+  /* afresh: a slow machine (valgrind) may have taken that for a late one */
+  gpushare_lane_set_heads_up (reader, GPUSHARE_CLIENT_LANE_SPIN_MAX_US);
 
   /* any other value is no announcement: no spin, and the sleep sleeps */
   for (i = 0; i < 4; i++) {
@@ -1249,6 +1291,58 @@ GST_START_TEST (test_lane_heads_up)
   fake_lane_push_frame (&fl, 1, 0, 1, ++seq);
   fail_unless_equals_int (gpushare_lane_spin (reader,
           gpushare_lane_bell (reader), &spun), GPUSHARE_LANE_SPIN_HIT);
+  fail_unless_equals_int (gpushare_lane_pop (reader, &e), GPUSHARE_LANE_OK);
+
+  /* an announcement wakes a reader asleep on the bell at once (it would
+   * sleep its whole second otherwise) */
+  {
+    HeadsUpSleeper sl = { reader, 0, 0 };
+    GThread *t = g_thread_new ("sleeper", heads_up_sleeper, &sl);
+
+    while (!g_atomic_int_get (&sl.started))
+      g_usleep (1000);
+    g_usleep (50 * 1000);
+    gpushare_lane_announce (fl.lane);
+    g_thread_join (t);
+    fail_unless (sl.slept_us < G_USEC_PER_SEC / 2, "the announcement woke "
+        "the reader after %" G_GINT64_FORMAT " us", sl.slept_us);
+  }
+
+  /* an entry written while the reader polls is caught (a budget of 5 s
+   * here, so that the writer's thread surely comes in time) */
+  gpushare_lane_set_heads_up (reader, 5 * G_USEC_PER_SEC);
+  {
+    HeadsUpWriter w = { &fl, 20 * 1000, ++seq };
+    GThread *t = g_thread_new ("writer", heads_up_writer, &w);
+
+    fail_unless_equals_int (gpushare_lane_spin (reader,
+            gpushare_lane_bell (reader), &spun), GPUSHARE_LANE_SPIN_HIT);
+    fail_unless (spun >= 10 * 1000, "spun %" G_GINT64_FORMAT " us", spun);
+    g_thread_join (t);
+    fail_unless_equals_int (gpushare_lane_pop (reader, &e), GPUSHARE_LANE_OK);
+  }
+
+  /* entries that come only after half the budget back off as misses do:
+   * after two of them in a row the next one is not polled for */
+  gpushare_lane_set_heads_up (reader, 200 * 1000);
+  for (i = 0; i < 2; i++) {
+    HeadsUpWriter w = { &fl, 120 * 1000, ++seq };
+    GpuShareLaneSpin res;
+    GThread *t;
+
+    gpushare_lane_announce (fl.lane);
+    t = g_thread_new ("writer", heads_up_writer, &w);
+    /* late, or on a slow machine too late: either backs off */
+    res = gpushare_lane_spin (reader, gpushare_lane_bell (reader), &spun);
+    fail_unless (res == GPUSHARE_LANE_SPIN_HIT
+        || res == GPUSHARE_LANE_SPIN_MISSED, "%d", res);
+    fail_unless (spun > 100 * 1000, "spun %" G_GINT64_FORMAT " us", spun);
+    g_thread_join (t);
+    fail_unless_equals_int (gpushare_lane_pop (reader, &e), GPUSHARE_LANE_OK);
+  }
+  gpushare_lane_announce (fl.lane);
+  fail_unless_equals_int (gpushare_lane_spin (reader,
+          gpushare_lane_bell (reader), &spun), GPUSHARE_LANE_SPIN_NONE);
 
   gpushare_lane_free (reader);
   fake_lane_free (&fl);
