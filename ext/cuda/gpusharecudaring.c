@@ -488,11 +488,13 @@ typedef enum
   SLOT_WRITE_HELD,
 } SlotWrite;
 
-/* upstream's buffer a queued copy reads, and the event after that copy */
+/* upstream's buffer a queued copy reads, and the slot it is copied into:
+ * that slot's settled event, recorded after the copy, says when it is
+ * done (recorded again later on the same stream, it only says so later) */
 typedef struct
 {
   GstBuffer *buf;
-  CUevent done;
+  guint slot;
 } Held;
 
 /* upstream's buffers kept for their copies at most: beyond, the writer
@@ -530,11 +532,13 @@ struct _GpuShareCudaRing
   /* how the slot's last write was ordered, for whom the host must wait */
   SlotWrite written[GPUSHARE_MAX_SLOTS];
   /* upstream's buffers queued copies still read (SLOT_WRITE_HELD), the
-   * oldest first, each with an event recorded after its copy: let go in
-   * that order once their events complete; at most MAX_HELD */
+   * oldest first: let go in that order once their slots' settled events
+   * complete; at most MAX_HELD */
   GQueue held;
-  /* the events of entries let go, for the next ones */
-  GSList *spare_events;
+  /* a slot + 1 whose settled event the host saw complete (settle) since
+   * the last copy in: every copy held for is done (each copy in resets
+   * it; only the writer's thread uses it) */
+  guint settled_now;
   /* the host's waits for the device (settle), in microseconds: all of
    * them, and the part spent spinning; taken by the writer */
   guint64 wait_us;
@@ -650,8 +654,6 @@ drain (GpuShareCudaRing * ring, gint timeout_ms)
 void
 gpushare_cuda_ring_free (GpuShareCudaRing * ring)
 {
-  GList *l;
-  GSList *s;
   guint i;
 
   if (!ring)
@@ -671,13 +673,8 @@ gpushare_cuda_ring_free (GpuShareCudaRing * ring)
         gpushare_cuda ()->cuEventDestroy (ring->settled[i]);
     if (ring->upstream_written)
       gpushare_cuda ()->cuEventDestroy (ring->upstream_written);
-    for (l = ring->held.head; l; l = l->next)
-      gpushare_cuda ()->cuEventDestroy (((Held *) l->data)->done);
-    for (s = ring->spare_events; s; s = s->next)
-      gpushare_cuda ()->cuEventDestroy ((CUevent) s->data);
     gpushare_cuda_pop ();
   }
-  g_slist_free (ring->spare_events);
   /* after the synchronise: no copy reads upstream's buffers now */
   while (!g_queue_is_empty (&ring->held)) {
     Held *h = g_queue_pop_head (&ring->held);
@@ -895,6 +892,9 @@ gpushare_cuda_ring_settle (GpuShareCudaRing * ring, guint slot, GError ** error)
    * forced) and the wait ends, or this gives up with an error */
   r = poll_done (ring->settled[slot], NULL, deadline, &spun);
   gpushare_cuda_pop ();
+  /* the writer's own thread publishes next: it need not ask again */
+  if (r == CUDA_SUCCESS)
+    ring->settled_now = slot + 1;
   __atomic_fetch_add (&ring->wait_us, (guint64) (g_get_monotonic_time () -
           start), __ATOMIC_RELAXED);
   __atomic_fetch_add (&ring->spin_us, (guint64) spun, __ATOMIC_RELAXED);
@@ -927,41 +927,28 @@ let_go_of_held (GpuShareCudaRing * ring)
   Held *h;
 
   while ((h = g_queue_peek_head (&ring->held))
-      && gpushare_cuda ()->cuEventQuery (h->done) != CUDA_ERROR_NOT_READY) {
+      && gpushare_cuda ()->cuEventQuery (ring->settled[h->slot])
+      != CUDA_ERROR_NOT_READY) {
     g_queue_pop_head (&ring->held);
-    ring->spare_events = g_slist_prepend (ring->spare_events, h->done);
     gst_buffer_unref (h->buf);
     g_free (h);
   }
 }
 
-/* context pushed, ring's lock held: keeps buf until the work queued so far
- * on the ring's stream is done.  FALSE (nothing kept) when MAX_HELD are
- * kept already or no event could be had: the writer then waits on the
- * host, without the lock, as for a copy with nothing to hold */
+/* ring's lock held: keeps buf until slot's settled event, recorded after
+ * buf's copy, completes.  FALSE (nothing kept) when MAX_HELD are kept
+ * already: the writer then waits on the host, without the lock, as for a
+ * copy with nothing to hold */
 static gboolean
-hold_until_done (GpuShareCudaRing * ring, GstBuffer * buf)
+hold_until_done (GpuShareCudaRing * ring, guint slot, GstBuffer * buf)
 {
-  CUevent ev = NULL;
   Held *h;
 
   if (g_queue_get_length (&ring->held) >= MAX_HELD)
     return FALSE;
-  if (ring->spare_events) {
-    ev = ring->spare_events->data;
-    ring->spare_events = g_slist_delete_link (ring->spare_events,
-        ring->spare_events);
-  } else if (gpushare_cuda ()->cuEventCreate (&ev, CU_EVENT_DISABLE_TIMING)
-      != CUDA_SUCCESS) {
-    return FALSE;
-  }
-  if (gpushare_cuda ()->cuEventRecord (ev, ring->stream) != CUDA_SUCCESS) {
-    ring->spare_events = g_slist_prepend (ring->spare_events, ev);
-    return FALSE;
-  }
   h = g_new0 (Held, 1);
   h->buf = gst_buffer_ref (buf);
-  h->done = ev;
+  h->slot = slot;
   g_queue_push_tail (&ring->held, h);
   return TRUE;
 }
@@ -977,6 +964,7 @@ gpushare_cuda_ring_copy_in (GpuShareCudaRing * ring, guint slot,
 
   dst.device = TRUE;
   dst.base = (guintptr) ring->ptrs[slot];
+  ring->settled_now = 0;
   if (!push (ring->ctx, error))
     return FALSE;
   let_go_of_held (ring);
@@ -994,7 +982,7 @@ gpushare_cuda_ring_copy_in (GpuShareCudaRing * ring, guint slot,
         (upstream, ring->settled[slot], 0), "cuStreamWaitEvent", error);
   if (ok && upstream)
     ring->written[slot] = SLOT_WRITE_ORDERED;
-  else if (ok && hold && hold_until_done (ring, hold))
+  else if (ok && hold && hold_until_done (ring, slot, hold))
     /* until the copy is done upstream's buffer stays ours, and the host
      * need not wait for it */
     ring->written[slot] = SLOT_WRITE_HELD;
@@ -1057,12 +1045,30 @@ gboolean
 gpushare_cuda_ring_publish (GpuShareCudaRing * ring, guint slot,
     guint64 holders, guint64 sequence, GError ** error)
 {
-  gboolean ok = TRUE, event = FALSE;
+  gboolean ok = TRUE, event = FALSE, device = FALSE;
   guint i;
 
+  for (i = 0; i < MAX_HOLDERS; i++)
+    if ((holders & (G_GUINT64_CONSTANT (1) << i))
+        && ring->consumers[i].present
+        && ring->consumers[i].mode != GPUSHARE_SYNC_HOST)
+      device = TRUE;
+  if (!device && (ring->settled_now == slot + 1
+          || g_queue_is_empty (&ring->held))) {
+    /* host readers alone, and nothing held, or the host saw this slot's
+     * copy done (settle), so every copy queued before: the frame goes out
+     * with no call to the driver, and upstream's buffers go back */
+    while (!g_queue_is_empty (&ring->held)) {
+      Held *h = g_queue_pop_head (&ring->held);
+
+      gst_buffer_unref (h->buf);
+      g_free (h);
+    }
+    ring->last_sequence[slot] = sequence;
+    return TRUE;
+  }
   if (!push (ring->ctx, error))
     return FALSE;
-  let_go_of_held (ring);
   /* host consumers read once the copy is in: the writer settled the slot
    * (gpushare_cuda_ring_settle ()) before it publishes, without a lock */
   for (i = 0; ok && i < MAX_HOLDERS; i++) {
@@ -1082,6 +1088,8 @@ gpushare_cuda_ring_publish (GpuShareCudaRing * ring, guint slot,
     ok = gpushare_cuda_check (gpushare_cuda ()->cuEventRecord
         (gpushare_cuda_events_get (ring->ready, slot), ring->stream),
         "cuEventRecord", error);
+  /* after the signals: what upstream gets back is not on the way */
+  let_go_of_held (ring);
   gpushare_cuda_pop ();
   /* host consumers synchronise before they release: nothing to wait for */
   for (i = 0; i < MAX_HOLDERS; i++)
