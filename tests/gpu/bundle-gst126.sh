@@ -52,6 +52,7 @@ for x in tests/peer/gpushare-test-peer tests/check/test_gstcuda \
     tests/gpu/test_gpu_cycles tests/gpu/test_gpu_restarts \
     tests/gpu/test_gpu_relink tests/gpu/test_gpu_legacy \
     tests/gpu/test_cuda_context tests/gpu/gpushare-cuda-app examples/gpushare-bench \
+    tests/gpu/gpushare-copy-bench tests/gpu/gpushare-wake-bench \
     examples/gpushare-demo gst/inspect/gpushare-inspect; do
   [ -x "$build/$x" ] && cp "$build/$x" "$out/bin/"
 done

@@ -6,9 +6,12 @@
  * from the fat binary the plugin embeds) and a 1D cuMemcpyDtoDAsync of as
  * many bytes, from pitched memory (rows 512-byte aligned, as
  * cuMemAllocPitch gives GStreamer's CUDA pools) into a tight layout in cuMemAlloc and in VMM memory (as
- * the plugin's slots).  It prints figures; it is not a test.
+ * the plugin's slots).  Then the host's time for each driver call of a
+ * frame's handoff, called back to back and called after a sleep of
+ * PACE_US (as a paced or live stream calls them: the calls of a thread
+ * that has just woken up cost more).  It prints figures; it is not a test.
  *
- *   gpushare-copy-bench [ITERATIONS]
+ *   gpushare-copy-bench [ITERATIONS [PACE_US]]
  */
 
 #ifdef HAVE_CONFIG_H
@@ -68,6 +71,97 @@ vmm_alloc (GpuShareCudaApi * cu, gsize size)
   return ptr;
 }
 
+enum
+{ CALL_LAUNCH, CALL_RECORD, CALL_QUERY_DONE, CALL_WRITE_VALUE,
+  CALL_WAIT_VALUE, CALL_STREAM_SYNC, CALL_PUSH_POP, N_CALLS
+};
+
+/* the host's time of each call of a 1080p frame's handoff, p50 and p99,
+ * the calls back to back (pace_us 0) or after a sleep each time */
+static void
+calls (GpuShareCudaApi * cu, CUcontext ctx, CUstream stream, CUfunction fn,
+    guint n, guint pace_us)
+{
+  static const gchar *const names[N_CALLS] = {
+    "cuLaunchKernel (the copy kernel, 1080p NV12)",
+    "cuEventRecord", "cuEventQuery, the work done",
+    "cuStreamWriteValue64", "cuStreamWaitValue64, the value there",
+    "cuStreamSynchronize, the work done", "cuCtxPushCurrent + cuCtxPopCurrent"
+  };
+  gsize w = 1920, rows = 1080 * 3 / 2, pitch = 2048;
+  unsigned long long sp = pitch, dp = w;
+  unsigned int words = w / 16, r = rows;
+  CUdeviceptr src, dst, word;
+  GArray *t[N_CALLS];
+  CUcontext popped;
+  CUevent ev;
+  guint i, c;
+
+  CHECK (cu->cuMemAlloc (&src, pitch * rows));
+  CHECK (cu->cuMemAlloc (&dst, w * rows));
+  CHECK (cu->cuMemAlloc (&word, 8));
+  CHECK (cu->cuEventCreate (&ev, CU_EVENT_DISABLE_TIMING));
+  for (c = 0; c < N_CALLS; c++)
+    t[c] = g_array_sized_new (FALSE, FALSE, sizeof (gdouble), n);
+  for (i = 0; i < n; i++) {
+    void *args[] = { &src, &sp, &dst, &dp, &words, &r };
+    gint64 t0, t1;
+    gdouble d;
+
+    for (c = 0; c < N_CALLS; c++) {
+      if (pace_us)
+        g_usleep (pace_us);
+      t0 = g_get_monotonic_time ();
+      switch (c) {
+        case CALL_LAUNCH:
+          CHECK (cu->cuLaunchKernel (fn, (words + 127) / 128, (r + 1) / 2,
+                  1, 128, 2, 1, 0, stream, args, NULL));
+          break;
+        case CALL_RECORD:
+          CHECK (cu->cuEventRecord (ev, stream));
+          break;
+        case CALL_QUERY_DONE:
+          CHECK (cu->cuEventQuery (ev));
+          break;
+        case CALL_WRITE_VALUE:
+          CHECK (cu->cuStreamWriteValue64 (stream, word, i + 1, 0));
+          break;
+        case CALL_WAIT_VALUE:
+          CHECK (cu->cuStreamWaitValue64 (stream, word, i + 1,
+                  CU_STREAM_WAIT_VALUE_GEQ));
+          break;
+        case CALL_STREAM_SYNC:
+          CHECK (cu->cuStreamSynchronize (stream));
+          break;
+        case CALL_PUSH_POP:
+          CHECK (cu->cuCtxPushCurrent (ctx));
+          CHECK (cu->cuCtxPopCurrent (&popped));
+          break;
+      }
+      t1 = g_get_monotonic_time ();
+      d = t1 - t0;
+      g_array_append_val (t[c], d);
+      /* each call starts from an idle stream */
+      CHECK (cu->cuStreamSynchronize (stream));
+    }
+  }
+  g_print ("\n| call, %s | host us p50 | p99 |\n|---|---:|---:|\n",
+      pace_us ? "each after a sleep" : "back to back");
+  for (c = 0; c < N_CALLS; c++) {
+    gdouble p50 = median (t[c]);
+
+    g_print ("| %s | %.0f | %.0f |\n", names[c], p50,
+        g_array_index (t[c], gdouble, t[c]->len * 99 / 100));
+    g_array_free (t[c], TRUE);
+  }
+  if (pace_us)
+    g_print ("(after a sleep of %u us before each call)\n", pace_us);
+  CHECK (cu->cuEventDestroy (ev));
+  CHECK (cu->cuMemFree (src));
+  CHECK (cu->cuMemFree (dst));
+  CHECK (cu->cuMemFree (word));
+}
+
 int
 main (int argc, char **argv)
 {
@@ -77,6 +171,7 @@ main (int argc, char **argv)
     "cuMemcpyDtoDAsync, 1D, as many bytes"
   };
   guint n = argc > 1 ? (guint) atoi (argv[1]) : 300, si, dk, op, i;
+  guint pace = argc > 2 ? (guint) atoi (argv[2]) : 1000;
   GpuShareCudaApi *cu;
   GError *error = NULL;
   CUcontext ctx;
@@ -165,6 +260,8 @@ main (int argc, char **argv)
     CHECK (cu->cuMemFree (src));
     CHECK (cu->cuMemFree (dst_plain));
   }
+  calls (cu, ctx, stream, fn, n, 0);
+  calls (cu, ctx, stream, fn, n, pace ? pace : 1000);
   CHECK (cu->cuModuleUnload (module));
   return 0;
 }
