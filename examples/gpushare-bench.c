@@ -117,6 +117,15 @@
  * producer is on GPU 0, the peer rows' consumer on GPU 1 */
 #define GPUSHARE_SRC_CUDA(sync) "gpusharesrc name=out socket-path=@SOCKET@ " \
   "transport=cuda sync-mode=" sync " ! video/x-raw(memory:CUDAMemory)"
+/* the "-ahead" rows: the consumer's streaming thread wakes up
+ * WAKE_AHEAD_US before a steady producer's next frame is due and polls
+ * the lane for it (gpusharesrc wake-ahead), rather than sleep until the
+ * producer rings it: the wake-up of a sleeping thread off each frame's
+ * latency, for CPU time the rows show */
+#define WAKE_AHEAD_US "300"
+#define GPUSHARE_SRC_CUDA_AHEAD(sync) "gpusharesrc name=out " \
+  "socket-path=@SOCKET@ transport=cuda sync-mode=" sync " wake-ahead=" \
+  WAKE_AHEAD_US " ! video/x-raw(memory:CUDAMemory)"
 /* the "-socket" rows: frames as messages on the socket, read by the
  * consumer's control thread and handed to its streaming thread (the path
  * before the frame lane), beside the rows that read the lane */
@@ -267,6 +276,17 @@ static const BenchMode modes[] = {
   CUDA_ROW ("gpushare-cuda-event", "event",
       "gpushare, CUDA slots, CUDA IPC events"),
 #undef CUDA_ROW
+#define CUDA_AHEAD_ROW(name, sync, what) \
+  {name, what, "imagefreeze cudaupload gpusharesink gpusharesrc", \
+        "gpusharesink", "video/x-raw(memory:CUDAMemory)", \
+        CUDA_SOURCE " ! " GPUSHARE_SINK, \
+      GPUSHARE_SRC_CUDA_AHEAD (sync) " ! " FAKESINK, KEY_OFFSET, TRUE}
+  CUDA_AHEAD_ROW ("gpushare-cuda-ahead", "auto",
+      "gpushare-cuda, the consumer awake " WAKE_AHEAD_US " us before each "
+      "frame is due (wake-ahead)"),
+  CUDA_AHEAD_ROW ("gpushare-cuda-semaphore-ahead", "semaphore",
+      "gpushare-cuda-semaphore with wake-ahead=" WAKE_AHEAD_US),
+#undef CUDA_AHEAD_ROW
 #define CUDA_SOCKET_ROW(name, sync, what) \
   {name, what, "imagefreeze cudaupload gpusharesink gpusharesrc", \
         "gpusharesink", "video/x-raw(memory:CUDAMemory)", \
@@ -1868,7 +1888,8 @@ static const gchar *const cudaipc_all[] = {
 
 /* the gpushare modes whose consumer pushes the slot itself (1.24+) */
 static const gchar *const import_modes[] = {
-  "gpushare-cuda", "gpushare-cuda-semaphore", NULL,
+  "gpushare-cuda", "gpushare-cuda-semaphore", "gpushare-cuda-ahead",
+  "gpushare-cuda-semaphore-ahead", NULL,
 };
 
 static const Row *
@@ -1984,11 +2005,12 @@ target_latency (const Row * rows, gint n, const gchar * mode, gint w, gint h,
     result = g_strdup_printf ("not measured: %s", why);
   } else {
     figure = g_strdup_printf ("p50 %.1f us (p99 %.1f)", a->p50_us, a->p99_us);
-    result = a->p50_us <= 50 ? g_strdup ("met") :
-        g_strdup_printf ("not met: %.0f us over", a->p50_us - 50);
+    result = a->p50_us <= 50 && a->p99_us <= 150 ? g_strdup ("met") :
+        g_strdup_printf ("not met: p50 %.0f us over, p99 %.0f us over",
+        MAX (a->p50_us - 50, 0), MAX (a->p99_us - 150, 0));
   }
-  print_target ("paced latency p50 <= 50 us", mode, with_mps, w, h, figure,
-      result);
+  print_target ("paced latency p50 <= 50 us, p99 <= 150 us", mode,
+      with_mps, w, h, figure, result);
   g_free (why);
   g_free (figure);
   g_free (result);
@@ -2055,7 +2077,7 @@ print_targets (const Row * rows, gint n, gint n_sizes, const gint * ws,
         "fastest cudaipc mode and gpushare-cuda-copy at least 1.5x the "
         "fastest cudaipc copy mode, at 4K; without MPS, gpushare-cuda at "
         "least 10x cuda-shm at 4K; paced (--pace-us), latency p50 at most "
-        "50 us in the import modes; without MPS, device memory of each "
+        "50 us and p99 at most 150 us in the import modes; without MPS, device memory of each "
         "gpushare process at most one-process-cuda's plus the ring (plus "
         "the output pool in copy mode); gpushare-sysmem-nopool at least as "
         "fast as shm-nopool.\n\n");

@@ -33,6 +33,11 @@ GST_DEBUG_CATEGORY_STATIC (gpushare_client_debug);
  * (a producer that does not ring, whatever the reason) then costs at most
  * this, never a stream that stops; ten looks a second cost nothing */
 #define LANE_SLEEP_MAX_US (100 * 1000)
+/* wake-ahead: the gaps between a producer's frames looked at, and the
+ * most any of them may be off their median for the cadence to count as
+ * steady (a quarter); gaps longer than CADENCE_MAX_GAP_US break it */
+#define CADENCE_FRAMES 8
+#define CADENCE_MAX_GAP_US (10 * G_USEC_PER_SEC)
 /* an item of the lane's kind only: the META of the next frame */
 #define ITEM_META ((GpuShareClientItemType) 100)
 /* EVENTs of the producer waiting for the streaming thread, at most
@@ -189,6 +194,16 @@ struct _GpuShareClient
   guint64 lane_spins;
   guint64 lane_spin_misses;
   guint64 lane_spin_us;
+  /* wake-ahead: the gaps between the producer's last frames in the lane
+   * (its write times, never later than our clock), the last one's time,
+   * whether the streaming thread polled for the next one already */
+  gint64 cadence_gap[CADENCE_FRAMES];
+  guint cadence_n;
+  guint cadence_next;
+  gint64 cadence_last_us;
+  gboolean early_done;
+  guint64 lane_early_wakes;
+  guint64 lane_early_hits;
 
   /* the GPU, probed at start */
   gboolean gpu_ok;
@@ -1701,6 +1716,69 @@ lane_take_ring (Session * s, guint64 epoch, GQueue * gone)
   }
 }
 
+/* lock held: the write time of a frame read from the lane (never later
+ * than our clock): a gap that goes back or is too long starts the cadence
+ * afresh */
+static void
+cadence_add (GpuShareClient * self, gint64 written_us)
+{
+  if (self->cadence_last_us > 0) {
+    gint64 gap = written_us - self->cadence_last_us;
+
+    if (gap <= 0 || gap > CADENCE_MAX_GAP_US) {
+      self->cadence_n = 0;
+    } else {
+      self->cadence_gap[self->cadence_next] = gap;
+      self->cadence_next = (self->cadence_next + 1) % CADENCE_FRAMES;
+      self->cadence_n = MIN (self->cadence_n + 1, CADENCE_FRAMES);
+    }
+  }
+  self->cadence_last_us = written_us;
+  self->early_done = FALSE;
+}
+
+/* lock held: when the producer's next frame is due, from its last
+ * CADENCE_FRAMES gaps, each within a quarter of their median; FALSE while
+ * it is not that steady */
+static gboolean
+cadence_due (GpuShareClient * self, gint64 * due_us)
+{
+  gint64 gap[CADENCE_FRAMES], median, v;
+  guint i, j;
+
+  if (self->cadence_n < CADENCE_FRAMES)
+    return FALSE;
+  for (i = 0; i < CADENCE_FRAMES; i++) {
+    v = self->cadence_gap[i];
+    for (j = i; j > 0 && gap[j - 1] > v; j--)
+      gap[j] = gap[j - 1];
+    gap[j] = v;
+  }
+  median = gap[CADENCE_FRAMES / 2];
+  if (gap[0] < median - median / 4
+      || gap[CADENCE_FRAMES - 1] > median + median / 4)
+    return FALSE;
+  *due_us = self->cadence_last_us + median;
+  return TRUE;
+}
+
+/* lock held: with wake-ahead, a steady producer and no poll for its next
+ * frame yet, the time to wake up at and the time to poll until (the frame
+ * due, give or take wake-ahead); FALSE: sleep until rung */
+static gboolean
+wake_ahead_window (GpuShareClient * self, gint64 * wake_us, gint64 * until_us)
+{
+  gint64 ahead = self->config.wake_ahead_us, due;
+
+  /* frames closer than twice wake-ahead: the thread would poll for ever */
+  if (!ahead || self->early_done || !cadence_due (self, &due)
+      || due - self->cadence_last_us <= 2 * ahead)
+    return FALSE;
+  *wake_us = due - ahead;
+  *until_us = due + ahead;
+  return TRUE;
+}
+
 /* lock held: a FRAME read from s's lane, checked against the ring as one
  * on the socket is (handle_frame ()): the frame, or NULL (the session is
  * over, or the FRAME was refused: the client failed) */
@@ -1767,6 +1845,7 @@ lane_frame (GpuShareClient * self, Session * s, const GpuShareFrame * f,
    * one host; what a producer says is never later than now) */
   frame->received_us = written_us > 0 && (gint64) written_us < now ?
       (gint64) written_us : now;
+  cadence_add (self, frame->received_us);
   frame->session = session_ref (s);
   frame->mapping = mapping;
   count_frame (self, f, missed);
@@ -1957,22 +2036,43 @@ gpushare_client_pop (GpuShareClient * self, GpuShareClientItem * out)
       continue;
     }
     if (lane) {
-      GpuShareLaneSpin spin;
-      gint64 spun;
+      GpuShareLaneSpin spin, early = GPUSHARE_LANE_SPIN_NONE;
+      gint64 spun, polled = 0, wake_us = 0, until_us = 0, now;
+      gboolean ahead = wake_ahead_window (self, &wake_us, &until_us);
 
       session_ref (s);
       g_mutex_unlock (&self->lock);
       /* a frame announced is polled for; otherwise, or after a miss,
-       * the thread sleeps until the producer rings */
+       * the thread sleeps until the producer rings, or (wake-ahead) until
+       * just before a steady producer's next frame is due, and polls for
+       * it from then on */
       spin = gpushare_lane_spin (s->lane, bell, &spun);
-      if (spin == GPUSHARE_LANE_SPIN_NONE)
+      if (spin == GPUSHARE_LANE_SPIN_NONE && ahead) {
+        now = g_get_monotonic_time ();
+        if (now >= wake_us
+            || (!gpushare_lane_sleep (s->lane, bell, MIN (wake_us - now,
+                        LANE_SLEEP_MAX_US))
+                && g_get_monotonic_time () >= wake_us))
+          early = gpushare_lane_poll (s->lane, bell, until_us, &polled);
+      } else if (spin == GPUSHARE_LANE_SPIN_NONE) {
         gpushare_lane_sleep (s->lane, bell, LANE_SLEEP_MAX_US);
+      }
       g_mutex_lock (&self->lock);
-      self->lane_spin_us += spun;
+      self->lane_spin_us += spun + polled;
       if (spin == GPUSHARE_LANE_SPIN_HIT)
         self->lane_spins++;
       else if (spin == GPUSHARE_LANE_SPIN_MISSED)
         self->lane_spin_misses++;
+      /* a poll a ring ended goes on after a look at everything, until
+       * the window ends: counted once, by how it ended */
+      if (early == GPUSHARE_LANE_SPIN_HIT || early == GPUSHARE_LANE_SPIN_MISSED)
+        self->lane_early_wakes++;
+      if (early == GPUSHARE_LANE_SPIN_HIT)
+        self->lane_early_hits++;
+      /* one window a frame: the next frame read opens the next one */
+      if (ahead && (early == GPUSHARE_LANE_SPIN_MISSED
+              || g_get_monotonic_time () >= until_us))
+        self->early_done = TRUE;
       session_unref (s);
       continue;
     }
@@ -2076,5 +2176,7 @@ gpushare_client_get_stats (GpuShareClient * self, GpuShareClientStats * s)
   s->lane_spins = self->lane_spins;
   s->lane_spin_misses = self->lane_spin_misses;
   s->lane_spin_us = self->lane_spin_us;
+  s->lane_early_wakes = self->lane_early_wakes;
+  s->lane_early_hits = self->lane_early_hits;
   g_mutex_unlock (&self->lock);
 }

@@ -67,6 +67,9 @@ typedef struct
   gboolean lane;                /* ask for a frame lane (LANE) */
   gboolean copies;              /* io-mode=copy: every frame is copied out
                                  * of its slot */
+  guint wake_ahead_us;          /* with a lane: poll it that long before a
+                                 * steady producer's next frame is due; 0:
+                                 * never */
 } GpuShareClientConfig;
 
 typedef enum
@@ -160,6 +163,10 @@ typedef struct
   guint64 lane_spins;
   guint64 lane_spin_misses;
   guint64 lane_spin_us;
+  /* wake-ahead: polls begun before a frame was due, and the frames they
+   * caught (their time is in lane_spin_us) */
+  guint64 lane_early_wakes;
+  guint64 lane_early_hits;
 } GpuShareClientStats;
 
 GpuShareClient *gpushare_client_new (const GpuShareClientConfig * config,

@@ -18,6 +18,7 @@
 #include "gpusharelane.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
@@ -317,19 +318,21 @@ cpu_relax (void)
 #endif
 }
 
-GpuShareLaneSpin
-gpushare_lane_spin (GpuShareLane * lane, guint32 bell, gint64 * spun_us)
+/* how often a poll lets other threads of its CPU run */
+#define POLL_YIELD_US 20
+
+/* polls head and the bell from now until until_us: HIT, RUNG or MISSED;
+ * *spun_us at least 1 */
+static GpuShareLaneSpin
+poll_head (GpuShareLane * lane, guint32 bell, gint64 start, gint64 until_us,
+    gint64 * spun_us)
 {
   const guint64 *head = word64 (lane, GPUSHARE_LANE_HEAD_OFFSET);
   const guint32 *bellw = word32 (lane, GPUSHARE_LANE_BELL_OFFSET);
   GpuShareLaneSpin res = GPUSHARE_LANE_SPIN_MISSED;
-  gint64 start, now;
+  gint64 now = start, yield_at = start + POLL_YIELD_US;
 
-  *spun_us = 0;
-  if (!spin_due (lane))
-    return GPUSHARE_LANE_SPIN_NONE;
-  start = now = g_get_monotonic_time ();
-  while (now - start < lane->spin_left_us) {
+  while (now < until_us) {
     if (__atomic_load_n (head, __ATOMIC_ACQUIRE) != lane->index) {
       res = GPUSHARE_LANE_SPIN_HIT;
       break;
@@ -341,10 +344,42 @@ gpushare_lane_spin (GpuShareLane * lane, guint32 bell, gint64 * spun_us)
     }
     cpu_relax ();
     now = g_get_monotonic_time ();
+    /* a thread that woke up on this CPU (the producer's, on a small host)
+     * runs now rather than after our time slice */
+    if (now >= yield_at) {
+      sched_yield ();
+      yield_at = now + POLL_YIELD_US;
+    }
   }
   /* a ring at the first look costs a microsecond all the same, so that
-   * rings alone also use the budget up */
+   * rings alone also use a budget up */
   *spun_us = MAX (g_get_monotonic_time () - start, 1);
+  return res;
+}
+
+GpuShareLaneSpin
+gpushare_lane_poll (GpuShareLane * lane, guint32 bell, gint64 until_us,
+    gint64 * polled_us)
+{
+  gint64 start = g_get_monotonic_time ();
+
+  *polled_us = 0;
+  if (start >= until_us)
+    return GPUSHARE_LANE_SPIN_NONE;
+  return poll_head (lane, bell, start, until_us, polled_us);
+}
+
+GpuShareLaneSpin
+gpushare_lane_spin (GpuShareLane * lane, guint32 bell, gint64 * spun_us)
+{
+  GpuShareLaneSpin res;
+  gint64 start;
+
+  *spun_us = 0;
+  if (!spin_due (lane))
+    return GPUSHARE_LANE_SPIN_NONE;
+  start = g_get_monotonic_time ();
+  res = poll_head (lane, bell, start, start + lane->spin_left_us, spun_us);
   /* one entry's spins, however often the bell rings, add up to
    * spin_max_us at most */
   lane->spin_left_us -= *spun_us;

@@ -100,6 +100,14 @@ typedef enum
 GpuShareLaneSpin gpushare_lane_spin (GpuShareLane * lane, guint32 bell,
     gint64 * spun_us);
 
+/* The reader, with nothing to read (after gpushare_lane_bell ()), awake
+ * before the producer's next entry is due (wake-ahead): polls for it until
+ * the monotonic time until_us, whatever was announced, and says how it
+ * ended (HIT, RUNG, MISSED; NONE when until_us has passed) and for how
+ * long it polled.  Leaves heads-up's budget and backoff alone. */
+GpuShareLaneSpin gpushare_lane_poll (GpuShareLane * lane, guint32 bell,
+    gint64 until_us, gint64 * polled_us);
+
 /* The way back: the consumer writes its releases into the lane (any
  * thread, serialised by the caller), the producer reads them from its
  * streaming or control thread, under its lock.  push returns FULL when the

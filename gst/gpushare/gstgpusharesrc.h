@@ -10,6 +10,9 @@ G_BEGIN_DECLS
 /* the producer's events held back until the first segment is out, at
  * most; the oldest go first (docs/security.md, "Bounds") */
 #define GST_GPU_SHARE_SRC_MAX_EARLY_EVENTS 64
+/* the most wake-ahead may be, in microseconds: a frame's poll is at most
+ * twice that (docs/security.md, "Bounds") */
+#define GST_GPU_SHARE_SRC_MAX_WAKE_AHEAD 1000
 
 #define GST_TYPE_GPU_SHARE_SRC (gst_gpu_share_src_get_type ())
 G_DECLARE_FINAL_TYPE (GstGpuShareSrc, gst_gpu_share_src, GST, GPU_SHARE_SRC,

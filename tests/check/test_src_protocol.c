@@ -949,6 +949,9 @@ expect_release (FakeLane * fl, GpuShareRelease * r, guint32 slot,
   fail_unless_equals_uint64 (r->sequence, sequence);
 }
 
+/* the src's wake-ahead in the pipelines lane_consumer_start () makes */
+static guint lane_wake_ahead;
+
 /* the src, frame-lane as given, connected to a raw producer */
 static GstElement *
 lane_consumer_start (const gchar * path, gboolean frame_lane,
@@ -960,7 +963,7 @@ lane_consumer_start (const gchar * path, gboolean frame_lane,
   p = launch ("gpusharesrc name=src connection-timeout=%d ! fakesink "
       "sync=false enable-last-sample=false", TIMEOUT_MS);
   g_object_set (child (p, "src"), "socket-path", path, "frame-lane",
-      frame_lane, NULL);
+      frame_lane, "wake-ahead", lane_wake_ahead, NULL);
   fail_if (gst_element_set_state (p, GST_STATE_PLAYING) ==
       GST_STATE_CHANGE_FAILURE);
   raw_init (raw, raw_accept (*listen_fd));
@@ -1428,6 +1431,112 @@ GST_START_TEST (test_lane_heads_up_hostile)
 
 GST_END_TEST;
 
+/* frames written every 20 ms from sequence from on, n of them (slot
+ * sequence % 2, as test_lane_heads_up_hostile numbers them), each read and
+ * given back; written_us as given, or 0: the time each was due, on a
+ * schedule of exact gaps (the write itself comes when a sleep ends, up to
+ * a millisecond later on a loaded machine) */
+static void
+wa_frames (FakeLane * fl, guint64 from, guint n, guint64 written_us)
+{
+  gint64 due = g_get_monotonic_time ();
+  GpuShareLaneEntry e;
+  GpuShareRelease rel;
+  guint64 i;
+
+  for (i = from; i < from + n; i++) {
+    due += 20000;
+    if (due > g_get_monotonic_time ())
+      g_usleep (due - g_get_monotonic_time ());
+    fake_lane_frame (&e, 1, i % 2, 1 + i / 2, i);
+    e.written_us = written_us ? written_us : (guint64) due;
+    fail_unless_equals_int (gpushare_lane_push (fl->lane, &e),
+        GPUSHARE_LANE_OK);
+    expect_release (fl, &rel, i % 2, 1 + i / 2, i);
+  }
+}
+
+/* wake-ahead: off by default; with it, a src whose producer writes a
+ * frame every 20 ms wakes up before the frames are due and catches them
+ * polling, one poll a frame at most, each no longer than twice
+ * wake-ahead; a producer that stops costs one poll that misses and no
+ * more; write times far in the future count as the times the frames were
+ * read, and times that go back make no cadence. */
+GST_START_TEST (test_lane_wake_ahead)
+{
+  GAsyncQueue *log = g_async_queue_new_full (g_free);
+  gchar *path = socket_path ("lane.sock");
+  GstElement *pipeline, *src;
+  guint64 wakes, hits, polled;
+  guint wake_ahead;
+  gint listen_fd;
+  FakeLane fl;
+  RawPeer raw;
+
+  /* off: never */
+  pipeline = lane_stream_start (path, log, &listen_fd, &raw, &fl);
+  src = child (pipeline, "src");
+  g_object_get (src, "wake-ahead", &wake_ahead, NULL);
+  fail_unless_equals_int (wake_ahead, 0);
+  wa_frames (&fl, 1, 20, 0);
+  fail_unless_equals_uint64 (stat_u64 (src, "lane-early-wakes"), 0);
+  fail_unless_equals_uint64 (stat_u64 (src, "lane-early-hits"), 0);
+  assert_no_error (pipeline);
+  hostile_consumer_stop (pipeline, listen_fd, &raw, path);
+  fake_lane_free (&fl);
+
+  lane_wake_ahead = 1000;
+  pipeline = lane_stream_start (path, log, &listen_fd, &raw, &fl);
+  src = child (pipeline, "src");
+  /* the first 8 gaps make the cadence: no poll before */
+  wa_frames (&fl, 1, 9, 0);
+  fail_unless_equals_uint64 (stat_u64 (src, "lane-early-wakes"), 0);
+  wa_frames (&fl, 10, 30, 0);
+  wakes = stat_u64 (src, "lane-early-wakes");
+  hits = stat_u64 (src, "lane-early-hits");
+  polled = stat_u64 (src, "lane-spin-us");
+  GST_INFO ("30 steady frames: %" G_GUINT64_FORMAT " early wakes, %"
+      G_GUINT64_FORMAT " hits, %" G_GUINT64_FORMAT " us polled", wakes, hits,
+      polled);
+  /* a sleep that ends late on a loaded machine (two cores, this test's
+   * writer spinning for its schedule on one) misses frames now and then */
+  fail_unless (hits >= 5,
+      "%" G_GUINT64_FORMAT " of 30 caught, %" G_GUINT64_FORMAT " polls, %"
+      G_GUINT64_FORMAT " us", hits, wakes, polled);
+  fail_unless (wakes >= hits && wakes <= 30);
+  fail_unless (polled <= wakes * 2 * 1000 + 30 * 1000);
+
+  /* the producer stops: one poll misses, and then it sleeps */
+  g_usleep (200000);
+  fail_unless (stat_u64 (src, "lane-early-wakes") <= wakes + 1);
+  fail_unless_equals_uint64 (stat_u64 (src, "lane-early-hits"), hits);
+  wakes = stat_u64 (src, "lane-early-wakes");
+  g_usleep (100000);
+  fail_unless_equals_uint64 (stat_u64 (src, "lane-early-wakes"), wakes);
+
+  /* write times far ahead are taken as the times they were read: a
+   * poll a frame at most, each bounded */
+  polled = stat_u64 (src, "lane-spin-us");
+  wa_frames (&fl, 40, 12, G_GUINT64_CONSTANT (1) << 62);
+  fail_unless (stat_u64 (src, "lane-early-wakes") <= wakes + 12);
+  fail_unless (stat_u64 (src, "lane-spin-us") <= polled + 12 * 2 * 1000 +
+      12 * 1000);
+  /* write times that go back make no cadence: no poll after the window
+   * open when they began */
+  wakes = stat_u64 (src, "lane-early-wakes");
+  wa_frames (&fl, 52, 12, 1);
+  fail_unless (stat_u64 (src, "lane-early-wakes") <= wakes + 1);
+  fail_unless_equals_uint64 (stat_u64 (src, "frames-received"), 63);
+  assert_no_error (pipeline);
+  hostile_consumer_stop (pipeline, listen_fd, &raw, path);
+  fake_lane_free (&fl);
+  lane_wake_ahead = 0;
+  g_async_queue_unref (log);
+  g_free (path);
+}
+
+GST_END_TEST;
+
 typedef enum
 {
   LH_UNSEALED,
@@ -1688,6 +1797,7 @@ gpushare_src_protocol_suite (void)
   tcase_add_test (tc_lane, test_lane_mark_waits_asleep);
   tcase_add_test (tc_lane, test_lane_heads_up);
   tcase_add_test (tc_lane, test_lane_heads_up_hostile);
+  tcase_add_test (tc_lane, test_lane_wake_ahead);
   tcase_add_loop_test (tc_lane, test_lane_hostile, 0, N_LH);
   return s;
 }
