@@ -134,7 +134,7 @@ GST_START_TEST (test_inspect)
     "connection-timeout", "is-live", "producer-lost", "transport",
     "sync-mode",
     "cuda-device-id", "heartbeat-interval", "allowed-producer-uids",
-    "max-in-place", "io-mode", "frame-lane", "stats", NULL
+    "max-in-place", "io-mode", "frame-lane", "wake-ahead", "stats", NULL
   };
   static const gchar *const src_ro[] = { "stats", NULL };
   static const gchar *const reasons[] = { "goodbye", "hangup", "protocol",
