@@ -535,10 +535,6 @@ struct _GpuShareCudaRing
    * oldest first: let go in that order once their slots' settled events
    * complete; at most MAX_HELD */
   GQueue held;
-  /* a slot + 1 whose settled event the host saw complete (settle) since
-   * the last copy in: every copy held for is done (each copy in resets
-   * it; only the writer's thread uses it) */
-  guint settled_now;
   /* the host's waits for the device (settle), in microseconds: all of
    * them, and the part spent spinning; taken by the writer */
   guint64 wait_us;
@@ -892,9 +888,6 @@ gpushare_cuda_ring_settle (GpuShareCudaRing * ring, guint slot, GError ** error)
    * forced) and the wait ends, or this gives up with an error */
   r = poll_done (ring->settled[slot], NULL, deadline, &spun);
   gpushare_cuda_pop ();
-  /* the writer's own thread publishes next: it need not ask again */
-  if (r == CUDA_SUCCESS)
-    ring->settled_now = slot + 1;
   __atomic_fetch_add (&ring->wait_us, (guint64) (g_get_monotonic_time () -
           start), __ATOMIC_RELAXED);
   __atomic_fetch_add (&ring->spin_us, (guint64) spun, __ATOMIC_RELAXED);
@@ -964,7 +957,6 @@ gpushare_cuda_ring_copy_in (GpuShareCudaRing * ring, guint slot,
 
   dst.device = TRUE;
   dst.base = (guintptr) ring->ptrs[slot];
-  ring->settled_now = 0;
   if (!push (ring->ctx, error))
     return FALSE;
   let_go_of_held (ring);
@@ -1053,17 +1045,11 @@ gpushare_cuda_ring_publish (GpuShareCudaRing * ring, guint slot,
         && ring->consumers[i].present
         && ring->consumers[i].mode != GPUSHARE_SYNC_HOST)
       device = TRUE;
-  if (!device && (ring->settled_now == slot + 1
-          || g_queue_is_empty (&ring->held))) {
-    /* host readers alone, and nothing held, or the host saw this slot's
-     * copy done (settle), so every copy queued before: the frame goes out
-     * with no call to the driver, and upstream's buffers go back */
-    while (!g_queue_is_empty (&ring->held)) {
-      Held *h = g_queue_pop_head (&ring->held);
-
-      gst_buffer_unref (h->buf);
-      g_free (h);
-    }
+  if (!device && g_queue_is_empty (&ring->held)) {
+    /* host readers alone and none of upstream's buffers to give back: the
+     * frame goes out with no call to the driver.  (A held buffer is let go
+     * only on its event: a settle seen by the writer may be another
+     * thread's, of a pool slot, older than the buffer's copy.) */
     ring->last_sequence[slot] = sequence;
     return TRUE;
   }
