@@ -202,6 +202,8 @@ struct _GpuShareClient
   guint cadence_next;
   gint64 cadence_last_us;
   gboolean early_done;
+  gboolean early_woken;         /* a poll of this window ran */
+  gboolean early_caught;        /* the last poll ended with an entry */
   guint64 lane_early_wakes;
   guint64 lane_early_hits;
 
@@ -1734,7 +1736,7 @@ cadence_add (GpuShareClient * self, gint64 written_us)
     }
   }
   self->cadence_last_us = written_us;
-  self->early_done = FALSE;
+  self->early_done = self->early_woken = FALSE;
 }
 
 /* lock held: when the producer's next frame is due, from its last
@@ -1770,9 +1772,10 @@ wake_ahead_window (GpuShareClient * self, gint64 * wake_us, gint64 * until_us)
 {
   gint64 ahead = self->config.wake_ahead_us, due;
 
-  /* frames closer than twice wake-ahead: the thread would poll for ever */
+  /* frames closer than three times wake-ahead: the thread would poll two
+   * thirds of the time or more */
   if (!ahead || self->early_done || !cadence_due (self, &due)
-      || due - self->cadence_last_us <= 2 * ahead)
+      || due - self->cadence_last_us < 3 * ahead)
     return FALSE;
   *wake_us = due - ahead;
   *until_us = due + ahead;
@@ -1843,8 +1846,11 @@ lane_frame (GpuShareClient * self, Session * s, const GpuShareFrame * f,
   frame->meta = g_steal_pointer (&self->lane_meta);
   /* it reached us when the producer wrote it into the lane (one clock on
    * one host; what a producer says is never later than now) */
-  frame->received_us = written_us > 0 && (gint64) written_us < now ?
+  frame->received_us = written_us > 0 && written_us < (guint64) now ?
       (gint64) written_us : now;
+  if (self->early_caught)
+    self->lane_early_hits++;
+  self->early_caught = FALSE;
   cadence_add (self, frame->received_us);
   frame->session = session_ref (s);
   frame->mapping = mapping;
@@ -2063,12 +2069,14 @@ gpushare_client_pop (GpuShareClient * self, GpuShareClientItem * out)
         self->lane_spins++;
       else if (spin == GPUSHARE_LANE_SPIN_MISSED)
         self->lane_spin_misses++;
-      /* a poll a ring ended goes on after a look at everything, until
-       * the window ends: counted once, by how it ended */
-      if (early == GPUSHARE_LANE_SPIN_HIT || early == GPUSHARE_LANE_SPIN_MISSED)
+      /* a window counts once, however many polls a ring or a MARK split
+       * it into; the frame read next after a poll that ended with an
+       * entry counts as caught (lane_frame ()) */
+      if (early != GPUSHARE_LANE_SPIN_NONE && !self->early_woken) {
+        self->early_woken = TRUE;
         self->lane_early_wakes++;
-      if (early == GPUSHARE_LANE_SPIN_HIT)
-        self->lane_early_hits++;
+      }
+      self->early_caught = early == GPUSHARE_LANE_SPIN_HIT;
       /* one window a frame: the next frame read opens the next one */
       if (ahead && (early == GPUSHARE_LANE_SPIN_MISSED
               || g_get_monotonic_time () >= until_us))

@@ -1434,10 +1434,12 @@ GST_END_TEST;
 /* frames written every 20 ms from sequence from on, n of them (slot
  * sequence % 2, as test_lane_heads_up_hostile numbers them), each read and
  * given back; written_us as given, or 0: the time each was due, on a
- * schedule of exact gaps (the write itself comes when a sleep ends, up to
- * a millisecond later on a loaded machine) */
+ * schedule of exact gaps, jitter us early and late in turn (the write
+ * itself comes when a sleep ends, up to a millisecond later on a loaded
+ * machine) */
 static void
-wa_frames (FakeLane * fl, guint64 from, guint n, guint64 written_us)
+wa_frames (FakeLane * fl, guint64 from, guint n, guint64 written_us,
+    gint64 jitter)
 {
   gint64 due = g_get_monotonic_time ();
   GpuShareLaneEntry e;
@@ -1449,7 +1451,8 @@ wa_frames (FakeLane * fl, guint64 from, guint n, guint64 written_us)
     if (due > g_get_monotonic_time ())
       g_usleep (due - g_get_monotonic_time ());
     fake_lane_frame (&e, 1, i % 2, 1 + i / 2, i);
-    e.written_us = written_us ? written_us : (guint64) due;
+    e.written_us = written_us ? written_us :
+        (guint64) (due + (i % 2 ? jitter : -jitter));
     fail_unless_equals_int (gpushare_lane_push (fl->lane, &e),
         GPUSHARE_LANE_OK);
     expect_release (fl, &rel, i % 2, 1 + i / 2, i);
@@ -1458,14 +1461,17 @@ wa_frames (FakeLane * fl, guint64 from, guint n, guint64 written_us)
 
 /* wake-ahead: off by default; with it, a src whose producer writes a
  * frame every 20 ms wakes up before the frames are due and catches them
- * polling, one poll a frame at most, each no longer than twice
- * wake-ahead; a producer that stops costs one poll that misses and no
- * more; write times far in the future count as the times the frames were
- * read, and times that go back make no cadence. */
+ * polling, one window a frame, each poll no longer than twice wake-ahead
+ * (give or take the machine's scheduling); a producer that stops costs
+ * one window and no more; write times ahead of the consumer's clock (even
+ * past the signed range) count as the times the frames were read, which
+ * keep the cadence; write times 8 ms off the schedule either way are no
+ * cadence, and open no window. */
 GST_START_TEST (test_lane_wake_ahead)
 {
   GAsyncQueue *log = g_async_queue_new_full (g_free);
   gchar *path = socket_path ("lane.sock");
+  gboolean valgrind = g_getenv ("GPUSHARE_UNDER_VALGRIND") != NULL;
   GstElement *pipeline, *src;
   guint64 wakes, hits, polled;
   guint wake_ahead;
@@ -1478,7 +1484,7 @@ GST_START_TEST (test_lane_wake_ahead)
   src = child (pipeline, "src");
   g_object_get (src, "wake-ahead", &wake_ahead, NULL);
   fail_unless_equals_int (wake_ahead, 0);
-  wa_frames (&fl, 1, 20, 0);
+  wa_frames (&fl, 1, 20, 0, 0);
   fail_unless_equals_uint64 (stat_u64 (src, "lane-early-wakes"), 0);
   fail_unless_equals_uint64 (stat_u64 (src, "lane-early-hits"), 0);
   assert_no_error (pipeline);
@@ -1489,24 +1495,25 @@ GST_START_TEST (test_lane_wake_ahead)
   pipeline = lane_stream_start (path, log, &listen_fd, &raw, &fl);
   src = child (pipeline, "src");
   /* the first 8 gaps make the cadence: no poll before */
-  wa_frames (&fl, 1, 9, 0);
+  wa_frames (&fl, 1, 9, 0, 0);
   fail_unless_equals_uint64 (stat_u64 (src, "lane-early-wakes"), 0);
-  wa_frames (&fl, 10, 30, 0);
+  wa_frames (&fl, 10, 30, 0, 0);
   wakes = stat_u64 (src, "lane-early-wakes");
   hits = stat_u64 (src, "lane-early-hits");
   polled = stat_u64 (src, "lane-spin-us");
-  GST_INFO ("30 steady frames: %" G_GUINT64_FORMAT " early wakes, %"
-      G_GUINT64_FORMAT " hits, %" G_GUINT64_FORMAT " us polled", wakes, hits,
-      polled);
-  /* a sleep that ends late on a loaded machine (two cores, this test's
-   * writer spinning for its schedule on one) misses frames now and then */
-  fail_unless (hits >= 5,
-      "%" G_GUINT64_FORMAT " of 30 caught, %" G_GUINT64_FORMAT " polls, %"
+  /* a sleep that ends late on a loaded machine misses frames now and
+   * then; under valgrind most */
+  fail_unless (hits >= (valgrind ? 1 : 5),
+      "%" G_GUINT64_FORMAT " of 30 caught, %" G_GUINT64_FORMAT " windows, %"
       G_GUINT64_FORMAT " us", hits, wakes, polled);
-  fail_unless (wakes >= hits && wakes <= 30);
-  fail_unless (polled <= wakes * 2 * 1000 + 30 * 1000);
+  fail_unless (hits <= wakes && wakes <= 31, "%" G_GUINT64_FORMAT " caught, "
+      "%" G_GUINT64_FORMAT " windows", hits, wakes);
+  /* 2 ms a window, and 5 ms of slack a frame for a poll that yielded its
+   * CPU to a busy machine */
+  fail_unless (polled <= wakes * 2 * 1000 + 30 * 5000, "%" G_GUINT64_FORMAT
+      " us in %" G_GUINT64_FORMAT " windows", polled, wakes);
 
-  /* the producer stops: one poll misses, and then it sleeps */
+  /* the producer stops: one window, caught nothing, and then it sleeps */
   g_usleep (200000);
   fail_unless (stat_u64 (src, "lane-early-wakes") <= wakes + 1);
   fail_unless_equals_uint64 (stat_u64 (src, "lane-early-hits"), hits);
@@ -1514,19 +1521,23 @@ GST_START_TEST (test_lane_wake_ahead)
   g_usleep (100000);
   fail_unless_equals_uint64 (stat_u64 (src, "lane-early-wakes"), wakes);
 
-  /* write times far ahead are taken as the times they were read: a
-   * poll a frame at most, each bounded */
-  polled = stat_u64 (src, "lane-spin-us");
-  wa_frames (&fl, 40, 12, G_GUINT64_CONSTANT (1) << 62);
-  fail_unless (stat_u64 (src, "lane-early-wakes") <= wakes + 12);
-  fail_unless (stat_u64 (src, "lane-spin-us") <= polled + 12 * 2 * 1000 +
-      12 * 1000);
-  /* write times that go back make no cadence: no poll after the window
-   * open when they began */
+  /* write times ahead of our clock, past the signed range too: the read
+   * times keep the cadence, and windows open again */
+  wa_frames (&fl, 40, 12, G_GUINT64_CONSTANT (1) << 62, 0);
+  wa_frames (&fl, 52, 12, G_GUINT64_CONSTANT (1) << 63, 0);
+  fail_unless (stat_u64 (src, "lane-early-wakes") >= wakes + 3,
+      "%" G_GUINT64_FORMAT " windows, %" G_GUINT64_FORMAT " before",
+      stat_u64 (src, "lane-early-wakes"), wakes);
+  /* write times 8 ms early and late in turn: no cadence, so no window
+   * after the one open when they began and, where the first of them
+   * falls within a quarter of the cadence (a late read before it), the
+   * next */
   wakes = stat_u64 (src, "lane-early-wakes");
-  wa_frames (&fl, 52, 12, 1);
-  fail_unless (stat_u64 (src, "lane-early-wakes") <= wakes + 1);
-  fail_unless_equals_uint64 (stat_u64 (src, "frames-received"), 63);
+  wa_frames (&fl, 64, 12, 0, 8000);
+  fail_unless (stat_u64 (src, "lane-early-wakes") <= wakes + 2,
+      "%" G_GUINT64_FORMAT " windows, %" G_GUINT64_FORMAT " before",
+      stat_u64 (src, "lane-early-wakes"), wakes);
+  fail_unless_equals_uint64 (stat_u64 (src, "frames-received"), 75);
   assert_no_error (pipeline);
   hostile_consumer_stop (pipeline, listen_fd, &raw, path);
   fake_lane_free (&fl);
