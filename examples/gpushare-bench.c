@@ -115,24 +115,24 @@
 /* GPU rows force the transport, so that a fallback fails the row instead
  * of measuring something else, and keep the frames in GPU memory; the
  * producer is on GPU 0, the peer rows' consumer on GPU 1 */
-#define GPUSHARE_SRC_CUDA(sync) "gpusharesrc name=out socket-path=@SOCKET@ " \
-  "transport=cuda sync-mode=" sync " ! video/x-raw(memory:CUDAMemory)"
+#define GPUSHARE_SRC_CUDA_OPTS(sync, opts) "gpusharesrc name=out " \
+  "socket-path=@SOCKET@ transport=cuda sync-mode=" sync opts \
+  " ! video/x-raw(memory:CUDAMemory)"
+#define GPUSHARE_SRC_CUDA(sync) GPUSHARE_SRC_CUDA_OPTS (sync, "")
 /* the "-ahead" rows: the consumer's streaming thread wakes up
  * WAKE_AHEAD_US before a steady producer's next frame is due and polls
  * the lane for it (gpusharesrc wake-ahead), rather than sleep until the
  * producer rings it: the wake-up of a sleeping thread off each frame's
  * latency, for CPU time the rows show */
 #define WAKE_AHEAD_US "300"
-#define GPUSHARE_SRC_CUDA_AHEAD(sync) "gpusharesrc name=out " \
-  "socket-path=@SOCKET@ transport=cuda sync-mode=" sync " wake-ahead=" \
-  WAKE_AHEAD_US " ! video/x-raw(memory:CUDAMemory)"
+#define GPUSHARE_SRC_CUDA_AHEAD(sync) \
+  GPUSHARE_SRC_CUDA_OPTS (sync, " wake-ahead=" WAKE_AHEAD_US)
 /* the "-socket" rows: frames as messages on the socket, read by the
  * consumer's control thread and handed to its streaming thread (the path
  * before the frame lane), beside the rows that read the lane */
 #define SOCKET_FRAMES " frame-lane=false"
-#define GPUSHARE_SRC_CUDA_SOCKET(sync) "gpusharesrc name=out " \
-  "socket-path=@SOCKET@ transport=cuda sync-mode=" sync SOCKET_FRAMES \
-  " ! video/x-raw(memory:CUDAMemory)"
+#define GPUSHARE_SRC_CUDA_SOCKET(sync) \
+  GPUSHARE_SRC_CUDA_OPTS (sync, SOCKET_FRAMES)
 /* the same, every frame copied out of its slot (io-mode=copy); the rows
  * above push the slot itself where GStreamer allows it (1.24+) */
 #define GPUSHARE_SRC_CUDA_COPY(sync) "gpusharesrc name=out " \
@@ -263,66 +263,46 @@ static const BenchMode modes[] = {
   {"one-process-cuda", "cudaupload ! imagefreeze ! fakesink in one process: "
         "the GPU ceiling", "imagefreeze cudaupload", NULL, NULL,
       CUDA_SOURCE " ! " FAKESINK " name=in", NULL, KEY_OFFSET, TRUE},
-#define CUDA_ROW(name, sync, what) \
+/* a GPU row: the one source and sink, the consumer's src as given */
+#define CUDA_ROW(name, src, what) \
   {name, what, "imagefreeze cudaupload gpusharesink gpusharesrc", \
         "gpusharesink", "video/x-raw(memory:CUDAMemory)", \
-        CUDA_SOURCE " ! " GPUSHARE_SINK, \
-      GPUSHARE_SRC_CUDA (sync) " ! " FAKESINK, KEY_OFFSET, TRUE}
-  CUDA_ROW ("gpushare-cuda", "auto", "gpushare, CUDA VMM slots"),
-  CUDA_ROW ("gpushare-cuda-host", "host",
+        CUDA_SOURCE " ! " GPUSHARE_SINK, src " ! " FAKESINK, KEY_OFFSET, TRUE}
+  CUDA_ROW ("gpushare-cuda", GPUSHARE_SRC_CUDA ("auto"),
+      "gpushare, CUDA VMM slots"),
+  CUDA_ROW ("gpushare-cuda-host", GPUSHARE_SRC_CUDA ("host"),
       "gpushare, CUDA slots, each side syncs its stream"),
-  CUDA_ROW ("gpushare-cuda-semaphore", "semaphore",
+  CUDA_ROW ("gpushare-cuda-semaphore", GPUSHARE_SRC_CUDA ("semaphore"),
       "gpushare, CUDA slots, semaphore words in GPU memory"),
-  CUDA_ROW ("gpushare-cuda-event", "event",
+  CUDA_ROW ("gpushare-cuda-event", GPUSHARE_SRC_CUDA ("event"),
       "gpushare, CUDA slots, CUDA IPC events"),
-#undef CUDA_ROW
-#define CUDA_AHEAD_ROW(name, sync, what) \
-  {name, what, "imagefreeze cudaupload gpusharesink gpusharesrc", \
-        "gpusharesink", "video/x-raw(memory:CUDAMemory)", \
-        CUDA_SOURCE " ! " GPUSHARE_SINK, \
-      GPUSHARE_SRC_CUDA_AHEAD (sync) " ! " FAKESINK, KEY_OFFSET, TRUE}
-  CUDA_AHEAD_ROW ("gpushare-cuda-ahead", "auto",
+  CUDA_ROW ("gpushare-cuda-ahead", GPUSHARE_SRC_CUDA_AHEAD ("auto"),
       "gpushare-cuda, the consumer awake " WAKE_AHEAD_US " us before each "
       "frame is due (wake-ahead)"),
-  CUDA_AHEAD_ROW ("gpushare-cuda-semaphore-ahead", "semaphore",
+  CUDA_ROW ("gpushare-cuda-semaphore-ahead",
+      GPUSHARE_SRC_CUDA_AHEAD ("semaphore"),
       "gpushare-cuda-semaphore with wake-ahead=" WAKE_AHEAD_US),
-#undef CUDA_AHEAD_ROW
-#define CUDA_SOCKET_ROW(name, sync, what) \
-  {name, what, "imagefreeze cudaupload gpusharesink gpusharesrc", \
-        "gpusharesink", "video/x-raw(memory:CUDAMemory)", \
-        CUDA_SOURCE " ! " GPUSHARE_SINK, \
-      GPUSHARE_SRC_CUDA_SOCKET (sync) " ! " FAKESINK, KEY_OFFSET, TRUE}
-  CUDA_SOCKET_ROW ("gpushare-cuda-socket", "auto",
+  CUDA_ROW ("gpushare-cuda-socket", GPUSHARE_SRC_CUDA_SOCKET ("auto"),
       "gpushare-cuda, frames through the socket, not the lane"),
-  CUDA_SOCKET_ROW ("gpushare-cuda-host-socket", "host",
+  CUDA_ROW ("gpushare-cuda-host-socket", GPUSHARE_SRC_CUDA_SOCKET ("host"),
       "gpushare-cuda-host, frames through the socket"),
-  CUDA_SOCKET_ROW ("gpushare-cuda-semaphore-socket", "semaphore",
+  CUDA_ROW ("gpushare-cuda-semaphore-socket",
+      GPUSHARE_SRC_CUDA_SOCKET ("semaphore"),
       "gpushare-cuda-semaphore, frames through the socket"),
-#undef CUDA_SOCKET_ROW
-  {"gpushare-cuda-copy", "gpushare, CUDA slots, io-mode=copy: the consumer "
-        "copies every frame into its own pool",
-        "imagefreeze cudaupload gpusharesink gpusharesrc",
-        "gpusharesink", "video/x-raw(memory:CUDAMemory)",
-        CUDA_SOURCE " ! " GPUSHARE_SINK,
-      GPUSHARE_SRC_CUDA_COPY ("auto") " ! " FAKESINK, KEY_OFFSET, TRUE},
-  {"gpushare-cuda-copy-host", "gpushare-cuda-copy with host sync: each "
-        "side waits on the host for the other's copy",
-        "imagefreeze cudaupload gpusharesink gpusharesrc",
-        "gpusharesink", "video/x-raw(memory:CUDAMemory)",
-        CUDA_SOURCE " ! " GPUSHARE_SINK,
-      GPUSHARE_SRC_CUDA_COPY ("host") " ! " FAKESINK, KEY_OFFSET, TRUE},
-  {"gpushare-cuda-copy-semaphore", "gpushare-cuda-copy with semaphore "
-        "sync: neither side waits on the host for the other's copy",
-        "imagefreeze cudaupload gpusharesink gpusharesrc",
-        "gpusharesink", "video/x-raw(memory:CUDAMemory)",
-        CUDA_SOURCE " ! " GPUSHARE_SINK,
-      GPUSHARE_SRC_CUDA_COPY ("semaphore") " ! " FAKESINK, KEY_OFFSET, TRUE},
-  {"gpushare-cuda-copy-socket", "gpushare-cuda-copy, frames through the "
-        "socket, not the lane",
-        "imagefreeze cudaupload gpusharesink gpusharesrc",
-        "gpusharesink", "video/x-raw(memory:CUDAMemory)",
-        CUDA_SOURCE " ! " GPUSHARE_SINK,
-      GPUSHARE_SRC_CUDA_COPY_SOCKET ("auto") " ! " FAKESINK, KEY_OFFSET, TRUE},
+  CUDA_ROW ("gpushare-cuda-copy", GPUSHARE_SRC_CUDA_COPY ("auto"),
+      "gpushare, CUDA slots, io-mode=copy: the consumer copies every frame "
+      "into its own pool"),
+  CUDA_ROW ("gpushare-cuda-copy-host", GPUSHARE_SRC_CUDA_COPY ("host"),
+      "gpushare-cuda-copy with host sync: each side waits on the host for "
+      "the other's copy"),
+  CUDA_ROW ("gpushare-cuda-copy-semaphore",
+      GPUSHARE_SRC_CUDA_COPY ("semaphore"),
+      "gpushare-cuda-copy with semaphore sync: neither side waits on the "
+      "host for the other's copy"),
+  CUDA_ROW ("gpushare-cuda-copy-socket",
+      GPUSHARE_SRC_CUDA_COPY_SOCKET ("auto"),
+      "gpushare-cuda-copy, frames through the socket, not the lane"),
+#undef CUDA_ROW
   /* GStreamer 1.24+: cudaipcsink / cudaipcsrc in each IPC mode and I/O
    * mode (cudaipcsrc ignores io-mode with ipc-mode=mmap), and unixfdsink /
    * unixfdsrc behind a download, as the shm row */
