@@ -91,8 +91,11 @@ sys_ring_new (gint device, GpuShareMemType type, guint64 epoch,
       goto failed;
     if (fcntl (fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) < 0)
       goto failed;
-    data = mmap (NULL, ring->slot_size, PROT_READ | PROT_WRITE, MAP_SHARED,
-        fd, 0);
+    /* MAP_POPULATE: every page of the slot is allocated and mapped now,
+     * while the caps are set, and not one page fault at a time while the
+     * first frames are written (thousands of faults for one 4K frame) */
+    data = mmap (NULL, ring->slot_size, PROT_READ | PROT_WRITE,
+        MAP_SHARED | MAP_POPULATE, fd, 0);
     if (data == MAP_FAILED)
       goto failed;
     ring->data[i] = data;
@@ -211,8 +214,10 @@ sys_view_free (GpuShareXferView * view)
   g_free (view);
 }
 
+/* *allocated: every page of the slot exists already (a slot of ours, see
+ * sys_ring_new ()), so that mapping it in full takes no memory */
 static gboolean
-check_fd (gint fd, gsize slot_size, GError ** error)
+check_fd (gint fd, gsize slot_size, gboolean * allocated, GError ** error)
 {
   struct stat st;
   gpointer probe;
@@ -223,6 +228,7 @@ check_fd (gint fd, gsize slot_size, GError ** error)
     why = "slot descriptor is not a regular memory file";
     goto refused;
   }
+  *allocated = (guint64) st.st_blocks * 512 >= (guint64) st.st_size;
   seals = fcntl (fd, F_GET_SEALS);
   if (seals < 0 || (seals & REQUIRED_SEALS) != REQUIRED_SEALS) {
     why = "slot is not sealed against shrinking and growing";
@@ -269,11 +275,19 @@ sys_view_new (gint device, const GpuShareSlots * s, gint * fds, GError ** error)
   view->n_slots = s->n_slots;
   view->slot_size = s->slot_size;
   for (i = 0; i < s->n_slots; i++) {
+    gboolean allocated;
     gpointer data;
 
-    if (!check_fd (fds[i], s->slot_size, error))
+    if (!check_fd (fds[i], s->slot_size, &allocated, error))
       goto failed;
-    data = mmap (NULL, s->slot_size, PROT_READ, MAP_SHARED, fds[i], 0);
+    /* Mapped in full now, at the handshake, not by faults on the first
+     * frames read, where the producer allocated every page: a read fault
+     * on a hole of a memory file allocates a page, and a producer's sparse
+     * slot (up to GPUSHARE_MAX_SLOT_SIZE each) must not make us allocate
+     * what it did not.  The seals keep allocated pages there: no hole can
+     * be punched into the slot after this. */
+    data = mmap (NULL, s->slot_size, PROT_READ,
+        MAP_SHARED | (allocated ? MAP_POPULATE : 0), fds[i], 0);
     if (data == MAP_FAILED) {
       int err = errno;
 

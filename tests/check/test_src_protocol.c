@@ -22,6 +22,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -304,6 +305,62 @@ raw_producer_ready (RawPeer * p, GpuShareMsg * msg)
   raw_send_slots (p, msg, fds, 1);
   raw_expect (p, GPUSHARE_MSG_MAPPED, msg, NULL, NULL);
 }
+
+/* The consumer maps a slot of ours in full at the handshake (no page
+ * fault on the first frames); a producer's slot that is a sparse file
+ * must not be: a read fault on a hole of a memory file allocates a page,
+ * so 64 slots of GPUSHARE_MAX_SLOT_SIZE announced and never written would
+ * have the consumer allocate what the producer did not.  Two sealed slots
+ * of 64 MiB with nothing in them: the consumer maps them (MAPPED) and
+ * they stay empty. */
+#define SPARSE_SLOT_SIZE (64 << 20)
+
+GST_START_TEST (test_sparse_slots_not_allocated)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  gchar *path = socket_path ("sparse.sock");
+  gint fds[HP_N_SLOTS], mine[HP_N_SLOTS];
+  GstElement *pipeline;
+  gint listen_fd;
+  RawPeer raw;
+  guint i;
+
+  pipeline = hostile_consumer_start (path, &listen_fd, &raw);
+  make_announce (msg, HP_N_SLOTS, SPARSE_SLOT_SIZE);
+  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+  raw_expect (&raw, GPUSHARE_MSG_ACCEPT, msg, NULL, NULL);
+  for (i = 0; i < HP_N_SLOTS; i++) {
+    fds[i] = make_memfd (SPARSE_SLOT_SIZE, TRUE);
+    mine[i] = dup (fds[i]);
+    fail_unless (mine[i] >= 0);
+  }
+  memset (msg, 0, sizeof (*msg));
+  msg->type = GPUSHARE_MSG_SLOTS;
+  msg->u.slots.epoch = 1;
+  msg->u.slots.slot_size = SPARSE_SLOT_SIZE;
+  msg->u.slots.n_slots = HP_N_SLOTS;
+  msg->u.slots.mem_type = GPUSHARE_MEM_SYSTEM;
+  fail_unless (raw_send_msg (&raw, msg, fds, HP_N_SLOTS));
+  gpushare_close_fds (fds, HP_N_SLOTS);
+  raw_expect (&raw, GPUSHARE_MSG_MAPPED, msg, NULL, NULL);
+  fail_unless_equals_int (count_memfd_maps ("test-slot"), HP_N_SLOTS);
+
+  for (i = 0; i < HP_N_SLOTS; i++) {
+    struct stat st;
+
+    fail_unless (fstat (mine[i], &st) == 0);
+    fail_unless (st.st_blocks == 0, "slot %u: the consumer allocated %"
+        G_GUINT64_FORMAT " bytes of a slot the producer left empty", i,
+        (guint64) st.st_blocks * 512);
+  }
+  gpushare_close_fds (mine, HP_N_SLOTS);
+  assert_no_error (pipeline);
+  hostile_consumer_stop (pipeline, listen_fd, &raw, path);
+  g_free (path);
+  g_free (msg);
+}
+
+GST_END_TEST;
 
 /* an EVENT of kind with text */
 static void
@@ -1796,6 +1853,7 @@ gpushare_src_protocol_suite (void)
   tcase_add_test (tc_hostile_producer, test_producer_values_unchecked);
   tcase_add_test (tc_hostile_producer, test_producer_floods_events);
   tcase_add_test (tc_hostile_producer, test_producer_backlog_full);
+  tcase_add_test (tc_hostile_producer, test_sparse_slots_not_allocated);
   tcase_add_loop_test (tc_hostile_producer, test_heartbeat_silent_producer, 0,
       2);
   suite_add_tcase (s, tc_layouts);

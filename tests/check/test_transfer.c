@@ -792,6 +792,103 @@ GST_START_TEST (test_fd_memory_downstream)
 
 GST_END_TEST;
 
+/* The slots are in memory and mapped before the first frame, on both
+ * sides: a page fault a page on the first pass through the ring is
+ * thousands of faults a 4K frame, paid by the frames a consumer waits
+ * for.  A live producer at 2 frames/s has written one or two of its eight
+ * slots when the consumer has its first frame, and fakesink reads none:
+ * every mapping of a slot in this process (the producer's, writable, and
+ * the consumer's, read-only) must be resident all the same, its Rss in
+ * /proc/self/smaps its size. */
+typedef struct
+{
+  guint maps, writable, resident;
+  GString *how;
+} SlotMaps;
+
+static void
+scan_slot_maps (SlotMaps * m)
+{
+  gchar *smaps = NULL, **lines;
+  guint i;
+  gboolean in_slot = FALSE, writable = FALSE;
+  guint64 size_kb = 0;
+
+  fail_unless (g_file_get_contents ("/proc/self/smaps", &smaps, NULL, NULL));
+  lines = g_strsplit (smaps, "\n", -1);
+  for (i = 0; lines[i]; i++) {
+    const gchar *l = lines[i];
+    guint64 kb;
+
+    /* a mapping's first line: "start-end perms offset dev inode path" */
+    if (g_ascii_isxdigit (l[0]) && strchr (l, '-') && strchr (l, ' ')) {
+      in_slot = strstr (l, "/memfd:gpushare-slot") != NULL;
+      if (in_slot) {
+        writable = strchr (l, ' ')[2] == 'w';
+        m->maps++;
+        m->writable += writable;
+      }
+      continue;
+    }
+    if (!in_slot)
+      continue;
+    if (sscanf (l, "Size: %" G_GUINT64_FORMAT " kB", &kb) == 1)
+      size_kb = kb;
+    else if (sscanf (l, "Rss: %" G_GUINT64_FORMAT " kB", &kb) == 1) {
+      if (kb == size_kb && kb > 0)
+        m->resident++;
+      else
+        g_string_append_printf (m->how, " a %s slot mapping with %"
+            G_GUINT64_FORMAT " of its %" G_GUINT64_FORMAT " kB in memory;",
+            writable ? "writable" : "read-only", kb, size_kb);
+    }
+  }
+  g_strfreev (lines);
+  g_free (smaps);
+}
+
+GST_START_TEST (test_slots_resident)
+{
+  gchar *path = socket_path ("resident.sock");
+  GstElement *producer, *consumer;
+  SlotMaps m = { 0, };
+  GstSample *sample;
+
+  producer = launch ("videotestsrc is-live=true pattern=white ! "
+      "video/x-raw,format=NV12,width=640,height=480,framerate=2/1 ! "
+      "gpusharesink socket-path=%s ring-size=8", path);
+  consumer = launch ("gpusharesrc socket-path=%s transport=system "
+      "connection-timeout=%d ! appsink name=out sync=false", path, TIMEOUT_MS);
+  fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  fail_if (gst_element_set_state (consumer, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  sample = gst_app_sink_try_pull_sample (GST_APP_SINK (child (consumer,
+              "out")), TIMEOUT_MS * GST_MSECOND);
+  fail_unless (sample != NULL, "the consumer got no frame");
+
+  m.how = g_string_new (NULL);
+  scan_slot_maps (&m);
+  gst_sample_unref (sample);
+  fail_unless (m.writable == 8 && m.maps == 16, "%u slot mappings, %u "
+      "writable, where the producer's 8 and the consumer's 8 were expected",
+      m.maps, m.writable);
+  fail_unless (m.how->len == 0 && m.resident == m.maps, "%u of %u slot "
+      "mappings in memory before their first frame:%s", m.resident, m.maps,
+      m.how->str);
+  g_string_free (m.how, TRUE);
+
+  assert_no_error (producer);
+  assert_no_error (consumer);
+  gst_element_set_state (consumer, GST_STATE_NULL);
+  gst_element_set_state (producer, GST_STATE_NULL);
+  gst_object_unref (consumer);
+  gst_object_unref (producer);
+  g_free (path);
+}
+
+GST_END_TEST;
+
 /* ------------------------------------------------------------------------ */
 /* 4. Formats: rows copied whole, and layouts a stride cannot describe
  * refused */
@@ -925,6 +1022,7 @@ gpushare_transfer_suite (void)
   tcase_add_test (tc_exchange, test_exchange_in_place);
   tcase_add_loop_test (tc_exchange, test_fd_memory_downstream, 0, 2);
   tcase_add_test (tc_exchange, test_logs_carry_no_handles);
+  tcase_add_test (tc_exchange, test_slots_resident);
   suite_add_tcase (s, tc_formats);
   tcase_add_checked_fixture (tc_formats, elements_setup, elements_teardown);
   tcase_add_test (tc_formats, test_sink_refuses_tiled);
