@@ -27,8 +27,13 @@
 GST_DEBUG_CATEGORY_STATIC (gpushare_server_debug);
 #define GST_CAT_DEFAULT gpushare_server_debug
 
-/* how often handshake deadlines are looked at */
+/* How often housekeeping () runs while the producer waits for a free
+ * slot (leases are judged), and at most when nothing is due: processes
+ * that exited are reaped within that.  Otherwise it runs when something
+ * is due (a handshake deadline, a stall notice, an observer's status):
+ * a stream that only streams wakes its control thread once a second. */
 #define HOUSEKEEPING_MS 50
+#define HOUSEKEEPING_IDLE_MS 1000
 /* how often a wait for consumers asks whether upstream stopped */
 #define GATHER_LOOK_US (100 * 1000)
 #define MAX_CLIENTS GPUSHARE_MAX_HOLDERS
@@ -142,6 +147,9 @@ struct _GpuShareServer
   /* everything below under lock */
   GMutex lock;
   GCond cond;
+  guint cond_waiters;           /* threads in a wait on cond */
+  /* when housekeeping () runs next (monotonic us): see housekeeping_by () */
+  gint64 housekeeping_at;
   GQueue events;                /* GpuShareServerEvent, to deliver */
   gboolean flushing;
   Client *clients[MAX_CLIENTS];
@@ -312,6 +320,19 @@ deliver_events (GpuShareServer * self)
 /* ------------------------------------------------------------------------ */
 /* Clients */
 
+/* lock held: housekeeping () runs at the latest at (monotonic us).  Any
+ * thread: the source is there from start to stop, the streaming thread's
+ * calls between them. */
+static void
+housekeeping_by (GpuShareServer * self, gint64 at)
+{
+  if (!self->housekeeping || (self->housekeeping_at
+          && self->housekeeping_at <= at))
+    return;
+  self->housekeeping_at = at;
+  g_source_set_ready_time (self->housekeeping, at);
+}
+
 /* the one place a client's state changes */
 static void
 client_set_state (Client * client, ClientState state)
@@ -324,10 +345,35 @@ client_set_state (Client * client, ClientState state)
   client->state = state;
   /* waiting for the consumer's ACCEPT or MAPPED: that step has a deadline;
    * waiting for our own caps, or streaming, has none */
-  if (timeout && (state == CLIENT_ANNOUNCED || state == CLIENT_EXPORTED))
+  if (timeout && (state == CLIENT_ANNOUNCED || state == CLIENT_EXPORTED)) {
     client->deadline = g_get_monotonic_time () + (gint64) timeout *1000;
-  else
+    housekeeping_by (self, client->deadline);
+  } else {
     client->deadline = 0;
+  }
+}
+
+/* lock held.  Waits on the server's condition, until end_time (monotonic
+ * us) when not 0; wake_waiters () wakes every thread in here.  A broadcast
+ * is a system call even with nobody to wake, and one comes with every
+ * release of every consumer: it is made only when a thread waits. */
+static void
+cond_wait (GpuShareServer * self, gint64 end_time)
+{
+  self->cond_waiters++;
+  if (end_time)
+    g_cond_wait_until (&self->cond, &self->lock, end_time);
+  else
+    g_cond_wait (&self->cond, &self->lock);
+  self->cond_waiters--;
+}
+
+/* lock held */
+static void
+wake_waiters (GpuShareServer * self)
+{
+  if (self->cond_waiters)
+    g_cond_broadcast (&self->cond);
 }
 
 /* a source of ours, if any, destroyed and let go; any thread */
@@ -940,7 +986,7 @@ drop_client_full (GpuShareServer * self, Client * client,
     queue_client_event (self, GPUSHARE_SERVER_EVENT_REMOVED, client, 0, 0,
         reason, detail);
   }
-  g_cond_broadcast (&self->cond);
+  wake_waiters (self);
   g_mutex_unlock (&self->lock);
 
   /* device work: forcing its semaphore words may take a while, and only
@@ -1217,6 +1263,7 @@ handle_observe (GpuShareServer * self, Client * client,
   client->observer = TRUE;
   client->status_interval = obs->interval_ms;
   client->next_status = 0;
+  housekeeping_by (self, g_get_monotonic_time ());
   client_set_state (client, CLIENT_OBSERVING);
   if (client->over_limit) {
     client->over_limit = FALSE;
@@ -1265,7 +1312,7 @@ handle_mapped (GpuShareServer * self, Client * client, const GpuShareMapped * m)
   /* a consumer that joins after the end still learns it ended */
   if (self->eos)
     send_eos (self, client);
-  g_cond_broadcast (&self->cond);
+  wake_waiters (self);
   if (!client->connected_emitted) {
     client->connected_emitted = TRUE;
     queue_event (self, GPUSHARE_SERVER_EVENT_NUM_CLIENTS, 0, 0, 0);
@@ -1317,7 +1364,7 @@ handle_release (GpuShareServer * self, Client * client,
   client->frames_released++;
   GST_LOG_OBJECT (self->log_object, "client %u released slot %u",
       client->id, r->slot);
-  g_cond_broadcast (&self->cond);
+  wake_waiters (self);
   return TRUE;
 }
 
@@ -1600,6 +1647,46 @@ find_stalled (GpuShareServer * self, gint64 now)
  * handshake must not hold a client place, and a lossless producer must not
  * wait forever for a consumer that never maps a new ring), and those whose
  * slot lease expired while the producer waits for a slot. */
+/* housekeeping's source runs at the ready time housekeeping_by () set */
+static gboolean
+housekeeping_dispatch (GSource * source, GSourceFunc callback,
+    gpointer user_data)
+{
+  return callback ? callback (user_data) : G_SOURCE_REMOVE;
+}
+
+static GSourceFuncs housekeeping_funcs = {
+  NULL, NULL, housekeeping_dispatch, NULL, NULL, NULL
+};
+
+/* when housekeeping () is due next, after it ran at now */
+static void
+housekeeping_next (GpuShareServer * self, gint64 now)
+{
+  gint64 next = now + HOUSEKEEPING_IDLE_MS * 1000;
+  guint i;
+
+  g_mutex_lock (&self->lock);
+  if (self->waiting_since)
+    next = MIN (next, now + HOUSEKEEPING_MS * 1000);
+  for (i = 0; i < MAX_CLIENTS; i++) {
+    Client *c = self->clients[i];
+
+    if (!c)
+      continue;
+    if (c->deadline)
+      next = MIN (next, c->deadline);
+    if (c->state == CLIENT_READY && c->skipped_since && !c->stall_reported)
+      next = MIN (next, c->skipped_since + GPUSHARE_STALL_NOTICE_MS * 1000);
+    if (c->observer)
+      next = MIN (next, c->next_status);
+  }
+  /* what is due now runs again at once, as a timeout of 0 would */
+  self->housekeeping_at = 0;
+  housekeeping_by (self, MAX (next, now + 1000));
+  g_mutex_unlock (&self->lock);
+}
+
 static gboolean
 housekeeping (gpointer user_data)
 {
@@ -1699,6 +1786,7 @@ housekeeping (gpointer user_data)
         "handshake timed out");
   }
   send_status (self, now);
+  housekeeping_next (self, now);
   return G_SOURCE_CONTINUE;
 }
 
@@ -2010,8 +2098,14 @@ gpushare_server_start (GpuShareServer * self, GError ** error)
   g_source_set_callback (self->listen_source, G_SOURCE_FUNC (listen_dispatch),
       self, NULL);
   g_source_attach (self->listen_source, self->context);
-  self->housekeeping = g_timeout_source_new (HOUSEKEEPING_MS);
+  /* a source of its own: housekeeping_by () moves its time */
+  self->housekeeping = g_source_new (&housekeeping_funcs, sizeof (GSource));
+  g_source_set_name (self->housekeeping, "gpushare-housekeeping");
   g_source_set_callback (self->housekeeping, housekeeping, self, NULL);
+  g_mutex_lock (&self->lock);
+  self->housekeeping_at = 0;
+  housekeeping_by (self, g_get_monotonic_time () + HOUSEKEEPING_MS * 1000);
+  g_mutex_unlock (&self->lock);
   g_source_attach (self->housekeeping, self->context);
   self->thread = g_thread_new ("gpushareserver", control_thread, self);
   GST_DEBUG_OBJECT (self->log_object, "listening");
@@ -2032,7 +2126,10 @@ gpushare_server_stop (GpuShareServer * self)
     self->thread = NULL;
   }
   clear_source (&self->listen_source);
+  g_mutex_lock (&self->lock);
   clear_source (&self->housekeeping);
+  self->housekeeping_at = 0;
+  g_mutex_unlock (&self->lock);
 
   /* the control thread is gone: nobody else touches the clients now */
   g_mutex_lock (&self->lock);
@@ -2109,7 +2206,7 @@ gpushare_server_configure (GpuShareServer * self,
   g_clear_pointer (&self->config.allowed_gids, g_array_unref);
   self->config.allowed_uids = uids;
   self->config.allowed_gids = gids;
-  g_cond_broadcast (&self->cond);
+  wake_waiters (self);
   g_mutex_unlock (&self->lock);
 }
 
@@ -2193,7 +2290,7 @@ gpushare_server_set_format (GpuShareServer * self,
   self->have_layout = TRUE;
   /* the caps reach each consumer before the next frame: socket order */
   announce_layout (self, new_ring);
-  g_cond_broadcast (&self->cond);
+  wake_waiters (self);
   g_mutex_unlock (&self->lock);
   g_clear_pointer (&old, gpushare_xfer_ring_unref);
   deliver_events (self);
@@ -2345,7 +2442,7 @@ gpushare_server_set_flushing (GpuShareServer * self, gboolean flushing)
   if (!flushing)
     self->gathering_abandoned = FALSE;
   self->flushing = flushing;
-  g_cond_broadcast (&self->cond);
+  wake_waiters (self);
   g_mutex_unlock (&self->lock);
 }
 
@@ -2353,7 +2450,7 @@ void
 gpushare_server_wake (GpuShareServer * self)
 {
   g_mutex_lock (&self->lock);
-  g_cond_broadcast (&self->cond);
+  wake_waiters (self);
   g_mutex_unlock (&self->lock);
 }
 
@@ -2384,7 +2481,7 @@ wait_locked (GpuShareServer * self)
 {
   if (self->flushing)
     return FALSE;
-  g_cond_wait (&self->cond, &self->lock);
+  cond_wait (self, 0);
   return !self->flushing;
 }
 
@@ -2441,8 +2538,10 @@ memory_needs (GpuShareServer * self, gboolean * sys, guint32 * gpu)
 static void
 slot_wait_begin (GpuShareServer * self)
 {
-  if (self->n_waiting++ == 0)
+  if (self->n_waiting++ == 0) {
     self->waiting_since = g_get_monotonic_time ();
+    housekeeping_by (self, self->waiting_since + HOUSEKEEPING_MS * 1000);
+  }
 }
 
 static void
@@ -2492,7 +2591,7 @@ replace_ring (GpuShareServer * self, guint n_slots, GError ** error)
   self->layout.n_slots = ring->n_slots;
   self->layout.slot_size = ring->slot_size;
   announce_layout (self, TRUE);
-  g_cond_broadcast (&self->cond);
+  wake_waiters (self);
   g_mutex_unlock (&self->lock);
   gpushare_xfer_ring_unref (old);
   g_mutex_lock (&self->lock);
@@ -2624,8 +2723,7 @@ again:
         wait_for, n_ready_clients (self));
     if (self->flushing)
       goto flushing;
-    g_cond_wait_until (&self->cond, &self->lock, g_get_monotonic_time () +
-        GATHER_LOOK_US);
+    cond_wait (self, g_get_monotonic_time () + GATHER_LOOK_US);
     if (self->flushing)
       goto flushing;
     if (self->stop_func) {
@@ -2753,7 +2851,7 @@ gpushare_server_end_frame (GpuShareServer * self,
    * writes this frame, makes a new ring */
   if (!written) {
     gpushare_ring_abort (&self->ring, slot);
-    g_cond_broadcast (&self->cond);
+    wake_waiters (self);
     g_mutex_unlock (&self->lock);
     frame_clear (self, frame);
     return written;
@@ -2794,8 +2892,10 @@ gpushare_server_end_frame (GpuShareServer * self,
     if (frame->leaky && !gpushare_ring_leaky_admits (&self->ring, c->index,
             quota, c->share, c->over_since, c->minor >= GPUSHARE_MINOR_SHARE)) {
       c->frames_dropped++;
-      if (!c->skipped_since)
+      if (!c->skipped_since) {
         c->skipped_since = now;
+        housekeeping_by (self, now + GPUSHARE_STALL_NOTICE_MS * 1000);
+      }
       c->skipped_run++;
       GST_LOG_OBJECT (self->log_object, "client %u holds its share of %u: "
           "frame skipped", c->id, quota);
@@ -2936,7 +3036,7 @@ pool_acquire (GpuShareServer * self, gboolean leaky, const gint * flushing,
       lanes_waiting (self, TRUE);
       continue;
     }
-    g_cond_wait (&self->cond, &self->lock);
+    cond_wait (self, 0);
   }
   if (waiting) {
     slot_wait_end (self);
@@ -2977,7 +3077,7 @@ gpushare_server_pool_release (GpuShareServer * self,
   g_mutex_lock (&self->lock);
   if (is_current_slot (self, tag)) {
     gpushare_ring_abort (&self->ring, tag->slot);
-    g_cond_broadcast (&self->cond);
+    wake_waiters (self);
   }
   g_mutex_unlock (&self->lock);
 }

@@ -1676,6 +1676,76 @@ GST_START_TEST (test_idle_producer_waits)
 
 GST_END_TEST;
 
+/* the voluntary context switches of this process's threads named comm:
+ * how often they went to sleep, so how often they were woken */
+static guint64
+thread_wakeups (const gchar * comm)
+{
+  GDir *dir = g_dir_open ("/proc/self/task", 0, NULL);
+  const gchar *tid;
+  guint64 n = 0;
+
+  fail_unless (dir != NULL);
+  while ((tid = g_dir_read_name (dir))) {
+    gchar *path = g_strdup_printf ("/proc/self/task/%s/comm", tid);
+    gchar *name = NULL, *status = NULL, *at;
+
+    if (g_file_get_contents (path, &name, NULL, NULL)
+        && g_str_equal (g_strstrip (name), comm)) {
+      g_free (path);
+      path = g_strdup_printf ("/proc/self/task/%s/status", tid);
+      if (g_file_get_contents (path, &status, NULL, NULL)
+          && (at = strstr (status, "voluntary_ctxt_switches:")))
+        n += g_ascii_strtoull (at + strlen ("voluntary_ctxt_switches:"),
+            NULL, 10);
+    }
+    g_free (status);
+    g_free (name);
+    g_free (path);
+  }
+  g_dir_close (dir);
+  return n;
+}
+
+#define IDLE_WINDOW_S 3
+
+/* A producer that only streams, to a consumer that keeps up, wakes its
+ * control thread a few times a second (housekeeping once, the heartbeats
+ * both ways: 18 times in 3 s here): each frame goes through the lane, and
+ * nothing is due.  It woke 20 times a second more (73 in 3 s) to look at
+ * handshake deadlines nobody had: with 64 streams on a host, 1,280
+ * wake-ups a second for nothing. */
+GST_START_TEST (test_control_thread_sleeps)
+{
+  gchar *path = socket_path ("sleeps");
+  GstElement *producer, *sink;
+  guint64 before, after, frames;
+  Consumer *c;
+
+  producer = producer_new (path, &sink);
+  producer_start (producer, sink);
+  c = consumer_new (path, FALSE);
+  consumer_start (c);
+  fail_unless (consumer_wait (c, 20), "the consumer gets no frames");
+  frames = stat_u64 (sink, "frames-rendered");
+  before = thread_wakeups ("gpushareserver");
+  g_usleep (IDLE_WINDOW_S * G_USEC_PER_SEC);
+  after = thread_wakeups ("gpushareserver");
+  fail_unless (stat_u64 (sink, "frames-rendered") > frames + 100,
+      "the stream did not go on");
+  fail_unless (after - before <= IDLE_WINDOW_S * 8, "the producer's control "
+      "thread woke %" G_GUINT64_FORMAT " times in %d s of streaming",
+      after - before, IDLE_WINDOW_S);
+  assert_consumer_alive (c);
+  assert_no_error (producer);
+  consumer_free (c);
+  gst_element_set_state (producer, GST_STATE_NULL);
+  gst_object_unref (producer);
+  g_free (path);
+}
+
+GST_END_TEST;
+
 #define N_CONSUMERS 3
 #define GATHER_FRAMES 20
 
@@ -2138,6 +2208,7 @@ gpushare_stream_suite (void)
   tcase_add_test (tc_timing, test_timing_percentiles);
   tcase_add_test (tc_timing, test_stage_timings);
   tcase_add_test (tc_timing, test_stats_documented);
+  tcase_add_test (tc_timing, test_control_thread_sleeps);
   return s;
 }
 
