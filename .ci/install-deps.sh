@@ -18,7 +18,8 @@ pkgs=(meson ninja-build gcc pkg-config
   # Python overrides (buffers mapped in place, stats arrays), numpy
   python3-gi python3-gst-1.0 gir1.2-gstreamer-1.0
   gir1.2-gst-plugins-base-1.0 python3-numpy
-  python3-yaml)  # the container examples' check
+  python3-yaml  # the container examples' check
+  gnuplot-nox)  # gpushare-bench --plot
 if [ "${1:-}" = --dev ]; then
   pkgs+=(clang libclang-rt-dev  # the codec fuzzer: libFuzzer is in libclang-rt
     valgrind

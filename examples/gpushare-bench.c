@@ -65,6 +65,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gpushare-bench.h"
+
 /* ------------------------------------------------------------------------ */
 /* the modes */
 
@@ -164,12 +166,6 @@
 #define UNIXFD_SINK "unixfdsink name=in socket-path=@SOCKET@ " \
   "wait-for-connection=true sync=false"
 #define UNIXFD_SRC "unixfdsrc name=out socket-path=@SOCKET@"
-
-typedef enum
-{
-  KEY_OFFSET,                   /* GST_BUFFER_OFFSET travels with the frame */
-  KEY_ORDER,                    /* it does not: the n-th frame is frame n */
-} FrameKey;
 
 typedef struct
 {
@@ -370,32 +366,11 @@ static const BenchMode modes[] = {
 /* ------------------------------------------------------------------------ */
 /* options */
 
-typedef struct
-{
-  /* parent */
-  gchar *sizes;
-  gchar *modes;
-  gboolean markdown;
-  gboolean verbose;
-  gboolean list;
-  gboolean mps;
-  gboolean targets;
-  gint max_time_s;
-  /* both */
-  gint frames;
-  gint ring;
-  gint repeat;
-  gint pace_us;
-  gint timeout_s;
-  /* children */
-  gchar *mode;
-  gchar *socket;
-  gchar *stamps;
-  gchar *hold;
-  gint width, height;
-} Options;
 
-static Options opt = {
+Options opt = {
+  .consumers = 4,
+  .fps = 30,
+  .warmup_s = 2,
   .frames = 600,
   .ring = 8,
   .repeat = 3,
@@ -424,7 +399,7 @@ frame_size (gint w, gint h)
   return GST_VIDEO_INFO_SIZE (&info);
 }
 
-static gchar *
+gchar *
 expand (const gchar * tmpl, gint w, gint h)
 {
   GString *s = g_string_new (tmpl);
@@ -469,7 +444,7 @@ pace (gchar * desc)
   return out;
 }
 
-static gint64
+gint64
 now_ns (void)
 {
   struct timespec ts;
@@ -479,7 +454,7 @@ now_ns (void)
 }
 
 /* user + system time of every thread of this process */
-static gint64
+gint64
 cpu_ns (void)
 {
   struct rusage ru;
@@ -877,7 +852,7 @@ read_side (const gchar * path, SideResult * r)
 }
 
 /* the GPUs nvidia-smi lists, 0 without it */
-static gint
+gint
 gpu_count (void)
 {
   static gint count = -1;
@@ -1016,13 +991,13 @@ mps_set_env (GSubprocessLauncher * l)
 
 /* GSubprocess reaps its child from GLib's worker thread, so the identifier
  * going NULL says it is gone without a main loop here */
-static gboolean
+gboolean
 running (GSubprocess * p)
 {
   return p && g_subprocess_get_identifier (p) != NULL;
 }
 
-static gboolean
+gboolean
 wait_exit (GSubprocess * p, gint64 timeout_us)
 {
   gint64 until = g_get_monotonic_time () + timeout_us;
@@ -1251,9 +1226,9 @@ sample_gpu_memory (Row * row, const gchar * prod_pid, const gchar * cons_pid)
 
 /* SIGINT, SIGTERM, SIGHUP in the parent: end the run in flight, stop the
  * MPS daemon, print what there is */
-static volatile sig_atomic_t interrupted;
+volatile sig_atomic_t interrupted;
 
-static void
+void
 on_signal (int sig)
 {
   interrupted = sig;
@@ -1296,7 +1271,7 @@ spawn (const gchar * self, const gchar * role, const Row * row,
   return p;
 }
 
-static gint
+gint
 percentile_index (gint n, gint q)
 {
   /* nearest rank */
@@ -1305,7 +1280,7 @@ percentile_index (gint n, gint q)
   return CLAMP (i, 0, n - 1);
 }
 
-static gint
+gint
 cmp_gint64 (gconstpointer a, gconstpointer b)
 {
   gint64 x = *(const gint64 *) a, y = *(const gint64 *) b;
@@ -1505,7 +1480,7 @@ cmp_gdouble (gconstpointer a, gconstpointer b)
   return x < y ? -1 : x > y;
 }
 
-static gdouble
+gdouble
 median (gdouble * v, gint n)
 {
   qsort (v, n, sizeof (gdouble), cmp_gdouble);
@@ -2106,7 +2081,7 @@ print_targets (const Row * rows, gint n, gint n_sizes, const gint * ws,
   }
 }
 
-static gboolean
+gboolean
 parse_size (const gchar * s, gint * w, gint * h)
 {
   if (!g_ascii_strcasecmp (s, "1080p")) {
@@ -2377,6 +2352,35 @@ main (int argc, char **argv)
     {"max-time", 0, 0, G_OPTION_ARG_INT, &opt.max_time_s,
         "Start no run after S seconds; print what there is (default: no "
           "limit)", "S"},
+    {"streams", 0, 0, G_OPTION_ARG_STRING, &opt.streams,
+          "Many streams: K live streams (comma separated: one row per K), "
+          "each read by --consumers, in the modes --list shows under "
+          "--streams",
+        "LIST"},
+    {"consumers", 0, 0, G_OPTION_ARG_INT, &opt.consumers,
+        "With --streams: consumers of each stream (default 4)", "M"},
+    {"topology", 0, 0, G_OPTION_ARG_STRING, &opt.topology,
+          "With --streams: per-process (a process per producer and per "
+          "consumer of each stream), shared (one producer process, M "
+          "consumer processes reading every stream) or both (default)",
+        "WORD"},
+    {"fps", 0, 0, G_OPTION_ARG_INT, &opt.fps,
+        "With --streams: frames a second of each live source (default 30; "
+          "0: as fast as possible)", "N"},
+    {"warmup", 0, 0, G_OPTION_ARG_INT, &opt.warmup_s,
+        "With --streams: seconds of each stream's start left out of "
+          "latency and CPU (default 2)", "S"},
+    {"plot", 0, 0, G_OPTION_ARG_FILENAME, &opt.plot,
+          "With --streams: draw the rows against K into this SVG (gnuplot)",
+        "FILE"},
+    {"first", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_INT, &opt.first,
+        "Child: first stream", NULL},
+    {"count", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_INT, &opt.count,
+        "Child: streams", NULL},
+    {"go", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_FILENAME, &opt.go,
+        "Child: hold the first frames until this file exists", NULL},
+    {"ready", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_FILENAME, &opt.ready,
+        "Child: write this file once playing", NULL},
     {"mode", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_STRING, &opt.mode,
         "Child: the mode", NULL},
     {"socket", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_FILENAME, &opt.socket,
@@ -2408,7 +2412,7 @@ main (int argc, char **argv)
         "at least 1, --max-time at least 0\n");
     return 64;
   }
-  if (!opt.modes) {
+  if (!opt.modes && !opt.streams) {
     GString *all = g_string_new (NULL);
     guint i;
 
@@ -2433,7 +2437,16 @@ main (int argc, char **argv)
       if (modes[i].consumer)
         g_print ("  consumer: %s\n", modes[i].consumer);
     }
+    scale_list ();
     rc = 0;
+  } else if (g_str_equal (role, "scale-producer")
+      || g_str_equal (role, "scale-consumer")) {
+    rc = scale_run_side (role);
+  } else if (g_str_equal (role, "parent") && opt.streams) {
+    gchar *exe = g_file_read_link ("/proc/self/exe", NULL);
+
+    rc = scale_run_parent (exe ? exe : argv[0]);
+    g_free (exe);
   } else if (g_str_equal (role, "producer") || g_str_equal (role, "consumer")
       || g_str_equal (role, "single")) {
     rc = run_side (role);

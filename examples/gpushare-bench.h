@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * What the two parts of gpushare-bench share: the options, the clocks, the
+ * children, the statistics.  gpushare-bench.c runs one producer and one
+ * consumer per row; gpushare-bench-scale.c runs K streams and M consumers
+ * of each (--streams).
+ */
+
+#ifndef __GPUSHARE_BENCH_H__
+#define __GPUSHARE_BENCH_H__
+
+#include <gio/gio.h>
+#include <gst/gst.h>
+#include <signal.h>
+
+G_BEGIN_DECLS
+
+typedef enum
+{
+  KEY_OFFSET,                   /* GST_BUFFER_OFFSET travels with the frame */
+  KEY_ORDER,                    /* it does not: the n-th frame is frame n */
+} FrameKey;
+
+typedef struct
+{
+  /* parent */
+  gchar *sizes;
+  gchar *modes;
+  gboolean markdown;
+  gboolean verbose;
+  gboolean list;
+  gboolean mps;
+  gboolean targets;
+  gint max_time_s;
+  /* many streams (gpushare-bench-scale.c) */
+  gchar *streams;
+  gint consumers;
+  gchar *topology;
+  gint fps;
+  gint warmup_s;
+  gchar *plot;
+  /* both */
+  gint frames;
+  gint ring;
+  gint repeat;
+  gint pace_us;
+  gint timeout_s;
+  /* children */
+  gchar *mode;
+  gchar *socket;
+  gchar *stamps;
+  gchar *hold;
+  gint width, height;
+  gint first, count, index;
+  gchar *go;
+  gchar *ready;
+} Options;
+
+extern Options opt;
+/* SIGINT, SIGTERM or SIGHUP caught by the parent (on_signal ()) */
+extern volatile sig_atomic_t interrupted;
+void on_signal (int sig);
+
+gint64 now_ns (void);
+/* user + system time of every thread of this process */
+gint64 cpu_ns (void);
+/* GPUs nvidia-smi lists; 0 without one */
+gint gpu_count (void);
+gboolean running (GSubprocess * p);
+gboolean wait_exit (GSubprocess * p, gint64 timeout_us);
+gint percentile_index (gint n, gint q);
+gint cmp_gint64 (gconstpointer a, gconstpointer b);
+gdouble median (gdouble * v, gint n);
+/* the templates' @CAPS@ @FRAMES@ @RING@ @SHMSIZE@ @SOCKET@ for w x h */
+gchar *expand (const gchar * tmpl, gint w, gint h);
+gboolean parse_size (const gchar * s, gint * w, gint * h);
+
+/* gpushare-bench-scale.c */
+gboolean scale_list (void);
+gint scale_run_parent (const gchar * self);
+gint scale_run_side (const gchar * role);
+
+G_END_DECLS
+
+#endif /* __GPUSHARE_BENCH_H__ */
