@@ -204,6 +204,10 @@ branch (const ScaleMode * mode, gboolean consumer, const gchar * dir,
 /* ------------------------------------------------------------------------ */
 /* one side: a process with opt.count streams from opt.first */
 
+/* frame numbers kept: a live source that falls behind skips numbers, and
+ * imagefreeze's num-buffers counts the frames it pushed */
+#define N_KEYS (2 * opt.frames)
+
 typedef struct _ScaleSide ScaleSide;
 
 typedef struct
@@ -259,7 +263,7 @@ write_report (ScaleSide * s, GString * report, const gchar * errmsg,
   for (i = 0; s->b && i < s->n_b; i++) {
     g_string_append_printf (out, "stream %d %d %d\n", s->b[i].stream,
         s->b[i].n, s->b[i].bad);
-    for (k = 0; s->b[i].t && k < opt.frames; k++)
+    for (k = 0; s->b[i].t && k < N_KEYS; k++)
       if (s->b[i].t[k])
         g_string_append_printf (out, "t %d %d %" G_GINT64_FORMAT "\n",
             s->b[i].stream, k, s->b[i].t[k]);
@@ -300,7 +304,7 @@ scale_stamp_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
 
   if (s->key == KEY_OFFSET && GST_BUFFER_OFFSET_IS_VALID (buf))
     k = GST_BUFFER_OFFSET (buf);
-  if (k < (guint64) opt.frames && b->t[k] == 0)
+  if (k < (guint64) N_KEYS && b->t[k] == 0)
     b->t[k] = t;
   else
     b->bad++;
@@ -312,7 +316,12 @@ scale_stamp_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
     s->frames_a = total;
     g_mutex_unlock (&s->lock);
   }
-  if (!b->ended && k == (guint64) opt.frames - 1) {
+  /* the end: a frame numbered frames - 1 is not the last one where the
+   * source skipped frames (their numbers go on past it), so where numbers
+   * travel a consumer ends at EOS, and where they do not (shmsrc, no EOS
+   * either) at its frames-th frame */
+  if (!b->ended && (s->key == KEY_ORDER ? b->n == opt.frames :
+          !s->consumer && k == (guint64) opt.frames - 1)) {
     b->ended = TRUE;
     if (g_atomic_int_add (&s->ended, 1) + 1 == s->n_b) {
       g_mutex_lock (&s->lock);
@@ -402,7 +411,7 @@ scale_run_side (const gchar * role)
     g_free (name);
     s.b[i].side = &s;
     s.b[i].stream = opt.first + i;
-    s.b[i].t = g_new0 (gint64, opt.frames);
+    s.b[i].t = g_new0 (gint64, N_KEYS);
     if (!pad) {
       gst_clear_object (&el);
       errmsg = g_strdup ("no element to stamp");
@@ -616,10 +625,10 @@ read_child (const gchar * path, ChildResult * r)
       gint64 *t = g_hash_table_lookup (r->t, GINT_TO_POINTER (a));
 
       if (!t) {
-        t = g_new0 (gint64, opt.frames);
+        t = g_new0 (gint64, N_KEYS);
         g_hash_table_insert (r->t, GINT_TO_POINTER (a), t);
       }
-      if (b >= 0 && b < opt.frames)
+      if (b >= 0 && b < N_KEYS)
         t[b] = v;
     } else if (sscanf (*l, "threads %d", &a) == 1) {
       r->threads = a;
@@ -802,11 +811,24 @@ scale_run_row (const gchar * self, ScaleRow * row)
     }
   }
   if (any_running (c, n)) {
+    GString *who = g_string_new (NULL);
+
+    /* which ones, and whether they were done with their frames (their
+     * report is written before the teardown) */
+    for (i = 0; i < n; i++) {
+      if (!running (c[i].p))
+        continue;
+      if (who->len < 200)
+        g_string_append_printf (who, "%s%s %d%s", who->len ? ", " : "",
+            c[i].consumer ? "consumer" : "producer", i,
+            g_file_test (c[i].stamps, G_FILE_TEST_EXISTS) ?
+            " (its frames done)" : "");
+      g_subprocess_force_exit (c[i].p);
+    }
     row->failed = interrupted ? g_strdup_printf ("interrupted by signal %d",
-        (gint) interrupted) : g_strdup ("timeout, processes still running");
-    for (i = 0; i < n; i++)
-      if (running (c[i].p))
-        g_subprocess_force_exit (c[i].p);
+        (gint) interrupted) : g_strdup_printf ("timeout, still running: %s",
+        who->str);
+    g_string_free (who, TRUE);
   }
   for (i = 0; i < n; i++) {
     if (c[i].p)
@@ -850,9 +872,9 @@ scale_run_row (const gchar * self, ScaleRow * row)
       /* what the producer sent (a live source that fell behind skips
        * frames before the transport sees them), and of that, what this
        * consumer got: by number, or by count where numbers do not travel */
-      for (f = 0; p && f < opt.frames; f++)
+      for (f = 0; p && f < N_KEYS; f++)
         n_sent += p[f] != 0;
-      for (f = 0; t && f < opt.frames; f++) {
+      for (f = 0; t && f < N_KEYS; f++) {
         if (!t[f])
           continue;
         got += mode->key == KEY_ORDER || (p && p[f]);
@@ -871,7 +893,7 @@ scale_run_row (const gchar * self, ScaleRow * row)
       if (opt.verbose && got < n_sent) {
         GString *miss = g_string_new (NULL);
 
-        for (f = 0; mode->key == KEY_OFFSET && f < opt.frames
+        for (f = 0; mode->key == KEY_OFFSET && f < N_KEYS
             && miss->len < 200; f++)
           if (p && p[f] && (!t || !t[f]))
             g_string_append_printf (miss, " %d", f);
@@ -895,7 +917,7 @@ scale_run_row (const gchar * self, ScaleRow * row)
         gint64 *t = value;
         gint f;
 
-        for (f = 0; f < opt.frames; f++) {
+        for (f = 0; f < N_KEYS; f++) {
           if (!t[f])
             continue;
           first = first ? MIN (first, t[f]) : t[f];
