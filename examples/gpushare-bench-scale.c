@@ -233,8 +233,22 @@ struct _ScaleSide
   gint ended;                   /* atomic: branches past their last frame */
   gint64 cpu_a, cpu_b;
   gint frames_a, frames_b;
+  gint threads;                 /* when the warm-up ended, all streaming */
   GMutex lock;
 };
+
+static gint
+threads_of_self (void)
+{
+  gchar *status = NULL, *at;
+  gint n = -1;
+
+  if (g_file_get_contents ("/proc/self/status", &status, NULL, NULL)
+      && (at = strstr (status, "\nThreads:")))
+    n = atoi (at + strlen ("\nThreads:"));
+  g_free (status);
+  return n;
+}
 
 /* what the parent reads (read_child ()), into report (its --verbose
  * stats lines kept), and written to --stamps */
@@ -256,7 +270,8 @@ write_report (ScaleSide * s, GString * report, const gchar * errmsg,
   cpu_frames = (s->cpu_b ? s->frames_b : g_atomic_int_get (&s->total))
       - s->frames_a;
   g_mutex_unlock (&s->lock);
-  g_string_append_printf (out, "threads %d\n", threads);
+  g_string_append_printf (out, "threads %d\n", threads >= 0 ? threads :
+      s->threads);
   if (s->cpu_a && cpu_frames > 0)
     g_string_append_printf (out, "cpu %" G_GINT64_FORMAT " %d\n", cpu,
         cpu_frames);
@@ -314,6 +329,7 @@ scale_stamp_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
     g_mutex_lock (&s->lock);
     s->cpu_a = cpu_ns ();
     s->frames_a = total;
+    s->threads = threads_of_self ();
     g_mutex_unlock (&s->lock);
   }
   /* the end: a frame numbered frames - 1 is not the last one where the
@@ -344,19 +360,6 @@ scale_stamp_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
     }
   }
   return GST_PAD_PROBE_OK;
-}
-
-static gint
-threads_of_self (void)
-{
-  gchar *status = NULL, *at;
-  gint n = -1;
-
-  if (g_file_get_contents ("/proc/self/status", &status, NULL, NULL)
-      && (at = strstr (status, "\nThreads:")))
-    n = atoi (at + strlen ("\nThreads:"));
-  g_free (status);
-  return n;
 }
 
 gint
@@ -485,7 +488,7 @@ scale_run_side (const gchar * role)
     s.frames_b = g_atomic_int_get (&s.total);
   }
   g_mutex_unlock (&s.lock);
-  threads = threads_of_self ();
+  threads = s.threads ? s.threads : threads_of_self ();
   /* --verbose: the elements' own figures */
   for (i = 0; opt.verbose && i < s.n_b; i++) {
     gchar *name = g_strdup_printf ("%s%d", consumer ? "out" : "in",
