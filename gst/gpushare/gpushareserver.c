@@ -2680,10 +2680,13 @@ again:
   }
   /* leaky, ring of auto size: a share of GPUSHARE_RING_MIN_SHARE for each
    * consumer, so that one whose sink keeps a frame or two is never
-   * skipped for good (docs/design.md, "Shares of a leaky ring") */
+   * skipped for good (docs/design.md, "Shares of a leaky ring").  For the
+   * consumers the stream waits for too, before they come: a ring that
+   * grows once they are there has each of them map the new one while the
+   * next frames go by, and miss them. */
   if (!lossless && self->ring_auto) {
     guint want = gpushare_ring_auto_slots (self->ring.n_slots,
-        n_streaming_clients (self));
+        MAX (n_streaming_clients (self), wait_for));
 
     if (want > self->ring.n_slots && !replace_ring (self, want, error)) {
       g_mutex_unlock (&self->lock);

@@ -1795,6 +1795,55 @@ GST_START_TEST (test_min_consumers)
 
 GST_END_TEST;
 
+#define LIVE_GATHERED 4
+
+/* A live camera that waits for its 4 consumers (wait-for-connection,
+ * min-consumers=4), ring of auto size, policy auto (leaky): each of them
+ * gets every frame from the first.  The ring was made for 8 slots, too
+ * few for 4 shares of 3, and grew once the 4 were there: every consumer
+ * mapped the new ring while the next frames went by, and missed them
+ * (frame 2, all four, in the bench's 2 streams x 4 consumers).  It grows
+ * before the first frame now. */
+GST_START_TEST (test_live_min_consumers_whole)
+{
+  gchar *path = socket_path ("gather-live");
+  GstElement *producer, *sink;
+  Consumer *c[LIVE_GATHERED];
+  guint i, k;
+
+  producer = launch ("videotestsrc is-live=true num-buffers=%d ! "
+      LIVE_CAPS_STR " ! gpusharesink name=sink", GATHER_FRAMES);
+  sink = child (producer, "sink");
+  g_object_set (sink, "socket-path", path, "min-consumers", LIVE_GATHERED,
+      "wait-for-connection", TRUE, NULL);
+  fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  for (k = 0; k < LIVE_GATHERED; k++) {
+    c[k] = consumer_new (path, TRUE);
+    consumer_start (c[k]);
+  }
+  for (k = 0; k < LIVE_GATHERED; k++) {
+    for (i = 0; i < GATHER_FRAMES; i++) {
+      GstBuffer *buf = next_buffer (c[k], i);
+
+      fail_unless_equals_uint64 (GST_BUFFER_OFFSET (buf), i);
+      gst_buffer_unref (buf);
+    }
+  }
+  /* grown before the first frame went: 3 slots each, and one */
+  fail_unless (stat_uint (sink, "ring-slots") >= 3 * LIVE_GATHERED + 1);
+  for (k = 0; k < LIVE_GATHERED; k++) {
+    assert_no_error (c[k]->pipeline);
+    consumer_free (c[k]);
+  }
+  assert_no_error (producer);
+  gst_element_set_state (producer, GST_STATE_NULL);
+  gst_object_unref (producer);
+  g_free (path);
+}
+
+GST_END_TEST;
+
 /* ------------------------------------------------------------------------ */
 /* 5. Errors that say what to change */
 
@@ -2198,6 +2247,7 @@ gpushare_stream_suite (void)
   tcase_add_checked_fixture (tc_defaults, elements_setup, elements_teardown);
   tcase_add_test (tc_defaults, test_idle_producer_waits);
   tcase_add_test (tc_defaults, test_min_consumers);
+  tcase_add_test (tc_defaults, test_live_min_consumers_whole);
   suite_add_tcase (s, tc_errors);
   tcase_add_checked_fixture (tc_errors, elements_setup, elements_teardown);
   tcase_add_loop_test (tc_errors, test_path_not_a_socket, 0, 3);
