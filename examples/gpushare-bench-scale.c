@@ -19,7 +19,8 @@
  * its streams are past the warm-up (--warmup, 2 s of frames) to its last
  * frame: CPU per frame is that time over the frames it handled meanwhile,
  * summed over the processes of a side.  Latency is over the frames after
- * the warm-up too.  The threads of each process are read at its end, the
+ * the warm-up too.  The threads and descriptors of each process are read
+ * when its warm-up ends, the
  * GPU memory of each (nvidia-smi) once all streams run.
  *
  * Consumers of gpushare rows start first and wait for their producer
@@ -234,8 +235,24 @@ struct _ScaleSide
   gint64 cpu_a, cpu_b;
   gint frames_a, frames_b;
   gint threads;                 /* when the warm-up ended, all streaming */
+  gint fds;
   GMutex lock;
 };
+
+static gint
+fds_of_self (void)
+{
+  GDir *dir = g_dir_open ("/proc/self/fd", 0, NULL);
+  gint n = 0;
+
+  if (!dir)
+    return -1;
+  while (g_dir_read_name (dir))
+    n++;
+  g_dir_close (dir);
+  /* less the one this count has open */
+  return n - 1;
+}
 
 static gint
 threads_of_self (void)
@@ -270,8 +287,8 @@ write_report (ScaleSide * s, GString * report, const gchar * errmsg,
   cpu_frames = (s->cpu_b ? s->frames_b : g_atomic_int_get (&s->total))
       - s->frames_a;
   g_mutex_unlock (&s->lock);
-  g_string_append_printf (out, "threads %d\n", threads >= 0 ? threads :
-      s->threads);
+  g_string_append_printf (out, "threads %d\nfds %d\n", threads >= 0 ?
+      threads : s->threads, s->fds ? s->fds : fds_of_self ());
   if (s->cpu_a && cpu_frames > 0)
     g_string_append_printf (out, "cpu %" G_GINT64_FORMAT " %d\n", cpu,
         cpu_frames);
@@ -330,6 +347,7 @@ scale_stamp_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
     s->cpu_a = cpu_ns ();
     s->frames_a = total;
     s->threads = threads_of_self ();
+    s->fds = fds_of_self ();
     g_mutex_unlock (&s->lock);
   }
   /* the end: a frame numbered frames - 1 is not the last one where the
@@ -558,6 +576,7 @@ typedef struct
   gdouble cpu_producer_us, cpu_consumer_us;
   gdouble fps;                  /* all streams together, consumer 0 of each */
   gint threads_producer, threads_consumer;
+  gint fds_producer, fds_consumer;      /* the most a process had */
   gdouble mem_producer, mem_consumer;   /* MiB a process, mean; -1: none */
 } ScaleRow;
 
@@ -600,7 +619,7 @@ scale_spawn (const gchar * self, const ScaleRow * row, const gchar * dir,
 /* what one child wrote */
 typedef struct
 {
-  gint threads;
+  gint threads, fds;
   gint64 cpu_ns;
   gint cpu_frames;
   gchar *error;
@@ -613,7 +632,7 @@ read_child (const gchar * path, ChildResult * r)
 {
   gchar *text = NULL, **lines, **l;
 
-  r->threads = -1;
+  r->threads = r->fds = -1;
   r->t = g_hash_table_new_full (NULL, NULL, NULL, g_free);
   if (!g_file_get_contents (path, &text, NULL, NULL)) {
     r->error = g_strdup ("wrote no report");
@@ -635,6 +654,8 @@ read_child (const gchar * path, ChildResult * r)
         t[b] = v;
     } else if (sscanf (*l, "threads %d", &a) == 1) {
       r->threads = a;
+    } else if (sscanf (*l, "fds %d", &a) == 1) {
+      r->fds = a;
     } else if (sscanf (*l, "cpu %" G_GINT64_FORMAT " %d", &v, &a) == 2) {
       r->cpu_ns = v;
       r->cpu_frames = a;
@@ -859,10 +880,15 @@ scale_run_row (const gchar * self, ScaleRow * row)
   row->delivered = row->expected = 0;
   row->lost_worst = 0;
   row->threads_producer = row->threads_consumer = 0;
+  row->fds_producer = row->fds_consumer = 0;
   for (i = 0; i < n; i++) {
     gint *thr = c[i].consumer ? &row->threads_consumer : &row->threads_producer;
 
     *thr = MAX (*thr, res[i].threads);
+    if (c[i].consumer)
+      row->fds_consumer = MAX (row->fds_consumer, res[i].fds);
+    else
+      row->fds_producer = MAX (row->fds_producer, res[i].fds);
     cpu[c[i].consumer] += res[i].cpu_ns;
     cpu_frames[c[i].consumer] += res[i].cpu_frames;
   }
@@ -998,25 +1024,28 @@ print_scale_row (const ScaleRow * r)
   gchar *thr = r->mode->consumer ? g_strdup_printf ("%d / %d",
       r->threads_producer, r->threads_consumer) :
       g_strdup_printf ("%d", r->threads_producer);
+  gchar *fds = r->mode->consumer ? g_strdup_printf ("%d / %d",
+      r->fds_producer, r->fds_consumer) :
+      g_strdup_printf ("%d", r->fds_producer);
   gchar *mem = r->mem_producer < 0 ? g_strdup ("") :
       g_strdup_printf ("%.0f / %.0f", r->mem_producer, r->mem_consumer);
   const gchar *topo = r->shared ? "shared" : "per-process";
 
   if (r->failed) {
     if (opt.markdown)
-      g_print ("| %s | %s | %s | %s | failed: %s | | | | | | | | |\n",
+      g_print ("| %s | %s | %s | %s | failed: %s | | | | | | | | | |\n",
           r->mode->name, topo, size, km, r->failed);
     else
       g_print ("%-20s %-11s %-10s %-6s failed: %s\n", r->mode->name, topo,
           size, km, r->failed);
   } else if (opt.markdown) {
     g_print ("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | "
-        "%s |\n", r->mode->name, topo, size, km, got, lost, fps, p50, p99, cp,
-        cc, thr, mem);
+        "%s | %s |\n", r->mode->name, topo, size, km, got, lost, fps, p50, p99,
+        cp, cc, thr, fds, mem);
   } else {
-    g_print ("%-20s %-11s %-10s %-6s %15s %10s %7s %7s %7s %8s %8s %9s %s\n",
-        r->mode->name, topo, size, km, got, lost, fps, p50, p99, cp, cc, thr,
-        mem);
+    g_print ("%-20s %-11s %-10s %-6s %15s %10s %7s %7s %7s %8s %8s %9s "
+        "%11s %s\n", r->mode->name, topo, size, km, got, lost, fps, p50, p99,
+        cp, cc, thr, fds, mem);
   }
   g_free (size);
   g_free (km);
@@ -1028,6 +1057,7 @@ print_scale_row (const ScaleRow * r)
   g_free (cp);
   g_free (cc);
   g_free (thr);
+  g_free (fds);
   g_free (mem);
 }
 
@@ -1038,14 +1068,16 @@ print_scale_header (void)
     g_print ("| mode | topology | size | K x M | frames delivered | lost "
         "(worst consumer) | fps, all streams | latency p50 (us) | "
         "latency p99 (us) | producer CPU (us/frame) | consumer CPU "
-        "(us/frame) | threads a process (producer / consumer) | GPU MiB a "
-        "process (producer / consumer) |\n");
+        "(us/frame) | threads a process (producer / consumer) | file "
+        "descriptors a process (producer / consumer) | GPU MiB a process "
+        "(producer / consumer) |\n");
     g_print ("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-        "\n");
+        "---:|\n");
   } else {
-    g_print ("%-20s %-11s %-10s %-6s %15s %10s %7s %7s %7s %8s %8s %9s %s\n",
-        "mode", "topology", "size", "KxM", "delivered", "lost(max)", "fps",
-        "p50 us", "p99 us", "prod us/f", "cons us/f", "threads", "GPU MiB");
+    g_print ("%-20s %-11s %-10s %-6s %15s %10s %7s %7s %7s %8s %8s %9s "
+        "%11s %s\n", "mode", "topology", "size", "KxM", "delivered",
+        "lost(max)", "fps", "p50 us", "p99 us", "prod us/f", "cons us/f",
+        "threads", "fds", "GPU MiB");
   }
 }
 
