@@ -1436,6 +1436,14 @@ conn_closed (GpuShareConn * conn, const GError * error, gpointer user_data)
           "The socket path is not a gpushare producer's: another program "
           "listens there (check socket-path)", error->message);
     } else if (error && error->domain == GPUSHARE_CONN_ERROR
+        && error->code == GPUSHARE_CONN_ERROR_NO_FDS) {
+      /* ours to mend, not the producer's: this stream ends, the process's
+       * others go on */
+      fail (self, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_NO_SPACE_LEFT,
+          "This process is out of file descriptors: raise its limit "
+          "(ulimit -n, LimitNOFILE=) or read fewer streams in it",
+          error->message);
+    } else if (error && error->domain == GPUSHARE_CONN_ERROR
         && error->code == GPUSHARE_CONN_ERROR_TIMEOUT) {
       /* alive maybe, but hung: as good as gone */
       producer_lost (self, "The producer stopped responding", error->message);
@@ -1637,13 +1645,19 @@ probe_gpu (GpuShareClient * self)
   }
 }
 
-void
-gpushare_client_start (GpuShareClient * self)
+/* what starting takes: the control thread's wake-up, the connection, and
+ * a few for the handshake (the lane, a slot at a time) */
+#define START_FDS 8
+
+gboolean
+gpushare_client_start (GpuShareClient * self, GError ** error)
 {
   GSource *source;
   guint timeout = self->config.connection_timeout;
 
-  g_return_if_fail (self->thread == NULL);
+  g_return_val_if_fail (self->thread == NULL, FALSE);
+  if (!gpushare_fd_headroom (START_FDS, error))
+    return FALSE;
   probe_gpu (self);
   g_mutex_lock (&self->lock);
   self->deadline = timeout ? g_get_monotonic_time () + timeout * 1000ll : 0;
@@ -1659,6 +1673,7 @@ gpushare_client_start (GpuShareClient * self)
   g_source_attach (source, self->context);
   g_source_unref (source);
   self->thread = g_thread_new ("gpushareclient", control_thread, self);
+  return TRUE;
 }
 
 void

@@ -177,8 +177,9 @@ void gpushare_client_free (GpuShareClient * client);
 void gpushare_client_set_fd_memory (GpuShareClient * client,
     gboolean fd_memory);
 
-/* probes the GPU and starts connecting, from a thread of its own */
-void gpushare_client_start (GpuShareClient * client);
+/* probes the GPU and starts connecting, from a thread of its own; FALSE
+ * where this process has too few file descriptors left to */
+gboolean gpushare_client_start (GpuShareClient * client, GError ** error);
 /* leaves the producer (GOODBYE), frees what is not held by buffers */
 void gpushare_client_stop (GpuShareClient * client);
 

@@ -847,6 +847,19 @@ gpushare_conn_get_peer (GpuShareConn * conn, pid_t * pid, uid_t * uid,
 }
 
 /* Reads once.  Returns FALSE with error on failure or hang-up. */
+static void
+set_no_fds_error (GError ** error, guint n_got)
+{
+  guint64 limit;
+  guint open_fds;
+
+  gpushare_fd_usage (&open_fds, &limit);
+  g_set_error (error, GPUSHARE_CONN_ERROR, GPUSHARE_CONN_ERROR_NO_FDS,
+      "this process could not take the descriptors it was sent (%u came): "
+      "it has %u open of its limit of %" G_GUINT64_FORMAT " (RLIMIT_NOFILE: "
+      "ulimit -n, systemd's LimitNOFILE=)", n_got, open_fds, limit);
+}
+
 static gboolean
 read_some (GpuShareConn * conn, gboolean * again, GError ** error)
 {
@@ -910,7 +923,13 @@ read_some (GpuShareConn * conn, gboolean * again, GError ** error)
     }
   }
 
-  if ((mh.msg_flags & MSG_CTRUNC) || too_many) {
+  if ((mh.msg_flags & MSG_CTRUNC) && !too_many && n_got < GPUSHARE_MAX_FDS) {
+    /* room for every fd the message may carry, fewer came: the kernel
+     * could not install the rest (EMFILE, ENFILE), not a peer that sent
+     * too many */
+    set_no_fds_error (error, n_got);
+    ok = FALSE;
+  } else if ((mh.msg_flags & MSG_CTRUNC) || too_many) {
     g_set_error (error, GPUSHARE_CONN_ERROR, GPUSHARE_CONN_ERROR_FDS,
         "control data truncated (too many descriptors)");
     ok = FALSE;

@@ -42,6 +42,8 @@ typedef enum
                                          * gpushare's: another program */
   GPUSHARE_CONN_ERROR_PERMISSION,       /* the socket (or its directory)
                                          * does not let us connect */
+  GPUSHARE_CONN_ERROR_NO_FDS,   /* this process could not take the
+                                 * descriptors sent: its limit */
 } GpuShareConnError;
 
 /* received fds held for messages not read yet: fds may run ahead of their

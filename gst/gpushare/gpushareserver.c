@@ -10,6 +10,7 @@
 #include "gpushareserver.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -142,6 +143,9 @@ struct _GpuShareServer
   GSource *listen_source;
   GSource *housekeeping;
   gint listen_fd;
+  /* held open, given up to accept a consumer this process has no
+   * descriptor left for, and to tell it so: see out_of_fds () */
+  gint spare_fd;
   gchar *bound_path;
 
   /* everything below under lock */
@@ -1824,6 +1828,38 @@ refuse_new (GpuShareServer * self, gint cfd, GpuShareErrorCode code,
   deliver_events (self);
 }
 
+/* control thread: accept4 () failed, EMFILE.  The connection would wait
+ * in the backlog, and the listening socket poll readable for ever (this
+ * thread spinning): the spare descriptor is given up to take the
+ * connection, the consumer is told why it is refused, and the spare is
+ * taken again. */
+static void
+out_of_fds (GpuShareServer * self, gint listen_fd)
+{
+  struct ucred cred = { 0, };
+  guint64 limit;
+  guint open_fds;
+  gchar *text;
+  gint cfd;
+
+  close (self->spare_fd);
+  cfd = accept4 (listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+  gpushare_fd_usage (&open_fds, &limit);
+  text = g_strdup_printf ("the producer is out of file descriptors: it has "
+      "%u open of its limit of %" G_GUINT64_FORMAT ", and cannot take "
+      "another consumer (raise its limit: ulimit -n, LimitNOFILE=)",
+      open_fds, limit);
+  if (cfd >= 0) {
+    gpushare_socket_get_peer (cfd, &cred.pid, &cred.uid, &cred.gid);
+    GST_WARNING_OBJECT (self->log_object, "refused a consumer (pid %d): %s",
+        (gint) cred.pid, text);
+    refuse_new (self, cfd, GPUSHARE_ERR_RESOURCE, GPUSHARE_REMOVE_RESOURCE,
+        text, &cred);
+  }
+  g_free (text);
+  self->spare_fd = open ("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
 static gboolean
 listen_dispatch (gint fd, GIOCondition cond, gpointer user_data)
 {
@@ -1835,6 +1871,8 @@ listen_dispatch (gint fd, GIOCondition cond, gpointer user_data)
   guint i;
 
   cfd = accept4 (fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+  if (cfd < 0 && errno == EMFILE && self->spare_fd >= 0)
+    out_of_fds (self, fd);
   if (cfd < 0)
     return G_SOURCE_CONTINUE;
 
@@ -1986,6 +2024,7 @@ gpushare_server_new (const GpuShareServerConfig * config,
   self->event_func = func;
   self->user_data = user_data;
   self->listen_fd = -1;
+  self->spare_fd = -1;
   g_mutex_init (&self->lock);
   g_cond_init (&self->cond);
   g_queue_init (&self->events);
@@ -2069,6 +2108,7 @@ gpushare_server_start (GpuShareServer * self, GError ** error)
   if (self->listen_fd < 0)
     return FALSE;
   self->bound_path = g_strdup (self->config.socket_path);
+  self->spare_fd = open ("/dev/null", O_RDONLY | O_CLOEXEC);
 
   g_mutex_lock (&self->lock);
   self->instance = g_random_int () | ((guint64) g_random_int () << 32);
@@ -2161,6 +2201,10 @@ gpushare_server_stop (GpuShareServer * self)
   if (self->listen_fd >= 0) {
     close (self->listen_fd);
     self->listen_fd = -1;
+  }
+  if (self->spare_fd >= 0) {
+    close (self->spare_fd);
+    self->spare_fd = -1;
   }
   if (self->bound_path) {
     unlink (self->bound_path);

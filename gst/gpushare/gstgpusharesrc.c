@@ -238,6 +238,7 @@ gst_gpu_share_src_start (GstBaseSrc * bsrc)
   GstGpuShareSrc *self = GST_GPU_SHARE_SRC (bsrc);
   GpuShareClientConfig config = { 0, };
   GpuShareClient *client;
+  GError *error = NULL;
 
   GST_OBJECT_LOCK (self);
   if (!self->socket_path) {
@@ -285,7 +286,13 @@ gst_gpu_share_src_start (GstBaseSrc * bsrc)
   self->last_end = GST_CLOCK_TIME_NONE;
   self->running_end = 0;
   gst_video_info_init (&self->vinfo);
-  gpushare_client_start (client);
+  if (!gpushare_client_start (client, &error)) {
+    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("This process is out "
+            "of file descriptors: raise its limit (ulimit -n, LimitNOFILE=) "
+            "or read fewer streams in it"), ("%s", error->message));
+    g_clear_error (&error);
+    return FALSE;
+  }
   /* share a GPU context with neighbouring GPU elements (the query goes to
    * them: no lock held) */
   if (gpushare_client_gpu_ok (client) && !self->gpu_ctx)

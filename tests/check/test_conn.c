@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -520,6 +521,66 @@ GST_START_TEST (test_send_slots_fds)
 
 GST_END_TEST;
 
+/* A receiver that has no descriptor left for the fds that come (its
+ * RLIMIT_NOFILE): the kernel installs what it can and truncates the rest
+ * (MSG_CTRUNC), as it does for a peer that sends more than the message's
+ * room.  That was "control data truncated (too many descriptors)", the
+ * peer blamed (a consumer posted "The producer sent an invalid message");
+ * it is GPUSHARE_CONN_ERROR_NO_FDS, with the count and the limit. */
+GST_START_TEST (test_receiver_out_of_fds)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  GMainContext *context = g_main_context_new ();
+  GpuShareConn *sender;
+  struct rlimit saved, low;
+  guint64 limit;
+  guint open_fds, i;
+  gint fds[3];
+  Pair p = { 0, };
+
+  /* memcheck keeps the real limit and shows the program one of its own:
+   * the kernel would install every fd */
+  if (g_getenv ("GPUSHARE_UNDER_VALGRIND")) {
+    g_print ("test_receiver_out_of_fds: skipped under valgrind, which "
+        "virtualises RLIMIT_NOFILE\n");
+    g_main_context_unref (context);
+    g_free (msg);
+    return;
+  }
+  pair_open (&p);
+  sender = gpushare_conn_new (dup (p.peer), context, NULL, NULL, NULL);
+  msg->type = GPUSHARE_MSG_SLOTS;
+  msg->u.slots.epoch = 1;
+  msg->u.slots.slot_size = 4096;
+  msg->u.slots.n_slots = 3;
+  msg->u.slots.mem_type = GPUSHARE_MEM_SYSTEM;
+  for (i = 0; i < 3; i++) {
+    fds[i] = memfd_create ("slot", MFD_CLOEXEC);
+    fail_unless (fds[i] >= 0);
+  }
+  fail_unless (gpushare_conn_send_slots (sender, &msg->u.slots, fds, 3));
+
+  /* room for one of the three */
+  fail_unless (gpushare_fd_usage (&open_fds, &limit));
+  fail_unless (getrlimit (RLIMIT_NOFILE, &saved) == 0);
+  low = saved;
+  low.rlim_cur = open_fds + 1;
+  fail_unless (setrlimit (RLIMIT_NOFILE, &low) == 0);
+  gpushare_conn_start (p.conn);
+  iterate_until_closed (p.context, &p.seen);
+  fail_unless (setrlimit (RLIMIT_NOFILE, &saved) == 0);
+  fail_unless_equals_int (p.seen.closed_code, GPUSHARE_CONN_ERROR_NO_FDS);
+  fail_unless_equals_int (p.seen.types->len, 0);
+
+  gpushare_conn_close (sender);
+  gpushare_conn_unref (sender);
+  g_main_context_unref (context);
+  pair_close (&p);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
 /* Every sender fails on a connection that is over, closing the fds it
  * was given. */
 GST_START_TEST (test_send_after_close)
@@ -680,6 +741,7 @@ gpushare_conn_suite (void)
   tcase_add_test (tc, test_send_after_close);
   tcase_add_test (tc, test_send_frame_stack);
   tcase_add_test (tc, test_connect_backlog_full);
+  tcase_add_test (tc, test_receiver_out_of_fds);
   return s;
 }
 

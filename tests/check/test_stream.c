@@ -18,10 +18,14 @@
 #include <gst/video/video.h>
 
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "gpushare-check-elements.h"
 #include "gpushareframemeta.h"
+#include "gpusharefd.h"
 #include "gpusharetiming.h"
 
 /* a producer appsrc ! gpusharesink; the sink in *sink, the appsrc in *src */
@@ -1847,6 +1851,105 @@ GST_END_TEST;
 /* ------------------------------------------------------------------------ */
 /* 5. Errors that say what to change */
 
+/* this process may open @spare more descriptors than it has open; the
+ * limit it had, to put back */
+static struct rlimit
+fd_limit_set (guint spare)
+{
+  struct rlimit saved, low;
+  guint64 limit;
+  guint open_fds;
+
+  fail_unless (gpushare_fd_usage (&open_fds, &limit));
+  fail_unless (getrlimit (RLIMIT_NOFILE, &saved) == 0);
+  low = saved;
+  low.rlim_cur = open_fds + spare;
+  fail_unless (setrlimit (RLIMIT_NOFILE, &low) == 0);
+  return saved;
+}
+
+/* A consumer started in a process with no descriptor left: GLib aborted
+ * the process (it cannot make the control thread's GMainContext without
+ * one); the src posts RESOURCE / NO_SPACE_LEFT with the count and the
+ * limit, and its process goes on. */
+GST_START_TEST (test_src_out_of_fds)
+{
+  gchar *path = socket_path ("nofds");
+  struct rlimit saved;
+  GError *error = NULL;
+  gchar *debug = NULL;
+  GstElement *c;
+  GstMessage *msg;
+
+  c = launch ("gpusharesrc name=src connection-timeout=2000 ! fakesink");
+  g_object_set (child (c, "src"), "socket-path", path, NULL);
+  saved = fd_limit_set (0);
+  gst_element_set_state (c, GST_STATE_PLAYING);
+  fail_unless (setrlimit (RLIMIT_NOFILE, &saved) == 0);
+  msg = pop_message (c, GST_MESSAGE_ERROR, TIMEOUT_MS);
+  fail_unless (msg != NULL, "no error");
+  gst_message_parse_error (msg, &error, &debug);
+  fail_unless (g_error_matches (error, GST_RESOURCE_ERROR,
+          GST_RESOURCE_ERROR_NO_SPACE_LEFT), "%s", error->message);
+  fail_unless (strstr (error->message, "out of file descriptors") != NULL,
+      "%s", error->message);
+  fail_unless (strstr (debug, "RLIMIT_NOFILE") != NULL, "%s", debug);
+  g_clear_error (&error);
+  g_free (debug);
+  gst_message_unref (msg);
+  gst_element_set_state (c, GST_STATE_NULL);
+  gst_object_unref (c);
+  g_free (path);
+}
+
+GST_END_TEST;
+
+/* A producer with no descriptor left for a consumer that connects: its
+ * accept4 () failed (EMFILE), the connection stayed in the backlog, the
+ * listening socket polled readable and the control thread spun on it
+ * while the consumer waited for an answer.  It takes the connection on a
+ * spare descriptor and refuses it with ERROR RESOURCE saying why; the
+ * stream goes on, and a consumer that comes once there is room plays. */
+GST_START_TEST (test_producer_out_of_fds)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  gchar *path = socket_path ("nofds-producer");
+  struct sockaddr_un addr = { AF_UNIX };
+  GstElement *producer, *sink;
+  struct rlimit saved;
+  RawPeer raw;
+  Consumer *c;
+  gint fd;
+
+  producer = producer_new (path, &sink);
+  producer_start (producer, sink);
+  fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  fail_unless (fd >= 0);
+  g_strlcpy (addr.sun_path, path, sizeof (addr.sun_path));
+  saved = fd_limit_set (0);
+  fail_unless (connect (fd, (struct sockaddr *) &addr, sizeof (addr)) == 0);
+  raw_init (&raw, fd);
+  raw_expect (&raw, GPUSHARE_MSG_ERROR, msg, NULL, NULL);
+  fail_unless (setrlimit (RLIMIT_NOFILE, &saved) == 0);
+  fail_unless_equals_int (msg->u.error.code, GPUSHARE_ERR_RESOURCE);
+  fail_unless (g_strstr_len (msg->u.error.text, msg->u.error.text_len,
+          "out of file descriptors") != NULL);
+  raw_clear (&raw);
+
+  c = consumer_new (path, FALSE);
+  consumer_start (c);
+  fail_unless (consumer_wait (c, 5), "the producer did not go on");
+  assert_no_error (producer);
+  consumer_free (c);
+  gst_element_set_state (producer, GST_STATE_NULL);
+  gst_object_unref (producer);
+  g_free (path);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
+
 /* A socket-path that is a regular file or a directory: no producer will
  * ever listen there.  The consumer says so at once, not after its whole
  * connection-timeout as a refused connection. */
@@ -2253,6 +2356,8 @@ gpushare_stream_suite (void)
   tcase_add_loop_test (tc_errors, test_path_not_a_socket, 0, 3);
   tcase_add_test (tc_errors, test_not_negotiated_says_caps);
   tcase_add_test (tc_errors, test_bus_messages);
+  tcase_add_test (tc_errors, test_src_out_of_fds);
+  tcase_add_test (tc_errors, test_producer_out_of_fds);
   suite_add_tcase (s, tc_timing);
   tcase_add_checked_fixture (tc_timing, elements_setup, elements_teardown);
   tcase_add_test (tc_timing, test_timing_percentiles);
