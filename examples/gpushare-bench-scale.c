@@ -535,6 +535,16 @@ done:
     g_clear_error (&error);
     rc = rc ? rc : 2;
   }
+  /* a consumer leaves once every producer is done (--end exists):
+   * shmsink aborts on buffers of clients that left first ("had_client") */
+  if (consumer && opt.end) {
+    gint64 until = g_get_monotonic_time () + (gint64) opt.timeout_s *
+        G_USEC_PER_SEC;
+
+    while (!g_file_test (opt.end, G_FILE_TEST_EXISTS)
+        && g_get_monotonic_time () < until)
+      g_usleep (10000);
+  }
   if (s.pipeline)
     gst_element_set_state (s.pipeline, GST_STATE_NULL);
   for (i = 0; s.b && i < s.n_b; i++)
@@ -582,7 +592,7 @@ typedef struct
 
 static GSubprocess *
 scale_spawn (const gchar * self, const ScaleRow * row, const gchar * dir,
-    Child * c, const gchar * go)
+    Child * c, const gchar * go, const gchar * end)
 {
   GPtrArray *argv = g_ptr_array_new_with_free_func (g_free);
   GSubprocess *p;
@@ -605,6 +615,8 @@ scale_spawn (const gchar * self, const ScaleRow * row, const gchar * dir,
   g_ptr_array_add (argv, g_strdup_printf ("--count=%d", c->count));
   if (c->ready)
     g_ptr_array_add (argv, g_strdup_printf ("--ready=%s", c->ready));
+  if (c->consumer && end)
+    g_ptr_array_add (argv, g_strdup_printf ("--end=%s", end));
   if (go)
     g_ptr_array_add (argv, g_strdup_printf ("--go=%s", go));
   if (opt.verbose)
@@ -754,10 +766,10 @@ scale_run_row (const gchar * self, ScaleRow * row)
   Child *c = g_new0 (Child, n);
   ChildResult *res = g_new0 (ChildResult, n);
   GHashTable *sent = g_hash_table_new (NULL, NULL);
-  gchar *dir, *go = NULL;
+  gchar *dir, *go = NULL, *end_file = NULL;
   GError *error = NULL;
   GArray *lat = g_array_new (FALSE, FALSE, sizeof (gint64));
-  gboolean sampled = FALSE;
+  gboolean sampled = FALSE, ended = FALSE;
 
   row->p50_us = row->p99_us = row->cpu_producer_us = row->cpu_consumer_us =
       row->fps = -1;
@@ -791,18 +803,20 @@ scale_run_row (const gchar * self, ScaleRow * row)
   }
   if (two && !mode->sink_waits)
     go = g_build_filename (dir, "go", NULL);
+  if (two)
+    end_file = g_build_filename (dir, "end", NULL);
 
   /* a run lasts the frames at the rate, and the start of every process */
   deadline = g_get_monotonic_time () + (gint64) (opt.timeout_s +
       (opt.fps > 0 ? opt.frames / opt.fps : 0) + n / 4) * G_USEC_PER_SEC;
   if (mode->sink_waits) {
     for (i = n_prod; i < n; i++)
-      c[i].p = scale_spawn (self, row, dir, &c[i], NULL);
+      c[i].p = scale_spawn (self, row, dir, &c[i], NULL, end_file);
     for (i = 0; i < n_prod; i++)
-      c[i].p = scale_spawn (self, row, dir, &c[i], NULL);
+      c[i].p = scale_spawn (self, row, dir, &c[i], NULL, end_file);
   } else {
     for (i = 0; i < n_prod; i++)
-      c[i].p = scale_spawn (self, row, dir, &c[i], go);
+      c[i].p = scale_spawn (self, row, dir, &c[i], go, end_file);
     /* shmsrc does not wait for its socket to appear */
     for (i = 0; i < n_prod && two; i++) {
       for (j = 0; j < c[i].count; j++) {
@@ -815,7 +829,7 @@ scale_run_row (const gchar * self, ScaleRow * row)
       }
     }
     for (i = n_prod; i < n; i++)
-      c[i].p = scale_spawn (self, row, dir, &c[i], NULL);
+      c[i].p = scale_spawn (self, row, dir, &c[i], NULL, end_file);
     while (two && !all_ready (c, n) && g_get_monotonic_time () < deadline
         && !interrupted)
       g_usleep (5000);
@@ -827,6 +841,10 @@ scale_run_row (const gchar * self, ScaleRow * row)
 
     while (any_running (c, n) && g_get_monotonic_time () < deadline
         && !interrupted) {
+      if (two && !ended && !any_running (c, n_prod)) {
+        g_file_set_contents (end_file, "end\n", -1, NULL);
+        ended = TRUE;
+      }
       if (mode->gpu && !sampled && g_get_monotonic_time () > sample_at) {
         scale_sample_memory (row, c, n);
         sampled = TRUE;
@@ -982,6 +1000,8 @@ scale_run_row (const gchar * self, ScaleRow * row)
   }
   if (go)
     g_unlink (go);
+  if (end_file)
+    g_unlink (end_file);
   for (i = 0; i < row->k; i++) {
     gchar *sock = socket_of (dir, i);
 
@@ -995,6 +1015,7 @@ out:
   g_free (res);
   g_free (c);
   g_free (go);
+  g_free (end_file);
   g_free (dir);
 }
 

@@ -2379,6 +2379,8 @@ main (int argc, char **argv)
         "Child: streams", NULL},
     {"go", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_FILENAME, &opt.go,
         "Child: hold the first frames until this file exists", NULL},
+    {"end", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_FILENAME, &opt.end,
+        "Child: leave once this file exists", NULL},
     {"ready", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_FILENAME, &opt.ready,
         "Child: write this file once playing", NULL},
     {"mode", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_STRING, &opt.mode,

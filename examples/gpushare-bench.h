@@ -54,6 +54,7 @@ typedef struct
   gint first, count, index;
   gchar *go;
   gchar *ready;
+  gchar *end;
 } Options;
 
 extern Options opt;
