@@ -15,8 +15,8 @@ G_BEGIN_DECLS
 void gpushare_close_fds (gint * fds, guint n_fds);
 /* the descriptors this process has open, and its limit (RLIMIT_NOFILE; 0:
  * none), for the text of an error that running out of them caused; FALSE
- * where they could not be counted (none left to list them with: then
- * *open_fds is the limit) */
+ * where they could not be counted: *open_fds is then the limit where none
+ * was left to list them with, 0 where /proc cannot be read */
 gboolean gpushare_fd_usage (guint * open_fds, guint64 * limit);
 /* FALSE, with a G_FILE_ERROR_MFILE that says how many are open of how
  * many, where fewer than need descriptors are left to this process: GLib

@@ -35,6 +35,9 @@ GST_DEBUG_CATEGORY_STATIC (gpushare_server_debug);
  * a stream that only streams wakes its control thread once a second. */
 #define HOUSEKEEPING_MS 50
 #define HOUSEKEEPING_IDLE_MS 1000
+/* how long a producer out of file descriptors does not take consumers,
+ * where it has no spare one to refuse them with */
+#define LISTEN_PAUSE_MS 100
 /* how often a wait for consumers asks whether upstream stopped */
 #define GATHER_LOOK_US (100 * 1000)
 #define MAX_CLIENTS GPUSHARE_MAX_HOLDERS
@@ -141,6 +144,7 @@ struct _GpuShareServer
   GMainLoop *loop;
   GThread *thread;
   GSource *listen_source;
+  GSource *listen_resume;       /* the listening paused: see out_of_fds () */
   GSource *housekeeping;
   gint listen_fd;
   /* held open, given up to accept a consumer this process has no
@@ -1682,8 +1686,9 @@ housekeeping_next (GpuShareServer * self, gint64 now)
       next = MIN (next, c->deadline);
     if (c->state == CLIENT_READY && c->skipped_since && !c->stall_reported)
       next = MIN (next, c->skipped_since + GPUSHARE_STALL_NOTICE_MS * 1000);
+    /* a STATUS not sent (no text) keeps its time: at most every 50 ms */
     if (c->observer)
-      next = MIN (next, c->next_status);
+      next = MIN (next, MAX (c->next_status, now + HOUSEKEEPING_MS * 1000));
   }
   /* what is due now runs again at once, as a timeout of 0 would */
   self->housekeeping_at = 0;
@@ -1833,6 +1838,42 @@ refuse_new (GpuShareServer * self, gint cfd, GpuShareErrorCode code,
  * thread spinning): the spare descriptor is given up to take the
  * connection, the consumer is told why it is refused, and the spare is
  * taken again. */
+static gboolean listen_dispatch (gint fd, GIOCondition cond,
+    gpointer user_data);
+
+/* control thread: listening again after a pause, with a spare */
+static gboolean
+listen_resume (gpointer user_data)
+{
+  GpuShareServer *self = user_data;
+
+  if (self->spare_fd < 0)
+    self->spare_fd = open ("/dev/null", O_RDONLY | O_CLOEXEC);
+  clear_source (&self->listen_resume);
+  self->listen_source = g_unix_fd_source_new (self->listen_fd, G_IO_IN);
+  g_source_set_callback (self->listen_source, G_SOURCE_FUNC (listen_dispatch),
+      self, NULL);
+  g_source_attach (self->listen_source, self->context);
+  return G_SOURCE_REMOVE;
+}
+
+/* control thread: a connection that cannot be taken, with no spare to
+ * take it with (another thread of the process took the descriptor, or
+ * ENFILE: the whole host is out): the listening socket would poll
+ * readable for ever, so it is not polled for a while */
+static void
+listen_pause (GpuShareServer * self)
+{
+  if (self->listen_resume)
+    return;
+  GST_WARNING_OBJECT (self->log_object, "out of file descriptors: no "
+      "consumer is taken for %u ms", LISTEN_PAUSE_MS);
+  clear_source (&self->listen_source);
+  self->listen_resume = g_timeout_source_new (LISTEN_PAUSE_MS);
+  g_source_set_callback (self->listen_resume, listen_resume, self, NULL);
+  g_source_attach (self->listen_resume, self->context);
+}
+
 static void
 out_of_fds (GpuShareServer * self, gint listen_fd)
 {
@@ -1843,19 +1884,22 @@ out_of_fds (GpuShareServer * self, gint listen_fd)
   gint cfd;
 
   close (self->spare_fd);
+  self->spare_fd = -1;
   cfd = accept4 (listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+  if (cfd < 0) {
+    listen_pause (self);
+    return;
+  }
   gpushare_fd_usage (&open_fds, &limit);
   text = g_strdup_printf ("the producer is out of file descriptors: it has "
       "%u open of its limit of %" G_GUINT64_FORMAT ", and cannot take "
       "another consumer (raise its limit: ulimit -n, LimitNOFILE=)",
       open_fds, limit);
-  if (cfd >= 0) {
-    gpushare_socket_get_peer (cfd, &cred.pid, &cred.uid, &cred.gid);
-    GST_WARNING_OBJECT (self->log_object, "refused a consumer (pid %d): %s",
-        (gint) cred.pid, text);
-    refuse_new (self, cfd, GPUSHARE_ERR_RESOURCE, GPUSHARE_REMOVE_RESOURCE,
-        text, &cred);
-  }
+  gpushare_socket_get_peer (cfd, &cred.pid, &cred.uid, &cred.gid);
+  GST_WARNING_OBJECT (self->log_object, "refused a consumer (pid %d): %s",
+      (gint) cred.pid, text);
+  refuse_new (self, cfd, GPUSHARE_ERR_RESOURCE, GPUSHARE_REMOVE_RESOURCE,
+      text, &cred);
   g_free (text);
   self->spare_fd = open ("/dev/null", O_RDONLY | O_CLOEXEC);
 }
@@ -1871,8 +1915,14 @@ listen_dispatch (gint fd, GIOCondition cond, gpointer user_data)
   guint i;
 
   cfd = accept4 (fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-  if (cfd < 0 && errno == EMFILE && self->spare_fd >= 0)
-    out_of_fds (self, fd);
+  if (cfd < 0 && (errno == EMFILE || errno == ENFILE)) {
+    if (errno == EMFILE && self->spare_fd >= 0)
+      out_of_fds (self, fd);
+    else
+      listen_pause (self);
+    /* the source may be gone: listen_resume () makes another */
+    return self->listen_source ? G_SOURCE_CONTINUE : G_SOURCE_REMOVE;
+  }
   if (cfd < 0)
     return G_SOURCE_CONTINUE;
 
@@ -2166,6 +2216,7 @@ gpushare_server_stop (GpuShareServer * self)
     self->thread = NULL;
   }
   clear_source (&self->listen_source);
+  clear_source (&self->listen_resume);
   g_mutex_lock (&self->lock);
   clear_source (&self->housekeeping);
   self->housekeeping_at = 0;

@@ -228,7 +228,6 @@ check_fd (gint fd, gsize slot_size, gboolean * allocated, GError ** error)
     why = "slot descriptor is not a regular memory file";
     goto refused;
   }
-  *allocated = (guint64) st.st_blocks * 512 >= (guint64) st.st_size;
   seals = fcntl (fd, F_GET_SEALS);
   if (seals < 0 || (seals & REQUIRED_SEALS) != REQUIRED_SEALS) {
     why = "slot is not sealed against shrinking and growing";
@@ -241,7 +240,14 @@ check_fd (gint fd, gsize slot_size, gboolean * allocated, GError ** error)
         "(F_SEAL_FUTURE_WRITE)";
     goto refused;
   }
-  /* sealed: the size checked now is the size for the mapping's lifetime */
+  /* sealed: the size (and the pages allocated: no hole can be punched
+   * after the write seal) looked at now are those for the mapping's
+   * lifetime; looked at before the seals, they could change in between */
+  if (fstat (fd, &st) < 0) {
+    why = "slot descriptor cannot be looked at";
+    goto refused;
+  }
+  *allocated = (guint64) st.st_blocks * 512 >= (guint64) st.st_size;
   if ((guint64) st.st_size != (guint64) slot_size) {
     g_set_error (error, GPUSHARE_XFER_ERROR, GPUSHARE_XFER_ERROR_RESOURCE,
         "slot is %" G_GUINT64_FORMAT " bytes, announced %" G_GSIZE_FORMAT,

@@ -289,7 +289,8 @@ gst_gpu_share_src_start (GstBaseSrc * bsrc)
   if (!gpushare_client_start (client, &error)) {
     GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("This process is out "
             "of file descriptors: raise its limit (ulimit -n, LimitNOFILE=) "
-            "or read fewer streams in it"), ("%s", error->message));
+            "or read fewer streams in it"), ("%s", error ? error->message :
+            "?"));
     g_clear_error (&error);
     return FALSE;
   }
