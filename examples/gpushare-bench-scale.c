@@ -130,20 +130,9 @@ scale_find (const gchar * name)
 static gchar *
 scale_missing (const ScaleMode * mode)
 {
-  gchar **names = g_strsplit (mode->needs, " ", -1), **n;
-  gchar *why = NULL;
-
   if (mode->gpu && gpu_count () < 1)
-    why = g_strdup ("needs a GPU");
-  for (n = names; *n && !why; n++) {
-    GstElementFactory *f = **n ? gst_element_factory_find (*n) : NULL;
-
-    if (**n && !f)
-      why = g_strdup_printf ("%s not available", *n);
-    gst_clear_object (&f);
-  }
-  g_strfreev (names);
-  return why;
+    return g_strdup ("needs a GPU");
+  return missing_elements (mode->needs);
 }
 
 gboolean

@@ -875,17 +875,11 @@ gpu_count (void)
   return count;
 }
 
-static gchar *
-missing_requirement (const BenchMode * mode)
+gchar *
+missing_elements (const gchar * needs)
 {
-  gchar **names = g_strsplit (mode->needs, " ", -1), **n;
+  gchar **names = g_strsplit (needs, " ", -1), **n;
   gchar *why = NULL;
-
-  if (mode->gpus > 0 && gpu_count () < mode->gpus) {
-    g_strfreev (names);
-    return g_strdup_printf ("needs %d GPUs, this host has %d", mode->gpus,
-        gpu_count ());
-  }
 
   for (n = names; *n && !why; n++) {
     GstElementFactory *f;
@@ -898,6 +892,18 @@ missing_requirement (const BenchMode * mode)
     gst_clear_object (&f);
   }
   g_strfreev (names);
+  return why;
+}
+
+static gchar *
+missing_requirement (const BenchMode * mode)
+{
+  gchar *why;
+
+  if (mode->gpus > 0 && gpu_count () < mode->gpus)
+    return g_strdup_printf ("needs %d GPUs, this host has %d", mode->gpus,
+        gpu_count ());
+  why = missing_elements (mode->needs);
   if (!why && mode->caps_factory) {
     GstElementFactory *f = gst_element_factory_find (mode->caps_factory);
     GstCaps *want = gst_caps_from_string (mode->caps);

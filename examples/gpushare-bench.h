@@ -67,6 +67,9 @@ gint64 now_ns (void);
 gint64 cpu_ns (void);
 /* GPUs nvidia-smi lists; 0 without one */
 gint gpu_count (void);
+/* the first of needs (element names, separated by spaces) that is not
+ * installed, in words; NULL where all are */
+gchar *missing_elements (const gchar * needs);
 gboolean running (GSubprocess * p);
 gboolean wait_exit (GSubprocess * p, gint64 timeout_us);
 gint percentile_index (gint n, gint q);
