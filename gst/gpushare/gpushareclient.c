@@ -11,6 +11,7 @@
 #include <gst/gst.h>
 
 #include "gpushareconn.h"
+#include "gpusharecontrol.h"
 #include "gpushareframemeta.h"
 #include "gpushareids.h"
 #include "gpusharelane.h"
@@ -124,9 +125,8 @@ struct _GpuShareClient
   gpointer user_data;
 
   /* control thread */
-  GMainContext *context;
-  GMainLoop *loop;
-  GThread *thread;
+  GMainContext *context;        /* run by the process's control thread */
+  gboolean attached;
   gint64 deadline;
   guint retry_ms;
 
@@ -1559,17 +1559,6 @@ done:
   return G_SOURCE_REMOVE;
 }
 
-static gpointer
-control_thread (gpointer user_data)
-{
-  GpuShareClient *self = user_data;
-
-  g_main_context_push_thread_default (self->context);
-  g_main_loop_run (self->loop);
-  g_main_context_pop_thread_default (self->context);
-  return NULL;
-}
-
 /* ------------------------------------------------------------------------ */
 /* Life cycle */
 
@@ -1655,7 +1644,7 @@ gpushare_client_start (GpuShareClient * self, GError ** error)
   GSource *source;
   guint timeout = self->config.connection_timeout;
 
-  g_return_val_if_fail (self->thread == NULL, FALSE);
+  g_return_val_if_fail (!self->attached, FALSE);
   if (!gpushare_fd_headroom (START_FDS, error))
     return FALSE;
   probe_gpu (self);
@@ -1667,28 +1656,27 @@ gpushare_client_start (GpuShareClient * self, GError ** error)
   g_mutex_unlock (&self->lock);
 
   self->context = g_main_context_new ();
-  self->loop = g_main_loop_new (self->context, FALSE);
   source = g_idle_source_new ();
   g_source_set_callback (source, try_connect, self, NULL);
   g_source_attach (source, self->context);
   g_source_unref (source);
-  self->thread = g_thread_new ("gpushareclient", control_thread, self);
+  gpushare_control_attach (self->context);
+  self->attached = TRUE;
   return TRUE;
 }
 
 void
 gpushare_client_stop (GpuShareClient * self)
 {
-  if (self->thread) {
-    gpushare_control_thread_join (self->context, self->loop, self->thread);
-    self->thread = NULL;
+  if (self->attached) {
+    gpushare_control_detach (self->context);
+    self->attached = FALSE;
   }
   g_mutex_lock (&self->lock);
   drop_session (self, GPUSHARE_ERR_SHUTDOWN);
   if (self->state != STATE_IDLE)
     set_state (self, STATE_IDLE);
   g_mutex_unlock (&self->lock);
-  g_clear_pointer (&self->loop, g_main_loop_unref);
   g_clear_pointer (&self->context, g_main_context_unref);
 }
 

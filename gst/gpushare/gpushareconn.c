@@ -1333,25 +1333,3 @@ failed:
     return -1;
   }
 }
-
-static gboolean
-quit_loop (gpointer loop)
-{
-  g_main_loop_quit (loop);
-  return G_SOURCE_REMOVE;
-}
-
-void
-gpushare_control_thread_join (GMainContext * context, GMainLoop * loop,
-    GThread * thread)
-{
-  GSource *source = g_idle_source_new ();
-
-  /* g_main_loop_quit() before g_main_loop_run() is forgotten by GLib */
-  g_source_set_priority (source, G_PRIORITY_HIGH);
-  g_source_set_callback (source, quit_loop, g_main_loop_ref (loop),
-      (GDestroyNotify) g_main_loop_unref);
-  g_source_attach (source, context);
-  g_source_unref (source);
-  g_thread_join (thread);
-}

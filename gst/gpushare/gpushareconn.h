@@ -165,11 +165,6 @@ void gpushare_conn_set_heartbeat (GpuShareConn * conn, guint interval_ms);
  * live one is refused with IN_USE.  Returns the fd, or -1. */
 gint gpushare_listen_path (const gchar * path, guint mode, GError ** error);
 
-/* Stops a thread that runs @loop on @context and waits for it.  Safe even
- * when the thread has not entered g_main_loop_run() yet: the quit request
- * is dispatched from inside the loop, so it cannot be lost. */
-void gpushare_control_thread_join (GMainContext * context, GMainLoop * loop,
-    GThread * thread);
 /* Connects a stream socket to path; -1 with error (ENOENT and ECONNREFUSED
  * are reported as GPUSHARE_CONN_ERROR_HANGUP: "nobody there yet"). */
 gint gpushare_connect_path (const gchar * path, GError ** error);

@@ -18,6 +18,7 @@
 #include <gst/gst.h>
 
 #include "gpushareconn.h"
+#include "gpusharecontrol.h"
 #include "gpushareids.h"
 #include "gpusharelane.h"
 #include "gpusharenegotiate.h"
@@ -140,9 +141,8 @@ struct _GpuShareServer
   gpointer user_data;
 
   /* control thread */
-  GMainContext *context;
-  GMainLoop *loop;
-  GThread *thread;
+  GMainContext *context;        /* run by the process's control thread */
+  gboolean attached;
   GSource *listen_source;
   GSource *listen_resume;       /* the listening paused: see out_of_fds () */
   GSource *housekeeping;
@@ -2032,17 +2032,6 @@ listen_dispatch (gint fd, GIOCondition cond, gpointer user_data)
   return G_SOURCE_CONTINUE;
 }
 
-static gpointer
-control_thread (gpointer user_data)
-{
-  GpuShareServer *self = user_data;
-
-  g_main_context_push_thread_default (self->context);
-  g_main_loop_run (self->loop);
-  g_main_context_pop_thread_default (self->context);
-  return NULL;
-}
-
 /* ------------------------------------------------------------------------ */
 /* Life cycle */
 
@@ -2151,7 +2140,7 @@ probe_gpu (GpuShareServer * self)
 gboolean
 gpushare_server_start (GpuShareServer * self, GError ** error)
 {
-  g_return_val_if_fail (self->thread == NULL, FALSE);
+  g_return_val_if_fail (!self->attached, FALSE);
 
   self->listen_fd = gpushare_listen_path (self->config.socket_path,
       self->config.socket_mode, error);
@@ -2183,7 +2172,6 @@ gpushare_server_start (GpuShareServer * self, GError ** error)
   probe_gpu (self);
 
   self->context = g_main_context_new ();
-  self->loop = g_main_loop_new (self->context, FALSE);
   self->listen_source = g_unix_fd_source_new (self->listen_fd, G_IO_IN);
   g_source_set_callback (self->listen_source, G_SOURCE_FUNC (listen_dispatch),
       self, NULL);
@@ -2197,7 +2185,8 @@ gpushare_server_start (GpuShareServer * self, GError ** error)
   housekeeping_by (self, g_get_monotonic_time () + HOUSEKEEPING_MS * 1000);
   g_mutex_unlock (&self->lock);
   g_source_attach (self->housekeeping, self->context);
-  self->thread = g_thread_new ("gpushareserver", control_thread, self);
+  gpushare_control_attach (self->context);
+  self->attached = TRUE;
   GST_DEBUG_OBJECT (self->log_object, "listening");
   return TRUE;
 }
@@ -2211,9 +2200,9 @@ gpushare_server_stop (GpuShareServer * self)
   GpuShareHolders *holders[GPUSHARE_MEM_N_TYPES];
   guint i, n = 0;
 
-  if (self->thread) {
-    gpushare_control_thread_join (self->context, self->loop, self->thread);
-    self->thread = NULL;
+  if (self->attached) {
+    gpushare_control_detach (self->context);
+    self->attached = FALSE;
   }
   clear_source (&self->listen_source);
   clear_source (&self->listen_resume);
@@ -2247,7 +2236,6 @@ gpushare_server_stop (GpuShareServer * self)
   }
   deliver_events (self);
 
-  g_clear_pointer (&self->loop, g_main_loop_unref);
   g_clear_pointer (&self->context, g_main_context_unref);
   if (self->listen_fd >= 0) {
     close (self->listen_fd);

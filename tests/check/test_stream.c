@@ -17,6 +17,7 @@
 #include <glib/gstdio.h>
 #include <gst/video/video.h>
 
+#include <fcntl.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -1732,9 +1733,9 @@ GST_START_TEST (test_control_thread_sleeps)
   consumer_start (c);
   fail_unless (consumer_wait (c, 20), "the consumer gets no frames");
   frames = stat_u64 (sink, "frames-rendered");
-  before = thread_wakeups ("gpushareserver");
+  before = thread_wakeups ("gpushare");
   g_usleep (IDLE_WINDOW_S * G_USEC_PER_SEC);
-  after = thread_wakeups ("gpushareserver");
+  after = thread_wakeups ("gpushare");
   fail_unless (stat_u64 (sink, "frames-rendered") > frames + 100,
       "the stream did not go on");
   fail_unless (after - before <= IDLE_WINDOW_S * 8, "the producer's control "
@@ -1859,21 +1860,46 @@ GST_END_TEST;
 /* ------------------------------------------------------------------------ */
 /* 5. Errors that say what to change */
 
+/* descriptors that fill the numbers below the limit fd_limit_set () set */
+static GArray *fd_fillers;
+
 /* this process may open @spare more descriptors than it has open; the
- * limit it had, to put back */
+ * limit it had, to put back with fd_limit_restore () */
 static struct rlimit
 fd_limit_set (guint spare)
 {
   struct rlimit saved, low;
   guint64 limit;
   guint open_fds;
+  gint fd;
 
   fail_unless (gpushare_fd_usage (&open_fds, &limit));
   fail_unless (getrlimit (RLIMIT_NOFILE, &saved) == 0);
   low = saved;
   low.rlim_cur = open_fds + spare;
   fail_unless (setrlimit (RLIMIT_NOFILE, &low) == 0);
+  /* the limit bounds fd numbers: numbers closed below it (a thread or a
+   * context gone before) would still be handed out; they are taken */
+  fd_fillers = g_array_new (FALSE, FALSE, sizeof (gint));
+  while ((fd = open ("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0)
+    g_array_append_val (fd_fillers, fd);
+  while (spare > 0 && fd_fillers->len > 0) {
+    close (g_array_index (fd_fillers, gint, fd_fillers->len - 1));
+    g_array_set_size (fd_fillers, fd_fillers->len - 1);
+    spare--;
+  }
   return saved;
+}
+
+static void
+fd_limit_restore (const struct rlimit *saved)
+{
+  guint i;
+
+  fail_unless (setrlimit (RLIMIT_NOFILE, saved) == 0);
+  for (i = 0; i < fd_fillers->len; i++)
+    close (g_array_index (fd_fillers, gint, i));
+  g_clear_pointer (&fd_fillers, g_array_unref);
 }
 
 /* A consumer started in a process with no descriptor left: GLib aborted
@@ -1893,7 +1919,7 @@ GST_START_TEST (test_src_out_of_fds)
   g_object_set (child (c, "src"), "socket-path", path, NULL);
   saved = fd_limit_set (0);
   gst_element_set_state (c, GST_STATE_PLAYING);
-  fail_unless (setrlimit (RLIMIT_NOFILE, &saved) == 0);
+  fd_limit_restore (&saved);
   msg = pop_message (c, GST_MESSAGE_ERROR, TIMEOUT_MS);
   fail_unless (msg != NULL, "no error");
   gst_message_parse_error (msg, &error, &debug);
@@ -1938,7 +1964,7 @@ GST_START_TEST (test_producer_out_of_fds)
   fail_unless (connect (fd, (struct sockaddr *) &addr, sizeof (addr)) == 0);
   raw_init (&raw, fd);
   raw_expect (&raw, GPUSHARE_MSG_ERROR, msg, NULL, NULL);
-  fail_unless (setrlimit (RLIMIT_NOFILE, &saved) == 0);
+  fd_limit_restore (&saved);
   fail_unless_equals_int (msg->u.error.code, GPUSHARE_ERR_RESOURCE);
   fail_unless (g_strstr_len (msg->u.error.text, msg->u.error.text_len,
           "out of file descriptors") != NULL);

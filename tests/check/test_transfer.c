@@ -889,6 +889,97 @@ GST_START_TEST (test_slots_resident)
 
 GST_END_TEST;
 
+/* threads of this process whose name is name */
+static guint
+count_threads (const gchar * name)
+{
+  GDir *dir = g_dir_open ("/proc/self/task", 0, NULL);
+  const gchar *tid;
+  guint n = 0;
+
+  fail_unless (dir != NULL);
+  while ((tid = g_dir_read_name (dir))) {
+    gchar *path = g_strdup_printf ("/proc/self/task/%s/comm", tid);
+    gchar *comm = NULL;
+
+    if (g_file_get_contents (path, &comm, NULL, NULL)
+        && g_str_equal (g_strstrip (comm), name))
+      n++;
+    g_free (comm);
+    g_free (path);
+  }
+  g_dir_close (dir);
+  return n;
+}
+
+#define N_PAIRS 4
+
+static void
+pull_frames (GstElement * consumer, guint n)
+{
+  GstAppSink *out = GST_APP_SINK (child (consumer, "out"));
+  guint i;
+
+  for (i = 0; i < n; i++) {
+    GstSample *sample = gst_app_sink_try_pull_sample (out,
+        TIMEOUT_MS * GST_MSECOND);
+
+    fail_unless (sample != NULL, "a consumer got %u frames of %u", i, n);
+    gst_sample_unref (sample);
+  }
+}
+
+/* Four producers and four consumers in one process share one control
+ * thread (each had one of its own: eight); one pair stopped, the others
+ * stream on; with every element stopped, no control thread is left. */
+GST_START_TEST (test_one_control_thread)
+{
+  GstElement *producer[N_PAIRS], *consumer[N_PAIRS];
+  gchar *path[N_PAIRS];
+  guint i;
+
+  for (i = 0; i < N_PAIRS; i++) {
+    gchar name[16];
+
+    g_snprintf (name, sizeof (name), "ctl%u.sock", i);
+    path[i] = socket_path (name);
+    producer[i] = launch ("videotestsrc is-live=true ! video/x-raw,"
+        "format=I420,width=64,height=48,framerate=100/1 ! gpusharesink "
+        "socket-path=%s", path[i]);
+    consumer[i] = launch ("gpusharesrc socket-path=%s transport=system "
+        "connection-timeout=%d ! appsink name=out sync=false max-buffers=4 "
+        "drop=true", path[i], TIMEOUT_MS);
+    fail_if (gst_element_set_state (producer[i], GST_STATE_PLAYING) ==
+        GST_STATE_CHANGE_FAILURE);
+    fail_if (gst_element_set_state (consumer[i], GST_STATE_PLAYING) ==
+        GST_STATE_CHANGE_FAILURE);
+  }
+  for (i = 0; i < N_PAIRS; i++)
+    pull_frames (consumer[i], 5);
+  fail_unless_equals_int (count_threads ("gpushare"), 1);
+  fail_unless_equals_int (count_threads ("gpushareserver")
+      + count_threads ("gpushareclient"), 0);
+
+  gst_element_set_state (consumer[0], GST_STATE_NULL);
+  gst_element_set_state (producer[0], GST_STATE_NULL);
+  for (i = 1; i < N_PAIRS; i++)
+    pull_frames (consumer[i], 10);
+  fail_unless_equals_int (count_threads ("gpushare"), 1);
+
+  for (i = 0; i < N_PAIRS; i++) {
+    assert_no_error (producer[i]);
+    assert_no_error (consumer[i]);
+    gst_element_set_state (consumer[i], GST_STATE_NULL);
+    gst_element_set_state (producer[i], GST_STATE_NULL);
+    gst_object_unref (consumer[i]);
+    gst_object_unref (producer[i]);
+    g_free (path[i]);
+  }
+  fail_unless_equals_int (count_threads ("gpushare"), 0);
+}
+
+GST_END_TEST;
+
 /* ------------------------------------------------------------------------ */
 /* 4. Formats: rows copied whole, and layouts a stride cannot describe
  * refused */
@@ -1023,6 +1114,7 @@ gpushare_transfer_suite (void)
   tcase_add_loop_test (tc_exchange, test_fd_memory_downstream, 0, 2);
   tcase_add_test (tc_exchange, test_logs_carry_no_handles);
   tcase_add_test (tc_exchange, test_slots_resident);
+  tcase_add_test (tc_exchange, test_one_control_thread);
   suite_add_tcase (s, tc_formats);
   tcase_add_checked_fixture (tc_formats, elements_setup, elements_teardown);
   tcase_add_test (tc_formats, test_sink_refuses_tiled);
