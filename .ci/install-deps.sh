@@ -5,7 +5,11 @@
 # it needs beyond that (.ci/run): clang and libFuzzer for the fuzzers,
 # valgrind, GNU indent, and what builds and checks the Debian package.
 #
-#   bash .ci/install-deps.sh [--dev]
+# With --torch, only Debian's PyTorch (CPU build): the Python module's
+# tests read frames through torch.from_dlpack where it is installed
+# (.ci/run installs it meanwhile the soak runs).
+#
+#   bash .ci/install-deps.sh [--dev | --torch]
 set -euo pipefail
 # building the plugin, and the GStreamer it runs in
 pkgs=(meson ninja-build gcc pkg-config
@@ -18,9 +22,14 @@ pkgs=(meson ninja-build gcc pkg-config
   # Python overrides (buffers mapped in place, stats arrays), numpy
   python3-gi python3-gst-1.0 gir1.2-gstreamer-1.0
   gir1.2-gst-plugins-base-1.0 python3-numpy
+  # the Python module gpushare (ext/python): Python's, PyGObject's and
+  # DLPack's headers
+  python3-dev python-gi-dev libdlpack-dev
   python3-yaml  # the container examples' check
   gnuplot-nox)  # gpushare-bench --plot
-if [ "${1:-}" = --dev ]; then
+if [ "${1:-}" = --torch ]; then
+  pkgs=(python3-torch)
+elif [ "${1:-}" = --dev ]; then
   pkgs+=(clang libclang-rt-dev  # the codec fuzzer: libFuzzer is in libclang-rt
     valgrind
     indent  # GStreamer's indent style (tests/indent.sh)
@@ -35,6 +44,9 @@ done
 if [ ${#missing[@]} -gt 0 ]; then
   SUDO=
   [ "$(id -u)" -eq 0 ] || SUDO=sudo
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  # another install (a root's) may hold the lock meanwhile: wait for it
+  apt=(apt-get -o DPkg::Lock::Timeout=600)
+  $SUDO "${apt[@]}" update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO "${apt[@]}" install -y -qq \
+    --no-install-recommends "${missing[@]}"
 fi

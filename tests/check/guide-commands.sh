@@ -10,7 +10,9 @@
 # listed, not run, unless --gpu is given, which runs them and lists the
 # others (the gpu suite's guide_gpu; one SKIP line where no GPU is).
 # python3 is the first one that has PyGObject and numpy; without one, the
-# blocks that run python3 are skipped with one line.
+# blocks that run python3 are skipped with one line, and so are those that
+# use the Python module gpushare where it is not built (meson test puts
+# the build's on PYTHONPATH).
 #
 #   guide-commands.sh [--gpu] [GPUSHARE_INSPECT]
 set -uo pipefail
@@ -51,6 +53,8 @@ import gi.overrides.Gst' 2>/dev/null; then
     mkdir -p "$work/bin"
     ln -s "$(command -v "$p")" "$work/bin/python3"
     case ":$PATH:" in *":$work/bin:"*) ;; *) export PATH=$work/bin:$PATH ;; esac
+    # the python3 tried above is remembered where it was found
+    hash -r
     break
   fi
 done
@@ -85,6 +89,12 @@ while read -r kind name; do
   if grep -q '^python3 ' $(awk -v n="$name" '$2 == n { print $4 }' \
       "$work/blocks") && [ ! -e "$work/bin/python3" ]; then
     echo "SKIP $name: no python3 with PyGObject, python3-gst-1.0 and numpy"
+    continue
+  fi
+  if grep -q 'import gpushare\|gpushare-infer.py\|gpushare-tensor-bench.py' \
+      $(awk -v n="$name" '$2 == n { print $4 }' "$work/blocks") \
+      && ! python3 -c 'import gpushare' 2>/dev/null; then
+    echo "SKIP $name: the Python module gpushare is not built (-Dpython)"
     continue
   fi
   rm -f /tmp/gpushare-guide-*.sock

@@ -297,8 +297,7 @@ GST_START_TEST (test_fork_child)
     gint64 end = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
 
     gpushare_control_attach (mine->context);
-    while (g_atomic_int_get (&mine->calls) < 3
-        && g_get_monotonic_time () < end)
+    while (g_atomic_int_get (&mine->calls) < 3 && g_get_monotonic_time () < end)
       g_usleep (1000);
     _exit (g_atomic_int_get (&mine->calls) >= 3
         && count_threads (GPUSHARE_CONTROL_THREAD_NAME) == 1 ? 0 : 1);
