@@ -791,6 +791,17 @@ send_slots (GpuShareServer * self, Client * client)
   } else {
     ring = ensure_gpu_ring (self, client->mem_type, &error);
     ok = ring != NULL;
+    /* the ring went out of date while its GPU memory was made (the
+     * streaming thread grew it, or the caps changed): not the consumer's
+     * fault, and not a resource missing; the new ring's slots follow,
+     * as below */
+    if (!ok && self->epoch != epoch) {
+      g_clear_error (&error);
+      g_free (slots);
+      if (client->state == CLIENT_ANNOUNCED)
+        schedule_export (self, client);
+      return FALSE;
+    }
     if (ok) {
       had = client->gpu_ring;
       client->gpu_ring = gpushare_xfer_ring_ref (ring);
