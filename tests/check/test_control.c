@@ -13,29 +13,7 @@
 #include <unistd.h>
 
 #include "gpusharecontrol.h"
-
-/* threads of this process named name */
-static guint
-count_threads (const gchar * name)
-{
-  GDir *dir = g_dir_open ("/proc/self/task", 0, NULL);
-  const gchar *tid;
-  guint n = 0;
-
-  fail_unless (dir != NULL);
-  while ((tid = g_dir_read_name (dir))) {
-    gchar *path = g_strdup_printf ("/proc/self/task/%s/comm", tid);
-    gchar *comm = NULL;
-
-    if (g_file_get_contents (path, &comm, NULL, NULL)
-        && g_str_equal (g_strstrip (comm), name))
-      n++;
-    g_free (comm);
-    g_free (path);
-  }
-  g_dir_close (dir);
-  return n;
-}
+#include "gpushare-check-util.h"
 
 typedef struct
 {

@@ -260,3 +260,25 @@ listen_full_backlog (const gchar * path, gint * held, guint max_held,
   fail ("the backlog took %u connections and was not full", max_held);
   return fd;
 }
+
+guint
+count_threads (const gchar * name)
+{
+  GDir *dir = g_dir_open ("/proc/self/task", 0, NULL);
+  const gchar *tid;
+  guint n = 0;
+
+  fail_unless (dir != NULL);
+  while ((tid = g_dir_read_name (dir))) {
+    gchar *path = g_strdup_printf ("/proc/self/task/%s/comm", tid);
+    gchar *comm = NULL;
+
+    if (g_file_get_contents (path, &comm, NULL, NULL)
+        && g_str_equal (g_strstrip (comm), name))
+      n++;
+    g_free (comm);
+    g_free (path);
+  }
+  g_dir_close (dir);
+  return n;
+}

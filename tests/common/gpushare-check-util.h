@@ -18,6 +18,8 @@ G_BEGIN_DECLS
 /* Descriptors */
 
 guint count_fds (void);
+/* threads of this process whose name (/proc/self/task/TID/comm) is name */
+guint count_threads (const gchar * name);
 guint count_fds_settled (void);
 guint wait_fd_count (guint expected, gint timeout_ms);
 void dump_fds (void);
