@@ -791,17 +791,6 @@ send_slots (GpuShareServer * self, Client * client)
   } else {
     ring = ensure_gpu_ring (self, client->mem_type, &error);
     ok = ring != NULL;
-    /* the ring went out of date while its GPU memory was made (the
-     * streaming thread grew it, or the caps changed): not the consumer's
-     * fault, and not a resource missing; the new ring's slots follow,
-     * as below */
-    if (!ok && self->epoch != epoch) {
-      g_clear_error (&error);
-      g_free (slots);
-      if (client->state == CLIENT_ANNOUNCED)
-        schedule_export (self, client);
-      return FALSE;
-    }
     if (ok) {
       had = client->gpu_ring;
       client->gpu_ring = gpushare_xfer_ring_ref (ring);
@@ -818,6 +807,21 @@ send_slots (GpuShareServer * self, Client * client)
       g_mutex_lock (&self->lock);
     }
   }
+  /* a new ring came while GPU slots were made or exported (the streaming
+   * thread grew the ring, or the caps changed): the new ring's follow
+   * (announce_layout ()), and a ring out of date before it was made is
+   * no resource missing.  A consumer whose first SLOTS these were had
+   * not been exported to yet, so announce_layout () gave it the caps
+   * alone: its slots are due all the same */
+  if (self->epoch != epoch) {
+    g_clear_error (&error);
+    if (ok)
+      gpushare_close_fds (fds, n_fds);
+    g_free (slots);
+    if (client->state == CLIENT_ANNOUNCED)
+      schedule_export (self, client);
+    return FALSE;
+  }
   if (!ok) {
     gchar *text = g_strdup_printf ("the producer could not export its %s "
         "slots: %s", gpushare_mem_type_to_string (client->mem_type),
@@ -827,17 +831,6 @@ send_slots (GpuShareServer * self, Client * client)
     g_free (slots);
     refuse (client, GPUSHARE_ERR_RESOURCE, GPUSHARE_REMOVE_RESOURCE, text);
     g_free (text);
-    return FALSE;
-  }
-  /* a new ring came while GPU slots were exported: the new ring's follow
-   * (announce_layout ()).  A consumer whose first SLOTS these were had
-   * not been exported to yet, so announce_layout () gave it the caps
-   * alone: its slots are due all the same */
-  if (self->epoch != epoch) {
-    gpushare_close_fds (fds, n_fds);
-    g_free (slots);
-    if (client->state == CLIENT_ANNOUNCED)
-      schedule_export (self, client);
     return FALSE;
   }
   if (retires (client->mem_type)) {
