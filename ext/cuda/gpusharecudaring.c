@@ -1037,14 +1037,17 @@ gboolean
 gpushare_cuda_ring_publish (GpuShareCudaRing * ring, guint slot,
     guint64 holders, guint64 sequence, GError ** error)
 {
-  gboolean ok = TRUE, event = FALSE, device = FALSE;
+  gboolean ok = TRUE, event = FALSE;
+  guint64 device = 0;
   guint i;
 
+  /* the holders that wait on the device: they hold the slot until its
+   * done signal (host consumers synchronise before they release) */
   for (i = 0; i < MAX_HOLDERS; i++)
     if ((holders & (G_GUINT64_CONSTANT (1) << i))
         && ring->consumers[i].present
         && ring->consumers[i].mode != GPUSHARE_SYNC_HOST)
-      device = TRUE;
+      device |= G_GUINT64_CONSTANT (1) << i;
   if (!device && g_queue_is_empty (&ring->held)) {
     /* host readers alone and none of upstream's buffers to give back: the
      * frame goes out with no call to the driver.  (A held buffer is let go
@@ -1077,12 +1080,7 @@ gpushare_cuda_ring_publish (GpuShareCudaRing * ring, guint slot,
   /* after the signals: what upstream gets back is not on the way */
   let_go_of_held (ring);
   gpushare_cuda_pop ();
-  /* host consumers synchronise before they release: nothing to wait for */
-  for (i = 0; i < MAX_HOLDERS; i++)
-    if ((holders & (G_GUINT64_CONSTANT (1) << i))
-        && ring->consumers[i].present
-        && ring->consumers[i].mode != GPUSHARE_SYNC_HOST)
-      ring->last_holders[slot] |= G_GUINT64_CONSTANT (1) << i;
+  ring->last_holders[slot] |= device;
   ring->last_sequence[slot] = sequence;
   return ok;
 }

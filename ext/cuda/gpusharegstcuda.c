@@ -548,7 +548,8 @@ gpushare_gst_cuda_memory_wrap (GstObject * cuda_ctx, gpointer stream,
     const GstVideoInfo * info, CUdeviceptr ptr, gpointer user_data,
     GDestroyNotify notify)
 {
-  static gboolean memory_layout_checked;
+  /* read and set by every streaming thread that wraps: atomic */
+  static gint memory_layout_checked;
   GstMemory *mem;
 
   g_return_val_if_fail (info != NULL, NULL);
@@ -564,7 +565,7 @@ gpushare_gst_cuda_memory_wrap (GstObject * cuda_ctx, gpointer stream,
   api.gst_cuda_memory_init_once ();
   mem = api.streams.gst_cuda_allocator_alloc_wrapped (NULL, cuda_ctx, stream,
       info, ptr, user_data, notify);
-  if (mem && !memory_layout_checked) {
+  if (mem && !g_atomic_int_get (&memory_layout_checked)) {
     gchar *why_not = NULL;
 
     /* once: the first memory shows whether the head read from every CUDA
@@ -578,7 +579,7 @@ gpushare_gst_cuda_memory_wrap (GstObject * cuda_ctx, gpointer stream,
       gst_memory_unref (mem);
       return NULL;
     }
-    memory_layout_checked = TRUE;
+    g_atomic_int_set (&memory_layout_checked, 1);
   }
   return mem;
 }
