@@ -332,6 +332,8 @@ CUresult cuLaunchKernel (CUfunction f, unsigned int gridDimX,
     unsigned int blockDimY, unsigned int blockDimZ,
     unsigned int sharedMemBytes, CUstream hStream, void **kernelParams,
     void **extra);
+typedef void (*CUhostFn) (void *userData);
+CUresult cuLaunchHostFunc (CUstream hStream, CUhostFn fn, void *userData);
 
 #ifdef __cplusplus
 }

@@ -10,6 +10,9 @@
  * test that arms them later (gpushare_cuda_fault_arm ()).  Without the
  * variable nothing here runs and the table holds the driver's own entry
  * points.
+ *
+ * GPUSHARE_TEST_CUDA_LATE_US=N installs them too, and delays every copy
+ * and kernel by N microseconds on its stream (gpusharecudaloader.h).
  */
 
 #include "gpusharecudaloader.h"
@@ -42,6 +45,25 @@ fault_hit (const gchar * name)
   return hit;
 }
 
+/* GPUSHARE_TEST_CUDA_LATE_US: work enqueued behind a sleeping host
+ * function, which the driver runs on a thread of its own */
+static gulong late_us;
+static __typeof__ (&cuLaunchHostFunc) launch_host_func;
+
+static void
+late_sleep (void *user_data)
+{
+  g_usleep (late_us);
+}
+
+static CUresult
+late (CUstream st)
+{
+  if (!late_us)
+    return CUDA_SUCCESS;
+  return launch_host_func (st, late_sleep, NULL);
+}
+
 #define SHIM(name, params, args) \
   static __typeof__ (&name) real_##name; \
   static CUresult \
@@ -49,6 +71,20 @@ fault_hit (const gchar * name)
   { \
     if (fault_hit (#name)) \
       return CUDA_ERROR_OUT_OF_MEMORY; \
+    return real_##name args; \
+  }
+
+/* the same, after the stream st was made to wait */
+#define SHIM_LATE(name, params, args) \
+  static __typeof__ (&name) real_##name; \
+  static CUresult \
+  shim_##name params \
+  { \
+    CUresult res; \
+    if (fault_hit (#name)) \
+      return CUDA_ERROR_OUT_OF_MEMORY; \
+    if ((res = late (st)) != CUDA_SUCCESS) \
+      return res; \
     return real_##name args; \
   }
 
@@ -69,9 +105,9 @@ SHIM (cuMemSetAccess, (CUdeviceptr p, size_t s, const CUmemAccessDesc * d,
     size_t n), (p, s, d, n))
 SHIM (cuMemsetD8Async, (CUdeviceptr p, unsigned char v, size_t n,
     CUstream st), (p, v, n, st))
-SHIM (cuMemcpy2DAsync, (const CUDA_MEMCPY2D * m, CUstream st), (m, st))
+SHIM_LATE (cuMemcpy2DAsync, (const CUDA_MEMCPY2D * m, CUstream st), (m, st))
 SHIM (cuModuleLoadData, (CUmodule * m, const void *image), (m, image))
-SHIM (cuLaunchKernel, (CUfunction f, unsigned int gx, unsigned int gy,
+SHIM_LATE (cuLaunchKernel, (CUfunction f, unsigned int gx, unsigned int gy,
     unsigned int gz, unsigned int bx, unsigned int by, unsigned int bz,
     unsigned int shared, CUstream st, void **params, void **extra),
     (f, gx, gy, gz, bx, by, bz, shared, st, params, extra))
@@ -137,16 +173,23 @@ void
 gpushare_cuda_fault_install (GpuShareCudaApi * api)
 {
   const gchar *spec = g_getenv ("GPUSHARE_TEST_CUDA_FAIL");
+  const gchar *late_spec = g_getenv ("GPUSHARE_TEST_CUDA_LATE_US");
   gchar **parts;
 
-  if (!spec || !*spec)
+  if (late_spec && *late_spec) {
+    late_us = strtoul (late_spec, NULL, 10);
+    launch_host_func = api->cuLaunchHostFunc;
+  }
+  if ((!spec || !*spec) && !late_us)
     return;
 #define GPUSHARE_CUDA_FAULT_WRAP(name) \
   real_##name = api->name; \
   api->name = shim_##name;
   GPUSHARE_CUDA_FAULT_FUNCS (GPUSHARE_CUDA_FAULT_WRAP)
 #undef GPUSHARE_CUDA_FAULT_WRAP
-      parts = g_strsplit (spec, ":", 2);
+      if (!spec || !*spec)
+    return;
+  parts = g_strsplit (spec, ":", 2);
   if (parts[0] && parts[1])
     gpushare_cuda_fault_arm (parts[0], MAX (1, atoi (parts[1])));
   g_strfreev (parts);

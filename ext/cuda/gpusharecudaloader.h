@@ -84,7 +84,8 @@ G_BEGIN_DECLS
   X (cuModuleLoadData) \
   X (cuModuleUnload) \
   X (cuModuleGetFunction) \
-  X (cuLaunchKernel)
+  X (cuLaunchKernel) \
+  X (cuLaunchHostFunc)
 
 typedef struct
 {
@@ -116,6 +117,10 @@ typedef enum
 /* Test build only (gpusharecudafault.c): with GPUSHARE_TEST_CUDA_FAIL set
  * at load, shims in front of the VMM, stream, event and IPC entry points;
  * "NAME:N" makes the N-th call of NAME fail with CUDA_ERROR_OUT_OF_MEMORY.
+ * With GPUSHARE_TEST_CUDA_LATE_US=N, every copy (cuMemcpy2DAsync) and
+ * kernel (cuLaunchKernel) enqueued runs N microseconds late: a host
+ * function that sleeps goes on its stream first, so that work completes
+ * well after the call returned, as on a busy GPU.
  * arm () (re)sets the call to fail and the counts, fired () says how many
  * calls were made to fail.  The names the shims cover, NULL-terminated: */
 extern const gchar *const gpushare_cuda_fault_names[];

@@ -19,9 +19,12 @@ faults).
 Lifetime: a Frame holds its buffer, and so the producer's slot; every
 plane, DLPack capsule and array made from it holds the frame.  The slot
 goes back to the producer when the last of them goes, at once (no cycle
-waits for the garbage collector).  gpusharesrc lets downstream hold at
-most max-in-place buffers in place; past that it copies frames into
-ordinary memory, and Frame.in_place is False (warn_copies() says so once).
+waits for the garbage collector).  In system memory gpusharesrc lets
+downstream hold at most max-in-place buffers in place; past that it copies
+frames into ordinary memory, and Frame.in_place is False (warn_copies()
+says so once).  A GPU frame is always the slot: planes kept hold the
+producer's slots, and while all it can give this consumer are held, a
+lossless producer waits and a leaky one skips it.
 
 Synchronisation: gpusharesrc pushes a GPU frame once it is complete, so
 __cuda_array_interface__'s stream is None and __dlpack__'s stream argument

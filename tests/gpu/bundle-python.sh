@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# The Python module's GPU test (tests/gpu/python-gpu.py) on a GPU machine
+# whose Python has no PyGObject and is not the one the module was built
+# for: adds to a GStreamer runtime bundle (BUNDLE, default .device) this
+# machine's python3 (the interpreter, its standard library without tests
+# and tools), PyGObject, the typelibs of GLib, GObject, Gio and GStreamer,
+# and the libraries they need, in BUNDLE/py (about 20 MB).  The C runtime
+# comes from the GPU machine, as for the rest of the bundle.
+#
+#   bash tests/gpu/bundle-python.sh [BUNDLE]
+#
+# then, on the GPU machine, with BUNDLE and the build carried:
+#
+#   . BUNDLE/env.sh; . BUNDLE/py/env.sh
+#   PYTHONPATH=$PWD/build/ext/python:$PYTHONPATH python3 tests/gpu/python-gpu.py
+set -eu
+bundle=$PWD/${1:-.device}
+out=$bundle/py
+ml=/usr/lib/x86_64-linux-gnu
+py=$(readlink -f /usr/bin/python3)
+ver=$(basename "$py")
+[ -d "$bundle" ] || {
+  echo "bundle-python: no bundle at ${1:-.device}" >&2
+  exit 1
+}
+/usr/bin/python3 -c 'import gi' 2> /dev/null || {
+  echo "bundle-python: PyGObject is needed (apt-get install python3-gi)" >&2
+  exit 1
+}
+rm -rf "$out"
+mkdir -p "$out/bin" "$out/lib/$ver" "$out/lib/python3/dist-packages" \
+  "$out/lib/girepository-1.0" "$out/libs"
+cp "$py" "$out/bin/$ver"
+ln -s "$ver" "$out/bin/python3"
+# the standard library, without its tests, tools and compiled caches
+(cd "/usr/lib/$ver" && tar cf - --exclude=__pycache__ --exclude=./test \
+  --exclude=./idlelib --exclude=./tkinter --exclude=./turtledemo \
+  --exclude=./ensurepip --exclude=./lib2to3 --exclude=./pydoc_data \
+  --exclude='./config-*' --exclude=./distutils --exclude=./unittest/test \
+  --exclude=./site-packages --exclude=./dist-packages \
+  --exclude='./lib-dynload/_test*' --exclude='./lib-dynload/xx*' \
+  --exclude='./lib-dynload/_ssl*' --exclude='./lib-dynload/_hashlib*' \
+  --exclude='./lib-dynload/_sqlite3*' --exclude='./lib-dynload/_dbm*' \
+  --exclude='./lib-dynload/_gdbm*' --exclude='./lib-dynload/nis*' \
+  --exclude='./lib-dynload/_curses*' --exclude='./lib-dynload/readline*' \
+  --exclude='./lib-dynload/_crypt*' --exclude='./lib-dynload/_uuid*' \
+  --exclude='./lib-dynload/ossaudiodev*' --exclude='./lib-dynload/_tkinter*' \
+  --exclude='./lib-dynload/_lzma*' --exclude='./lib-dynload/_bz2*' .) |
+  (cd "$out/lib/$ver" && tar xf -)
+(cd /usr/lib/python3/dist-packages && tar cf - --exclude=__pycache__ gi) |
+  (cd "$out/lib/python3/dist-packages" && tar xf -)
+for t in GLib-2.0 GObject-2.0 GModule-2.0 Gio-2.0 Gst-1.0 GstBase-1.0 \
+  GstApp-1.0 GstVideo-1.0; do
+  cp "$ml/girepository-1.0/$t.typelib" "$out/lib/girepository-1.0/"
+done
+# every library the interpreter, its modules and PyGObject need, but the
+# C runtime and what the GStreamer bundle has already
+for f in "$out/bin/$ver" $(find "$out/lib" -name '*.so'); do
+  ldd "$f" | awk '/=>/ {print $3}'
+done | sort -u |
+  grep -vE '/(libc|libm|libpthread|libdl|librt|libstdc\+\+|libgcc_s)\.so|ld-linux' |
+  while read -r l; do
+    [ -e "$bundle/lib/$(basename "$l")" ] || cp -L "$l" "$out/libs/"
+  done
+cat > "$out/env.sh" << 'E'
+# source on the GPU machine, after the GStreamer bundle's env.sh
+P=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+export PYTHONHOME=$P
+export PYTHONPATH=$P/lib/python3/dist-packages${PYTHONPATH:+:$PYTHONPATH}
+export PYTHONDONTWRITEBYTECODE=1
+export GI_TYPELIB_PATH=$P/lib/girepository-1.0
+export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$P/libs
+export PATH=$P/bin:$PATH
+E
+du -sh "$out"
