@@ -1191,6 +1191,98 @@ scale_plot (const ScaleRow * rows, gint n, const gchar * svg)
   return ok;
 }
 
+/* a number as print_scale_row () wrote it; "-" (none) is -1 */
+static gdouble
+scale_cell_num (const gchar * cell)
+{
+  return g_str_equal (cell, "-") ? -1 : g_ascii_strtod (cell, NULL);
+}
+
+/* one row of a --markdown table back into r; FALSE for any other line and
+ * for rows that failed (they have nothing to draw) */
+static gboolean
+scale_parse_row (const gchar * line, ScaleRow * r)
+{
+  gchar **cells;
+  gboolean ok = FALSE;
+  gint64 delivered, expected;
+
+  if (!g_str_has_prefix (line, "| "))
+    return FALSE;
+  cells = g_strsplit (line + 1, "|", -1);
+  for (gint i = 0; cells[i]; i++)
+    g_strstrip (cells[i]);
+  memset (r, 0, sizeof (*r));
+  if (g_strv_length (cells) >= 14 && (r->mode = scale_find (cells[0]))
+      && !g_str_has_prefix (cells[4], "failed")
+      && sscanf (cells[2], "%dx%d", &r->width, &r->height) == 2) {
+    r->shared = g_str_equal (cells[1], "shared");
+    if (r->mode->consumer) {
+      ok = sscanf (cells[3], "%dx%d", &r->k, &r->m) == 2
+          && sscanf (cells[4], "%" G_GINT64_FORMAT " / %" G_GINT64_FORMAT,
+          &delivered, &expected) == 2;
+      r->delivered = delivered;
+      r->expected = expected;
+    } else {
+      ok = sscanf (cells[3], "%d", &r->k) == 1;
+    }
+    r->fps = scale_cell_num (cells[6]);
+    r->p50_us = scale_cell_num (cells[7]);
+    r->p99_us = scale_cell_num (cells[8]);
+    r->cpu_producer_us = scale_cell_num (cells[9]);
+    r->cpu_consumer_us = scale_cell_num (cells[10]);
+  }
+  g_strfreev (cells);
+  return ok;
+}
+
+/* --plot-from: the picture of runs made where gnuplot is not (a GPU
+ * machine), from the tables they printed */
+gint
+scale_replot (void)
+{
+  gchar **files = g_strsplit (opt.plot_from, ",", -1);
+  GArray *rows = g_array_new (FALSE, TRUE, sizeof (ScaleRow));
+  gint i, rc = 0;
+
+  if (!opt.plot) {
+    g_printerr ("--plot-from needs --plot FILE.svg\n");
+    rc = 64;
+  }
+  for (i = 0; files[i] && !rc; i++) {
+    gchar *text = NULL, **lines;
+    GError *error = NULL;
+
+    if (!g_file_get_contents (files[i], &text, NULL, &error)) {
+      g_printerr ("--plot-from: %s\n", error->message);
+      g_clear_error (&error);
+      rc = 66;
+      break;
+    }
+    lines = g_strsplit (text, "\n", -1);
+    for (gint l = 0; lines[l]; l++) {
+      ScaleRow r;
+
+      if (scale_parse_row (lines[l], &r))
+        g_array_append_val (rows, r);
+    }
+    g_strfreev (lines);
+    g_free (text);
+  }
+  if (!rc && rows->len == 0) {
+    g_printerr ("--plot-from: no rows of gpushare-bench --streams "
+        "--markdown in %s\n", opt.plot_from);
+    rc = 65;
+  }
+  if (!rc && !scale_plot ((ScaleRow *) rows->data, rows->len, opt.plot))
+    rc = 1;
+  if (!rc)
+    g_print ("%u rows drawn into %s\n", rows->len, opt.plot);
+  g_array_unref (rows);
+  g_strfreev (files);
+  return rc;
+}
+
 gint
 scale_run_parent (const gchar * self)
 {

@@ -2379,6 +2379,10 @@ main (int argc, char **argv)
     {"plot", 0, 0, G_OPTION_ARG_FILENAME, &opt.plot,
           "With --streams: draw the rows against K into this SVG (gnuplot)",
         "FILE"},
+    {"plot-from", 0, 0, G_OPTION_ARG_STRING, &opt.plot_from,
+          "With --plot: draw the rows of earlier --streams --markdown runs, "
+          "saved in these files (comma-separated), instead of running any",
+        "FILES"},
     {"first", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_INT, &opt.first,
         "Child: first stream", NULL},
     {"count", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_INT, &opt.count,
@@ -2450,6 +2454,8 @@ main (int argc, char **argv)
   } else if (g_str_equal (role, "scale-producer")
       || g_str_equal (role, "scale-consumer")) {
     rc = scale_run_side (role);
+  } else if (g_str_equal (role, "parent") && opt.plot_from) {
+    rc = scale_replot ();
   } else if (g_str_equal (role, "parent") && opt.streams) {
     gchar *exe = g_file_read_link ("/proc/self/exe", NULL);
 

@@ -39,6 +39,7 @@ typedef struct
   gint fps;
   gint warmup_s;
   gchar *plot;
+  gchar *plot_from;
   /* both */
   gint frames;
   gint ring;
@@ -82,6 +83,7 @@ gboolean parse_size (const gchar * s, gint * w, gint * h);
 /* gpushare-bench-scale.c */
 gboolean scale_list (void);
 gint scale_run_parent (const gchar * self);
+gint scale_replot (void);
 gint scale_run_side (const gchar * role);
 
 G_END_DECLS

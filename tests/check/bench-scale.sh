@@ -4,7 +4,8 @@
 # gpushare-bench --streams, as docs/benchmarks.md runs it, small: two live
 # 320x240 streams at 30 fps, two consumers each, in both topologies, beside
 # the one-process floor, and its picture.  Every frame a producer sent
-# reaches every consumer, each row has its figures, the SVG has a curve.
+# reaches every consumer, each row has its figures, the SVG has a curve,
+# and --plot-from draws the same picture from the printed table.
 #
 #   bench-scale.sh GPUSHARE-BENCH
 set -u
@@ -46,4 +47,22 @@ fi
 grep -q '<svg' "$tmp/rows.svg" && grep -q '<path' "$tmp/rows.svg" \
   || fail "no picture"
 grep -q 'gpushare-sysmem shared' "$tmp/rows.svg" || fail "no shared curve"
+# the same picture from the table alone (--plot-from: runs made where
+# gnuplot is not), the K = 1 and K = 2 rows split over two files
+grep -E '^\| [a-z-]+ \| [a-z-]+ \| 320x240 \| 1(x2)? \|' "$tmp/out" > "$tmp/k1.md"
+grep -E '^\| [a-z-]+ \| [a-z-]+ \| 320x240 \| 2(x2)? \|' "$tmp/out" > "$tmp/k2.md"
+"$bench" --plot-from "$tmp/k1.md,$tmp/k2.md" --plot "$tmp/again.svg" \
+  --consumers 2 --fps 30 > "$tmp/replot" 2>&1 || fail "--plot-from: $(cat "$tmp/replot")"
+grep -q '^6 rows drawn' "$tmp/replot" || fail "--plot-from: $(cat "$tmp/replot")"
+for curve in 'one-process' 'gpushare-sysmem per-process' 'gpushare-sysmem shared'; do
+  grep -q "$curve" "$tmp/again.svg" || fail "--plot-from: no curve $curve"
+done
+# the same points (gnuplot draws each as a <use>; the axes may differ,
+# the table's figures being rounded)
+[ "$(grep -c '<use' "$tmp/again.svg")" = "$(grep -c '<use' "$tmp/rows.svg")" ] \
+  || fail "--plot-from drew other points"
+# a file with no rows is an error, not an empty picture
+echo "no table here" > "$tmp/none.md"
+"$bench" --plot-from "$tmp/none.md" --plot "$tmp/none.svg" > /dev/null 2>&1 \
+  && fail "--plot-from took a file without rows"
 echo "bench-scale: ok"
