@@ -48,11 +48,10 @@ fault_hit (const gchar * name)
 /* GPUSHARE_TEST_CUDA_LATE_US: work enqueued behind a sleeping host
  * function, which the driver runs on a thread of its own */
 static gulong late_us;
-static
-__typeof__ (&cuLaunchHostFunc)
-    launch_host_func;
+static CUresult (*launch_host_func) (CUstream st, CUhostFn fn, void *data);
 
-     static void late_sleep (void *user_data)
+static void
+late_sleep (void *user_data)
 {
   g_usleep (late_us);
 }
