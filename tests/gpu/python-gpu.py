@@ -17,6 +17,9 @@ machine), and compared with a decode of the same clip in this process:
     GPUSHARE_TEST_CUDA_LATE_US), frames read at once are still the right
     ones; a src that handed a slot on before its copy was in would give
     the slot's previous frame;
+  - GStreamer's CUDA memory (memory:CUDAMemory) out of gpusharesrc, the
+    slot itself from 1.24 on, a copy with 1.22: the same frames, read
+    through the same interfaces;
   - lifetime: a plane kept alone holds its slot (the producer writes no
     later frame into it), and the slot comes round again once it is gone.
 
@@ -251,11 +254,12 @@ def reference():
 
 
 class Consumer:
-    def __init__(self, sock, sync, extra=""):
+    def __init__(self, sock, sync, extra="", memory="GpuShareCUDA"):
         self.pipe = Gst.parse_launch(
             "gpusharesrc socket-path=%s connection-timeout=20000 "
-            "sync-mode=%s %s ! video/x-raw(memory:GpuShareCUDA) ! "
-            "appsink name=out sync=false max-buffers=1" % (sock, sync, extra))
+            "sync-mode=%s %s ! video/x-raw(memory:%s) ! "
+            "appsink name=out sync=false max-buffers=1"
+            % (sock, sync, extra, memory))
         self.out = self.pipe.get_by_name("out")
         self.pipe.set_state(Gst.State.PLAYING)
 
@@ -314,6 +318,33 @@ def split(sync, want, env=None, limit=None):
     if limit is None and rc != 0:
         raise AssertionError("producer exit %d: %s" % (rc, err[-2000:]))
     return digests, addresses, seconds
+
+
+def split_cuda_memory(want):
+    """GStreamer's CUDA memory out of gpusharesrc (memory:CUDAMemory): the
+    slot itself from 1.24 on, a copy on the device with 1.22; either way
+    read through the same interfaces.  (digests, frames in place)"""
+    digests, in_place = [], 0
+    with tempfile.TemporaryDirectory() as d:
+        sock = os.path.join(d, "s")
+        prod = producer(sock)
+        cons = Consumer(sock, "auto", memory="CUDAMemory")
+        try:
+            while True:
+                sample = cons.pull()
+                if sample is None:
+                    break
+                frame = gpushare.Frame(sample)
+                assert frame.device == "cuda", frame.device
+                in_place += frame.in_place
+                digests.append(gpu_frame_digest(frame, set()))
+                del frame, sample
+        finally:
+            cons.stop()
+            rc, err = finish(prod)
+    if rc != 0:
+        raise AssertionError("producer exit %d: %s" % (rc, err[-2000:]))
+    return digests, in_place
 
 
 def compare(name, got, want):
@@ -388,6 +419,18 @@ def main():
         except AssertionError as e:
             print("FAIL: %s sync: %s" % (sync, e))
             failed += 1
+    try:
+        got, in_place = split_cuda_memory(want)
+        compare("memory:CUDAMemory", got, want)
+        # in place from 1.24 on (the slot wrapped as GstCudaMemory)
+        if Gst.version() >= (1, 24, 0, 0):
+            assert in_place == len(got), "%d of %d in place" % (in_place,
+                                                               len(got))
+        print("memory:CUDAMemory: %d frames identical, %d of them the slot "
+              "itself" % (len(got), in_place))
+    except AssertionError as e:
+        print("FAIL: memory:CUDAMemory: %s" % e)
+        failed += 1
     plugin = os.environ.get("GPUSHARE_TEST_PLUGIN_DIR")
     if plugin:
         for sync in ("semaphore", "host"):

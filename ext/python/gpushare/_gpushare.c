@@ -10,6 +10,11 @@
  * holds its Frame, and every DLPack capsule or array made from a plane
  * holds the plane, so the slot goes back when the last of them goes.
  *
+ * GStreamer's own CUDA memory (memory:CUDAMemory: gpusharesrc's slots in
+ * place on 1.24+, its copies on the device, a decoder's frames) gives the
+ * same GPU planes, at the addresses its map gives; memory that carries a
+ * stream is waited for when the Frame is made.
+ *
  * The layout of each plane comes from the buffer's video meta (through
  * gst_video_frame_map) or from the GPU meta, never from the caps alone.
  */
@@ -19,12 +24,23 @@
 #include <structmember.h>
 #include <pygobject.h>
 #include <dlpack/dlpack.h>
+#include <gmodule.h>
 #include <gst/gst.h>
 #include <gst/video/video.h>
 
 #include "gpusharemeta.h"
 
 #define MAX_DIMS 3
+
+/* GStreamer's CUDA memory (caps memory:CUDAMemory: gpusharesrc's slots in
+ * place on 1.24+, its copies, a decoder's frames), read without its
+ * headers, which not every distribution ships: the memory type and the
+ * map flag that gives the device address are the same in every version
+ * (gst/cuda/gstcudamemory.h) */
+#define CUDA_MEMORY_TYPE "gst.cuda.memory"
+#define MAP_CUDA (GST_MAP_FLAG_LAST << 1)
+/* cuPointerGetAttribute's CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL */
+#define POINTER_DEVICE_ORDINAL 9
 
 /* ------------------------------------------------------------------------ */
 /* Frame */
@@ -177,6 +193,100 @@ unwrap_buffer (PyObject * obj, GstCaps ** caps)
   return NULL;
 }
 
+/* libgstcuda's and libcuda's entry points, from the libraries the
+ * memory's allocator loaded already: gst_cuda_memory_sync () exists from
+ * 1.24 (before, CUDA memory has no stream and is complete) */
+typedef struct
+{
+  void (*memory_sync) (GstMemory * mem);
+  int (*pointer_attribute) (void *data, int attribute, guintptr ptr);
+} CudaCalls;
+
+static const CudaCalls *
+cuda_calls (void)
+{
+  static CudaCalls calls;
+  static gsize once;
+
+  if (g_once_init_enter (&once)) {
+    GModule *gst_cuda = g_module_open ("libgstcuda-1.0.so.0",
+        G_MODULE_BIND_LAZY | G_MODULE_BIND_LOCAL);
+    GModule *cuda = g_module_open ("libcuda.so.1",
+        G_MODULE_BIND_LAZY | G_MODULE_BIND_LOCAL);
+
+    /* kept open: the process has them loaded anyway */
+    if (!gst_cuda || !g_module_symbol (gst_cuda, "gst_cuda_memory_sync",
+            (gpointer *) & calls.memory_sync))
+      calls.memory_sync = NULL;
+    if (!cuda || !g_module_symbol (cuda, "cuPointerGetAttribute",
+            (gpointer *) & calls.pointer_attribute))
+      calls.pointer_attribute = NULL;
+    g_once_init_leave (&once, 1);
+  }
+  return &calls;
+}
+
+static gboolean
+buffer_is_cuda_memory (GstBuffer * buf)
+{
+  guint i, n = gst_buffer_n_memory (buf);
+
+  for (i = 0; i < n; i++)
+    if (!gst_memory_is_type (gst_buffer_peek_memory (buf, i), CUDA_MEMORY_TYPE))
+      return FALSE;
+  return n > 0;
+}
+
+/* A frame in GStreamer's CUDA memory: complete first (the work of its
+ * stream, 1.24+, waited for here, so that the planes need no stream),
+ * then mapped for its device addresses, with the video meta's layout */
+static gboolean
+frame_map_cuda (Frame * f, GstBuffer * buf, GstVideoInfo * info)
+{
+  const CudaCalls *calls = cuda_calls ();
+  guint i, p;
+  int ordinal = -1;
+
+  if (!calls->pointer_attribute) {
+    PyErr_SetString (PyExc_ValueError, "CUDA memory, but no CUDA driver in "
+        "this process to tell its device");
+    return FALSE;
+  }
+  if (calls->memory_sync) {
+    Py_BEGIN_ALLOW_THREADS;
+    for (i = 0; i < gst_buffer_n_memory (buf); i++)
+      calls->memory_sync (gst_buffer_peek_memory (buf, i));
+    Py_END_ALLOW_THREADS;
+  }
+  if (!gst_video_frame_map (&f->vframe, info, buf, GST_MAP_READ | MAP_CUDA)) {
+    PyErr_SetString (PyExc_ValueError, "cannot map the CUDA memory for its "
+        "device address");
+    return FALSE;
+  }
+  f->mapped = TRUE;
+  if (calls->pointer_attribute (&ordinal, POINTER_DEVICE_ORDINAL,
+          (guintptr) GST_VIDEO_FRAME_PLANE_DATA (&f->vframe, 0)) != 0
+      || ordinal < 0) {
+    PyErr_SetString (PyExc_ValueError, "the CUDA driver does not know the "
+        "memory's device address");
+    return FALSE;
+  }
+  f->cuda = TRUE;
+  f->device_id = ordinal;
+  f->format = GST_VIDEO_INFO_FORMAT (info);
+  f->width = GST_VIDEO_INFO_WIDTH (info);
+  f->height = GST_VIDEO_INFO_HEIGHT (info);
+  /* gpusharesrc's slots are read-only; its copies and others' frames
+   * are not */
+  f->in_place = buffer_read_only (buf);
+  f->n_planes = GST_VIDEO_FRAME_N_PLANES (&f->vframe);
+  for (p = 0; p < f->n_planes; p++)
+    frame_set_plane (f, p,
+        (guintptr) GST_VIDEO_FRAME_PLANE_DATA (&f->vframe, p),
+        GST_VIDEO_FRAME_PLANE_STRIDE (&f->vframe, p));
+  return TRUE;
+}
+
 static PyObject *
 Frame_new (PyTypeObject * type, PyObject * args, PyObject * kwds)
 {
@@ -239,9 +349,14 @@ Frame_new (PyTypeObject * type, PyObject * args, PyObject * kwds)
     GstVideoInfo info;
 
     if (!caps || !gst_video_info_from_caps (&info, caps)) {
-      PyErr_SetString (PyExc_ValueError, "a frame in system memory needs "
-          "its video caps (pass a Gst.Sample, or caps=)");
+      PyErr_SetString (PyExc_ValueError, "a frame without the GPU meta "
+          "needs its video caps (pass a Gst.Sample, or caps=)");
       goto fail;
+    }
+    if (buffer_is_cuda_memory (buf)) {
+      if (!frame_map_cuda (f, buf, &info))
+        goto fail;
+      return (PyObject *) f;
     }
     if (gst_buffer_n_memory (buf) > 0 && gst_memory_is_type
         (gst_buffer_peek_memory (buf, 0), "GpuShareCUDA")) {
