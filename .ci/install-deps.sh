@@ -33,7 +33,7 @@ elif [ "${1:-}" = --dev ]; then
   pkgs+=(clang libclang-rt-dev  # the codec fuzzer: libFuzzer is in libclang-rt
     valgrind
     indent  # GStreamer's indent style (tests/indent.sh)
-    build-essential debhelper lintian dpkg-dev git  # the Debian package (debian/)
+    build-essential debhelper lintian dpkg-dev git dh-python  # the Debian packages (debian/)
     debootstrap)  # the GStreamer 1.26 and newest roots (.ci/gst-root.sh)
 fi
 missing=()
