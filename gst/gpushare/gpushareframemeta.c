@@ -1,9 +1,17 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
 #include "gpushareframemeta.h"
 #include "gpusharetext.h"
 
+#include <math.h>
 #include <string.h>
 #include <gst/video/video.h>
+#if HAVE_GST_ANALYTICS
+#include <gst/analytics/analytics.h>
+#endif
 
 GST_DEBUG_CATEGORY_STATIC (gpushare_frame_meta_debug);
 #define GST_CAT_DEFAULT gpushare_frame_meta_debug
@@ -64,6 +72,29 @@ put_u64 (Writer * w, guint64 v)
   v = GUINT64_TO_LE (v);
   put (w, &v, 8);
 }
+
+#if HAVE_GST_ANALYTICS
+static void
+put_f32 (Writer * w, gfloat f)
+{
+  guint32 v;
+
+  memcpy (&v, &f, 4);
+  put_u32 (w, v);
+}
+
+/* a count written once what it counts is: at is where put_u32 (w, 0) put
+ * its place */
+static void
+patch_u32 (Writer * w, gsize at, guint32 v)
+{
+  if (w->overflow)
+    return;
+  v = GUINT32_TO_LE (v);
+  memcpy (w->m->data + at, &v, 4);
+}
+
+#endif
 
 static void
 put_bytes (Writer * w, gconstpointer data, gsize len)
@@ -130,6 +161,128 @@ typedef struct
   guint n_skipped;
   const gchar *skipped_name;
 } Collect;
+
+#if HAVE_GST_ANALYTICS
+/* one mtd's body; FALSE for a type this version does not write */
+static gboolean
+write_mtd (Writer * w, GstAnalyticsMtd * mtd, GstAnalyticsMtdType type)
+{
+  gsize len_at;
+
+  if (type == gst_analytics_od_mtd_get_mtd_type ()) {
+    gint x = 0, y = 0, wd = 0, h = 0;
+    gfloat conf = 0, r = 0;
+
+#if GST_CHECK_VERSION(1, 26, 0)
+    gst_analytics_od_mtd_get_oriented_location (mtd, &x, &y, &wd, &h, &r,
+        &conf);
+#else
+    gst_analytics_od_mtd_get_location (mtd, &x, &y, &wd, &h, &conf);
+#endif
+    put_str (w, "object-detection");
+    len_at = w->m->data_len;
+    put_u32 (w, 0);
+    put_str (w, g_quark_to_string (gst_analytics_od_mtd_get_obj_type (mtd)));
+    put_u32 (w, (guint32) x);
+    put_u32 (w, (guint32) y);
+    put_u32 (w, (guint32) wd);
+    put_u32 (w, (guint32) h);
+    put_f32 (w, conf);
+    put_f32 (w, r);
+  } else if (type == gst_analytics_cls_mtd_get_mtd_type ()) {
+    gsize i, n = gst_analytics_cls_mtd_get_length (mtd);
+
+    if (n > GPUSHARE_META_MAX_CLASSES)
+      return FALSE;
+    put_str (w, "classification");
+    len_at = w->m->data_len;
+    put_u32 (w, 0);
+    put_u32 (w, n);
+    for (i = 0; i < n; i++) {
+      put_str (w, g_quark_to_string (gst_analytics_cls_mtd_get_quark (mtd, i)));
+      put_f32 (w, gst_analytics_cls_mtd_get_level (mtd, i));
+    }
+  } else if (type == gst_analytics_tracking_mtd_get_mtd_type ()) {
+    guint64 id = 0;
+    GstClockTime first = 0, last = 0;
+    gboolean lost = FALSE;
+
+    gst_analytics_tracking_mtd_get_info (mtd, &id, &first, &last, &lost);
+    put_str (w, "object-tracking");
+    len_at = w->m->data_len;
+    put_u32 (w, 0);
+    put_u64 (w, id);
+    put_u64 (w, first);
+    put_u64 (w, last);
+    put_u32 (w, lost);
+  } else {
+    return FALSE;
+  }
+  patch_u32 (w, len_at, w->m->data_len - len_at - 4);
+  return TRUE;
+}
+
+/* GstAnalyticsRelationMeta: its mtds of the types above, in id order, and
+ * the relations between them.  *n_skipped and *skipped_name: mtds of
+ * other types (segmentation, an application's own), left out with their
+ * relations */
+static gboolean
+write_analytics (Writer * w, GstAnalyticsRelationMeta * rmeta,
+    guint * n_skipped, const gchar ** skipped_name)
+{
+  gsize n = gst_analytics_relation_get_length (rmeta);
+  gint index_of[GPUSHARE_META_MAX_MTDS];
+  guint i, k = 0, n_rel = 0;
+  gsize n_at, rel_at;
+
+  if (n > GPUSHARE_META_MAX_MTDS)
+    return FALSE;
+  begin (w, GPUSHARE_META_ANALYTICS);
+  n_at = w->m->data_len;
+  put_u32 (w, 0);
+  for (i = 0; i < n; i++) {
+    GstAnalyticsMtd mtd;
+    GstAnalyticsMtdType type;
+
+    index_of[i] = -1;
+    if (!gst_analytics_relation_meta_get_mtd (rmeta, i,
+            GST_ANALYTICS_MTD_TYPE_ANY, &mtd))
+      continue;
+    type = gst_analytics_mtd_get_mtd_type (&mtd);
+    if (!write_mtd (w, &mtd, type)) {
+      if ((*n_skipped)++ == 0)
+        *skipped_name = gst_analytics_mtd_type_get_name (type);
+      continue;
+    }
+    index_of[i] = k++;
+  }
+  patch_u32 (w, n_at, k);
+  rel_at = w->m->data_len;
+  put_u32 (w, 0);
+  for (i = 0; i < n && !w->overflow; i++) {
+    GstAnalyticsMtd rel;
+    gpointer state = NULL;
+
+    if (index_of[i] < 0)
+      continue;
+    while (gst_analytics_relation_meta_get_direct_related (rmeta, i,
+            GST_ANALYTICS_REL_TYPE_ANY, GST_ANALYTICS_MTD_TYPE_ANY, &state,
+            &rel)) {
+      if (rel.id >= n || index_of[rel.id] < 0)
+        continue;
+      if (++n_rel > GPUSHARE_META_MAX_RELATIONS) {
+        w->overflow = TRUE;
+        break;
+      }
+      put_u32 (w, index_of[i]);
+      put_u32 (w, index_of[rel.id]);
+      put_u32 (w, gst_analytics_relation_meta_get_relation (rmeta, i, rel.id));
+    }
+  }
+  patch_u32 (w, rel_at, n_rel);
+  return end (w);
+}
+#endif
 
 static gboolean
 write_meta (Writer * w, GstMeta * meta)
@@ -242,6 +395,22 @@ collect_one (GstBuffer * buf, GstMeta ** meta, gpointer data)
   /* the layout carries it */
   if (api == GST_VIDEO_META_API_TYPE)
     return TRUE;
+#if HAVE_GST_ANALYTICS
+  if (api == GST_ANALYTICS_RELATION_META_API_TYPE) {
+    guint skipped = 0;
+    const gchar *name = NULL;
+
+    if (!write_analytics (&c->w, (GstAnalyticsRelationMeta *) * meta,
+            &skipped, &name)) {
+      skipped++;
+      name = g_type_name ((*meta)->info->type);
+    }
+    if (skipped && c->n_skipped == 0)
+      c->skipped_name = name;
+    c->n_skipped += skipped;
+    return TRUE;
+  }
+#endif
   if (!write_meta (&c->w, *meta)) {
     if (c->n_skipped++ == 0)
       c->skipped_name = g_type_name ((*meta)->info->type);
@@ -308,6 +477,20 @@ get_u64 (Reader * r, const gchar * what)
 
   take (r, &v, 8, what);
   return GUINT64_FROM_LE (v);
+}
+
+/* a finite IEEE float (a confidence, an angle): NaN and infinities are a
+ * peer's garbage */
+static gfloat
+get_f32 (Reader * r, const gchar * what)
+{
+  guint32 v = get_u32 (r, what);
+  gfloat f;
+
+  memcpy (&f, &v, 4);
+  if (!r->bad && !isfinite (f))
+    r->bad = what;
+  return r->bad ? 0 : f;
 }
 
 /* a byte string: a pointer into the message */
@@ -397,6 +580,173 @@ body_clear (Body * b)
   memset (b, 0, sizeof (*b));
 }
 
+/* ------------------------------------------------------------------------ */
+/* analytics (GPUSHARE_META_ANALYTICS) */
+
+#if HAVE_GST_ANALYTICS
+/* a label of a peer's as a quark: one the process has, or a new one while
+ * the process has made fewer than GPUSHARE_META_MAX_PEER_QUARKS for peers
+ * (quarks live as long as the process); 0 past that */
+static GQuark
+peer_quark (const gchar * label)
+{
+  static gint made = 0;
+  GQuark q = g_quark_try_string (label);
+
+  if (q)
+    return q;
+  if (g_atomic_int_add (&made, 1) >= GPUSHARE_META_MAX_PEER_QUARKS)
+    return 0;
+  return g_quark_from_string (label);
+}
+#endif
+
+/* One analytics entry read through, every field checked; with rmeta (a
+ * GstAnalyticsRelationMeta), its mtds and relations added there as they
+ * are read.  An mtd of a type this version does not know, or whose label
+ * the process would not make a quark of, is left out with its relations
+ * and counted in *n_left_out. */
+static void
+read_analytics (Reader * r, gpointer rmeta, guint * n_left_out)
+{
+  gint new_id[GPUSHARE_META_MAX_MTDS];
+  guint i, n, n_rel;
+
+  n = get_u32 (r, "analytics mtd count");
+  if (!r->bad && n > GPUSHARE_META_MAX_MTDS)
+    r->bad = "analytics mtd count";
+  for (i = 0; i < n && !r->bad; i++) {
+    gchar *type = get_str (r, "analytics mtd type");
+    guint32 len = get_u32 (r, "analytics mtd length");
+    Reader b = { NULL, 0, 0, NULL };
+    gboolean added = FALSE;
+
+    new_id[i] = -1;
+    if (!r->bad) {
+      b.p = r->p + r->at;
+      b.len = len;
+      take (r, NULL, len, "analytics mtd length");
+    }
+    if (r->bad) {
+      g_free (type);
+      break;
+    }
+    if (g_str_equal (type, "object-detection")) {
+      gchar *label = get_str (&b, "object detection type");
+      gint32 v[4];
+      gfloat conf, rot;
+      guint j;
+
+      for (j = 0; j < 4; j++)
+        v[j] = (gint32) get_u32 (&b, "object detection location");
+      conf = get_f32 (&b, "object detection confidence");
+      rot = get_f32 (&b, "object detection rotation");
+#if HAVE_GST_ANALYTICS
+      if (!b.bad && rmeta) {
+        GQuark q = peer_quark (label);
+        GstAnalyticsODMtd mtd;
+
+#if GST_CHECK_VERSION(1, 26, 0)
+        added = q && gst_analytics_relation_meta_add_oriented_od_mtd (rmeta,
+            q, v[0], v[1], v[2], v[3], rot, conf, &mtd);
+#else
+        added = q && rot == 0 && gst_analytics_relation_meta_add_od_mtd
+            (rmeta, q, v[0], v[1], v[2], v[3], conf, &mtd);
+#endif
+        if (added)
+          new_id[i] = mtd.id;
+      }
+#else
+      (void) v;
+      (void) conf;
+      (void) rot;
+#endif
+      g_free (label);
+    } else if (g_str_equal (type, "classification")) {
+      gchar *labels[GPUSHARE_META_MAX_CLASSES];
+      gfloat levels[GPUSHARE_META_MAX_CLASSES];
+      guint j, k = get_u32 (&b, "classification count");
+
+      if (!b.bad && k > GPUSHARE_META_MAX_CLASSES)
+        b.bad = "classification count";
+      for (j = 0; j < k && !b.bad; j++) {
+        labels[j] = get_str (&b, "classification class");
+        levels[j] = get_f32 (&b, "classification confidence");
+        if (b.bad) {
+          g_free (labels[j]);
+          break;
+        }
+      }
+#if HAVE_GST_ANALYTICS
+      if (!b.bad && rmeta && k > 0) {
+        GQuark quarks[GPUSHARE_META_MAX_CLASSES];
+        GstAnalyticsClsMtd mtd;
+
+        added = TRUE;
+        for (guint q = 0; q < k; q++)
+          added = added && (quarks[q] = peer_quark (labels[q])) != 0;
+        added = added && gst_analytics_relation_meta_add_cls_mtd (rmeta, k,
+            levels, quarks, &mtd);
+        if (added)
+          new_id[i] = mtd.id;
+      }
+#else
+      (void) levels;
+#endif
+      for (guint q = 0; q < j; q++)
+        g_free (labels[q]);
+    } else if (g_str_equal (type, "object-tracking")) {
+      guint64 id = get_u64 (&b, "tracking id");
+      guint64 first = get_u64 (&b, "tracking first seen");
+      guint64 last = get_u64 (&b, "tracking last seen");
+      guint32 lost = get_u32 (&b, "tracking lost");
+
+      if (!b.bad && lost > 1)
+        b.bad = "tracking lost";
+#if HAVE_GST_ANALYTICS
+      if (!b.bad && rmeta) {
+        GstAnalyticsTrackingMtd mtd;
+
+        added = gst_analytics_relation_meta_add_tracking_mtd (rmeta, id,
+            first, &mtd)
+            && gst_analytics_tracking_mtd_update_last_seen (&mtd, last)
+            && (!lost || gst_analytics_tracking_mtd_set_lost (&mtd));
+        if (added)
+          new_id[i] = mtd.id;
+      }
+#else
+      (void) id;
+      (void) first;
+      (void) last;
+#endif
+    }
+    /* a newer producer may add fields at the end of a body: not read */
+    if (b.bad)
+      r->bad = b.bad;
+    else if (rmeta && !added)
+      (*n_left_out)++;
+    g_free (type);
+  }
+  n_rel = get_u32 (r, "analytics relation count");
+  if (!r->bad && n_rel > GPUSHARE_META_MAX_RELATIONS)
+    r->bad = "analytics relation count";
+  for (i = 0; i < n_rel && !r->bad; i++) {
+    guint32 a = get_u32 (r, "analytics relation");
+    guint32 b = get_u32 (r, "analytics relation");
+    guint32 t = get_u32 (r, "analytics relation type");
+
+    /* IS_PART_OF, CONTAIN, RELATE_TO and (1.26) N_TO_N, one or more */
+    if (!r->bad && (a >= n || b >= n || t == 0 || (t & ~0x1eu) != 0))
+      r->bad = "analytics relation";
+#if HAVE_GST_ANALYTICS
+    if (!r->bad && rmeta && new_id[a] >= 0 && new_id[b] >= 0)
+      gst_analytics_relation_meta_set_relation (rmeta, t, new_id[a], new_id[b]);
+#else
+    (void) new_id;
+#endif
+  }
+}
+
 /* FALSE with r->bad set when a known kind does not parse; TRUE, *known
  * FALSE, for a kind this version does not know */
 static gboolean
@@ -447,6 +797,12 @@ read_body (Entry * e, Body * b, gboolean * known)
       break;
     case GPUSHARE_META_SERIALIZED:
       /* gst_meta_deserialize () checks what it reads */
+      b->bytes = r->p;
+      b->n_bytes = r->len;
+      break;
+    case GPUSHARE_META_ANALYTICS:
+      /* checked here, read again when added */
+      read_analytics (r, NULL, NULL);
       b->bytes = r->p;
       b->n_bytes = r->len;
       break;
@@ -579,7 +935,7 @@ afd_ok (guint32 field, guint32 spec, guint32 afd)
 }
 
 static gboolean
-add_meta (GstBuffer * buf, guint kind, Body * b)
+add_meta (GstBuffer * buf, guint kind, Body * b, guint * n_left_out)
 {
   guint i;
 
@@ -651,6 +1007,21 @@ add_meta (GstBuffer * buf, guint kind, Body * b)
       return FALSE;
 #endif
     }
+    case GPUSHARE_META_ANALYTICS:{
+#if HAVE_GST_ANALYTICS
+      Reader r = { b->bytes, b->n_bytes, 0, NULL };
+      GstAnalyticsRelationMeta *rmeta =
+          gst_buffer_add_analytics_relation_meta (buf);
+
+      if (!rmeta)
+        return FALSE;
+      read_analytics (&r, rmeta, n_left_out);
+      return r.bad == NULL;
+#else
+      /* built without GStreamer's analytics library */
+      return FALSE;
+#endif
+    }
     default:
       return FALSE;
   }
@@ -661,7 +1032,7 @@ gpushare_frame_meta_apply (const GpuShareMeta * m, GstBuffer * buf,
     guint * n_dropped)
 {
   gsize at = 0;
-  guint i, added = 0, dropped = 0;
+  guint i, added = 0, dropped = 0, left_out = 0;
 
   debug_init ();
   for (i = 0; i < m->n_entries; i++) {
@@ -671,7 +1042,8 @@ gpushare_frame_meta_apply (const GpuShareMeta * m, GstBuffer * buf,
 
     if (!next_entry (m, &at, &e))
       break;
-    if (read_body (&e, &b, &known) && known && add_meta (buf, e.kind, &b)) {
+    if (read_body (&e, &b, &known) && known
+        && add_meta (buf, e.kind, &b, &left_out)) {
       added++;
     } else {
       dropped++;
@@ -679,7 +1051,8 @@ gpushare_frame_meta_apply (const GpuShareMeta * m, GstBuffer * buf,
     }
     body_clear (&b);
   }
+  /* an analytics meta's mtds left out count as metas dropped */
   if (n_dropped)
-    *n_dropped = dropped + (m->n_entries - i);
+    *n_dropped = dropped + (m->n_entries - i) + left_out;
   return added;
 }

@@ -51,7 +51,28 @@ typedef enum
   /* any other meta with a serialize function (GStreamer 1.24+):
    * gst_meta_serialize ()'s bytes, which name the meta */
   GPUSHARE_META_SERIALIZED = 8,
+  /* GstAnalyticsRelationMeta (GStreamer 1.24+): n_mtds (32), each mtd its
+   * type's name (string: "object-detection", "classification",
+   * "object-tracking"), the length of its body (32) and the body; then
+   * n_relations (32), each the indices in this entry of its first and
+   * second mtd and its GstAnalyticsRelTypes (32 each).  Bodies:
+   * object-detection: object type (string), x, y, w, h (32, signed),
+   * location confidence, rotation (32, IEEE float); classification: n
+   * (32), each a class (string) and its confidence (32, float);
+   * object-tracking: tracking id, first seen, last seen (64 each), lost
+   * (32).  A type the consumer does not know is skipped, with its
+   * relations (docs/protocol.md, "Analytics"). */
+  GPUSHARE_META_ANALYTICS = 9,
 } GpuShareMetaKind;
+
+/* mtds, classes of a classification mtd and relations in one analytics
+ * entry, at most (docs/security.md, "Bounds") */
+#define GPUSHARE_META_MAX_MTDS 256
+#define GPUSHARE_META_MAX_CLASSES 64
+#define GPUSHARE_META_MAX_RELATIONS 4096
+/* labels (object types, classes) a consumer's process makes quarks of
+ * for its peers, for the process's life: GQuarks are never freed */
+#define GPUSHARE_META_MAX_PEER_QUARKS 4096
 
 /* Producer: the metas of buf that travel, into m (sequence left to the
  * caller).  FALSE when there is none (nothing to send).  *n_skipped:

@@ -18,11 +18,19 @@
 #include <gst/video/video.h>
 
 #include <fcntl.h>
+#include <math.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
+
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#if HAVE_GST_ANALYTICS
+#include <gst/analytics/analytics.h>
+#endif
 
 #include "gpushare-check-elements.h"
 #include "gpushareframemeta.h"
@@ -740,6 +748,198 @@ GST_START_TEST (test_metas_travel)
 
 GST_END_TEST;
 
+#if HAVE_GST_ANALYTICS
+/* 2c. Inference results: GstAnalyticsRelationMeta, every mtd type gpushare
+ * carries and the relations between them, equal by GStreamer's accessors
+ * on the consumer's side; a segmentation mtd (1.26) is left out, counted */
+
+#define ANALYTICS_FRAMES 4
+#define ANALYTICS_DETECTIONS 12
+
+static GstBuffer *
+buffer_with_analytics (guint i)
+{
+  GstBuffer *buf = gst_buffer_new_allocate (NULL, FRAME_SIZE, NULL);
+  GstAnalyticsRelationMeta *rmeta;
+  guint d;
+
+  gst_buffer_memset (buf, 0, 0x20 + i, FRAME_SIZE);
+  GST_BUFFER_PTS (buf) = gst_util_uint64_scale (i, GST_SECOND, 30);
+  GST_BUFFER_OFFSET (buf) = i;
+  rmeta = gst_buffer_add_analytics_relation_meta (buf);
+  for (d = 0; d < ANALYTICS_DETECTIONS; d++) {
+    GstAnalyticsODMtd od;
+    GstAnalyticsClsMtd cls;
+    GstAnalyticsTrackingMtd trk;
+    gfloat levels[2] = { 0.75f - d / 100.0f, 0.25f };
+    GQuark classes[2] = { g_quark_from_string ("sedan"),
+      g_quark_from_string (d % 2 ? "truck" : "van")
+    };
+
+#if GST_CHECK_VERSION(1, 26, 0)
+    fail_unless (gst_analytics_relation_meta_add_oriented_od_mtd (rmeta,
+            g_quark_from_string (d % 3 ? "car" : "person"), 10 * d + i,
+            -5 + (gint) d, 30, 20, 0.125f * d, 0.5f + d / 64.0f, &od));
+#else
+    fail_unless (gst_analytics_relation_meta_add_od_mtd (rmeta,
+            g_quark_from_string (d % 3 ? "car" : "person"), 10 * d + i,
+            -5 + (gint) d, 30, 20, 0.5f + d / 64.0f, &od));
+#endif
+    fail_unless (gst_analytics_relation_meta_add_cls_mtd (rmeta, 2, levels,
+            classes, &cls));
+    fail_unless (gst_analytics_relation_meta_add_tracking_mtd (rmeta,
+            1000 + d, i * GST_MSECOND, &trk));
+    fail_unless (gst_analytics_tracking_mtd_update_last_seen (&trk,
+            (i + 1) * 2 * GST_MSECOND));
+    if (d % 5 == 0)
+      fail_unless (gst_analytics_tracking_mtd_set_lost (&trk));
+    fail_unless (gst_analytics_relation_meta_set_relation (rmeta,
+            GST_ANALYTICS_REL_TYPE_CONTAIN, od.id, cls.id));
+    fail_unless (gst_analytics_relation_meta_set_relation (rmeta,
+            GST_ANALYTICS_REL_TYPE_IS_PART_OF, cls.id, od.id));
+    fail_unless (gst_analytics_relation_meta_set_relation (rmeta,
+            GST_ANALYTICS_REL_TYPE_RELATE_TO, trk.id, od.id));
+  }
+#if GST_CHECK_VERSION(1, 26, 0)
+  {
+    /* not carried yet: its mask is a buffer of its own (the mtd takes it) */
+    GstBuffer *mask = gst_buffer_new_allocate (NULL, 16 * 8, NULL);
+    GstAnalyticsSegmentationMtd seg;
+    guint regions[2] = { 1, 2 };
+
+    gst_buffer_add_video_meta (mask, GST_VIDEO_FRAME_FLAG_NONE,
+        GST_VIDEO_FORMAT_GRAY8, 16, 8);
+    fail_unless (gst_analytics_relation_meta_add_segmentation_mtd (rmeta,
+            mask, GST_SEGMENTATION_TYPE_SEMANTIC, 2, regions, 0, 0, 16, 8,
+            &seg));
+    fail_unless (gst_analytics_relation_meta_set_relation (rmeta,
+            GST_ANALYTICS_REL_TYPE_RELATE_TO, seg.id, 0));
+  }
+#endif
+  return buf;
+}
+
+/* Everything GStreamer's accessors say of a buffer's analytics meta but
+ * its segmentation mtds, as text: mtds in id order, then every relation */
+static gchar *
+describe_analytics (GstBuffer * buf)
+{
+  GstAnalyticsRelationMeta *rmeta =
+      gst_buffer_get_analytics_relation_meta (buf);
+  GString *s = g_string_new (NULL);
+  gsize n, i, j;
+
+  if (!rmeta)
+    return g_string_free (s, FALSE);
+  n = gst_analytics_relation_get_length (rmeta);
+  for (i = 0; i < n; i++) {
+    GstAnalyticsMtd m;
+    GstAnalyticsMtdType type;
+
+    fail_unless (gst_analytics_relation_meta_get_mtd (rmeta, i,
+            GST_ANALYTICS_MTD_TYPE_ANY, &m));
+    type = gst_analytics_mtd_get_mtd_type (&m);
+    if (type == gst_analytics_od_mtd_get_mtd_type ()) {
+      gint x, y, w, h;
+      gfloat conf, r = 0;
+
+#if GST_CHECK_VERSION(1, 26, 0)
+      fail_unless (gst_analytics_od_mtd_get_oriented_location (&m, &x, &y,
+              &w, &h, &r, &conf));
+#else
+      fail_unless (gst_analytics_od_mtd_get_location (&m, &x, &y, &w, &h,
+              &conf));
+#endif
+      g_string_append_printf (s, "%" G_GSIZE_FORMAT " od %s %d %d %d %d "
+          "%.9g %.9g\n", i, g_quark_to_string
+          (gst_analytics_od_mtd_get_obj_type (&m)), x, y, w, h, conf, r);
+    } else if (type == gst_analytics_cls_mtd_get_mtd_type ()) {
+      g_string_append_printf (s, "%" G_GSIZE_FORMAT " cls", i);
+      for (j = 0; j < gst_analytics_cls_mtd_get_length (&m); j++)
+        g_string_append_printf (s, " %s %.9g",
+            g_quark_to_string (gst_analytics_cls_mtd_get_quark (&m, j)),
+            gst_analytics_cls_mtd_get_level (&m, j));
+      g_string_append (s, "\n");
+    } else if (type == gst_analytics_tracking_mtd_get_mtd_type ()) {
+      guint64 id;
+      GstClockTime first, last;
+      gboolean lost;
+
+      fail_unless (gst_analytics_tracking_mtd_get_info (&m, &id, &first,
+              &last, &lost));
+      g_string_append_printf (s, "%" G_GSIZE_FORMAT " trk %" G_GUINT64_FORMAT
+          " %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT " %d\n", i, id, first,
+          last, lost);
+    } else {
+      /* segmentation: the last mtd, and left out */
+      n = i;
+      break;
+    }
+  }
+  for (i = 0; i < n; i++)
+    for (j = 0; j < n; j++) {
+      GstAnalyticsRelTypes t =
+          gst_analytics_relation_meta_get_relation (rmeta, i, j);
+
+      if (t != GST_ANALYTICS_REL_TYPE_NONE)
+        g_string_append_printf (s, "rel %" G_GSIZE_FORMAT " %" G_GSIZE_FORMAT
+            " %d\n", i, j, t);
+    }
+  return g_string_free (s, FALSE);
+}
+
+GST_START_TEST (test_analytics_travel)
+{
+  gchar *path = socket_path ("analytics");
+  GstElement *producer, *sink, *src;
+  Consumer *c;
+  guint i;
+
+  producer = appsrc_producer (path, "lossless", 8, &sink, &src);
+  fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  c = consumer_new (path, TRUE);
+  consumer_start (c);
+  for (i = 0; i < ANALYTICS_FRAMES; i++)
+    fail_unless_equals_int (gst_app_src_push_buffer (GST_APP_SRC (src),
+            buffer_with_analytics (i)), GST_FLOW_OK);
+  for (i = 0; i < ANALYTICS_FRAMES; i++) {
+    GstBuffer *buf = next_buffer (c, i), *want = buffer_with_analytics (i);
+    gchar *got_text = describe_analytics (buf);
+    gchar *want_text = describe_analytics (want);
+
+    fail_unless_equals_uint64 (GST_BUFFER_OFFSET (buf), i);
+    /* 12 detections: od, cls and trk each, 3 relations each */
+    fail_unless (strlen (want_text) > 0
+        && g_strrstr (want_text, "rel ") != NULL);
+    fail_unless_equals_string (got_text, want_text);
+    g_free (got_text);
+    g_free (want_text);
+    gst_buffer_unref (want);
+    gst_buffer_unref (buf);
+  }
+  fail_unless_equals_uint64 (stat_u64 (sink, "metas-sent"), ANALYTICS_FRAMES);
+#if GST_CHECK_VERSION(1, 26, 0)
+  /* the segmentation mtd of each frame, by name */
+  fail_unless_equals_uint64 (stat_u64 (sink, "metas-not-carried"),
+      ANALYTICS_FRAMES);
+#else
+  fail_unless_equals_uint64 (stat_u64 (sink, "metas-not-carried"), 0);
+#endif
+  fail_unless_equals_uint64 (stat_u64 (c->src, "metas-received"),
+      ANALYTICS_FRAMES);
+  fail_unless_equals_uint64 (stat_u64 (c->src, "metas-dropped"), 0);
+  assert_no_error (producer);
+  assert_no_error (c->pipeline);
+  consumer_free (c);
+  gst_element_set_state (producer, GST_STATE_NULL);
+  gst_object_unref (producer);
+  g_free (path);
+}
+
+GST_END_TEST;
+#endif
+
 /* A producer's custom meta names become types in the consumer's process:
  * a name GObject would refuse, or one of a type that exists, is dropped,
  * never registered (a critical would be fatal here), and a kind this
@@ -797,6 +997,194 @@ GST_START_TEST (test_hostile_meta_names)
 
 GST_END_TEST;
 
+/* Analytics entries from a hostile producer: every count, index, length
+ * and float is checked before anything is added, and the whole META is
+ * refused with the field named; an mtd of a type this version does not
+ * know is left out with its relations, and counted */
+static void
+put_u32_le (GByteArray * b, guint32 v)
+{
+  v = GUINT32_TO_LE (v);
+  g_byte_array_append (b, (const guint8 *) &v, 4);
+}
+
+static void
+put_f32_le (GByteArray * b, gfloat f)
+{
+  guint32 v;
+
+  memcpy (&v, &f, 4);
+  put_u32_le (b, v);
+}
+
+/* an od mtd: its type name, length and body */
+static void
+put_od (GByteArray * b, const gchar * label, gfloat conf)
+{
+  GByteArray *body = g_byte_array_new ();
+  guint i;
+
+  put_entry_str (body, label);
+  for (i = 0; i < 4; i++)
+    put_u32_le (body, 10 + i);
+  put_f32_le (body, conf);
+  put_f32_le (body, 0);
+  put_entry_str (b, "object-detection");
+  put_u32_le (b, body->len);
+  g_byte_array_append (b, body->data, body->len);
+  g_byte_array_unref (body);
+}
+
+/* one analytics entry: n mtds as made by mtds (), then the relations */
+static gboolean
+analytics_entry_ok (GByteArray * body, gchar ** why)
+{
+  GpuShareMeta *m = g_new0 (GpuShareMeta, 1);
+  gboolean ok;
+
+  add_entry (m, GPUSHARE_META_ANALYTICS, body);
+  ok = gpushare_frame_meta_check (m, why);
+  g_free (m);
+  return ok;
+}
+
+static void
+assert_refused (GByteArray * body, const gchar * field)
+{
+  gchar *why = NULL;
+
+  fail_if (analytics_entry_ok (body, &why), "%s: taken", field);
+  fail_unless (why && strstr (why, field), "%s: refused for '%s'", field, why);
+  g_free (why);
+}
+
+GST_START_TEST (test_hostile_analytics)
+{
+  GByteArray *b = g_byte_array_new ();
+
+  /* a sound entry: two detections, one relation */
+  put_u32_le (b, 2);
+  put_od (b, "car", 0.5f);
+  put_od (b, "person", 0.25f);
+  put_u32_le (b, 1);
+  put_u32_le (b, 0);
+  put_u32_le (b, 1);
+  put_u32_le (b, 4);
+  fail_unless (analytics_entry_ok (b, NULL));
+  /* more mtds than GPUSHARE_META_MAX_MTDS */
+  put_u32_le (b, GPUSHARE_META_MAX_MTDS + 1);
+  assert_refused (b, "analytics mtd count");
+  /* a count past the payload */
+  put_u32_le (b, 3);
+  put_od (b, "car", 0.5f);
+  assert_refused (b, "analytics mtd");
+  /* an mtd longer than what is left */
+  put_u32_le (b, 1);
+  put_entry_str (b, "object-detection");
+  put_u32_le (b, 1000);
+  assert_refused (b, "analytics mtd length");
+  /* NaN and infinite confidences */
+  put_u32_le (b, 1);
+  put_od (b, "car", NAN);
+  put_u32_le (b, 0);
+  assert_refused (b, "object detection confidence");
+  put_u32_le (b, 1);
+  put_od (b, "car", INFINITY);
+  put_u32_le (b, 0);
+  assert_refused (b, "object detection confidence");
+  /* a relation to an mtd past the count, and types GStreamer has not */
+  put_u32_le (b, 1);
+  put_od (b, "car", 0.5f);
+  put_u32_le (b, 1);
+  put_u32_le (b, 0);
+  put_u32_le (b, 1);
+  put_u32_le (b, 4);
+  assert_refused (b, "analytics relation");
+  put_u32_le (b, 2);
+  put_od (b, "car", 0.5f);
+  put_od (b, "car", 0.5f);
+  put_u32_le (b, 1);
+  put_u32_le (b, 0);
+  put_u32_le (b, 1);
+  put_u32_le (b, 1);
+  assert_refused (b, "analytics relation");
+  /* more relations than GPUSHARE_META_MAX_RELATIONS */
+  put_u32_le (b, 0);
+  put_u32_le (b, GPUSHARE_META_MAX_RELATIONS + 1);
+  assert_refused (b, "analytics relation count");
+  /* classes past GPUSHARE_META_MAX_CLASSES, a tracking mtd lost twice */
+  put_u32_le (b, 1);
+  put_entry_str (b, "classification");
+  put_u32_le (b, 4);
+  put_u32_le (b, GPUSHARE_META_MAX_CLASSES + 1);
+  put_u32_le (b, 0);
+  assert_refused (b, "classification count");
+  {
+    GByteArray *t = g_byte_array_new ();
+    guint64 v = 0;
+    guint i;
+
+    for (i = 0; i < 3; i++)
+      g_byte_array_append (t, (const guint8 *) &v, 8);
+    put_u32_le (t, 2);
+    put_u32_le (b, 1);
+    put_entry_str (b, "object-tracking");
+    put_u32_le (b, t->len);
+    g_byte_array_append (b, t->data, t->len);
+    put_u32_le (b, 0);
+    g_byte_array_unref (t);
+    assert_refused (b, "tracking lost");
+  }
+  /* a label that is not UTF-8 */
+  put_u32_le (b, 1);
+  put_od (b, "car\xff", 0.5f);
+  put_u32_le (b, 0);
+  assert_refused (b, "object detection type");
+
+#if HAVE_GST_ANALYTICS
+  {
+    /* an mtd type of a newer producer between two detections: left out
+     * with its relation, counted; the others keep theirs */
+    GpuShareMeta *m = g_new0 (GpuShareMeta, 1);
+    GstBuffer *buf = gst_buffer_new ();
+    GstAnalyticsRelationMeta *rmeta;
+    GstAnalyticsODMtd od;
+    guint dropped = 0;
+
+    put_u32_le (b, 3);
+    put_od (b, "car", 0.5f);
+    put_entry_str (b, "depth-estimation");
+    put_u32_le (b, 4);
+    put_u32_le (b, 7);
+    put_od (b, "person", 0.25f);
+    put_u32_le (b, 2);
+    put_u32_le (b, 0);
+    put_u32_le (b, 1);
+    put_u32_le (b, 4);
+    put_u32_le (b, 0);
+    put_u32_le (b, 2);
+    put_u32_le (b, 8);
+    add_entry (m, GPUSHARE_META_ANALYTICS, b);
+    fail_unless (gpushare_frame_meta_check (m, NULL));
+    fail_unless_equals_int (gpushare_frame_meta_apply (m, buf, &dropped), 1);
+    fail_unless_equals_int (dropped, 1);
+    rmeta = gst_buffer_get_analytics_relation_meta (buf);
+    fail_unless (rmeta != NULL);
+    fail_unless_equals_int (gst_analytics_relation_get_length (rmeta), 2);
+    fail_unless (gst_analytics_relation_meta_get_od_mtd (rmeta, 1, &od));
+    fail_unless_equals_string (g_quark_to_string
+        (gst_analytics_od_mtd_get_obj_type (&od)), "person");
+    fail_unless_equals_int (gst_analytics_relation_meta_get_relation (rmeta,
+            0, 1), GST_ANALYTICS_REL_TYPE_RELATE_TO);
+    gst_buffer_unref (buf);
+    g_free (m);
+  }
+#endif
+  g_byte_array_unref (b);
+}
+
+GST_END_TEST;
+
 /* Custom metas a producer makes a consumer register live as long as the
  * process: at most GPUSHARE_META_MAX_CUSTOM_REGISTRATIONS names are
  * registered, the entries of any more are dropped and counted (a test of
@@ -831,6 +1219,51 @@ GST_START_TEST (test_custom_meta_registrations_bounded)
 }
 
 GST_END_TEST;
+
+#if HAVE_GST_ANALYTICS
+/* Labels a producer makes quarks of in a consumer's process live as long
+ * as the process: at most GPUSHARE_META_MAX_PEER_QUARKS new ones, the
+ * detections with labels past that are left out and counted (forked, as
+ * every test: the count is the process's) */
+GST_START_TEST (test_peer_quarks_bounded)
+{
+  GpuShareMeta *m = g_new0 (GpuShareMeta, 1);
+  GByteArray *body = g_byte_array_new ();
+  guint per = 100, frames = GPUSHARE_META_MAX_PEER_QUARKS / per + 2;
+  guint f, i, label = 0, dropped = 0, kept = 0;
+
+  for (f = 0; f < frames; f++) {
+    GstBuffer *buf = gst_buffer_new ();
+    GstAnalyticsRelationMeta *rmeta;
+    guint d = 0;
+
+    memset (m, 0, sizeof (*m));
+    put_u32_le (body, per);
+    for (i = 0; i < per; i++) {
+      gchar *name = g_strdup_printf ("gpushare-label-%u", label++);
+
+      put_od (body, name, 0.5f);
+      g_free (name);
+    }
+    put_u32_le (body, 0);
+    add_entry (m, GPUSHARE_META_ANALYTICS, body);
+    fail_unless (gpushare_frame_meta_check (m, NULL));
+    fail_unless_equals_int (gpushare_frame_meta_apply (m, buf, &d), 1);
+    dropped += d;
+    rmeta = gst_buffer_get_analytics_relation_meta (buf);
+    kept += gst_analytics_relation_get_length (rmeta);
+    gst_buffer_unref (buf);
+  }
+  fail_unless_equals_int (kept, GPUSHARE_META_MAX_PEER_QUARKS);
+  fail_unless_equals_int (dropped, frames * per - kept);
+  /* a label the process has already still goes */
+  fail_unless (g_quark_try_string ("gpushare-label-0") != 0);
+  g_byte_array_unref (body);
+  g_free (m);
+}
+
+GST_END_TEST;
+#endif
 
 /* A producer that names its custom meta after one of GStreamer's, which
  * GStreamer registers only when first used, must not take that name for
@@ -2369,6 +2802,11 @@ gpushare_stream_suite (void)
   tcase_add_test (tc_frame, test_share_in_place);
   tcase_add_test (tc_frame, test_share_shrinks);
   tcase_add_test (tc_frame, test_metas_travel);
+  tcase_add_test (tc_frame, test_hostile_analytics);
+#if HAVE_GST_ANALYTICS
+  tcase_add_test (tc_frame, test_analytics_travel);
+  tcase_add_test (tc_frame, test_peer_quarks_bounded);
+#endif
   tcase_add_test (tc_frame, test_hostile_meta_names);
   tcase_add_test (tc_frame, test_custom_meta_registrations_bounded);
   tcase_add_test (tc_frame, test_meta_names_of_gstreamer);

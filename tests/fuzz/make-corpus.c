@@ -861,6 +861,107 @@ write_hostile_layouts (GpuShareMsg * msg)
   save_one ("caps-same-epoch-larger", msg, 0);
 }
 
+static void
+meta_put (GpuShareMeta * m, gconstpointer data, gsize len)
+{
+  memcpy (m->data + m->data_len, data, len);
+  m->data_len += len;
+}
+
+static void
+meta_u32 (GpuShareMeta * m, guint32 v)
+{
+  v = GUINT32_TO_LE (v);
+  meta_put (m, &v, 4);
+}
+
+static void
+meta_str (GpuShareMeta * m, const gchar * s)
+{
+  meta_u32 (m, strlen (s));
+  meta_put (m, s, strlen (s));
+}
+
+static void
+meta_f32 (GpuShareMeta * m, gfloat f)
+{
+  guint32 v;
+
+  memcpy (&v, &f, 4);
+  meta_u32 (m, v);
+}
+
+/* an mtd's header: its type, and its body's length patched in by the
+ * caller at the returned place */
+static gsize
+meta_mtd (GpuShareMeta * m, const gchar * type)
+{
+  gsize at;
+
+  meta_str (m, type);
+  at = m->data_len;
+  meta_u32 (m, 0);
+  return at;
+}
+
+static void
+meta_mtd_end (GpuShareMeta * m, gsize at)
+{
+  guint32 len = GUINT32_TO_LE (m->data_len - at - 4);
+
+  memcpy (m->data + at, &len, 4);
+}
+
+/* GPUSHARE_META_ANALYTICS as docs/protocol.md lays it out */
+static void
+write_analytics_entry (GpuShareMeta * m)
+{
+  guint64 v;
+  guint32 len;
+  gsize entry, at;
+  guint16 kind = GUINT16_TO_LE (GPUSHARE_META_ANALYTICS), zero = 0;
+
+  entry = m->data_len;
+  meta_put (m, &kind, 2);
+  meta_put (m, &zero, 2);
+  meta_u32 (m, 0);
+  meta_u32 (m, 3);
+  at = meta_mtd (m, "object-detection");
+  meta_str (m, "car");
+  meta_u32 (m, 10);
+  meta_u32 (m, 20);
+  meta_u32 (m, 64);
+  meta_u32 (m, 48);
+  meta_f32 (m, 0.75f);
+  meta_f32 (m, 0.125f);
+  meta_mtd_end (m, at);
+  at = meta_mtd (m, "classification");
+  meta_u32 (m, 2);
+  meta_str (m, "sedan");
+  meta_f32 (m, 0.5f);
+  meta_str (m, "van");
+  meta_f32 (m, 0.25f);
+  meta_mtd_end (m, at);
+  at = meta_mtd (m, "object-tracking");
+  for (v = 7; v < 10; v++) {
+    guint64 le = GUINT64_TO_LE (v);
+
+    meta_put (m, &le, 8);
+  }
+  meta_u32 (m, 0);
+  meta_mtd_end (m, at);
+  meta_u32 (m, 2);
+  meta_u32 (m, 0);
+  meta_u32 (m, 1);
+  meta_u32 (m, 4);
+  meta_u32 (m, 2);
+  meta_u32 (m, 0);
+  meta_u32 (m, 8);
+  len = GUINT32_TO_LE (m->data_len - entry - GPUSHARE_META_ENTRY_HEADER);
+  memcpy (m->data + entry + 4, &len, 4);
+  m->n_entries++;
+}
+
 /* META (minor 4): the entries gpusharesink writes for a buffer with one
  * meta of every kind it knows, and a small one of an unknown kind */
 static void
@@ -907,6 +1008,14 @@ write_metas (GpuShareMsg * msg)
   msg->u.meta.data[4] = 3;
   msg->u.meta.data_len = GPUSHARE_META_ENTRY_HEADER + 3;
   save_one ("meta-unknown-kind", msg, 0);
+
+  /* an analytics entry (kind 9), written here byte for byte so that a
+   * corpus made without GStreamer's analytics library has it too: a
+   * detection, its classification and its track, two relations */
+  init (msg, GPUSHARE_MSG_META);
+  msg->u.meta.sequence = 6;
+  write_analytics_entry (&msg->u.meta);
+  save_one ("meta-analytics", msg, 0);
 
   /* EVENT (minor 4): tags, a custom event, the longest text */
   init (msg, GPUSHARE_MSG_EVENT);
