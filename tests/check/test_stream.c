@@ -32,6 +32,7 @@
 #include <gst/analytics/analytics.h>
 #endif
 
+#include "gpushare-analytics-util.h"
 #include "gpushare-check-elements.h"
 #include "gpushareframemeta.h"
 #include "gpusharefd.h"
@@ -819,75 +820,6 @@ buffer_with_analytics (guint i)
   return buf;
 }
 
-/* Everything GStreamer's accessors say of a buffer's analytics meta but
- * its segmentation mtds, as text: mtds in id order, then every relation */
-static gchar *
-describe_analytics (GstBuffer * buf)
-{
-  GstAnalyticsRelationMeta *rmeta =
-      gst_buffer_get_analytics_relation_meta (buf);
-  GString *s = g_string_new (NULL);
-  gsize n, i, j;
-
-  if (!rmeta)
-    return g_string_free (s, FALSE);
-  n = gst_analytics_relation_get_length (rmeta);
-  for (i = 0; i < n; i++) {
-    GstAnalyticsMtd m;
-    GstAnalyticsMtdType type;
-
-    fail_unless (gst_analytics_relation_meta_get_mtd (rmeta, i,
-            GST_ANALYTICS_MTD_TYPE_ANY, &m));
-    type = gst_analytics_mtd_get_mtd_type (&m);
-    if (type == gst_analytics_od_mtd_get_mtd_type ()) {
-      gint x, y, w, h;
-      gfloat conf, r = 0;
-
-#if GST_CHECK_VERSION(1, 26, 0)
-      fail_unless (gst_analytics_od_mtd_get_oriented_location (&m, &x, &y,
-              &w, &h, &r, &conf));
-#else
-      fail_unless (gst_analytics_od_mtd_get_location (&m, &x, &y, &w, &h,
-              &conf));
-#endif
-      g_string_append_printf (s, "%" G_GSIZE_FORMAT " od %s %d %d %d %d "
-          "%.9g %.9g\n", i, g_quark_to_string
-          (gst_analytics_od_mtd_get_obj_type (&m)), x, y, w, h, conf, r);
-    } else if (type == gst_analytics_cls_mtd_get_mtd_type ()) {
-      g_string_append_printf (s, "%" G_GSIZE_FORMAT " cls", i);
-      for (j = 0; j < gst_analytics_cls_mtd_get_length (&m); j++)
-        g_string_append_printf (s, " %s %.9g",
-            g_quark_to_string (gst_analytics_cls_mtd_get_quark (&m, j)),
-            gst_analytics_cls_mtd_get_level (&m, j));
-      g_string_append (s, "\n");
-    } else if (type == gst_analytics_tracking_mtd_get_mtd_type ()) {
-      guint64 id;
-      GstClockTime first, last;
-      gboolean lost;
-
-      fail_unless (gst_analytics_tracking_mtd_get_info (&m, &id, &first,
-              &last, &lost));
-      g_string_append_printf (s, "%" G_GSIZE_FORMAT " trk %" G_GUINT64_FORMAT
-          " %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT " %d\n", i, id, first,
-          last, lost);
-    } else {
-      /* segmentation: the last mtd, and left out */
-      n = i;
-      break;
-    }
-  }
-  for (i = 0; i < n; i++)
-    for (j = 0; j < n; j++) {
-      GstAnalyticsRelTypes t =
-          gst_analytics_relation_meta_get_relation (rmeta, i, j);
-
-      if (t != GST_ANALYTICS_REL_TYPE_NONE)
-        g_string_append_printf (s, "rel %" G_GSIZE_FORMAT " %" G_GSIZE_FORMAT
-            " %d\n", i, j, t);
-    }
-  return g_string_free (s, FALSE);
-}
-
 GST_START_TEST (test_analytics_travel)
 {
   gchar *path = socket_path ("analytics");
@@ -905,8 +837,8 @@ GST_START_TEST (test_analytics_travel)
             buffer_with_analytics (i)), GST_FLOW_OK);
   for (i = 0; i < ANALYTICS_FRAMES; i++) {
     GstBuffer *buf = next_buffer (c, i), *want = buffer_with_analytics (i);
-    gchar *got_text = describe_analytics (buf);
-    gchar *want_text = describe_analytics (want);
+    gchar *got_text = gpushare_test_analytics_describe (buf);
+    gchar *want_text = gpushare_test_analytics_describe (want);
 
     fail_unless_equals_uint64 (GST_BUFFER_OFFSET (buf), i);
     /* 12 detections: od, cls and trk each, 3 relations each */

@@ -6,6 +6,7 @@
  *
  *   gpushare-test-peer producer --socket PATH [options]
  *   gpushare-test-peer consumer --socket PATH [options]
+ *   gpushare-test-peer relay --socket PATH --to PATH2 [options]
  *
  * Both sides print one line per frame with its offset, timestamps, flags
  * and a checksum of the visible pixels (computed on the producer in a probe
@@ -14,11 +15,23 @@
  * tests need to provoke what they check (dying at a frame or at a step of
  * the handshake, holding frames, pacing, waiting for consumers, a GPU on
  * either side) live here, not in the demo (examples/gpushare-demo.c).
+ *
+ * A relay is the middle of a chain: a consumer of PATH and a producer at
+ * PATH2 in one process (gpusharesrc ! gpusharesink).  With --analytics
+ * (GStreamer's analytics library, 1.24+) the producer attaches a
+ * detector's results to every frame, the relay a tracker's, and every
+ * side prints a digest of each frame's analytics meta beside its sum.
  */
+
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
 
 #include <gst/gst.h>
 #include <gst/app/app.h>
 #include <gst/video/video.h>
+
+#include "gpushare-analytics-util.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -57,6 +70,8 @@ typedef struct
   gchar *die_at;                /* GPUSHARE_TEST_DIE_AT for this process */
   gint cuda_device;             /* both: the GPU of this side, -1: default */
   gchar **set;                  /* both: PROPERTY=VALUE of this side's element */
+  gboolean analytics;           /* all: attach and print inference results */
+  gchar *to;                    /* relay: the socket it produces at */
 } Options;
 
 static Options opt = {
@@ -130,6 +145,30 @@ frame_checksum (GstBuffer * buf, GstVideoInfo * info)
   return h;
 }
 
+/* --analytics: " analytics=<digest> (<mtds> lines)" of the frame's
+ * analytics meta, or "" (static: one thread prints) */
+static const gchar *
+analytics_digest (GstBuffer * buf)
+{
+  static gchar text[96];
+
+  text[0] = 0;
+#if HAVE_GST_ANALYTICS
+  if (opt.analytics) {
+    gchar *d = gpushare_test_analytics_describe (buf);
+    guint lines = 0;
+    gchar *p;
+
+    for (p = d; *p; p++)
+      lines += *p == '\n';
+    g_snprintf (text, sizeof (text), " analytics=%08x lines=%u",
+        g_str_hash (d), lines);
+    g_free (d);
+  }
+#endif
+  return text;
+}
+
 static void
 print_frame (const gchar * tag, GstBuffer * buf, GstCaps * caps)
 {
@@ -140,7 +179,8 @@ print_frame (const gchar * tag, GstBuffer * buf, GstCaps * caps)
     return;
   fprintf (out, "%s offset=%" G_GUINT64_FORMAT " offset_end=%" G_GUINT64_FORMAT
       " pts=%" G_GINT64_FORMAT " dts=%" G_GINT64_FORMAT " duration=%"
-      G_GINT64_FORMAT " flags=0x%x size=%dx%d sum=%016" G_GINT64_MODIFIER "x\n",
+      G_GINT64_FORMAT " flags=0x%x size=%dx%d sum=%016" G_GINT64_MODIFIER "x%s"
+      "\n",
       tag, GST_BUFFER_OFFSET (buf), GST_BUFFER_OFFSET_END (buf),
       GST_CLOCK_TIME_IS_VALID (pts) ? (gint64) pts : -1,
       GST_CLOCK_TIME_IS_VALID (dts) ? (gint64) dts : -1,
@@ -148,7 +188,7 @@ print_frame (const gchar * tag, GstBuffer * buf, GstCaps * caps)
       -1, GST_BUFFER_FLAGS (buf) & (GST_BUFFER_FLAG_DISCONT |
           GST_BUFFER_FLAG_DELTA_UNIT | GST_BUFFER_FLAG_HEADER),
       GST_VIDEO_INFO_WIDTH (&info), GST_VIDEO_INFO_HEIGHT (&info),
-      frame_checksum (buf, &info));
+      frame_checksum (buf, &info), analytics_digest (buf));
   fflush (out);
 }
 
@@ -160,6 +200,21 @@ producer_probe (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
 {
   GstBuffer *buf = GST_PAD_PROBE_INFO_BUFFER (info);
   GstCaps *caps = gst_pad_get_current_caps (pad);
+
+#if HAVE_GST_ANALYTICS
+  if (opt.analytics) {
+    /* a detector's results (a relay: a tracker's, on the detector's,
+     * which it prints first); the frame's memory is shared, not copied */
+    if (opt.to)
+      print_frame ("in", buf, caps);
+    buf = gst_buffer_make_writable (buf);
+    if (opt.to)
+      gpushare_test_analytics_track (buf);
+    else
+      gpushare_test_analytics_detect (buf, n_frames, 8 + n_frames % 5);
+    GST_PAD_PROBE_INFO_DATA (info) = buf;
+  }
+#endif
 
   print_frame ("sent", buf, caps);
   gst_clear_caps (&caps);
@@ -440,6 +495,11 @@ run_producer (void)
         opt.format ? opt.format : "NV12", opt.width, opt.height,
         opt.gpu_input ? "cudaupload name=up ! video/x-raw(memory:CUDAMemory) !"
         : "");
+  else if (opt.to)
+    /* a relay: a consumer of --socket, a producer at --to */
+    desc = g_strdup_printf ("gpusharesrc name=in socket-path=\"%s\" "
+        "connection-timeout=%d ! gpusharesink name=sink", opt.socket,
+        opt.timeout_ms);
   else
     desc = g_strdup_printf ("appsrc name=src format=time is-live=%d "
         "max-bytes=0 max-buffers=4 block=true ! gpusharesink name=sink",
@@ -447,8 +507,8 @@ run_producer (void)
   pipeline = gst_parse_launch (desc, NULL);
   g_free (desc);
   sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
-  g_object_set (sink, "socket-path", opt.socket, "ring-size", opt.ring_size,
-      "wait-for-connection", opt.wait, NULL);
+  g_object_set (sink, "socket-path", opt.to ? opt.to : opt.socket,
+      "ring-size", opt.ring_size, "wait-for-connection", opt.wait, NULL);
   set_cuda_device (pipeline, "sink");
   set_cuda_device (pipeline, "up");
   if (opt.policy)
@@ -701,9 +761,14 @@ main (int argc, char **argv)
         NULL},
     {"out", 0, 0, G_OPTION_ARG_FILENAME, &opt.out,
         "Write the report here instead of stdout", NULL},
+    {"analytics", 0, 0, G_OPTION_ARG_NONE, &opt.analytics,
+        "Attach a detector's (relay: a tracker's) results and print a digest "
+          "of each frame's (GStreamer 1.24+ with its analytics library)", NULL},
+    {"to", 0, 0, G_OPTION_ARG_FILENAME, &opt.to,
+        "Relay: the socket to produce at", NULL},
     {NULL}
   };
-  GOptionContext *ctx = g_option_context_new ("producer|consumer");
+  GOptionContext *ctx = g_option_context_new ("producer|consumer|relay");
   GError *error = NULL;
   gint rc;
 
@@ -726,12 +791,20 @@ main (int argc, char **argv)
     gst_registry_scan_path (gst_registry_get (), GPUSHARE_BUILD_PLUGIN_DIR);
 #endif
 
-  if (g_str_equal (role, "producer") && opt.socket)
+#if !HAVE_GST_ANALYTICS
+  if (opt.analytics) {
+    g_print ("SKIP: built without GStreamer's analytics library (1.24+)\n");
+    return 77;
+  }
+#endif
+  if ((g_str_equal (role, "producer") && opt.socket && !opt.to)
+      || (g_str_equal (role, "relay") && opt.socket && opt.to))
     rc = run_producer ();
   else if (g_str_equal (role, "consumer") && (opt.socket || opt.decode))
     rc = run_consumer ();
   else {
-    g_printerr ("usage: %s producer|consumer --socket PATH ...\n", argv[0]);
+    g_printerr ("usage: %s producer|consumer|relay --socket PATH ...\n",
+        argv[0]);
     rc = 64;
   }
   if (out != stdout)

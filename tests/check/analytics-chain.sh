@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# Inference results along a chain of three processes (GStreamer 1.24+ with
+# its analytics library): a producer that attaches a detector's results
+# (detections, their classifications, the relations between them) to
+# every frame, a relay (gpusharesrc ! gpusharesink) that adds a tracker's
+# on top, and a consumer.  Each hop gives the next process the frame and
+# its GstAnalyticsRelationMeta equal by GStreamer's own accessors: the
+# relay's input to what the producer sent, the consumer's to what the relay
+# sent, the pictures the producer's; nothing dropped on the way.
+#
+#   analytics-chain.sh GPUSHARE-TEST-PEER
+set -u
+peer=$1
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -9 "$p" 2> /dev/null; done
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+fail() {
+  echo "analytics-chain: $*"
+  tail -5 "$tmp"/*.log
+  exit 1
+}
+frames=30
+
+"$peer" producer --socket "$tmp/a.sock" --frames $frames --width 320 \
+  --height 240 --wait --policy lossless --analytics --out "$tmp/producer.log" &
+pids+=($!)
+"$peer" relay --socket "$tmp/a.sock" --to "$tmp/b.sock" --wait \
+  --policy lossless --analytics --out "$tmp/relay.log" &
+pids+=($!)
+"$peer" consumer --socket "$tmp/b.sock" --analytics --out "$tmp/consumer.log"
+rc=$?
+[ $rc = 77 ] && { cat "$tmp/consumer.log"; exit 77; }
+[ $rc = 0 ] || fail "consumer exit status $rc"
+for p in "${pids[@]}"; do
+  wait "$p" || fail "a producer or the relay ended with $?"
+done
+pids=()
+
+# the fields each line compares
+col() { grep "^$1 " "$2" | sed -E "s/.*offset=([0-9]+).* sum=([0-9a-f]+) analytics=([0-9a-f]+) lines=([0-9]+).*/\\1 \\$3/"; }
+[ "$(grep -c '^sent ' "$tmp/producer.log")" = $frames ] || fail "the producer sent no $frames frames"
+[ "$(grep -c '^recv ' "$tmp/consumer.log")" = $frames ] || fail "the consumer got no $frames frames"
+# the pictures: the producer's, at the far end
+diff <(col sent "$tmp/producer.log" 2) <(col recv "$tmp/consumer.log" 2) > /dev/null \
+  || fail "the pictures differ at the far end"
+# hop 1: the relay got the detector's results as sent
+diff <(col sent "$tmp/producer.log" 3) <(col in "$tmp/relay.log" 3) > /dev/null \
+  || fail "hop 1: the metas the relay got differ from the producer's"
+# hop 2: the consumer got the relay's, tracks added
+diff <(col sent "$tmp/relay.log" 3) <(col recv "$tmp/consumer.log" 3) > /dev/null \
+  || fail "hop 2: the metas the consumer got differ from the relay's"
+# the relay added something on every frame, and the metas are not empty:
+# 8 to 12 detections, each with its class and two relations (and a track
+# and its relation after the relay)
+paste -d' ' <(col in "$tmp/relay.log" 4) <(col sent "$tmp/relay.log" 4) |
+  awk '{ if ($2 < 32 || $4 <= $2) bad++ } END { exit bad > 0 }' \
+  || fail "the relay added no tracks, or the detector's results were empty"
+grep -q 'metas-dropped=(guint64)0[,;]' "$tmp/consumer.log" \
+  || fail "the consumer dropped metas: $(grep -o 'metas-dropped=[^,;]*' "$tmp/consumer.log")"
+grep -q 'metas-not-carried=(guint64)0[,;]' "$tmp/relay.log" \
+  || fail "the relay left metas out"
+echo "analytics-chain: ok, $frames frames through 3 processes, every hop's metas equal"

@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "gpushare-analytics-util.h"
+
+#if HAVE_GST_ANALYTICS
+#include <gst/analytics/analytics.h>
+
+gchar *
+gpushare_test_analytics_describe (GstBuffer * buf)
+{
+  GstAnalyticsRelationMeta *rmeta =
+      gst_buffer_get_analytics_relation_meta (buf);
+  GString *s = g_string_new (NULL);
+  gsize n, i, j;
+
+  if (!rmeta)
+    return g_string_free (s, FALSE);
+  n = gst_analytics_relation_get_length (rmeta);
+  for (i = 0; i < n; i++) {
+    GstAnalyticsMtd m;
+    GstAnalyticsMtdType type;
+
+    if (!gst_analytics_relation_meta_get_mtd (rmeta, i,
+            GST_ANALYTICS_MTD_TYPE_ANY, &m)) {
+      g_string_append_printf (s, "%" G_GSIZE_FORMAT " missing\n", i);
+      continue;
+    }
+    type = gst_analytics_mtd_get_mtd_type (&m);
+    if (type == gst_analytics_od_mtd_get_mtd_type ()) {
+      gint x = 0, y = 0, w = 0, h = 0;
+      gfloat conf = 0, r = 0;
+
+#if GST_CHECK_VERSION(1, 26, 0)
+      gst_analytics_od_mtd_get_oriented_location (&m, &x, &y, &w, &h, &r,
+          &conf);
+#else
+      gst_analytics_od_mtd_get_location (&m, &x, &y, &w, &h, &conf);
+#endif
+      g_string_append_printf (s, "%" G_GSIZE_FORMAT " od %s %d %d %d %d "
+          "%.9g %.9g\n", i, g_quark_to_string
+          (gst_analytics_od_mtd_get_obj_type (&m)), x, y, w, h, conf, r);
+    } else if (type == gst_analytics_cls_mtd_get_mtd_type ()) {
+      g_string_append_printf (s, "%" G_GSIZE_FORMAT " cls", i);
+      for (j = 0; j < gst_analytics_cls_mtd_get_length (&m); j++)
+        g_string_append_printf (s, " %s %.9g",
+            g_quark_to_string (gst_analytics_cls_mtd_get_quark (&m, j)),
+            gst_analytics_cls_mtd_get_level (&m, j));
+      g_string_append (s, "\n");
+    } else if (type == gst_analytics_tracking_mtd_get_mtd_type ()) {
+      guint64 id = 0;
+      GstClockTime first = 0, last = 0;
+      gboolean lost = FALSE;
+
+      gst_analytics_tracking_mtd_get_info (&m, &id, &first, &last, &lost);
+      g_string_append_printf (s, "%" G_GSIZE_FORMAT " trk %" G_GUINT64_FORMAT
+          " %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT " %d\n", i, id, first,
+          last, lost);
+    } else {
+      n = i;
+      break;
+    }
+  }
+  for (i = 0; i < n; i++)
+    for (j = 0; j < n; j++) {
+      GstAnalyticsRelTypes t =
+          gst_analytics_relation_meta_get_relation (rmeta, i, j);
+
+      if (t != GST_ANALYTICS_REL_TYPE_NONE)
+        g_string_append_printf (s, "rel %" G_GSIZE_FORMAT " %" G_GSIZE_FORMAT
+            " %d\n", i, j, t);
+    }
+  return g_string_free (s, FALSE);
+}
+
+void
+gpushare_test_analytics_detect (GstBuffer * buf, guint frame, guint n)
+{
+  GstAnalyticsRelationMeta *rmeta =
+      gst_buffer_get_analytics_relation_meta (buf);
+  guint d;
+
+  if (!rmeta)
+    rmeta = gst_buffer_add_analytics_relation_meta (buf);
+  for (d = 0; d < n; d++) {
+    GstAnalyticsODMtd od;
+    GstAnalyticsClsMtd cls;
+    gfloat levels[2] = { 0.75f - d / 256.0f, 0.25f };
+    GQuark classes[2] = { g_quark_from_static_string ("sedan"),
+      g_quark_from_static_string (d % 2 ? "truck" : "van")
+    };
+    GQuark type = g_quark_from_static_string (d % 3 ? "car" : "person");
+
+#if GST_CHECK_VERSION(1, 26, 0)
+    gst_analytics_relation_meta_add_oriented_od_mtd (rmeta, type,
+        10 * d + frame, (gint) d - 5, 30 + frame % 7, 20, 0.125f * d,
+        0.5f + d / 512.0f, &od);
+#else
+    gst_analytics_relation_meta_add_od_mtd (rmeta, type, 10 * d + frame,
+        (gint) d - 5, 30 + frame % 7, 20, 0.5f + d / 512.0f, &od);
+#endif
+    gst_analytics_relation_meta_add_cls_mtd (rmeta, 2, levels, classes, &cls);
+    gst_analytics_relation_meta_set_relation (rmeta,
+        GST_ANALYTICS_REL_TYPE_CONTAIN, od.id, cls.id);
+    gst_analytics_relation_meta_set_relation (rmeta,
+        GST_ANALYTICS_REL_TYPE_IS_PART_OF, cls.id, od.id);
+  }
+}
+
+void
+gpushare_test_analytics_track (GstBuffer * buf)
+{
+  GstAnalyticsRelationMeta *rmeta =
+      gst_buffer_get_analytics_relation_meta (buf);
+  gsize i, n;
+
+  if (!rmeta)
+    return;
+  n = gst_analytics_relation_get_length (rmeta);
+  for (i = 0; i < n; i++) {
+    GstAnalyticsODMtd od;
+    GstAnalyticsTrackingMtd trk;
+
+    if (!gst_analytics_relation_meta_get_od_mtd (rmeta, i, &od))
+      continue;
+    gst_analytics_relation_meta_add_tracking_mtd (rmeta, 1000 + i,
+        GST_BUFFER_PTS_IS_VALID (buf) ? GST_BUFFER_PTS (buf) : 0, &trk);
+    gst_analytics_tracking_mtd_update_last_seen (&trk,
+        GST_BUFFER_PTS_IS_VALID (buf) ? GST_BUFFER_PTS (buf) + 1 : 1);
+    if (i % 5 == 0)
+      gst_analytics_tracking_mtd_set_lost (&trk);
+    gst_analytics_relation_meta_set_relation (rmeta,
+        GST_ANALYTICS_REL_TYPE_RELATE_TO, trk.id, od.id);
+  }
+}
+#endif

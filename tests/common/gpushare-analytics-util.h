@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Inference results for the tests, with GStreamer's analytics library
+ * (1.24+): what a detector and a tracker would attach to a frame, and a
+ * text of everything GStreamer's accessors say of a buffer's
+ * GstAnalyticsRelationMeta, so that two processes' metas compare as
+ * strings.  Only with HAVE_GST_ANALYTICS.
+ */
+
+#ifndef __GPUSHARE_ANALYTICS_UTIL_H__
+#define __GPUSHARE_ANALYTICS_UTIL_H__
+
+#include <gst/gst.h>
+
+G_BEGIN_DECLS
+
+/* the mtds of buf's analytics meta in id order and every relation between
+ * them, as lines of text ("" without the meta); mtds of other types than
+ * object detection, classification and tracking end the list (they do not
+ * travel) */
+gchar *gpushare_test_analytics_describe (GstBuffer * buf);
+
+/* a detector: n detections (with a rotation on 1.26) of frame, each with
+ * its classification, the two related; buf must be writable */
+void gpushare_test_analytics_detect (GstBuffer * buf, guint frame, guint n);
+
+/* a tracker: a track for each detection of buf's analytics meta, related
+ * to it; buf must be writable */
+void gpushare_test_analytics_track (GstBuffer * buf);
+
+G_END_DECLS
+
+#endif /* __GPUSHARE_ANALYTICS_UTIL_H__ */
