@@ -47,10 +47,17 @@
  * out (a signal included).  --targets says which targets were met.
  */
 
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
 #include <gio/gio.h>
 #include <glib/gstdio.h>
 #include <gst/gst.h>
 #include <gst/video/video.h>
+#if HAVE_GST_ANALYTICS
+#include <gst/analytics/analytics.h>
+#endif
 
 #include <errno.h>
 #include <fcntl.h>
@@ -514,6 +521,41 @@ stamp_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
   return GST_PAD_PROBE_OK;
 }
 
+#if HAVE_GST_ANALYTICS
+/* --analytics: a detector's results on every frame the producer sends,
+ * attached before the frame is stamped, so that the row's latency is what
+ * carrying them costs: N object detections, each with its classification
+ * and the two related */
+static GstPadProbeReturn
+analytics_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  GstBuffer *buf = gst_buffer_make_writable (GST_PAD_PROBE_INFO_BUFFER (info));
+  GstAnalyticsRelationMeta *rmeta = gst_buffer_add_analytics_relation_meta
+      (buf);
+  GQuark car = g_quark_from_static_string ("car");
+  GQuark classes[2] = { g_quark_from_static_string ("sedan"),
+    g_quark_from_static_string ("van")
+  };
+  gint d;
+
+  for (d = 0; d < opt.analytics; d++) {
+    GstAnalyticsODMtd od;
+    GstAnalyticsClsMtd cls;
+    gfloat levels[2] = { 0.75f, 0.25f };
+
+    gst_analytics_relation_meta_add_od_mtd (rmeta, car, 10 * d, 20, 64, 48,
+        0.5f, &od);
+    gst_analytics_relation_meta_add_cls_mtd (rmeta, 2, levels, classes, &cls);
+    gst_analytics_relation_meta_set_relation (rmeta,
+        GST_ANALYTICS_REL_TYPE_CONTAIN, od.id, cls.id);
+    gst_analytics_relation_meta_set_relation (rmeta,
+        GST_ANALYTICS_REL_TYPE_IS_PART_OF, cls.id, od.id);
+  }
+  GST_PAD_PROBE_INFO_DATA (info) = buf;
+  return GST_PAD_PROBE_OK;
+}
+#endif
+
 /* How long a gated consumer waits after starting before it lets the
  * producer go */
 #define GATE_SETTLE_MS 500
@@ -633,6 +675,11 @@ run_side (const gchar * role)
       goto done;
     }
   }
+#if HAVE_GST_ANALYTICS
+  if (!consumer && opt.analytics > 0)
+    gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, analytics_probe, NULL,
+        NULL);
+#endif
   gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, stamp_probe, &s, NULL);
 
   bus = gst_element_get_bus (s.pipeline);
@@ -791,6 +838,7 @@ typedef struct
   const BenchMode *mode;
   gint width, height;
   gboolean mps;                 /* run under the MPS daemon of --mps */
+  gint detections;              /* --analytics: detections on every frame */
   gchar *skipped;               /* not run, and why */
   gchar *failed;                /* run, and what went wrong */
   gint runs, runs_ok;           /* --repeat */
@@ -1260,6 +1308,7 @@ spawn (const gchar * self, const gchar * role, const Row * row,
   g_ptr_array_add (argv, g_strdup_printf ("--frames=%d", opt.frames));
   g_ptr_array_add (argv, g_strdup_printf ("--ring=%d", opt.ring));
   g_ptr_array_add (argv, g_strdup_printf ("--pace-us=%d", opt.pace_us));
+  g_ptr_array_add (argv, g_strdup_printf ("--analytics=%d", row->detections));
   g_ptr_array_add (argv, g_strdup_printf ("--timeout=%d", opt.timeout_s));
   g_ptr_array_add (argv, g_strdup_printf ("--width=%d", row->width));
   g_ptr_array_add (argv, g_strdup_printf ("--height=%d", row->height));
@@ -1418,6 +1467,18 @@ run_row (const gchar * self, Row * row)
         "consumer: ", pr.error ? pr.error : cr.error);
   if (!row->failed && (prod == NULL || (two && cons == NULL)))
     row->failed = g_strdup ("could not start");
+  if (!row->failed && row->detections > 0) {
+    /* the row measures carrying them: they must have gone across */
+    const gchar *nc = pr.stats ? strstr (pr.stats,
+        "metas-not-carried=(guint64)") : NULL;
+    guint64 n = nc ? g_ascii_strtoull (nc + 27, NULL, 10) : 0;
+
+    if (!pr.stats || !strstr (pr.stats, "metas-sent="))
+      row->failed = g_strdup ("no metas counted: not a gpushare producer");
+    else if (n > 0)
+      row->failed = g_strdup_printf ("%" G_GUINT64_FORMAT " analytics metas "
+          "not carried (larger than one META message)", n);
+  }
   if (!row->failed && (pr.bad_keys || cr.bad_keys))
     row->failed = g_strdup_printf ("%d frames with a bad offset",
         pr.bad_keys + cr.bad_keys);
@@ -1670,7 +1731,13 @@ fmt_num (gdouble v)
 static gchar *
 row_name (const Row * r)
 {
-  return g_strdup_printf ("%s%s", r->mode->name, r->mps ? " +MPS" : "");
+  gchar *dets = r->detections ? g_strdup_printf (" +%d detections",
+      r->detections) : g_strdup ("");
+  gchar *name = g_strdup_printf ("%s%s%s", r->mode->name, dets,
+      r->mps ? " +MPS" : "");
+
+  g_free (dets);
+  return name;
 }
 
 /* "producer/consumer" in MiB, one figure for one process, or the MPS
@@ -1861,7 +1928,8 @@ find_row (const Row * rows, gint n, const gchar * name, gint w, gint h,
 
   for (k = 0; k < n; k++)
     if (g_str_equal (rows[k].mode->name, name) && rows[k].width == w
-        && rows[k].height == h && rows[k].mps == with_mps)
+        && rows[k].height == h && rows[k].mps == with_mps
+        && rows[k].detections == 0)
       return &rows[k];
   return NULL;
 }
@@ -2126,6 +2194,7 @@ run_one (const gchar * self, Row * row, gboolean have_smi)
   one.width = row->width;
   one.height = row->height;
   one.mps = row->mps;
+  one.detections = row->detections;
   one.want_mem = have_smi && row->mode->gpu && !row->have_mem;
   run_row (self, &one);
   if (row->mps && (mps_processes () & MPS_SERVER))
@@ -2182,18 +2251,30 @@ run_parent (const gchar * self)
       return 64;
     }
 
-  /* every mode at every size, then, with --mps, the GPU modes once more */
-  n_plain = n_rows = g_strv_length (names) * n_sizes;
+  /* every mode at every size (with --analytics, a two-process mode twice:
+   * without and with the detections), then, with --mps, the GPU modes
+   * once more */
+  n_plain = g_strv_length (names) * n_sizes;
+  for (j = 0; opt.analytics > 0 && names[j]; j++)
+    if (find_mode (names[j])->consumer)
+      n_plain += n_sizes;
+  n_rows = n_plain;
   for (j = 0; opt.mps && names[j]; j++)
     if (find_mode (names[j])->gpu)
       n_rows += n_sizes;
   rows = g_new0 (Row, n_rows);
   k = 0;
   for (j = 0; names[j]; j++)
-    for (i = 0; i < n_sizes; i++, k++) {
+    for (i = 0; i < n_sizes; i++) {
       rows[k].mode = find_mode (names[j]);
       rows[k].width = ws[i];
       rows[k].height = hs[i];
+      k++;
+      if (opt.analytics > 0 && rows[k - 1].mode->consumer) {
+        rows[k] = rows[k - 1];
+        rows[k].detections = opt.analytics;
+        k++;
+      }
     }
   for (j = 0; k < n_rows && names[j]; j++)
     for (i = 0; i < n_sizes && find_mode (names[j])->gpu; i++, k++) {
@@ -2335,6 +2416,11 @@ main (int argc, char **argv)
     {"ring", 0, 0, G_OPTION_ARG_INT, &opt.ring,
           "Frames in flight: gpusharesink ring-size, shmsink area (default 8)",
         "N"},
+    {"analytics", 0, 0, G_OPTION_ARG_INT, &opt.analytics,
+        "Run each two-process row again with N detections on every frame "
+          "(GstAnalyticsRelationMeta: an object detection, its "
+          "classification and their two relations each; GStreamer 1.24+ "
+          "with its analytics library)", "N"},
     {"pace-us", 0, 0, G_OPTION_ARG_INT, &opt.pace_us,
           "Latency runs: the producer sends one frame every N us at most "
           "(identity sleep-time in front of the transport), so that no "
@@ -2418,6 +2504,17 @@ main (int argc, char **argv)
     return 64;
   }
   g_option_context_free (ctx);
+#if !HAVE_GST_ANALYTICS
+  if (opt.analytics > 0) {
+    g_printerr ("--analytics: built without GStreamer's analytics library "
+        "(1.24+)\n");
+    return 64;
+  }
+#endif
+  if (opt.analytics < 0 || opt.analytics > 100000) {
+    g_printerr ("--analytics takes 0 to 100000 detections\n");
+    return 64;
+  }
   if (opt.frames < 2 || opt.ring < 1 || opt.repeat < 1 || opt.timeout_s < 1
       || opt.max_time_s < 0) {
     g_printerr ("--frames must be at least 2, --ring, --repeat and --timeout "

@@ -45,6 +45,7 @@ typedef struct
   gint ring;
   gint repeat;
   gint pace_us;
+  gint analytics;                /* --analytics: detections a frame */
   gint timeout_s;
   /* children */
   gchar *mode;
