@@ -282,6 +282,58 @@ write_analytics (Writer * w, GstAnalyticsRelationMeta * rmeta,
   patch_u32 (w, rel_at, n_rel);
   return end (w);
 }
+
+#if GST_CHECK_VERSION(1, 26, 0)
+/* tensor data that may go through the socket: mappable host memory, not
+ * a GPU's (whose tensors must not be copied through the CPU) */
+static gboolean
+host_memory (GstBuffer * data)
+{
+  guint i, n = gst_buffer_n_memory (data);
+
+  for (i = 0; i < n; i++) {
+    GstMemory *mem = gst_buffer_peek_memory (data, i);
+
+    if (!gst_memory_is_type (mem, GST_ALLOCATOR_SYSMEM)
+        && !gst_memory_is_type (mem, "memfd")
+        && !gst_memory_is_type (mem, "fdmem"))
+      return FALSE;
+  }
+  return n > 0;
+}
+
+static gboolean
+write_tensors (Writer * w, GstTensorMeta * tm)
+{
+  gsize i, d;
+
+  if (tm->num_tensors == 0 || tm->num_tensors > GPUSHARE_META_MAX_TENSORS)
+    return FALSE;
+  begin (w, GPUSHARE_META_TENSORS);
+  put_u32 (w, tm->num_tensors);
+  for (i = 0; i < tm->num_tensors && !w->overflow; i++) {
+    const GstTensor *t = gst_tensor_meta_get (tm, i);
+    GstMapInfo map;
+
+    if (!t || !t->data || t->num_dims == 0
+        || t->num_dims > GPUSHARE_META_MAX_TENSOR_DIMS || !host_memory (t->data)
+        || !gst_buffer_map (t->data, &map, GST_MAP_READ)) {
+      w->overflow = TRUE;
+      break;
+    }
+    put_str (w, g_quark_to_string (t->id));
+    put_u32 (w, t->layout);
+    put_u32 (w, t->data_type);
+    put_u32 (w, t->dims_order);
+    put_u32 (w, t->num_dims);
+    for (d = 0; d < t->num_dims; d++)
+      put_u64 (w, t->dims[d]);
+    put_bytes (w, map.data, map.size);
+    gst_buffer_unmap (t->data, &map);
+  }
+  return end (w);
+}
+#endif
 #endif
 
 static gboolean
@@ -395,6 +447,14 @@ collect_one (GstBuffer * buf, GstMeta ** meta, gpointer data)
   /* the layout carries it */
   if (api == GST_VIDEO_META_API_TYPE)
     return TRUE;
+#if HAVE_GST_ANALYTICS && GST_CHECK_VERSION(1, 26, 0)
+  if (api == GST_TENSOR_META_API_TYPE) {
+    if (!write_tensors (&c->w, (GstTensorMeta *) * meta)
+        && c->n_skipped++ == 0)
+      c->skipped_name = g_type_name ((*meta)->info->type);
+    return TRUE;
+  }
+#endif
 #if HAVE_GST_ANALYTICS
   if (api == GST_ANALYTICS_RELATION_META_API_TYPE) {
     guint skipped = 0;
@@ -747,6 +807,98 @@ read_analytics (Reader * r, gpointer rmeta, guint * n_left_out)
   }
 }
 
+/* bits an element of a GstTensorDataType takes; 0 for a value GStreamer
+ * does not define (INT4 .. BFLOAT16, 1.26) */
+static guint
+tensor_bits (guint32 type)
+{
+  static const guint8 bits[] = { 4, 8, 16, 32, 64, 4, 8, 16, 32, 64, 16, 32,
+    64, 16
+  };
+
+  return type < G_N_ELEMENTS (bits) ? bits[type] : 0;
+}
+
+/* One tensors entry read through, every field checked (a data length that
+ * is not what the dims and the type make is refused); with tm (a
+ * GstTensorMeta), its tensors set there.  FALSE when the meta is left
+ * out (a label the process would not make a quark of). */
+static gboolean
+read_tensors (Reader * r, gpointer tm)
+{
+  gpointer tensors[GPUSHARE_META_MAX_TENSORS];
+  guint i, n, k = 0;
+  gboolean ok = TRUE;
+
+  n = get_u32 (r, "tensor count");
+  if (!r->bad && (n == 0 || n > GPUSHARE_META_MAX_TENSORS))
+    r->bad = "tensor count";
+  for (i = 0; i < n && !r->bad; i++) {
+    gchar *id = get_str (r, "tensor id");
+    guint32 layout = get_u32 (r, "tensor layout");
+    guint32 type = get_u32 (r, "tensor data type");
+    guint32 order = get_u32 (r, "tensor dims order");
+    guint32 nd = get_u32 (r, "tensor dims count");
+    guint64 dims[GPUSHARE_META_MAX_TENSOR_DIMS], elems = 1, bytes;
+    const guint8 *data;
+    guint32 len;
+    guint d;
+
+    /* CONTIGUOUS; ROW_MAJOR or COL_MAJOR */
+    if (!r->bad && (layout != 0 || order > 1))
+      r->bad = "tensor layout";
+    if (!r->bad && tensor_bits (type) == 0)
+      r->bad = "tensor data type";
+    if (!r->bad && (nd == 0 || nd > GPUSHARE_META_MAX_TENSOR_DIMS))
+      r->bad = "tensor dims count";
+    for (d = 0; d < nd && !r->bad; d++) {
+      dims[d] = get_u64 (r, "tensor dims");
+      if (!r->bad && !g_uint64_checked_mul (&elems, elems, dims[d]))
+        r->bad = "tensor dims";
+    }
+    /* the bytes the dims and the type make, rounded up (4-bit types) */
+    if (!r->bad && (!g_uint64_checked_mul (&bytes, elems, tensor_bits (type))
+            || (bytes = bytes / 8 + (bytes % 8 != 0)) > G_MAXUINT32))
+      r->bad = "tensor dims";
+    data = get_bytes (r, &len, "tensor data");
+    if (!r->bad && len != bytes)
+      r->bad = "tensor data";
+#if HAVE_GST_ANALYTICS && GST_CHECK_VERSION(1, 26, 0)
+    if (!r->bad && tm && ok) {
+      GQuark q = peer_quark (id);
+      gsize sdims[GPUSHARE_META_MAX_TENSOR_DIMS];
+
+      for (d = 0; d < nd; d++)
+        sdims[d] = dims[d];
+      ok = q != 0;
+      if (ok)
+        tensors[k++] = gst_tensor_new_simple (q, type,
+            gst_buffer_new_memdup (data, len), order, nd, sdims);
+    }
+#else
+    (void) data;
+    (void) tensors;
+#endif
+    g_free (id);
+  }
+#if HAVE_GST_ANALYTICS && GST_CHECK_VERSION(1, 26, 0)
+  if (tm && !r->bad && ok && k == n) {
+    GstTensor **array = g_new (GstTensor *, n);
+
+    memcpy (array, tensors, n * sizeof (GstTensor *));
+    /* the meta takes the array and the tensors */
+    gst_tensor_meta_set (tm, n, array);
+    return TRUE;
+  }
+  for (i = 0; i < k; i++)
+    gst_tensor_free (tensors[i]);
+#else
+  (void) k;
+  (void) ok;
+#endif
+  return FALSE;
+}
+
 /* FALSE with r->bad set when a known kind does not parse; TRUE, *known
  * FALSE, for a kind this version does not know */
 static gboolean
@@ -803,6 +955,11 @@ read_body (Entry * e, Body * b, gboolean * known)
     case GPUSHARE_META_ANALYTICS:
       /* checked here, read again when added */
       read_analytics (r, NULL, NULL);
+      b->bytes = r->p;
+      b->n_bytes = r->len;
+      break;
+    case GPUSHARE_META_TENSORS:
+      read_tensors (r, NULL);
       b->bytes = r->p;
       b->n_bytes = r->len;
       break;
@@ -1019,6 +1176,23 @@ add_meta (GstBuffer * buf, guint kind, Body * b, guint * n_left_out)
       return r.bad == NULL;
 #else
       /* built without GStreamer's analytics library */
+      return FALSE;
+#endif
+    }
+    case GPUSHARE_META_TENSORS:{
+#if HAVE_GST_ANALYTICS && GST_CHECK_VERSION(1, 26, 0)
+      Reader r = { b->bytes, b->n_bytes, 0, NULL };
+      GstTensorMeta *tm;
+
+      if (gst_buffer_get_tensor_meta (buf))
+        return FALSE;
+      tm = gst_buffer_add_tensor_meta (buf);
+      if (read_tensors (&r, tm))
+        return TRUE;
+      gst_buffer_remove_meta (buf, (GstMeta *) tm);
+      return FALSE;
+#else
+      /* built without GStreamer's analytics library of 1.26 */
       return FALSE;
 #endif
     }

@@ -63,7 +63,17 @@ typedef enum
    * (32).  A type the consumer does not know is skipped, with its
    * relations (docs/protocol.md, "Analytics"). */
   GPUSHARE_META_ANALYTICS = 9,
+  /* GstTensorMeta (GStreamer 1.26+), its tensors inline: n_tensors (32),
+   * each its id (string), layout, data type, dims order, n_dims (32
+   * each), the dims (64 each) and its data (32-bit length, bytes: as many
+   * as the dims and the data type make).  Tensors in system memory only,
+   * as long as the frame's metas fit in one META (docs/protocol.md) */
+  GPUSHARE_META_TENSORS = 10,
 } GpuShareMetaKind;
+
+/* tensors of one tensor meta, and dims of one tensor, at most */
+#define GPUSHARE_META_MAX_TENSORS 16
+#define GPUSHARE_META_MAX_TENSOR_DIMS 8
 
 /* mtds, classes of a classification mtd and relations in one analytics
  * entry, at most (docs/security.md, "Bounds") */

@@ -929,6 +929,112 @@ GST_START_TEST (test_hostile_meta_names)
 
 GST_END_TEST;
 
+#if HAVE_GST_ANALYTICS && GST_CHECK_VERSION(1, 26, 0)
+/* 2d. Raw model outputs: GstTensorMeta, its tensors inline (system
+ * memory, small), equal on the consumer's side */
+static GstBuffer *
+buffer_with_tensors (guint i)
+{
+  GstBuffer *buf = gst_buffer_new_allocate (NULL, FRAME_SIZE, NULL);
+  GstTensorMeta *tm;
+  GstTensor **ts = g_new0 (GstTensor *, 3);
+  gsize dims_a[3] = { 1, 4, 3 }, dims_b[1] = { 5 }, dims_c[2] = { 3, 3 };
+  gfloat scores[12];
+  guint8 labels[5], nibbles[5];
+  guint k;
+
+  gst_buffer_memset (buf, 0, 0x60 + i, FRAME_SIZE);
+  GST_BUFFER_PTS (buf) = gst_util_uint64_scale (i, GST_SECOND, 30);
+  GST_BUFFER_OFFSET (buf) = i;
+  for (k = 0; k < 12; k++)
+    scores[k] = i + k / 16.0f;
+  for (k = 0; k < 5; k++) {
+    labels[k] = i * 7 + k;
+    nibbles[k] = 0x10 * k + i;
+  }
+  ts[0] = gst_tensor_new_simple (g_quark_from_string ("scores"),
+      GST_TENSOR_DATA_TYPE_FLOAT32, gst_buffer_new_memdup (scores,
+          sizeof (scores)), GST_TENSOR_DIM_ORDER_ROW_MAJOR, 3, dims_a);
+  ts[1] = gst_tensor_new_simple (g_quark_from_string ("labels"),
+      GST_TENSOR_DATA_TYPE_UINT8, gst_buffer_new_memdup (labels,
+          sizeof (labels)), GST_TENSOR_DIM_ORDER_COL_MAJOR, 1, dims_b);
+  /* 9 elements of 4 bits: 5 bytes */
+  ts[2] = gst_tensor_new_simple (g_quark_from_string ("packed"),
+      GST_TENSOR_DATA_TYPE_INT4, gst_buffer_new_memdup (nibbles,
+          sizeof (nibbles)), GST_TENSOR_DIM_ORDER_ROW_MAJOR, 2, dims_c);
+  tm = gst_buffer_add_tensor_meta (buf);
+  gst_tensor_meta_set (tm, 3, ts);
+  return buf;
+}
+
+static gchar *
+describe_tensors (GstBuffer * buf)
+{
+  GstTensorMeta *tm = gst_buffer_get_tensor_meta (buf);
+  GString *s = g_string_new (NULL);
+  gsize i, d;
+
+  for (i = 0; tm && i < tm->num_tensors; i++) {
+    const GstTensor *t = gst_tensor_meta_get (tm, i);
+    GstMapInfo map;
+
+    g_string_append_printf (s, "%s layout %d type %d order %d dims",
+        g_quark_to_string (t->id), t->layout, t->data_type, t->dims_order);
+    for (d = 0; d < t->num_dims; d++)
+      g_string_append_printf (s, " %" G_GSIZE_FORMAT, t->dims[d]);
+    fail_unless (gst_buffer_map (t->data, &map, GST_MAP_READ));
+    g_string_append (s, " data");
+    for (d = 0; d < map.size; d++)
+      g_string_append_printf (s, " %02x", map.data[d]);
+    gst_buffer_unmap (t->data, &map);
+    g_string_append (s, "\n");
+  }
+  return g_string_free (s, FALSE);
+}
+
+GST_START_TEST (test_tensors_travel)
+{
+  gchar *path = socket_path ("tensors");
+  GstElement *producer, *sink, *src;
+  Consumer *c;
+  guint i;
+
+  producer = appsrc_producer (path, "lossless", 8, &sink, &src);
+  fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  c = consumer_new (path, TRUE);
+  consumer_start (c);
+  for (i = 0; i < ANALYTICS_FRAMES; i++)
+    fail_unless_equals_int (gst_app_src_push_buffer (GST_APP_SRC (src),
+            buffer_with_tensors (i)), GST_FLOW_OK);
+  for (i = 0; i < ANALYTICS_FRAMES; i++) {
+    GstBuffer *buf = next_buffer (c, i), *want = buffer_with_tensors (i);
+    gchar *got_text = describe_tensors (buf);
+    gchar *want_text = describe_tensors (want);
+
+    fail_unless (strstr (want_text, "packed layout 0 type 0 order 0 dims 3 3"));
+    fail_unless_equals_string (got_text, want_text);
+    g_free (got_text);
+    g_free (want_text);
+    gst_buffer_unref (want);
+    gst_buffer_unref (buf);
+  }
+  fail_unless_equals_uint64 (stat_u64 (sink, "metas-sent"), ANALYTICS_FRAMES);
+  fail_unless_equals_uint64 (stat_u64 (sink, "metas-not-carried"), 0);
+  fail_unless_equals_uint64 (stat_u64 (c->src, "metas-received"),
+      ANALYTICS_FRAMES);
+  fail_unless_equals_uint64 (stat_u64 (c->src, "metas-dropped"), 0);
+  assert_no_error (producer);
+  assert_no_error (c->pipeline);
+  consumer_free (c);
+  gst_element_set_state (producer, GST_STATE_NULL);
+  gst_object_unref (producer);
+  g_free (path);
+}
+
+GST_END_TEST;
+#endif
+
 /* Analytics entries from a hostile producer: every count, index, length
  * and float is checked before anything is added, and the whole META is
  * refused with the field named; an mtd of a type this version does not
@@ -1072,6 +1178,78 @@ GST_START_TEST (test_hostile_analytics)
   put_od (b, "car\xff", 0.5f);
   put_u32_le (b, 0);
   assert_refused (b, "object detection type");
+
+  g_byte_array_unref (b);
+  b = g_byte_array_new ();
+  {
+    /* tensors: a data length the dims and the type do not make, dims whose
+     * product overflows, types and layouts GStreamer has not, too many
+     * dims or tensors */
+    GpuShareMeta *m = g_new0 (GpuShareMeta, 1);
+    static const struct
+    {
+      guint32 type, order, nd;
+      guint64 dim;
+      guint32 len;
+      const gchar *field;
+    } bad[] = {
+      {11, 0, 2, 3, 35, "tensor data"}, /* float32 3x3: 36 bytes */
+      {0, 0, 2, 3, 4, "tensor data"},   /* int4 3x3: 5 bytes */
+      {6, 0, 2, G_GUINT64_CONSTANT (1) << 33, 0, "tensor dims"},
+      {14, 0, 1, 1, 1, "tensor data type"},
+      {6, 2, 1, 1, 1, "tensor layout"},
+      {6, 0, 9, 1, 1, "tensor dims count"},
+      {6, 0, 0, 1, 0, "tensor dims count"},
+    };
+    guint i, d;
+
+    for (i = 0; i < G_N_ELEMENTS (bad); i++) {
+      gchar *why = NULL;
+      guint8 zero[64] = { 0, };
+
+      memset (m, 0, sizeof (*m));
+      put_u32_le (b, 1);
+      put_entry_str (b, "t");
+      put_u32_le (b, 0);
+      put_u32_le (b, bad[i].type);
+      put_u32_le (b, bad[i].order);
+      put_u32_le (b, bad[i].nd);
+      for (d = 0; d < bad[i].nd && d < 9; d++) {
+        guint64 v = GUINT64_TO_LE (bad[i].dim);
+
+        g_byte_array_append (b, (const guint8 *) &v, 8);
+      }
+      put_u32_le (b, bad[i].len);
+      g_byte_array_append (b, zero, MIN (bad[i].len, sizeof (zero)));
+      add_entry (m, GPUSHARE_META_TENSORS, b);
+      fail_if (gpushare_frame_meta_check (m, &why), "tensor case %u taken", i);
+      fail_unless (why && strstr (why, bad[i].field), "tensor case %u: '%s'",
+          i, why);
+      g_free (why);
+    }
+    memset (m, 0, sizeof (*m));
+    put_u32_le (b, GPUSHARE_META_MAX_TENSORS + 1);
+    add_entry (m, GPUSHARE_META_TENSORS, b);
+    fail_if (gpushare_frame_meta_check (m, NULL));
+    /* and a sound one: int4 3x3 in 5 bytes */
+    memset (m, 0, sizeof (*m));
+    put_u32_le (b, 1);
+    put_entry_str (b, "t");
+    put_u32_le (b, 0);
+    put_u32_le (b, 0);
+    put_u32_le (b, 0);
+    put_u32_le (b, 2);
+    for (d = 0; d < 2; d++) {
+      guint64 v = GUINT64_TO_LE (3);
+
+      g_byte_array_append (b, (const guint8 *) &v, 8);
+    }
+    put_u32_le (b, 5);
+    g_byte_array_append (b, (const guint8 *) "\1\2\3\4\5", 5);
+    add_entry (m, GPUSHARE_META_TENSORS, b);
+    fail_unless (gpushare_frame_meta_check (m, NULL));
+    g_free (m);
+  }
 
 #if HAVE_GST_ANALYTICS
   {
@@ -2738,6 +2916,9 @@ gpushare_stream_suite (void)
 #if HAVE_GST_ANALYTICS
   tcase_add_test (tc_frame, test_analytics_travel);
   tcase_add_test (tc_frame, test_peer_quarks_bounded);
+#endif
+#if HAVE_GST_ANALYTICS && GST_CHECK_VERSION(1, 26, 0)
+  tcase_add_test (tc_frame, test_tensors_travel);
 #endif
   tcase_add_test (tc_frame, test_hostile_meta_names);
   tcase_add_test (tc_frame, test_custom_meta_registrations_bounded);

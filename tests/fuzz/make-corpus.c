@@ -962,6 +962,37 @@ write_analytics_entry (GpuShareMeta * m)
   m->n_entries++;
 }
 
+/* GPUSHARE_META_TENSORS: one float32 tensor of 2x2 */
+static void
+write_tensors_entry (GpuShareMeta * m)
+{
+  guint32 len;
+  gsize entry = m->data_len;
+  guint16 kind = GUINT16_TO_LE (GPUSHARE_META_TENSORS), zero = 0;
+  guint i;
+
+  meta_put (m, &kind, 2);
+  meta_put (m, &zero, 2);
+  meta_u32 (m, 0);
+  meta_u32 (m, 1);
+  meta_str (m, "scores");
+  meta_u32 (m, 0);
+  meta_u32 (m, 11);
+  meta_u32 (m, 0);
+  meta_u32 (m, 2);
+  for (i = 0; i < 2; i++) {
+    guint64 le = GUINT64_TO_LE (2);
+
+    meta_put (m, &le, 8);
+  }
+  meta_u32 (m, 16);
+  for (i = 0; i < 4; i++)
+    meta_f32 (m, 0.25f * i);
+  len = GUINT32_TO_LE (m->data_len - entry - GPUSHARE_META_ENTRY_HEADER);
+  memcpy (m->data + entry + 4, &len, 4);
+  m->n_entries++;
+}
+
 /* META (minor 4): the entries gpusharesink writes for a buffer with one
  * meta of every kind it knows, and a small one of an unknown kind */
 static void
@@ -1016,6 +1047,11 @@ write_metas (GpuShareMsg * msg)
   msg->u.meta.sequence = 6;
   write_analytics_entry (&msg->u.meta);
   save_one ("meta-analytics", msg, 0);
+  /* a tensors entry (kind 10): float32 2x2 */
+  init (msg, GPUSHARE_MSG_META);
+  msg->u.meta.sequence = 7;
+  write_tensors_entry (&msg->u.meta);
+  save_one ("meta-tensors", msg, 0);
 
   /* EVENT (minor 4): tags, a custom event, the longest text */
   init (msg, GPUSHARE_MSG_EVENT);
