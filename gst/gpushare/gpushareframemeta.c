@@ -839,7 +839,7 @@ read_tensors (Reader * r, gpointer tm)
     guint32 type = get_u32 (r, "tensor data type");
     guint32 order = get_u32 (r, "tensor dims order");
     guint32 nd = get_u32 (r, "tensor dims count");
-    guint64 dims[GPUSHARE_META_MAX_TENSOR_DIMS], elems = 1, bytes;
+    guint64 dims[GPUSHARE_META_MAX_TENSOR_DIMS], elems = 1, bytes = 0;
     const guint8 *data;
     guint32 len;
     guint d;
