@@ -97,7 +97,7 @@ struct _GpuShareClientFrame
   Session *session;
   Mapping *mapping;
   gboolean in_place;            /* counted in session->n_in_place */
-  GpuShareMeta *meta;           /* its metas, or NULL */
+  GpuShareFrameMetas *meta;     /* its metas, or NULL */
   gint64 received_us;           /* monotonic: its FRAME was read */
 };
 
@@ -109,7 +109,7 @@ typedef struct
   guint64 missed;               /* FRAME: the producer's frames before it
                                  * that never came */
   GpuShareEvent *event;         /* EVENT */
-  GpuShareMeta *meta;           /* ITEM_META */
+  GpuShareFrameMetas *meta;     /* ITEM_META */
   guint64 last_sequence;        /* EOS: the producer's last frame */
   gboolean after_lane;          /* with a lane: once it has nothing left
                                  * (the producer is lost) */
@@ -177,7 +177,7 @@ struct _GpuShareClient
   guint n_queued_events;
   guint64 events_dropped;
   /* the META of the next FRAME, checked */
-  GpuShareMeta *pending_meta;
+  GpuShareFrameMetas *pending_meta;
   guint reconnects;
   gboolean discont;             /* the next frame starts a new producer */
   /* with a lane: the ordered messages received (CAPS, META, EVENT, EOS),
@@ -186,11 +186,12 @@ struct _GpuShareClient
   guint64 lane_marks_received;
   guint64 lane_mark_now;        /* of the message handled now; 0: none */
   guint64 lane_marks_read;
-  GpuShareMeta *lane_meta;
+  GpuShareFrameMetas *lane_meta;
   gboolean lane_reader_done;
   GSource *lane_drain;
   /* heads-up: the frames a spin caught, the spins that missed, the
    * microseconds spun in all */
+  guint64 lane_metas;
   guint64 lane_spins;
   guint64 lane_spin_misses;
   guint64 lane_spin_us;
@@ -364,7 +365,7 @@ gpushare_client_frame_received (GpuShareClientFrame * f)
   return f->received_us;
 }
 
-GpuShareMeta *
+GpuShareFrameMetas *
 gpushare_client_frame_take_meta (GpuShareClientFrame * f)
 {
   return g_steal_pointer (&f->meta);
@@ -642,8 +643,8 @@ handle_announce (GpuShareClient * self, const GpuShareAnnounce * a)
   memcpy (acc->reason, self->mem_reason, acc->reason_len);
   acc->schema_major = GPUSHARE_VERSION_MAJOR;
   acc->schema_minor = GPUSHARE_VERSION_MINOR;
-  acc->flags = self->config.lane ?
-      GPUSHARE_ACCEPT_FLAG_LANE | GPUSHARE_ACCEPT_FLAG_HEADS_UP : 0;
+  acc->flags = self->config.lane ? GPUSHARE_ACCEPT_FLAG_LANE |
+      GPUSHARE_ACCEPT_FLAG_HEADS_UP | GPUSHARE_ACCEPT_FLAG_LANE_METAS : 0;
   acc->mem_type = self->mem_type;
   acc->pid = getpid ();
   acc->instance = a->instance;
@@ -817,7 +818,8 @@ handle_lane (GpuShareClient * self, const GpuShareLaneInfo * info, gint fd)
   session->lane = lane;
   g_mutex_unlock (&session->lock);
   GST_DEBUG_OBJECT (self->log_object, "frames come through a lane of %u "
-      "entries", info->n_entries);
+      "entries, metas through a region of %u bytes", info->n_entries,
+      info->meta_size);
   /* a streaming thread asleep on the condition now sleeps on the bell */
   wake (self);
 }
@@ -950,8 +952,9 @@ handle_event (GpuShareClient * self, const GpuShareEvent * e)
 
 /* the metas of the next FRAME: checked, kept until it comes */
 static void
-handle_meta (GpuShareClient * self, const GpuShareMeta * m)
+handle_meta (GpuShareClient * self, const GpuShareMeta * meta)
 {
+  GpuShareFrameMetas *m;
   gchar *why = NULL;
 
   if (self->state == STATE_DONE)
@@ -964,9 +967,11 @@ handle_meta (GpuShareClient * self, const GpuShareMeta * m)
     producer_error (self, "two METAs for one FRAME");
     return;
   }
+  m = gpushare_frame_metas_new_from_meta (meta);
   if (!gpushare_frame_meta_check (m, &why)) {
     producer_error (self, why);
     g_free (why);
+    g_free (m);
     return;
   }
   if (self->lane_mark_now) {
@@ -975,14 +980,12 @@ handle_meta (GpuShareClient * self, const GpuShareMeta * m)
 
     item->type = ITEM_META;
     item->mark = self->lane_mark_now;
-    item->meta = g_memdup2 (m, G_STRUCT_OFFSET (GpuShareMeta, data) +
-        m->data_len);
+    item->meta = m;
     g_queue_push_tail (&self->items, item);
     wake (self);
     return;
   }
-  self->pending_meta = g_memdup2 (m, G_STRUCT_OFFSET (GpuShareMeta, data) +
-      m->data_len);
+  self->pending_meta = m;
 }
 
 /* lock held: a frame taken, from the socket or the lane, after missed
@@ -1790,8 +1793,9 @@ wake_ahead_window (GpuShareClient * self, gint64 * wake_us, gint64 * until_us)
  * over, or the FRAME was refused: the client failed) */
 static GpuShareClientFrame *
 lane_frame (GpuShareClient * self, Session * s, const GpuShareFrame * f,
-    guint64 written_us, guint64 * missed_out)
+    guint64 written_us, GpuShareFrameMetas * metas, guint64 * missed_out)
 {
+  gchar *why = NULL;
   gint64 now = g_get_monotonic_time ();
   GpuShareRingResult res = GPUSHARE_RING_STALE_EPOCH;
   GpuShareClientFrame *frame;
@@ -1802,6 +1806,7 @@ lane_frame (GpuShareClient * self, Session * s, const GpuShareFrame * f,
   g_mutex_lock (&s->lock);
   if (!s->conn) {
     g_mutex_unlock (&s->lock);
+    g_free (metas);
     return NULL;
   }
   /* a frame from the producer says it lives, as a FRAME message did */
@@ -1824,16 +1829,28 @@ lane_frame (GpuShareClient * self, Session * s, const GpuShareFrame * f,
     g_clear_pointer (&mapping, mapping_unref);
     producer_error (self, debug);
     g_free (debug);
+    g_free (metas);
     return NULL;
   }
-  if (self->lane_meta && self->lane_meta->sequence != f->sequence) {
-    gchar *debug = g_strdup_printf ("META of frame %" G_GUINT64_FORMAT
-        ", then FRAME %" G_GUINT64_FORMAT, self->lane_meta->sequence,
-        f->sequence);
-
+  /* its metas beside it in the meta region, checked as a META's */
+  if (metas) {
+    metas->sequence = f->sequence;
+    if (self->lane_meta)
+      why = g_strdup ("two METAs for one FRAME: one on the socket, one in "
+          "the lane");
+    else if (gpushare_frame_meta_check (metas, &why)) {
+      self->lane_meta = g_steal_pointer (&metas);
+      self->lane_metas++;
+    }
+    g_free (metas);
+  }
+  if (!why && self->lane_meta && self->lane_meta->sequence != f->sequence)
+    why = g_strdup_printf ("META of frame %" G_GUINT64_FORMAT ", then FRAME %"
+        G_GUINT64_FORMAT, self->lane_meta->sequence, f->sequence);
+  if (why) {
     g_clear_pointer (&self->lane_meta, g_free);
-    producer_error (self, debug);
-    g_free (debug);
+    producer_error (self, why);
+    g_free (why);
     /* the slot is ours all the same: it goes back with the session */
     frame = g_new0 (GpuShareClientFrame, 1);
     frame->info = *f;
@@ -1869,8 +1886,9 @@ static gboolean
 lane_read (GpuShareClient * self, Session * s, GpuShareClientItem * out,
     gboolean * empty)
 {
+  GpuShareFrameMetas *metas = NULL;
   GpuShareLaneEntry e;
-  GpuShareLaneResult res = gpushare_lane_pop (s->lane, &e);
+  GpuShareLaneResult res = gpushare_lane_pop (s->lane, &e, &metas);
   GpuShareClientFrame *frame;
   guint64 missed = 0;
 
@@ -1888,7 +1906,7 @@ lane_read (GpuShareClient * self, Session * s, GpuShareClientItem * out,
       self->lane_marks_read = e.mark;
     return FALSE;
   }
-  frame = lane_frame (self, s, &e.frame, e.written_us, &missed);
+  frame = lane_frame (self, s, &e.frame, e.written_us, metas, &missed);
   if (!frame)
     return FALSE;
   GST_LOG_OBJECT (self->log_object, "frame %" G_GUINT64_FORMAT " (slot %u, "
@@ -2184,6 +2202,7 @@ gpushare_client_get_stats (GpuShareClient * self, GpuShareClientStats * s)
   s->reconnects = self->reconnects;
   s->producer_live = self->producer_live;
   s->lane = self->session && self->session->lane;
+  s->lane_metas = self->lane_metas;
   s->lane_spins = self->lane_spins;
   s->lane_spin_misses = self->lane_spin_misses;
   s->lane_spin_us = self->lane_spin_us;

@@ -158,6 +158,8 @@ typedef struct
   guint share;                  /* of a leaky producer's ring; 0: none */
   gboolean stalled;             /* it said it skips us, no frame since */
   gboolean lane;                /* frames come through a frame lane */
+  guint64 lane_metas;           /* frames whose metas came through its
+                                 * meta region */
   /* heads-up: frames a spin caught, spins that missed, microseconds
    * spun (docs/design.md, "Heads-up") */
   guint64 lane_spins;
@@ -202,7 +204,7 @@ const GpuShareFrame *gpushare_client_frame_info (GpuShareClientFrame * f);
 /* when its FRAME was read (monotonic us) */
 gint64 gpushare_client_frame_received (GpuShareClientFrame * f);
 /* its metas (checked), or NULL; the caller frees them */
-GpuShareMeta *gpushare_client_frame_take_meta (GpuShareClientFrame * f);
+GpuShareFrameMetas *gpushare_client_frame_take_meta (GpuShareClientFrame * f);
 GpuShareXferView *gpushare_client_frame_view (GpuShareClientFrame * f);
 /* counts f among the frames read in place, if fewer than max are; TRUE
  * when it is (the GOODBYE of a consumer that leaves says such frames are

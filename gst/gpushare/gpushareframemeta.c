@@ -36,7 +36,7 @@ debug_init (void)
 
 typedef struct
 {
-  GpuShareMeta *m;
+  GpuShareFrameMetas *m;
   gsize entry;                  /* where the open entry starts */
   gboolean overflow;
 } Writer;
@@ -44,7 +44,7 @@ typedef struct
 static void
 put (Writer * w, gconstpointer data, gsize len)
 {
-  if (w->overflow || len > GPUSHARE_MAX_META_LEN - w->m->data_len) {
+  if (w->overflow || len > w->m->capacity - w->m->data_len) {
     w->overflow = TRUE;
     return;
   }
@@ -479,7 +479,7 @@ collect_one (GstBuffer * buf, GstMeta ** meta, gpointer data)
 }
 
 gboolean
-gpushare_frame_meta_collect (GstBuffer * buf, GpuShareMeta * m,
+gpushare_frame_meta_collect (GstBuffer * buf, GpuShareFrameMetas * m,
     guint * n_skipped, const gchar ** skipped_name)
 {
   Collect c = { {m, 0, FALSE}, 0, NULL };
@@ -591,9 +591,9 @@ typedef struct
   Reader body;
 } Entry;
 
-/* the entries of a META whose chain the parser checked */
+/* the entries of metas whose chain was checked */
 static gboolean
-next_entry (const GpuShareMeta * m, gsize * at, Entry * e)
+next_entry (const GpuShareFrameMetas * m, gsize * at, Entry * e)
 {
   guint16 kind;
   guint32 len;
@@ -972,11 +972,19 @@ read_body (Entry * e, Body * b, gboolean * known)
 }
 
 gboolean
-gpushare_frame_meta_check (const GpuShareMeta * m, gchar ** why)
+gpushare_frame_meta_check (const GpuShareFrameMetas * m, gchar ** why)
 {
   gsize at = 0;
   guint i;
 
+  /* a META's parser checked its chain already; a lane's meta region is
+   * read here first */
+  if (!gpushare_frame_metas_check_chain (m)) {
+    if (why)
+      *why = g_strdup_printf ("the %u entries of %u bytes of a frame's "
+          "metas do not chain", m->n_entries, m->data_len);
+    return FALSE;
+  }
   for (i = 0; i < m->n_entries; i++) {
     gboolean known;
     Entry e;
@@ -1201,8 +1209,18 @@ add_meta (GstBuffer * buf, guint kind, Body * b, guint * n_left_out)
   }
 }
 
+gboolean
+gpushare_frame_meta_check_meta (const GpuShareMeta * meta, gchar ** why)
+{
+  GpuShareFrameMetas *m = gpushare_frame_metas_new_from_meta (meta);
+  gboolean ok = gpushare_frame_meta_check (m, why);
+
+  g_free (m);
+  return ok;
+}
+
 guint
-gpushare_frame_meta_apply (const GpuShareMeta * m, GstBuffer * buf,
+gpushare_frame_meta_apply (const GpuShareFrameMetas * m, GstBuffer * buf,
     guint * n_dropped)
 {
   gsize at = 0;

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The GstMetas of a frame on the wire: the entries of a META message
- * (gpushareproto.h), written from a producer's buffer and added to the
- * consumer's.
+ * The GstMetas of a frame on the wire: the entries of a META message or
+ * of a lane's meta region (gpushareproto.h), written from a producer's
+ * buffer and added to the consumer's.
  *
  * Each entry is one meta: a kind, and a body the kind describes (all
  * integers little-endian; a string is its length (32 bits) and that many
@@ -85,22 +85,26 @@ typedef enum
 #define GPUSHARE_META_MAX_PEER_QUARKS 4096
 
 /* Producer: the metas of buf that travel, into m (sequence left to the
- * caller).  FALSE when there is none (nothing to send).  *n_skipped:
+ * caller), up to its capacity.  FALSE when there is none (nothing to send).  *n_skipped:
  * metas of buf that could not be written (GstVideoMeta, which the layout
  * carries, is not one of them).  *skipped_names: the first one's name, if
  * the caller wants it (static). */
-gboolean gpushare_frame_meta_collect (GstBuffer * buf, GpuShareMeta * m,
+gboolean gpushare_frame_meta_collect (GstBuffer * buf, GpuShareFrameMetas * m,
     guint * n_skipped, const gchar ** skipped_name);
 
-/* Consumer, at receipt: every entry of a known kind parses.  On failure
+/* Consumer, at receipt: the entries chain, and every entry of a known kind
+ * parses.  On failure
  * *why says which and what (free it). */
-gboolean gpushare_frame_meta_check (const GpuShareMeta * m, gchar ** why);
+gboolean gpushare_frame_meta_check (const GpuShareFrameMetas * m, gchar ** why);
+/* the same of a META's metas */
+gboolean gpushare_frame_meta_check_meta (const GpuShareMeta * meta,
+    gchar ** why);
 
 /* Consumer: adds the metas of a checked m to buf.  Returns how many were
  * added; *n_dropped counts entries that were not (a kind this version
  * does not know, a value GStreamer refused, a custom meta past the
  * registrations allowed). */
-guint gpushare_frame_meta_apply (const GpuShareMeta * m, GstBuffer * buf,
+guint gpushare_frame_meta_apply (const GpuShareFrameMetas * m, GstBuffer * buf,
     guint * n_dropped);
 
 G_END_DECLS

@@ -54,6 +54,16 @@ struct _GpuShareLane
   gint64 spin_left_us;
   guint spin_skip;
   guint spin_penalty;
+  /* the meta region (since minor 9): meta_size bytes after the releases
+   * (0: none).  meta_head: the producer's position in its bytes as
+   * written (the next metas go there or, not to wrap, at the region's next
+   * start), and meta_end[] where it was once each entry was written, so
+   * that an entry read frees what came before; the consumer's meta_head
+   * is where the last metas read ended */
+  guint8 *meta_base;
+  guint32 meta_size;
+  guint64 meta_head;
+  guint64 *meta_end;
 };
 
 static guint64 *
@@ -89,6 +99,11 @@ gpushare_lane_result_to_string (GpuShareLaneResult res)
       return "the peer's index of the lane cannot be";
     case GPUSHARE_LANE_BAD_ENTRY:
       return "an entry of the lane that does not parse or is out of place";
+    case GPUSHARE_LANE_NO_ROOM:
+      return "no room in the lane's meta region";
+    case GPUSHARE_LANE_BAD_METAS:
+      return "a frame's metas outside the lane's meta region, or not after "
+          "the last ones";
   }
   return "unknown";
 }
@@ -106,11 +121,13 @@ map (GpuShareLane * lane, gint fd, GError ** error)
         "could not map the frame lane: %s", g_strerror (err));
     return FALSE;
   }
+  if (lane->meta_size)
+    lane->meta_base = lane->base + gpushare_lane_size (lane->n_entries);
   return TRUE;
 }
 
 GpuShareLane *
-gpushare_lane_new (guint32 n_entries, GError ** error)
+gpushare_lane_new (guint32 n_entries, guint32 meta_size, GError ** error)
 {
   GpuShareLane *lane;
   gint fd, err;
@@ -118,10 +135,18 @@ gpushare_lane_new (guint32 n_entries, GError ** error)
   g_return_val_if_fail (n_entries >= GPUSHARE_LANE_MIN_ENTRIES
       && n_entries <= GPUSHARE_LANE_MAX_ENTRIES
       && (n_entries & (n_entries - 1)) == 0, NULL);
+  g_return_val_if_fail (meta_size == 0
+      || (meta_size >= GPUSHARE_LANE_MIN_META_REGION
+          && meta_size <= GPUSHARE_LANE_MAX_META_REGION
+          && meta_size % GPUSHARE_LANE_META_ALIGN == 0), NULL);
 
   lane = g_new0 (GpuShareLane, 1);
   lane->n_entries = n_entries;
-  lane->size = gpushare_lane_size (n_entries);
+  lane->meta_size = meta_size;
+  if (meta_size)
+    lane->meta_end = g_new0 (guint64, n_entries);
+  /* the region's pages are the kernel's until metas are written there */
+  lane->size = gpushare_lane_size (n_entries) + meta_size;
   lane->fd = -1;
   fd = memfd_create ("gpushare-lane", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (fd < 0)
@@ -150,6 +175,7 @@ gpushare_lane_get_info (GpuShareLane * lane, GpuShareLaneInfo * info)
   info->n_entries = lane->n_entries;
   info->entry_size = GPUSHARE_LANE_ENTRY_SIZE;
   info->size = lane->size;
+  info->meta_size = lane->meta_size;
 }
 
 gint
@@ -184,8 +210,36 @@ gpushare_lane_ring (GpuShareLane * lane)
   futex_wake (bell);
 }
 
+/* producer: metas into the region, e pointing at them; FALSE: no room.
+ * What entries before tail pointed at is free. */
+static gboolean
+put_metas (GpuShareLane * lane, guint64 tail, GpuShareLaneEntry * e,
+    const GpuShareFrameMetas * m)
+{
+  guint64 freed = tail > 0 ?
+      lane->meta_end[(tail - 1) & (lane->n_entries - 1)] : 0;
+  guint64 at = lane->meta_head;
+  gsize off;
+
+  if (!lane->meta_size || m->data_len > GPUSHARE_LANE_MAX_META_LEN
+      || m->data_len > lane->meta_size)
+    return FALSE;
+  /* never across the region's end: on from its start */
+  off = at % lane->meta_size;
+  if (off + m->data_len > lane->meta_size)
+    at += lane->meta_size - off;
+  if (at + m->data_len - freed > lane->meta_size)
+    return FALSE;
+  memcpy (lane->meta_base + at % lane->meta_size, m->data, m->data_len);
+  e->meta_at = at;
+  e->meta_len = m->data_len;
+  e->meta_entries = m->n_entries;
+  return TRUE;
+}
+
 GpuShareLaneResult
-gpushare_lane_push (GpuShareLane * lane, GpuShareLaneEntry * e)
+gpushare_lane_push (GpuShareLane * lane, GpuShareLaneEntry * e,
+    const GpuShareFrameMetas * metas)
 {
   guint64 tail = __atomic_load_n (word64 (lane, GPUSHARE_LANE_TAIL_OFFSET),
       __ATOMIC_ACQUIRE);
@@ -198,8 +252,18 @@ gpushare_lane_push (GpuShareLane * lane, GpuShareLaneEntry * e)
   if (unread == lane->n_entries)
     return GPUSHARE_LANE_FULL;
   e->index = lane->index;
+  e->meta_at = 0;
+  e->meta_len = e->meta_entries = 0;
+  if (metas && metas->data_len > 0 && !put_metas (lane, tail, e, metas))
+    return GPUSHARE_LANE_NO_ROOM;
   if (!gpushare_lane_entry_build (e, entry_at (lane, lane->index)))
     return GPUSHARE_LANE_BAD_ENTRY;
+  if (lane->meta_size) {
+    /* the next ones start 8-byte aligned */
+    if (e->meta_len)
+      lane->meta_head = e->meta_at + ((e->meta_len + 7) & ~(guint64) 7);
+    lane->meta_end[lane->index & (lane->n_entries - 1)] = lane->meta_head;
+  }
   lane->index++;
   __atomic_store_n (word64 (lane, GPUSHARE_LANE_HEAD_OFFSET), lane->index,
       __ATOMIC_RELEASE);
@@ -247,6 +311,7 @@ gpushare_lane_open (gint fd, const GpuShareLaneInfo * info, GError ** error)
   }
   lane = g_new0 (GpuShareLane, 1);
   lane->n_entries = info->n_entries;
+  lane->meta_size = info->meta_size;
   lane->size = info->size;
   lane->fd = -1;
   if (!map (lane, fd, error)) {
@@ -257,9 +322,41 @@ gpushare_lane_open (gint fd, const GpuShareLaneInfo * info, GError ** error)
   return lane;
 }
 
-GpuShareLaneResult
-gpushare_lane_pop (GpuShareLane * lane, GpuShareLaneEntry * e)
+/* consumer: the metas e points at, where they may be, copied out */
+static GpuShareLaneResult
+take_metas (GpuShareLane * lane, const GpuShareLaneEntry * e,
+    GpuShareFrameMetas ** metas)
 {
+  GpuShareFrameMetas *m;
+  gsize off;
+
+  /* the parser bounded meta_len; the place is ours to judge: after the
+   * last metas, by less than a lap (what is skipped not to wrap), and
+   * inside the region */
+  if (!lane->meta_size || e->meta_at < lane->meta_head
+      || e->meta_at - lane->meta_head >= lane->meta_size
+      || e->meta_len > lane->meta_size)
+    return GPUSHARE_LANE_BAD_METAS;
+  off = e->meta_at % lane->meta_size;
+  if (off + e->meta_len > lane->meta_size)
+    return GPUSHARE_LANE_BAD_METAS;
+  lane->meta_head = e->meta_at + e->meta_len;
+  if (!metas)
+    return GPUSHARE_LANE_OK;
+  m = gpushare_frame_metas_new (e->meta_len);
+  memcpy (m->data, lane->meta_base + off, e->meta_len);
+  m->data_len = e->meta_len;
+  m->n_entries = e->meta_entries;
+  *metas = m;
+  return GPUSHARE_LANE_OK;
+}
+
+GpuShareLaneResult
+gpushare_lane_pop (GpuShareLane * lane, GpuShareLaneEntry * e,
+    GpuShareFrameMetas ** metas)
+{
+  GpuShareLaneResult res;
+
   guint8 copy[GPUSHARE_LANE_ENTRY_SIZE];
   guint64 head = __atomic_load_n (word64 (lane, GPUSHARE_LANE_HEAD_OFFSET),
       __ATOMIC_ACQUIRE);
@@ -275,6 +372,11 @@ gpushare_lane_pop (GpuShareLane * lane, GpuShareLaneEntry * e)
   if (gpushare_lane_entry_parse (copy, e) != GPUSHARE_PARSE_OK
       || e->index != lane->index)
     return GPUSHARE_LANE_BAD_ENTRY;
+  if (metas)
+    *metas = NULL;
+  if (e->kind == GPUSHARE_LANE_ENTRY_FRAME && e->meta_len
+      && (res = take_metas (lane, e, metas)) != GPUSHARE_LANE_OK)
+    return res;
   lane->index++;
   __atomic_store_n (word64 (lane, GPUSHARE_LANE_TAIL_OFFSET), lane->index,
       __ATOMIC_RELEASE);
@@ -503,5 +605,6 @@ gpushare_lane_free (GpuShareLane * lane)
     munmap (lane->base, lane->size);
   if (lane->fd >= 0)
     close (lane->fd);
+  g_free (lane->meta_end);
   g_free (lane);
 }

@@ -30,6 +30,11 @@ typedef enum
   GPUSHARE_LANE_BAD_INDEX,      /* the peer's index cannot be */
   GPUSHARE_LANE_BAD_ENTRY,      /* pop: an entry that does not parse, or
                                  * not in its place */
+  GPUSHARE_LANE_NO_ROOM,        /* push: the meta region has no room for
+                                 * the frame's metas (the entry was not
+                                 * written) */
+  GPUSHARE_LANE_BAD_METAS,      /* pop: a frame's metas outside the meta
+                                 * region, or not after the last ones */
 } GpuShareLaneResult;
 
 /* entries of the lanes this version makes */
@@ -37,25 +42,38 @@ typedef enum
 
 const gchar *gpushare_lane_result_to_string (GpuShareLaneResult res);
 
-/* The producer's side: a new sealed memfd of n_entries entries, mapped.
- * NULL with error when the kernel refuses. */
-GpuShareLane *gpushare_lane_new (guint32 n_entries, GError ** error);
+/* The producer's side: a new sealed memfd of n_entries entries and a meta
+ * region of meta_size bytes (0: none; since minor 9), mapped.  NULL with
+ * error when the kernel refuses. */
+GpuShareLane *gpushare_lane_new (guint32 n_entries, guint32 meta_size,
+    GError ** error);
 /* what LANE says of it */
 void gpushare_lane_get_info (GpuShareLane * lane, GpuShareLaneInfo * info);
 /* a duplicate of its fd, to send (the sender closes it); -1 with error */
 gint gpushare_lane_dup_fd (GpuShareLane * lane, GError ** error);
-/* writes e (its index set here) and rings the bell if the reader sleeps */
+/* writes e (its index set here) and rings the bell if the reader sleeps.
+ * A FRAME's metas (NULL: none) go into the meta region first, e pointing
+ * at them; NO_ROOM where the lane has no region, or its reader left too
+ * little of it read (the caller sends them another way).  Bytes of the
+ * region are written again only once the reader read past the entry
+ * that points at them. */
 GpuShareLaneResult gpushare_lane_push (GpuShareLane * lane,
-    GpuShareLaneEntry * e);
+    GpuShareLaneEntry * e, const GpuShareFrameMetas * metas);
 
 /* The consumer's side: maps fd (taken, closed here in every case) after
  * checking that it is a memfd sealed against shrinking and growing of
  * exactly info->size bytes.  NULL with error otherwise. */
 GpuShareLane *gpushare_lane_open (gint fd, const GpuShareLaneInfo * info,
     GError ** error);
-/* the next entry, checked (index, parse); EMPTY when none */
+/* the next entry, checked (index, parse); EMPTY when none.  A FRAME's
+ * metas in the meta region, copied out before the entry counts as read
+ * (then the producer may write over them), go into *metas (NULL: none;
+ * sequence left 0); metas NULL: not copied.  What they say is the
+ * caller's to check (gpushare_frame_meta_check ()); where they are is
+ * checked here: in the region, without wrapping around its end, after
+ * the previous frame's. */
 GpuShareLaneResult gpushare_lane_pop (GpuShareLane * lane,
-    GpuShareLaneEntry * e);
+    GpuShareLaneEntry * e, GpuShareFrameMetas ** metas);
 /* The doorbell, for the reader: read the bell first, then look for work
  * (the lane, anything else that rings it), then sleep with the value
  * read: a ring after the read ends the sleep at once.  timeout_us < 0

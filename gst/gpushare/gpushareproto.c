@@ -504,13 +504,16 @@ WIRE_AT (GpuShareWireNotice, n_consumers, 12);
 WIRE_AT (GpuShareWireNotice, skipped, 16);
 WIRE_AT (GpuShareWireNotice, sequence, 24);
 
-/* LANE, producer -> consumer, since minor 7.  16 bytes, with one fd (the
- * lane's memfd).
+/* LANE, producer -> consumer, since minor 7.  16 bytes, or 24 since
+ * minor 9 when the lane has a meta region, with one fd (the lane's
+ * memfd).
  *
  *   off size field
  *     0    4 n_entries
  *     4    4 entry_size
  *     8    8 size
+ *    16    4 meta_size        since minor 9; 0 when absent
+ *    20    4 reserved         0
  */
 typedef struct
 {
@@ -523,6 +526,16 @@ G_STATIC_ASSERT (sizeof (GpuShareWireLane) == 16);
 WIRE_AT (GpuShareWireLane, n_entries, 0);
 WIRE_AT (GpuShareWireLane, entry_size, 4);
 WIRE_AT (GpuShareWireLane, size, 8);
+
+typedef struct
+{
+  guint32 meta_size;
+  guint32 reserved;
+} GpuShareWireLaneMetas;
+
+G_STATIC_ASSERT (sizeof (GpuShareWireLaneMetas) == 8);
+WIRE_AT (GpuShareWireLaneMetas, meta_size, 0);
+WIRE_AT (GpuShareWireLaneMetas, reserved, 4);
 
 /* An entry of a lane.  GPUSHARE_LANE_ENTRY_SIZE bytes.
  *
@@ -546,6 +559,30 @@ WIRE_AT (GpuShareWireLaneEntry, kind, 8);
 WIRE_AT (GpuShareWireLaneEntry, length, 12);
 G_STATIC_ASSERT (sizeof (GpuShareWireLaneEntry) +
     sizeof (GpuShareWireFrameShare) + 8 <= GPUSHARE_LANE_ENTRY_SIZE);
+
+/* A FRAME entry's metas in the meta region, since minor 9: after
+ * written_us.
+ *
+ *   off size field
+ *     0    8 meta_at          position in the region's bytes as written
+ *     8    4 meta_len         bytes; 0: none there
+ *    12    4 meta_entries     entries in them
+ */
+typedef struct
+{
+  guint64 meta_at;
+  guint32 meta_len;
+  guint32 meta_entries;
+} GpuShareWireLaneMetaRef;
+
+G_STATIC_ASSERT (sizeof (GpuShareWireLaneMetaRef) == 16);
+WIRE_AT (GpuShareWireLaneMetaRef, meta_at, 0);
+WIRE_AT (GpuShareWireLaneMetaRef, meta_len, 8);
+WIRE_AT (GpuShareWireLaneMetaRef, meta_entries, 12);
+/* where it starts in a FRAME entry's body */
+#define LANE_META_REF_AT (sizeof (GpuShareWireFrameShare) + 8)
+G_STATIC_ASSERT (sizeof (GpuShareWireLaneEntry) + LANE_META_REF_AT +
+    sizeof (GpuShareWireLaneMetaRef) <= GPUSHARE_LANE_ENTRY_SIZE);
 
 /* does this GOODBYE need its minor-3 part on the wire */
 static gboolean
@@ -819,30 +856,81 @@ check_caps (const GpuShareCaps * c)
 }
 
 /* the entries chain: n_entries headers and bodies, back to back, filling
- * data_len exactly; reserved fields 0 */
+ * len exactly; reserved fields 0 */
 static GpuShareParseResult
-check_meta (const GpuShareMeta * m)
+check_meta_chain (guint32 n_entries, const guint8 * data, gsize len,
+    gsize max_len)
 {
   gsize at = 0;
   guint i;
 
-  if (m->n_entries == 0 || m->n_entries > GPUSHARE_MAX_META_ENTRIES
-      || m->data_len > GPUSHARE_MAX_META_LEN)
+  if (n_entries == 0 || n_entries > GPUSHARE_MAX_META_ENTRIES || len > max_len)
     return GPUSHARE_PARSE_MALFORMED;
-  for (i = 0; i < m->n_entries; i++) {
-    guint32 len;
+  for (i = 0; i < n_entries; i++) {
+    guint32 body;
 
-    if (m->data_len - at < GPUSHARE_META_ENTRY_HEADER)
+    if (len - at < GPUSHARE_META_ENTRY_HEADER)
       return GPUSHARE_PARSE_MALFORMED;
-    if (rd16 (m->data + at + 2) != 0)
+    if (rd16 (data + at + 2) != 0)
       return GPUSHARE_PARSE_MALFORMED;
-    len = rd32 (m->data + at + 4);
+    body = rd32 (data + at + 4);
     at += GPUSHARE_META_ENTRY_HEADER;
-    if (len > m->data_len - at)
+    if (body > len - at)
       return GPUSHARE_PARSE_MALFORMED;
-    at += len;
+    at += body;
   }
-  return at == m->data_len ? GPUSHARE_PARSE_OK : GPUSHARE_PARSE_MALFORMED;
+  return at == len ? GPUSHARE_PARSE_OK : GPUSHARE_PARSE_MALFORMED;
+}
+
+static GpuShareParseResult
+check_meta (const GpuShareMeta * m)
+{
+  return check_meta_chain (m->n_entries, m->data, m->data_len,
+      GPUSHARE_MAX_META_LEN);
+}
+
+GpuShareFrameMetas *
+gpushare_frame_metas_new (gsize capacity)
+{
+  GpuShareFrameMetas *m;
+
+  g_return_val_if_fail (capacity <= GPUSHARE_LANE_MAX_META_LEN, NULL);
+
+  m = g_malloc0 (sizeof (GpuShareFrameMetas) + capacity);
+  m->capacity = capacity;
+  m->data = (guint8 *) (m + 1);
+  return m;
+}
+
+GpuShareFrameMetas *
+gpushare_frame_metas_new_from_meta (const GpuShareMeta * meta)
+{
+  GpuShareFrameMetas *m = gpushare_frame_metas_new (meta->data_len);
+
+  m->sequence = meta->sequence;
+  m->n_entries = meta->n_entries;
+  m->data_len = meta->data_len;
+  memcpy (m->data, meta->data, meta->data_len);
+  return m;
+}
+
+gboolean
+gpushare_frame_metas_to_meta (const GpuShareFrameMetas * m, GpuShareMeta * meta)
+{
+  if (m->data_len > GPUSHARE_MAX_META_LEN)
+    return FALSE;
+  meta->sequence = m->sequence;
+  meta->n_entries = m->n_entries;
+  meta->data_len = m->data_len;
+  memcpy (meta->data, m->data, m->data_len);
+  return TRUE;
+}
+
+gboolean
+gpushare_frame_metas_check_chain (const GpuShareFrameMetas * m)
+{
+  return check_meta_chain (m->n_entries, m->data, m->data_len,
+      GPUSHARE_LANE_MAX_META_LEN) == GPUSHARE_PARSE_OK;
 }
 
 /* any kind (an unknown one is skipped by the consumer), a text of 1 to
@@ -902,7 +990,11 @@ check_lane (const GpuShareLaneInfo * l, guint32 n_fds)
       || l->n_entries > GPUSHARE_LANE_MAX_ENTRIES
       || (l->n_entries & (l->n_entries - 1)) != 0
       || l->entry_size != GPUSHARE_LANE_ENTRY_SIZE
-      || l->size != gpushare_lane_size (l->n_entries))
+      || (l->meta_size != 0
+          && (l->meta_size < GPUSHARE_LANE_MIN_META_REGION
+              || l->meta_size > GPUSHARE_LANE_MAX_META_REGION
+              || l->meta_size % GPUSHARE_LANE_META_ALIGN != 0))
+      || l->size != gpushare_lane_size (l->n_entries) + l->meta_size)
     return GPUSHARE_PARSE_MALFORMED;
   return n_fds == 1 ? GPUSHARE_PARSE_OK : GPUSHARE_PARSE_BAD_FD_COUNT;
 }
@@ -1140,6 +1232,11 @@ parse_lane (const guint8 * p, gsize len, GpuShareMsg * msg)
   l->n_entries = RD32 (p, GpuShareWireLane, n_entries);
   l->entry_size = RD32 (p, GpuShareWireLane, entry_size);
   l->size = RD64 (p, GpuShareWireLane, size);
+  if (len >= sizeof (GpuShareWireLane) + sizeof (GpuShareWireLaneMetas)) {
+    p += sizeof (GpuShareWireLane);
+    /* reserved: a newer minor's */
+    l->meta_size = RD32 (p, GpuShareWireLaneMetas, meta_size);
+  }
   return GPUSHARE_PARSE_OK;
 }
 
@@ -1566,12 +1663,19 @@ gpushare_msg_build_lane (const GpuShareLaneInfo * l, GByteArray * out)
 
   if (check_lane (l, 1) != GPUSHARE_PARSE_OK)
     return FALSE;
-  p = append_message (out, GPUSHARE_MSG_LANE, 1, sizeof (GpuShareWireLane));
+  /* a lane without a meta region is what a producer of minor 7 sent */
+  p = append_message (out, GPUSHARE_MSG_LANE, 1, sizeof (GpuShareWireLane) +
+      (l->meta_size ? sizeof (GpuShareWireLaneMetas) : 0));
   if (!p)
     return FALSE;
   WR32 (p, GpuShareWireLane, n_entries, l->n_entries);
   WR32 (p, GpuShareWireLane, entry_size, l->entry_size);
   WR64 (p, GpuShareWireLane, size, l->size);
+  if (l->meta_size) {
+    p += sizeof (GpuShareWireLane);
+    WR32 (p, GpuShareWireLaneMetas, meta_size, l->meta_size);
+    WR32 (p, GpuShareWireLaneMetas, reserved, 0);
+  }
   return TRUE;
 }
 
@@ -1623,7 +1727,14 @@ gpushare_lane_entry_build (const GpuShareLaneEntry * e, guint8 * out)
 
   switch (e->kind) {
     case GPUSHARE_LANE_ENTRY_FRAME:
-      length = sizeof (GpuShareWireFrameShare) + 8;
+      /* the metas' reference only where there are metas: an entry without
+       * is what a producer of minor 7 wrote */
+      if (e->meta_len == 0 ? e->meta_at != 0 || e->meta_entries != 0 :
+          e->meta_len > GPUSHARE_LANE_MAX_META_LEN || e->meta_entries == 0
+          || e->meta_entries > GPUSHARE_MAX_META_ENTRIES)
+        return FALSE;
+      length = LANE_META_REF_AT +
+          (e->meta_len ? sizeof (GpuShareWireLaneMetaRef) : 0);
       break;
     case GPUSHARE_LANE_ENTRY_MARK:
       /* marks count from 1: what is built parses */
@@ -1641,6 +1752,13 @@ gpushare_lane_entry_build (const GpuShareLaneEntry * e, guint8 * out)
   if (e->kind == GPUSHARE_LANE_ENTRY_FRAME) {
     write_frame (body, &e->frame, TRUE);
     wr64 (body + sizeof (GpuShareWireFrameShare), e->written_us);
+    if (e->meta_len) {
+      guint8 *ref = body + LANE_META_REF_AT;
+
+      WR64 (ref, GpuShareWireLaneMetaRef, meta_at, e->meta_at);
+      WR32 (ref, GpuShareWireLaneMetaRef, meta_len, e->meta_len);
+      WR32 (ref, GpuShareWireLaneMetaRef, meta_entries, e->meta_entries);
+    }
   } else
     wr64 (body, e->mark);
   return TRUE;
@@ -1668,6 +1786,19 @@ gpushare_lane_entry_parse (const guint8 * in, GpuShareLaneEntry * e)
       read_frame (body, length, &e->frame);
       if (length >= sizeof (GpuShareWireFrameShare) + 8)
         e->written_us = rd64 (body + sizeof (GpuShareWireFrameShare));
+      if (length >= LANE_META_REF_AT + sizeof (GpuShareWireLaneMetaRef)) {
+        const guint8 *ref = body + LANE_META_REF_AT;
+
+        e->meta_at = RD64 (ref, GpuShareWireLaneMetaRef, meta_at);
+        e->meta_len = RD32 (ref, GpuShareWireLaneMetaRef, meta_len);
+        e->meta_entries = RD32 (ref, GpuShareWireLaneMetaRef, meta_entries);
+        /* the reader judges the place; the shape is the parser's */
+        if (e->meta_len > GPUSHARE_LANE_MAX_META_LEN
+            || (e->meta_len == 0) != (e->meta_entries == 0)
+            || (e->meta_len == 0 && e->meta_at != 0)
+            || e->meta_entries > GPUSHARE_MAX_META_ENTRIES)
+          return GPUSHARE_PARSE_MALFORMED;
+      }
       return GPUSHARE_PARSE_OK;
     case GPUSHARE_LANE_ENTRY_MARK:
       if (length < 8)

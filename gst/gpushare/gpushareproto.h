@@ -60,7 +60,7 @@ G_BEGIN_DECLS
 
 #define GPUSHARE_MAGIC 0x48535047u      /* "GPSH" as little-endian bytes */
 #define GPUSHARE_VERSION_MAJOR 1
-#define GPUSHARE_VERSION_MINOR 8
+#define GPUSHARE_VERSION_MINOR 9
 
 /* The minor version that added each feature.  A minor only adds (new
  * types, longer payloads, meaning for bits that were 0), so a feature
@@ -83,6 +83,8 @@ G_BEGIN_DECLS
 #define GPUSHARE_MINOR_LANE 7           /* LANE: frames through a lane in
                                          * shared memory */
 #define GPUSHARE_MINOR_HEADS_UP 8       /* a lane's announced word */
+#define GPUSHARE_MINOR_LANE_METAS 9     /* a frame's metas in its lane's
+                                         * meta region */
 
 #define GPUSHARE_HEADER_SIZE 24
 /* caps, checked before anything is allocated or copied */
@@ -238,6 +240,10 @@ typedef struct
  * lane's announced word, when the producer begins to write a frame that
  * takes it a while (docs/protocol.md, "Heads-up") */
 #define GPUSHARE_ACCEPT_FLAG_HEADS_UP (1u << 1)
+/* (since minor 9) with a lane: the consumer takes a frame's metas from the
+ * lane's meta region, beside its FRAME entry (docs/protocol.md, "Metas in
+ * the lane") */
+#define GPUSHARE_ACCEPT_FLAG_LANE_METAS (1u << 2)
 
 /* GOODBYE flags (since minor 3) */
 /* from a consumer: buffers alive in its process still read the slots it
@@ -472,8 +478,24 @@ typedef struct
   guint32 n_entries;            /* a power of two, GPUSHARE_LANE_MIN_ENTRIES
                                  * .. GPUSHARE_LANE_MAX_ENTRIES */
   guint32 entry_size;           /* GPUSHARE_LANE_ENTRY_SIZE */
-  guint64 size;                 /* gpushare_lane_size (n_entries) */
+  guint64 size;                 /* gpushare_lane_size (n_entries,
+                                 * meta_size) */
+  guint32 meta_size;            /* (since minor 9) bytes of its meta region,
+                                 * after the releases: 0 (none), or
+                                 * GPUSHARE_LANE_MIN_META_REGION ..
+                                 * GPUSHARE_LANE_MAX_META_REGION, a multiple
+                                 * of GPUSHARE_LANE_META_ALIGN */
 } GpuShareLaneInfo;
+
+/* a lane's meta region (since minor 9) */
+#define GPUSHARE_LANE_MIN_META_REGION (64 * 1024)
+#define GPUSHARE_LANE_MAX_META_REGION (16 * 1024 * 1024)
+#define GPUSHARE_LANE_META_ALIGN 64
+/* the region of the lanes this version makes */
+#define GPUSHARE_LANE_META_REGION (1024 * 1024)
+/* the metas of one frame in a meta region: at most this many bytes of
+ * entries (a META's payload holds GPUSHARE_MAX_META_LEN) */
+#define GPUSHARE_LANE_MAX_META_LEN (256 * 1024)
 
 #define GPUSHARE_LANE_HEADER_SIZE 128
 #define GPUSHARE_LANE_ENTRY_SIZE 128
@@ -516,6 +538,13 @@ typedef struct
                                  * when it wrote it, us; 0: not said */
   guint64 mark;                 /* MARK: 1, 2, ... in the order of the
                                  * socket's ordered messages */
+  /* FRAME, since minor 9: its metas in the lane's meta region, meta_len
+   * bytes of meta_entries entries (as a META's data) at meta_at, a
+   * position in the region's bytes as written (its offset: meta_at modulo
+   * the region's size); meta_len 0: none there */
+  guint64 meta_at;
+  guint32 meta_len;
+  guint32 meta_entries;
 } GpuShareLaneEntry;
 
 typedef struct
@@ -525,6 +554,19 @@ typedef struct
   guint32 data_len;             /* <= GPUSHARE_MAX_META_LEN */
   guint8 data[GPUSHARE_MAX_META_LEN];
 } GpuShareMeta;
+
+/* A frame's metas in this process, of any length up to
+ * GPUSHARE_LANE_MAX_META_LEN: what a META's payload said, or what the
+ * frame's entry in a lane points at in its meta region (since minor 9).
+ * One allocation: g_free () frees it. */
+typedef struct
+{
+  guint64 sequence;
+  guint32 n_entries;
+  guint32 data_len;             /* <= capacity */
+  gsize capacity;
+  guint8 *data;                 /* capacity bytes, after the struct */
+} GpuShareFrameMetas;
 
 typedef struct
 {
@@ -652,8 +694,22 @@ void gpushare_lane_release_build (guint64 index, const GpuShareRelease * r,
     guint8 * out);
 void gpushare_lane_release_parse (const guint8 * in, guint64 * index,
     GpuShareRelease * r);
-/* bytes of a lane of n_entries entries, and as many releases */
+/* bytes of a lane of n_entries entries, and as many releases (its meta
+ * region comes after them) */
 guint64 gpushare_lane_size (guint32 n_entries);
+
+/* A frame's metas: room for capacity bytes (at most
+ * GPUSHARE_LANE_MAX_META_LEN), none written */
+GpuShareFrameMetas *gpushare_frame_metas_new (gsize capacity);
+/* a copy of a META's */
+GpuShareFrameMetas *gpushare_frame_metas_new_from_meta (const GpuShareMeta *
+    meta);
+/* into a META, if they fit one (GPUSHARE_MAX_META_LEN) */
+gboolean gpushare_frame_metas_to_meta (const GpuShareFrameMetas * m,
+    GpuShareMeta * meta);
+/* the entries chain a META's parser checks: 1 .. GPUSHARE_MAX_META_ENTRIES
+ * entries filling data_len, reserved fields 0 */
+gboolean gpushare_frame_metas_check_chain (const GpuShareFrameMetas * m);
 
 const gchar *gpushare_msg_type_to_string (guint type);
 const gchar *gpushare_parse_result_to_string (GpuShareParseResult res);

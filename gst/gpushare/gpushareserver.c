@@ -130,6 +130,7 @@ typedef struct
   guint64 lane_marks;
   gboolean lane_failed;         /* its releases in the lane did not read */
   gboolean heads_up;            /* it asked for heads-up in its lane */
+  gboolean lane_metas;          /* and a meta region (since minor 9) */
 } Client;
 
 struct _GpuShareServer
@@ -198,6 +199,12 @@ struct _GpuShareServer
   gboolean eos;
   guint64 latency;
   guint64 frames_rendered;
+  /* meta entries of frames sent to a consumer without them: too large
+   * for a META, and no room in its lane's meta region */
+  guint64 metas_not_sent;
+  gboolean told_metas_not_sent;
+  /* a frame's metas as a META, for the consumers that take them so */
+  GpuShareMeta *wire_meta;
   guint64 frames_dropped;
   guint64 frames_in_place;
   guint64 frames_copied;
@@ -493,13 +500,16 @@ static void protocol_error (Client * client, const gchar * text);
  * dropped from the control thread (slow, protocol), as for a send queue
  * past its bound or a malformed message. */
 static gboolean
-lane_push (GpuShareServer * self, Client * client, GpuShareLaneEntry * e)
+lane_push (GpuShareServer * self, Client * client, GpuShareLaneEntry * e,
+    const GpuShareFrameMetas * metas, gboolean * no_room)
 {
-  GpuShareLaneResult res = gpushare_lane_push (client->lane, e);
+  GpuShareLaneResult res = gpushare_lane_push (client->lane, e, metas);
   GError *error;
 
-  if (res == GPUSHARE_LANE_OK)
-    return TRUE;
+  if (no_room)
+    *no_room = res == GPUSHARE_LANE_NO_ROOM;
+  if (res == GPUSHARE_LANE_OK || res == GPUSHARE_LANE_NO_ROOM)
+    return res == GPUSHARE_LANE_OK;
   if (res != GPUSHARE_LANE_FULL) {
     /* told why, as for a malformed message */
     gchar *text = g_strdup_printf ("frame lane: %s",
@@ -548,7 +558,7 @@ lane_mark (GpuShareServer * self, Client * client, gboolean sent)
     return;
   e.kind = GPUSHARE_LANE_ENTRY_MARK;
   e.mark = ++client->lane_marks;
-  lane_push (self, client, &e);
+  lane_push (self, client, &e, NULL, NULL);
 }
 
 static gboolean
@@ -576,7 +586,8 @@ send_lane (GpuShareServer * self, Client * client)
 {
   GpuShareLaneInfo info;
   GError *error = NULL;
-  GpuShareLane *lane = gpushare_lane_new (GPUSHARE_LANE_ENTRIES, &error);
+  GpuShareLane *lane = gpushare_lane_new (GPUSHARE_LANE_ENTRIES,
+      client->lane_metas ? GPUSHARE_LANE_META_REGION : 0, &error);
   gint fd = lane ? gpushare_lane_dup_fd (lane, &error) : -1;
 
   if (fd < 0) {
@@ -595,7 +606,8 @@ send_lane (GpuShareServer * self, Client * client)
   /* a PING from it now says its releases wait in the lane */
   gpushare_conn_deliver_pings (client->conn);
   GST_DEBUG_OBJECT (self->log_object, "client %u reads its frames from a "
-      "lane of %u entries", client->id, info.n_entries);
+      "lane of %u entries, with a meta region of %u bytes", client->id,
+      info.n_entries, info.meta_size);
 }
 
 static void
@@ -1235,6 +1247,8 @@ handle_accept (GpuShareServer * self, Client * client,
   GST_INFO_OBJECT (self->log_object, "client %u takes %s memory (%s)",
       client->id, gpushare_mem_type_to_string (client->mem_type),
       client->mem_reason);
+  client->lane_metas = (acc->flags & GPUSHARE_ACCEPT_FLAG_LANE_METAS)
+      && client->minor >= GPUSHARE_MINOR_LANE_METAS;
   if ((acc->flags & GPUSHARE_ACCEPT_FLAG_LANE)
       && client->minor >= GPUSHARE_MINOR_LANE)
     send_lane (self, client);
@@ -2090,6 +2104,7 @@ gpushare_server_unref (GpuShareServer * self)
   g_clear_pointer (&self->sticky, g_ptr_array_unref);
   g_free (self->config.socket_path);
   g_free (self->config.name);
+  g_free (self->wire_meta);
   g_clear_pointer (&self->config.allowed_uids, g_array_unref);
   g_clear_pointer (&self->config.allowed_gids, g_array_unref);
   g_free (self->gpu_reason);
@@ -2164,6 +2179,7 @@ gpushare_server_start (GpuShareServer * self, GError ** error)
   self->eos = FALSE;
   self->latency = GST_CLOCK_TIME_NONE;
   self->frames_rendered = 0;
+  self->metas_not_sent = 0;
   self->frames_dropped = 0;
   self->frames_in_place = 0;
   self->frames_copied = 0;
@@ -2922,11 +2938,30 @@ flushing:
   return GPUSHARE_SERVER_FLUSHING;
 }
 
+/* lock held: a frame goes to c without its metas, too large for a META
+ * and without room in a lane's meta region: counted, said once */
+static void
+metas_not_sent (GpuShareServer * self, Client * c,
+    const GpuShareFrameMetas * meta)
+{
+  self->metas_not_sent += meta->n_entries;
+  if (self->told_metas_not_sent)
+    return;
+  self->told_metas_not_sent = TRUE;
+  GST_WARNING_OBJECT (self->log_object, "client %u: a frame's metas of %u "
+      "bytes do not fit a META (%u bytes)%s: sent without them, counted in "
+      "the stats (metas-not-carried)", c->id, meta->data_len,
+      GPUSHARE_MAX_META_LEN, c->lane_metas ? " nor its lane's meta region "
+      "now" : ", and it takes none in its lane");
+}
+
 gboolean
 gpushare_server_end_frame (GpuShareServer * self,
     GpuShareServerFrame * frame, gboolean written,
-    const GpuShareFrame * fields, GpuShareMeta * meta, GError ** error)
+    const GpuShareFrame * fields, GpuShareFrameMetas * meta, GError ** error)
 {
+  gint wire_meta = -1;          /* meta as a META: -1 not yet made, 0 too
+                                 * large, 1 in self->wire_meta */
   Client *sent_to[MAX_CLIENTS];
   guint sent_id[MAX_CLIENTS];
   GpuShareMemType sent_mem[MAX_CLIENTS] = { 0, };
@@ -3050,15 +3085,39 @@ gpushare_server_end_frame (GpuShareServer * self,
         /* gone meanwhile; its slots went with it */
         continue;
       }
-      /* the frame's metas first, to a consumer that knows META; a failed
-       * send drops the client from the control thread, which gives its
-       * slots back */
-      if (meta && c->minor >= GPUSHARE_MINOR_META) {
-        gboolean sent = gpushare_conn_send_meta (c->conn, meta);
+      /* the frame's metas beside it in the lane's meta region, where it
+       * has room: one write, no message */
+      if (meta && c->lane && c->lane_metas) {
+        GpuShareLaneEntry e = { 0, };
+        gboolean no_room;
 
-        lane_mark (self, c, sent);
-        if (!sent)
+        e.kind = GPUSHARE_LANE_ENTRY_FRAME;
+        e.frame = f;
+        e.written_us = g_get_monotonic_time ();
+        if (lane_push (self, c, &e, meta, &no_room))
+          c->frames_sent++;
+        if (!no_room)
           continue;
+      }
+      /* else first, to a consumer that knows META, as one if they fit; a
+       * failed send drops the client from the control thread, which
+       * gives its slots back */
+      if (meta && c->minor >= GPUSHARE_MINOR_META) {
+        gboolean sent;
+
+        if (wire_meta < 0) {
+          if (!self->wire_meta)
+            self->wire_meta = g_new0 (GpuShareMeta, 1);
+          wire_meta = gpushare_frame_metas_to_meta (meta, self->wire_meta);
+        }
+        if (wire_meta) {
+          sent = gpushare_conn_send_meta (c->conn, self->wire_meta);
+          lane_mark (self, c, sent);
+          if (!sent)
+            continue;
+        } else {
+          metas_not_sent (self, c, meta);
+        }
       }
       if (c->lane) {
         GpuShareLaneEntry e = { 0, };
@@ -3066,7 +3125,7 @@ gpushare_server_end_frame (GpuShareServer * self,
         e.kind = GPUSHARE_LANE_ENTRY_FRAME;
         e.frame = f;
         e.written_us = g_get_monotonic_time ();
-        if (lane_push (self, c, &e))
+        if (lane_push (self, c, &e, NULL, NULL))
           c->frames_sent++;
       } else if (gpushare_conn_send_frame (c->conn, &f)) {
         c->frames_sent++;
@@ -3205,6 +3264,7 @@ gpushare_server_get_stats (GpuShareServer * self, GpuShareServerStats * s)
     s->rings_retained += self->retired[i] ?
         gpushare_retained_count (self->retired[i]) : 0;
   s->frames_rendered = self->frames_rendered;
+  s->metas_not_sent = self->metas_not_sent;
   s->frames_dropped = self->frames_dropped;
   s->frames_in_place = self->frames_in_place;
   s->frames_copied = self->frames_copied;

@@ -181,6 +181,8 @@ typedef struct
   guint ring_slots;
   guint rings_retained;         /* of retired kinds, all of them */
   guint64 frames_rendered;
+  guint64 metas_not_sent;       /* meta entries of frames a consumer got
+                                 * without them (too large for it) */
   guint64 frames_dropped;
   guint64 frames_in_place;
   guint64 frames_copied;
@@ -269,7 +271,8 @@ GpuShareServerResult gpushare_server_begin_frame (GpuShareServer * server,
  * know META (its sequence is set here) */
 gboolean gpushare_server_end_frame (GpuShareServer * server,
     GpuShareServerFrame * frame, gboolean written,
-    const GpuShareFrame * fields, GpuShareMeta * meta, GError ** error);
+    const GpuShareFrame * fields, GpuShareFrameMetas * meta,
+    GError ** error);
 
 /* The pool: a free system slot for upstream to write into.  FALSE when
  * none is to be had (upstream then gets a plain buffer); waits while

@@ -116,7 +116,7 @@ struct _GstGpuShareSink
   guint min_consumers;
   /* streaming thread: the metas of the frame being sent; the counts are
    * read by the stats (atomic) */
-  GpuShareMeta *meta;
+  GpuShareFrameMetas *meta;
   gint metas_sent;
   gint metas_not_carried;
   gint events_sent;             /* atomic */
@@ -591,7 +591,7 @@ frame_fields (GstGpuShareSink * self, GstBuffer * buf, GpuShareFrame * f)
 
 /* the metas of buf that travel (NULL: none); those that cannot are
  * counted, and said once */
-static GpuShareMeta *
+static GpuShareFrameMetas *
 frame_metas (GstGpuShareSink * self, GstBuffer * buf)
 {
   const gchar *name = NULL;
@@ -941,7 +941,8 @@ make_stats_of (GstGpuShareSink * self, GpuShareServer * server)
       "metas-sent", G_TYPE_UINT64,
       (guint64) (guint) g_atomic_int_get (&self->metas_sent),
       "metas-not-carried", G_TYPE_UINT64,
-      (guint64) (guint) g_atomic_int_get (&self->metas_not_carried),
+      (guint64) (guint) g_atomic_int_get (&self->metas_not_carried) +
+      st.metas_not_sent,
       "events-sent", G_TYPE_UINT64,
       (guint64) (guint) g_atomic_int_get (&self->events_sent),
       "events-not-carried", G_TYPE_UINT64,
@@ -1312,7 +1313,8 @@ static void
 gst_gpu_share_sink_init (GstGpuShareSink * self)
 {
   self->socket_path = g_strdup (DEFAULT_SOCKET_PATH);
-  self->meta = g_new0 (GpuShareMeta, 1);
+  /* room for what a lane's meta region takes: a META takes less */
+  self->meta = gpushare_frame_metas_new (GPUSHARE_LANE_MAX_META_LEN);
   gpushare_timing_init (&self->slot_wait);
   gpushare_timing_init (&self->write);
   gpushare_timing_init (&self->publish);

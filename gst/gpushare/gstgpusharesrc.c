@@ -439,7 +439,7 @@ set_frame_fields (GstGpuShareSrc * self, GstBuffer * buf,
 /* the producer's metas onto buf; those that could not be added (a kind
  * this version does not know, a value GStreamer refused) are counted */
 static void
-add_metas (GstGpuShareSrc * self, GstBuffer * buf, const GpuShareMeta * m)
+add_metas (GstGpuShareSrc * self, GstBuffer * buf, const GpuShareFrameMetas * m)
 {
   guint dropped = 0, added = gpushare_frame_meta_apply (m, buf, &dropped);
 
@@ -1200,7 +1200,7 @@ gst_gpu_share_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
       gpushare_client_frame_info (frame)->slot);
   {
     GpuShareFrame f = *gpushare_client_frame_info (frame);
-    GpuShareMeta *meta = gpushare_client_frame_take_meta (frame);
+    GpuShareFrameMetas *meta = gpushare_client_frame_take_meta (frame);
     gint64 received = gpushare_client_frame_received (frame);
 
     if (gpushare_client_frame_view (frame)->data[f.slot])
@@ -1407,6 +1407,7 @@ make_stats (GstGpuShareSrc * self)
       "share", G_TYPE_UINT, st.share,
       "stalled", G_TYPE_BOOLEAN, st.stalled,
       "frame-lane", G_TYPE_BOOLEAN, st.lane,
+      "metas-in-lane", G_TYPE_UINT64, st.lane_metas,
       "lane-spins", G_TYPE_UINT64, st.lane_spins,
       "lane-spin-misses", G_TYPE_UINT64, st.lane_spin_misses,
       "lane-spin-us", G_TYPE_UINT64, st.lane_spin_us,

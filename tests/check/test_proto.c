@@ -121,6 +121,7 @@ get64 (const guint8 * b, gsize off)
 #define NOTICE_SLOTS_HELD 8
 #define NOTICE_N_CONSUMERS 12
 #define LANE_FIXED 16
+#define LANE_METAS_FIXED 24
 #define LANE_N_ENTRIES 0
 #define LANE_ENTRY_SIZE 4
 #define LANE_SIZE 8
@@ -139,6 +140,7 @@ get64 (const guint8 * b, gsize off)
 #define ENTRY_BODY 16
 #define ENTRY_BODY_MAX 112
 #define ENTRY_FRAME_LEN 88
+#define ENTRY_FRAME_METAS_LEN 104
 /* in a FRAME entry's body: the producer's clock when it wrote it */
 #define ENTRY_WRITTEN 80
 #define ENTRY_MARK_LEN 8
@@ -318,7 +320,12 @@ raw_fixed (const GpuShareMsg * msg, guint8 * b)
       put32 (b, LANE_N_ENTRIES, msg->u.lane.n_entries);
       put32 (b, LANE_ENTRY_SIZE, msg->u.lane.entry_size);
       put64 (b, LANE_SIZE, msg->u.lane.size);
-      return LANE_FIXED;
+      if (!msg->u.lane.meta_size)
+        return LANE_FIXED;
+      /* minor 9: the meta region's size, then 4 reserved bytes */
+      put32 (b, LANE_FIXED, msg->u.lane.meta_size);
+      put32 (b, LANE_FIXED + 4, 0);
+      return LANE_METAS_FIXED;
     default:
       g_assert_not_reached ();
   }
@@ -822,7 +829,9 @@ sample_msg (guint type, guint variant, GpuShareMsg * msg, guint32 * n_fds)
        * computed by the codec: 128 + 1024 * (128 + 32), 128 + 16 * 160 */
       l->n_entries = big ? 1024 : 16;
       l->entry_size = 128;
-      l->size = big ? 163968 : 2688;
+      /* the largest with the largest meta region (16 MiB) */
+      l->meta_size = big ? 16777216 : 0;
+      l->size = big ? 163968 + 16777216 : 2688;
       /* the lane's memfd */
       *n_fds = 1;
       break;
@@ -1009,6 +1018,7 @@ assert_msg_equal (const GpuShareMsg * got, const GpuShareMsg * want)
       fail_unless_equals_uint64 (got->u.lane.entry_size,
           want->u.lane.entry_size);
       fail_unless_equals_uint64 (got->u.lane.size, want->u.lane.size);
+      fail_unless_equals_uint64 (got->u.lane.meta_size, want->u.lane.meta_size);
       break;
     case GPUSHARE_MSG_META:
       fail_unless_equals_uint64 (got->u.meta.sequence, want->u.meta.sequence);
@@ -1172,7 +1182,7 @@ GST_END_TEST;
 GST_START_TEST (test_golden_bytes)
 {
   static const guint8 release[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x08, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x09, 0x00,
     0x06, 0x00, 0x00, 0x00, 0x18, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,
@@ -1180,7 +1190,7 @@ GST_START_TEST (test_golden_bytes)
     0x00, 0xff, 0xee, 0xdd, 0xcc, 0xbb, 0xaa, 0x99,
   };
   static const guint8 error[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x08, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x09, 0x00,
     0x0a, 0x00, 0x00, 0x00, 0x0b, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x08, 0x00, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00,
@@ -1188,7 +1198,7 @@ GST_START_TEST (test_golden_bytes)
   };
   /* 3 slots of CUDA VMM memory with a semaphore block: 4 fds */
   static const guint8 slots[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x08, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x09, 0x00,
     0x03, 0x00, 0x00, 0x00, 0x30, 0x00, 0x00, 0x00,
     0x04, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x2a, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -1201,7 +1211,7 @@ GST_START_TEST (test_golden_bytes)
   /* the same 3 slots of CUDA fabric memory: 3 memory handles, and the
    * block's fd alone; the 192 bytes of handles follow these */
   static const guint8 slots_fabric[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x08, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x09, 0x00,
     0x03, 0x00, 0x00, 0x00, 0xf0, 0x00, 0x00, 0x00,
     0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x2a, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -1214,7 +1224,7 @@ GST_START_TEST (test_golden_bytes)
   /* 1 slot of CUDA VMM memory with its two event handles: 1 fd; the
    * 128 bytes of handles follow these */
   static const guint8 slots_events[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x08, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x09, 0x00,
     0x03, 0x00, 0x00, 0x00, 0xb0, 0x00, 0x00, 0x00,
     0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -1228,7 +1238,7 @@ GST_START_TEST (test_golden_bytes)
    * the ready and the done handle, and no fd; the 192 bytes of handles
    * follow these */
   static const guint8 slots_legacy_events[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x08, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x09, 0x00,
     0x03, 0x00, 0x00, 0x00, 0xf0, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -1239,7 +1249,7 @@ GST_START_TEST (test_golden_bytes)
     0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
   };
   static const guint8 accept[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x08, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x09, 0x00,
     0x02, 0x00, 0x00, 0x00, 0x3d, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x01, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00,
@@ -1254,7 +1264,7 @@ GST_START_TEST (test_golden_bytes)
   /* NOTICE (minor 6): a consumer stalled, 5 slots its share, 4 held, of
    * 12 consumers */
   static const guint8 notice[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x08, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x09, 0x00,
     0x11, 0x00, 0x00, 0x00, 0x20, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x01, 0x00, 0x00, 0x00, 0x05, 0x00, 0x00, 0x00,
@@ -1265,7 +1275,7 @@ GST_START_TEST (test_golden_bytes)
   /* LANE (minor 7): a lane of 64 entries of 128 bytes and 64 releases of
    * 32, 128 + 64 * 160 = 10368 bytes, with its memfd: 1 fd */
   static const guint8 lane[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x08, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x09, 0x00,
     0x12, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00, 0x00,
     0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x40, 0x00, 0x00, 0x00, 0x80, 0x00, 0x00, 0x00,
@@ -1792,6 +1802,12 @@ GST_START_TEST (test_payload_truncated)
         if (msg->type == GPUSHARE_MSG_FRAME && cut >= FRAME_FIXED)
           continue;
         res = parse_payload (msg->type, n_fds, raw, cut, back);
+        /* a LANE cut inside the meta region's part minor 9 added is one
+         * without a region, smaller than the size it says (test_lane) */
+        if (msg->type == GPUSHARE_MSG_LANE && cut >= LANE_FIXED) {
+          fail_unless_equals_int (res, GPUSHARE_PARSE_MALFORMED);
+          continue;
+        }
 
         /* every length field sits in the fixed part, which is checked
          * first: a cut never makes a length inconsistent, only short */
@@ -1833,6 +1849,14 @@ GST_START_TEST (test_payload_trailing_bytes)
             GPUSHARE_MAX_PAYLOAD - len;
 
         memset (raw + len, 0xa5, more);
+        if (msg->type == GPUSHARE_MSG_LANE && len == LANE_FIXED
+            && more >= LANE_METAS_FIXED - LANE_FIXED) {
+          /* minor 9's meta region, which these bytes do not describe
+           * (test_lane) */
+          fail_unless_equals_int (parse_payload (msg->type, n_fds, raw,
+                  len + more, back), GPUSHARE_PARSE_MALFORMED);
+          continue;
+        }
         fail_unless_equals_int (parse_payload (msg->type, n_fds, raw,
                 len + more, back), GPUSHARE_PARSE_OK);
         /* but the first 8 bytes after minor 5's FRAME are minor 6's
@@ -2731,10 +2755,11 @@ GST_START_TEST (test_constants)
   /* minor 1 added PING, minor 2 UNMAPPED, minor 3 the GOODBYE's HELD
    * part, minor 4 META and EVENT, minor 5 OBSERVE and STATUS, minor 6
    * FRAME's share and NOTICE, minor 7 LANE and ACCEPT's LANE flag, minor
-   * 8 ACCEPT's HEADS_UP flag and the lane's announced word; the types this
-   * version knows, in wire order */
+   * 8 ACCEPT's HEADS_UP flag and the lane's announced word, minor 9 the
+   * LANE_METAS flag, LANE's meta region and a FRAME entry's metas; the
+   * types this version knows, in wire order */
   fail_unless_equals_int (GPUSHARE_VERSION_MAJOR, 1);
-  fail_unless_equals_int (GPUSHARE_VERSION_MINOR, 8);
+  fail_unless_equals_int (GPUSHARE_VERSION_MINOR, 9);
   fail_unless_equals_int (GPUSHARE_MINOR_BASE, 0);
   fail_unless_equals_int (GPUSHARE_MINOR_PING, 1);
   fail_unless_equals_int (GPUSHARE_MINOR_UNMAPPED, 2);
@@ -2747,9 +2772,15 @@ GST_START_TEST (test_constants)
   fail_unless_equals_int (GPUSHARE_MINOR_NOTICE, 6);
   fail_unless_equals_int (GPUSHARE_MINOR_LANE, 7);
   fail_unless_equals_int (GPUSHARE_MINOR_HEADS_UP, 8);
+  fail_unless_equals_int (GPUSHARE_MINOR_LANE_METAS, 9);
   fail_unless_equals_int (GPUSHARE_GOODBYE_FLAG_HELD, 1);
   fail_unless_equals_int (GPUSHARE_ACCEPT_FLAG_LANE, 1);
   fail_unless_equals_int (GPUSHARE_ACCEPT_FLAG_HEADS_UP, 2);
+  fail_unless_equals_int (GPUSHARE_ACCEPT_FLAG_LANE_METAS, 4);
+  fail_unless_equals_int (GPUSHARE_LANE_MIN_META_REGION, 64 * 1024);
+  fail_unless_equals_int (GPUSHARE_LANE_MAX_META_REGION, 16 * 1024 * 1024);
+  fail_unless_equals_int (GPUSHARE_LANE_META_ALIGN, 64);
+  fail_unless_equals_int (GPUSHARE_LANE_MAX_META_LEN, 256 * 1024);
   fail_unless_equals_int (GPUSHARE_MSG_UNMAPPED, 12);
   fail_unless_equals_string (gpushare_msg_type_to_string (12), "UNMAPPED");
   fail_unless_equals_int (GPUSHARE_MSG_META, 13);
@@ -3902,7 +3933,7 @@ GST_END_TEST;
 GST_START_TEST (test_ping)
 {
   static const guint8 golden[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x08, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x09, 0x00,
     0x0b, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
   };
@@ -3972,13 +4003,13 @@ GST_END_TEST;
 GST_START_TEST (test_goodbye_held)
 {
   static const guint8 plain[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x08, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x09, 0x00,
     0x09, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x08, 0x00, 0x00, 0x00,
   };
   static const guint8 held[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x08, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x09, 0x00,
     0x09, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x08, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00,
@@ -4971,6 +5002,14 @@ GST_END_TEST;
 /* LANE, producer -> consumer: 16 bytes and exactly one fd, the lane's
  * memfd; each field read from its own offset.  And the ACCEPT flag that
  * asks for it, carried like the other bits of ACCEPT's flags. */
+/* the sample lane without its meta region, as minor 7 made it */
+static void
+lane_without_metas (GpuShareLaneInfo * l)
+{
+  l->size -= l->meta_size;
+  l->meta_size = 0;
+}
+
 GST_START_TEST (test_lane)
 {
   static const gsize extra[] = { 1, 8, 16, 100 };
@@ -5032,6 +5071,7 @@ GST_START_TEST (test_lane)
   /* shorter than 16 bytes: truncated, out of range values or not */
   for (i = 0; i < 2; i++) {
     sample_msg (GPUSHARE_MSG_LANE, 0, msg, &n_fds);
+    lane_without_metas (&msg->u.lane);
     if (i == 1)
       msg->u.lane.n_entries = 17;
     fail_unless_equals_int (raw_payload (msg, raw), LANE_FIXED);
@@ -5039,13 +5079,54 @@ GST_START_TEST (test_lane)
       fail_unless_equals_int (parse_payload (GPUSHARE_MSG_LANE, 1, raw, len,
               back), GPUSHARE_PARSE_TRUNCATED);
   }
+  /* minor 9's meta region: its size after the 16 bytes, the memfd that
+   * much larger; 0, or 64 KiB to 16 MiB in steps of 64 bytes */
+  {
+    static const guint32 sizes[] = { 0, 64 * 1024, 1024 * 1024,
+      16 * 1024 * 1024, 64 * 1024 + 64
+    };
+    static const guint32 bad[] = { 64, 64 * 1024 - 64, 64 * 1024 + 8,
+      16 * 1024 * 1024 + 64, G_MAXUINT32
+    };
+
+    for (i = 0; i < G_N_ELEMENTS (sizes); i++) {
+      sample_msg (GPUSHARE_MSG_LANE, 0, msg, &n_fds);
+      lane_without_metas (&msg->u.lane);
+      msg->u.lane.meta_size = sizes[i];
+      msg->u.lane.size += sizes[i];
+      len = raw_payload (msg, raw);
+      fail_unless_equals_int (len, sizes[i] ? LANE_METAS_FIXED : LANE_FIXED);
+      fail_unless_equals_int (parse_payload (GPUSHARE_MSG_LANE, 1, raw, len,
+              back), GPUSHARE_PARSE_OK);
+      assert_msg_equal (back, msg);
+      /* a size that leaves the region out, or counts it twice */
+      msg->u.lane.size -= sizes[i] ? sizes[i] : 64 * 1024;
+      fail_if (gpushare_msg_build_lane (&msg->u.lane, out));
+    }
+    for (i = 0; i < G_N_ELEMENTS (bad); i++) {
+      sample_msg (GPUSHARE_MSG_LANE, 0, msg, &n_fds);
+      lane_without_metas (&msg->u.lane);
+      msg->u.lane.meta_size = bad[i];
+      msg->u.lane.size += bad[i];
+      fail_if (gpushare_msg_build_lane (&msg->u.lane, out));
+      raw_payload (msg, raw);
+      put32 (raw, 16, bad[i]);
+      put32 (raw, 20, 0);
+      fail_unless_equals_int (parse_payload (GPUSHARE_MSG_LANE, 1, raw,
+              LANE_METAS_FIXED, back), GPUSHARE_PARSE_MALFORMED);
+    }
+  }
   /* longer: a newer minor's, ignored */
   sample_msg (GPUSHARE_MSG_LANE, 0, msg, &n_fds);
+  lane_without_metas (&msg->u.lane);
+  msg->u.lane.meta_size = 64 * 1024;
+  msg->u.lane.size += 64 * 1024;
   raw_payload (msg, raw);
-  memset (raw + LANE_FIXED, 0xff, GPUSHARE_MAX_PAYLOAD - LANE_FIXED);
+  memset (raw + LANE_METAS_FIXED, 0xff,
+      GPUSHARE_MAX_PAYLOAD - LANE_METAS_FIXED);
   for (i = 0; i <= G_N_ELEMENTS (extra); i++) {
-    len = LANE_FIXED + (i < G_N_ELEMENTS (extra) ? extra[i] :
-        GPUSHARE_MAX_PAYLOAD - LANE_FIXED);
+    len = LANE_METAS_FIXED + (i < G_N_ELEMENTS (extra) ? extra[i] :
+        GPUSHARE_MAX_PAYLOAD - LANE_METAS_FIXED);
     fail_unless_equals_int (parse_payload (GPUSHARE_MSG_LANE, 1, raw, len,
             back), GPUSHARE_PARSE_OK);
     assert_msg_equal (back, msg);
@@ -5059,7 +5140,7 @@ GST_START_TEST (test_lane)
         counts[i] > GPUSHARE_MAX_FDS ? GPUSHARE_PARSE_BAD_FD_COUNT :
         GPUSHARE_PARSE_OK);
     fail_unless_equals_int (parse_payload (GPUSHARE_MSG_LANE, counts[i], raw,
-            LANE_FIXED, back), counts[i] == 1 ? GPUSHARE_PARSE_OK :
+            LANE_METAS_FIXED, back), counts[i] == 1 ? GPUSHARE_PARSE_OK :
         GPUSHARE_PARSE_BAD_FD_COUNT);
   }
 
@@ -5257,6 +5338,9 @@ assert_entry_equal (const GpuShareLaneEntry * got,
     assert_frame_equal (&got->frame, &want->frame);
     fail_unless_equals_uint64 (got->written_us, want->written_us);
     fail_unless_equals_uint64 (got->mark, 0);
+    fail_unless_equals_uint64 (got->meta_at, want->meta_at);
+    fail_unless_equals_uint64 (got->meta_len, want->meta_len);
+    fail_unless_equals_uint64 (got->meta_entries, want->meta_entries);
   } else {
     fail_unless_equals_uint64 (got->mark, want->mark);
     fail_unless_equals_uint64 (got->written_us, 0);
@@ -5346,9 +5430,33 @@ GST_START_TEST (test_lane_entry_frame)
     fail_unless (memcmp (entry, want, ENTRY_SIZE) == 0);
   }
 
-  /* the extremes */
+  /* the extremes: metas past what a frame may have in a meta region are
+   * not built */
   memset (e, 0xff, sizeof (*e));
   e->kind = GPUSHARE_LANE_ENTRY_FRAME;
+  fail_if (build_entry (e, entry));
+  e->meta_len = GPUSHARE_LANE_MAX_META_LEN;
+  fail_if (build_entry (e, entry));
+  e->meta_entries = GPUSHARE_MAX_META_ENTRIES;
+  fail_unless (build_entry (e, entry));
+  fail_unless_equals_int (parse_entry (entry, back), GPUSHARE_PARSE_OK);
+  assert_entry_equal (back, e);
+  /* where there are none, nothing of them */
+  e->meta_len = 0;
+  fail_if (build_entry (e, entry));
+  e->meta_at = e->meta_entries = 0;
+  fail_unless (build_entry (e, entry));
+  fail_unless_equals_int (get32 (entry, ENTRY_LENGTH), ENTRY_FRAME_LEN);
+  e->meta_len = 1;
+  fail_if (build_entry (e, entry));
+  e->meta_entries = 1;
+  fail_unless (build_entry (e, entry));
+  fail_unless_equals_int (get32 (entry, ENTRY_LENGTH), ENTRY_FRAME_METAS_LEN);
+  fail_unless_equals_int (parse_entry (entry, back), GPUSHARE_PARSE_OK);
+  assert_entry_equal (back, e);
+  memset (e, 0xff, sizeof (*e));
+  e->kind = GPUSHARE_LANE_ENTRY_FRAME;
+  e->meta_at = e->meta_len = e->meta_entries = 0;
   fail_unless (build_entry (e, entry));
   fail_unless_equals_int (parse_entry (entry, back), GPUSHARE_PARSE_OK);
   assert_entry_equal (back, e);
@@ -5486,7 +5594,8 @@ GST_START_TEST (test_lane_entry_parse)
 
   /* FRAME: shorter than 72 bytes is truncated; 72 to 79 is a frame
    * without its share (a cut share is no share); 80 to 112 has it, and
-   * from 88 the writer's clock, the bytes after the 88 ignored */
+   * from 88 the writer's clock; from 104 the reference of its metas
+   * (minor 9), which these bytes do not make: malformed */
   distinct_frame_entry (e);
   memcpy (b, frame, ENTRY_SIZE);
   memset (b + ENTRY_BODY + ENTRY_FRAME_LEN, 0xff,
@@ -5497,12 +5606,58 @@ GST_START_TEST (test_lane_entry_parse)
       fail_unless_equals_int (parse_entry (b, back), GPUSHARE_PARSE_TRUNCATED);
       continue;
     }
+    if (len >= ENTRY_FRAME_METAS_LEN) {
+      fail_unless_equals_int (parse_entry (b, back), GPUSHARE_PARSE_MALFORMED);
+      continue;
+    }
     fail_unless_equals_int (parse_entry (b, back), GPUSHARE_PARSE_OK);
     e->frame.share = len < FRAME_SHARE_FIXED ? 0 : 0xc1c2c3c4;
     /* the writer's clock only whole, after the share */
     e->written_us = len < ENTRY_FRAME_LEN ? 0 :
         G_GUINT64_CONSTANT (0xd1d2d3d4d5d6d7d8);
     assert_entry_equal (back, e);
+  }
+
+  /* a reference of metas: read whole from 104 bytes on, the bytes after
+   * it ignored; a length past GPUSHARE_LANE_MAX_META_LEN, entries past
+   * GPUSHARE_MAX_META_ENTRIES, one of the two 0 without the other, or a
+   * place for none is malformed */
+  {
+    static const struct
+    {
+      guint32 len, entries;
+      GpuShareParseResult res;
+    } refs[] = {
+      {1, 1, GPUSHARE_PARSE_OK},
+      {GPUSHARE_LANE_MAX_META_LEN, GPUSHARE_MAX_META_ENTRIES,
+          GPUSHARE_PARSE_OK},
+      {GPUSHARE_LANE_MAX_META_LEN + 1, 1, GPUSHARE_PARSE_MALFORMED},
+      {8, GPUSHARE_MAX_META_ENTRIES + 1, GPUSHARE_PARSE_MALFORMED},
+      {0, 1, GPUSHARE_PARSE_MALFORMED},
+      {8, 0, GPUSHARE_PARSE_MALFORMED},
+      /* none there, but a place */
+      {0, 0, GPUSHARE_PARSE_MALFORMED},
+    };
+
+    for (i = 0; i < G_N_ELEMENTS (refs); i++) {
+      for (len = ENTRY_FRAME_METAS_LEN; len <= ENTRY_BODY_MAX; len += 8) {
+        memcpy (b, frame, ENTRY_SIZE);
+        memset (b + ENTRY_BODY + ENTRY_FRAME_METAS_LEN, 0xee,
+            ENTRY_BODY_MAX - ENTRY_FRAME_METAS_LEN);
+        put32 (b, ENTRY_LENGTH, len);
+        put64 (b, ENTRY_BODY + ENTRY_FRAME_LEN,
+            G_GUINT64_CONSTANT (0xa1a2a3a4a5a6a7a8));
+        put32 (b, ENTRY_BODY + ENTRY_FRAME_LEN + 8, refs[i].len);
+        put32 (b, ENTRY_BODY + ENTRY_FRAME_LEN + 12, refs[i].entries);
+        fail_unless_equals_int (parse_entry (b, back), refs[i].res);
+        if (refs[i].res != GPUSHARE_PARSE_OK)
+          continue;
+        fail_unless_equals_uint64 (back->meta_at,
+            G_GUINT64_CONSTANT (0xa1a2a3a4a5a6a7a8));
+        fail_unless_equals_uint64 (back->meta_len, refs[i].len);
+        fail_unless_equals_uint64 (back->meta_entries, refs[i].entries);
+      }
+    }
   }
 
   /* MARK: shorter than 8 bytes is truncated, even a mark of 0; 8 to

@@ -631,7 +631,7 @@ GST_START_TEST (test_meta_by_minor)
       raw_expect (&raw, GPUSHARE_MSG_META, msg, NULL, NULL);
       meta_seq = msg->u.meta.sequence;
       fail_unless_equals_int (msg->u.meta.n_entries, 1);
-      fail_unless (gpushare_frame_meta_check (&msg->u.meta, NULL));
+      fail_unless (gpushare_frame_meta_check_meta (&msg->u.meta, NULL));
     }
     /* minor 3: the FRAME comes with nothing before it */
     raw_expect (&raw, GPUSHARE_MSG_FRAME, msg, NULL, NULL);
@@ -1024,7 +1024,7 @@ lane_wait_pop (GpuShareLane * lane, GpuShareLaneEntry * e, gint timeout_ms)
 
   for (;;) {
     guint32 bell = gpushare_lane_bell (lane);
-    GpuShareLaneResult res = gpushare_lane_pop (lane, e);
+    GpuShareLaneResult res = gpushare_lane_pop (lane, e, NULL);
     gint64 left = deadline - g_get_monotonic_time ();
 
     if (res != GPUSHARE_LANE_EMPTY || left <= 0)
@@ -1117,7 +1117,7 @@ GST_START_TEST (test_lane_raw_consumer)
         if (msg->type == GPUSHARE_MSG_META) {
           meta_seq = msg->u.meta.sequence;
           fail_unless_equals_int (msg->u.meta.n_entries, 1);
-          fail_unless (gpushare_frame_meta_check (&msg->u.meta, NULL));
+          fail_unless (gpushare_frame_meta_check_meta (&msg->u.meta, NULL));
         }
       }
       after_mark = TRUE;

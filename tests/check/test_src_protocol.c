@@ -843,12 +843,12 @@ typedef struct
 } FakeLane;
 
 static void
-fake_lane_new (FakeLane * fl)
+fake_lane_new_sized (FakeLane * fl, guint32 meta_size)
 {
   GError *error = NULL;
   gint fd;
 
-  fl->lane = gpushare_lane_new (GPUSHARE_LANE_ENTRIES, &error);
+  fl->lane = gpushare_lane_new (GPUSHARE_LANE_ENTRIES, meta_size, &error);
   fail_unless (fl->lane != NULL, "%s", error ? error->message : "?");
   gpushare_lane_get_info (fl->lane, &fl->info);
   fd = gpushare_lane_dup_fd (fl->lane, NULL);
@@ -857,6 +857,40 @@ fake_lane_new (FakeLane * fl)
       fd, 0);
   fail_unless (fl->base != MAP_FAILED);
   close (fd);
+}
+
+/* with a meta region, as a producer of minor 9 makes it */
+static void
+fake_lane_new (FakeLane * fl)
+{
+  fake_lane_new_sized (fl, GPUSHARE_LANE_META_REGION);
+}
+
+/* metas of n entries of kind 0x4242 (a newer producer's: checked for
+ * their chain, then skipped), len bytes in all */
+static GpuShareFrameMetas *
+fake_metas (guint n, gsize len, guint8 fill)
+{
+  GpuShareFrameMetas *m = gpushare_frame_metas_new (len);
+  gsize each = len / n, at = 0;
+  guint i;
+
+  g_assert (each >= GPUSHARE_META_ENTRY_HEADER);
+  for (i = 0; i < n; i++) {
+    guint32 body = (i + 1 < n ? each : len - at) - GPUSHARE_META_ENTRY_HEADER;
+    guint16 kind = GUINT16_TO_LE (0x4242);
+
+    memset (m->data + at, 0, GPUSHARE_META_ENTRY_HEADER);
+    memcpy (m->data + at, &kind, 2);
+    body = GUINT32_TO_LE (body);
+    memcpy (m->data + at + 4, &body, 4);
+    at += GPUSHARE_META_ENTRY_HEADER;
+    memset (m->data + at, fill, GUINT32_FROM_LE (body));
+    at += GUINT32_FROM_LE (body);
+  }
+  m->data_len = len;
+  m->n_entries = n;
+  return m;
 }
 
 static void
@@ -915,7 +949,8 @@ fake_lane_push_frame (FakeLane * fl, guint64 epoch, guint32 slot,
   GpuShareLaneEntry e;
 
   fake_lane_frame (&e, epoch, slot, generation, sequence);
-  fail_unless_equals_int (gpushare_lane_push (fl->lane, &e), GPUSHARE_LANE_OK);
+  fail_unless_equals_int (gpushare_lane_push (fl->lane, &e, NULL),
+      GPUSHARE_LANE_OK);
 }
 
 static void
@@ -925,7 +960,8 @@ fake_lane_push_mark (FakeLane * fl, guint64 mark)
 
   e.kind = GPUSHARE_LANE_ENTRY_MARK;
   e.mark = mark;
-  fail_unless_equals_int (gpushare_lane_push (fl->lane, &e), GPUSHARE_LANE_OK);
+  fail_unless_equals_int (gpushare_lane_push (fl->lane, &e, NULL),
+      GPUSHARE_LANE_OK);
 }
 
 /* by hand: entry e (its index as given) at position, then head, and the
@@ -1291,7 +1327,8 @@ GST_START_TEST (test_lane_heads_up)
   fake_lane_push_frame (&fl, 1, 0, 1, ++seq);
   fail_unless_equals_int (gpushare_lane_spin (reader,
           gpushare_lane_bell (reader), &spun), GPUSHARE_LANE_SPIN_HIT);
-  fail_unless_equals_int (gpushare_lane_pop (reader, &e), GPUSHARE_LANE_OK);
+  fail_unless_equals_int (gpushare_lane_pop (reader, &e, NULL),
+      GPUSHARE_LANE_OK);
   /* afresh: a slow machine (valgrind) may have taken that for a late one */
   gpushare_lane_set_heads_up (reader, GPUSHARE_CLIENT_LANE_SPIN_MAX_US);
 
@@ -1323,7 +1360,8 @@ GST_START_TEST (test_lane_heads_up)
   fail_unless_equals_int (gpushare_lane_spin (reader,
           gpushare_lane_bell (reader), &spun), GPUSHARE_LANE_SPIN_NONE);
   fake_lane_push_frame (&fl, 1, 1, 1, ++seq);
-  fail_unless_equals_int (gpushare_lane_pop (reader, &e), GPUSHARE_LANE_OK);
+  fail_unless_equals_int (gpushare_lane_pop (reader, &e, NULL),
+      GPUSHARE_LANE_OK);
 
   /* a ring of the bell ends a spin; what is spun for one entry adds up
    * to the budget, however often it rings */
@@ -1347,13 +1385,15 @@ GST_START_TEST (test_lane_heads_up)
     fail_unless_equals_int (gpushare_lane_spin (reader,
             gpushare_lane_bell (reader), &spun), GPUSHARE_LANE_SPIN_NONE);
     fake_lane_push_frame (&fl, 1, i, 1, ++seq);
-    fail_unless_equals_int (gpushare_lane_pop (reader, &e), GPUSHARE_LANE_OK);
+    fail_unless_equals_int (gpushare_lane_pop (reader, &e, NULL),
+        GPUSHARE_LANE_OK);
     gpushare_lane_announce (fl.lane);
   }
   fake_lane_push_frame (&fl, 1, 0, 1, ++seq);
   fail_unless_equals_int (gpushare_lane_spin (reader,
           gpushare_lane_bell (reader), &spun), GPUSHARE_LANE_SPIN_HIT);
-  fail_unless_equals_int (gpushare_lane_pop (reader, &e), GPUSHARE_LANE_OK);
+  fail_unless_equals_int (gpushare_lane_pop (reader, &e, NULL),
+      GPUSHARE_LANE_OK);
 
   /* an announcement wakes a reader asleep on the bell at once (it would
    * sleep its whole second otherwise) */
@@ -1381,7 +1421,8 @@ GST_START_TEST (test_lane_heads_up)
             gpushare_lane_bell (reader), &spun), GPUSHARE_LANE_SPIN_HIT);
     fail_unless (spun >= 10 * 1000, "spun %" G_GINT64_FORMAT " us", spun);
     g_thread_join (t);
-    fail_unless_equals_int (gpushare_lane_pop (reader, &e), GPUSHARE_LANE_OK);
+    fail_unless_equals_int (gpushare_lane_pop (reader, &e, NULL),
+        GPUSHARE_LANE_OK);
   }
 
   /* entries that come only after half the budget back off as misses do:
@@ -1400,7 +1441,8 @@ GST_START_TEST (test_lane_heads_up)
         || res == GPUSHARE_LANE_SPIN_MISSED, "%d", res);
     fail_unless (spun > 100 * 1000, "spun %" G_GINT64_FORMAT " us", spun);
     g_thread_join (t);
-    fail_unless_equals_int (gpushare_lane_pop (reader, &e), GPUSHARE_LANE_OK);
+    fail_unless_equals_int (gpushare_lane_pop (reader, &e, NULL),
+        GPUSHARE_LANE_OK);
   }
   gpushare_lane_announce (fl.lane);
   fail_unless_equals_int (gpushare_lane_spin (reader,
@@ -1408,6 +1450,142 @@ GST_START_TEST (test_lane_heads_up)
 
   gpushare_lane_free (reader);
   fake_lane_free (&fl);
+}
+
+GST_END_TEST;
+
+/* Metas in the lane (minor 9), both sides of the core alone: each frame's
+ * metas come out as they went in, beside their entry; bytes an unread
+ * entry points at are never written again (the producer finds no room
+ * instead, and writes nothing), those of entries read are; metas never
+ * cross the region's end but start its next lap; a frame without metas
+ * has none; metas larger than the region, or than a frame may have, or
+ * in a lane without a region find no room */
+GST_START_TEST (test_lane_metas)
+{
+  const gsize region = GPUSHARE_LANE_MIN_META_REGION;
+  GpuShareFrameMetas *m, *got;
+  GpuShareLane *writer, *reader, *plain;
+  GpuShareLaneInfo info;
+  GpuShareLaneEntry e;
+  guint64 pushed = 0, popped = 0, at;
+  guint i, n_full;
+
+  writer = gpushare_lane_new (GPUSHARE_LANE_MIN_ENTRIES, region, NULL);
+  fail_unless (writer != NULL);
+  gpushare_lane_get_info (writer, &info);
+  fail_unless_equals_int (info.meta_size, region);
+  fail_unless_equals_uint64 (info.size,
+      gpushare_lane_size (GPUSHARE_LANE_MIN_ENTRIES) + region);
+  reader = gpushare_lane_open (gpushare_lane_dup_fd (writer, NULL), &info,
+      NULL);
+  fail_unless (reader != NULL);
+
+  /* three frames, metas of 1, 3 and 64 entries, and one without */
+  for (i = 0; i < 4; i++) {
+    static const guint n[] = { 1, 3, 0, 64 };
+
+    fake_lane_frame (&e, 1, i, 1, i + 1);
+    m = n[i] ? fake_metas (n[i], 1000 + 1000 * i, 0x40 + i) : NULL;
+    fail_unless_equals_int (gpushare_lane_push (writer, &e, m),
+        GPUSHARE_LANE_OK);
+    fail_unless_equals_int (gpushare_lane_pop (reader, &e, &got),
+        GPUSHARE_LANE_OK);
+    fail_unless_equals_uint64 (e.frame.sequence, i + 1);
+    if (!m) {
+      fail_unless (got == NULL);
+      fail_unless_equals_int (e.meta_len, 0);
+      continue;
+    }
+    fail_unless (got != NULL);
+    fail_unless_equals_int (got->n_entries, n[i]);
+    fail_unless_equals_int (got->data_len, m->data_len);
+    fail_unless (memcmp (got->data, m->data, m->data_len) == 0);
+    fail_unless (gpushare_frame_meta_check (got, NULL));
+    /* 8-byte aligned, one after the other */
+    fail_unless_equals_uint64 (e.meta_at % 8, 0);
+    g_free (got);
+    g_free (m);
+  }
+  pushed = popped = 4;
+
+  /* a reader that reads nothing: frames of 10000 bytes of metas go in
+   * until the region holds all it can, then none, and nothing is
+   * written for it */
+  m = fake_metas (4, 10000, 0x55);
+  for (n_full = 0;; n_full++) {
+    fake_lane_frame (&e, 1, 0, 1, ++pushed);
+    if (gpushare_lane_push (writer, &e, m) != GPUSHARE_LANE_OK)
+      break;
+  }
+  pushed--;
+  fail_unless (n_full >= 5 && n_full <= region / 10000, "%u fitted", n_full);
+  /* the entry did not go in either */
+  fail_unless_equals_int (gpushare_lane_push (writer, &e, m),
+      GPUSHARE_LANE_NO_ROOM);
+  /* every one reads back whole: nothing was written over */
+  for (i = 0; i < n_full; i++) {
+    fail_unless_equals_int (gpushare_lane_pop (reader, &e, &got),
+        GPUSHARE_LANE_OK);
+    fail_unless_equals_uint64 (e.frame.sequence, ++popped);
+    fail_unless (got && got->data_len == 10000
+        && memcmp (got->data, m->data, 10000) == 0);
+    fail_unless (e.meta_at % region + 10000 <= region,
+        "metas across the region's end");
+    g_free (got);
+  }
+  fail_unless_equals_int (gpushare_lane_pop (reader, &e, &got),
+      GPUSHARE_LANE_EMPTY);
+  /* read, they are free: many laps of it, each frame read as it comes,
+   * none across the end, the ones that would be at the next lap */
+  for (i = 0; i < 40; i++) {
+    fake_lane_frame (&e, 1, 0, 1, ++pushed);
+    fail_unless_equals_int (gpushare_lane_push (writer, &e, m),
+        GPUSHARE_LANE_OK);
+    at = e.meta_at;
+    fail_unless_equals_int (gpushare_lane_pop (reader, &e, &got),
+        GPUSHARE_LANE_OK);
+    fail_unless_equals_uint64 (e.meta_at, at);
+    fail_unless (at % region + 10000 <= region);
+    fail_unless (got && memcmp (got->data, m->data, 10000) == 0);
+    g_free (got);
+  }
+  fail_unless (at >= 5 * region, "only to %" G_GUINT64_FORMAT, at);
+  g_free (m);
+
+  /* too large: for the region, or for a frame; the entry not written */
+  m = fake_metas (1, region + 8, 0x66);
+  fake_lane_frame (&e, 1, 0, 1, ++pushed);
+  fail_unless_equals_int (gpushare_lane_push (writer, &e, m),
+      GPUSHARE_LANE_NO_ROOM);
+  g_free (m);
+  fail_unless_equals_int (gpushare_lane_pop (reader, &e, &got),
+      GPUSHARE_LANE_EMPTY);
+  gpushare_lane_free (reader);
+  gpushare_lane_free (writer);
+
+  writer = gpushare_lane_new (GPUSHARE_LANE_MIN_ENTRIES,
+      GPUSHARE_LANE_MAX_META_REGION, NULL);
+  /* (said to be; never read past what a frame may have) */
+  m = fake_metas (1, GPUSHARE_LANE_MAX_META_LEN, 0x66);
+  m->data_len += 8;
+  fake_lane_frame (&e, 1, 0, 1, 1);
+  fail_unless_equals_int (gpushare_lane_push (writer, &e, m),
+      GPUSHARE_LANE_NO_ROOM);
+  gpushare_lane_free (writer);
+
+  /* no region: no room, and frames without metas as before */
+  plain = gpushare_lane_new (GPUSHARE_LANE_MIN_ENTRIES, 0, NULL);
+  gpushare_lane_get_info (plain, &info);
+  fail_unless_equals_int (info.meta_size, 0);
+  fail_unless_equals_uint64 (info.size,
+      gpushare_lane_size (GPUSHARE_LANE_MIN_ENTRIES));
+  fail_unless_equals_int (gpushare_lane_push (plain, &e, m),
+      GPUSHARE_LANE_NO_ROOM);
+  fail_unless_equals_int (gpushare_lane_push (plain, &e, NULL),
+      GPUSHARE_LANE_OK);
+  g_free (m);
+  gpushare_lane_free (plain);
 }
 
 GST_END_TEST;
@@ -1510,7 +1688,7 @@ wa_frames (FakeLane * fl, guint64 from, guint n, guint64 written_us,
     fake_lane_frame (&e, 1, i % 2, 1 + i / 2, i);
     e.written_us = written_us ? written_us :
         (guint64) (due + (i % 2 ? jitter : -jitter));
-    fail_unless_equals_int (gpushare_lane_push (fl->lane, &e),
+    fail_unless_equals_int (gpushare_lane_push (fl->lane, &e, NULL),
         GPUSHARE_LANE_OK);
     expect_release (fl, &rel, i % 2, 1 + i / 2, i);
   }
@@ -1623,6 +1801,12 @@ typedef enum
   LH_FRAME_BAD_SLOT,
   LH_FRAME_BEFORE_SLOTS,
   LH_FRAME_ON_SOCKET,
+  LH_METAS_OUTSIDE,
+  LH_METAS_BACK,
+  LH_METAS_NO_REGION,
+  LH_METAS_CHAIN,
+  LH_METAS_BAD_ENTRY,
+  LH_METAS_TWICE,
   N_LH
 } LaneHostile;
 
@@ -1647,6 +1831,13 @@ static const struct
   {"a FRAME entry for a slot out of range", "FRAME rejected"},
   {"a FRAME entry before any SLOTS", "FRAME rejected"},
   {"a FRAME on the socket after LANE", "FRAME on the socket after LANE"},
+  {"metas across the meta region's end", "outside the lane's meta region"},
+  {"metas before the last ones", "not after the last ones"},
+  {"metas in a lane without a meta region", "outside the lane's meta "
+        "region"},
+  {"metas whose entries do not chain", "do not chain"},
+  {"metas with a region of interest that does not parse", "bad"},
+  {"metas in the region and in a META for one frame", "two METAs"},
 };
 
 /* a memfd of ours for a lane, of size, sealed with seals (0: none) */
@@ -1688,8 +1879,10 @@ GST_START_TEST (test_lane_hostile)
   pipeline = lane_consumer_start (path, which != LH_NOT_ASKED, &listen_fd,
       &raw);
   raw_announce (&raw, msg);
-  fail_unless_equals_int (msg->u.accept.flags & GPUSHARE_ACCEPT_FLAG_LANE,
-      which == LH_NOT_ASKED ? 0 : GPUSHARE_ACCEPT_FLAG_LANE);
+  /* a lane, with a meta region */
+  fail_unless_equals_int (msg->u.accept.flags & (GPUSHARE_ACCEPT_FLAG_LANE |
+          GPUSHARE_ACCEPT_FLAG_LANE_METAS), which == LH_NOT_ASKED ? 0 :
+      GPUSHARE_ACCEPT_FLAG_LANE | GPUSHARE_ACCEPT_FLAG_LANE_METAS);
   /* from here on, every fd the src is given must be closed again */
   before = count_fds ();
   fake_lane_new (&fl);
@@ -1734,6 +1927,17 @@ GST_START_TEST (test_lane_hostile)
     case LH_FRAME_BAD_SLOT:
     case LH_FRAME_BEFORE_SLOTS:
     case LH_FRAME_ON_SOCKET:
+    case LH_METAS_OUTSIDE:
+    case LH_METAS_BACK:
+    case LH_METAS_NO_REGION:
+    case LH_METAS_CHAIN:
+    case LH_METAS_BAD_ENTRY:
+    case LH_METAS_TWICE:
+      if (which == LH_METAS_NO_REGION) {
+        fake_lane_free (&fl);
+        fake_lane_new_sized (&fl, 0);
+        info = fl.info;
+      }
       if (which != LH_AFTER_SLOTS)
         fake_lane_send (&raw, &fl);
       if (which == LH_SECOND) {
@@ -1795,6 +1999,61 @@ GST_START_TEST (test_lane_hostile)
           make_frame (msg, 1, 1, 1, 2);
           fail_unless (raw_send_msg (&raw, msg, NULL, 0));
           break;
+        case LH_METAS_OUTSIDE:
+        case LH_METAS_BACK:
+        case LH_METAS_NO_REGION:
+        case LH_METAS_CHAIN:
+        case LH_METAS_BAD_ENTRY:
+        case LH_METAS_TWICE:{
+          GpuShareFrameMetas *m = fake_metas (2, 64, 0x11);
+          gsize region = info.size - gpushare_lane_size (info.n_entries);
+
+          if (which == LH_METAS_BACK) {
+            /* a good frame with metas at 128, then metas at 0 */
+            fake_lane_frame (&e, 1, 1, 1, 2);
+            e.index = 1;
+            e.meta_at = 128;
+            e.meta_len = m->data_len;
+            e.meta_entries = m->n_entries;
+            memcpy (fl.base + gpushare_lane_size (info.n_entries) + 128,
+                m->data, m->data_len);
+            fake_lane_write (&fl, 1, &e, 2);
+            expect_release (&fl, &rel, 1, 1, 2);
+            fake_lane_frame (&e, 1, 0, 2, 3);
+            e.index = 2;
+            e.meta_at = 0;
+          } else {
+            fake_lane_frame (&e, 1, 1, 1, 2);
+            e.index = 1;
+            /* the last 32 bytes of the region and 32 past its end */
+            e.meta_at = which == LH_METAS_OUTSIDE ? region - 32 : 0;
+          }
+          e.meta_len = m->data_len;
+          e.meta_entries = m->n_entries;
+          if (which == LH_METAS_CHAIN)
+            e.meta_entries = 3;
+          if (which == LH_METAS_BAD_ENTRY) {
+            /* a region of interest (kind 1) whose 24 bytes of 0x11 end
+             * before its name */
+            guint16 roi = GUINT16_TO_LE (1);
+
+            memcpy (m->data, &roi, 2);
+          }
+          if (region)
+            memcpy (fl.base + gpushare_lane_size (info.n_entries), m->data,
+                m->data_len);
+          if (which == LH_METAS_TWICE) {
+            make_meta (msg, 2, FALSE);
+            fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+            fake_lane_push_mark (&fl, 1);
+            e.index = 2;
+            fake_lane_write (&fl, 2, &e, 3);
+          } else {
+            fake_lane_write (&fl, e.index, &e, e.index + 1);
+          }
+          g_free (m);
+          break;
+        }
         default:
           g_assert_not_reached ();
       }
@@ -1864,6 +2123,7 @@ gpushare_src_protocol_suite (void)
   tcase_add_checked_fixture (tc_lane, elements_setup, elements_teardown);
   tcase_add_test (tc_lane, test_lane_fake_producer_streams);
   tcase_add_test (tc_lane, test_lane_mark_waits_asleep);
+  tcase_add_test (tc_lane, test_lane_metas);
   tcase_add_test (tc_lane, test_lane_heads_up);
   tcase_add_test (tc_lane, test_lane_heads_up_hostile);
   tcase_add_test (tc_lane, test_lane_wake_ahead);

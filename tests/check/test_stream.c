@@ -738,7 +738,158 @@ GST_START_TEST (test_metas_travel)
   fail_unless_equals_uint64 (stat_u64 (sink, "metas-not-carried"), META_FRAMES);
   fail_unless_equals_uint64 (stat_u64 (c->src, "metas-received"),
       META_FRAMES * METAS_PER_FRAME);
+  /* beside their frames in the lane (minor 9), no META */
+  fail_unless_equals_uint64 (stat_u64 (c->src, "metas-in-lane"), META_FRAMES);
   fail_unless_equals_uint64 (stat_u64 (c->src, "metas-dropped"), 0);
+  assert_no_error (producer);
+  assert_no_error (c->pipeline);
+  consumer_free (c);
+  gst_element_set_state (producer, GST_STATE_NULL);
+  gst_object_unref (producer);
+  g_free (path);
+}
+
+GST_END_TEST;
+
+/* META_FRAMES frames made by make () from a producer to a consumer: each
+ * one's metas, as describe () gives them, equal at the far end (a
+ * description that holds must_hold, so that there is something to
+ * compare), every frame's metas received and none dropped; with a frame
+ * lane (lane) beside the frame in its meta region, without it as a META */
+static void
+assert_metas_travel (const gchar * name, GstBuffer * (*make) (guint),
+    gchar * (*describe) (GstBuffer *), const gchar * must_hold,
+    guint per_frame, guint64 not_carried, gboolean lane)
+{
+  gchar *path = socket_path (name);
+  GstElement *producer, *sink, *src;
+  Consumer *c;
+  guint i;
+
+  producer = appsrc_producer (path, "lossless", 8, &sink, &src);
+  fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  c = consumer_new (path, TRUE);
+  g_object_set (c->src, "frame-lane", lane, NULL);
+  consumer_start (c);
+  for (i = 0; i < META_FRAMES; i++)
+    fail_unless_equals_int (gst_app_src_push_buffer (GST_APP_SRC (src),
+            make (i)), GST_FLOW_OK);
+  for (i = 0; i < META_FRAMES; i++) {
+    GstBuffer *buf = next_buffer (c, i), *want = make (i);
+    gchar *got_text = describe (buf);
+    gchar *want_text = describe (want);
+
+    fail_unless_equals_uint64 (GST_BUFFER_OFFSET (buf), i);
+    fail_unless (strstr (want_text, must_hold) != NULL);
+    fail_unless_equals_string (got_text, want_text);
+    g_free (got_text);
+    g_free (want_text);
+    gst_buffer_unref (want);
+    gst_buffer_unref (buf);
+  }
+  fail_unless_equals_uint64 (stat_u64 (sink, "metas-sent"),
+      META_FRAMES * per_frame);
+  fail_unless_equals_uint64 (stat_u64 (sink, "metas-not-carried"), not_carried);
+  fail_unless_equals_uint64 (stat_u64 (c->src, "metas-received"),
+      META_FRAMES * per_frame);
+  fail_unless_equals_uint64 (stat_u64 (c->src, "metas-dropped"), 0);
+  fail_unless_equals_uint64 (stat_u64 (c->src, "metas-in-lane"),
+      lane ? META_FRAMES : 0);
+  assert_no_error (producer);
+  assert_no_error (c->pipeline);
+  consumer_free (c);
+  gst_element_set_state (producer, GST_STATE_NULL);
+  gst_object_unref (producer);
+  g_free (path);
+}
+
+/* Metas larger than a META (12 KiB) travel beside their frame in the
+ * lane's meta region (since minor 9): four custom metas of about 3.9 KiB
+ * each a frame; to a consumer without a lane they cannot go, and the
+ * producer counts them */
+#define BIG_METAS 4
+
+static GstBuffer *
+buffer_with_big_metas (guint i)
+{
+  const gchar *tags[] = { NULL };
+  GstBuffer *buf = gst_buffer_new_allocate (NULL, FRAME_SIZE, NULL);
+  guint m;
+
+  if (!gst_meta_get_info ("gpushare-test-big"))
+    gst_meta_register_custom ("gpushare-test-big", tags, NULL, NULL, NULL);
+  gst_buffer_memset (buf, 0, 0x30 + i, FRAME_SIZE);
+  GST_BUFFER_PTS (buf) = gst_util_uint64_scale (i, GST_SECOND, 30);
+  GST_BUFFER_OFFSET (buf) = i;
+  for (m = 0; m < BIG_METAS; m++) {
+    GstCustomMeta *custom = gst_buffer_add_custom_meta (buf,
+        "gpushare-test-big");
+    gchar *text = g_strnfill (3900, 'a' + (i + m) % 26);
+
+    gst_structure_set (gst_custom_meta_get_structure (custom), "n",
+        G_TYPE_UINT, m, "text", G_TYPE_STRING, text, NULL);
+    g_free (text);
+  }
+  return buf;
+}
+
+static gboolean
+describe_big_one (GstBuffer * buf, GstMeta ** meta, gpointer user_data)
+{
+  GString *s = user_data;
+
+  if (gst_meta_info_is_custom ((*meta)->info)) {
+    gchar *text = gst_structure_to_string (gst_custom_meta_get_structure (
+            (GstCustomMeta *) * meta));
+
+    g_string_append_printf (s, "%s: %s\n", g_type_name ((*meta)->info->api),
+        text);
+    g_free (text);
+  }
+  return TRUE;
+}
+
+static gchar *
+describe_big_metas (GstBuffer * buf)
+{
+  GString *s = g_string_new (NULL);
+
+  gst_buffer_foreach_meta (buf, describe_big_one, s);
+  return g_string_free (s, FALSE);
+}
+
+GST_START_TEST (test_lane_metas_large)
+{
+  gchar *path = socket_path ("big-metas");
+  GstElement *producer, *sink, *src;
+  Consumer *c;
+  guint i;
+
+  assert_metas_travel ("big-metas-lane", buffer_with_big_metas,
+      describe_big_metas, "n=(uint)3", BIG_METAS, 0, TRUE);
+
+  /* without a lane: the frames go, without them, and they are counted */
+  producer = appsrc_producer (path, "lossless", 8, &sink, &src);
+  fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  c = consumer_new (path, TRUE);
+  g_object_set (c->src, "frame-lane", FALSE, NULL);
+  consumer_start (c);
+  for (i = 0; i < META_FRAMES; i++)
+    fail_unless_equals_int (gst_app_src_push_buffer (GST_APP_SRC (src),
+            buffer_with_big_metas (i)), GST_FLOW_OK);
+  for (i = 0; i < META_FRAMES; i++) {
+    GstBuffer *buf = next_buffer (c, i);
+    gchar *text = describe_big_metas (buf);
+
+    fail_unless_equals_string (text, "");
+    g_free (text);
+    gst_buffer_unref (buf);
+  }
+  fail_unless_equals_uint64 (stat_u64 (sink, "metas-not-carried"),
+      META_FRAMES * BIG_METAS);
+  fail_unless_equals_uint64 (stat_u64 (c->src, "metas-received"), 0);
   assert_no_error (producer);
   assert_no_error (c->pipeline);
   consumer_free (c);
@@ -754,7 +905,7 @@ GST_END_TEST;
  * carries and the relations between them, equal by GStreamer's accessors
  * on the consumer's side; a segmentation mtd (1.26) is left out, counted */
 
-#define ANALYTICS_FRAMES 4
+#define ANALYTICS_FRAMES META_FRAMES
 #define ANALYTICS_DETECTIONS 12
 
 static GstBuffer *
@@ -820,61 +971,17 @@ buffer_with_analytics (guint i)
   return buf;
 }
 
-/* ANALYTICS_FRAMES frames made by make () from a producer to a consumer
- * over the socket: each one's metas, as describe () gives them, equal at
- * the far end (a description that holds must_hold, so that there is
- * something to compare), every META received and none dropped */
-static void
-assert_metas_travel (const gchar * name, GstBuffer * (*make) (guint),
-    gchar * (*describe) (GstBuffer *), const gchar * must_hold,
-    guint64 not_carried)
-{
-  gchar *path = socket_path (name);
-  GstElement *producer, *sink, *src;
-  Consumer *c;
-  guint i;
-
-  producer = appsrc_producer (path, "lossless", 8, &sink, &src);
-  fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
-      GST_STATE_CHANGE_FAILURE);
-  c = consumer_new (path, TRUE);
-  consumer_start (c);
-  for (i = 0; i < ANALYTICS_FRAMES; i++)
-    fail_unless_equals_int (gst_app_src_push_buffer (GST_APP_SRC (src),
-            make (i)), GST_FLOW_OK);
-  for (i = 0; i < ANALYTICS_FRAMES; i++) {
-    GstBuffer *buf = next_buffer (c, i), *want = make (i);
-    gchar *got_text = describe (buf);
-    gchar *want_text = describe (want);
-
-    fail_unless_equals_uint64 (GST_BUFFER_OFFSET (buf), i);
-    fail_unless (strstr (want_text, must_hold) != NULL);
-    fail_unless_equals_string (got_text, want_text);
-    g_free (got_text);
-    g_free (want_text);
-    gst_buffer_unref (want);
-    gst_buffer_unref (buf);
-  }
-  fail_unless_equals_uint64 (stat_u64 (sink, "metas-sent"), ANALYTICS_FRAMES);
-  fail_unless_equals_uint64 (stat_u64 (sink, "metas-not-carried"), not_carried);
-  fail_unless_equals_uint64 (stat_u64 (c->src, "metas-received"),
-      ANALYTICS_FRAMES);
-  fail_unless_equals_uint64 (stat_u64 (c->src, "metas-dropped"), 0);
-  assert_no_error (producer);
-  assert_no_error (c->pipeline);
-  consumer_free (c);
-  gst_element_set_state (producer, GST_STATE_NULL);
-  gst_object_unref (producer);
-  g_free (path);
-}
-
 GST_START_TEST (test_analytics_travel)
 {
   /* 12 detections: od, cls and trk each, 3 relations each; the
    * segmentation mtd of each frame (1.26) is left out, counted */
-  assert_metas_travel ("analytics", buffer_with_analytics,
-      gpushare_test_analytics_describe, "rel ",
-      GST_CHECK_VERSION (1, 26, 0) ? ANALYTICS_FRAMES : 0);
+  gboolean lane;
+
+  /* beside the frame in the lane, and as a META to a consumer without */
+  for (lane = FALSE; lane <= TRUE; lane++)
+    assert_metas_travel (lane ? "analytics-lane" : "analytics",
+        buffer_with_analytics, gpushare_test_analytics_describe, "rel ", 1,
+        GST_CHECK_VERSION (1, 26, 0) ? ANALYTICS_FRAMES : 0, lane);
 }
 
 GST_END_TEST;
@@ -894,7 +1001,7 @@ put_entry_str (GByteArray * b, const gchar * s)
 }
 
 static void
-add_entry (GpuShareMeta * m, guint16 kind, GByteArray * body)
+add_entry (GpuShareFrameMetas * m, guint16 kind, GByteArray * body)
 {
   guint16 k = GUINT16_TO_LE (kind), zero = 0;
   guint32 len = GUINT32_TO_LE (body->len);
@@ -913,7 +1020,7 @@ GST_START_TEST (test_hostile_meta_names)
   static const gchar *const names[] = { "bad name!", "GstBuffer", "x",
     "9lives", "gpushare-test-remote",
   };
-  GpuShareMeta *m = g_new0 (GpuShareMeta, 1);
+  GpuShareFrameMetas *m = gpushare_frame_metas_new (GPUSHARE_MAX_META_LEN);
   GByteArray *body = g_byte_array_new ();
   GstBuffer *buf = gst_buffer_new ();
   guint i, dropped = 0;
@@ -1002,8 +1109,12 @@ describe_tensors (GstBuffer * buf)
 
 GST_START_TEST (test_tensors_travel)
 {
-  assert_metas_travel ("tensors", buffer_with_tensors, describe_tensors,
-      "packed layout 0 type 0 order 0 dims 3 3", 0);
+  gboolean lane;
+
+  for (lane = FALSE; lane <= TRUE; lane++)
+    assert_metas_travel (lane ? "tensors-lane" : "tensors",
+        buffer_with_tensors, describe_tensors,
+        "packed layout 0 type 0 order 0 dims 3 3", 1, 0, lane);
 }
 
 GST_END_TEST;
@@ -1051,7 +1162,7 @@ put_od (GByteArray * b, const gchar * label, gfloat conf)
 static gboolean
 analytics_entry_ok (GByteArray * body, gchar ** why)
 {
-  GpuShareMeta *m = g_new0 (GpuShareMeta, 1);
+  GpuShareFrameMetas *m = gpushare_frame_metas_new (GPUSHARE_MAX_META_LEN);
   gboolean ok;
 
   add_entry (m, GPUSHARE_META_ANALYTICS, body);
@@ -1159,7 +1270,7 @@ GST_START_TEST (test_hostile_analytics)
     /* tensors: a data length the dims and the type do not make, dims whose
      * product overflows, types and layouts GStreamer has not, too many
      * dims or tensors */
-    GpuShareMeta *m = g_new0 (GpuShareMeta, 1);
+    GpuShareFrameMetas *m = gpushare_frame_metas_new (GPUSHARE_MAX_META_LEN);
     static const struct
     {
       guint32 type, order, nd;
@@ -1181,7 +1292,7 @@ GST_START_TEST (test_hostile_analytics)
       gchar *why = NULL;
       guint8 zero[64] = { 0, };
 
-      memset (m, 0, sizeof (*m));
+      m->n_entries = m->data_len = 0;
       put_u32_le (b, 1);
       put_entry_str (b, "t");
       put_u32_le (b, 0);
@@ -1201,12 +1312,12 @@ GST_START_TEST (test_hostile_analytics)
           i, why);
       g_free (why);
     }
-    memset (m, 0, sizeof (*m));
+    m->n_entries = m->data_len = 0;
     put_u32_le (b, GPUSHARE_META_MAX_TENSORS + 1);
     add_entry (m, GPUSHARE_META_TENSORS, b);
     fail_if (gpushare_frame_meta_check (m, NULL));
     /* and a sound one: int4 3x3 in 5 bytes */
-    memset (m, 0, sizeof (*m));
+    m->n_entries = m->data_len = 0;
     put_u32_le (b, 1);
     put_entry_str (b, "t");
     put_u32_le (b, 0);
@@ -1229,7 +1340,7 @@ GST_START_TEST (test_hostile_analytics)
   {
     /* an mtd type of a newer producer between two detections: left out
      * with its relation, counted; the others keep theirs */
-    GpuShareMeta *m = g_new0 (GpuShareMeta, 1);
+    GpuShareFrameMetas *m = gpushare_frame_metas_new (GPUSHARE_MAX_META_LEN);
     GstBuffer *buf = gst_buffer_new ();
     GstAnalyticsRelationMeta *rmeta;
     GstAnalyticsODMtd od;
@@ -1275,7 +1386,7 @@ GST_END_TEST;
  * its own, forked: registrations are the process's) */
 GST_START_TEST (test_custom_meta_registrations_bounded)
 {
-  GpuShareMeta *m = g_new0 (GpuShareMeta, 1);
+  GpuShareFrameMetas *m = gpushare_frame_metas_new (GPUSHARE_MAX_META_LEN);
   GByteArray *body = g_byte_array_new ();
   guint i, added = 0, dropped = 0, n = GPUSHARE_META_MAX_CUSTOM_REGISTRATIONS
       + 8;
@@ -1285,7 +1396,7 @@ GST_START_TEST (test_custom_meta_registrations_bounded)
     gchar *name = g_strdup_printf ("gpushare-bound-%u", i);
     guint d = 0;
 
-    memset (m, 0, sizeof (*m));
+    m->n_entries = m->data_len = 0;
     put_entry_str (body, name);
     put_entry_str (body, "s, track=(int)3");
     add_entry (m, GPUSHARE_META_CUSTOM, body);
@@ -1311,7 +1422,7 @@ GST_END_TEST;
  * every test: the count is the process's) */
 GST_START_TEST (test_peer_quarks_bounded)
 {
-  GpuShareMeta *m = g_new0 (GpuShareMeta, 1);
+  GpuShareFrameMetas *m = gpushare_frame_metas_new (GPUSHARE_MAX_META_LEN);
   GByteArray *body = g_byte_array_new ();
   guint per = 100, frames = GPUSHARE_META_MAX_PEER_QUARKS / per + 2;
   guint f, i, label = 0, dropped = 0, kept = 0;
@@ -1321,7 +1432,7 @@ GST_START_TEST (test_peer_quarks_bounded)
     GstAnalyticsRelationMeta *rmeta;
     guint d = 0;
 
-    memset (m, 0, sizeof (*m));
+    m->n_entries = m->data_len = 0;
     put_u32_le (body, per);
     for (i = 0; i < per; i++) {
       gchar *name = g_strdup_printf ("gpushare-label-%u", label++);
@@ -1368,7 +1479,7 @@ GST_START_TEST (test_meta_names_of_gstreamer)
      * has not loaded yet */
     "GstAnalyticsRelationMeta", "GstFutureMeta",
   };
-  GpuShareMeta *m = g_new0 (GpuShareMeta, 1);
+  GpuShareFrameMetas *m = gpushare_frame_metas_new (GPUSHARE_MAX_META_LEN);
   GByteArray *body = g_byte_array_new ();
   GstBuffer *buf = gst_buffer_new ();
   GstVideoTimeCode *tc;
@@ -2886,6 +2997,7 @@ gpushare_stream_suite (void)
   tcase_add_test (tc_frame, test_share_in_place);
   tcase_add_test (tc_frame, test_share_shrinks);
   tcase_add_test (tc_frame, test_metas_travel);
+  tcase_add_test (tc_frame, test_lane_metas_large);
   tcase_add_test (tc_frame, test_hostile_analytics);
 #if HAVE_GST_ANALYTICS
   tcase_add_test (tc_frame, test_analytics_travel);

@@ -150,7 +150,7 @@ process_input (gsize * in_len, guint * n_fds)
     check_round_trip (&hdr, &msg_a);
     /* what a consumer checks of the entries before any reaches a buffer */
     if (msg_a.type == GPUSHARE_MSG_META)
-      gpushare_frame_meta_check (&msg_a.u.meta, NULL);
+      gpushare_frame_meta_check_meta (&msg_a.u.meta, NULL);
   }
   return TRUE;
 }

@@ -446,6 +446,10 @@ write_simple (GpuShareMsg * msg)
   save_one ("lane", msg, 1);
   lane (msg, GPUSHARE_LANE_MAX_ENTRIES);
   save_one ("lane-max", msg, 1);
+  /* and (minor 9) with the largest meta region */
+  msg->u.lane.meta_size = GPUSHARE_LANE_MAX_META_REGION;
+  msg->u.lane.size += GPUSHARE_LANE_MAX_META_REGION;
+  save_one ("lane-metas", msg, 1);
 }
 
 static void
@@ -1003,6 +1007,7 @@ write_metas (GpuShareMsg * msg)
   GstBuffer *buf = gst_buffer_new ();
   GstCaps *ref = gst_caps_new_empty_simple ("timestamp/x-ntp");
   GstVideoRegionOfInterestMeta *roi;
+  GpuShareFrameMetas *metas;
   GstCustomMeta *custom;
   guint skipped = 0;
 
@@ -1023,11 +1028,13 @@ write_metas (GpuShareMsg * msg)
       G_TYPE_INT, 7, NULL);
 
   init (msg, GPUSHARE_MSG_META);
-  if (!gpushare_frame_meta_collect (buf, &msg->u.meta, &skipped, NULL)
-      || skipped) {
+  metas = gpushare_frame_metas_new (GPUSHARE_MAX_META_LEN);
+  if (!gpushare_frame_meta_collect (buf, metas, &skipped, NULL)
+      || skipped || !gpushare_frame_metas_to_meta (metas, &msg->u.meta)) {
     g_printerr ("make-corpus: the metas were not all written\n");
     exit (1);
   }
+  g_free (metas);
   msg->u.meta.sequence = 5;
   save_one ("meta", msg, 0);
   gst_buffer_unref (buf);
