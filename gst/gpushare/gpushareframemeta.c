@@ -162,7 +162,79 @@ typedef struct
   const gchar *skipped_name;
 } Collect;
 
+/* bytes a pixel of a segmentation mask of this format (0: not carried) */
+static guint
+mask_pixel_bytes (GstVideoFormat format)
+{
+  switch (format) {
+    case GST_VIDEO_FORMAT_GRAY8:
+      return 1;
+    case GST_VIDEO_FORMAT_GRAY16_LE:
+    case GST_VIDEO_FORMAT_GRAY16_BE:
+      return 2;
+    default:
+      return 0;
+  }
+}
+
 #if HAVE_GST_ANALYTICS
+
+#if GST_CHECK_VERSION(1, 26, 0)
+/* a segmentation mtd: where its mask lies, its region ids and the mask
+ * itself, its rows packed (GRAY8 or GRAY16 with a GstVideoMeta, all of it
+ * where the map says); FALSE when it cannot be written, or not in what is
+ * left of w (nothing written then) */
+static gboolean
+write_segmentation (Writer * w, GstAnalyticsMtd * mtd)
+{
+  gint x = 0, y = 0;
+  guint mw = 0, mh = 0, bpp, row;
+  gsize i, n = gst_analytics_segmentation_mtd_get_region_count (mtd), len_at;
+  GstBuffer *mask = gst_analytics_segmentation_mtd_get_mask (mtd, &x, &y,
+      &mw, &mh);
+  GstVideoMeta *vm = mask ? gst_buffer_get_video_meta (mask) : NULL;
+  guint64 packed = 0;
+  GstMapInfo map;
+  gboolean ok = FALSE;
+
+  if (!vm || n > GPUSHARE_META_MAX_REGIONS || vm->n_planes != 1
+      || !(bpp = mask_pixel_bytes (vm->format)) || vm->width == 0
+      || vm->height == 0 || vm->stride[0] < (gint) (vm->width * bpp)
+      || !gst_buffer_map (mask, &map, GST_MAP_READ))
+    goto out;
+  packed = (guint64) vm->width * vm->height * bpp;
+  if (vm->offset[0] + (guint64) vm->stride[0] * (vm->height - 1) +
+      vm->width * bpp > map.size
+      || packed + 64 + 4 * n > w->m->capacity - w->m->data_len)
+    goto unmap;
+  put_str (w, "segmentation");
+  len_at = w->m->data_len;
+  put_u32 (w, 0);
+  put_u32 (w, (guint32) x);
+  put_u32 (w, (guint32) y);
+  put_u32 (w, mw);
+  put_u32 (w, mh);
+  put_u32 (w, n);
+  for (i = 0; i < n; i++)
+    put_u32 (w, gst_analytics_segmentation_mtd_get_region_id (mtd, i));
+  put_u32 (w, vm->format);
+  put_u32 (w, vm->width);
+  put_u32 (w, vm->height);
+  put_u32 (w, (guint32) packed);
+  for (row = 0; row < vm->height; row++)
+    put (w, map.data + vm->offset[0] + (gsize) row * vm->stride[0],
+        vm->width * bpp);
+  patch_u32 (w, len_at, w->m->data_len - len_at - 4);
+  ok = TRUE;
+unmap:
+  gst_buffer_unmap (mask, &map);
+out:
+  if (mask)
+    gst_buffer_unref (mask);
+  return ok;
+}
+#endif
+
 /* one mtd's body; FALSE for a type this version does not write */
 static gboolean
 write_mtd (Writer * w, GstAnalyticsMtd * mtd, GstAnalyticsMtdType type)
@@ -215,6 +287,10 @@ write_mtd (Writer * w, GstAnalyticsMtd * mtd, GstAnalyticsMtdType type)
     put_u64 (w, first);
     put_u64 (w, last);
     put_u32 (w, lost);
+#if GST_CHECK_VERSION(1, 26, 0)
+  } else if (type == gst_analytics_segmentation_mtd_get_mtd_type ()) {
+    return write_segmentation (w, mtd);
+#endif
   } else {
     return FALSE;
   }
@@ -778,6 +854,55 @@ read_analytics (Reader * r, gpointer rmeta, guint * n_left_out)
       (void) id;
       (void) first;
       (void) last;
+#endif
+    } else if (g_str_equal (type, "segmentation")) {
+      guint32 ids[GPUSHARE_META_MAX_REGIONS], k, j, format, width, height;
+      gint32 x = (gint32) get_u32 (&b, "segmentation location");
+      gint32 y = (gint32) get_u32 (&b, "segmentation location");
+      guint32 mw = get_u32 (&b, "segmentation location");
+      guint32 mh = get_u32 (&b, "segmentation location");
+      const guint8 *bytes;
+      guint32 mask_len, bpp;
+
+      k = get_u32 (&b, "segmentation region count");
+      if (!b.bad && k > GPUSHARE_META_MAX_REGIONS)
+        b.bad = "segmentation region count";
+      for (j = 0; j < k && !b.bad; j++)
+        ids[j] = get_u32 (&b, "segmentation region id");
+      format = get_u32 (&b, "segmentation mask format");
+      width = get_u32 (&b, "segmentation mask size");
+      height = get_u32 (&b, "segmentation mask size");
+      bpp = mask_pixel_bytes ((GstVideoFormat) format);
+      if (!b.bad && !bpp)
+        b.bad = "segmentation mask format";
+      /* the bytes the mask's size makes, and no other count, before
+       * anything is allocated for it */
+      bytes = get_bytes (&b, &mask_len, "segmentation mask");
+      if (!b.bad && (width == 0 || height == 0
+              || (guint64) width * height * bpp != mask_len))
+        b.bad = "segmentation mask size";
+#if GST_CHECK_VERSION(1, 26, 0)
+      if (!b.bad && rmeta) {
+        GstBuffer *mask = gst_buffer_new_memdup (bytes, mask_len);
+        GstAnalyticsSegmentationMtd mtd;
+
+        gst_buffer_add_video_meta (mask, GST_VIDEO_FRAME_FLAG_NONE,
+            (GstVideoFormat) format, width, height);
+        /* its type, which GStreamer gives no way to read, is not carried */
+        added = gst_analytics_relation_meta_add_segmentation_mtd (rmeta, mask,
+            GST_SEGMENTATION_TYPE_SEMANTIC, k, ids, x, y, mw, mh, &mtd);
+        if (added)
+          new_id[i] = mtd.id;
+        else
+          gst_buffer_unref (mask);
+      }
+#else
+      (void) ids;
+      (void) x;
+      (void) y;
+      (void) mw;
+      (void) mh;
+      (void) bytes;
 #endif
     }
     /* a newer producer may add fields at the end of a body: not read */

@@ -74,6 +74,8 @@ typedef enum
 /* tensors of one tensor meta, and dims of one tensor, at most */
 #define GPUSHARE_META_MAX_TENSORS 16
 #define GPUSHARE_META_MAX_TENSOR_DIMS 8
+/* regions of one segmentation mtd (1.26) */
+#define GPUSHARE_META_MAX_REGIONS 256
 
 /* mtds, classes of a classification mtd and relations in one analytics
  * entry, at most (docs/security.md, "Bounds") */

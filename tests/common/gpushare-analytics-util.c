@@ -7,6 +7,7 @@
 
 #if HAVE_GST_ANALYTICS
 #include <gst/analytics/analytics.h>
+#include <gst/video/video.h>
 
 gchar *
 gpushare_test_analytics_describe (GstBuffer * buf)
@@ -58,6 +59,40 @@ gpushare_test_analytics_describe (GstBuffer * buf)
       g_string_append_printf (s, "%" G_GSIZE_FORMAT " trk %" G_GUINT64_FORMAT
           " %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT " %d\n", i, id, first,
           last, lost);
+#if GST_CHECK_VERSION(1, 26, 0)
+    } else if (type == gst_analytics_segmentation_mtd_get_mtd_type ()) {
+      gint x = 0, y = 0;
+      guint w = 0, h = 0, row;
+      GstBuffer *mask = gst_analytics_segmentation_mtd_get_mask (&m, &x, &y,
+          &w, &h);
+      GstVideoMeta *vm = mask ? gst_buffer_get_video_meta (mask) : NULL;
+      GChecksum *sum = g_checksum_new (G_CHECKSUM_SHA1);
+      GstMapInfo map;
+
+      g_string_append_printf (s, "%" G_GSIZE_FORMAT " seg %d %d %u %u "
+          "regions", i, x, y, w, h);
+      for (j = 0; j < gst_analytics_segmentation_mtd_get_region_count (&m); j++)
+        g_string_append_printf (s, " %u",
+            gst_analytics_segmentation_mtd_get_region_id (&m, j));
+      /* the mask: its size, format and pixels, row by row */
+      if (vm && gst_buffer_map (mask, &map, GST_MAP_READ)) {
+        guint bpp = vm->format == GST_VIDEO_FORMAT_GRAY8 ? 1 : 2;
+
+        for (row = 0; row < vm->height; row++)
+          g_checksum_update (sum, map.data + vm->offset[0] +
+              (gsize) row * vm->stride[0], vm->width * bpp);
+        g_string_append_printf (s, " mask %s %ux%u %s",
+            gst_video_format_to_string (vm->format), vm->width, vm->height,
+            g_checksum_get_string (sum));
+        gst_buffer_unmap (mask, &map);
+      } else {
+        g_string_append (s, " no mask");
+      }
+      g_string_append (s, "\n");
+      g_checksum_free (sum);
+      if (mask)
+        gst_buffer_unref (mask);
+#endif
     } else {
       n = i;
       break;

@@ -929,7 +929,7 @@ write_analytics_entry (GpuShareMeta * m)
   meta_put (m, &kind, 2);
   meta_put (m, &zero, 2);
   meta_u32 (m, 0);
-  meta_u32 (m, 3);
+  meta_u32 (m, 4);
   at = meta_mtd (m, "object-detection");
   meta_str (m, "car");
   meta_u32 (m, 10);
@@ -953,6 +953,21 @@ write_analytics_entry (GpuShareMeta * m)
     meta_put (m, &le, 8);
   }
   meta_u32 (m, 0);
+  meta_mtd_end (m, at);
+  /* a segmentation of two regions, its 4x2 GRAY8 mask (format 25) */
+  at = meta_mtd (m, "segmentation");
+  meta_u32 (m, 0);
+  meta_u32 (m, 0);
+  meta_u32 (m, 4);
+  meta_u32 (m, 2);
+  meta_u32 (m, 2);
+  meta_u32 (m, 1);
+  meta_u32 (m, 2);
+  meta_u32 (m, 25);
+  meta_u32 (m, 4);
+  meta_u32 (m, 2);
+  meta_u32 (m, 8);
+  meta_put (m, "\1\1\2\2\1\2\2\1", 8);
   meta_mtd_end (m, at);
   meta_u32 (m, 2);
   meta_u32 (m, 0);
