@@ -29,7 +29,8 @@ packages="meson ninja-build gcc g++ pkg-config libglib2.0-dev
   libgstreamer-plugins-bad1.0-dev gstreamer1.0-tools
   gstreamer1.0-plugins-base gstreamer1.0-plugins-good
   gstreamer1.0-plugins-bad python3-gi python3-gst-1.0 gir1.2-gstreamer-1.0
-  gir1.2-gst-plugins-base-1.0 python3-numpy python3-yaml"
+  gir1.2-gst-plugins-base-1.0 python3-numpy python3-yaml python3-dev
+  python-gi-dev libdlpack-dev"
 
 # the packages installed, once: a marker holds the list they came from
 marker=$root/var/lib/gpushare-packages

@@ -11,6 +11,10 @@
 #
 #   bash tests/gpu/bundle-python.sh [BUNDLE]
 #
+# (for the 1.26 bundle, in the 1.26 root: bash .ci/gst126.sh
+# 'bash tests/gpu/bundle-python.sh .gst126', after
+# tests/gpu/bundle-gst126.sh)
+#
 # then, on the GPU machine, with BUNDLE and the build carried:
 #
 #   . BUNDLE/env.sh; . BUNDLE/py/env.sh
@@ -54,6 +58,12 @@ ln -s "$ver" "$out/bin/python3"
 for t in GLib-2.0 GObject-2.0 GModule-2.0 Gio-2.0 Gst-1.0 GstBase-1.0 \
   GstApp-1.0 GstVideo-1.0; do
   cp "$ml/girepository-1.0/$t.typelib" "$out/lib/girepository-1.0/"
+done
+# and, where GLib has them (2.80 on: GStreamer 1.26's Debian), the
+# typelibs of its Unix parts, which PyGObject loads with GLib and Gio
+for t in GLibUnix-2.0 GioUnix-2.0; do
+  [ ! -e "$ml/girepository-1.0/$t.typelib" ] ||
+    cp "$ml/girepository-1.0/$t.typelib" "$out/lib/girepository-1.0/"
 done
 # every library the interpreter, its modules and PyGObject need, but the
 # C runtime and what the GStreamer bundle has already
