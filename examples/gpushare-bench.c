@@ -1468,16 +1468,18 @@ run_row (const gchar * self, Row * row)
   if (!row->failed && (prod == NULL || (two && cons == NULL)))
     row->failed = g_strdup ("could not start");
   if (!row->failed && row->detections > 0) {
-    /* the row measures carrying them: they must have gone across */
-    const gchar *nc = pr.stats ? strstr (pr.stats,
-        "metas-not-carried=(guint64)") : NULL;
-    guint64 n = nc ? g_ascii_strtoull (nc + 27, NULL, 10) : 0;
+    /* the row measures carrying them: every frame's must have gone across
+     * (the consumer added them; the producer's metas-not-carried also
+     * counts metas of the GPU pipeline's own that never travel) */
+    const gchar *got = cr.stats ? strstr (cr.stats,
+        "metas-received=(guint64)") : NULL;
+    guint64 n = got ? g_ascii_strtoull (got + 24, NULL, 10) : 0;
 
-    if (!pr.stats || !strstr (pr.stats, "metas-sent="))
-      row->failed = g_strdup ("no metas counted: not a gpushare producer");
-    else if (n > 0)
-      row->failed = g_strdup_printf ("%" G_GUINT64_FORMAT " analytics metas "
-          "not carried (larger than one META message)", n);
+    if (!got)
+      row->failed = g_strdup ("no metas counted: not a gpushare consumer");
+    else if (n < (guint64) opt.frames)
+      row->failed = g_strdup_printf ("%" G_GUINT64_FORMAT " of %d frames' "
+          "analytics metas carried", n, opt.frames);
   }
   if (!row->failed && (pr.bad_keys || cr.bad_keys))
     row->failed = g_strdup_printf ("%d frames with a bad offset",

@@ -82,6 +82,9 @@ export PYTHONPATH=$P/lib/python3/dist-packages${PYTHONPATH:+:$PYTHONPATH}
 export PYTHONDONTWRITEBYTECODE=1
 export GI_TYPELIB_PATH=$P/lib/girepository-1.0
 export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$P/libs
+# the GStreamer bundle's own libraries (GLib among them), which its
+# programs find through their run path and this interpreter does not
+[ ! -d "$P/../lib" ] || export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$(cd "$P/../lib" && pwd)
 export PATH=$P/bin:$PATH
 E
 du -sh "$out"
