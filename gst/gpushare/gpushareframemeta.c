@@ -180,6 +180,24 @@ mask_pixel_bytes (GstVideoFormat format)
 #if HAVE_GST_ANALYTICS
 
 #if GST_CHECK_VERSION(1, 26, 0)
+/* tensor data or a mask that may go through the socket: mappable host
+ * memory, not a GPU's (whose tensors must not be copied through the CPU) */
+static gboolean
+host_memory (GstBuffer * data)
+{
+  guint i, n = gst_buffer_n_memory (data);
+
+  for (i = 0; i < n; i++) {
+    GstMemory *mem = gst_buffer_peek_memory (data, i);
+
+    if (!gst_memory_is_type (mem, GST_ALLOCATOR_SYSMEM)
+        && !gst_memory_is_type (mem, "memfd")
+        && !gst_memory_is_type (mem, "fdmem"))
+      return FALSE;
+  }
+  return n > 0;
+}
+
 /* a segmentation mtd: where its mask lies, its region ids and the mask
  * itself, its rows packed (GRAY8 or GRAY16 with a GstVideoMeta, all of it
  * where the map says); FALSE when it cannot be written, or not in what is
@@ -197,15 +215,18 @@ write_segmentation (Writer * w, GstAnalyticsMtd * mtd)
   GstMapInfo map;
   gboolean ok = FALSE;
 
+  /* a mask in GPU memory is not copied through the CPU */
   if (!vm || n > GPUSHARE_META_MAX_REGIONS || vm->n_planes != 1
       || !(bpp = mask_pixel_bytes (vm->format)) || vm->width == 0
-      || vm->height == 0 || vm->stride[0] < (gint) (vm->width * bpp)
-      || !gst_buffer_map (mask, &map, GST_MAP_READ))
+      || vm->height == 0 || !host_memory (mask))
     goto out;
   packed = (guint64) vm->width * vm->height * bpp;
-  if (vm->offset[0] + (guint64) vm->stride[0] * (vm->height - 1) +
-      vm->width * bpp > map.size
-      || packed + 64 + 4 * n > w->m->capacity - w->m->data_len)
+  if (vm->stride[0] < 0 || (guint64) vm->stride[0] < (guint64) vm->width * bpp
+      || packed + 64 + 4 * n > w->m->capacity - w->m->data_len
+      || !gst_buffer_map (mask, &map, GST_MAP_READ))
+    goto out;
+  if ((guint64) vm->offset[0] + (guint64) vm->stride[0] * (vm->height - 1) +
+      (guint64) vm->width * bpp > map.size)
     goto unmap;
   put_str (w, "segmentation");
   len_at = w->m->data_len;
@@ -360,23 +381,6 @@ write_analytics (Writer * w, GstAnalyticsRelationMeta * rmeta,
 }
 
 #if GST_CHECK_VERSION(1, 26, 0)
-/* tensor data that may go through the socket: mappable host memory, not
- * a GPU's (whose tensors must not be copied through the CPU) */
-static gboolean
-host_memory (GstBuffer * data)
-{
-  guint i, n = gst_buffer_n_memory (data);
-
-  for (i = 0; i < n; i++) {
-    GstMemory *mem = gst_buffer_peek_memory (data, i);
-
-    if (!gst_memory_is_type (mem, GST_ALLOCATOR_SYSMEM)
-        && !gst_memory_is_type (mem, "memfd")
-        && !gst_memory_is_type (mem, "fdmem"))
-      return FALSE;
-  }
-  return n > 0;
-}
 
 static gboolean
 write_tensors (Writer * w, GstTensorMeta * tm)
@@ -884,10 +888,14 @@ read_analytics (Reader * r, gpointer rmeta, guint * n_left_out)
 #if GST_CHECK_VERSION(1, 26, 0)
       if (!b.bad && rmeta) {
         GstBuffer *mask = gst_buffer_new_memdup (bytes, mask_len);
+        gsize offset[GST_VIDEO_MAX_PLANES] = { 0, };
+        gint stride[GST_VIDEO_MAX_PLANES] = { (gint) (width * bpp), };
         GstAnalyticsSegmentationMtd mtd;
 
-        gst_buffer_add_video_meta (mask, GST_VIDEO_FRAME_FLAG_NONE,
-            (GstVideoFormat) format, width, height);
+        /* its rows as they came, packed: not GStreamer's default stride,
+         * which rounds a row up to 4 bytes */
+        gst_buffer_add_video_meta_full (mask, GST_VIDEO_FRAME_FLAG_NONE,
+            (GstVideoFormat) format, width, height, 1, offset, stride);
         /* its type, which GStreamer gives no way to read, is not carried */
         added = gst_analytics_relation_meta_add_segmentation_mtd (rmeta, mask,
             GST_SEGMENTATION_TYPE_SEMANTIC, k, ids, x, y, mw, mh, &mtd);

@@ -362,6 +362,8 @@ gpushare_lane_pop (GpuShareLane * lane, GpuShareLaneEntry * e,
       __ATOMIC_ACQUIRE);
   guint64 unread = head - lane->index;
 
+  if (metas)
+    *metas = NULL;
   if (unread == 0)
     return GPUSHARE_LANE_EMPTY;
   if (unread > lane->n_entries)
@@ -372,8 +374,6 @@ gpushare_lane_pop (GpuShareLane * lane, GpuShareLaneEntry * e,
   if (gpushare_lane_entry_parse (copy, e) != GPUSHARE_PARSE_OK
       || e->index != lane->index)
     return GPUSHARE_LANE_BAD_ENTRY;
-  if (metas)
-    *metas = NULL;
   if (e->kind == GPUSHARE_LANE_ENTRY_FRAME && e->meta_len
       && (res = take_metas (lane, e, metas)) != GPUSHARE_LANE_OK)
     return res;

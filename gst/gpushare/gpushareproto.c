@@ -914,16 +914,27 @@ gpushare_frame_metas_new_from_meta (const GpuShareMeta * meta)
   return m;
 }
 
-gboolean
+guint
 gpushare_frame_metas_to_meta (const GpuShareFrameMetas * m, GpuShareMeta * meta)
 {
-  if (m->data_len > GPUSHARE_MAX_META_LEN)
-    return FALSE;
+  gsize at = 0;
+  guint n = 0;
+
+  /* whole entries, in order, while they fit (the chain is the
+   * producer's own, checked when it was written) */
+  while (n < m->n_entries && m->data_len - at >= GPUSHARE_META_ENTRY_HEADER) {
+    gsize next = at + GPUSHARE_META_ENTRY_HEADER + rd32 (m->data + at + 4);
+
+    if (next > m->data_len || next > GPUSHARE_MAX_META_LEN)
+      break;
+    at = next;
+    n++;
+  }
   meta->sequence = m->sequence;
-  meta->n_entries = m->n_entries;
-  meta->data_len = m->data_len;
-  memcpy (meta->data, m->data, m->data_len);
-  return TRUE;
+  meta->n_entries = n;
+  meta->data_len = at;
+  memcpy (meta->data, m->data, at);
+  return m->n_entries - n;
 }
 
 gboolean

@@ -704,8 +704,9 @@ GpuShareFrameMetas *gpushare_frame_metas_new (gsize capacity);
 /* a copy of a META's */
 GpuShareFrameMetas *gpushare_frame_metas_new_from_meta (const GpuShareMeta *
     meta);
-/* into a META, if they fit one (GPUSHARE_MAX_META_LEN) */
-gboolean gpushare_frame_metas_to_meta (const GpuShareFrameMetas * m,
+/* into a META: the entries, in order, that fit one (GPUSHARE_MAX_META_LEN);
+ * returns how many did not (meta->n_entries 0: none did) */
+guint gpushare_frame_metas_to_meta (const GpuShareFrameMetas * m,
     GpuShareMeta * meta);
 /* the entries chain a META's parser checks: 1 .. GPUSHARE_MAX_META_ENTRIES
  * entries filling data_len, reserved fields 0 */

@@ -2938,19 +2938,20 @@ flushing:
   return GPUSHARE_SERVER_FLUSHING;
 }
 
-/* lock held: a frame goes to c without its metas, too large for a META
- * and without room in a lane's meta region: counted, said once */
+/* lock held: a frame goes to c without n of its metas, which do not fit
+ * a META, and without room in a lane's meta region: counted (once a
+ * frame), said once */
 static void
 metas_not_sent (GpuShareServer * self, Client * c,
-    const GpuShareFrameMetas * meta)
+    const GpuShareFrameMetas * meta, guint n)
 {
-  self->metas_not_sent += meta->n_entries;
+  self->metas_not_sent += n;
   if (self->told_metas_not_sent)
     return;
   self->told_metas_not_sent = TRUE;
-  GST_WARNING_OBJECT (self->log_object, "client %u: a frame's metas of %u "
-      "bytes do not fit a META (%u bytes)%s: sent without them, counted in "
-      "the stats (metas-not-carried)", c->id, meta->data_len,
+  GST_WARNING_OBJECT (self->log_object, "client %u: %u of a frame's metas "
+      "(%u bytes in all) do not fit a META (%u bytes)%s: sent without them, "
+      "counted in the stats (metas-not-carried)", c->id, n, meta->data_len,
       GPUSHARE_MAX_META_LEN, c->lane_metas ? " nor its lane's meta region "
       "now" : ", and it takes none in its lane");
 }
@@ -2960,8 +2961,7 @@ gpushare_server_end_frame (GpuShareServer * self,
     GpuShareServerFrame * frame, gboolean written,
     const GpuShareFrame * fields, GpuShareFrameMetas * meta, GError ** error)
 {
-  gint wire_meta = -1;          /* meta as a META: -1 not yet made, 0 too
-                                 * large, 1 in self->wire_meta */
+  gboolean wire_made = FALSE;   /* meta as a META in self->wire_meta */
   Client *sent_to[MAX_CLIENTS];
   guint sent_id[MAX_CLIENTS];
   GpuShareMemType sent_mem[MAX_CLIENTS] = { 0, };
@@ -3105,18 +3105,23 @@ gpushare_server_end_frame (GpuShareServer * self,
       if (meta && c->minor >= GPUSHARE_MINOR_META) {
         gboolean sent;
 
-        if (wire_meta < 0) {
+        /* made once a frame: the entries that fit, the others counted
+         * (once, however many consumers take it so) */
+        if (!wire_made) {
+          guint left_out;
+
           if (!self->wire_meta)
             self->wire_meta = g_new0 (GpuShareMeta, 1);
-          wire_meta = gpushare_frame_metas_to_meta (meta, self->wire_meta);
+          left_out = gpushare_frame_metas_to_meta (meta, self->wire_meta);
+          if (left_out)
+            metas_not_sent (self, c, meta, left_out);
+          wire_made = TRUE;
         }
-        if (wire_meta) {
+        if (self->wire_meta->n_entries > 0) {
           sent = gpushare_conn_send_meta (c->conn, self->wire_meta);
           lane_mark (self, c, sent);
           if (!sent)
             continue;
-        } else {
-          metas_not_sent (self, c, meta);
         }
       }
       if (c->lane) {

@@ -869,7 +869,8 @@ GST_START_TEST (test_lane_metas_large)
   assert_metas_travel ("big-metas-lane", buffer_with_big_metas,
       describe_big_metas, "n=(uint)3", BIG_METAS, 0, TRUE);
 
-  /* without a lane: the frames go, without them, and they are counted */
+  /* without a lane: the frames go with the metas that fit a META (three
+   * of the four), the last one counted */
   producer = appsrc_producer (path, "lossless", 8, &sink, &src);
   fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
       GST_STATE_CHANGE_FAILURE);
@@ -883,13 +884,14 @@ GST_START_TEST (test_lane_metas_large)
     GstBuffer *buf = next_buffer (c, i);
     gchar *text = describe_big_metas (buf);
 
-    fail_unless_equals_string (text, "");
+    fail_unless (strstr (text, "n=(uint)2") && !strstr (text, "n=(uint)3"),
+        "frame %u: %.200s", i, text);
     g_free (text);
     gst_buffer_unref (buf);
   }
-  fail_unless_equals_uint64 (stat_u64 (sink, "metas-not-carried"),
-      META_FRAMES * BIG_METAS);
-  fail_unless_equals_uint64 (stat_u64 (c->src, "metas-received"), 0);
+  fail_unless_equals_uint64 (stat_u64 (sink, "metas-not-carried"), META_FRAMES);
+  fail_unless_equals_uint64 (stat_u64 (c->src, "metas-received"),
+      META_FRAMES * (BIG_METAS - 1));
   assert_no_error (producer);
   assert_no_error (c->pipeline);
   consumer_free (c);
@@ -954,8 +956,9 @@ buffer_with_analytics (guint i)
   }
 #if GST_CHECK_VERSION(1, 26, 0)
   {
-    /* its mask, a buffer of its own (the mtd takes it): 16x8 GRAY8 in
-     * rows of 20 bytes, the last 4 of each not part of it */
+    /* its mask, a buffer of its own (the mtd takes it): 15x8 GRAY8 in
+     * rows of 20 bytes, the last 5 of each not part of it (a width that
+     * is no multiple of 4: GStreamer's own stride would be 16) */
     GstBuffer *mask = gst_buffer_new_allocate (NULL, 20 * 8, NULL);
     gsize offset[GST_VIDEO_MAX_PLANES] = { 0, };
     gint stride[GST_VIDEO_MAX_PLANES] = { 20, };
@@ -965,12 +968,12 @@ buffer_with_analytics (guint i)
 
     fail_unless (gst_buffer_map (mask, &map, GST_MAP_WRITE));
     for (d = 0; d < map.size; d++)
-      map.data[d] = d % 20 >= 16 ? 0xee : (d + i) % 3 ? 1 : 2;
+      map.data[d] = d % 20 >= 15 ? 0xee : (d + i) % 3 ? 1 : 2;
     gst_buffer_unmap (mask, &map);
     gst_buffer_add_video_meta_full (mask, GST_VIDEO_FRAME_FLAG_NONE,
-        GST_VIDEO_FORMAT_GRAY8, 16, 8, 1, offset, stride);
+        GST_VIDEO_FORMAT_GRAY8, 15, 8, 1, offset, stride);
     fail_unless (gst_analytics_relation_meta_add_segmentation_mtd (rmeta,
-            mask, GST_SEGMENTATION_TYPE_SEMANTIC, 2, regions, 4 + i, 2, 16, 8,
+            mask, GST_SEGMENTATION_TYPE_SEMANTIC, 2, regions, 4 + i, 2, 15, 8,
             &seg));
     fail_unless (gst_analytics_relation_meta_set_relation (rmeta,
             GST_ANALYTICS_REL_TYPE_RELATE_TO, seg.id, 0));

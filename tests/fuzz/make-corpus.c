@@ -1045,7 +1045,7 @@ write_metas (GpuShareMsg * msg)
   init (msg, GPUSHARE_MSG_META);
   metas = gpushare_frame_metas_new (GPUSHARE_MAX_META_LEN);
   if (!gpushare_frame_meta_collect (buf, metas, &skipped, NULL)
-      || skipped || !gpushare_frame_metas_to_meta (metas, &msg->u.meta)) {
+      || skipped || gpushare_frame_metas_to_meta (metas, &msg->u.meta) != 0) {
     g_printerr ("make-corpus: the metas were not all written\n");
     exit (1);
   }
