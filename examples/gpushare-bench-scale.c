@@ -1155,11 +1155,16 @@ scale_plot (const ScaleRow * rows, gint n, const gchar * svg)
   g_string_append_printf (script, "set terminal svg size 1200,1000 dynamic "
       "font 'sans,11'\nset output '%s'\nset datafile missing '-1'\n"
       "set key top left font ',9'\nset grid\nset xlabel 'streams (K)'\n"
-      "set logscale x 2\nset multiplot layout 3,2 title 'gpushare-bench "
+      "set logscale x 2\nset offsets graph 0.04, graph 0.04, graph 0.05, "
+      "0\nset pointsize 1.5\nset multiplot layout 3,2 title 'gpushare-bench "
       "--streams, %d consumers a stream, %d fps'\n", svg, opt.consumers,
       opt.fps);
   for (p = 0; p < (gint) G_N_ELEMENTS (panels); p++) {
-    g_string_append_printf (script, "set title '%s'\nplot ", panels[p][0]);
+    /* latencies on a log scale: a mode milliseconds behind would flatten
+     * the others' microseconds */
+    g_string_append_printf (script, "set title '%s'\n%s\nplot ",
+        panels[p][0], p == 1 || p == 2 ? "set logscale y" :
+        "unset logscale y");
     for (i = 0; i < (gint) series->len; i++)
       g_string_append_printf (script, "%s'%s' index %d using 1:%s with "
           "linespoints title '%s'", i ? ", " : "", dat, i, panels[p][1],
