@@ -1163,8 +1163,7 @@ scale_plot (const ScaleRow * rows, gint n, const gchar * svg)
     /* latencies on a log scale: a mode milliseconds behind would flatten
      * the others' microseconds */
     g_string_append_printf (script, "set title '%s'\n%s\nplot ",
-        panels[p][0], p == 1 || p == 2 ? "set logscale y" :
-        "unset logscale y");
+        panels[p][0], p == 1 || p == 2 ? "set logscale y" : "unset logscale y");
     for (i = 0; i < (gint) series->len; i++)
       g_string_append_printf (script, "%s'%s' index %d using 1:%s with "
           "linespoints title '%s'", i ? ", " : "", dat, i, panels[p][1],
