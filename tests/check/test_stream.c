@@ -709,23 +709,60 @@ check_metas (GstBuffer * buf, guint i)
 #define META_FRAMES 4
 #define METAS_PER_FRAME 7
 
+/* A producer process's pipeline and a consumer's, META_FRAMES frames made
+ * by make () pushed from one to the other; the consumer takes its frames
+ * from a frame lane or (lane FALSE) from the socket */
+typedef struct
+{
+  gchar *path;
+  GstElement *producer;
+  GstElement *sink;
+  Consumer *c;
+} MetaStream;
+
+static void
+meta_stream_start (MetaStream * ms, const gchar * name, gboolean lane,
+    GstBuffer * (*make) (guint))
+{
+  GstElement *src;
+  guint i;
+
+  ms->path = socket_path (name);
+  ms->producer = appsrc_producer (ms->path, "lossless", 8, &ms->sink, &src);
+  fail_if (gst_element_set_state (ms->producer, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  ms->c = consumer_new (ms->path, TRUE);
+  g_object_set (ms->c->src, "frame-lane", lane, NULL);
+  consumer_start (ms->c);
+  for (i = 0; i < META_FRAMES; i++)
+    fail_unless_equals_int (gst_app_src_push_buffer (GST_APP_SRC (src),
+            make (i)), GST_FLOW_OK);
+}
+
+/* neither side posted an error; both stopped */
+static void
+meta_stream_stop (MetaStream * ms)
+{
+  assert_no_error (ms->producer);
+  assert_no_error (ms->c->pipeline);
+  consumer_free (ms->c);
+  gst_element_set_state (ms->producer, GST_STATE_NULL);
+  gst_object_unref (ms->producer);
+  g_free (ms->path);
+}
+
 GST_START_TEST (test_metas_travel)
 {
   const gchar *tags[] = { NULL };
-  gchar *path = socket_path ("metas");
-  GstElement *producer, *sink, *src;
+  MetaStream ms;
   Consumer *c;
+  GstElement *sink;
   guint i;
 
   gst_meta_register_custom ("gpushare-test-tracker", tags, NULL, NULL, NULL);
-  producer = appsrc_producer (path, "lossless", 8, &sink, &src);
-  fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
-      GST_STATE_CHANGE_FAILURE);
-  c = consumer_new (path, TRUE);
-  consumer_start (c);
-  for (i = 0; i < META_FRAMES; i++)
-    fail_unless_equals_int (gst_app_src_push_buffer (GST_APP_SRC (src),
-            buffer_with_metas (i)), GST_FLOW_OK);
+  meta_stream_start (&ms, "metas", TRUE, buffer_with_metas);
+  c = ms.c;
+  sink = ms.sink;
   for (i = 0; i < META_FRAMES; i++) {
     GstBuffer *buf = next_buffer (c, i);
 
@@ -741,12 +778,7 @@ GST_START_TEST (test_metas_travel)
   /* beside their frames in the lane (minor 9), no META */
   fail_unless_equals_uint64 (stat_u64 (c->src, "metas-in-lane"), META_FRAMES);
   fail_unless_equals_uint64 (stat_u64 (c->src, "metas-dropped"), 0);
-  assert_no_error (producer);
-  assert_no_error (c->pipeline);
-  consumer_free (c);
-  gst_element_set_state (producer, GST_STATE_NULL);
-  gst_object_unref (producer);
-  g_free (path);
+  meta_stream_stop (&ms);
 }
 
 GST_END_TEST;
@@ -761,22 +793,12 @@ assert_metas_travel (const gchar * name, GstBuffer * (*make) (guint),
     gchar * (*describe) (GstBuffer *), const gchar * must_hold,
     guint per_frame, guint64 not_carried, gboolean lane)
 {
-  gchar *path = socket_path (name);
-  GstElement *producer, *sink, *src;
-  Consumer *c;
+  MetaStream ms;
   guint i;
 
-  producer = appsrc_producer (path, "lossless", 8, &sink, &src);
-  fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
-      GST_STATE_CHANGE_FAILURE);
-  c = consumer_new (path, TRUE);
-  g_object_set (c->src, "frame-lane", lane, NULL);
-  consumer_start (c);
-  for (i = 0; i < META_FRAMES; i++)
-    fail_unless_equals_int (gst_app_src_push_buffer (GST_APP_SRC (src),
-            make (i)), GST_FLOW_OK);
+  meta_stream_start (&ms, name, lane, make);
   for (i = 0; i < META_FRAMES; i++) {
-    GstBuffer *buf = next_buffer (c, i), *want = make (i);
+    GstBuffer *buf = next_buffer (ms.c, i), *want = make (i);
     gchar *got_text = describe (buf);
     gchar *want_text = describe (want);
 
@@ -788,20 +810,16 @@ assert_metas_travel (const gchar * name, GstBuffer * (*make) (guint),
     gst_buffer_unref (want);
     gst_buffer_unref (buf);
   }
-  fail_unless_equals_uint64 (stat_u64 (sink, "metas-sent"),
+  fail_unless_equals_uint64 (stat_u64 (ms.sink, "metas-sent"),
       META_FRAMES * per_frame);
-  fail_unless_equals_uint64 (stat_u64 (sink, "metas-not-carried"), not_carried);
-  fail_unless_equals_uint64 (stat_u64 (c->src, "metas-received"),
+  fail_unless_equals_uint64 (stat_u64 (ms.sink, "metas-not-carried"),
+      not_carried);
+  fail_unless_equals_uint64 (stat_u64 (ms.c->src, "metas-received"),
       META_FRAMES * per_frame);
-  fail_unless_equals_uint64 (stat_u64 (c->src, "metas-dropped"), 0);
-  fail_unless_equals_uint64 (stat_u64 (c->src, "metas-in-lane"),
+  fail_unless_equals_uint64 (stat_u64 (ms.c->src, "metas-dropped"), 0);
+  fail_unless_equals_uint64 (stat_u64 (ms.c->src, "metas-in-lane"),
       lane ? META_FRAMES : 0);
-  assert_no_error (producer);
-  assert_no_error (c->pipeline);
-  consumer_free (c);
-  gst_element_set_state (producer, GST_STATE_NULL);
-  gst_object_unref (producer);
-  g_free (path);
+  meta_stream_stop (&ms);
 }
 
 /* Metas larger than a META (12 KiB) travel beside their frame in the
@@ -861,9 +879,7 @@ describe_big_metas (GstBuffer * buf)
 
 GST_START_TEST (test_lane_metas_large)
 {
-  gchar *path = socket_path ("big-metas");
-  GstElement *producer, *sink, *src;
-  Consumer *c;
+  MetaStream ms;
   guint i;
 
   assert_metas_travel ("big-metas-lane", buffer_with_big_metas,
@@ -871,17 +887,9 @@ GST_START_TEST (test_lane_metas_large)
 
   /* without a lane: the frames go with the metas that fit a META (three
    * of the four), the last one counted */
-  producer = appsrc_producer (path, "lossless", 8, &sink, &src);
-  fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
-      GST_STATE_CHANGE_FAILURE);
-  c = consumer_new (path, TRUE);
-  g_object_set (c->src, "frame-lane", FALSE, NULL);
-  consumer_start (c);
-  for (i = 0; i < META_FRAMES; i++)
-    fail_unless_equals_int (gst_app_src_push_buffer (GST_APP_SRC (src),
-            buffer_with_big_metas (i)), GST_FLOW_OK);
+  meta_stream_start (&ms, "big-metas", FALSE, buffer_with_big_metas);
   for (i = 0; i < META_FRAMES; i++) {
-    GstBuffer *buf = next_buffer (c, i);
+    GstBuffer *buf = next_buffer (ms.c, i);
     gchar *text = describe_big_metas (buf);
 
     fail_unless (strstr (text, "n=(uint)2") && !strstr (text, "n=(uint)3"),
@@ -889,15 +897,11 @@ GST_START_TEST (test_lane_metas_large)
     g_free (text);
     gst_buffer_unref (buf);
   }
-  fail_unless_equals_uint64 (stat_u64 (sink, "metas-not-carried"), META_FRAMES);
-  fail_unless_equals_uint64 (stat_u64 (c->src, "metas-received"),
+  fail_unless_equals_uint64 (stat_u64 (ms.sink, "metas-not-carried"),
+      META_FRAMES);
+  fail_unless_equals_uint64 (stat_u64 (ms.c->src, "metas-received"),
       META_FRAMES * (BIG_METAS - 1));
-  assert_no_error (producer);
-  assert_no_error (c->pipeline);
-  consumer_free (c);
-  gst_element_set_state (producer, GST_STATE_NULL);
-  gst_object_unref (producer);
-  g_free (path);
+  meta_stream_stop (&ms);
 }
 
 GST_END_TEST;
