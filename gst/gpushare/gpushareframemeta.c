@@ -1307,8 +1307,8 @@ add_meta (GstBuffer * buf, guint kind, Body * b, guint * n_left_out)
     }
     case GPUSHARE_META_ANALYTICS:{
 #if HAVE_GST_ANALYTICS
-      Reader r = { b->bytes, b->n_bytes, 0, NULL };
-      guint32 n_mtds = 1;
+      Reader r = { b->bytes, b->n_bytes, 0, NULL }, head = r;
+      guint32 n_mtds = get_u32 (&head, "analytics mtd count");
       /* made as large as its mtds need at once (their count, checked to be
        * at most GPUSHARE_META_MAX_MTDS, and about the bytes of their
        * bodies), so that adding them does not grow its storage and its
@@ -1316,10 +1316,6 @@ add_meta (GstBuffer * buf, guint kind, Body * b, guint * n_left_out)
       GstAnalyticsRelationMetaInitParams init;
       GstAnalyticsRelationMeta *rmeta;
 
-      if (b->n_bytes >= 4) {
-        memcpy (&n_mtds, b->bytes, 4);
-        n_mtds = GUINT32_FROM_LE (n_mtds);
-      }
       init.initial_relation_order = CLAMP (n_mtds, 1, GPUSHARE_META_MAX_MTDS);
       init.initial_buf_size = MAX (b->n_bytes, 64);
       rmeta = gst_buffer_add_analytics_relation_meta_full (buf, &init);

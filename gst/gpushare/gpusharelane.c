@@ -356,7 +356,6 @@ gpushare_lane_pop (GpuShareLane * lane, GpuShareLaneEntry * e,
     GpuShareFrameMetas ** metas)
 {
   GpuShareLaneResult res;
-
   guint8 copy[GPUSHARE_LANE_ENTRY_SIZE];
   guint64 head = __atomic_load_n (word64 (lane, GPUSHARE_LANE_HEAD_OFFSET),
       __ATOMIC_ACQUIRE);

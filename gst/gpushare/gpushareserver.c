@@ -2938,6 +2938,24 @@ flushing:
   return GPUSHARE_SERVER_FLUSHING;
 }
 
+/* lock held: FRAME f into c's lane, with its metas in the meta region
+ * (NULL: none); FALSE only when they found no room there (nothing was
+ * written: the caller sends them another way) */
+static gboolean
+lane_frame (GpuShareServer * self, Client * c, const GpuShareFrame * f,
+    const GpuShareFrameMetas * metas)
+{
+  GpuShareLaneEntry e = { 0, };
+  gboolean no_room = FALSE;
+
+  e.kind = GPUSHARE_LANE_ENTRY_FRAME;
+  e.frame = *f;
+  e.written_us = g_get_monotonic_time ();
+  if (lane_push (self, c, &e, metas, &no_room))
+    c->frames_sent++;
+  return !no_room;
+}
+
 /* lock held: a frame goes to c without n of its metas, which do not fit
  * a META, and without room in a lane's meta region: counted (once a
  * frame), said once */
@@ -3087,18 +3105,8 @@ gpushare_server_end_frame (GpuShareServer * self,
       }
       /* the frame's metas beside it in the lane's meta region, where it
        * has room: one write, no message */
-      if (meta && c->lane && c->lane_metas) {
-        GpuShareLaneEntry e = { 0, };
-        gboolean no_room;
-
-        e.kind = GPUSHARE_LANE_ENTRY_FRAME;
-        e.frame = f;
-        e.written_us = g_get_monotonic_time ();
-        if (lane_push (self, c, &e, meta, &no_room))
-          c->frames_sent++;
-        if (!no_room)
-          continue;
-      }
+      if (meta && c->lane && c->lane_metas && lane_frame (self, c, &f, meta))
+        continue;
       /* else first, to a consumer that knows META, as one if they fit; a
        * failed send drops the client from the control thread, which
        * gives its slots back */
@@ -3125,13 +3133,7 @@ gpushare_server_end_frame (GpuShareServer * self,
         }
       }
       if (c->lane) {
-        GpuShareLaneEntry e = { 0, };
-
-        e.kind = GPUSHARE_LANE_ENTRY_FRAME;
-        e.frame = f;
-        e.written_us = g_get_monotonic_time ();
-        if (lane_push (self, c, &e, NULL, NULL))
-          c->frames_sent++;
+        lane_frame (self, c, &f, NULL);
       } else if (gpushare_conn_send_frame (c->conn, &f)) {
         c->frames_sent++;
       }
