@@ -7,7 +7,11 @@
 # machine's python3 (the interpreter, its standard library without tests
 # and tools), PyGObject, the typelibs of GLib, GObject, Gio and GStreamer,
 # and the libraries they need, in BUNDLE/py (about 20 MB).  The C runtime
-# comes from the GPU machine, as for the rest of the bundle.
+# is the bundle's where it carries one (the 1.26 bundle: its programs run
+# on its own loader, and so does this interpreter, through a wrapper that
+# gives the bundle's libraries to it alone, never to the shell that
+# sources env.sh); otherwise the GPU machine's, as for the rest of the
+# bundle.
 #
 #   bash tests/gpu/bundle-python.sh [BUNDLE]
 #
@@ -81,10 +85,28 @@ export PYTHONHOME=$P
 export PYTHONPATH=$P/lib/python3/dist-packages${PYTHONPATH:+:$PYTHONPATH}
 export PYTHONDONTWRITEBYTECODE=1
 export GI_TYPELIB_PATH=$P/lib/girepository-1.0
-export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$P/libs
-# the GStreamer bundle's own libraries (GLib among them), which its
-# programs find through their run path and this interpreter does not
-[ ! -d "$P/../lib" ] || export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$(cd "$P/../lib" && pwd)
 export PATH=$P/bin:$PATH
 E
+if [ -e "$bundle/lib/ld-linux-x86-64.so.2" ]; then
+  # a bundle with its own C runtime: the host's programs must never see
+  # its libraries (a host loader with another glibc's libc aborts), so
+  # the interpreter alone runs on the bundle's loader and libraries
+  mv "$out/bin/$ver" "$out/bin/$ver-bin"
+  sed "s/@VER@/$ver/" > "$out/bin/$ver" << 'E'
+#!/bin/sh
+# the interpreter on the bundle's loader, with the bundle's libraries for
+# this process alone (its children are the bundle's programs, which find
+# their own, or the host's, which must not get them)
+P=$(cd "$(dirname "$0")/.." && pwd)
+exec "$P/../lib/ld-linux-x86-64.so.2" --library-path "$P/libs:$P/../lib" \
+  --argv0 "$0" "$P/bin/@VER@-bin" "$@"
+E
+  chmod +x "$out/bin/$ver"
+else
+  # the host's C runtime: the bundle's libraries (GLib among them) on the
+  # library path of everything started from this shell, as the
+  # GStreamer bundle's env.sh does already
+  echo 'export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$P/libs' \
+    >> "$out/env.sh"
+fi
 du -sh "$out"
