@@ -558,6 +558,7 @@ typedef struct
   gchar *stamps;
   gchar *ready;
   gboolean consumer;
+  gboolean stopped;             /* still running at the deadline */
   gint first, count, index;
 } Child;
 
@@ -759,6 +760,8 @@ scale_run_row (const gchar * self, ScaleRow * row)
   GError *error = NULL;
   GArray *lat = g_array_new (FALSE, FALSE, sizeof (gint64));
   gboolean sampled = FALSE, ended = FALSE;
+  gchar *first_error = NULL;
+  GString *who = NULL;
 
   row->p50_us = row->p99_us = row->cpu_producer_us = row->cpu_consumer_us =
       row->fps = -1;
@@ -842,37 +845,50 @@ scale_run_row (const gchar * self, ScaleRow * row)
     }
   }
   if (any_running (c, n)) {
-    GString *who = g_string_new (NULL);
-
     /* which ones, and whether they were done with their frames (their
      * report is written before the teardown) */
     for (i = 0; i < n; i++) {
       if (!running (c[i].p))
         continue;
+      if (!who)
+        who = g_string_new (NULL);
       if (who->len < 200)
         g_string_append_printf (who, "%s%s %d%s", who->len ? ", " : "",
             c[i].consumer ? "consumer" : "producer", i,
             g_file_test (c[i].stamps, G_FILE_TEST_EXISTS) ?
             " (its frames done)" : "");
+      c[i].stopped = TRUE;
       g_subprocess_force_exit (c[i].p);
     }
-    row->failed = interrupted ? g_strdup_printf ("interrupted by signal %d",
-        (gint) interrupted) : g_strdup_printf ("timeout, still running: %s",
-        who->str);
-    g_string_free (who, TRUE);
   }
   for (i = 0; i < n; i++) {
     if (c[i].p)
       g_subprocess_wait (c[i].p, NULL, NULL);
     read_child (c[i].stamps, &res[i]);
-    if (!c[i].p && !row->failed)
-      row->failed = g_strdup ("could not start a process");
-    if (res[i].error && !row->failed)
-      row->failed = g_strdup_printf ("%s %d: %s%s", c[i].consumer ?
+    if (!c[i].p && !first_error)
+      first_error = g_strdup ("could not start a process");
+    /* the first process that failed on its own, before the others were
+     * stopped: the cause (GPU memory, fds, a limit) of a row that then
+     * ran into the deadline waiting for it */
+    if (res[i].error && !first_error && !c[i].stopped)
+      first_error = g_strdup_printf ("%s %d: %s%s", c[i].consumer ?
           "consumer" : "producer", i, res[i].error, c[i].p
           && g_subprocess_get_if_signaled (c[i].p) ? " (killed by a signal: "
           "an abort, an assertion in GStreamer's element)" : "");
   }
+  if (interrupted)
+    row->failed = g_strdup_printf ("interrupted by signal %d",
+        (gint) interrupted);
+  else if (first_error && who)
+    row->failed = g_strdup_printf ("%s; then the deadline, still running: "
+        "%s", first_error, who->str);
+  else if (who)
+    row->failed = g_strdup_printf ("timeout, still running: %s", who->str);
+  else
+    row->failed = g_steal_pointer (&first_error);
+  g_free (first_error);
+  if (who)
+    g_string_free (who, TRUE);
 
   /* the producers' stamps, stream -> times */
   for (i = 0; i < n_prod; i++) {

@@ -198,19 +198,44 @@ gpushare_cuda_vmm_slot_size (gint device, gsize frame_size)
 }
 
 gboolean
+gpushare_cuda_primary_retain (gint device, CUcontext * ctx, GError ** error)
+{
+  GpuShareCudaApi *cu = gpushare_cuda ();
+  unsigned int flags = 0;
+  int active = 1;
+  CUdevice dev;
+  CUcontext dummy;
+
+  ensure_debug ();
+  if (!gpushare_cuda_check (cu->cuDeviceGet (&dev, device), "cuDeviceGet",
+          error))
+    return FALSE;
+  /* inactive: the retain below makes it, and its limits are ours to set */
+  if (cu->cuDevicePrimaryCtxGetState (dev, &flags, &active) != CUDA_SUCCESS)
+    active = 1;
+  if (!gpushare_cuda_check (cu->cuDevicePrimaryCtxRetain (ctx, dev),
+          "cuDevicePrimaryCtxRetain", error))
+    return FALSE;
+  if (!active && cu->cuCtxPushCurrent (*ctx) == CUDA_SUCCESS) {
+    /* a request the driver may round; a failure only costs memory */
+    if (cu->cuCtxSetLimit (CU_LIMIT_STACK_SIZE, GPUSHARE_CUDA_STACK_BYTES)
+        != CUDA_SUCCESS)
+      GST_INFO ("GPU %d: the context keeps the driver's stack size", device);
+    cu->cuCtxPopCurrent (&dummy);
+  }
+  return TRUE;
+}
+
+gboolean
 gpushare_cuda_primary_push (gint device, CUcontext * ctx, GError ** error)
 {
   GpuShareCudaApi *cu = gpushare_cuda ();
-  CUdevice dev;
 
-  if (!gpushare_cuda_check (cu->cuDeviceGet (&dev, device), "cuDeviceGet",
-          error)
-      || !gpushare_cuda_check (cu->cuDevicePrimaryCtxRetain (ctx, dev),
-          "cuDevicePrimaryCtxRetain", error))
+  if (!gpushare_cuda_primary_retain (device, ctx, error))
     return FALSE;
   if (!gpushare_cuda_check (cu->cuCtxPushCurrent (*ctx), "cuCtxPushCurrent",
           error)) {
-    cu->cuDevicePrimaryCtxRelease (dev);
+    gpushare_cuda_primary_release (device);
     *ctx = NULL;
     return FALSE;
   }

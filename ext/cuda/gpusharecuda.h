@@ -54,6 +54,19 @@ gboolean gpushare_cuda_peer_probe (gint reader, gint owner,
 /* "GPU-xxxxxxxx-xxxx-..." as nvidia-smi prints it */
 gchar *gpushare_cuda_uuid_to_string (const guint8 uuid[16]);
 
+/* The stack size a primary context that gpushare makes (the first
+ * retain in the process) starts with: none.  The driver's default, 1 KiB
+ * a thread for every thread the GPU can hold, reserves 264 MiB of device
+ * memory a process on an H100 for kernels that gpushare does not run; the
+ * driver grows it at the launch of a kernel that needs more.  A context
+ * that exists already keeps its owner's limits. */
+#define GPUSHARE_CUDA_STACK_BYTES 0
+
+/* retains the primary context of device (cuDevicePrimaryCtxRetain); one
+ * this call makes starts with GPUSHARE_CUDA_STACK_BYTES of stack a
+ * thread.  Undo with gpushare_cuda_primary_release (). */
+gboolean gpushare_cuda_primary_retain (gint device, CUcontext * ctx,
+    GError ** error);
 /* retains the primary context of device and makes it current; undo with
  * gpushare_cuda_pop () and gpushare_cuda_primary_release () */
 gboolean gpushare_cuda_primary_push (gint device, CUcontext * ctx,

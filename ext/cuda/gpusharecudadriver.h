@@ -99,6 +99,11 @@ typedef enum CUpointer_attribute_enum
   CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2,
 } CUpointer_attribute;
 
+typedef enum CUlimit_enum
+{
+  CU_LIMIT_STACK_SIZE = 0x00,
+} CUlimit;
+
 typedef enum CUdriverProcAddressQueryResult_enum
 {
   CU_GET_PROC_ADDRESS_SUCCESS = 0,
@@ -257,10 +262,14 @@ CUresult cuDeviceGetP2PAttribute (int *value, CUdevice_P2PAttribute attrib,
 
 CUresult cuDevicePrimaryCtxRetain (CUcontext * pctx, CUdevice dev);
 CUresult cuDevicePrimaryCtxRelease (CUdevice dev);
+CUresult cuDevicePrimaryCtxGetState (CUdevice dev, unsigned int *flags,
+    int *active);
 CUresult cuCtxPushCurrent (CUcontext ctx);
 CUresult cuCtxPopCurrent (CUcontext * pctx);
 CUresult cuCtxSetCurrent (CUcontext ctx);
 CUresult cuCtxSynchronize (void);
+CUresult cuCtxSetLimit (CUlimit limit, size_t value);
+CUresult cuCtxGetLimit (size_t *pvalue, CUlimit limit);
 
 CUresult cuMemGetInfo (size_t *free, size_t *total);
 CUresult cuMemAlloc (CUdeviceptr * dptr, size_t bytesize);

@@ -39,10 +39,13 @@ G_BEGIN_DECLS
   X (cuDeviceGetP2PAttribute) \
   X (cuDevicePrimaryCtxRetain) \
   X (cuDevicePrimaryCtxRelease) \
+  X (cuDevicePrimaryCtxGetState) \
   X (cuCtxPushCurrent) \
   X (cuCtxPopCurrent) \
   X (cuCtxSetCurrent) \
   X (cuCtxSynchronize) \
+  X (cuCtxSetLimit) \
+  X (cuCtxGetLimit) \
   X (cuMemGetInfo) \
   X (cuMemAlloc) \
   X (cuMemFree) \

@@ -51,21 +51,14 @@ static gboolean
 context_init (gint device, CUcontext ctx, CUcontext * out, gboolean * owned,
     GError ** error)
 {
-  GpuShareCudaApi *cu;
-  CUdevice dev;
-
   if (!gpushare_cuda_load (error))
     return FALSE;
-  cu = gpushare_cuda ();
   *owned = FALSE;
   if (ctx) {
     *out = ctx;
     return TRUE;
   }
-  if (!gpushare_cuda_check (cu->cuDeviceGet (&dev, device), "cuDeviceGet",
-          error)
-      || !gpushare_cuda_check (cu->cuDevicePrimaryCtxRetain (out, dev),
-          "cuDevicePrimaryCtxRetain", error))
+  if (!gpushare_cuda_primary_retain (device, out, error))
     return FALSE;
   *owned = TRUE;
   return TRUE;

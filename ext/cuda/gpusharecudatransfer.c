@@ -98,8 +98,7 @@ shared_context (gint device)
   g_mutex_lock (&lock);
   if (!contexts[device]
       && gpushare_cuda ()->cuDeviceGet (&dev, device) == CUDA_SUCCESS
-      && gpushare_cuda ()->cuDevicePrimaryCtxRetain (&handle, dev) ==
-      CUDA_SUCCESS) {
+      && gpushare_cuda_primary_retain (device, &handle, NULL)) {
     contexts[device] = gpushare_gst_cuda_context_new_wrapped (handle, dev);
     if (!contexts[device])
       gpushare_cuda ()->cuDevicePrimaryCtxRelease (dev);

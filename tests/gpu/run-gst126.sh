@@ -27,6 +27,7 @@ tests=(
   "cuda_sync 600 $b/bin/test_cuda_sync"
   "cuda_faults 600 $b/bin/test_cuda_faults"
   "cuda_settle 120 $b/bin/test_cuda_settle"
+  "cuda_limits 60 $b/bin/test_cuda_limits"
   "gpu_checksum 600 $b/bin/test_gpu_checksum"
   "gpu_streams 300 $b/bin/test_gpu_streams"
   "gpu_cycles 600 $b/bin/test_gpu_cycles"
