@@ -1102,6 +1102,28 @@ choose_io (GstGpuShareSrc * self)
   return TRUE;
 }
 
+/* how a memory-reason for system memory begins (gpusharenegotiate.c) */
+#define SYSTEM_MEMORY_PREFIX "system memory: "
+
+/* caps with a structure in system memory (no feature, or
+ * memory:SystemMemory), or ANY */
+static gboolean
+takes_system_memory (const GstCaps * caps)
+{
+  guint i;
+
+  if (!caps || gst_caps_is_any (caps))
+    return TRUE;
+  for (i = 0; i < gst_caps_get_size (caps); i++) {
+    GstCapsFeatures *f = gst_caps_get_features (caps, i);
+
+    if (!f || gst_caps_features_is_equal (f,
+            GST_CAPS_FEATURES_MEMORY_SYSTEM_MEMORY))
+      return TRUE;
+  }
+  return FALSE;
+}
+
 /* streaming thread.  Picks the output caps for the producer's caps and
  * sets them when they changed, or always when force (a RECONFIGURE). */
 static gboolean
@@ -1120,10 +1142,32 @@ set_output_caps (GstGpuShareSrc * self, gboolean force)
     if (gst_pad_is_linked (pad) && !gst_pad_peer_query_accept_caps (pad, out)) {
       GstCaps *peer = gst_pad_peer_query_caps (pad, NULL);
 
-      GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
-          ("Downstream does not accept the producer's caps"),
-          ("the producer sends %" GST_PTR_FORMAT "; downstream accepts %"
-              GST_PTR_FORMAT, out, peer));
+      /* downstream takes device memory alone, the frames come in host
+       * memory: why they do is what the user needs to know (no GPU, out
+       * of device memory, another GPU, ...) */
+      if (slots_are_host (self) && !takes_system_memory (peer)) {
+        GpuShareClientStats st;
+        const gchar *why;
+
+        memset (&st, 0, sizeof (st));
+        gpushare_client_get_stats (self->client, &st);
+        why = st.mem_reason ? st.mem_reason :
+            "the producer offered no GPU memory";
+        if (g_str_has_prefix (why, SYSTEM_MEMORY_PREFIX))
+          why += strlen (SYSTEM_MEMORY_PREFIX);
+        GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+            ("Downstream takes GPU memory only, but the frames come in "
+                "system memory: %s", why),
+            ("the producer sends %" GST_PTR_FORMAT "; downstream accepts %"
+                GST_PTR_FORMAT, out, peer));
+        g_free (st.mem_reason);
+        g_free (st.producer_name);
+      } else {
+        GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+            ("Downstream does not accept the producer's caps"),
+            ("the producer sends %" GST_PTR_FORMAT "; downstream accepts %"
+                GST_PTR_FORMAT, out, peer));
+      }
       gst_clear_caps (&peer);
       gst_caps_unref (out);
       return FALSE;

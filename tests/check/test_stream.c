@@ -2772,6 +2772,101 @@ GST_START_TEST (test_not_negotiated_says_caps)
 
 GST_END_TEST;
 
+/* the first caps feature other than system memory that gpusharesrc's
+ * template has (memory:CUDAMemory where GStreamer's CUDA library is), or
+ * NULL */
+static gchar *
+src_device_feature (void)
+{
+  GstElementFactory *f = gst_element_factory_find ("gpusharesrc");
+  const GList *l;
+  gchar *feature = NULL;
+
+  for (l = f ? gst_element_factory_get_static_pad_templates (f) : NULL;
+      l && !feature; l = l->next) {
+    GstStaticPadTemplate *t = l->data;
+    GstCaps *caps = gst_static_caps_get (&t->static_caps);
+    guint i;
+
+    for (i = 0; i < gst_caps_get_size (caps) && !feature; i++) {
+      GstCapsFeatures *cf = gst_caps_get_features (caps, i);
+
+      if (cf && gst_caps_features_get_size (cf) == 1
+          && !gst_caps_features_is_equal (cf,
+              GST_CAPS_FEATURES_MEMORY_SYSTEM_MEMORY))
+        feature = g_strdup (gst_caps_features_get_nth (cf, 0));
+    }
+    gst_caps_unref (caps);
+  }
+  gst_clear_object (&f);
+  return feature;
+}
+
+/* Downstream takes GPU memory alone and the frames come in system memory
+ * (here: no GPU, no driver): the error says why they do, the src's
+ * memory-reason, rather than only that the caps differ */
+GST_START_TEST (test_gpu_caps_in_system_memory_says_why)
+{
+  gchar *path = socket_path ("gpucaps");
+  gchar *feature = src_device_feature ();
+  GstElement *producer, *sink, *src, *c;
+  GstStructure *stats;
+  GError *error = NULL;
+  gchar *debug = NULL, *reason = NULL, *type = NULL;
+  GstMessage *msg;
+
+  if (!feature) {
+    g_print ("test_gpu_caps_in_system_memory_says_why: gpusharesrc offers "
+        "no GPU memory in this build: nothing to check\n");
+    g_free (path);
+    return;
+  }
+  producer = appsrc_producer (path, "lossless", 4, &sink, &src);
+  fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  c = launch ("gpusharesrc name=src connection-timeout=%d ! "
+      "video/x-raw(%s) ! fakesink", TIMEOUT_MS, feature);
+  g_object_set (child (c, "src"), "socket-path", path, NULL);
+  gst_element_set_state (c, GST_STATE_PLAYING);
+  push_frame (src, 0, 0);
+  msg = pop_message (c, GST_MESSAGE_ERROR, TIMEOUT_MS);
+  fail_unless (msg != NULL, "no error");
+  stats = get_stats (child (c, "src"));
+  gst_structure_get (stats, "memory-type", G_TYPE_STRING, &type,
+      "memory-reason", G_TYPE_STRING, &reason, NULL);
+  gst_structure_free (stats);
+  gst_message_parse_error (msg, &error, &debug);
+  if (g_strcmp0 (type, "system") != 0) {
+    /* a GPU here: the frames came in its memory, the caps were fine */
+    g_print ("test_gpu_caps_in_system_memory_says_why: frames in %s memory "
+        "on this machine: nothing to check\n", type);
+  } else {
+    fail_unless (g_error_matches (error, GST_CORE_ERROR,
+            GST_CORE_ERROR_NEGOTIATION), "%s", error->message);
+    fail_unless (strstr (error->message, "Downstream takes GPU memory only, "
+            "but the frames come in system memory: ") != NULL, "%s",
+        error->message);
+    /* and why, as the stats say it ("system memory: " and why) */
+    fail_unless (reason && g_str_has_prefix (reason, "system memory: ")
+        && strstr (error->message, reason + strlen ("system memory: "))
+        != NULL, "%s / %s", error->message, reason);
+    fail_unless (strstr (debug, feature) != NULL, "%s", debug);
+  }
+  g_clear_error (&error);
+  g_free (debug);
+  g_free (reason);
+  g_free (type);
+  g_free (feature);
+  gst_message_unref (msg);
+  gst_element_set_state (c, GST_STATE_NULL);
+  gst_object_unref (c);
+  gst_element_set_state (producer, GST_STATE_NULL);
+  gst_object_unref (producer);
+  g_free (path);
+}
+
+GST_END_TEST;
+
 /* Connects, refusals, removals, a lost producer and a reconnect reach the
  * bus of each side, with who the peer is; the src's stats name its
  * producer */
@@ -3095,6 +3190,7 @@ gpushare_stream_suite (void)
   tcase_add_checked_fixture (tc_errors, elements_setup, elements_teardown);
   tcase_add_loop_test (tc_errors, test_path_not_a_socket, 0, 3);
   tcase_add_test (tc_errors, test_not_negotiated_says_caps);
+  tcase_add_test (tc_errors, test_gpu_caps_in_system_memory_says_why);
   tcase_add_test (tc_errors, test_bus_messages);
   tcase_add_test (tc_errors, test_src_out_of_fds);
   tcase_add_test (tc_errors, test_producer_out_of_fds);
