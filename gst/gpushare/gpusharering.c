@@ -278,6 +278,27 @@ gpushare_ring_leaky_admits (const GpuShareRing * ring, guint holder,
   return over_since != 0 && !holds_since;
 }
 
+guint
+gpushare_ring_leaky_spare (const GpuShareRing * ring, guint holder,
+    guint64 others, guint share)
+{
+  guint i, n_free, reserve = 1;
+
+  g_return_val_if_fail (ring != NULL, 0);
+
+  n_free = gpushare_ring_n_free (ring);
+  for (i = 0; i < GPUSHARE_MAX_HOLDERS && reserve < n_free; i++) {
+    guint held;
+
+    if (i == holder || !(others & (G_GUINT64_CONSTANT (1) << i)))
+      continue;
+    held = gpushare_ring_n_held_by (ring, i);
+    if (held < share)
+      reserve += share - held;
+  }
+  return n_free > reserve ? n_free - reserve : 0;
+}
+
 guint64
 gpushare_ring_expired_holders (const GpuShareRing * ring, gint64 now_us,
     gint64 limit_us, guint64 * held_seq, gint64 * held_us)

@@ -45,6 +45,11 @@ G_BEGIN_DECLS
  * while it does (2), and one more lets a queue or a slow render overlap
  * without copies (3).  See docs/design.md, "Shares of a leaky ring". */
 #define GPUSHARE_RING_MIN_SHARE 3
+/* A consumer's first frames come while its process starts every other
+ * stream it reads: for this long after its first frame, a leaky producer
+ * lends it free slots past its share (gpushare_ring_leaky_spare ())
+ * rather than skip it */
+#define GPUSHARE_RING_START_GRACE_MS 2000
 #define GPUSHARE_RING_DEFAULT_SLOTS 8
 
 typedef enum
@@ -141,6 +146,13 @@ guint gpushare_ring_auto_slots (guint n_slots, guint n_consumers);
  * keeps those too does not take frames now: it is skipped. */
 gboolean gpushare_ring_leaky_admits (const GpuShareRing * ring, guint holder,
     guint share, guint told_share, guint64 over_since, gboolean may_exceed);
+/* Leaky, a consumer just started: the slots the ring can lend holder
+ * beyond its share now without taking any from the others (the holders in
+ * others) or from the producer: the free slots, less one for the
+ * producer's next frame and, for each other holder, the part of share it
+ * does not hold yet. */
+guint gpushare_ring_leaky_spare (const GpuShareRing * ring, guint holder,
+    guint64 others, guint share);
 /* does any consumer hold a slot (that is, will one come back by itself) */
 gboolean gpushare_ring_any_held (const GpuShareRing * ring);
 /* is slot being written, still as acquired at that generation: not

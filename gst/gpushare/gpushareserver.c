@@ -108,6 +108,8 @@ typedef struct
    * a row, and whether that was said (once per stall) */
   guint share;
   guint64 over_since;
+  gint64 first_frame_us;        /* monotonic: its first frame; 0: none */
+  guint64 frames_lent;          /* sent past its share as it started */
   gint64 skipped_since;
   guint64 skipped_run;
   gboolean stall_reported;
@@ -2974,6 +2976,24 @@ metas_not_sent (GpuShareServer * self, Client * c,
       "now" : ", and it takes none in its lane");
 }
 
+/* lock held.  Leaky: a consumer that holds its share in its first
+ * GPUSHARE_RING_START_GRACE_MS gets the frame all the same where the ring
+ * has a slot to lend it that neither the producer nor the other streaming
+ * consumers (streaming) can want: its process is still starting the other
+ * streams it reads, and would miss one of its first frames for it. */
+static gboolean
+starting_admits (GpuShareServer * self, Client * c, guint quota,
+    guint64 streaming, gint64 now)
+{
+  if (!c->first_frame_us
+      || now - c->first_frame_us >= GPUSHARE_RING_START_GRACE_MS * 1000)
+    return FALSE;
+  if (gpushare_ring_leaky_spare (&self->ring, c->index, streaming, quota) == 0)
+    return FALSE;
+  c->frames_lent++;
+  return TRUE;
+}
+
 gboolean
 gpushare_server_end_frame (GpuShareServer * self,
     GpuShareServerFrame * frame, gboolean written,
@@ -2985,6 +3005,7 @@ gpushare_server_end_frame (GpuShareServer * self,
   GpuShareMemType sent_mem[MAX_CLIENTS] = { 0, };
   guint64 holders = 0, sequence;
   guint32 generation, gpu_types = 0;
+  guint64 streaming = 0;
   guint slot = frame->slot, i, quota = 0;
   gboolean ok = TRUE;
   gint64 now;
@@ -3014,6 +3035,9 @@ gpushare_server_end_frame (GpuShareServer * self,
   if (frame->leaky)
     quota = gpushare_ring_share (self->ring.n_slots,
         n_streaming_clients (self));
+  for (i = 0; i < MAX_CLIENTS; i++)
+    if (self->clients[i] && self->clients[i]->state == CLIENT_READY)
+      streaming |= G_GUINT64_CONSTANT (1) << self->clients[i]->index;
   now = g_get_monotonic_time ();
   for (i = 0; i < MAX_CLIENTS; i++) {
     Client *c = self->clients[i];
@@ -3033,7 +3057,8 @@ gpushare_server_end_frame (GpuShareServer * self,
     /* a consumer of minor 6 or later knows its share: past it, it gives
      * each frame back at once */
     if (frame->leaky && !gpushare_ring_leaky_admits (&self->ring, c->index,
-            quota, c->share, c->over_since, c->minor >= GPUSHARE_MINOR_SHARE)) {
+            quota, c->share, c->over_since, c->minor >= GPUSHARE_MINOR_SHARE)
+        && !starting_admits (self, c, quota, streaming, now)) {
       c->frames_dropped++;
       if (!c->skipped_since) {
         c->skipped_since = now;
@@ -3059,6 +3084,8 @@ gpushare_server_end_frame (GpuShareServer * self,
     } else {
       c->over_since = 0;
     }
+    if (!c->first_frame_us)
+      c->first_frame_us = now;
     holders |= G_GUINT64_CONSTANT (1) << c->index;
     sent_to[i] = c;
     sent_id[i] = c->id;
@@ -3300,6 +3327,7 @@ gpushare_server_get_stats (GpuShareServer * self, GpuShareServerStats * s)
     cs->frames_sent = c->frames_sent;
     cs->frames_released = c->frames_released;
     cs->frames_dropped = c->frames_dropped;
+    cs->frames_lent = c->frames_lent;
     cs->slots_held = self->system ?
         gpushare_ring_n_held_by (&self->ring, c->index) : 0;
     cs->share = c->share;

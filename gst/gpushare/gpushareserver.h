@@ -167,6 +167,7 @@ typedef struct
   guint64 frames_sent;
   guint64 frames_released;
   guint64 frames_dropped;
+  guint64 frames_lent;          /* past its share, as it started */
   guint slots_held;
   guint share;                  /* told in its last FRAME; 0: lossless */
   gboolean stalled;             /* skipped for GPUSHARE_STALL_NOTICE_MS */

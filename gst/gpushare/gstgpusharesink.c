@@ -973,6 +973,7 @@ make_stats_of (GstGpuShareSink * self, GpuShareServer * server)
             "frames-sent", G_TYPE_UINT64, c->frames_sent,
             "frames-released", G_TYPE_UINT64, c->frames_released,
             "frames-dropped", G_TYPE_UINT64, c->frames_dropped,
+            "frames-lent", G_TYPE_UINT64, c->frames_lent,
             "slots-held", G_TYPE_UINT, c->slots_held,
             "share", G_TYPE_UINT, c->share,
             "stalled", G_TYPE_BOOLEAN, c->stalled, NULL));

@@ -2208,6 +2208,48 @@ GST_START_TEST (test_ring_leaky_admits)
 
 GST_END_TEST;
 
+/* what a leaky producer can lend a consumer that just started, past its
+ * share: free slots no one else can want */
+GST_START_TEST (test_ring_leaky_spare)
+{
+  GpuShareRing ring;
+  guint64 all = BIT (0) | BIT (1) | BIT (2) | BIT (3);
+
+  gpushare_ring_init (&ring, 16, EPOCH);
+  /* holder 0 holds its share of 3, holder 1 one frame, 2 and 3 none:
+   * 12 free, less 1 for the producer, 2 + 3 + 3 for the others' shares */
+  make_slot (&ring, GPUSHARE_SLOT_HELD, 1, BIT (0) | BIT (1));
+  make_slot (&ring, GPUSHARE_SLOT_HELD, 2, BIT (0));
+  make_slot (&ring, GPUSHARE_SLOT_HELD, 3, BIT (0));
+  fail_unless_equals_int (gpushare_ring_n_free (&ring), 13);
+  fail_unless_equals_int (gpushare_ring_leaky_spare (&ring, 0, all, 3), 4);
+  /* the frame being published is not free */
+  make_slot (&ring, GPUSHARE_SLOT_READY, 4, 0);
+  fail_unless_equals_int (gpushare_ring_leaky_spare (&ring, 0, all, 3), 3);
+  /* a consumer that does not stream reserves nothing */
+  fail_unless_equals_int (gpushare_ring_leaky_spare (&ring, 0,
+          BIT (0) | BIT (1), 3), 9);
+  /* the others take their shares: what is left is lent, no more */
+  make_slot (&ring, GPUSHARE_SLOT_HELD, 5, BIT (1) | BIT (2) | BIT (3));
+  make_slot (&ring, GPUSHARE_SLOT_HELD, 6, BIT (1) | BIT (2) | BIT (3));
+  make_slot (&ring, GPUSHARE_SLOT_HELD, 7, BIT (2) | BIT (3));
+  fail_unless_equals_int (gpushare_ring_leaky_spare (&ring, 0, all, 3), 8);
+  /* lent until only the producer's slot is left */
+  make_slot (&ring, GPUSHARE_SLOT_HELD, 8, BIT (0));
+  make_slot (&ring, GPUSHARE_SLOT_HELD, 9, BIT (0));
+  make_slot (&ring, GPUSHARE_SLOT_HELD, 10, BIT (0));
+  make_slot (&ring, GPUSHARE_SLOT_HELD, 11, BIT (0));
+  make_slot (&ring, GPUSHARE_SLOT_HELD, 12, BIT (0));
+  make_slot (&ring, GPUSHARE_SLOT_HELD, 13, BIT (0));
+  make_slot (&ring, GPUSHARE_SLOT_HELD, 14, BIT (0));
+  fail_unless_equals_int (gpushare_ring_leaky_spare (&ring, 0, all, 3), 1);
+  make_slot (&ring, GPUSHARE_SLOT_HELD, 15, BIT (0));
+  fail_unless_equals_int (gpushare_ring_n_free (&ring), 1);
+  fail_unless_equals_int (gpushare_ring_leaky_spare (&ring, 0, all, 3), 0);
+}
+
+GST_END_TEST;
+
 static Suite *
 gpusharering_suite (void)
 {
@@ -2247,6 +2289,7 @@ gpusharering_suite (void)
   tcase_add_test (tc_ring, test_ring_share);
   tcase_add_test (tc_ring, test_auto_slots);
   tcase_add_test (tc_ring, test_ring_leaky_admits);
+  tcase_add_test (tc_ring, test_ring_leaky_spare);
 
   suite_add_tcase (s, tc_view);
   tcase_add_checked_fixture (tc_view, fd_setup, fd_teardown);

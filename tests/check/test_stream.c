@@ -415,6 +415,114 @@ GST_START_TEST (test_share_in_place)
 
 GST_END_TEST;
 
+static guint n_ready (GstElement * sink);
+
+/* a guint64 field of the sink's consumer at index in its stats */
+static guint64
+client_stat_u64 (GstElement * sink, guint index, const gchar * field)
+{
+  GstStructure *s = get_stats (sink);
+  const GValue *list = gst_structure_get_value (s, "clients");
+  guint64 v = G_MAXUINT64;
+
+  fail_unless (list != NULL && index < gst_value_array_get_size (list));
+  fail_unless (gst_structure_get_uint64 (gst_value_get_structure
+          (gst_value_array_get_value (list, index)), field, &v));
+  gst_structure_free (s);
+  return v;
+}
+
+/* a consumer's streaming thread held at its first buffer until opened */
+typedef struct
+{
+  GMutex lock;
+  GCond cond;
+  gboolean open;
+} Gate;
+
+static GstPadProbeReturn
+gate_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  Gate *g = data;
+
+  g_mutex_lock (&g->lock);
+  while (!g->open)
+    g_cond_wait (&g->cond, &g->lock);
+  g_mutex_unlock (&g->lock);
+  return GST_PAD_PROBE_OK;
+}
+
+/* A consumer that is slow for its first frames (its process still
+ * starting the other streams it reads: 16 streams x 4 consumers on this
+ * machine lost one of frames 3 to 7 in a third of them) and holds its
+ * share of a live leaky ring gets the next frames all the same while the
+ * ring has free slots that neither the producer nor the other consumers'
+ * shares can want (frames-lent), and misses none of them. */
+GST_START_TEST (test_share_lent_at_start)
+{
+  gchar *path = socket_path ("lent");
+  GstElement *producer, *sink, *src;
+  Consumer *slow, *fast[3];
+  Gate gate = { 0, };
+  GstPad *pad;
+  guint i, n;
+
+  /* 16 slots, 4 consumers: a share of 3 each */
+  producer = appsrc_producer (path, "leaky", 16, &sink, &src);
+  fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  slow = consumer_new (path, FALSE);
+  g_mutex_init (&gate.lock);
+  g_cond_init (&gate.cond);
+  pad = gst_element_get_static_pad (slow->src, "src");
+  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, gate_probe, &gate, NULL);
+  gst_object_unref (pad);
+  consumer_start (slow);
+  for (i = 0; i < 500 && num_clients (sink) < 1; i++)
+    g_usleep (10000);
+  for (i = 0; i < 3; i++) {
+    fast[i] = consumer_new (path, FALSE);
+    consumer_start (fast[i]);
+  }
+  for (i = 0; i < 500 && n_ready (sink) < 4; i++)
+    g_usleep (10000);
+  fail_unless_equals_int (n_ready (sink), 4);
+  /* frame 0 stops in the slow one's probe, 1 and 2 wait in its lane: its
+   * share; 3 and 4 are lent (12 and 11 free slots, 3 x 3 for the others'
+   * shares and 1 for the producer); the others take every frame */
+  for (n = 0; n < 5; n++) {
+    push_frame (src, n, 0);
+    for (i = 0; i < 3; i++) {
+      gint64 until = g_get_monotonic_time () + TIMEOUT_MS * 1000ll;
+
+      while (g_atomic_int_get (&fast[i]->frames) < (gint) n + 1
+          && g_get_monotonic_time () < until)
+        g_usleep (1000);
+      fail_unless_equals_int (g_atomic_int_get (&fast[i]->frames), n + 1);
+    }
+  }
+  fail_unless_equals_int (client_stat_uint (sink, 0, "share"), 3);
+  fail_unless_equals_uint64 (client_stat_u64 (sink, 0, "frames-lent"), 2);
+  fail_unless_equals_uint64 (client_stat_u64 (sink, 0, "frames-dropped"), 0);
+  g_mutex_lock (&gate.lock);
+  gate.open = TRUE;
+  g_cond_broadcast (&gate.cond);
+  g_mutex_unlock (&gate.lock);
+  for (i = 0; i < 500 && g_atomic_int_get (&slow->frames) < 5; i++)
+    g_usleep (10000);
+  fail_unless_equals_int (g_atomic_int_get (&slow->frames), 5);
+  fail_unless_equals_uint64 (stat_u64 (slow->src, "frames-missed"), 0);
+
+  for (i = 0; i < 3; i++)
+    consumer_free (fast[i]);
+  end_pair (producer, slow);
+  g_mutex_clear (&gate.lock);
+  g_cond_clear (&gate.cond);
+  g_free (path);
+}
+
+GST_END_TEST;
+
 /* keeps the newest `keep` buffers c got, as an appsink with max-buffers
  * and drop=true does: older ones are let go as new ones come */
 static void
@@ -3158,6 +3266,7 @@ gpushare_stream_suite (void)
   tcase_add_test (tc_frame, test_video_flags);
   tcase_add_test (tc_frame, test_frames_missed);
   tcase_add_test (tc_frame, test_stalled_consumer_said);
+  tcase_add_test (tc_frame, test_share_lent_at_start);
   tcase_add_test (tc_frame, test_share_in_place);
   tcase_add_test (tc_frame, test_share_shrinks);
   tcase_add_test (tc_frame, test_metas_travel);
