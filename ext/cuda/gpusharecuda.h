@@ -57,9 +57,10 @@ gchar *gpushare_cuda_uuid_to_string (const guint8 uuid[16]);
 /* The stack size a primary context that gpushare makes (the first
  * retain in the process) starts with: none.  The driver's default, 1 KiB
  * a thread for every thread the GPU can hold, reserves 264 MiB of device
- * memory a process on an H100 for kernels that gpushare does not run; the
- * driver grows it at the launch of a kernel that needs more.  A context
- * that exists already keeps its owner's limits. */
+ * memory a process on an H100 that gpushare's own work does not need;
+ * the driver grows it at the launch of a kernel that needs more, where
+ * it knows the kernel's need (not for recursion: docs/design.md).  A
+ * context that exists already keeps its owner's limits. */
 #define GPUSHARE_CUDA_STACK_BYTES 0
 
 /* retains the primary context of device (cuDevicePrimaryCtxRetain); one

@@ -1105,20 +1105,21 @@ choose_io (GstGpuShareSrc * self)
 /* how a memory-reason for system memory begins (gpusharenegotiate.c) */
 #define SYSTEM_MEMORY_PREFIX "system memory: "
 
-/* caps with a structure in system memory (no feature, or
- * memory:SystemMemory), or ANY */
+/* caps with a structure that takes system memory (no feature, system
+ * memory with metas, memory:ANY), ANY, or none at all: the refusal is not
+ * about GPU memory then */
 static gboolean
 takes_system_memory (const GstCaps * caps)
 {
   guint i;
 
-  if (!caps || gst_caps_is_any (caps))
+  if (!caps || gst_caps_is_any (caps) || gst_caps_is_empty (caps))
     return TRUE;
   for (i = 0; i < gst_caps_get_size (caps); i++) {
     GstCapsFeatures *f = gst_caps_get_features (caps, i);
 
-    if (!f || gst_caps_features_is_equal (f,
-            GST_CAPS_FEATURES_MEMORY_SYSTEM_MEMORY))
+    if (!f || gst_caps_features_is_any (f) || gst_caps_features_contains (f,
+            GST_CAPS_FEATURE_MEMORY_SYSTEM_MEMORY))
       return TRUE;
   }
   return FALSE;

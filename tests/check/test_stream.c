@@ -2938,17 +2938,17 @@ GST_START_TEST (test_gpu_caps_in_system_memory_says_why)
   gst_element_set_state (c, GST_STATE_PLAYING);
   push_frame (src, 0, 0);
   msg = pop_message (c, GST_MESSAGE_ERROR, TIMEOUT_MS);
-  fail_unless (msg != NULL, "no error");
   stats = get_stats (child (c, "src"));
   gst_structure_get (stats, "memory-type", G_TYPE_STRING, &type,
       "memory-reason", G_TYPE_STRING, &reason, NULL);
   gst_structure_free (stats);
-  gst_message_parse_error (msg, &error, &debug);
   if (g_strcmp0 (type, "system") != 0) {
     /* a GPU here: the frames came in its memory, the caps were fine */
     g_print ("test_gpu_caps_in_system_memory_says_why: frames in %s memory "
         "on this machine: nothing to check\n", type);
   } else {
+    fail_unless (msg != NULL, "no error");
+    gst_message_parse_error (msg, &error, &debug);
     fail_unless (g_error_matches (error, GST_CORE_ERROR,
             GST_CORE_ERROR_NEGOTIATION), "%s", error->message);
     fail_unless (strstr (error->message, "Downstream takes GPU memory only, "
@@ -2965,7 +2965,8 @@ GST_START_TEST (test_gpu_caps_in_system_memory_says_why)
   g_free (reason);
   g_free (type);
   g_free (feature);
-  gst_message_unref (msg);
+  if (msg)
+    gst_message_unref (msg);
   gst_element_set_state (c, GST_STATE_NULL);
   gst_object_unref (c);
   gst_element_set_state (producer, GST_STATE_NULL);

@@ -97,16 +97,21 @@ if [ -e "$bundle/lib/ld-linux-x86-64.so.2" ]; then
 # the interpreter on the bundle's loader, with the bundle's libraries for
 # this process alone (its children are the bundle's programs, which find
 # their own, or the host's, which must not get them)
-P=$(cd "$(dirname "$0")/.." && pwd)
-exec "$P/../lib/ld-linux-x86-64.so.2" --library-path "$P/libs:$P/../lib" \
+# (the host's LD_LIBRARY_PATH last: where libcuda may be found)
+P=$(CDPATH= cd "$(dirname "$(readlink -f "$0")")/.." && pwd)
+exec "$P/../lib/ld-linux-x86-64.so.2" \
+  --library-path "$P/libs:$P/../lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
   --argv0 "$0" "$P/bin/@VER@-bin" "$@"
 E
   chmod +x "$out/bin/$ver"
 else
-  # the host's C runtime: the bundle's libraries (GLib among them) on the
-  # library path of everything started from this shell, as the
-  # GStreamer bundle's env.sh does already
-  echo 'export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$P/libs' \
-    >> "$out/env.sh"
+  # the host's C runtime: this bundle's libraries and the GStreamer
+  # bundle's (GLib among them, which its programs find through their run
+  # path and this interpreter does not) on the library path of what is
+  # started from this shell
+  cat >> "$out/env.sh" << 'E'
+export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$P/libs
+[ ! -d "$P/../lib" ] || export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$(cd "$P/../lib" && pwd)
+E
 fi
 du -sh "$out"

@@ -4,7 +4,7 @@
  *
  * A primary context starts with the driver's stack of 1 KiB a thread for
  * every thread the GPU can hold, a reservation of a few hundred MiB
- * (264 MiB on an H100) for kernels gpushare does not run.  Where gpushare
+ * (264 MiB on an H100) that gpushare's own work does not need.  Where gpushare
  * makes the context (the first retain in the process), it starts with
  * GPUSHARE_CUDA_STACK_BYTES instead; where the application made it first,
  * gpushare leaves its limits alone.  Two children, each a fresh process:
