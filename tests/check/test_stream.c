@@ -515,8 +515,7 @@ GST_START_TEST (test_share_lent_at_start)
         "nothing to check\n", GPUSHARE_RING_START_GRACE_MS / 2);
   else {
     fail_unless_equals_uint64 (client_stat_u64 (sink, 0, "frames-lent"), 2);
-    fail_unless_equals_uint64 (client_stat_u64 (sink, 0, "frames-dropped"),
-        0);
+    fail_unless_equals_uint64 (client_stat_u64 (sink, 0, "frames-dropped"), 0);
   }
   g_mutex_lock (&gate.lock);
   gate.open = TRUE;
