@@ -313,6 +313,20 @@ client_stat_uint (GstElement * sink, guint index, const gchar * field)
   return v;
 }
 
+guint64
+client_stat_u64 (GstElement * sink, guint index, const gchar * field)
+{
+  GstStructure *s = get_stats (sink);
+  const GValue *list = gst_structure_get_value (s, "clients");
+  guint64 v = G_MAXUINT64;
+
+  fail_unless (list != NULL && index < gst_value_array_get_size (list));
+  fail_unless (gst_structure_get_uint64 (gst_value_get_structure
+          (gst_value_array_get_value (list, index)), field, &v));
+  gst_structure_free (s);
+  return v;
+}
+
 guint
 num_clients (GstElement * sink)
 {

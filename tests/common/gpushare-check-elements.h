@@ -74,6 +74,8 @@ guint wait_stat_uint (GstElement * element, const gchar * field,
 guint64 wait_stat_u64_at_least (GstElement * element, const gchar * field,
     guint64 value);
 guint client_stat_uint (GstElement * sink, guint index, const gchar * field);
+guint64 client_stat_u64 (GstElement * sink, guint index,
+    const gchar * field);
 guint num_clients (GstElement * sink);
 
 /* A real consumer: gpusharesrc ! fakesink */
