@@ -1094,6 +1094,10 @@ gpushare_conn_start (GpuShareConn * conn)
         G_IO_IN | G_IO_HUP | G_IO_ERR);
     g_source_set_callback (conn->in_source, G_SOURCE_FUNC (in_dispatch),
         gpushare_conn_ref (conn), (GDestroyNotify) gpushare_conn_unref);
+    /* nothing iterates the context from in_dispatch (); a source that may
+     * not recurse has its fd taken out of the context's poll and put back
+     * around each dispatch, and each of those wakes the context again */
+    g_source_set_can_recurse (conn->in_source, TRUE);
     g_source_attach (conn->in_source, conn->context);
   }
   g_mutex_unlock (&conn->lock);
@@ -1153,6 +1157,79 @@ heartbeat_dispatch (gpointer user_data)
   return G_SOURCE_CONTINUE;
 }
 
+/* The heartbeat's timer: a tick every tick_ms, on instants that are
+ * multiples of tick_ms on the monotonic clock, so that the timers of every
+ * connection with the same interval come due together and a process's
+ * control thread wakes once for all of them, not once for each (it polls
+ * every connection's socket each time it wakes).  Its due time is kept
+ * from prepare () rather than with g_source_set_ready_time (), which
+ * signals the context's wake-up fd each time it is called. */
+typedef struct
+{
+  GSource source;
+  gint64 tick_us;
+  gint64 due;
+} HeartbeatSource;
+
+static gint64
+next_tick (gint64 now, gint64 tick_us)
+{
+  return (now / tick_us + 1) * tick_us;
+}
+
+static gboolean
+heartbeat_source_prepare (GSource * source, gint * timeout)
+{
+  HeartbeatSource *hb = (HeartbeatSource *) source;
+  gint64 now = g_source_get_time (source);
+
+  if (now >= hb->due) {
+    *timeout = 0;
+    return TRUE;
+  }
+  /* rounded up: never a wake-up before it is due */
+  *timeout = (gint) MIN ((hb->due - now + 999) / 1000, G_MAXINT);
+  return FALSE;
+}
+
+static gboolean
+heartbeat_source_check (GSource * source)
+{
+  HeartbeatSource *hb = (HeartbeatSource *) source;
+
+  return g_source_get_time (source) >= hb->due;
+}
+
+static gboolean
+heartbeat_source_dispatch (GSource * source, GSourceFunc callback,
+    gpointer user_data)
+{
+  HeartbeatSource *hb = (HeartbeatSource *) source;
+
+  hb->due = next_tick (g_source_get_time (source), hb->tick_us);
+  return callback ? callback (user_data) : G_SOURCE_REMOVE;
+}
+
+static GSourceFuncs heartbeat_source_funcs = {
+  heartbeat_source_prepare,
+  heartbeat_source_check,
+  heartbeat_source_dispatch,
+  NULL, NULL, NULL
+};
+
+static GSource *
+heartbeat_source_new (guint tick_ms)
+{
+  GSource *source = g_source_new (&heartbeat_source_funcs,
+      sizeof (HeartbeatSource));
+  HeartbeatSource *hb = (HeartbeatSource *) source;
+
+  g_source_set_name (source, "gpushare-heartbeat");
+  hb->tick_us = (gint64) tick_ms * 1000;
+  hb->due = next_tick (g_get_monotonic_time (), hb->tick_us);
+  return source;
+}
+
 void
 gpushare_conn_set_heartbeat (GpuShareConn * conn, guint interval_ms)
 {
@@ -1166,7 +1243,7 @@ gpushare_conn_set_heartbeat (GpuShareConn * conn, guint interval_ms)
   if (interval_ms > 0 && conn->fd >= 0 && !conn->closed && !conn->failed) {
     /* a few looks per interval: a PING leaves within 1.25 intervals of
      * the last byte sent, and a silent peer is caught within 3.25 */
-    conn->heartbeat_source = g_timeout_source_new (MAX (interval_ms / 4, 1));
+    conn->heartbeat_source = heartbeat_source_new (MAX (interval_ms / 4, 1));
     g_source_set_callback (conn->heartbeat_source, heartbeat_dispatch,
         gpushare_conn_ref (conn), (GDestroyNotify) gpushare_conn_unref);
     g_source_attach (conn->heartbeat_source, conn->context);

@@ -120,6 +120,77 @@ GST_START_TEST (test_goodbye_before_hangup_wins_over_send_error)
 
 GST_END_TEST;
 
+/* counts the polls of the context it is set on: each is one wake-up */
+static guint n_polls;
+
+static gint
+counting_poll (GPollFD * fds, guint n_fds, gint timeout)
+{
+  n_polls++;
+  return g_poll (fds, n_fds, timeout);
+}
+
+/* Many connections with the same heartbeat interval, started at different
+ * times: their timers come due together, so that the thread that iterates
+ * them wakes a few times an interval, not a few times for each of them.
+ * Each wake-up polls every socket of the context: a control thread with
+ * 256 connections that woke for each timer (4 an interval each) spent
+ * most of its time in poll (). */
+#define HB_CONNS 16
+#define HB_INTERVAL_MS 400
+GST_START_TEST (test_heartbeats_wake_together)
+{
+  GMainContext *context = g_main_context_new ();
+  GpuShareConn *conns[HB_CONNS], *peers[HB_CONNS];
+  Seen seen = { g_array_new (FALSE, FALSE, sizeof (guint32)), };
+  gint64 end;
+  guint i, ticks;
+
+  g_main_context_set_poll_func (context, counting_poll);
+  for (i = 0; i < HB_CONNS; i++) {
+    gint sv[2];
+
+    fail_unless (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+    fail_unless (fcntl (sv[0], F_SETFL, O_NONBLOCK) == 0);
+    fail_unless (fcntl (sv[1], F_SETFL, O_NONBLOCK) == 0);
+    conns[i] = gpushare_conn_new (sv[0], context, on_message, on_closed,
+        &seen);
+    peers[i] = gpushare_conn_new (sv[1], context, on_message, on_closed,
+        &seen);
+    gpushare_conn_start (conns[i]);
+    gpushare_conn_start (peers[i]);
+    /* both ends ping: a PING received is a wake-up too */
+    gpushare_conn_set_heartbeat (conns[i], HB_INTERVAL_MS);
+    gpushare_conn_set_heartbeat (peers[i], HB_INTERVAL_MS);
+    /* spread over a tick: separate timers would each wake the context */
+    g_usleep (HB_INTERVAL_MS / 4 * 1000 / HB_CONNS);
+  }
+  n_polls = 0;
+  end = g_get_monotonic_time () + 5 * HB_INTERVAL_MS * 1000;
+  while (g_get_monotonic_time () < end)
+    g_main_context_iteration (context, TRUE);
+  ticks = 5 * 4;
+  GST_INFO ("%u wake-ups over %u heartbeat ticks of %u connections",
+      n_polls, ticks, 2 * HB_CONNS);
+  /* a tick, the PINGs it sent arriving, a spare: 3 wake-ups a tick at
+   * most; a timer each made 2 x HB_CONNS a tick */
+  fail_unless (n_polls <= 3 * ticks + 2, "%u wake-ups over %u heartbeat "
+      "ticks of %u connections: the timers do not come due together",
+      n_polls, ticks, 2 * HB_CONNS);
+  fail_if (seen.closed, "a connection with a live peer timed out");
+
+  for (i = 0; i < HB_CONNS; i++) {
+    gpushare_conn_close (conns[i]);
+    gpushare_conn_close (peers[i]);
+    gpushare_conn_unref (conns[i]);
+    gpushare_conn_unref (peers[i]);
+  }
+  g_array_unref (seen.types);
+  g_main_context_unref (context);
+}
+
+GST_END_TEST;
+
 /* Without a reader there is nobody to deliver anything: a failed send
  * fails the connection at once. */
 GST_START_TEST (test_send_error_without_reader_fails_at_once)
@@ -742,6 +813,7 @@ gpushare_conn_suite (void)
   tcase_add_test (tc, test_send_frame_stack);
   tcase_add_test (tc, test_connect_backlog_full);
   tcase_add_test (tc, test_receiver_out_of_fds);
+  tcase_add_test (tc, test_heartbeats_wake_together);
   return s;
 }
 
