@@ -1225,7 +1225,7 @@ heartbeat_source_new (guint tick_ms)
   HeartbeatSource *hb = (HeartbeatSource *) source;
 
   g_source_set_name (source, "gpushare-heartbeat");
-  hb->tick_us = (gint64) tick_ms * 1000;
+  hb->tick_us = G_GINT64_CONSTANT (1000) * tick_ms;
   hb->due = next_tick (g_get_monotonic_time (), hb->tick_us);
   return source;
 }
