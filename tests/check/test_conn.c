@@ -153,10 +153,8 @@ GST_START_TEST (test_heartbeats_wake_together)
     fail_unless (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
     fail_unless (fcntl (sv[0], F_SETFL, O_NONBLOCK) == 0);
     fail_unless (fcntl (sv[1], F_SETFL, O_NONBLOCK) == 0);
-    conns[i] = gpushare_conn_new (sv[0], context, on_message, on_closed,
-        &seen);
-    peers[i] = gpushare_conn_new (sv[1], context, on_message, on_closed,
-        &seen);
+    conns[i] = gpushare_conn_new (sv[0], context, on_message, on_closed, &seen);
+    peers[i] = gpushare_conn_new (sv[1], context, on_message, on_closed, &seen);
     gpushare_conn_start (conns[i]);
     gpushare_conn_start (peers[i]);
     /* both ends ping: a PING received is a wake-up too */
