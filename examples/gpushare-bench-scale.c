@@ -209,6 +209,7 @@ typedef struct
   gboolean ended;               /* its last frame seen */
   gint64 *t;                    /* per frame number, 0: not seen */
   gboolean gated;
+  GstClockTime phase;           /* --phase spread: its frames this late */
 } Branch;
 
 struct _ScaleSide
@@ -310,6 +311,43 @@ scale_gate_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
   while (!g_file_test (opt.go, G_FILE_TEST_EXISTS)
       && g_get_monotonic_time () < until)
     g_usleep (1000);
+  return GST_PAD_PROBE_REMOVE;
+}
+
+/* --phase spread: at its first frame once the pipeline plays (it gives
+ * every element its base time again as it gets there), the live source
+ * upstream of pad moves its clock waits, so its later frames come data's
+ * nanoseconds later than the other streams' (imagefreeze reads its base
+ * time at each wait; the frames' timestamps stay as they were) */
+static GstPadProbeReturn
+scale_phase_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  Branch *b = data;
+  GstElement *pipeline = b->side->pipeline;
+  GstClockTime shift = b->phase;
+  GstPad *at;
+
+  if (GST_STATE (pipeline) != GST_STATE_PLAYING
+      || GST_STATE_PENDING (pipeline) != GST_STATE_VOID_PENDING)
+    return GST_PAD_PROBE_OK;
+  at = gst_object_ref (pad);
+
+  while (at) {
+    GstPad *peer = gst_pad_get_peer (at);
+    GstElement *up = peer ? gst_pad_get_parent_element (peer) : NULL;
+    GstElementFactory *f = up ? gst_element_get_factory (up) : NULL;
+
+    gst_object_unref (at);
+    gst_clear_object (&peer);
+    at = NULL;
+    if (!up)
+      break;
+    if (f && g_str_equal (GST_OBJECT_NAME (f), "imagefreeze"))
+      gst_element_set_base_time (up, gst_element_get_base_time (up) + shift);
+    else
+      at = gst_element_get_static_pad (up, "sink");
+    gst_object_unref (up);
+  }
   return GST_PAD_PROBE_REMOVE;
 }
 
@@ -431,6 +469,12 @@ scale_run_side (const gchar * role)
     if (!consumer && opt.go)
       gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, scale_gate_probe,
           NULL, NULL);
+    if (!consumer && opt.spread > 0 && opt.fps > 0) {
+      s.b[i].phase = gst_util_uint64_scale ((opt.first + i) % opt.spread,
+          GST_SECOND, (guint64) opt.fps * opt.spread);
+      gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, scale_phase_probe,
+          &s.b[i], NULL);
+    }
     gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, scale_stamp_probe,
         &s.b[i], NULL);
     gst_object_unref (pad);
@@ -552,6 +596,64 @@ done:
 /* ------------------------------------------------------------------------ */
 /* the parent */
 
+static gint
+cmp_int64 (gconstpointer a, gconstpointer b)
+{
+  gint64 x = *(const gint64 *) a, y = *(const gint64 *) b;
+
+  return x < y ? -1 : x > y;
+}
+
+/* --verbose: when each stream's frames reach its producer's transport,
+ * against stream 0's: per stream, the median over the frames after the
+ * warm-up of the difference modulo a frame period; printed as the
+ * shortest window of the period that holds them all (aligned: about 0;
+ * --phase spread: (K - 1) / K of the period) */
+static void
+print_phases (GHashTable * sent, gint k, gint warm)
+{
+  gint64 period = GST_SECOND / opt.fps;
+  gint64 *p0 = g_hash_table_lookup (sent, GINT_TO_POINTER (0));
+  GArray *at = g_array_new (FALSE, FALSE, sizeof (gint64));
+  gint64 zero = 0, gap = 0;
+  gint j, f;
+
+  g_array_append_val (at, zero);
+  for (j = 1; p0 && j < k; j++) {
+    gint64 *p = g_hash_table_lookup (sent, GINT_TO_POINTER (j));
+    GArray *d = g_array_new (FALSE, FALSE, sizeof (gint64));
+
+    for (f = warm; p && f < N_KEYS; f++) {
+      if (p[f] && p0[f]) {
+        gint64 x = ((p[f] - p0[f]) % period + period) % period;
+
+        g_array_append_val (d, x);
+      }
+    }
+    if (d->len) {
+      g_array_sort (d, cmp_int64);
+      g_array_append_val (at, g_array_index (d, gint64, d->len / 2));
+    }
+    g_array_unref (d);
+  }
+  g_array_sort (at, cmp_int64);
+  /* the window is the period less the widest gap between neighbours */
+  for (j = 0; j < (gint) at->len; j++) {
+    gint64 next = j + 1 < (gint) at->len ? g_array_index (at, gint64, j + 1)
+        : g_array_index (at, gint64, 0) + period;
+
+    gap = MAX (gap, next - g_array_index (at, gint64, j));
+  }
+  if (at->len > 1)
+    g_print ("  phases: the frames of %u streams reach their producer's "
+        "transport within %.1f ms of each frame period of %.1f ms "
+        "(medians against stream 0's)\n", at->len, (period - gap) / 1e6,
+        period / 1e6);
+  g_array_unref (at);
+}
+
+
+
 typedef struct
 {
   GSubprocess *p;
@@ -600,6 +702,8 @@ scale_spawn (const gchar * self, const ScaleRow * row, const gchar * dir,
   g_ptr_array_add (argv, g_strdup_printf ("--height=%d", row->height));
   g_ptr_array_add (argv, g_strdup_printf ("--fps=%d", opt.fps));
   g_ptr_array_add (argv, g_strdup_printf ("--warmup=%d", opt.warmup_s));
+  if (opt.phase && g_str_equal (opt.phase, "spread"))
+    g_ptr_array_add (argv, g_strdup_printf ("--spread=%d", row->k));
   g_ptr_array_add (argv, g_strdup_printf ("--consumers=%d", row->m));
   g_ptr_array_add (argv, g_strdup_printf ("--first=%d", c->first));
   g_ptr_array_add (argv, g_strdup_printf ("--count=%d", c->count));
@@ -900,6 +1004,8 @@ scale_run_row (const gchar * self, ScaleRow * row)
       g_hash_table_insert (sent, key, value);
   }
   warm = MIN (opt.frames / 2, MAX (opt.fps, 30) * opt.warmup_s);
+  if (opt.verbose && opt.fps > 0 && row->k > 1)
+    print_phases (sent, row->k, warm);
   row->delivered = row->expected = 0;
   row->lost_worst = 0;
   row->threads_producer = row->threads_consumer = 0;
@@ -1324,6 +1430,12 @@ scale_run_parent (const gchar * self)
     rc = 64;
     goto out;
   }
+  if (opt.phase && !g_str_equal (opt.phase, "aligned")
+      && !g_str_equal (opt.phase, "spread")) {
+    g_printerr ("--phase is aligned or spread, not '%s'\n", opt.phase);
+    rc = 64;
+    goto out;
+  }
   if (opt.consumers < 1 || opt.fps < 0 || opt.warmup_s < 0) {
     g_printerr ("--consumers must be at least 1, --fps and --warmup at "
         "least 0\n");
@@ -1351,10 +1463,11 @@ scale_run_parent (const gchar * self)
   sigaction (SIGHUP, &sa, &old_hup);
 
   g_print ("gpushare-bench --streams %s --consumers %d --topology %s, %d "
-      "frames a stream %s%d fps, warm-up %d s, %ld CPUs\n", opt.streams,
+      "frames a stream %s%d fps%s, warm-up %d s, %ld CPUs\n", opt.streams,
       opt.consumers, topo, opt.frames, opt.fps ? "at " : "as fast as "
-      "possible (", opt.fps ? opt.fps : 0, opt.warmup_s,
-      sysconf (_SC_NPROCESSORS_ONLN));
+      "possible (", opt.fps ? opt.fps : 0, opt.fps && opt.phase
+      && g_str_equal (opt.phase, "spread") ? ", phases spread" : "",
+      opt.warmup_s, sysconf (_SC_NPROCESSORS_ONLN));
   print_scale_header ();
   for (s = 0; sizes[s]; s++) {
     gint w, h;

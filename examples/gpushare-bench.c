@@ -2464,6 +2464,12 @@ main (int argc, char **argv)
     {"warmup", 0, 0, G_OPTION_ARG_INT, &opt.warmup_s,
         "With --streams: seconds of each stream's start left out of "
           "latency and CPU (default 2)", "S"},
+    {"phase", 0, 0, G_OPTION_ARG_STRING, &opt.phase,
+          "With --streams and --fps: aligned (every source's frames come at "
+          "the same instants: the worst case, the default) or spread "
+          "(stream i of K a fraction i/K of a frame period later, as cameras "
+          "of their own come)",
+        "WORD"},
     {"plot", 0, 0, G_OPTION_ARG_FILENAME, &opt.plot,
           "With --streams: draw the rows against K into this SVG (gnuplot)",
         "FILE"},
@@ -2475,6 +2481,8 @@ main (int argc, char **argv)
         "Child: first stream", NULL},
     {"count", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_INT, &opt.count,
         "Child: streams", NULL},
+    {"spread", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_INT, &opt.spread,
+        "Child: spread the sources' phases over this many streams", NULL},
     {"go", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_FILENAME, &opt.go,
         "Child: hold the first frames until this file exists", NULL},
     {"end", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_FILENAME, &opt.end,

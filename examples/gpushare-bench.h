@@ -38,6 +38,7 @@ typedef struct
   gchar *topology;
   gint fps;
   gint warmup_s;
+  gchar *phase;                 /* --phase: aligned (NULL) or spread */
   gchar *plot;
   gchar *plot_from;
   /* both */
@@ -54,6 +55,7 @@ typedef struct
   gchar *hold;
   gint width, height;
   gint first, count, index;
+  gint spread;                  /* phases over this many streams (0: aligned) */
   gchar *go;
   gchar *ready;
   gchar *end;

@@ -5,7 +5,8 @@
 # 320x240 streams at 30 fps, two consumers each, in both topologies, beside
 # the one-process floor, and its picture.  Every frame a producer sent
 # reaches every consumer, each row has its figures, the SVG has a curve,
-# and --plot-from draws the same picture from the printed table.
+# and --plot-from draws the same picture from the printed table; with
+# --phase spread the sources' frames come spread over the frame period.
 #
 #   bench-scale.sh GPUSHARE-BENCH
 set -u
@@ -40,6 +41,27 @@ for topo in per-process shared; do
       || fail "a figure is missing: $row"
   done
 done
+# --phase: aligned sources' frames come at the same instants, spread ones
+# a quarter period apart at 4 streams (a window of 25 of 33.3 ms); the
+# window is what the producers' stamps show (--verbose)
+failp() { echo "bench-scale: $*"; cat "$tmp/phase"; exit 1; }
+window() {
+  "$bench" --streams 4 --consumers 1 --topology shared --sizes 320x240 \
+    --frames 120 --fps 30 --modes gpushare-sysmem --phase "$1" --verbose \
+    --markdown > "$tmp/phase" 2>&1 || failp "--phase $1: exit status $?"
+  grep "^| gpushare-sysmem | shared | 320x240 | 4x1 |" "$tmp/phase" \
+    | grep -Eq "\| ([0-9]+) / \1 \| 0 \(0\) \|" || failp "--phase $1: frames lost"
+  sed -nE 's/^  phases: .* within ([0-9]+)\.[0-9] ms of each frame period.*/\1/p' \
+    "$tmp/phase" | head -1
+}
+w=$(window aligned)
+[ -n "$w" ] && [ "$w" -le 8 ] || failp "aligned sources in a window of ${w:-no} ms"
+w=$(window spread)
+[ -n "$w" ] && [ "$w" -ge 20 ] && [ "$w" -le 30 ] \
+  || failp "spread sources in a window of ${w:-no} ms, not about 25"
+"$bench" --streams 2 --phase sideways > "$tmp/phase" 2>&1 \
+  && failp "--phase took a word it does not know"
+grep -q "phase is aligned or spread" "$tmp/phase" || failp "--phase: no word on it"
 if [ ${#plot[@]} -eq 0 ]; then
   echo "bench-scale: ok, without the picture: no gnuplot here"
   exit 0
