@@ -669,6 +669,11 @@ map_slots (GpuShareClient * self, const GpuShareSlots * s, gint * fds)
   Mapping *m;
 
   g_mutex_unlock (&self->lock);
+  /* the control thread may have many rings to map in a row (a process
+   * that reads many streams, a ring grown): the peers of all its
+   * connections hear from it meanwhile */
+  gpushare_conn_pulse ();
+  gpushare_test_slow ("src", "premap");
   view = gpushare_xfer_view_new (self->config.cuda_device_id, s, fds, &error);
   g_mutex_lock (&self->lock);
   if (self->session != session) {

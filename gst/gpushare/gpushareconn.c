@@ -128,6 +128,89 @@ free_out_fds (gpointer data)
 }
 
 /* lock held; releases the socket, the sources and every fd we hold */
+/* Every connection with a heartbeat in this process, for
+ * gpushare_conn_pulse ().  A connection leaves it when its heartbeat
+ * stops (close_locked (), which its last unref runs too), taking
+ * pulse_lock under its own lock; gpushare_conn_pulse () takes no
+ * connection's lock under pulse_lock. */
+static GMutex pulse_lock;
+static GPtrArray *pulse_conns;
+
+static void
+pulse_register (GpuShareConn * conn)
+{
+  g_mutex_lock (&pulse_lock);
+  if (!pulse_conns)
+    pulse_conns = g_ptr_array_new ();
+  g_ptr_array_add (pulse_conns, conn);
+  g_mutex_unlock (&pulse_lock);
+}
+
+static void
+pulse_unregister (GpuShareConn * conn)
+{
+  g_mutex_lock (&pulse_lock);
+  if (pulse_conns)
+    g_ptr_array_remove_fast (pulse_conns, conn);
+  g_mutex_unlock (&pulse_lock);
+}
+
+/* a reference, unless its last one is being let go (its unref waits for
+ * pulse_lock to take it out of the registry) */
+static gboolean
+ref_unless_gone (GpuShareConn * conn)
+{
+  gint r = g_atomic_int_get (&conn->ref_count);
+
+  while (r > 0) {
+    if (g_atomic_int_compare_and_exchange (&conn->ref_count, r, r + 1))
+      return TRUE;
+    r = g_atomic_int_get (&conn->ref_count);
+  }
+  return FALSE;
+}
+
+static gboolean send_ping (GpuShareConn * conn);
+
+void
+gpushare_conn_pulse (void)
+{
+  GPtrArray *live = NULL;
+  gint64 now = g_get_monotonic_time ();
+  guint i;
+
+  g_mutex_lock (&pulse_lock);
+  for (i = 0; pulse_conns && i < pulse_conns->len; i++) {
+    GpuShareConn *conn = g_ptr_array_index (pulse_conns, i);
+
+    if (!ref_unless_gone (conn))
+      continue;
+    if (!live)
+      live = g_ptr_array_new ();
+    g_ptr_array_add (live, conn);
+  }
+  g_mutex_unlock (&pulse_lock);
+
+  for (i = 0; live && i < live->len; i++) {
+    GpuShareConn *conn = g_ptr_array_index (live, i);
+    gboolean ping;
+
+    g_mutex_lock (&conn->lock);
+    /* half an interval: the next pulse may be some time away */
+    ping = !conn->closed && !conn->failed && !conn->out_dead
+        && conn->heartbeat_ms > 0 && conn->out->len == 0
+        && now - conn->last_sent >= (gint64) conn->heartbeat_ms * 500;
+    g_mutex_unlock (&conn->lock);
+    if (ping) {
+      GST_LOG ("sending PING between long work");
+      send_ping (conn);
+    }
+    gpushare_conn_unref (conn);
+  }
+  if (live)
+    g_ptr_array_unref (live);
+}
+
 static void
 close_locked (GpuShareConn * conn)
 {
@@ -145,6 +228,7 @@ close_locked (GpuShareConn * conn)
     g_source_destroy (conn->heartbeat_source);
     g_source_unref (conn->heartbeat_source);
     conn->heartbeat_source = NULL;
+    pulse_unregister (conn);
   }
   if (conn->fd >= 0) {
     close (conn->fd);
@@ -1237,6 +1321,7 @@ gpushare_conn_set_heartbeat (GpuShareConn * conn, guint interval_ms)
   if (conn->heartbeat_source) {
     g_source_destroy (conn->heartbeat_source);
     g_clear_pointer (&conn->heartbeat_source, g_source_unref);
+    pulse_unregister (conn);
   }
   conn->heartbeat_ms = interval_ms;
   conn->heartbeat_since = g_get_monotonic_time ();
@@ -1247,6 +1332,7 @@ gpushare_conn_set_heartbeat (GpuShareConn * conn, guint interval_ms)
     g_source_set_callback (conn->heartbeat_source, heartbeat_dispatch,
         gpushare_conn_ref (conn), (GDestroyNotify) gpushare_conn_unref);
     g_source_attach (conn->heartbeat_source, conn->context);
+    pulse_register (conn);
   }
   g_mutex_unlock (&conn->lock);
 }

@@ -160,6 +160,14 @@ gboolean gpushare_socket_get_peer (gint fd, pid_t * pid, uid_t * uid,
  * message_func.  Any thread. */
 void gpushare_conn_set_heartbeat (GpuShareConn * conn, guint interval_ms);
 
+/* Sends PING on each connection of this process whose heartbeat is on
+ * and that sent nothing for half an interval.  For a thread that runs
+ * connections' contexts and is about to do long work without returning
+ * to them (GPU slots exported or mapped for many consumers in a row):
+ * called between the pieces, it keeps the peers from taking the silence
+ * for a hung process.  Any thread, no lock of a connection held. */
+void gpushare_conn_pulse (void);
+
 /* Listening socket at path with the given mode.  A symlink or a non-socket
  * at the path is refused; a socket file nobody listens on is replaced; a
  * live one is refused with IN_USE.  Returns the fd, or -1. */

@@ -798,6 +798,9 @@ send_slots (GpuShareServer * self, Client * client)
   guint64 epoch = self->epoch;
   gboolean ok;
 
+  /* GPU slots are device work, maybe for many consumers in a row on this
+   * thread: the peers of all its connections hear from it meanwhile */
+  gpushare_conn_pulse ();
   if (client->mem_type == GPUSHARE_MEM_SYSTEM) {
     /* self->system keeps it: no device work, no unlock */
     ok = gpushare_xfer_ring_export (self->system, client->index,

@@ -46,3 +46,20 @@ gpushare_test_point (const gchar * side, const gchar * step)
   if (g_atomic_int_add (&reached, 1) + 1 == die_after)
     raise (SIGKILL);
 }
+
+/* read at each slow step (one a ring mapped, not a frame): a test may set
+ * it after others ran in its process */
+void
+gpushare_test_slow (const gchar * side, const gchar * step)
+{
+  const gchar *spec = g_getenv ("GPUSHARE_TEST_SLOW_AT");
+  gchar **parts;
+
+  if (!spec || !*spec)
+    return;
+  parts = g_strsplit (spec, ":", 3);
+  if (parts[0] && parts[1] && parts[2] && strcmp (side, parts[0]) == 0
+      && strcmp (step, parts[1]) == 0)
+    g_usleep ((gulong) MAX (0, atoi (parts[2])) * 1000);
+  g_strfreev (parts);
+}

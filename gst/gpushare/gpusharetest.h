@@ -22,10 +22,17 @@
 
 G_BEGIN_DECLS
 
+/* With GPUSHARE_TEST_SLOW_AT="<side>:<step>:<ms>", the thread that
+ * reaches that step (src premap: the control thread, before it maps a
+ * ring) sleeps ms each time (read at each step): long device work, for
+ * the tests of what the process's other connections hear meanwhile. */
 #ifdef GPUSHARE_TEST_HOOKS
 void gpushare_test_point (const gchar * side, const gchar * step);
+void gpushare_test_slow (const gchar * side, const gchar * step);
 #else
 #define gpushare_test_point(side, step) \
+  G_STMT_START { (void) (side); (void) (step); } G_STMT_END
+#define gpushare_test_slow(side, step) \
   G_STMT_START { (void) (side); (void) (step); } G_STMT_END
 #endif
 

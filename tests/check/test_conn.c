@@ -189,6 +189,84 @@ GST_START_TEST (test_heartbeats_wake_together)
 
 GST_END_TEST;
 
+typedef struct
+{
+  GMainContext *context;
+  gint stop;
+} Iterating;
+
+static gpointer
+iterate_thread (gpointer data)
+{
+  Iterating *it = data;
+
+  g_main_context_push_thread_default (it->context);
+  while (!g_atomic_int_get (&it->stop))
+    g_main_context_iteration (it->context, FALSE), g_usleep (1000);
+  g_main_context_pop_thread_default (it->context);
+  return NULL;
+}
+
+/* one side busy for busy_ms without iterating its context, in steps of
+ * 50 ms, with or without gpushare_conn_pulse () between them; TRUE when
+ * the other side, iterated all along, kept the connection */
+#define PULSE_INTERVAL_MS 300
+static gboolean
+survives_busy_peer (gboolean pulse, guint busy_ms)
+{
+  GMainContext *busy_ctx = g_main_context_new ();
+  Iterating it = { g_main_context_new (), 0 };
+  Seen seen = { g_array_new (FALSE, FALSE, sizeof (guint32)), };
+  Seen busy_seen = { g_array_new (FALSE, FALSE, sizeof (guint32)), };
+  GpuShareConn *watcher, *busy;
+  GThread *thread;
+  gboolean survived;
+  gint sv[2];
+  guint t;
+
+  fail_unless (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+  watcher = gpushare_conn_new (sv[0], it.context, on_message, on_closed, &seen);
+  busy = gpushare_conn_new (sv[1], busy_ctx, on_message, on_closed, &busy_seen);
+  gpushare_conn_start (watcher);
+  gpushare_conn_start (busy);
+  gpushare_conn_set_heartbeat (watcher, PULSE_INTERVAL_MS);
+  gpushare_conn_set_heartbeat (busy, PULSE_INTERVAL_MS);
+  thread = g_thread_new ("watcher", iterate_thread, &it);
+  for (t = 0; t < busy_ms; t += 50) {
+    g_usleep (50 * 1000);
+    if (pulse)
+      gpushare_conn_pulse ();
+  }
+  g_atomic_int_set (&it.stop, 1);
+  g_thread_join (thread);
+  survived = !seen.closed;
+
+  gpushare_conn_close (watcher);
+  gpushare_conn_close (busy);
+  gpushare_conn_unref (watcher);
+  gpushare_conn_unref (busy);
+  g_array_unref (seen.types);
+  g_array_unref (busy_seen.types);
+  g_main_context_unref (it.context);
+  g_main_context_unref (busy_ctx);
+  return survived;
+}
+
+/* A control thread that maps or exports GPU slots for many consumers in a
+ * row does not iterate its connections meanwhile: without a PING from it
+ * for three intervals its peers take it for hung and drop it.  With
+ * gpushare_conn_pulse () between the pieces of work, they do not. */
+GST_START_TEST (test_pulse_keeps_a_busy_peer)
+{
+  /* the watcher gives up after 3 intervals of silence (900 ms) */
+  fail_if (survives_busy_peer (FALSE, 2000),
+      "a peer silent for 2 s was not taken for hung: the test cannot fail");
+  fail_unless (survives_busy_peer (TRUE, 2000),
+      "a busy peer that pulsed was dropped");
+}
+
+GST_END_TEST;
+
 /* Without a reader there is nobody to deliver anything: a failed send
  * fails the connection at once. */
 GST_START_TEST (test_send_error_without_reader_fails_at_once)
@@ -812,6 +890,7 @@ gpushare_conn_suite (void)
   tcase_add_test (tc, test_connect_backlog_full);
   tcase_add_test (tc, test_receiver_out_of_fds);
   tcase_add_test (tc, test_heartbeats_wake_together);
+  tcase_add_test (tc, test_pulse_keeps_a_busy_peer);
   return s;
 }
 

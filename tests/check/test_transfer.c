@@ -25,6 +25,7 @@
 #include <gst/video/video.h>
 #include <gst/allocators/allocators.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <stdio.h>
@@ -957,6 +958,85 @@ GST_START_TEST (test_one_control_thread)
 
 GST_END_TEST;
 
+/* The process's one control thread maps each consumer's ring, device work
+ * that can take long on a GPU (imports under contention, many streams
+ * read by one process): eight rings mapped in a row, 600 ms each
+ * (GPUSHARE_TEST_SLOW_AT), block a consumer process's control thread for
+ * 4.8 s, sixteen heartbeat intervals of 300 ms (three of them without a
+ * byte and a peer is taken for hung).  Its connections still send
+ * PINGs between the maps (gpushare_conn_pulse ()), so that the producers,
+ * in a process of their own, do not take the silence for a hung consumer:
+ * every consumer streams on, no error.  Without the PINGs the producers
+ * drop their consumers ("no heartbeat") and the consumers fail. */
+#define N_SLOW 8
+GST_START_TEST (test_busy_control_thread_keeps_its_peers)
+{
+  GstElement *consumer[N_SLOW];
+  gchar *path[N_SLOW], **argv = NULL;
+  GError *error = NULL;
+  GString *desc;
+  GPid pid;
+  guint i;
+  gint status;
+
+  for (i = 0; i < N_SLOW; i++) {
+    gchar name[16];
+
+    g_snprintf (name, sizeof (name), "slow%u.sock", i);
+    path[i] = socket_path (name);
+  }
+  /* the producers: a process of their own (gst-launch-1.0), with a
+   * control thread of its own that nothing slows; reaped here (a child
+   * watch would open descriptors for good) */
+  desc = g_string_new ("gst-launch-1.0 -q");
+  for (i = 0; i < N_SLOW; i++)
+    g_string_append_printf (desc, " videotestsrc is-live=true ! video/x-raw,"
+        "format=I420,width=64,height=48,framerate=100/1 ! gpusharesink "
+        "socket-path=%s heartbeat-interval=300", path[i]);
+  fail_unless (g_shell_parse_argv (desc->str, NULL, &argv, NULL));
+  fail_unless (g_spawn_async (NULL, argv, NULL, G_SPAWN_SEARCH_PATH |
+          G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &pid, &error),
+      "gst-launch-1.0: %s", error ? error->message : "?");
+  g_strfreev (argv);
+  g_string_free (desc, TRUE);
+  for (i = 0; i < N_SLOW; i++)
+    while (!g_file_test (path[i], G_FILE_TEST_EXISTS)) {
+      fail_if (waitpid (pid, &status, WNOHANG) == pid, "gst-launch-1.0 exited");
+      g_usleep (10000);
+    }
+
+  g_setenv ("GPUSHARE_TEST_SLOW_AT", "src:premap:600", TRUE);
+  for (i = 0; i < N_SLOW; i++)
+    consumer[i] = launch ("gpusharesrc socket-path=%s transport=system "
+        "heartbeat-interval=300 connection-timeout=%d ! appsink name=out "
+        "sync=false max-buffers=4 drop=true", path[i], TIMEOUT_MS);
+  for (i = 0; i < N_SLOW; i++)
+    fail_if (gst_element_set_state (consumer[i], GST_STATE_PLAYING) ==
+        GST_STATE_CHANGE_FAILURE);
+  for (i = 0; i < N_SLOW; i++)
+    pull_frames (consumer[i], 5);
+  /* past the maps: a heartbeat lost in them has been noticed by now */
+  g_usleep (3 * 300 * 1000);
+  for (i = 0; i < N_SLOW; i++)
+    pull_frames (consumer[i], 5);
+  g_unsetenv ("GPUSHARE_TEST_SLOW_AT");
+
+  for (i = 0; i < N_SLOW; i++) {
+    assert_no_error (consumer[i]);
+    gst_element_set_state (consumer[i], GST_STATE_NULL);
+    gst_object_unref (consumer[i]);
+    g_free (path[i]);
+  }
+  /* it streamed all along: nothing made it quit */
+  fail_if (waitpid (pid, &status, WNOHANG) == pid,
+      "the producers' process exited");
+  kill (pid, SIGTERM);
+  fail_unless (waitpid (pid, &status, 0) == pid);
+  g_spawn_close_pid (pid);
+}
+
+GST_END_TEST;
+
 /* ------------------------------------------------------------------------ */
 /* 4. Formats: rows copied whole, and layouts a stride cannot describe
  * refused */
@@ -1092,6 +1172,7 @@ gpushare_transfer_suite (void)
   tcase_add_test (tc_exchange, test_logs_carry_no_handles);
   tcase_add_test (tc_exchange, test_slots_resident);
   tcase_add_test (tc_exchange, test_one_control_thread);
+  tcase_add_test (tc_exchange, test_busy_control_thread_keeps_its_peers);
   suite_add_tcase (s, tc_formats);
   tcase_add_checked_fixture (tc_formats, elements_setup, elements_teardown);
   tcase_add_test (tc_formats, test_sink_refuses_tiled);
