@@ -46,14 +46,17 @@
 /* the modes */
 
 /* Templates of one stream.  @N@ is the stream's number (names in@N@,
- * out@N@), @SCAPS@ its caps, @LIVE@ true unless --fps 0, @M@ the consumers
+ * out@N@), @SCAPS@ its caps (@CUDACAPS@ in GPU memory), @LIVE@ true
+ * unless --fps 0, @M@ the consumers
  * a stream has, @CTO@ a consumer's connection-timeout (ms); the rest as
  * in gpushare-bench.c (expand ()). */
 #define SCALE_SOURCE "videotestsrc num-buffers=1 pattern=smpte ! @SCAPS@ ! " \
   "imagefreeze is-live=@LIVE@ num-buffers=@FRAMES@ ! @SCAPS@"
+/* imagefreeze takes its frame rate from downstream (25/1 where nothing
+ * says): the caps after it say the rate, @CUDACAPS@ in GPU memory */
 #define SCALE_CUDA_SOURCE "videotestsrc num-buffers=1 pattern=smpte ! " \
   "@SCAPS@ ! cudaupload ! video/x-raw(memory:CUDAMemory) ! " \
-  "imagefreeze is-live=@LIVE@ num-buffers=@FRAMES@"
+  "imagefreeze is-live=@LIVE@ num-buffers=@FRAMES@ ! @CUDACAPS@"
 /* the defaults otherwise: policy auto (leaky for a live source) */
 #define SCALE_GPUSHARE_SINK "gpusharesink name=in@N@ socket-path=@SOCKET@ " \
   "wait-for-connection=true min-consumers=@M@ sync=false"
@@ -169,6 +172,9 @@ branch (const ScaleMode * mode, gboolean consumer, const gchar * dir,
   gchar *caps = g_strdup_printf ("video/x-raw,format=NV12,width=%d,"
       "height=%d,framerate=%d/1", opt.width, opt.height,
       opt.fps > 0 ? opt.fps : 30);
+  gchar *cuda_caps = g_strdup_printf ("video/x-raw(memory:CUDAMemory),"
+      "format=NV12,width=%d,height=%d,framerate=%d/1", opt.width, opt.height,
+      opt.fps > 0 ? opt.fps : 30);
   gchar *num = g_strdup_printf ("%d", stream);
   gchar *m = g_strdup_printf ("%d", opt.consumers);
   gchar *cto = g_strdup_printf ("%d", opt.timeout_s * 1000);
@@ -176,6 +182,7 @@ branch (const ScaleMode * mode, gboolean consumer, const gchar * dir,
   gchar *out;
 
   g_string_replace (s, "@SCAPS@", caps, 0);
+  g_string_replace (s, "@CUDACAPS@", cuda_caps, 0);
   g_string_replace (s, "@N@", num, 0);
   g_string_replace (s, "@M@", m, 0);
   g_string_replace (s, "@CTO@", cto, 0);
@@ -185,6 +192,7 @@ branch (const ScaleMode * mode, gboolean consumer, const gchar * dir,
   out = expand (s->str, opt.width, opt.height);
   g_string_free (s, TRUE);
   g_free (caps);
+  g_free (cuda_caps);
   g_free (num);
   g_free (m);
   g_free (cto);

@@ -41,6 +41,15 @@ for topo in per-process shared; do
       || fail "a figure is missing: $row"
   done
 done
+# every source's rate is the one asked for: imagefreeze takes its rate
+# from downstream (25/1 where nothing says), so each --streams producer
+# names its caps right after it, in system and in GPU memory
+"$bench" --list > "$tmp/list" 2>&1 || fail "--list: exit status $?"
+n=$(sed -n '/^With --streams/,$p' "$tmp/list" | grep -c '^  producer: .*imagefreeze')
+[ "$n" -ge 7 ] || fail "--list shows $n --streams producers, not 7"
+bad=$(sed -n '/^With --streams/,$p' "$tmp/list" | grep '^  producer: .*imagefreeze' \
+  | grep -Ev 'imagefreeze [^!]*! @(SCAPS|CUDACAPS)@ !')
+[ -z "$bad" ] || fail "a producer leaves its source's rate to imagefreeze: $bad"
 # --phase: aligned sources' frames come at the same instants, spread ones
 # a quarter period apart at 4 streams (a window of 25 of 33.3 ms); the
 # window is what the producers' stamps show (--verbose)
