@@ -965,43 +965,47 @@ GST_END_TEST;
  * 4.8 s, sixteen heartbeat intervals of 300 ms (three of them without a
  * byte and a peer is taken for hung).  Its connections still send
  * PINGs between the maps (gpushare_conn_pulse ()), so that the producers,
- * in a process of their own, do not take the silence for a hung consumer:
+ * in processes of their own, do not take the silence for a hung consumer:
  * every consumer streams on, no error.  Without the PINGs the producers
- * drop their consumers ("no heartbeat") and the consumers fail. */
+ * drop their consumers ("no heartbeat") and the consumers fail.  The
+ * producers are gpushare-test-peer processes (the sanitized build's too,
+ * which a gst-launch-1.0 of the system could not load). */
 #define N_SLOW 8
 GST_START_TEST (test_busy_control_thread_keeps_its_peers)
 {
+  const gchar *peer = g_getenv ("GPUSHARE_TEST_PEER");
   GstElement *consumer[N_SLOW];
-  gchar *path[N_SLOW], **argv = NULL;
-  GError *error = NULL;
-  GString *desc;
-  GPid pid;
+  gchar *path[N_SLOW];
+  GPid pid[N_SLOW];
   guint i;
   gint status;
 
+  fail_unless (peer != NULL, "GPUSHARE_TEST_PEER must name the "
+      "gpushare-test-peer binary (run the test through meson test)");
+  /* the producers: processes of their own, with control threads of their
+   * own that nothing slows; reaped here (a child watch would open
+   * descriptors for good) */
   for (i = 0; i < N_SLOW; i++) {
     gchar name[16];
+    const gchar *argv[] = { peer, "producer", "--socket", NULL,
+      "--source", "videotestsrc", "--live", "--frames", "100000",
+      "--width", "64", "--height", "48", "--set", "heartbeat-interval=300",
+      NULL
+    };
+    GError *error = NULL;
 
     g_snprintf (name, sizeof (name), "slow%u.sock", i);
     path[i] = socket_path (name);
+    argv[3] = path[i];
+    fail_unless (g_spawn_async (NULL, (gchar **) argv, NULL,
+            G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDOUT_TO_DEV_NULL, NULL,
+            NULL, &pid[i], &error), "gpushare-test-peer: %s",
+        error ? error->message : "?");
   }
-  /* the producers: a process of their own (gst-launch-1.0), with a
-   * control thread of its own that nothing slows; reaped here (a child
-   * watch would open descriptors for good) */
-  desc = g_string_new ("gst-launch-1.0 -q");
-  for (i = 0; i < N_SLOW; i++)
-    g_string_append_printf (desc, " videotestsrc is-live=true ! video/x-raw,"
-        "format=I420,width=64,height=48,framerate=100/1 ! gpusharesink "
-        "socket-path=%s heartbeat-interval=300", path[i]);
-  fail_unless (g_shell_parse_argv (desc->str, NULL, &argv, NULL));
-  fail_unless (g_spawn_async (NULL, argv, NULL, G_SPAWN_SEARCH_PATH |
-          G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &pid, &error),
-      "gst-launch-1.0: %s", error ? error->message : "?");
-  g_strfreev (argv);
-  g_string_free (desc, TRUE);
   for (i = 0; i < N_SLOW; i++)
     while (!g_file_test (path[i], G_FILE_TEST_EXISTS)) {
-      fail_if (waitpid (pid, &status, WNOHANG) == pid, "gst-launch-1.0 exited");
+      fail_if (waitpid (pid[i], &status, WNOHANG) == pid[i],
+          "producer %u exited (status 0x%x)", i, status);
       g_usleep (10000);
     }
 
@@ -1025,14 +1029,16 @@ GST_START_TEST (test_busy_control_thread_keeps_its_peers)
     assert_no_error (consumer[i]);
     gst_element_set_state (consumer[i], GST_STATE_NULL);
     gst_object_unref (consumer[i]);
+  }
+  for (i = 0; i < N_SLOW; i++) {
+    /* it streamed all along: nothing made it quit */
+    fail_if (waitpid (pid[i], &status, WNOHANG) == pid[i],
+        "producer %u exited (status 0x%x)", i, status);
+    kill (pid[i], SIGTERM);
+    fail_unless (waitpid (pid[i], &status, 0) == pid[i]);
+    g_spawn_close_pid (pid[i]);
     g_free (path[i]);
   }
-  /* it streamed all along: nothing made it quit */
-  fail_if (waitpid (pid, &status, WNOHANG) == pid,
-      "the producers' process exited");
-  kill (pid, SIGTERM);
-  fail_unless (waitpid (pid, &status, 0) == pid);
-  g_spawn_close_pid (pid);
 }
 
 GST_END_TEST;
