@@ -604,14 +604,6 @@ done:
 /* ------------------------------------------------------------------------ */
 /* the parent */
 
-static gint
-cmp_int64 (gconstpointer a, gconstpointer b)
-{
-  gint64 x = *(const gint64 *) a, y = *(const gint64 *) b;
-
-  return x < y ? -1 : x > y;
-}
-
 /* --verbose: when each stream's frames reach its producer's transport,
  * against stream 0's: per stream, the median over the frames after the
  * warm-up of the difference modulo a frame period; printed as the
@@ -639,12 +631,12 @@ print_phases (GHashTable * sent, gint k, gint warm)
       }
     }
     if (d->len) {
-      g_array_sort (d, cmp_int64);
+      g_array_sort (d, cmp_gint64);
       g_array_append_val (at, g_array_index (d, gint64, d->len / 2));
     }
     g_array_unref (d);
   }
-  g_array_sort (at, cmp_int64);
+  g_array_sort (at, cmp_gint64);
   /* the window is the period less the widest gap between neighbours */
   for (j = 0; j < (gint) at->len; j++) {
     gint64 next = j + 1 < (gint) at->len ? g_array_index (at, gint64, j + 1)

@@ -127,7 +127,6 @@ free_out_fds (gpointer data)
   g_free (b);
 }
 
-/* lock held; releases the socket, the sources and every fd we hold */
 /* Every connection with a heartbeat in this process, for
  * gpushare_conn_pulse ().  A connection leaves it when its heartbeat
  * stops (close_locked (), which its last unref runs too), taking
@@ -211,6 +210,19 @@ gpushare_conn_pulse (void)
     g_ptr_array_unref (live);
 }
 
+/* lock held: the heartbeat's timer gone, and the connection out of the
+ * registry of gpushare_conn_pulse () */
+static void
+stop_heartbeat_locked (GpuShareConn * conn)
+{
+  if (!conn->heartbeat_source)
+    return;
+  g_source_destroy (conn->heartbeat_source);
+  g_clear_pointer (&conn->heartbeat_source, g_source_unref);
+  pulse_unregister (conn);
+}
+
+/* lock held; releases the socket, the sources and every fd we hold */
 static void
 close_locked (GpuShareConn * conn)
 {
@@ -224,12 +236,7 @@ close_locked (GpuShareConn * conn)
     g_source_unref (conn->out_source);
     conn->out_source = NULL;
   }
-  if (conn->heartbeat_source) {
-    g_source_destroy (conn->heartbeat_source);
-    g_source_unref (conn->heartbeat_source);
-    conn->heartbeat_source = NULL;
-    pulse_unregister (conn);
-  }
+  stop_heartbeat_locked (conn);
   if (conn->fd >= 0) {
     close (conn->fd);
     conn->fd = -1;
@@ -1318,11 +1325,7 @@ void
 gpushare_conn_set_heartbeat (GpuShareConn * conn, guint interval_ms)
 {
   g_mutex_lock (&conn->lock);
-  if (conn->heartbeat_source) {
-    g_source_destroy (conn->heartbeat_source);
-    g_clear_pointer (&conn->heartbeat_source, g_source_unref);
-    pulse_unregister (conn);
-  }
+  stop_heartbeat_locked (conn);
   conn->heartbeat_ms = interval_ms;
   conn->heartbeat_since = g_get_monotonic_time ();
   if (interval_ms > 0 && conn->fd >= 0 && !conn->closed && !conn->failed) {

@@ -201,8 +201,10 @@ iterate_thread (gpointer data)
   Iterating *it = data;
 
   g_main_context_push_thread_default (it->context);
-  while (!g_atomic_int_get (&it->stop))
-    g_main_context_iteration (it->context, FALSE), g_usleep (1000);
+  while (!g_atomic_int_get (&it->stop)) {
+    g_main_context_iteration (it->context, FALSE);
+    g_usleep (1000);
+  }
   g_main_context_pop_thread_default (it->context);
   return NULL;
 }
