@@ -188,6 +188,9 @@ struct _GpuShareClient
   guint64 lane_marks_read;
   GpuShareFrameMetas *lane_meta;
   gboolean lane_reader_done;
+  /* the failure is the producer's death: what it wrote into the lane
+   * before goes downstream first */
+  gboolean error_after_lane;
   GSource *lane_drain;
   /* heads-up: the frames a spin caught, the spins that missed, the
    * microseconds spun in all */
@@ -466,6 +469,7 @@ fail_at (GpuShareClient * self, GQuark domain, gint code, const gchar * text,
   self->error_line = line;
   self->error_domain = domain;
   self->error_code = code;
+  self->error_after_lane = FALSE;
   g_free (self->error_text);
   self->error_text = g_strdup (text);
   g_free (self->error_debug);
@@ -1413,11 +1417,15 @@ producer_lost (GpuShareClient * self, const gchar * text, const gchar * debug)
       schedule_connect (self);
       break;
     default:{
+      gboolean failed = self->state == STATE_FAILED;
       /* what the user can set instead, in the text gst-launch prints */
       gchar *why = g_strdup_printf ("%s (producer-lost=reconnect waits for "
           "a producer to come back, producer-lost=eos ends the stream)", text);
 
       fail (self, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_READ, why, debug);
+      /* after the frames it wrote into the lane, as producer-lost=eos */
+      if (!failed)
+        self->error_after_lane = TRUE;
       g_free (why);
       break;
     }
@@ -2037,6 +2045,15 @@ gpushare_client_pop (GpuShareClient * self, GpuShareClientItem * out)
       break;
     }
     if (self->state == STATE_FAILED) {
+      /* a producer that died: the frames it wrote into the lane before
+       * go first; a MARK still on its way is not waited for */
+      if (lane && self->error_after_lane
+          && self->lane_marks_received >= self->lane_marks_read) {
+        if (lane_read (self, s, out, &empty))
+          break;
+        if (!empty)
+          continue;
+      }
       out->type = GPUSHARE_CLIENT_ITEM_ERROR;
       out->error_domain = self->error_domain;
       out->error_code = self->error_code;
