@@ -280,10 +280,11 @@ gpushare_lane_announce (GpuShareLane * lane)
 {
   __atomic_store_n (word64 (lane, GPUSHARE_LANE_ANNOUNCED_OFFSET),
       lane->index + 1, __ATOMIC_RELAXED);
-  /* against the reader's store of waiting and its look at announced */
+  /* against the reader's store of waiting and its look at announced; a
+   * reader that would not poll for it now sleeps on until the entry */
   __atomic_thread_fence (__ATOMIC_SEQ_CST);
   if (__atomic_load_n (word32 (lane, GPUSHARE_LANE_WAITING_OFFSET),
-          __ATOMIC_RELAXED))
+          __ATOMIC_RELAXED) == GPUSHARE_LANE_WAITING_ANY)
     gpushare_lane_ring (lane);
 }
 
@@ -508,7 +509,12 @@ gpushare_lane_sleep (GpuShareLane * lane, guint32 bell, gint64 timeout_us)
   struct timespec ts, *tsp = NULL;
   gboolean woken = TRUE;
 
-  __atomic_store_n (waiting, 1, __ATOMIC_RELAXED);
+  /* an announcement wakes us only if we would poll for the entry: not
+   * while polls are skipped, nor once this entry's budget is spent (both
+   * stay as they are until an entry is read) */
+  __atomic_store_n (waiting, lane->spin_left_us > 0 && lane->spin_skip == 0 ?
+      GPUSHARE_LANE_WAITING_ANY : GPUSHARE_LANE_WAITING_ENTRIES,
+      __ATOMIC_RELAXED);
   /* against the writer's store of head (or announced) and its look at
    * waiting */
   __atomic_thread_fence (__ATOMIC_SEQ_CST);

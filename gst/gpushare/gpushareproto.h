@@ -506,8 +506,14 @@ typedef struct
  * written whole (docs/protocol.md, "Frame lane") */
 #define GPUSHARE_LANE_HEAD_OFFSET 0     /* u64: entries written */
 #define GPUSHARE_LANE_BELL_OFFSET 64    /* u32: futex word */
-#define GPUSHARE_LANE_WAITING_OFFSET 68 /* u32: 1 while the consumer may
-                                         * sleep on bell */
+#define GPUSHARE_LANE_WAITING_OFFSET 68 /* u32: not 0 while the consumer
+                                         * may sleep on bell: 1 for an
+                                         * entry or an announcement, 2
+                                         * for an entry only */
+/* the values of waiting: a consumer that would not poll for an announced
+ * entry now says so, and the producer rings for its entries alone */
+#define GPUSHARE_LANE_WAITING_ANY 1
+#define GPUSHARE_LANE_WAITING_ENTRIES 2
 #define GPUSHARE_LANE_TAIL_OFFSET 72    /* u64: entries read */
 /* the way back: releases the consumer writes after the entries, which the
  * producer reads */

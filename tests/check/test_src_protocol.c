@@ -1260,6 +1260,7 @@ typedef struct
 {
   GpuShareLane *reader;
   gint started;
+  gint done;
   gint64 slept_us;
 } HeadsUpSleeper;
 
@@ -1273,6 +1274,7 @@ heads_up_sleeper (gpointer data)
   g_atomic_int_set (&sl->started, 1);
   gpushare_lane_sleep (sl->reader, bell, G_USEC_PER_SEC);
   sl->slept_us = g_get_monotonic_time () - t0;
+  g_atomic_int_set (&sl->done, 1);
   return NULL;
 }
 
@@ -1307,11 +1309,14 @@ GST_START_TEST (test_lane_heads_up)
   GError *error = NULL;
   FakeLane fl;
   guint64 *announced;
+  volatile guint32 *waiting, *bellw;
   gint64 spun, t0;
   guint i, seq = 0;
 
   fake_lane_new (&fl);
   announced = (guint64 *) (fl.base + GPUSHARE_LANE_ANNOUNCED_OFFSET);
+  waiting = (guint32 *) (fl.base + GPUSHARE_LANE_WAITING_OFFSET);
+  bellw = (guint32 *) (fl.base + GPUSHARE_LANE_BELL_OFFSET);
   reader = gpushare_lane_open (gpushare_lane_dup_fd (fl.lane, NULL),
       &fl.info, &error);
   fail_unless (reader != NULL, "%s", error ? error->message : "?");
@@ -1396,18 +1401,49 @@ GST_START_TEST (test_lane_heads_up)
       GPUSHARE_LANE_OK);
 
   /* an announcement wakes a reader asleep on the bell at once (it would
-   * sleep its whole second otherwise) */
+   * sleep its whole second otherwise): it sleeps for either */
   {
-    HeadsUpSleeper sl = { reader, 0, 0 };
+    HeadsUpSleeper sl = { reader, 0, 0, 0 };
     GThread *t = g_thread_new ("sleeper", heads_up_sleeper, &sl);
 
     while (!g_atomic_int_get (&sl.started))
       g_usleep (1000);
     g_usleep (50 * 1000);
+    fail_unless_equals_int (*waiting, GPUSHARE_LANE_WAITING_ANY);
     gpushare_lane_announce (fl.lane);
     g_thread_join (t);
     fail_unless (sl.slept_us < G_USEC_PER_SEC / 2, "the announcement woke "
         "the reader after %" G_GINT64_FORMAT " us", sl.slept_us);
+  }
+
+  /* a reader that would not poll now (its polls skipped after a miss)
+   * sleeps for the entry alone: the producer does not ring its bell for
+   * an announcement, which would wake it for nothing, and the entry wakes
+   * it */
+  fail_unless_equals_int (gpushare_lane_spin (reader,
+          gpushare_lane_bell (reader), &spun), GPUSHARE_LANE_SPIN_MISSED);
+  {
+    HeadsUpSleeper sl = { reader, 0, 0, 0 };
+    GThread *t = g_thread_new ("sleeper", heads_up_sleeper, &sl);
+    guint32 rung;
+
+    while (!g_atomic_int_get (&sl.started))
+      g_usleep (1000);
+    g_usleep (50 * 1000);
+    fail_unless_equals_int (*waiting, GPUSHARE_LANE_WAITING_ENTRIES);
+    rung = *bellw;
+    gpushare_lane_announce (fl.lane);
+    fail_unless_equals_int (*bellw, rung);
+    g_usleep (100 * 1000);
+    fail_if (g_atomic_int_get (&sl.done), "an announcement woke a reader "
+        "that would not poll for it");
+    fake_lane_push_frame (&fl, 1, 1, 1, ++seq);
+    g_thread_join (t);
+    fail_unless (sl.slept_us >= 150 * 1000 && sl.slept_us < G_USEC_PER_SEC,
+        "the entry woke the reader after %" G_GINT64_FORMAT " us", sl.slept_us);
+    fail_unless_equals_int (gpushare_lane_pop (reader, &e, NULL),
+        GPUSHARE_LANE_OK);
+    gpushare_lane_announce (fl.lane);
   }
 
   /* an entry written while the reader polls is caught (a budget of 5 s
