@@ -87,6 +87,7 @@ shared_context (gint device)
   static GMutex lock;
   static GstObject *contexts[SHARED_MAX_DEVICES];
   GstObject *ctx = NULL;
+  GError *error = NULL;
   CUcontext handle;
   CUdevice dev;
 
@@ -98,7 +99,7 @@ shared_context (gint device)
   g_mutex_lock (&lock);
   if (!contexts[device]
       && gpushare_cuda ()->cuDeviceGet (&dev, device) == CUDA_SUCCESS
-      && gpushare_cuda_primary_retain (device, &handle, NULL)) {
+      && gpushare_cuda_primary_retain (device, &handle, &error)) {
     contexts[device] = gpushare_gst_cuda_context_new_wrapped (handle, dev);
     if (!contexts[device])
       gpushare_cuda ()->cuDevicePrimaryCtxRelease (dev);
@@ -109,6 +110,11 @@ shared_context (gint device)
   if (contexts[device])
     ctx = gst_object_ref (contexts[device]);
   g_mutex_unlock (&lock);
+  if (error) {
+    GST_WARNING ("GPU %d: no CUDA context for GStreamer's elements: %s",
+        device, error->message);
+    g_error_free (error);
+  }
   return ctx;
 }
 

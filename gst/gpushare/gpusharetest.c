@@ -63,3 +63,21 @@ gpushare_test_slow (const gchar * side, const gchar * step)
     g_usleep ((gulong) MAX (0, atoi (parts[2])) * 1000);
   g_strfreev (parts);
 }
+
+gboolean
+gpushare_test_fails (const gchar * side, const gchar * step)
+{
+  static gint failed;
+  const gchar *spec = g_getenv ("GPUSHARE_TEST_FAIL_AT");
+  gboolean fails = FALSE;
+  gchar **parts;
+
+  if (!spec || !*spec)
+    return FALSE;
+  parts = g_strsplit (spec, ":", 3);
+  if (parts[0] && parts[1] && strcmp (side, parts[0]) == 0
+      && strcmp (step, parts[1]) == 0)
+    fails = !parts[2] || g_atomic_int_add (&failed, 1) < atoi (parts[2]);
+  g_strfreev (parts);
+  return fails;
+}

@@ -26,14 +26,20 @@ G_BEGIN_DECLS
  * reaches that step (src premap: the control thread, before it maps a
  * ring) sleeps ms each time (read at each step): long device work, for
  * the tests of what the process's other connections hear meanwhile. */
+/* With GPUSHARE_TEST_FAIL_AT="<side>:<step>[:<n>]", the first n times
+ * (default: every time) that step is reached it fails as the resource
+ * behind it would (src gpu-context: GStreamer's CUDA context cannot be
+ * made).  Read at each step. */
 #ifdef GPUSHARE_TEST_HOOKS
 void gpushare_test_point (const gchar * side, const gchar * step);
 void gpushare_test_slow (const gchar * side, const gchar * step);
+gboolean gpushare_test_fails (const gchar * side, const gchar * step);
 #else
 #define gpushare_test_point(side, step) \
   G_STMT_START { (void) (side); (void) (step); } G_STMT_END
 #define gpushare_test_slow(side, step) \
   G_STMT_START { (void) (side); (void) (step); } G_STMT_END
+#define gpushare_test_fails(side, step) FALSE
 #endif
 
 G_END_DECLS

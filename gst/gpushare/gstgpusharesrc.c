@@ -46,6 +46,7 @@
 #include "gpushareframemeta.h"
 #include "gpusharetext.h"
 #include "gpusharetiming.h"
+#include "gpusharetest.h"
 #include "gpusharevideo.h"
 #include "gpusharexfer.h"
 
@@ -232,6 +233,22 @@ client_event (GpuShareClient * client, const GpuShareClientEvent * ev,
 static GstPadProbeReturn early_probe (GstPad * pad, GstPadProbeInfo * info,
     gpointer user_data);
 
+/* GStreamer's CUDA context, shared with the neighbouring GPU elements (the
+ * query goes to them: no lock held).  At start, and again when GPU slots
+ * come and there is none yet: a GPU that had no room for one more context
+ * as many processes started may have it once the slots are mapped (this
+ * process's primary context, which it wraps, exists by then). */
+static gboolean
+ensure_gpu_context (GstGpuShareSrc * self)
+{
+  if (self->gpu_ctx)
+    return TRUE;
+  if (gpushare_test_fails ("src", "gpu-context"))
+    return FALSE;
+  return gpushare_xfer_gpu_context_ensure (GST_ELEMENT (self),
+      self->cuda_device_id, &self->gpu_ctx);
+}
+
 static gboolean
 gst_gpu_share_src_start (GstBaseSrc * bsrc)
 {
@@ -296,9 +313,8 @@ gst_gpu_share_src_start (GstBaseSrc * bsrc)
   }
   /* share a GPU context with neighbouring GPU elements (the query goes to
    * them: no lock held) */
-  if (gpushare_client_gpu_ok (client) && !self->gpu_ctx)
-    gpushare_xfer_gpu_context_ensure (GST_ELEMENT (self),
-        self->cuda_device_id, &self->gpu_ctx);
+  if (gpushare_client_gpu_ok (client))
+    ensure_gpu_context (self);
   return TRUE;
 }
 
@@ -1011,8 +1027,8 @@ output_caps (GstGpuShareSrc * self, GstCaps * caps)
     self->out_slot = TRUE;
     return gpu;
   }
-  if (slots_are_host (self)
-      || !self->gpu_ctx || !downstream_names_gpu (self))
+  if (slots_are_host (self) || !downstream_names_gpu (self)
+      || !ensure_gpu_context (self))
     return gst_caps_ref (caps);
   gpu = gst_caps_copy (caps);
   gst_caps_set_features_simple (gpu,
@@ -1081,6 +1097,10 @@ choose_io (GstGpuShareSrc * self)
     why = NULL;
   else if (mode == GST_GPU_SHARE_IO_COPY)
     why = "io-mode=copy";
+  else if (gpu_slots && !self->out_gpu && !self->gpu_ctx
+      && downstream_names_gpu (self))
+    why = "no CUDA context for GStreamer's elements in this process: GPU "
+        "frames are downloaded";
   else if (gpu_slots && !self->out_gpu)
     why = "downstream takes system memory: GPU frames are downloaded";
   else if (gpu_slots)
@@ -1163,6 +1183,17 @@ set_output_caps (GstGpuShareSrc * self, gboolean force)
                 GST_PTR_FORMAT, out, peer));
         g_free (st.mem_reason);
         g_free (st.producer_name);
+      } else if (!self->gpu_ctx && !takes_system_memory (peer)) {
+        /* the slots are GPU memory, but GStreamer's elements have no
+         * context here to take them in */
+        GST_ELEMENT_ERROR (self, RESOURCE, FAILED,
+            ("Downstream takes GPU memory only, but this process has no "
+                "CUDA context for GStreamer's elements on GPU %d: the GPU "
+                "may be out of memory, or out of room for more processes' "
+                "contexts (see \"Many streams\" in the user guide)",
+                MAX (self->cuda_device_id, 0)),
+            ("the producer sends %" GST_PTR_FORMAT "; downstream accepts %"
+                GST_PTR_FORMAT, out, peer));
       } else {
         GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
             ("Downstream does not accept the producer's caps"),
