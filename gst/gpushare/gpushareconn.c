@@ -53,7 +53,8 @@ struct _GpuShareConn
 
   /* heartbeat, under lock; times are g_get_monotonic_time () */
   guint heartbeat_ms;           /* 0: off */
-  GSource *heartbeat_source;
+  gboolean heartbeat_on;        /* in the registry, its context's timer
+                                 * ticking for it */
   gint64 heartbeat_since;       /* silence counts from here at the earliest */
   gint64 last_received;
   gboolean got_message;         /* a whole message came: the peer speaks
@@ -128,30 +129,84 @@ free_out_fds (gpointer data)
 }
 
 /* Every connection with a heartbeat in this process, for
- * gpushare_conn_pulse ().  A connection leaves it when its heartbeat
- * stops (close_locked (), which its last unref runs too), taking
- * pulse_lock under its own lock; gpushare_conn_pulse () takes no
- * connection's lock under pulse_lock. */
+ * gpushare_conn_pulse () and for the heartbeat timers: one a context,
+ * which looks at each of that context's connections at its tick (a
+ * source a connection would make the context prepare and check hundreds
+ * of sources at each of its wake-ups, with 64 streams x 4 consumers).
+ * A connection leaves the registry when its heartbeat stops
+ * (close_locked (), which its last unref runs too), taking pulse_lock
+ * under its own lock; nothing takes a connection's lock under
+ * pulse_lock. */
 static GMutex pulse_lock;
 static GPtrArray *pulse_conns;
+static GPtrArray *heartbeat_timers;     /* HeartbeatSource, one a context */
+
+static GSource *heartbeat_source_new (GMainContext * context, guint tick_ms);
+static void heartbeat_source_tick_at_most (GSource * source, guint tick_ms);
+
+/* pulse_lock held: the timer of that context, or NULL */
+static GSource *
+heartbeat_timer_of (GMainContext * context)
+{
+  guint i;
+
+  for (i = 0; heartbeat_timers && i < heartbeat_timers->len; i++) {
+    GSource *timer = g_ptr_array_index (heartbeat_timers, i);
+
+    if (g_source_get_context (timer) == context)
+      return timer;
+  }
+  return NULL;
+}
 
 static void
-pulse_register (GpuShareConn * conn)
+pulse_register (GpuShareConn * conn, guint tick_ms)
 {
+  GSource *timer;
+
   g_mutex_lock (&pulse_lock);
   if (!pulse_conns)
     pulse_conns = g_ptr_array_new ();
   g_ptr_array_add (pulse_conns, conn);
+  if ((timer = heartbeat_timer_of (conn->context))) {
+    heartbeat_source_tick_at_most (timer, tick_ms);
+  } else {
+    if (!heartbeat_timers)
+      heartbeat_timers = g_ptr_array_new ();
+    timer = heartbeat_source_new (conn->context, tick_ms);
+    g_ptr_array_add (heartbeat_timers, timer);
+  }
   g_mutex_unlock (&pulse_lock);
+  /* its next wake-up may be due sooner now */
+  g_main_context_wakeup (conn->context);
 }
 
 static void
 pulse_unregister (GpuShareConn * conn)
 {
+  GSource *timer = NULL;
+  guint i;
+
   g_mutex_lock (&pulse_lock);
   if (pulse_conns)
     g_ptr_array_remove_fast (pulse_conns, conn);
+  /* the context's last connection with a heartbeat takes its timer */
+  for (i = 0; pulse_conns && i < pulse_conns->len; i++) {
+    GpuShareConn *other = g_ptr_array_index (pulse_conns, i);
+
+    if (other->context == conn->context)
+      break;
+  }
+  if (!pulse_conns || i == pulse_conns->len) {
+    timer = heartbeat_timer_of (conn->context);
+    if (timer)
+      g_ptr_array_remove_fast (heartbeat_timers, timer);
+  }
   g_mutex_unlock (&pulse_lock);
+  if (timer) {
+    g_source_destroy (timer);
+    g_source_unref (timer);
+  }
 }
 
 /* a reference, unless its last one is being let go (its unref waits for
@@ -215,10 +270,9 @@ gpushare_conn_pulse (void)
 static void
 stop_heartbeat_locked (GpuShareConn * conn)
 {
-  if (!conn->heartbeat_source)
+  if (!conn->heartbeat_on)
     return;
-  g_source_destroy (conn->heartbeat_source);
-  g_clear_pointer (&conn->heartbeat_source, g_source_unref);
+  conn->heartbeat_on = FALSE;
   pulse_unregister (conn);
 }
 
@@ -1209,10 +1263,10 @@ input_pending_locked (GpuShareConn * conn)
   return poll (&pfd, 1, 0) > 0;
 }
 
+/* at its context's heartbeat tick */
 static gboolean
-heartbeat_dispatch (gpointer user_data)
+heartbeat_dispatch (GpuShareConn * conn)
 {
-  GpuShareConn *conn = user_data;
   gint64 now = g_get_monotonic_time ();
   gint64 interval, silent;
   gboolean ping = FALSE;
@@ -1248,13 +1302,15 @@ heartbeat_dispatch (gpointer user_data)
   return G_SOURCE_CONTINUE;
 }
 
-/* The heartbeat's timer: a tick every tick_ms, on instants that are
- * multiples of tick_ms on the monotonic clock, so that the timers of every
- * connection with the same interval come due together and a process's
- * control thread wakes once for all of them, not once for each (it polls
- * every connection's socket each time it wakes).  Its due time is kept
- * from prepare () rather than with g_source_set_ready_time (), which
- * signals the context's wake-up fd each time it is called. */
+/* The heartbeat's timer of a context: a tick every tick_ms, the shortest
+ * of its connections', on instants that are multiples of tick_ms on the
+ * monotonic clock, so that the timers of every process with the same
+ * interval come due together too.  At each tick it looks at every
+ * connection of its context (heartbeat_dispatch ()).  Its due time is
+ * kept from prepare () rather than with g_source_set_ready_time (), which
+ * signals the context's wake-up fd each time it is called; tick_us and
+ * due are under pulse_lock (a connection that joins may shorten the
+ * tick). */
 typedef struct
 {
   GSource source;
@@ -1272,14 +1328,17 @@ static gboolean
 heartbeat_source_prepare (GSource * source, gint * timeout)
 {
   HeartbeatSource *hb = (HeartbeatSource *) source;
-  gint64 now = g_source_get_time (source);
+  gint64 now = g_source_get_time (source), due;
 
-  if (now >= hb->due) {
+  g_mutex_lock (&pulse_lock);
+  due = hb->due;
+  g_mutex_unlock (&pulse_lock);
+  if (now >= due) {
     *timeout = 0;
     return TRUE;
   }
   /* rounded up: never a wake-up before it is due */
-  *timeout = (gint) MIN ((hb->due - now + 999) / 1000, G_MAXINT);
+  *timeout = (gint) MIN ((due - now + 999) / 1000, G_MAXINT);
   return FALSE;
 }
 
@@ -1287,18 +1346,46 @@ static gboolean
 heartbeat_source_check (GSource * source)
 {
   HeartbeatSource *hb = (HeartbeatSource *) source;
+  gint64 due;
 
-  return g_source_get_time (source) >= hb->due;
+  g_mutex_lock (&pulse_lock);
+  due = hb->due;
+  g_mutex_unlock (&pulse_lock);
+  return g_source_get_time (source) >= due;
 }
+
+static gboolean heartbeat_dispatch (GpuShareConn * conn);
 
 static gboolean
 heartbeat_source_dispatch (GSource * source, GSourceFunc callback,
     gpointer user_data)
 {
   HeartbeatSource *hb = (HeartbeatSource *) source;
+  GMainContext *context = g_source_get_context (source);
+  GPtrArray *live = NULL;
+  guint i;
 
+  g_mutex_lock (&pulse_lock);
   hb->due = next_tick (g_source_get_time (source), hb->tick_us);
-  return callback ? callback (user_data) : G_SOURCE_REMOVE;
+  for (i = 0; pulse_conns && i < pulse_conns->len; i++) {
+    GpuShareConn *conn = g_ptr_array_index (pulse_conns, i);
+
+    if (conn->context != context || !ref_unless_gone (conn))
+      continue;
+    if (!live)
+      live = g_ptr_array_new ();
+    g_ptr_array_add (live, conn);
+  }
+  g_mutex_unlock (&pulse_lock);
+  for (i = 0; live && i < live->len; i++) {
+    GpuShareConn *conn = g_ptr_array_index (live, i);
+
+    heartbeat_dispatch (conn);
+    gpushare_conn_unref (conn);
+  }
+  if (live)
+    g_ptr_array_unref (live);
+  return G_SOURCE_CONTINUE;
 }
 
 static GSourceFuncs heartbeat_source_funcs = {
@@ -1308,8 +1395,9 @@ static GSourceFuncs heartbeat_source_funcs = {
   NULL, NULL, NULL
 };
 
+/* pulse_lock held; attached to context */
 static GSource *
-heartbeat_source_new (guint tick_ms)
+heartbeat_source_new (GMainContext * context, guint tick_ms)
 {
   GSource *source = g_source_new (&heartbeat_source_funcs,
       sizeof (HeartbeatSource));
@@ -1318,7 +1406,21 @@ heartbeat_source_new (guint tick_ms)
   g_source_set_name (source, "gpushare-heartbeat");
   hb->tick_us = G_GINT64_CONSTANT (1000) * tick_ms;
   hb->due = next_tick (g_get_monotonic_time (), hb->tick_us);
+  g_source_attach (source, context);
   return source;
+}
+
+/* pulse_lock held */
+static void
+heartbeat_source_tick_at_most (GSource * source, guint tick_ms)
+{
+  HeartbeatSource *hb = (HeartbeatSource *) source;
+  gint64 tick_us = G_GINT64_CONSTANT (1000) * tick_ms;
+
+  if (tick_us >= hb->tick_us)
+    return;
+  hb->tick_us = tick_us;
+  hb->due = MIN (hb->due, next_tick (g_get_monotonic_time (), tick_us));
 }
 
 void
@@ -1331,11 +1433,8 @@ gpushare_conn_set_heartbeat (GpuShareConn * conn, guint interval_ms)
   if (interval_ms > 0 && conn->fd >= 0 && !conn->closed && !conn->failed) {
     /* a few looks per interval: a PING leaves within 1.25 intervals of
      * the last byte sent, and a silent peer is caught within 3.25 */
-    conn->heartbeat_source = heartbeat_source_new (MAX (interval_ms / 4, 1));
-    g_source_set_callback (conn->heartbeat_source, heartbeat_dispatch,
-        gpushare_conn_ref (conn), (GDestroyNotify) gpushare_conn_unref);
-    g_source_attach (conn->heartbeat_source, conn->context);
-    pulse_register (conn);
+    conn->heartbeat_on = TRUE;
+    pulse_register (conn, MAX (interval_ms / 4, 1));
   }
   g_mutex_unlock (&conn->lock);
 }

@@ -189,6 +189,110 @@ GST_START_TEST (test_heartbeats_wake_together)
 
 GST_END_TEST;
 
+/* the sources named so attached to context: every source id given out
+ * so far is looked up (ids are never reused while a source lives) */
+static guint
+count_sources (GMainContext * context, const gchar * name)
+{
+  GSource *probe = g_idle_source_new ();
+  guint id, last, n = 0;
+
+  last = g_source_attach (probe, context);
+  g_source_destroy (probe);
+  g_source_unref (probe);
+  for (id = 1; id < last; id++) {
+    GSource *source = g_main_context_find_source_by_id (context, id);
+
+    if (source && g_strcmp0 (g_source_get_name (source), name) == 0)
+      n++;
+  }
+  return n;
+}
+
+/* The heartbeats of a context's connections are one timer, however many
+ * they are: a source each made the thread that iterates them prepare and
+ * check every one at each of its wake-ups (a producer of 64 streams with
+ * 4 consumers each had 256, and its control thread spent a fifth of the
+ * producer's CPU a frame on them).  That timer still times out a silent
+ * peer, and only it; another context has a timer of its own; the last
+ * connection to go takes its context's timer along. */
+#define ONE_TIMER_CONNS 32
+
+GST_START_TEST (test_heartbeats_one_timer)
+{
+  GMainContext *context = g_main_context_new ();
+  GMainContext *other = g_main_context_new ();
+  GpuShareConn *conns[ONE_TIMER_CONNS], *peers[ONE_TIMER_CONNS];
+  GpuShareConn *deaf, *elsewhere;
+  Seen seen = { g_array_new (FALSE, FALSE, sizeof (guint32)), };
+  Seen seen_deaf = { g_array_new (FALSE, FALSE, sizeof (guint32)), };
+  Seen seen_else = { g_array_new (FALSE, FALSE, sizeof (guint32)), };
+  gint sv[2], silent_fd, else_fd;
+  gint64 end;
+  guint i;
+
+  for (i = 0; i < ONE_TIMER_CONNS; i++) {
+    fail_unless (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC |
+            SOCK_NONBLOCK, 0, sv) == 0);
+    conns[i] = gpushare_conn_new (sv[0], context, on_message, on_closed, &seen);
+    peers[i] = gpushare_conn_new (sv[1], context, on_message, on_closed, &seen);
+    gpushare_conn_start (conns[i]);
+    gpushare_conn_start (peers[i]);
+    gpushare_conn_set_heartbeat (conns[i], 200);
+    gpushare_conn_set_heartbeat (peers[i], 200);
+  }
+  /* a peer that never says anything: a raw socket nobody writes to */
+  fail_unless (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC |
+          SOCK_NONBLOCK, 0, sv) == 0);
+  silent_fd = sv[1];
+  deaf = gpushare_conn_new (sv[0], context, on_message, on_closed, &seen_deaf);
+  gpushare_conn_start (deaf);
+  gpushare_conn_set_heartbeat (deaf, 200);
+  fail_unless (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC |
+          SOCK_NONBLOCK, 0, sv) == 0);
+  else_fd = sv[1];
+  elsewhere = gpushare_conn_new (sv[0], other, on_message, on_closed,
+      &seen_else);
+  gpushare_conn_start (elsewhere);
+  gpushare_conn_set_heartbeat (elsewhere, 200);
+
+  fail_unless_equals_int (count_sources (context, "gpushare-heartbeat"), 1);
+  fail_unless_equals_int (count_sources (other, "gpushare-heartbeat"), 1);
+
+  /* 3 silent intervals and a tick make a timeout: 1.5 s is plenty */
+  end = g_get_monotonic_time () + 1500 * 1000;
+  while (g_get_monotonic_time () < end)
+    g_main_context_iteration (context, TRUE);
+  fail_unless (seen_deaf.closed, "a silent peer was never timed out");
+  fail_unless_equals_int (seen_deaf.closed_code, GPUSHARE_CONN_ERROR_TIMEOUT);
+  fail_if (seen.closed, "a connection with a live peer timed out");
+  fail_unless_equals_int (count_sources (context, "gpushare-heartbeat"), 1);
+
+  for (i = 0; i < ONE_TIMER_CONNS; i++) {
+    gpushare_conn_close (conns[i]);
+    gpushare_conn_close (peers[i]);
+    gpushare_conn_unref (conns[i]);
+    gpushare_conn_unref (peers[i]);
+  }
+  gpushare_conn_close (deaf);
+  gpushare_conn_unref (deaf);
+  fail_unless_equals_int (count_sources (context, "gpushare-heartbeat"), 0);
+  fail_unless_equals_int (count_sources (other, "gpushare-heartbeat"), 1);
+  gpushare_conn_close (elsewhere);
+  gpushare_conn_unref (elsewhere);
+  fail_unless_equals_int (count_sources (other, "gpushare-heartbeat"), 0);
+
+  close (silent_fd);
+  close (else_fd);
+  g_array_unref (seen.types);
+  g_array_unref (seen_deaf.types);
+  g_array_unref (seen_else.types);
+  g_main_context_unref (context);
+  g_main_context_unref (other);
+}
+
+GST_END_TEST;
+
 typedef struct
 {
   GMainContext *context;
@@ -892,6 +996,7 @@ gpushare_conn_suite (void)
   tcase_add_test (tc, test_connect_backlog_full);
   tcase_add_test (tc, test_receiver_out_of_fds);
   tcase_add_test (tc, test_heartbeats_wake_together);
+  tcase_add_test (tc, test_heartbeats_one_timer);
   tcase_add_test (tc, test_pulse_keeps_a_busy_peer);
   return s;
 }
