@@ -78,6 +78,9 @@ typedef struct
   GpuShareLane *lane;
   struct _Mapping *lane_mapping;
   GQueue lane_mappings;
+  /* the producer (minor 8 on) counts what it reads of the lane, our
+   * releases, as hearing from us (under lock, with lane) */
+  gboolean lane_alive;
 } Session;
 
 /* The consumer's mapping of a ring: frames queued for the streaming thread
@@ -354,6 +357,10 @@ send_release (Session * s, const GpuShareFrame * f)
     gboolean kick;
 
     if (gpushare_lane_release_push (s->lane, &r, &kick) == GPUSHARE_LANE_OK) {
+      /* what the producer read of our releases it counts as hearing
+       * from us: no PING on the socket while it reads them */
+      if (s->lane_alive)
+        gpushare_conn_note_heard (s->conn, gpushare_lane_heard_us (s->lane));
       if (kick)
         gpushare_conn_send_ping (s->conn);
       return;
@@ -825,6 +832,7 @@ handle_lane (GpuShareClient * self, const GpuShareLaneInfo * info, gint fd)
   gpushare_lane_set_heads_up (lane, GPUSHARE_CLIENT_LANE_SPIN_MAX_US);
   g_mutex_lock (&session->lock);
   session->lane = lane;
+  session->lane_alive = self->producer_minor >= GPUSHARE_MINOR_LANE_ALIVE;
   g_mutex_unlock (&session->lock);
   GST_DEBUG_OBJECT (self->log_object, "frames come through a lane of %u "
       "entries, metas through a region of %u bytes", info->n_entries,

@@ -60,6 +60,7 @@ struct _GpuShareConn
   gboolean got_message;         /* a whole message came: the peer speaks
                                  * gpushare */
   gint64 last_sent;
+  gint64 last_heard;            /* gpushare_conn_note_heard () */
   gboolean peer_without_ping;   /* its headers say minor 0 */
   gboolean deliver_pings;       /* message_func gets PINGs too */
 
@@ -253,7 +254,8 @@ gpushare_conn_pulse (void)
     /* half an interval: the next pulse may be some time away */
     ping = !conn->closed && !conn->failed && !conn->out_dead
         && conn->heartbeat_ms > 0 && conn->out->len == 0
-        && now - conn->last_sent >= (gint64) conn->heartbeat_ms * 500;
+        && now - MAX (conn->last_sent, conn->last_heard) >=
+        (gint64) conn->heartbeat_ms * 500;
     g_mutex_unlock (&conn->lock);
     if (ping) {
       GST_LOG ("sending PING between long work");
@@ -907,6 +909,14 @@ gpushare_conn_note_alive (GpuShareConn * conn)
 }
 
 void
+gpushare_conn_note_heard (GpuShareConn * conn, gint64 since_us)
+{
+  g_mutex_lock (&conn->lock);
+  conn->last_heard = MAX (conn->last_heard, since_us);
+  g_mutex_unlock (&conn->lock);
+}
+
+void
 gpushare_conn_deliver_pings (GpuShareConn * conn)
 {
   conn->deliver_pings = TRUE;
@@ -1292,7 +1302,7 @@ heartbeat_dispatch (GpuShareConn * conn)
   }
   /* queued bytes are not moving: a PING behind them would not either */
   ping = !conn->out_dead && conn->out->len == 0
-      && now - conn->last_sent >= interval;
+      && now - MAX (conn->last_sent, conn->last_heard) >= interval;
   g_mutex_unlock (&conn->lock);
 
   if (ping) {

@@ -123,6 +123,10 @@ gboolean gpushare_conn_send_ping (GpuShareConn * conn);
 /* the peer was heard another way (its frame lane moved): for the
  * heartbeat, as good as bytes on the socket */
 void gpushare_conn_note_alive (GpuShareConn * conn);
+/* the peer read something we wrote at since_us another way (our frame
+ * lane): it heard from us then or later, and counts that for its
+ * heartbeat, so that no PING need go until an interval after it */
+void gpushare_conn_note_heard (GpuShareConn * conn, gint64 since_us);
 /* PINGs are the transport's own unless asked for: then message_func gets
  * them too */
 void gpushare_conn_deliver_pings (GpuShareConn * conn);

@@ -64,6 +64,12 @@ struct _GpuShareLane
   guint32 meta_size;
   guint64 meta_head;
   guint64 *meta_end;
+  /* what the peer has read of ours, for the heartbeat: when we wrote each
+   * item still in the lane (the producer's entries, the consumer's
+   * releases), and when we wrote the newest one the peer has read (0:
+   * none yet) */
+  gint64 *wrote_us;
+  gint64 heard_us;
 };
 
 static guint64 *
@@ -143,6 +149,7 @@ gpushare_lane_new (guint32 n_entries, guint32 meta_size, GError ** error)
   lane = g_new0 (GpuShareLane, 1);
   lane->n_entries = n_entries;
   lane->meta_size = meta_size;
+  lane->wrote_us = g_new0 (gint64, n_entries);
   if (meta_size)
     lane->meta_end = g_new0 (guint64, n_entries);
   /* the region's pages are the kernel's until metas are written there */
@@ -237,6 +244,25 @@ put_metas (GpuShareLane * lane, guint64 tail, GpuShareLaneEntry * e,
   return TRUE;
 }
 
+/* the peer has read up to read (a valid index, at most written): the
+ * newest item it read, read - 1, was written when wrote_us says, while
+ * its place holds no later item (written - (read - 1) <= n_entries, looked
+ * at before the next write) */
+static void
+note_read (GpuShareLane * lane, guint64 read, guint64 last_look,
+    guint64 written)
+{
+  if (read > last_look && read > 0 && written - read < lane->n_entries)
+    lane->heard_us = MAX (lane->heard_us,
+        lane->wrote_us[(read - 1) & (lane->n_entries - 1)]);
+}
+
+gint64
+gpushare_lane_heard_us (GpuShareLane * lane)
+{
+  return lane->heard_us;
+}
+
 GpuShareLaneResult
 gpushare_lane_push (GpuShareLane * lane, GpuShareLaneEntry * e,
     const GpuShareFrameMetas * metas)
@@ -248,6 +274,7 @@ gpushare_lane_push (GpuShareLane * lane, GpuShareLaneEntry * e,
   /* a reader that read what was never written, or went back */
   if (tail > lane->index || tail < lane->peer || unread > lane->n_entries)
     return GPUSHARE_LANE_BAD_INDEX;
+  note_read (lane, tail, lane->peer, lane->index);
   lane->peer = tail;
   if (unread == lane->n_entries)
     return GPUSHARE_LANE_FULL;
@@ -264,6 +291,7 @@ gpushare_lane_push (GpuShareLane * lane, GpuShareLaneEntry * e,
       lane->meta_head = e->meta_at + ((e->meta_len + 7) & ~(guint64) 7);
     lane->meta_end[lane->index & (lane->n_entries - 1)] = lane->meta_head;
   }
+  lane->wrote_us[lane->index & (lane->n_entries - 1)] = g_get_monotonic_time ();
   lane->index++;
   __atomic_store_n (word64 (lane, GPUSHARE_LANE_HEAD_OFFSET), lane->index,
       __ATOMIC_RELEASE);
@@ -315,7 +343,9 @@ gpushare_lane_open (gint fd, const GpuShareLaneInfo * info, GError ** error)
   lane->meta_size = info->meta_size;
   lane->size = info->size;
   lane->fd = -1;
+  lane->wrote_us = g_new0 (gint64, info->n_entries);
   if (!map (lane, fd, error)) {
+    g_free (lane->wrote_us);
     g_free (lane);
     lane = NULL;
   }
@@ -552,6 +582,7 @@ gpushare_lane_release_push (GpuShareLane * lane, const GpuShareRelease * r,
   *kick = FALSE;
   if (rtail > lane->rindex || rtail < lane->rpeer)
     return GPUSHARE_LANE_BAD_INDEX;
+  note_read (lane, rtail, lane->rpeer, lane->rindex);
   lane->rpeer = rtail;
   /* an rtail that cannot be is the producer's business: we only stop
    * writing here, the socket takes the releases */
@@ -560,6 +591,8 @@ gpushare_lane_release_push (GpuShareLane * lane, const GpuShareRelease * r,
         GPUSHARE_LANE_BAD_INDEX;
   gpushare_lane_release_build (lane->rindex, r, release_at (lane,
           lane->rindex));
+  lane->wrote_us[lane->rindex & (lane->n_entries - 1)] =
+      g_get_monotonic_time ();
   lane->rindex++;
   __atomic_store_n (word64 (lane, GPUSHARE_LANE_RHEAD_OFFSET), lane->rindex,
       __ATOMIC_RELEASE);
@@ -611,5 +644,6 @@ gpushare_lane_free (GpuShareLane * lane)
   if (lane->fd >= 0)
     close (lane->fd);
   g_free (lane->meta_end);
+  g_free (lane->wrote_us);
   g_free (lane);
 }

@@ -141,6 +141,13 @@ GpuShareLaneResult gpushare_lane_release_pop (GpuShareLane * lane,
  * TRUE it reads the releases again before it sleeps */
 void gpushare_lane_release_waiting (GpuShareLane * lane, gboolean waiting);
 
+/* Either side: when it wrote the newest of its items (entries, or
+ * releases) that the peer is known to have read, as last seen at a push
+ * (0: none yet).  The peer heard from us then or later: a peer of minor 8
+ * or later counts what it reads from the lane as a sign of life
+ * (docs/protocol.md, "Heartbeat"). */
+gint64 gpushare_lane_heard_us (GpuShareLane * lane);
+
 void gpushare_lane_free (GpuShareLane * lane);
 
 G_END_DECLS

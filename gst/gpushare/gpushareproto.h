@@ -83,6 +83,8 @@ G_BEGIN_DECLS
 #define GPUSHARE_MINOR_LANE 7           /* LANE: frames through a lane in
                                          * shared memory */
 #define GPUSHARE_MINOR_HEADS_UP 8       /* a lane's announced word */
+#define GPUSHARE_MINOR_LANE_ALIVE 8     /* what a peer reads from a lane
+                                         * counts for its heartbeat */
 #define GPUSHARE_MINOR_LANE_METAS 9     /* a frame's metas in its lane's
                                          * meta region */
 

@@ -510,8 +510,14 @@ lane_push (GpuShareServer * self, Client * client, GpuShareLaneEntry * e,
 
   if (no_room)
     *no_room = res == GPUSHARE_LANE_NO_ROOM;
-  if (res == GPUSHARE_LANE_OK || res == GPUSHARE_LANE_NO_ROOM)
+  if (res == GPUSHARE_LANE_OK || res == GPUSHARE_LANE_NO_ROOM) {
+    /* what it read of the lane it counts as hearing from us: no PING on
+     * its socket while it reads (and no wake-up of its control thread) */
+    if (client->minor >= GPUSHARE_MINOR_LANE_ALIVE)
+      gpushare_conn_note_heard (client->conn,
+          gpushare_lane_heard_us (client->lane));
     return res == GPUSHARE_LANE_OK;
+  }
   if (res != GPUSHARE_LANE_FULL) {
     /* told why, as for a malformed message */
     gchar *text = g_strdup_printf ("frame lane: %s",

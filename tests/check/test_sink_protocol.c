@@ -1411,6 +1411,7 @@ GST_START_TEST (test_lane_releases)
   gint64 deadline, quiet_until;
   GpuShareLaneInfo info;
   gboolean gone = FALSE;
+  guint n_pings = 0;
   gint lane_fd;
   RawLane l;
   RawPeer raw;
@@ -1453,6 +1454,7 @@ GST_START_TEST (test_lane_releases)
       fail_if (msg->type == GPUSHARE_MSG_FRAME, "a FRAME on the socket");
       if (msg->type == GPUSHARE_MSG_ERROR)
         g_array_append_val (codes, msg->u.error.code);
+      n_pings += msg->type == GPUSHARE_MSG_PING;
     }
     gone = r == RAW_EOF;
   }
@@ -1466,6 +1468,23 @@ GST_START_TEST (test_lane_releases)
       " releases counted", frames_released (s.sink));
 
   if (which == LR_GOOD) {
+    gint64 stall_until = g_get_monotonic_time () + 2000000;
+    RawResult r = RAW_TIMEOUT;
+
+    /* what it read of the lane the producer counts as heard: no PING on
+     * a socket that carries nothing else, four heartbeat intervals long
+     * (one at most, before the first entries read are seen) */
+    fail_unless (n_pings <= 1, "%u PINGs while the consumer read every "
+        "frame from its lane", n_pings);
+    /* one that stops reading hears PINGs again, within an interval and a
+     * quarter, and is not dropped before three */
+    n_pings = 0;
+    while (g_get_monotonic_time () < stall_until
+        && (r = raw_recv (&raw, msg, NULL, NULL, 10)) != RAW_EOF)
+      n_pings += r == RAW_MSG && msg->type == GPUSHARE_MSG_PING;
+    fail_if (r == RAW_EOF, "dropped 2 s after it stopped reading");
+    fail_unless (n_pings >= 1, "no PING in 2 s once the consumer stopped "
+        "reading its lane");
     fail_unless_equals_int (client_log_n_removed (&s.log), 0);
   } else {
     if (which == LR_RHEAD_AHEAD) {

@@ -1042,8 +1042,10 @@ expect_release (FakeLane * fl, GpuShareRelease * r, guint32 slot,
   fail_unless_equals_uint64 (r->sequence, sequence);
 }
 
-/* the src's wake-ahead in the pipelines lane_consumer_start () makes */
+/* the src's wake-ahead and heartbeat-interval (0: its default) in the
+ * pipelines lane_consumer_start () makes */
 static guint lane_wake_ahead;
+static guint lane_heartbeat_ms;
 
 /* the src, frame-lane as given, connected to a raw producer */
 static GstElement *
@@ -1057,6 +1059,9 @@ lane_consumer_start (const gchar * path, gboolean frame_lane,
       "sync=false enable-last-sample=false", TIMEOUT_MS);
   g_object_set (child (p, "src"), "socket-path", path, "frame-lane",
       frame_lane, "wake-ahead", lane_wake_ahead, NULL);
+  if (lane_heartbeat_ms)
+    g_object_set (child (p, "src"), "heartbeat-interval", lane_heartbeat_ms,
+        NULL);
   fail_if (gst_element_set_state (p, GST_STATE_PLAYING) ==
       GST_STATE_CHANGE_FAILURE);
   raw_init (raw, raw_accept (*listen_fd));
@@ -1187,6 +1192,75 @@ GST_START_TEST (test_lane_fake_producer_streams)
   g_async_queue_unref (log);
   g_free (path);
   g_free (msg);
+}
+
+GST_END_TEST;
+
+/* the PINGs that come on the raw producer's socket within ms */
+static guint
+count_pings (RawPeer * raw, gint ms)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  gint64 until = g_get_monotonic_time () + ms * 1000ll;
+  gint64 left;
+  guint n = 0;
+
+  while ((left = (until - g_get_monotonic_time ()) / 1000) > 0) {
+    RawResult r = raw_recv (raw, msg, NULL, NULL, (gint) left);
+
+    if (r != RAW_MSG)
+      break;
+    fail_if (msg->type == GPUSHARE_MSG_ERROR, "ERROR %s: %s",
+        gpushare_error_code_to_string (msg->u.error.code), msg->u.error.text);
+    n += msg->type == GPUSHARE_MSG_PING;
+  }
+  g_free (msg);
+  return n;
+}
+
+/* A consumer (heartbeat 200 ms) whose releases its producer reads from
+ * the lane counts that as heard: it sends no PING on a socket that
+ * carries nothing else while the producer reads them, and PINGs again
+ * once the producer stops (the releases wait in the lane: the producer
+ * is busy, or gone), within an interval and a quarter. */
+GST_START_TEST (test_lane_releases_are_heard)
+{
+  gchar *path = socket_path ("heard.sock");
+  GAsyncQueue *log = g_async_queue_new_full (g_free);
+  GstElement *pipeline;
+  GpuShareRelease rel;
+  guint i, n_pings = 0;
+  gint listen_fd;
+  FakeLane fl;
+  RawPeer raw;
+
+  lane_heartbeat_ms = 200;
+  pipeline = lane_stream_start (path, log, &listen_fd, &raw, &fl);
+  lane_heartbeat_ms = 0;
+
+  /* 1.2 s of frames, 40 ms apart, each release read at once (one PING at
+   * most, before the first releases read are seen) */
+  for (i = 0; i < 30; i++) {
+    fake_lane_push_frame (&fl, 1, i % HP_N_SLOTS, i / HP_N_SLOTS + 1, i + 1);
+    expect_release (&fl, &rel, i % HP_N_SLOTS, i / HP_N_SLOTS + 1, i + 1);
+    n_pings += count_pings (&raw, 40);
+  }
+  fail_unless (n_pings <= 1, "%u PINGs while the producer read every "
+      "release from the lane", n_pings);
+  /* 1 s more whose releases nobody reads */
+  n_pings = 0;
+  for (i = 30; i < 40; i++) {
+    fake_lane_push_frame (&fl, 1, i % HP_N_SLOTS, i / HP_N_SLOTS + 1, i + 1);
+    n_pings += count_pings (&raw, 100);
+  }
+  fail_unless (n_pings >= 2, "%u PINGs in 1 s once the producer stopped "
+      "reading the releases", n_pings);
+  assert_no_error (pipeline);
+
+  hostile_consumer_stop (pipeline, listen_fd, &raw, path);
+  fake_lane_free (&fl);
+  g_async_queue_unref (log);
+  g_free (path);
 }
 
 GST_END_TEST;
@@ -2158,6 +2232,7 @@ gpushare_src_protocol_suite (void)
   suite_add_tcase (s, tc_lane);
   tcase_add_checked_fixture (tc_lane, elements_setup, elements_teardown);
   tcase_add_test (tc_lane, test_lane_fake_producer_streams);
+  tcase_add_test (tc_lane, test_lane_releases_are_heard);
   tcase_add_test (tc_lane, test_lane_mark_waits_asleep);
   tcase_add_test (tc_lane, test_lane_metas);
   tcase_add_test (tc_lane, test_lane_heads_up);
