@@ -238,15 +238,37 @@ static GstPadProbeReturn early_probe (GstPad * pad, GstPadProbeInfo * info,
  * come and there is none yet: a GPU that had no room for one more context
  * as many processes started may have it once the slots are mapped (this
  * process's primary context, which it wraps, exists by then). */
+/* ctx (a reference) becomes the GPU context unless there is one already
+ * (the streaming thread and the application's set_context may each find
+ * one at once).  The field only goes from NULL to a context while the
+ * src runs; stop () clears it. */
+static void
+take_gpu_context (GstGpuShareSrc * self, GstObject * ctx)
+{
+  GST_OBJECT_LOCK (self);
+  if (!self->gpu_ctx) {
+    self->gpu_ctx = ctx;
+    ctx = NULL;
+  }
+  GST_OBJECT_UNLOCK (self);
+  if (ctx)
+    gst_object_unref (ctx);
+}
+
 static gboolean
 ensure_gpu_context (GstGpuShareSrc * self)
 {
+  GstObject *ctx = NULL;
+
   if (self->gpu_ctx)
     return TRUE;
   if (gpushare_test_fails ("src", "gpu-context"))
     return FALSE;
-  return gpushare_xfer_gpu_context_ensure (GST_ELEMENT (self),
-      self->cuda_device_id, &self->gpu_ctx);
+  if (!gpushare_xfer_gpu_context_ensure (GST_ELEMENT (self),
+          self->cuda_device_id, &ctx) || !ctx)
+    return self->gpu_ctx != NULL;
+  take_gpu_context (self, ctx);
+  return TRUE;
 }
 
 static gboolean
@@ -322,6 +344,7 @@ static gboolean
 gst_gpu_share_src_stop (GstBaseSrc * bsrc)
 {
   GstGpuShareSrc *self = GST_GPU_SHARE_SRC (bsrc);
+  GstObject *ctx;
 
   if (self->client)
     gpushare_client_stop (self->client);
@@ -335,7 +358,10 @@ gst_gpu_share_src_stop (GstBaseSrc * bsrc)
   }
   self->out_gpu = FALSE;
   self->out_slot = FALSE;
-  gst_clear_object (&self->gpu_ctx);
+  GST_OBJECT_LOCK (self);
+  ctx = g_steal_pointer (&self->gpu_ctx);
+  GST_OBJECT_UNLOCK (self);
+  gst_clear_object (&ctx);
   return TRUE;
 }
 
@@ -1190,7 +1216,8 @@ set_output_caps (GstGpuShareSrc * self, gboolean force)
             ("Downstream takes GPU memory only, but this process has no "
                 "CUDA context for GStreamer's elements on GPU %d: the GPU "
                 "may be out of memory, or out of room for more processes' "
-                "contexts (see \"Many streams\" in the user guide)",
+                "contexts (see \"Many streams\" in the user guide), or "
+                "GStreamer's CUDA library failed to load",
                 MAX (self->cuda_device_id, 0)),
             ("the producer sends %" GST_PTR_FORMAT "; downstream accepts %"
                 GST_PTR_FORMAT, out, peer));
@@ -1376,8 +1403,11 @@ gst_gpu_share_src_set_context (GstElement * element, GstContext * context)
 {
   GstGpuShareSrc *self = GST_GPU_SHARE_SRC (element);
 
-  gpushare_xfer_gpu_context_set (element, context, self->cuda_device_id,
-      &self->gpu_ctx);
+  GstObject *ctx = NULL;
+
+  if (gpushare_xfer_gpu_context_set (element, context, self->cuda_device_id,
+          &ctx) && ctx)
+    take_gpu_context (self, ctx);
   GST_ELEMENT_CLASS (parent_class)->set_context (element, context);
 }
 
