@@ -225,25 +225,38 @@ ref_unless_gone (GpuShareConn * conn)
   return FALSE;
 }
 
-static gboolean send_ping (GpuShareConn * conn);
-
-void
-gpushare_conn_pulse (void)
+/* pulse_lock held: a reference to each connection of the registry whose
+ * context is context (NULL: any), but those whose last reference is being
+ * let go; NULL where there is none */
+static GPtrArray *
+pulse_live_locked (GMainContext * context)
 {
   GPtrArray *live = NULL;
-  gint64 now = g_get_monotonic_time ();
   guint i;
 
-  g_mutex_lock (&pulse_lock);
   for (i = 0; pulse_conns && i < pulse_conns->len; i++) {
     GpuShareConn *conn = g_ptr_array_index (pulse_conns, i);
 
-    if (!ref_unless_gone (conn))
+    if ((context && conn->context != context) || !ref_unless_gone (conn))
       continue;
     if (!live)
       live = g_ptr_array_new ();
     g_ptr_array_add (live, conn);
   }
+  return live;
+}
+
+static gboolean send_ping (GpuShareConn * conn);
+
+void
+gpushare_conn_pulse (void)
+{
+  GPtrArray *live;
+  gint64 now = g_get_monotonic_time ();
+  guint i;
+
+  g_mutex_lock (&pulse_lock);
+  live = pulse_live_locked (NULL);
   g_mutex_unlock (&pulse_lock);
 
   for (i = 0; live && i < live->len; i++) {
@@ -1371,21 +1384,12 @@ heartbeat_source_dispatch (GSource * source, GSourceFunc callback,
     gpointer user_data)
 {
   HeartbeatSource *hb = (HeartbeatSource *) source;
-  GMainContext *context = g_source_get_context (source);
-  GPtrArray *live = NULL;
+  GPtrArray *live;
   guint i;
 
   g_mutex_lock (&pulse_lock);
   hb->due = next_tick (g_source_get_time (source), hb->tick_us);
-  for (i = 0; pulse_conns && i < pulse_conns->len; i++) {
-    GpuShareConn *conn = g_ptr_array_index (pulse_conns, i);
-
-    if (conn->context != context || !ref_unless_gone (conn))
-      continue;
-    if (!live)
-      live = g_ptr_array_new ();
-    g_ptr_array_add (live, conn);
-  }
+  live = pulse_live_locked (g_source_get_context (source));
   g_mutex_unlock (&pulse_lock);
   for (i = 0; live && i < live->len; i++) {
     GpuShareConn *conn = g_ptr_array_index (live, i);

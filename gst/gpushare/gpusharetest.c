@@ -47,37 +47,49 @@ gpushare_test_point (const gchar * side, const gchar * step)
     raise (SIGKILL);
 }
 
+/* "<side>:<step>[:<n>]" in the variable named, read now: whether it names
+ * that step, and its n (NULL: none; a copy to free) */
+static gboolean
+spec_names (const gchar * variable, const gchar * side, const gchar * step,
+    gchar ** n)
+{
+  const gchar *spec = g_getenv (variable);
+  gchar **parts;
+  gboolean match;
+
+  *n = NULL;
+  if (!spec || !*spec)
+    return FALSE;
+  parts = g_strsplit (spec, ":", 3);
+  match = parts[0] && parts[1] && strcmp (side, parts[0]) == 0
+      && strcmp (step, parts[1]) == 0;
+  if (match)
+    *n = g_strdup (parts[2]);
+  g_strfreev (parts);
+  return match;
+}
+
 /* read at each slow step (one a ring mapped, not a frame): a test may set
  * it after others ran in its process */
 void
 gpushare_test_slow (const gchar * side, const gchar * step)
 {
-  const gchar *spec = g_getenv ("GPUSHARE_TEST_SLOW_AT");
-  gchar **parts;
+  gchar *ms;
 
-  if (!spec || !*spec)
-    return;
-  parts = g_strsplit (spec, ":", 3);
-  if (parts[0] && parts[1] && parts[2] && strcmp (side, parts[0]) == 0
-      && strcmp (step, parts[1]) == 0)
-    g_usleep ((gulong) MAX (0, atoi (parts[2])) * 1000);
-  g_strfreev (parts);
+  if (spec_names ("GPUSHARE_TEST_SLOW_AT", side, step, &ms) && ms)
+    g_usleep ((gulong) MAX (0, atoi (ms)) * 1000);
+  g_free (ms);
 }
 
 gboolean
 gpushare_test_fails (const gchar * side, const gchar * step)
 {
   static gint failed;
-  const gchar *spec = g_getenv ("GPUSHARE_TEST_FAIL_AT");
   gboolean fails = FALSE;
-  gchar **parts;
+  gchar *n;
 
-  if (!spec || !*spec)
-    return FALSE;
-  parts = g_strsplit (spec, ":", 3);
-  if (parts[0] && parts[1] && strcmp (side, parts[0]) == 0
-      && strcmp (step, parts[1]) == 0)
-    fails = !parts[2] || g_atomic_int_add (&failed, 1) < atoi (parts[2]);
-  g_strfreev (parts);
+  if (spec_names ("GPUSHARE_TEST_FAIL_AT", side, step, &n))
+    fails = !n || g_atomic_int_add (&failed, 1) < atoi (n);
+  g_free (n);
   return fails;
 }
