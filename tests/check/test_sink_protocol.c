@@ -945,10 +945,16 @@ GST_END_TEST;
 /* the name the sink gives its lanes' memfds (gpusharelane.c) */
 #define LANE_MEMFD_NAME "gpushare-lane"
 
+/* CAPS that raw_accept_with () took after the LANE: each has its MARK in
+ * the lane */
+static guint accept_caps_after_lane;
+
 /* Sends ACCEPT of schema minor with flags, and reads every message up to
  * SLOTS (whose fds it closes), a PING aside: LANE may come before SLOTS,
- * nothing else may.  The LANE's one fd goes to *lane_fd (-1: no LANE),
- * what it says to *info.  Returns the SLOTS' epoch. */
+ * and CAPS (the producer's caps or liveness may change at any frame, as
+ * its pipeline starts), nothing else may.  The LANE's one fd goes to
+ * *lane_fd (-1: no LANE), what it says to *info.  Returns the SLOTS'
+ * epoch. */
 static guint64
 raw_accept_with (RawPeer * raw, const GpuShareAnnounce * announce,
     guint minor, guint32 flags, gint * lane_fd, GpuShareLaneInfo * info)
@@ -959,6 +965,7 @@ raw_accept_with (RawPeer * raw, const GpuShareAnnounce * announce,
   guint64 epoch;
 
   *lane_fd = -1;
+  accept_caps_after_lane = 0;
   make_accept (msg, announce->instance);
   msg->u.accept.schema_minor = minor;
   msg->u.accept.flags = flags;
@@ -970,6 +977,10 @@ raw_accept_with (RawPeer * raw, const GpuShareAnnounce * announce,
       break;
     if (msg->type == GPUSHARE_MSG_PING)
       continue;
+    if (msg->type == GPUSHARE_MSG_CAPS) {
+      accept_caps_after_lane += *lane_fd >= 0;
+      continue;
+    }
     fail_unless (msg->type == GPUSHARE_MSG_LANE, "%s between ACCEPT and "
         "SLOTS", gpushare_msg_type_to_string (msg->type));
     fail_unless (*lane_fd < 0, "a second LANE");
@@ -1086,6 +1097,8 @@ GST_START_TEST (test_lane_raw_consumer)
   epoch = raw_accept_with (&raw, announce, GPUSHARE_VERSION_MINOR,
       GPUSHARE_ACCEPT_FLAG_LANE, &lane_fd, &info);
   fail_unless (lane_fd >= 0, "no LANE before SLOTS");
+  /* their MARKs come first in the lane */
+  n_ordered = accept_caps_after_lane;
   assert_lane_fd (lane_fd, &info);
   lane = gpushare_lane_open (lane_fd, &info, &error);
   fail_unless (lane != NULL, "%s", error ? error->message : "?");
