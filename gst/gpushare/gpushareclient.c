@@ -4,6 +4,7 @@
  */
 
 #include "gpushareclient.h"
+#include "gpushareside.h"
 
 #include <errno.h>
 #include <string.h>
@@ -91,11 +92,15 @@ typedef struct _Mapping
 {
   gint ref_count;
   GpuShareXferView *view;
+  GpuShareSide *side;           /* the ring's side memory, or NULL */
   Session *session;
 } Mapping;
 
+/* reference counted: a buffer of the frame, and the metas' payloads read
+ * in place from its slot's side memory, each hold it */
 struct _GpuShareClientFrame
 {
+  gint ref_count;
   GpuShareFrame info;
   Session *session;
   Mapping *mapping;
@@ -270,6 +275,15 @@ session_unref (Session * s)
   g_free (s);
 }
 
+static GpuShareClientFrame *
+frame_new (void)
+{
+  GpuShareClientFrame *f = g_new0 (GpuShareClientFrame, 1);
+
+  f->ref_count = 1;
+  return f;
+}
+
 static Mapping *
 mapping_ref (Mapping * m)
 {
@@ -287,12 +301,20 @@ mapping_unref (Mapping * m)
   if (!g_atomic_int_dec_and_test (&m->ref_count))
     return;
   gpushare_xfer_view_unref (m->view);
+  g_clear_pointer (&m->side, gpushare_side_unref);
   g_mutex_lock (&s->lock);
   if (tell && s->conn)
     gpushare_conn_send_mapped (s->conn, GPUSHARE_MSG_UNMAPPED, epoch);
   g_mutex_unlock (&s->lock);
   session_unref (s);
   g_free (m);
+}
+
+/* bytes of a slot's region of m's side memory; 0: none (or no m) */
+static gsize
+mapping_side_size (Mapping * m)
+{
+  return m && m->side ? gpushare_side_region_size (m->side) : 0;
 }
 
 static GpuShareClientEvent *
@@ -431,10 +453,33 @@ frame_free (GpuShareClientFrame * f, gboolean give_back)
   g_free (f);
 }
 
+GpuShareClientFrame *
+gpushare_client_frame_ref (GpuShareClientFrame * f)
+{
+  g_atomic_int_inc (&f->ref_count);
+  return f;
+}
+
 void
 gpushare_client_frame_release (GpuShareClientFrame * f)
 {
-  frame_free (f, TRUE);
+  if (g_atomic_int_dec_and_test (&f->ref_count))
+    frame_free (f, TRUE);
+}
+
+gboolean
+gpushare_client_frame_in_place (GpuShareClientFrame * f)
+{
+  return f->in_place;
+}
+
+guint8 *
+gpushare_client_frame_side (GpuShareClientFrame * f, gsize * size)
+{
+  GpuShareSide *side = f->mapping->side;
+
+  *size = side ? gpushare_side_region_size (side) : 0;
+  return side ? gpushare_side_region (side, f->info.slot) : NULL;
 }
 
 static void
@@ -676,9 +721,18 @@ map_slots (GpuShareClient * self, const GpuShareSlots * s, gint * fds)
 {
   Session *session = session_ref (self->session);
   GpuShareXferView *view;
+  GpuShareSide *side = NULL;
   GError *error = NULL;
+  gint side_fd = -1;
   Mapping *m;
 
+  /* the side memory's fd, last (since minor 10): mapped on its own */
+  if (s->side_pages) {
+    guint last = gpushare_slots_n_fds (s) - 1;
+
+    side_fd = fds[last];
+    fds[last] = -1;
+  }
   g_mutex_unlock (&self->lock);
   /* the control thread may have many rings to map in a row (a process
    * that reads many streams, a ring grown): the peers of all its
@@ -686,6 +740,13 @@ map_slots (GpuShareClient * self, const GpuShareSlots * s, gint * fds)
   gpushare_conn_pulse ();
   gpushare_test_slow ("src", "premap");
   view = gpushare_xfer_view_new (self->config.cuda_device_id, s, fds, &error);
+  if (view && side_fd >= 0) {
+    side = gpushare_side_view_new (side_fd, s->n_slots, s->side_pages, &error);
+    if (!side)
+      g_clear_pointer (&view, gpushare_xfer_view_unref);
+  } else if (side_fd >= 0) {
+    close (side_fd);
+  }
   g_mutex_lock (&self->lock);
   if (self->session != session) {
     /* stopped, or lost, while it was mapped */
@@ -694,6 +755,7 @@ map_slots (GpuShareClient * self, const GpuShareSlots * s, gint * fds)
     if (view) {
       g_mutex_unlock (&self->lock);
       gpushare_xfer_view_unref (view);
+      gpushare_side_unref (side);
       g_mutex_lock (&self->lock);
     }
     return FALSE;
@@ -726,6 +788,7 @@ map_slots (GpuShareClient * self, const GpuShareSlots * s, gint * fds)
   m = g_new0 (Mapping, 1);
   m->ref_count = 1;
   m->view = view;
+  m->side = side;
   m->session = session;
   if (self->mapping) {
     Mapping *old = self->mapping;
@@ -985,7 +1048,10 @@ handle_meta (GpuShareClient * self, const GpuShareMeta * meta)
     return;
   }
   m = gpushare_frame_metas_new_from_meta (meta);
-  if (!gpushare_frame_meta_check (m, &why)) {
+  /* its payloads in the side memory lie in the region of a slot of the
+   * ring its FRAME comes in: the one mapped now, in socket order */
+  if (!gpushare_frame_meta_check_side (m, mapping_side_size (self->mapping),
+          &why)) {
     producer_error (self, why);
     g_free (why);
     g_free (m);
@@ -1069,7 +1135,7 @@ handle_frame (GpuShareClient * self, const GpuShareFrame * f)
     g_free (debug);
     return;
   }
-  frame = g_new0 (GpuShareClientFrame, 1);
+  frame = frame_new ();
   frame->info = *f;
   frame->meta = g_steal_pointer (&self->pending_meta);
   frame->received_us = g_get_monotonic_time ();
@@ -1859,7 +1925,8 @@ lane_frame (GpuShareClient * self, Session * s, const GpuShareFrame * f,
     if (self->lane_meta)
       why = g_strdup ("two METAs for one FRAME: one on the socket, one in "
           "the lane");
-    else if (gpushare_frame_meta_check (metas, &why)) {
+    else if (gpushare_frame_meta_check_side (metas,
+            mapping_side_size (mapping), &why)) {
       self->lane_meta = g_steal_pointer (&metas);
       self->lane_metas++;
     }
@@ -1873,7 +1940,7 @@ lane_frame (GpuShareClient * self, Session * s, const GpuShareFrame * f,
     producer_error (self, why);
     g_free (why);
     /* the slot is ours all the same: it goes back with the session */
-    frame = g_new0 (GpuShareClientFrame, 1);
+    frame = frame_new ();
     frame->info = *f;
     frame->session = session_ref (s);
     frame->mapping = mapping;
@@ -1882,7 +1949,7 @@ lane_frame (GpuShareClient * self, Session * s, const GpuShareFrame * f,
     g_mutex_lock (&self->lock);
     return NULL;
   }
-  frame = g_new0 (GpuShareClientFrame, 1);
+  frame = frame_new ();
   frame->info = *f;
   frame->meta = g_steal_pointer (&self->lane_meta);
   /* it reached us when the producer wrote it into the lane (one clock on

@@ -213,6 +213,14 @@ gboolean gpushare_client_frame_hold_in_place (GpuShareClientFrame * f,
     guint max);
 /* gives the slot back to the producer and frees f; any thread */
 void gpushare_client_frame_release (GpuShareClientFrame * f);
+/* one more holder of f, released as any (gpushare_client_frame_release ()):
+ * what is read in place of its slot stays while it holds it */
+GpuShareClientFrame *gpushare_client_frame_ref (GpuShareClientFrame * f);
+/* f is held in place (gpushare_client_frame_hold_in_place ()) */
+gboolean gpushare_client_frame_in_place (GpuShareClientFrame * f);
+/* the region of f's slot in its ring's side memory, and its size (NULL
+ * and 0: none) */
+guint8 *gpushare_client_frame_side (GpuShareClientFrame * f, gsize * size);
 
 G_END_DECLS
 

@@ -23,6 +23,27 @@ gboolean gpushare_fd_usage (guint * open_fds, guint64 * limit);
  * aborts the process where it cannot make a GMainContext's wake-up */
 gboolean gpushare_fd_headroom (guint need, GError ** error);
 
+/* Memory files shared read-only: errors in the domain and code given.
+ * A producer's memfd of size bytes, sealed against shrinking and growing,
+ * and its writable shared mapping (*data; populate: every page allocated
+ * now).  With read_only, sealed against every later way in for writing
+ * too, the mapping made before the seal being the only writer left.  -1
+ * with error (what: the memory's name for it) */
+gint gpushare_memfd_new (const gchar * name, gsize size, gboolean populate,
+    gboolean read_only, gpointer * data, const gchar * what, GQuark domain,
+    gint code, GError ** error);
+/* the same memfd opened anew, read-only, for a consumer (a duplicate where
+ * /proc cannot be read, as sealed); -1 with error */
+gint gpushare_memfd_reopen_read_only (gint fd, const gchar * what,
+    GQuark domain, gint code, GError ** error);
+/* Consumer: fd is a memfd of exactly size bytes, sealed against
+ * shrinking, growing and writes, that the kernel refuses to map writable.
+ * *allocated: every page of it exists already.  FALSE with error (its
+ * text: what, then why) */
+gboolean gpushare_memfd_check_read_only (gint fd, gsize size,
+    gboolean * allocated, const gchar * what, GQuark domain, gint code,
+    GError ** error);
+
 G_END_DECLS
 
 #endif /* __GPUSHARE_FD_H__ */

@@ -39,6 +39,10 @@ typedef struct
   GpuShareFrameMetas *m;
   gsize entry;                  /* where the open entry starts */
   gboolean overflow;
+  /* the frame's side memory, or NULL; and what of it was used when the
+   * open entry started */
+  GpuShareMetaSide *side;
+  gsize side_entry;
 } Writer;
 
 static void
@@ -119,10 +123,36 @@ put_str (Writer * w, const gchar * s)
   put_bytes (w, s, len);
 }
 
+#if HAVE_GST_ANALYTICS && GST_CHECK_VERSION(1, 26, 0)
+/* Room for a payload of len bytes in the frame's side memory, aligned to
+ * 64 bytes; its place written into the entry (GPUSHARE_META_IN_SIDE, the
+ * offset, the length).  NULL (nothing written) when there is no side
+ * memory or no room left in it: the caller writes the payload inline. */
+static guint8 *
+put_side (Writer * w, gsize len)
+{
+  GpuShareMetaSide *side = w->side;
+  gsize at;
+
+  if (!side || !side->data || w->overflow || len == 0)
+    return NULL;
+  at = (side->used + 63) & ~(gsize) 63;
+  if (at > side->size || len > side->size - at)
+    return NULL;
+  side->used = at + len;
+  w->m->side_len = side->used;
+  put_u32 (w, GPUSHARE_META_IN_SIDE);
+  put_u64 (w, at);
+  put_u64 (w, len);
+  return side->data + at;
+}
+#endif
+
 static void
 begin (Writer * w, GpuShareMetaKind kind)
 {
   w->entry = w->m->data_len;
+  w->side_entry = w->side ? w->side->used : 0;
   w->overflow = w->m->n_entries >= GPUSHARE_MAX_META_ENTRIES;
   put_u16 (w, kind);
   put_u16 (w, 0);
@@ -137,6 +167,8 @@ end (Writer * w)
 
   if (w->overflow) {
     w->m->data_len = w->entry;
+    if (w->side)
+      w->side->used = w->side_entry;
     w->overflow = FALSE;
     return FALSE;
   }
@@ -213,6 +245,7 @@ write_segmentation (Writer * w, GstAnalyticsMtd * mtd)
   GstVideoMeta *vm = mask ? gst_buffer_get_video_meta (mask) : NULL;
   guint64 packed = 0;
   GstMapInfo map;
+  guint8 *dest;
   gboolean ok = FALSE;
 
   /* a mask in GPU memory is not copied through the CPU */
@@ -221,8 +254,10 @@ write_segmentation (Writer * w, GstAnalyticsMtd * mtd)
       || vm->height == 0 || !host_memory (mask))
     goto out;
   packed = (guint64) vm->width * vm->height * bpp;
+  /* inline, unless the side memory takes it */
   if (vm->stride[0] < 0 || (guint64) vm->stride[0] < (guint64) vm->width * bpp
-      || packed + 64 + 4 * n > w->m->capacity - w->m->data_len
+      || packed > G_MAXUINT32 || (packed + 64 + 4 * n > w->m->capacity -
+          w->m->data_len && (!w->side || packed > w->side->size))
       || !gst_buffer_map (mask, &map, GST_MAP_READ))
     goto out;
   if ((guint64) vm->offset[0] + (guint64) vm->stride[0] * (vm->height - 1) +
@@ -241,10 +276,21 @@ write_segmentation (Writer * w, GstAnalyticsMtd * mtd)
   put_u32 (w, vm->format);
   put_u32 (w, vm->width);
   put_u32 (w, vm->height);
-  put_u32 (w, (guint32) packed);
-  for (row = 0; row < vm->height; row++)
-    put (w, map.data + vm->offset[0] + (gsize) row * vm->stride[0],
-        vm->width * bpp);
+  dest = put_side (w, packed);
+  if (dest) {
+    /* rows packed, as inline */
+    if (vm->stride[0] == (gint) (vm->width * bpp))
+      memcpy (dest, map.data + vm->offset[0], packed);
+    else
+      for (row = 0; row < vm->height; row++)
+        memcpy (dest + (gsize) row * vm->width * bpp, map.data +
+            vm->offset[0] + (gsize) row * vm->stride[0], vm->width * bpp);
+  } else {
+    put_u32 (w, (guint32) packed);
+    for (row = 0; row < vm->height; row++)
+      put (w, map.data + vm->offset[0] + (gsize) row * vm->stride[0],
+          vm->width * bpp);
+  }
   patch_u32 (w, len_at, w->m->data_len - len_at - 4);
   ok = TRUE;
 unmap:
@@ -394,6 +440,7 @@ write_tensors (Writer * w, GstTensorMeta * tm)
   for (i = 0; i < tm->num_tensors && !w->overflow; i++) {
     const GstTensor *t = gst_tensor_meta_get (tm, i);
     GstMapInfo map;
+    guint8 *dest;
 
     if (!t || !t->data || t->num_dims == 0
         || t->num_dims > GPUSHARE_META_MAX_TENSOR_DIMS || !host_memory (t->data)
@@ -408,7 +455,12 @@ write_tensors (Writer * w, GstTensorMeta * tm)
     put_u32 (w, t->num_dims);
     for (d = 0; d < t->num_dims; d++)
       put_u64 (w, t->dims[d]);
-    put_bytes (w, map.data, map.size);
+    /* in the side memory where there is room, else inline */
+    dest = map.size <= G_MAXUINT32 ? put_side (w, map.size) : NULL;
+    if (dest)
+      memcpy (dest, map.data, map.size);
+    else
+      put_bytes (w, map.data, map.size);
     gst_buffer_unmap (t->data, &map);
   }
   return end (w);
@@ -562,11 +614,22 @@ gboolean
 gpushare_frame_meta_collect (GstBuffer * buf, GpuShareFrameMetas * m,
     guint * n_skipped, const gchar ** skipped_name)
 {
-  Collect c = { {m, 0, FALSE}, 0, NULL };
+  return gpushare_frame_meta_collect_side (buf, m, NULL, n_skipped,
+      skipped_name);
+}
+
+gboolean
+gpushare_frame_meta_collect_side (GstBuffer * buf, GpuShareFrameMetas * m,
+    GpuShareMetaSide * side, guint * n_skipped, const gchar ** skipped_name)
+{
+  Collect c = { {m, 0, FALSE, side, 0}, 0, NULL };
 
   debug_init ();
   m->n_entries = 0;
   m->data_len = 0;
+  m->side_len = 0;
+  if (side)
+    side->used = 0;
   gst_buffer_foreach_meta (buf, collect_one, &c);
   if (n_skipped)
     *n_skipped = c.n_skipped;
@@ -584,6 +647,9 @@ typedef struct
   gsize len;
   gsize at;
   const gchar *bad;             /* what did not parse */
+  /* the frame's side memory (its data NULL while only checking), or NULL:
+   * none, and a payload said to be there does not parse */
+  const GpuShareMetaSide *side;
 } Reader;
 
 static gboolean
@@ -648,6 +714,56 @@ get_bytes (Reader * r, guint32 * len, const gchar * what)
   return p;
 }
 
+/* A payload (a mask's pixels, a tensor's data): inline, a byte string, or
+ * in the frame's side memory (GPUSHARE_META_IN_SIDE, its offset and
+ * length), all of it inside the region of the frame's slot.  *in_side
+ * says which.  NULL when it does not parse, or while only checking a
+ * payload in the side memory. */
+static const guint8 *
+get_payload (Reader * r, guint32 * len, gboolean * in_side, const gchar * what)
+{
+  guint32 n = get_u32 (r, what);
+  guint64 at, plen;
+  const guint8 *p;
+
+  *in_side = FALSE;
+  *len = 0;
+  if (r->bad)
+    return NULL;
+  if (n != GPUSHARE_META_IN_SIDE) {
+    *len = n;
+    p = r->p + r->at;
+    return take (r, NULL, n, what) ? p : NULL;
+  }
+  at = get_u64 (r, what);
+  plen = get_u64 (r, what);
+  if (!r->bad && (!r->side || plen == 0 || plen >= GPUSHARE_META_IN_SIDE
+          || at > r->side->size || plen > r->side->size - at))
+    r->bad = what;
+  if (r->bad)
+    return NULL;
+  *len = (guint32) plen;
+  *in_side = TRUE;
+  return r->side->data ? r->side->data + at : NULL;
+}
+
+#if HAVE_GST_ANALYTICS
+/* a consumer's buffer of a payload: the side memory in place, keeping what
+ * holds it, where it may; otherwise a copy */
+static GstBuffer *
+payload_buffer (const Reader * r, const guint8 * p, guint32 len,
+    gboolean in_side)
+{
+  const GpuShareMetaSide *side = r->side;
+
+  if (in_side && side->hold)
+    return gst_buffer_new_wrapped_full (GST_MEMORY_FLAG_READONLY,
+        (gpointer) p, len, 0, len, side->ref_func (side->hold),
+        side->unref_func);
+  return gst_buffer_new_memdup (p, len);
+}
+#endif
+
 /* a string, copied and NUL-terminated; NULL when it does not parse */
 static gchar *
 get_str (Reader * r, const gchar * what)
@@ -673,7 +789,8 @@ typedef struct
 
 /* the entries of metas whose chain was checked */
 static gboolean
-next_entry (const GpuShareFrameMetas * m, gsize * at, Entry * e)
+next_entry (const GpuShareFrameMetas * m, const GpuShareMetaSide * side,
+    gsize * at, Entry * e)
 {
   guint16 kind;
   guint32 len;
@@ -691,6 +808,7 @@ next_entry (const GpuShareFrameMetas * m, gsize * at, Entry * e)
   e->body.len = len;
   e->body.at = 0;
   e->body.bad = NULL;
+  e->body.side = side;
   *at += len;
   return TRUE;
 }
@@ -758,7 +876,7 @@ read_analytics (Reader * r, gpointer rmeta, guint * n_left_out)
   for (i = 0; i < n && !r->bad; i++) {
     gchar *type = get_str (r, "analytics mtd type");
     guint32 len = get_u32 (r, "analytics mtd length");
-    Reader b = { NULL, 0, 0, NULL };
+    Reader b = { NULL, 0, 0, NULL, r->side };
     gboolean added = FALSE;
 
     new_id[i] = -1;
@@ -865,8 +983,9 @@ read_analytics (Reader * r, gpointer rmeta, guint * n_left_out)
       gint32 y = (gint32) get_u32 (&b, "segmentation location");
       guint32 mw = get_u32 (&b, "segmentation location");
       guint32 mh = get_u32 (&b, "segmentation location");
-      const guint8 *bytes;
-      guint32 mask_len, bpp;
+      const guint8 *bytes = NULL;
+      guint32 mask_len = 0, bpp;
+      gboolean in_side = FALSE;
 
       k = get_u32 (&b, "segmentation region count");
       if (!b.bad && k > GPUSHARE_META_MAX_REGIONS)
@@ -881,13 +1000,13 @@ read_analytics (Reader * r, gpointer rmeta, guint * n_left_out)
         b.bad = "segmentation mask format";
       /* the bytes the mask's size makes, and no other count, before
        * anything is allocated for it */
-      bytes = get_bytes (&b, &mask_len, "segmentation mask");
+      bytes = get_payload (&b, &mask_len, &in_side, "segmentation mask");
       if (!b.bad && (width == 0 || height == 0
               || (guint64) width * height * bpp != mask_len))
         b.bad = "segmentation mask size";
 #if GST_CHECK_VERSION(1, 26, 0)
       if (!b.bad && rmeta) {
-        GstBuffer *mask = gst_buffer_new_memdup (bytes, mask_len);
+        GstBuffer *mask = payload_buffer (&b, bytes, mask_len, in_side);
         gsize offset[GST_VIDEO_MAX_PLANES] = { 0, };
         gint stride[GST_VIDEO_MAX_PLANES] = { (gint) (width * bpp), };
         GstAnalyticsSegmentationMtd mtd;
@@ -911,6 +1030,7 @@ read_analytics (Reader * r, gpointer rmeta, guint * n_left_out)
       (void) mw;
       (void) mh;
       (void) bytes;
+      (void) in_side;
 #endif
     }
     /* a newer producer may add fields at the end of a body: not read */
@@ -975,6 +1095,7 @@ read_tensors (Reader * r, gpointer tm)
     guint64 dims[GPUSHARE_META_MAX_TENSOR_DIMS], elems = 1, bytes = 0;
     const guint8 *data;
     guint32 len;
+    gboolean in_side = FALSE;
     guint d;
 
     /* CONTIGUOUS; ROW_MAJOR or COL_MAJOR */
@@ -993,7 +1114,7 @@ read_tensors (Reader * r, gpointer tm)
     if (!r->bad && (!g_uint64_checked_mul (&bytes, elems, tensor_bits (type))
             || (bytes = bytes / 8 + (bytes % 8 != 0)) > G_MAXUINT32))
       r->bad = "tensor dims";
-    data = get_bytes (r, &len, "tensor data");
+    data = get_payload (r, &len, &in_side, "tensor data");
     if (!r->bad && len != bytes)
       r->bad = "tensor data";
 #if HAVE_GST_ANALYTICS && GST_CHECK_VERSION(1, 26, 0)
@@ -1006,11 +1127,12 @@ read_tensors (Reader * r, gpointer tm)
       ok = q != 0;
       if (ok)
         tensors[k++] = gst_tensor_new_simple (q, type,
-            gst_buffer_new_memdup (data, len), order, nd, sdims);
+            payload_buffer (r, data, len, in_side), order, nd, sdims);
     }
 #else
     (void) data;
     (void) tensors;
+    (void) in_side;
 #endif
     g_free (id);
   }
@@ -1107,6 +1229,14 @@ read_body (Entry * e, Body * b, gboolean * known)
 gboolean
 gpushare_frame_meta_check (const GpuShareFrameMetas * m, gchar ** why)
 {
+  return gpushare_frame_meta_check_side (m, 0, why);
+}
+
+gboolean
+gpushare_frame_meta_check_side (const GpuShareFrameMetas * m,
+    gsize side_size, gchar ** why)
+{
+  GpuShareMetaSide side = { NULL, side_size, 0, NULL, NULL, NULL };
   gsize at = 0;
   guint i;
 
@@ -1123,7 +1253,7 @@ gpushare_frame_meta_check (const GpuShareFrameMetas * m, gchar ** why)
     Entry e;
     Body b;
 
-    if (!next_entry (m, &at, &e)) {
+    if (!next_entry (m, side_size ? &side : NULL, &at, &e)) {
       if (why)
         *why = g_strdup_printf ("META entry %u of %u is cut short", i,
             m->n_entries);
@@ -1233,7 +1363,8 @@ afd_ok (guint32 field, guint32 spec, guint32 afd)
 }
 
 static gboolean
-add_meta (GstBuffer * buf, guint kind, Body * b, guint * n_left_out)
+add_meta (GstBuffer * buf, guint kind, Body * b,
+    const GpuShareMetaSide * side, guint * n_left_out)
 {
   guint i;
 
@@ -1307,7 +1438,7 @@ add_meta (GstBuffer * buf, guint kind, Body * b, guint * n_left_out)
     }
     case GPUSHARE_META_ANALYTICS:{
 #if HAVE_GST_ANALYTICS
-      Reader r = { b->bytes, b->n_bytes, 0, NULL }, head = r;
+      Reader r = { b->bytes, b->n_bytes, 0, NULL, side }, head = r;
       guint32 n_mtds = get_u32 (&head, "analytics mtd count");
       /* made as large as its mtds need at once (their count, checked to be
        * at most GPUSHARE_META_MAX_MTDS, and about the bytes of their
@@ -1331,7 +1462,7 @@ add_meta (GstBuffer * buf, guint kind, Body * b, guint * n_left_out)
     }
     case GPUSHARE_META_TENSORS:{
 #if HAVE_GST_ANALYTICS && GST_CHECK_VERSION(1, 26, 0)
-      Reader r = { b->bytes, b->n_bytes, 0, NULL };
+      Reader r = { b->bytes, b->n_bytes, 0, NULL, side };
       GstTensorMeta *tm;
 
       if (gst_buffer_get_tensor_meta (buf))
@@ -1365,6 +1496,13 @@ guint
 gpushare_frame_meta_apply (const GpuShareFrameMetas * m, GstBuffer * buf,
     guint * n_dropped)
 {
+  return gpushare_frame_meta_apply_side (m, buf, NULL, n_dropped);
+}
+
+guint
+gpushare_frame_meta_apply_side (const GpuShareFrameMetas * m, GstBuffer * buf,
+    const GpuShareMetaSide * side, guint * n_dropped)
+{
   gsize at = 0;
   guint i, added = 0, dropped = 0, left_out = 0;
 
@@ -1374,10 +1512,10 @@ gpushare_frame_meta_apply (const GpuShareFrameMetas * m, GstBuffer * buf,
     Entry e;
     Body b;
 
-    if (!next_entry (m, &at, &e))
+    if (!next_entry (m, side && side->data ? side : NULL, &at, &e))
       break;
     if (read_body (&e, &b, &known) && known
-        && add_meta (buf, e.kind, &b, &left_out)) {
+        && add_meta (buf, e.kind, &b, e.body.side, &left_out)) {
       added++;
     } else {
       dropped++;

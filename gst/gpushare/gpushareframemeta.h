@@ -76,6 +76,9 @@ typedef enum
 #define GPUSHARE_META_MAX_TENSOR_DIMS 8
 /* regions of one segmentation mtd (1.26) */
 #define GPUSHARE_META_MAX_REGIONS 256
+/* a payload's length that says it lies in the side memory, where its
+ * offset and length (64 bits each) follow */
+#define GPUSHARE_META_IN_SIDE G_MAXUINT32
 
 /* mtds, classes of a classification mtd and relations in one analytics
  * entry, at most (docs/security.md, "Bounds") */
@@ -86,6 +89,22 @@ typedef enum
  * for its peers, for the process's life: GQuarks are never freed */
 #define GPUSHARE_META_MAX_PEER_QUARKS 4096
 
+/* The side memory of a frame's slot (docs/protocol.md, "Side memory"):
+ * where the large payloads of its metas go (segmentation masks, tensor
+ * data), once for every consumer, read in place */
+typedef struct
+{
+  guint8 *data;                 /* the region of the frame's slot; NULL
+                                 * while a consumer only checks */
+  gsize size;                   /* bytes of it */
+  gsize used;                   /* producer: bytes written so far */
+  /* consumer: a payload read in place holds hold (ref_func) until its
+   * memory is freed (unref_func); NULL: payloads are copied */
+  gpointer hold;
+  gpointer (*ref_func) (gpointer hold);
+  GDestroyNotify unref_func;
+} GpuShareMetaSide;
+
 /* Producer: the metas of buf that travel, into m (sequence left to the
  * caller), up to its capacity.  FALSE when there is none (nothing to send).  *n_skipped:
  * metas of buf that could not be written (GstVideoMeta, which the layout
@@ -93,11 +112,20 @@ typedef enum
  * the caller wants it (static). */
 gboolean gpushare_frame_meta_collect (GstBuffer * buf, GpuShareFrameMetas * m,
     guint * n_skipped, const gchar ** skipped_name);
+/* the same, with the payloads in side (NULL: none) where they fit; m's
+ * side_len says how much of it they took */
+gboolean gpushare_frame_meta_collect_side (GstBuffer * buf,
+    GpuShareFrameMetas * m, GpuShareMetaSide * side, guint * n_skipped,
+    const gchar ** skipped_name);
 
 /* Consumer, at receipt: the entries chain, and every entry of a known kind
  * parses.  On failure
  * *why says which and what (free it). */
 gboolean gpushare_frame_meta_check (const GpuShareFrameMetas * m, gchar ** why);
+/* the same, where the frame's slot has side_size bytes of side memory
+ * (0: none): a payload there lies inside it */
+gboolean gpushare_frame_meta_check_side (const GpuShareFrameMetas * m,
+    gsize side_size, gchar ** why);
 /* the same of a META's metas */
 gboolean gpushare_frame_meta_check_meta (const GpuShareMeta * meta,
     gchar ** why);
@@ -108,6 +136,10 @@ gboolean gpushare_frame_meta_check_meta (const GpuShareMeta * meta,
  * registrations allowed). */
 guint gpushare_frame_meta_apply (const GpuShareFrameMetas * m, GstBuffer * buf,
     guint * n_dropped);
+/* the same, the payloads in side (the region of the frame's slot, or NULL)
+ * read in place or copied, as side says */
+guint gpushare_frame_meta_apply_side (const GpuShareFrameMetas * m,
+    GstBuffer * buf, const GpuShareMetaSide * side, guint * n_dropped);
 
 G_END_DECLS
 

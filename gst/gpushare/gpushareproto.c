@@ -197,7 +197,8 @@ WIRE_AT (GpuShareWireAccept, reason_len, 48);
 WIRE_AT (GpuShareWireAccept, reserved, 52);
 
 /* SLOTS, producer -> consumer, with n_slots fds for VMM and system memory,
- * then n_sync_fds.  48 bytes,
+ * then n_sync_fds, then the side memory's fd when side_pages is not 0.
+ * 48 bytes,
  * then n_handles * 64 bytes of opaque CUDA handles: a memory handle per
  * slot for legacy and fabric memory, then the event handles.
  *
@@ -211,7 +212,8 @@ WIRE_AT (GpuShareWireAccept, reserved, 52);
  *    32    8 sync_size        bytes of the semaphore block
  *    40    4 n_handles        n_slots for legacy and fabric memory, plus
  *                             2 * n_slots with SYNC_EVENT
- *    44    4 reserved         0 when sent, ignored when received
+ *    44    4 side_pages       since minor 10: each slot's side memory, in
+ *                             4096-byte pages; 0: none (and no fd)
  */
 typedef struct
 {
@@ -223,7 +225,7 @@ typedef struct
   guint32 n_sync_fds;
   guint64 sync_size;
   guint32 n_handles;
-  guint32 reserved;
+  guint32 side_pages;
 } GpuShareWireSlots;
 
 G_STATIC_ASSERT (sizeof (GpuShareWireSlots) == 48);
@@ -235,7 +237,7 @@ WIRE_AT (GpuShareWireSlots, sync_mode, 24);
 WIRE_AT (GpuShareWireSlots, n_sync_fds, 28);
 WIRE_AT (GpuShareWireSlots, sync_size, 32);
 WIRE_AT (GpuShareWireSlots, n_handles, 40);
-WIRE_AT (GpuShareWireSlots, reserved, 44);
+WIRE_AT (GpuShareWireSlots, side_pages, 44);
 
 /* MAPPED and UNMAPPED (since minor 2), consumer -> producer.  8 bytes.
  *
@@ -625,7 +627,7 @@ G_STATIC_ASSERT (sizeof (GpuShareWireCaps) + GPUSHARE_MAX_CAPS_LEN <=
 G_STATIC_ASSERT (sizeof (GpuShareWireError) + GPUSHARE_MAX_TEXT_LEN <=
     GPUSHARE_MAX_PAYLOAD);
 /* a slot's fd each, and the semaphore block's */
-G_STATIC_ASSERT (GPUSHARE_MAX_SLOTS + 1 <= GPUSHARE_MAX_FDS);
+G_STATIC_ASSERT (GPUSHARE_MAX_SLOTS + 2 <= GPUSHARE_MAX_FDS);
 
 /* Little-endian accessors.  memcpy, not a cast: p may be unaligned. */
 
@@ -840,6 +842,8 @@ check_slots (const GpuShareSlots * s, guint32 n_fds)
     return GPUSHARE_PARSE_MALFORMED;
   if (s->n_handles != slot_handles (s) + (s->sync_mode == GPUSHARE_SYNC_EVENT ?
           2 * s->n_slots : 0))
+    return GPUSHARE_PARSE_MALFORMED;
+  if (s->side_pages > GPUSHARE_MAX_SIDE_PAGES)
     return GPUSHARE_PARSE_MALFORMED;
   /* one fd per slot (unless its memory travels as handles) and the
    * block's, no more, no fewer: a mismatch would leave a slot without
@@ -1193,6 +1197,7 @@ parse_slots (const guint8 * p, gsize len, GpuShareMsg * msg)
   s->n_sync_fds = RD32 (p, GpuShareWireSlots, n_sync_fds);
   s->sync_size = RD64 (p, GpuShareWireSlots, sync_size);
   s->n_handles = RD32 (p, GpuShareWireSlots, n_handles);
+  s->side_pages = RD32 (p, GpuShareWireSlots, side_pages);
   if (s->n_handles > GPUSHARE_MAX_HANDLES)
     return GPUSHARE_PARSE_MALFORMED;
   if (len - var < (gsize) s->n_handles * GPUSHARE_EVENT_HANDLE_SIZE)
@@ -1603,7 +1608,7 @@ gpushare_msg_build_slots (const GpuShareSlots * s, guint32 n_fds,
   WR32 (p, GpuShareWireSlots, n_sync_fds, s->n_sync_fds);
   WR64 (p, GpuShareWireSlots, sync_size, s->sync_size);
   WR32 (p, GpuShareWireSlots, n_handles, s->n_handles);
-  WR32 (p, GpuShareWireSlots, reserved, 0);
+  WR32 (p, GpuShareWireSlots, side_pages, s->side_pages);
   memcpy (p + var, s->handles, handles);
   return TRUE;
 }
@@ -2418,7 +2423,8 @@ gpushare_mem_type_is_host (guint32 type)
 guint
 gpushare_slots_fd_count (const GpuShareSlots * s)
 {
-  return (slot_handles (s) ? 0 : s->n_slots) + s->n_sync_fds;
+  return (slot_handles (s) ? 0 : s->n_slots) + s->n_sync_fds +
+      (s->side_pages ? 1 : 0);
 }
 
 guint

@@ -60,7 +60,7 @@ G_BEGIN_DECLS
 
 #define GPUSHARE_MAGIC 0x48535047u      /* "GPSH" as little-endian bytes */
 #define GPUSHARE_VERSION_MAJOR 1
-#define GPUSHARE_VERSION_MINOR 9
+#define GPUSHARE_VERSION_MINOR 10
 
 /* The minor version that added each feature.  A minor only adds (new
  * types, longer payloads, meaning for bits that were 0), so a feature
@@ -87,11 +87,17 @@ G_BEGIN_DECLS
                                          * counts for its heartbeat */
 #define GPUSHARE_MINOR_LANE_METAS 9     /* a frame's metas in its lane's
                                          * meta region */
+#define GPUSHARE_MINOR_SIDE 10          /* SLOTS's side memory, where
+                                         * metas' large payloads go */
 
 #define GPUSHARE_HEADER_SIZE 24
 /* caps, checked before anything is allocated or copied */
 #define GPUSHARE_MAX_PAYLOAD (16 * 1024)
-#define GPUSHARE_MAX_FDS 65             /* per message: slots + 1 sync */
+#define GPUSHARE_MAX_FDS 66             /* per message: slots + 1 sync +
+                                         * 1 side memory */
+/* side memory (SLOTS, since minor 10): its unit, and a slot's at most */
+#define GPUSHARE_SIDE_PAGE 4096
+#define GPUSHARE_MAX_SIDE_PAGES (64 * 1024 * 1024 / GPUSHARE_SIDE_PAGE)
 #define GPUSHARE_MAX_SLOTS 64           /* ring size */
 #define GPUSHARE_MAX_HOLDERS_WIRE 64    /* consumers of one producer */
 #define GPUSHARE_MAX_PLANES 4
@@ -356,6 +362,9 @@ typedef struct
                                  * for legacy and fabric memory, then with
                                  * SYNC_EVENT n_slots ready and n_slots
                                  * done events */
+  guint32 side_pages;           /* since minor 10: each slot's side memory
+                                 * (GPUSHARE_SIDE_PAGE bytes each), the last
+                                 * fd; 0: none */
   guint8 handles[GPUSHARE_MAX_HANDLES][GPUSHARE_HANDLE_SIZE];
 } GpuShareSlots;
 
@@ -572,6 +581,9 @@ typedef struct
   guint64 sequence;
   guint32 n_entries;
   guint32 data_len;             /* <= capacity */
+  /* producer: bytes of the frame's side memory its payloads took (0:
+   * none; only a consumer that has the side memory can read them) */
+  gsize side_len;
   gsize capacity;
   guint8 *data;                 /* capacity bytes, after the struct */
 } GpuShareFrameMetas;

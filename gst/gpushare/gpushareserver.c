@@ -8,6 +8,7 @@
 #endif
 
 #include "gpushareserver.h"
+#include "gpushareside.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -133,6 +134,9 @@ typedef struct
   gboolean lane_failed;         /* its releases in the lane did not read */
   gboolean heads_up;            /* it asked for heads-up in its lane */
   gboolean lane_metas;          /* and a meta region (since minor 9) */
+  /* its last SLOTS gave it the side memory of its epoch (since minor 10):
+   * it reads the payloads of the metas there */
+  gboolean side;
 } Client;
 
 struct _GpuShareServer
@@ -195,6 +199,10 @@ struct _GpuShareServer
   /* ring-size 0: the ring grows with the consumers of a leaky stream */
   gboolean ring_auto;
   GpuShareXferRing *system;     /* the system ring of this epoch */
+  /* its side memory, where the metas' large payloads go (NULL: none), and
+   * each slot's pages of it, asked for at the caps (0: none) */
+  GpuShareSide *side;
+  guint32 side_pages;
   gboolean have_layout;
   GpuShareLayout layout;
   gboolean live;
@@ -803,6 +811,7 @@ send_slots (GpuShareServer * self, Client * client)
   GpuShareXferRing *ring = NULL, *had = NULL;
   guint64 epoch = self->epoch;
   gboolean ok;
+  gint side_fd = -1;
 
   /* GPU slots are device work, maybe for many consumers in a row on this
    * thread: the peers of all its connections hear from it meanwhile */
@@ -864,6 +873,21 @@ send_slots (GpuShareServer * self, Client * client)
       self->ring_holders[t] = gpushare_holders_new ();
     gpushare_holders_add (self->ring_holders[t], client->id, client->pid,
         client->pidfd);
+  }
+  /* the side memory of the epoch, last, to a consumer that knows it; one
+   * that cannot have it reads the payloads inline (or not at all) */
+  client->side = FALSE;
+  if (self->side && client->minor >= GPUSHARE_MINOR_SIDE) {
+    side_fd = gpushare_side_export (self->side, &error);
+    if (side_fd >= 0) {
+      fds[n_fds++] = side_fd;
+      slots->side_pages = gpushare_side_pages (self->side);
+      client->side = TRUE;
+    } else {
+      GST_WARNING_OBJECT (self->log_object, "client %u: no side memory: %s",
+          client->id, error->message);
+      g_clear_error (&error);
+    }
   }
   ok = gpushare_conn_send_slots (client->conn, slots, fds, n_fds);
   g_free (slots);
@@ -2284,6 +2308,7 @@ gpushare_server_stop (GpuShareServer * self)
   g_mutex_lock (&self->lock);
   rings[0] = self->system;
   self->system = NULL;
+  g_clear_pointer (&self->side, gpushare_side_unref);
   for (i = 0; i < GPUSHARE_MEM_N_TYPES; i++) {
     rings[i + 1] = self->rings[i];
     self->rings[i] = NULL;
@@ -2360,11 +2385,33 @@ announce_layout (GpuShareServer * self, gboolean new_ring)
   }
 }
 
+/* The side memory of a new ring of n_slots (NULL: none asked for).  A
+ * producer that cannot make it goes on without: the payloads go inline,
+ * where they fit. */
+static GpuShareSide *
+make_side (GpuShareServer * self, guint n_slots, guint32 pages)
+{
+  GError *error = NULL;
+  GpuShareSide *side;
+
+  if (pages == 0)
+    return NULL;
+  side = gpushare_side_new (n_slots, pages, &error);
+  if (!side) {
+    GST_WARNING_OBJECT (self->log_object, "no side memory for the metas' "
+        "payloads: %s", error->message);
+    g_clear_error (&error);
+  }
+  return side;
+}
+
 gboolean
 gpushare_server_set_format (GpuShareServer * self,
-    const GpuShareLayout * layout, guint ring_size, GError ** error)
+    const GpuShareLayout * layout, guint ring_size, guint32 side_pages,
+    GError ** error)
 {
   GpuShareXferRing *ring = NULL, *old = NULL;
+  GpuShareSide *side = NULL, *old_side = NULL;
   gboolean new_ring;
   guint64 epoch;
 
@@ -2383,6 +2430,7 @@ gpushare_server_set_format (GpuShareServer * self,
         layout->frame_size, error);
     if (!ring)
       return FALSE;
+    side = make_side (self, ring->n_slots, side_pages);
   }
 
   g_mutex_lock (&self->lock);
@@ -2391,6 +2439,9 @@ gpushare_server_set_format (GpuShareServer * self,
      * buffer from it is gone; our references go with the pool buffers */
     old = self->system;
     self->system = ring;
+    old_side = self->side;
+    self->side = side;
+    self->side_pages = side_pages;
     self->epoch = epoch;
     gpushare_ring_init (&self->ring, ring_size, self->epoch);
     GST_DEBUG_OBJECT (self->log_object, "new ring: epoch %" G_GUINT64_FORMAT
@@ -2407,6 +2458,7 @@ gpushare_server_set_format (GpuShareServer * self,
   wake_waiters (self);
   g_mutex_unlock (&self->lock);
   g_clear_pointer (&old, gpushare_xfer_ring_unref);
+  g_clear_pointer (&old_side, gpushare_side_unref);
   deliver_events (self);
   return TRUE;
 }
@@ -2675,17 +2727,24 @@ static gboolean
 replace_ring (GpuShareServer * self, guint n_slots, GError ** error)
 {
   GpuShareXferRing *ring, *old;
+  GpuShareSide *side = NULL, *old_side;
   guint old_slots = self->ring.n_slots, tainted;
+  guint32 side_pages = self->side_pages;
 
   tainted = gpushare_ring_n_tainted (&self->ring);
   g_mutex_unlock (&self->lock);
   ring = gpushare_xfer_ring_new (GPUSHARE_MEM_SYSTEM, 0, self->epoch + 1,
       n_slots, self->layout.frame_size, error);
+  if (ring)
+    side = make_side (self, n_slots, side_pages);
   g_mutex_lock (&self->lock);
   if (!ring)
     return FALSE;
   old = self->system;
   self->system = ring;
+  /* a slot's side memory is reused with the slot: the new ring's own */
+  old_side = self->side;
+  self->side = side;
   self->epoch = ring->epoch;
   gpushare_ring_init (&self->ring, n_slots, self->epoch);
   self->rings_replaced++;
@@ -2708,6 +2767,7 @@ replace_ring (GpuShareServer * self, guint n_slots, GError ** error)
   wake_waiters (self);
   g_mutex_unlock (&self->lock);
   gpushare_xfer_ring_unref (old);
+  g_clear_pointer (&old_side, gpushare_side_unref);
   g_mutex_lock (&self->lock);
   return TRUE;
 }
@@ -2759,6 +2819,7 @@ frame_clear (GpuShareServer * self, GpuShareServerFrame * frame)
 
   g_clear_pointer (&frame->system, gpushare_xfer_ring_unref);
   g_clear_pointer (&frame->staged, gpushare_xfer_ring_unref);
+  g_clear_pointer (&frame->side, gpushare_side_unref);
   frame->device_wait_us = frame->device_spin_us = 0;
   for (i = 0; i < frame->n_rings; i++) {
     gpushare_xfer_ring_take_waits (frame->rings[i], &frame->device_wait_us,
@@ -2766,6 +2827,26 @@ frame_clear (GpuShareServer * self, GpuShareServerFrame * frame)
     g_clear_pointer (&frame->rings[i], gpushare_xfer_ring_unref);
   }
   frame->n_rings = 0;
+}
+
+/* lock held: the payloads of this epoch's frames may go to its side
+ * memory, every consumer that has its slots having it too (one that
+ * cannot, of an older minor, takes them inline) */
+static gboolean
+side_for_all (GpuShareServer * self)
+{
+  guint i;
+
+  if (!self->side)
+    return FALSE;
+  for (i = 0; i < MAX_CLIENTS; i++) {
+    Client *c = self->clients[i];
+
+    if (c && (c->state == CLIENT_EXPORTED || c->state == CLIENT_READY)
+        && !c->side)
+      return FALSE;
+  }
+  return TRUE;
 }
 
 GpuShareServerResult
@@ -2941,6 +3022,8 @@ again:
    * consumer takes to wake up, so the wake-up runs beside it */
   if (gpu_buffer && !frame->in_place && frame->n_rings > 0)
     announce_frame (self, need_gpu);
+  if (side_for_all (self))
+    frame->side = gpushare_side_ref (self->side);
   g_mutex_unlock (&self->lock);
   return GPUSHARE_SERVER_OK;
 
@@ -3137,6 +3220,16 @@ gpushare_server_end_frame (GpuShareServer * self,
       c = self->clients[i];
       if (!c || c->id != sent_id[i]) {
         /* gone meanwhile; its slots went with it */
+        continue;
+      }
+      /* payloads in the side memory, to a consumer that got none (it
+       * came between the start of this frame and now): without them */
+      if (meta && meta->side_len && !c->side) {
+        metas_not_sent (self, c, meta, meta->n_entries);
+        if (c->lane)
+          lane_frame (self, c, &f, NULL);
+        else if (gpushare_conn_send_frame (c->conn, &f))
+          c->frames_sent++;
         continue;
       }
       /* the frame's metas beside it in the lane's meta region, where it

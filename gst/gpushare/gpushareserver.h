@@ -144,6 +144,9 @@ typedef struct
    * since the last frame, in microseconds, and the part spent spinning */
   guint64 device_wait_us;
   guint64 device_spin_us;
+  /* the ring's side memory, where the frame's metas may put their
+   * payloads (the region of slot), or NULL; a reference */
+  struct _GpuShareSide *side;
 } GpuShareServerFrame;
 
 /* a slot upstream holds from our pool */
@@ -222,8 +225,11 @@ gboolean gpushare_server_gpu_ok (GpuShareServer * server);
  * slots; consumers get the caps (and the slots) before the next frame.
  * ring_size 0: GPUSHARE_RING_DEFAULT_SLOTS, grown as a leaky stream's
  * consumers need (gpushare_ring_auto_slots ()). */
+/* side_pages: each slot's side memory, in GPUSHARE_SIDE_PAGE pages (0:
+ * none), for a new ring */
 gboolean gpushare_server_set_format (GpuShareServer * server,
-    const GpuShareLayout * layout, guint ring_size, GError ** error);
+    const GpuShareLayout * layout, guint ring_size, guint32 side_pages,
+    GError ** error);
 void gpushare_server_set_live (GpuShareServer * server, gboolean live,
     guint64 latency);
 gboolean gpushare_server_is_live (GpuShareServer * server);

@@ -34,17 +34,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Linux 5.1; older C library headers lack it */
-#ifndef F_SEAL_FUTURE_WRITE
-#define F_SEAL_FUTURE_WRITE 0x0010
-#endif
-
-#define REQUIRED_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
-/* either one keeps a consumer from writing; F_SEAL_WRITE would keep the
- * producer out too (it needs no writable mapping to exist), so ours carry
- * F_SEAL_FUTURE_WRITE */
-#define WRITE_SEALS (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE)
-
 typedef struct
 {
   GpuShareXferRing parent;
@@ -73,7 +62,6 @@ sys_ring_new (gint device, GpuShareMemType type, guint64 epoch,
   SysRing *self = g_new0 (SysRing, 1);
   GpuShareXferRing *ring = &self->parent;
   guint i;
-  int err;
 
   ring->n_slots = n_slots;
   ring->slot_size = gpushare_round_up (frame_size,
@@ -81,76 +69,15 @@ sys_ring_new (gint device, GpuShareMemType type, guint64 epoch,
   for (i = 0; i < GPUSHARE_MAX_SLOTS; i++)
     self->fds[i] = -1;
   for (i = 0; i < n_slots; i++) {
-    gint fd = memfd_create ("gpushare-slot", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-    gpointer data;
-
-    if (fd < 0)
-      goto failed;
-    self->fds[i] = fd;
-    if (ftruncate (fd, ring->slot_size) < 0)
-      goto failed;
-    if (fcntl (fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) < 0)
-      goto failed;
-    /* MAP_POPULATE: every page of the slot is allocated and mapped now,
-     * while the caps are set, and not one page fault at a time while the
-     * first frames are written (thousands of faults for one 4K frame) */
-    data = mmap (NULL, ring->slot_size, PROT_READ | PROT_WRITE,
-        MAP_SHARED | MAP_POPULATE, fd, 0);
-    if (data == MAP_FAILED)
-      goto failed;
-    ring->data[i] = data;
-    /* Only now, with the producer's writable mapping in place: the seal
-     * refuses every later way in for writing, ours included.  Then
-     * F_SEAL_SEAL: nobody may lift or add seals later.  A kernel that
-     * does not know the seal refuses it (EINVAL): never a writable ring. */
-    if (fcntl (fd, F_ADD_SEALS, F_SEAL_FUTURE_WRITE) < 0)
-      goto no_write_seal;
-    if (fcntl (fd, F_ADD_SEALS, F_SEAL_SEAL) < 0)
-      goto failed;
+    self->fds[i] = gpushare_memfd_new ("gpushare-slot", ring->slot_size, TRUE,
+        TRUE, &ring->data[i], "slot", GPUSHARE_XFER_ERROR,
+        GPUSHARE_XFER_ERROR_RESOURCE, error);
+    if (self->fds[i] < 0) {
+      sys_ring_free (ring);
+      return NULL;
+    }
   }
   return ring;
-
-failed:
-  err = errno;
-  g_set_error (error, GPUSHARE_XFER_ERROR, GPUSHARE_XFER_ERROR_RESOURCE,
-      "could not allocate a %" G_GSIZE_FORMAT "-byte memfd slot: %s",
-      ring->slot_size, g_strerror (err));
-  sys_ring_free (ring);
-  return NULL;
-no_write_seal:
-  err = errno;
-  g_set_error (error, GPUSHARE_XFER_ERROR, GPUSHARE_XFER_ERROR_RESOURCE,
-      "could not seal a memfd slot against consumers' writes "
-      "(F_SEAL_FUTURE_WRITE needs Linux 5.1 or later): %s", g_strerror (err));
-  sys_ring_free (ring);
-  return NULL;
-}
-
-/* A consumer gets the slot opened anew, read-only: write (), ftruncate ()
- * and writable mappings of its file fail before any seal is consulted, and
- * the write-capable file stays with the producer.  This is
- * the second line, not the first: memfds are mode 0777, so whoever holds
- * any fd of one can open it again read-write through /proc/<pid>/fd, and
- * only the seal stops that one.  So where /proc cannot be read (a sandbox
- * without it), a duplicate of our fd goes, as sealed as the reopened one
- * would be. */
-static gint
-export_slot (SysRing * self, guint slot, GError ** error)
-{
-  gchar path[64];
-  gint fd;
-
-  g_snprintf (path, sizeof (path), "/proc/self/fd/%d", self->fds[slot]);
-  fd = open (path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    fd = fcntl (self->fds[slot], F_DUPFD_CLOEXEC, 3);
-  if (fd < 0) {
-    int err = errno;
-
-    g_set_error (error, GPUSHARE_XFER_ERROR, GPUSHARE_XFER_ERROR_RESOURCE,
-        "could not duplicate a slot descriptor: %s", g_strerror (err));
-  }
-  return fd;
 }
 
 static gboolean
@@ -160,7 +87,9 @@ sys_export (GpuShareXferRing * ring, guint index, GpuShareSlots * slots,
   guint i;
 
   for (i = 0; i < ring->n_slots; i++) {
-    fds[i] = export_slot ((SysRing *) ring, i, error);
+    /* opened anew, read-only (gpushare_memfd_reopen_read_only ()) */
+    fds[i] = gpushare_memfd_reopen_read_only (((SysRing *) ring)->fds[i],
+        "slot", GPUSHARE_XFER_ERROR, GPUSHARE_XFER_ERROR_RESOURCE, error);
     if (fds[i] < 0) {
       gpushare_close_fds (fds, i);
       return FALSE;
@@ -214,63 +143,6 @@ sys_view_free (GpuShareXferView * view)
   g_free (view);
 }
 
-/* *allocated: every page of the slot exists already (a slot of ours, see
- * sys_ring_new ()), so that mapping it in full takes no memory */
-static gboolean
-check_fd (gint fd, gsize slot_size, gboolean * allocated, GError ** error)
-{
-  struct stat st;
-  gpointer probe;
-  gint seals;
-  const gchar *why = NULL;
-
-  if (fstat (fd, &st) < 0 || !S_ISREG (st.st_mode)) {
-    why = "slot descriptor is not a regular memory file";
-    goto refused;
-  }
-  seals = fcntl (fd, F_GET_SEALS);
-  if (seals < 0 || (seals & REQUIRED_SEALS) != REQUIRED_SEALS) {
-    why = "slot is not sealed against shrinking and growing";
-    goto refused;
-  }
-  /* a slot this consumer could write, any other consumer could too: what
-   * they read would be whatever the last of them wrote */
-  if (!(seals & WRITE_SEALS)) {
-    why = "slot is writable: not sealed against writes "
-        "(F_SEAL_FUTURE_WRITE)";
-    goto refused;
-  }
-  /* sealed: the size (and the pages allocated: no hole can be punched
-   * after the write seal) looked at now are those for the mapping's
-   * lifetime; looked at before the seals, they could change in between */
-  if (fstat (fd, &st) < 0) {
-    why = "slot descriptor cannot be looked at";
-    goto refused;
-  }
-  *allocated = (guint64) st.st_blocks * 512 >= (guint64) st.st_size;
-  if ((guint64) st.st_size != (guint64) slot_size) {
-    g_set_error (error, GPUSHARE_XFER_ERROR, GPUSHARE_XFER_ERROR_RESOURCE,
-        "slot is %" G_GUINT64_FORMAT " bytes, announced %" G_GSIZE_FORMAT,
-        (guint64) st.st_size, slot_size);
-    return FALSE;
-  }
-  /* the seals say so; the kernel must agree.  Mapping touches no page:
-   * this costs an address range for a moment, nothing more. */
-  probe = mmap (NULL, slot_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (probe != MAP_FAILED) {
-    munmap (probe, slot_size);
-    why = "slot is writable: the kernel let this consumer map it for "
-        "writing";
-    goto refused;
-  }
-  return TRUE;
-
-refused:
-  g_set_error_literal (error, GPUSHARE_XFER_ERROR,
-      GPUSHARE_XFER_ERROR_RESOURCE, why);
-  return FALSE;
-}
-
 static GpuShareXferView *
 sys_view_new (gint device, const GpuShareSlots * s, gint * fds, GError ** error)
 {
@@ -284,7 +156,10 @@ sys_view_new (gint device, const GpuShareSlots * s, gint * fds, GError ** error)
     gboolean allocated;
     gpointer data;
 
-    if (!check_fd (fds[i], s->slot_size, &allocated, error))
+    /* allocated: every page of the slot exists already (a slot of ours,
+     * see sys_ring_new ()), so that mapping it in full takes no memory */
+    if (!gpushare_memfd_check_read_only (fds[i], s->slot_size, &allocated,
+            "slot", GPUSHARE_XFER_ERROR, GPUSHARE_XFER_ERROR_RESOURCE, error))
       goto failed;
     /* Mapped in full now, at the handshake, not by faults on the first
      * frames read, where the producer allocated every page: a read fault

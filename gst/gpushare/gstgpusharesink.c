@@ -37,6 +37,7 @@
 #endif
 
 #include "gstgpusharesink.h"
+#include "gpushareside.h"
 
 #include <string.h>
 #include <time.h>
@@ -64,6 +65,8 @@ GST_DEBUG_CATEGORY_STATIC (gst_gpu_share_sink_debug);
 #define DEFAULT_HANDSHAKE_TIMEOUT 5000  /* ms */
 #define DEFAULT_MAX_PENDING 8
 #define DEFAULT_HEARTBEAT_INTERVAL 1000 /* ms */
+/* room for a 16-bit mask as large as the frame */
+#define DEFAULT_META_SLOT_SIZE -1
 #define DEFAULT_LEASE_TIMEOUT 5000      /* ms */
 #define MAX_CLIENTS 64
 
@@ -87,6 +90,7 @@ enum
   PROP_LEASE_TIMEOUT,
   PROP_MAX_PENDING,
   PROP_HEARTBEAT_INTERVAL,
+  PROP_META_SLOT_SIZE,
   PROP_ALLOWED_UIDS,
   PROP_ALLOWED_GIDS,
   PROP_CUDA_DEVICE_ID,
@@ -143,6 +147,7 @@ struct _GstGpuShareSink
   guint lease_timeout;          /* ms, 0: none */
   guint max_pending;            /* consumers not streaming yet, at most */
   guint heartbeat_interval;     /* ms, 0: none */
+  gint64 meta_slot_size;        /* bytes, 0: none, -1: auto */
   GArray *allowed_uids;         /* guint; our own uid is always allowed */
   GArray *allowed_gids;         /* guint: a peer's primary gid */
   gint cuda_device_id;
@@ -428,6 +433,7 @@ gst_gpu_share_sink_set_caps (GstBaseSink * bsink, GstCaps * caps)
   gchar *str, *why = NULL;
   GError *error = NULL;
   guint ring_size, i;
+  guint32 side_pages;
 
   if (!gst_video_info_from_caps (&vinfo, caps)) {
     GST_ELEMENT_ERROR (self, CORE, NEGOTIATION, ("Unsupported caps"),
@@ -464,6 +470,8 @@ gst_gpu_share_sink_set_caps (GstBaseSink * bsink, GstCaps * caps)
 
   GST_OBJECT_LOCK (self);
   ring_size = self->ring_size;
+  side_pages = gpushare_side_pages_for (self->meta_slot_size,
+      GST_VIDEO_INFO_WIDTH (&vinfo), GST_VIDEO_INFO_HEIGHT (&vinfo));
   self->vinfo = vinfo;
   GST_OBJECT_UNLOCK (self);
   if (ring_size == 1) {
@@ -472,7 +480,8 @@ gst_gpu_share_sink_set_caps (GstBaseSink * bsink, GstCaps * caps)
             "small: 2 slots at least, or 0 for a ring of auto size"), (NULL));
     return FALSE;
   }
-  if (!gpushare_server_set_format (self->server, &layout, ring_size, &error)) {
+  if (!gpushare_server_set_format (self->server, &layout, ring_size,
+          side_pages, &error)) {
     GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
         ("Could not allocate the slot ring"), ("%s", error->message));
     g_clear_error (&error);
@@ -592,13 +601,21 @@ frame_fields (GstGpuShareSink * self, GstBuffer * buf, GpuShareFrame * f)
 /* the metas of buf that travel (NULL: none); those that cannot are
  * counted, and said once */
 static GpuShareFrameMetas *
-frame_metas (GstGpuShareSink * self, GstBuffer * buf)
+frame_metas (GstGpuShareSink * self, GstBuffer * buf,
+    const GpuShareServerFrame * frame)
 {
   const gchar *name = NULL;
   gboolean any;
   guint skipped = 0;
+  GpuShareMetaSide side = { NULL, 0, 0, NULL, NULL, NULL };
 
-  any = gpushare_frame_meta_collect (buf, self->meta, &skipped, &name);
+  /* large payloads beside the frame, in its slot's side memory */
+  if (frame->side) {
+    side.data = gpushare_side_region (frame->side, frame->slot);
+    side.size = gpushare_side_region_size (frame->side);
+  }
+  any = gpushare_frame_meta_collect_side (buf, self->meta,
+      frame->side ? &side : NULL, &skipped, &name);
   if (skipped) {
     g_atomic_int_add (&self->metas_not_carried, skipped);
     if (!self->told_not_carried) {
@@ -700,7 +717,7 @@ gst_gpu_share_sink_render (GstBaseSink * bsink, GstBuffer * buf)
   gpushare_timing_add (&self->write, t2 - t1);
   frame_fields (self, buf, &fields);
   if (!gpushare_server_end_frame (self->server, &frame, TRUE, &fields,
-          frame_metas (self, buf), &error)) {
+          frame_metas (self, buf, &frame), &error)) {
     GST_ELEMENT_ERROR (self, RESOURCE, WRITE,
         ("Could not signal a frame to the consumers"), ("%s", error->message));
     g_clear_error (&error);
@@ -1071,6 +1088,9 @@ gst_gpu_share_sink_set_property (GObject * object, guint prop_id,
     case PROP_HEARTBEAT_INTERVAL:
       self->heartbeat_interval = g_value_get_uint (value);
       break;
+    case PROP_META_SLOT_SIZE:
+      self->meta_slot_size = g_value_get_int64 (value);
+      break;
     case PROP_ALLOWED_UIDS:
       gpushare_ids_from_value (&self->allowed_uids, value);
       break;
@@ -1147,6 +1167,9 @@ gst_gpu_share_sink_get_property (GObject * object, guint prop_id,
       break;
     case PROP_HEARTBEAT_INTERVAL:
       g_value_set_uint (value, self->heartbeat_interval);
+      break;
+    case PROP_META_SLOT_SIZE:
+      g_value_set_int64 (value, self->meta_slot_size);
       break;
     case PROP_ALLOWED_UIDS:
       gpushare_ids_to_value (self->allowed_uids, value);
@@ -1241,6 +1264,14 @@ gst_gpu_share_sink_class_init (GstGpuShareSinkClass * klass)
       "Milliseconds of silence after which a PING goes to a consumer; a "
       "consumer silent for 3 intervals is dropped (0 = no heartbeat)", 0,
       G_MAXUINT / 4, DEFAULT_HEARTBEAT_INTERVAL, rw);
+  properties[PROP_META_SLOT_SIZE] = g_param_spec_int64 ("meta-slot-size",
+      "Meta bytes a slot", "Bytes of side memory beside each slot for the "
+      "large payloads of a frame's metas (segmentation masks, tensor data), "
+      "written once for every consumer and read in place; pages take memory "
+      "once written. -1: room for a 16-bit mask as large as the frame; 0: "
+      "none (payloads go inline, up to 256 KiB a frame); at most 64 MiB. "
+      "Takes effect with the next ring", -1, 64 * 1024 * 1024,
+      DEFAULT_META_SLOT_SIZE, rw);
   properties[PROP_ALLOWED_UIDS] = gst_param_spec_array ("allowed-uids",
       "Allowed uids", "Consumers of these uids may connect, beside those of "
       "this process's own uid (which always may), e.g. <1000,1001>",
@@ -1331,6 +1362,7 @@ gst_gpu_share_sink_init (GstGpuShareSink * self)
   self->lease_timeout = DEFAULT_LEASE_TIMEOUT;
   self->max_pending = DEFAULT_MAX_PENDING;
   self->heartbeat_interval = DEFAULT_HEARTBEAT_INTERVAL;
+  self->meta_slot_size = DEFAULT_META_SLOT_SIZE;
   gst_video_info_init (&self->vinfo);
   /* frames go out as soon as they arrive; a live consumer syncs itself */
   gst_base_sink_set_sync (GST_BASE_SINK (self), FALSE);

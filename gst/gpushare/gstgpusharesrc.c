@@ -479,11 +479,24 @@ set_frame_fields (GstGpuShareSrc * self, GstBuffer * buf,
 }
 
 /* the producer's metas onto buf; those that could not be added (a kind
- * this version does not know, a value GStreamer refused) are counted */
+ * this version does not know, a value GStreamer refused) are counted.
+ * Their payloads in the side memory of the frame's slot are read in place
+ * while the frame is (each holds it), copied where it was */
 static void
-add_metas (GstGpuShareSrc * self, GstBuffer * buf, const GpuShareFrameMetas * m)
+add_metas (GstGpuShareSrc * self, GstBuffer * buf, const GpuShareFrameMetas * m,
+    GpuShareClientFrame * frame)
 {
-  guint dropped = 0, added = gpushare_frame_meta_apply (m, buf, &dropped);
+  GpuShareMetaSide side = { NULL, 0, 0, NULL, NULL, NULL };
+  guint dropped = 0, added;
+
+  side.data = gpushare_client_frame_side (frame, &side.size);
+  if (side.data && gpushare_client_frame_in_place (frame)) {
+    side.hold = frame;
+    side.ref_func = (gpointer (*)(gpointer)) gpushare_client_frame_ref;
+    side.unref_func = (GDestroyNotify) gpushare_client_frame_release;
+  }
+  added = gpushare_frame_meta_apply_side (m, buf, side.data ? &side : NULL,
+      &dropped);
 
   g_atomic_int_add (&self->metas_received, added);
   if (dropped) {
@@ -1305,6 +1318,8 @@ gst_gpu_share_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
     GpuShareFrame f = *gpushare_client_frame_info (frame);
     GpuShareFrameMetas *meta = gpushare_client_frame_take_meta (frame);
     gint64 received = gpushare_client_frame_received (frame);
+    /* the frame's slot stays until its metas' payloads are read */
+    GpuShareClientFrame *hold = meta ? gpushare_client_frame_ref (frame) : NULL;
 
     if (gpushare_client_frame_view (frame)->data[f.slot])
       *outbuf = make_buffer (self, frame);
@@ -1321,9 +1336,11 @@ gst_gpu_share_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
           (f.flags & GPUSHARE_FRAME_FLAG_ABSOLUTE_TIME) != 0);
       push_gap (self, *outbuf, item.missed && same_segment);
       if (meta)
-        add_metas (self, *outbuf, meta);
+        add_metas (self, *outbuf, meta, hold);
       gpushare_timing_add (&self->handoff, g_get_monotonic_time () - received);
     }
+    if (hold)
+      gpushare_client_frame_release (hold);
     g_free (meta);
   }
   return ret;

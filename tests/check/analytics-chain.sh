@@ -10,9 +10,18 @@
 # relay's input to what the producer sent, the consumer's to what the relay
 # sent, the pictures the producer's; nothing dropped on the way.
 #
-#   analytics-chain.sh GPUSHARE-TEST-PEER
+#   analytics-chain.sh GPUSHARE-TEST-PEER [WIDTH HEIGHT [MASK]]
+#
+# MASK (WxH, GStreamer 1.26+): the producer adds a segmentation mask of
+# that size to each frame's results; a 1080p one (2 MiB) is past what a
+# frame's metas may take inline, and goes through the side memory of each
+# ring, read in place by the relay and written once into its own ring's.
 set -u
 peer=$1
+width=${2:-320}
+height=${3:-240}
+mask=()
+[ -n "${4:-}" ] && mask=(--mask "$4")
 tmp=$(mktemp -d)
 pids=()
 cleanup() {
@@ -27,42 +36,56 @@ fail() {
 }
 frames=30
 
-"$peer" producer --socket "$tmp/a.sock" --frames $frames --width 320 \
-  --height 240 --wait --policy lossless --analytics --out "$tmp/producer.log" &
-pids+=($!)
-"$peer" relay --socket "$tmp/a.sock" --to "$tmp/b.sock" --wait \
-  --policy lossless --analytics --out "$tmp/relay.log" &
-pids+=($!)
-"$peer" consumer --socket "$tmp/b.sock" --analytics --out "$tmp/consumer.log"
-rc=$?
-[ $rc = 77 ] && { cat "$tmp/consumer.log"; exit 77; }
-[ $rc = 0 ] || fail "consumer exit status $rc"
-for p in "${pids[@]}"; do
-  wait "$p" || fail "a producer or the relay ended with $?"
-done
-pids=()
+chain() {
+  local name=$1
+  "$peer" producer --socket "$tmp/a.sock" --frames $frames --width "$width" \
+    --height "$height" --wait --policy lossless --analytics "${mask[@]}" \
+    --out "$tmp/producer.log" &
+  pids+=($!)
+  "$peer" relay --socket "$tmp/a.sock" --to "$tmp/b.sock" --wait \
+    --policy lossless --analytics "${mask[@]}" --out "$tmp/relay.log" &
+  pids+=($!)
+  "$peer" consumer --socket "$tmp/b.sock" --analytics "${mask[@]}" \
+    --out "$tmp/consumer.log"
+  rc=$?
+  [ $rc = 77 ] && { cat "$tmp/consumer.log"; exit 77; }
+  [ $rc = 0 ] || fail "$name: consumer exit status $rc"
+  for p in "${pids[@]}"; do
+    wait "$p" || fail "$name: a producer or the relay ended with $?"
+  done
+  pids=()
+
+  [ "$(grep -c '^sent ' "$tmp/producer.log")" = $frames ] || fail "$name: the producer sent no $frames frames"
+  [ "$(grep -c '^recv ' "$tmp/consumer.log")" = $frames ] || fail "$name: the consumer got no $frames frames"
+  # the pictures: the producer's, at the far end
+  diff <(col sent "$tmp/producer.log" 2) <(col recv "$tmp/consumer.log" 2) > /dev/null \
+    || fail "$name: the pictures differ at the far end"
+  # hop 1: the relay got the detector's results as sent
+  diff <(col sent "$tmp/producer.log" 3) <(col in "$tmp/relay.log" 3) > /dev/null \
+    || fail "$name: hop 1: the metas the relay got differ from the producer's"
+  # hop 2: the consumer got the relay's, tracks added
+  diff <(col sent "$tmp/relay.log" 3) <(col recv "$tmp/consumer.log" 3) > /dev/null \
+    || fail "$name: hop 2: the metas the consumer got differ from the relay's"
+  # the relay added something on every frame, and the metas are not empty:
+  # 8 to 12 detections, each with its class and two relations (and a track
+  # and its relation after the relay)
+  paste -d' ' <(col in "$tmp/relay.log" 4) <(col sent "$tmp/relay.log" 4) |
+    awk '{ if ($2 < 32 || $4 <= $2) bad++ } END { exit bad > 0 }' \
+    || fail "$name: the relay added no tracks, or the detector's results were empty"
+  grep -q 'metas-dropped=(guint64)0[,;]' "$tmp/consumer.log" \
+    || fail "$name: the consumer dropped metas: $(grep -o 'metas-dropped=[^,;]*' "$tmp/consumer.log")"
+  for side in producer relay; do
+    grep -q 'metas-not-carried=(guint64)0[,;]' "$tmp/$side.log" \
+      || fail "$name: the $side left metas out"
+  done
+  echo "analytics-chain: ok, $name: $frames frames through 3 processes, every hop's metas equal"
+}
 
 # the fields each line compares
 col() { grep "^$1 " "$2" | sed -E "s/.*offset=([0-9]+).* sum=([0-9a-f]+) analytics=([0-9a-f]+) lines=([0-9]+).*/\\1 \\$3/"; }
-[ "$(grep -c '^sent ' "$tmp/producer.log")" = $frames ] || fail "the producer sent no $frames frames"
-[ "$(grep -c '^recv ' "$tmp/consumer.log")" = $frames ] || fail "the consumer got no $frames frames"
-# the pictures: the producer's, at the far end
-diff <(col sent "$tmp/producer.log" 2) <(col recv "$tmp/consumer.log" 2) > /dev/null \
-  || fail "the pictures differ at the far end"
-# hop 1: the relay got the detector's results as sent
-diff <(col sent "$tmp/producer.log" 3) <(col in "$tmp/relay.log" 3) > /dev/null \
-  || fail "hop 1: the metas the relay got differ from the producer's"
-# hop 2: the consumer got the relay's, tracks added
-diff <(col sent "$tmp/relay.log" 3) <(col recv "$tmp/consumer.log" 3) > /dev/null \
-  || fail "hop 2: the metas the consumer got differ from the relay's"
-# the relay added something on every frame, and the metas are not empty:
-# 8 to 12 detections, each with its class and two relations (and a track
-# and its relation after the relay)
-paste -d' ' <(col in "$tmp/relay.log" 4) <(col sent "$tmp/relay.log" 4) |
-  awk '{ if ($2 < 32 || $4 <= $2) bad++ } END { exit bad > 0 }' \
-  || fail "the relay added no tracks, or the detector's results were empty"
-grep -q 'metas-dropped=(guint64)0[,;]' "$tmp/consumer.log" \
-  || fail "the consumer dropped metas: $(grep -o 'metas-dropped=[^,;]*' "$tmp/consumer.log")"
-grep -q 'metas-not-carried=(guint64)0[,;]' "$tmp/relay.log" \
-  || fail "the relay left metas out"
-echo "analytics-chain: ok, $frames frames through 3 processes, every hop's metas equal"
+
+if [ ${#mask[@]} -gt 0 ]; then
+  chain "${width}x$height, detections and a ${4} mask"
+else
+  chain "${width}x$height, detections"
+fi

@@ -794,7 +794,9 @@ GST_START_TEST (test_tenants)
     fail_unless (raw_send_msg (&raw, msg, NULL, 0));
     n_fds = 0;
     raw_expect (&raw, GPUSHARE_MSG_SLOTS, msg, fds, &n_fds);
-    fail_unless_equals_int (n_fds, announce.layout.n_slots);
+    /* the slots, and the ring's side memory (minor 10), not shared either */
+    fail_unless (msg->u.slots.side_pages > 0);
+    fail_unless_equals_int (n_fds, announce.layout.n_slots + 1);
     for (i = 0; i < n_fds; i++) {
       struct stat st;
       guint64 id;
@@ -971,10 +973,14 @@ GST_START_TEST (test_slots_read_only)
   fail_unless (raw_send_msg (&raw, msg, NULL, 0));
   raw_expect (&raw, GPUSHARE_MSG_SLOTS, msg, fds, &n_fds);
   fail_unless_equals_int (msg->u.slots.mem_type, GPUSHARE_MEM_SYSTEM);
-  fail_unless_equals_int (n_fds, announce->layout.n_slots);
+  /* and the ring's side memory, last, which is read in place too */
+  fail_unless (msg->u.slots.side_pages > 0);
+  fail_unless_equals_int (n_fds, announce->layout.n_slots + 1);
   slot_size = msg->u.slots.slot_size;
   for (i = 0; i < n_fds; i++)
-    try_to_write_slot (fds[i], slot_size, i, how, maps);
+    try_to_write_slot (fds[i], i < announce->layout.n_slots ? slot_size :
+        (gsize) announce->layout.n_slots * msg->u.slots.side_pages *
+        GPUSHARE_SIDE_PAGE, i, how, maps);
 
   /* while anything writable is scribbled on, the reader beside it must
    * get exactly what the producer wrote */

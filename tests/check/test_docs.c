@@ -101,6 +101,8 @@ static const struct
   {"GPUSHARE_LANE_MAX_META_REGION", GPUSHARE_LANE_MAX_META_REGION},
   {"GPUSHARE_LANE_META_ALIGN", GPUSHARE_LANE_META_ALIGN},
   {"GPUSHARE_LANE_MAX_META_LEN", GPUSHARE_LANE_MAX_META_LEN},
+  {"GPUSHARE_SIDE_PAGE", GPUSHARE_SIDE_PAGE},
+  {"GPUSHARE_MAX_SIDE_PAGES", GPUSHARE_MAX_SIDE_PAGES},
 };
 
 /* "4096", or "2^40 (1 TiB)" */
@@ -391,6 +393,8 @@ default_as_documented (GParamSpec * pspec)
     return g_strdup_printf ("%u", g_value_get_uint (v));
   if (G_IS_PARAM_SPEC_INT (pspec))
     return g_strdup_printf ("%d", g_value_get_int (v));
+  if (G_IS_PARAM_SPEC_INT64 (pspec))
+    return g_strdup_printf ("%" G_GINT64_FORMAT, g_value_get_int64 (v));
   if (GST_IS_PARAM_SPEC_ARRAY_LIST (pspec))
     return g_strdup ("`<>`");
   return NULL;

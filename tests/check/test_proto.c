@@ -96,7 +96,7 @@ get64 (const guint8 * b, gsize off)
 #define SLOTS_N_SYNC_FDS 28
 #define SLOTS_SYNC_SIZE 32
 #define SLOTS_N_HANDLES 40
-#define SLOTS_RESERVED 44
+#define SLOTS_SIDE_PAGES 44
 #define HANDLE_SIZE 64
 #define MAPPED_FIXED 8
 #define FRAME_FIXED 72
@@ -231,7 +231,7 @@ raw_fixed (const GpuShareMsg * msg, guint8 * b)
       put32 (b, 28, s->n_sync_fds);
       put64 (b, 32, s->sync_size);
       put32 (b, SLOTS_N_HANDLES, s->n_handles);
-      put32 (b, 44, 0);
+      put32 (b, SLOTS_SIDE_PAGES, s->side_pages);
       return SLOTS_FIXED;
     }
     case GPUSHARE_MSG_MAPPED:
@@ -673,12 +673,14 @@ sample_msg (guint type, guint variant, GpuShareMsg * msg, guint32 * n_fds)
       s->n_slots = big ? GPUSHARE_MAX_SLOTS : 1;
       s->mem_type = big ? GPUSHARE_MEM_CUDA_VMM : GPUSHARE_MEM_SYSTEM;
       /* a slot's fd each */
-      *n_fds = big ? GPUSHARE_MAX_SLOTS + 1 : 1;
+      *n_fds = big ? GPUSHARE_MAX_SLOTS + 2 : 1;
       if (big) {
-        /* every fd there is room for: one a slot, and the block's */
+        /* every fd there is room for: one a slot, the block's, and the
+         * side memory's, of the largest size */
         s->sync_mode = GPUSHARE_SYNC_SEMAPHORE;
         s->n_sync_fds = 1;
         s->sync_size = GPUSHARE_MAX_SLOT_SIZE;
+        s->side_pages = GPUSHARE_MAX_SIDE_PAGES;
       }
       if (gpu) {
         /* the largest payload: for every slot a fabric memory handle,
@@ -939,6 +941,7 @@ assert_msg_equal (const GpuShareMsg * got, const GpuShareMsg * want)
       fail_unless_equals_uint64 (a->n_sync_fds, b->n_sync_fds);
       fail_unless_equals_uint64 (a->sync_size, b->sync_size);
       fail_unless_equals_uint64 (a->n_handles, b->n_handles);
+      fail_unless_equals_uint64 (a->side_pages, b->side_pages);
       fail_unless (b->n_handles <= GPUSHARE_MAX_HANDLES);
       fail_unless (memcmp (a->handles, b->handles,
               b->n_handles * GPUSHARE_HANDLE_SIZE) == 0);
@@ -1182,7 +1185,7 @@ GST_END_TEST;
 GST_START_TEST (test_golden_bytes)
 {
   static const guint8 release[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x09, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x0a, 0x00,
     0x06, 0x00, 0x00, 0x00, 0x18, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,
@@ -1190,7 +1193,7 @@ GST_START_TEST (test_golden_bytes)
     0x00, 0xff, 0xee, 0xdd, 0xcc, 0xbb, 0xaa, 0x99,
   };
   static const guint8 error[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x09, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x0a, 0x00,
     0x0a, 0x00, 0x00, 0x00, 0x0b, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x08, 0x00, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00,
@@ -1198,7 +1201,7 @@ GST_START_TEST (test_golden_bytes)
   };
   /* 3 slots of CUDA VMM memory with a semaphore block: 4 fds */
   static const guint8 slots[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x09, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x0a, 0x00,
     0x03, 0x00, 0x00, 0x00, 0x30, 0x00, 0x00, 0x00,
     0x04, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x2a, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -1211,7 +1214,7 @@ GST_START_TEST (test_golden_bytes)
   /* the same 3 slots of CUDA fabric memory: 3 memory handles, and the
    * block's fd alone; the 192 bytes of handles follow these */
   static const guint8 slots_fabric[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x09, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x0a, 0x00,
     0x03, 0x00, 0x00, 0x00, 0xf0, 0x00, 0x00, 0x00,
     0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x2a, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -1224,7 +1227,7 @@ GST_START_TEST (test_golden_bytes)
   /* 1 slot of CUDA VMM memory with its two event handles: 1 fd; the
    * 128 bytes of handles follow these */
   static const guint8 slots_events[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x09, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x0a, 0x00,
     0x03, 0x00, 0x00, 0x00, 0xb0, 0x00, 0x00, 0x00,
     0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -1238,7 +1241,7 @@ GST_START_TEST (test_golden_bytes)
    * the ready and the done handle, and no fd; the 192 bytes of handles
    * follow these */
   static const guint8 slots_legacy_events[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x09, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x0a, 0x00,
     0x03, 0x00, 0x00, 0x00, 0xf0, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -1249,7 +1252,7 @@ GST_START_TEST (test_golden_bytes)
     0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
   };
   static const guint8 accept[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x09, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x0a, 0x00,
     0x02, 0x00, 0x00, 0x00, 0x3d, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x01, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00,
@@ -1264,7 +1267,7 @@ GST_START_TEST (test_golden_bytes)
   /* NOTICE (minor 6): a consumer stalled, 5 slots its share, 4 held, of
    * 12 consumers */
   static const guint8 notice[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x09, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x0a, 0x00,
     0x11, 0x00, 0x00, 0x00, 0x20, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x01, 0x00, 0x00, 0x00, 0x05, 0x00, 0x00, 0x00,
@@ -1275,7 +1278,7 @@ GST_START_TEST (test_golden_bytes)
   /* LANE (minor 7): a lane of 64 entries of 128 bytes and 64 releases of
    * 32, 128 + 64 * 160 = 10368 bytes, with its memfd: 1 fd */
   static const guint8 lane[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x09, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x0a, 0x00,
     0x12, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00, 0x00,
     0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x40, 0x00, 0x00, 0x00, 0x80, 0x00, 0x00, 0x00,
@@ -2574,6 +2577,58 @@ GST_START_TEST (test_payload_schema_version)
 GST_END_TEST;
 
 /* Reserved words in the fixed parts are ignored, like the header's. */
+/* SLOTS's side memory (minor 10): its pages, bounded, and its fd, last */
+GST_START_TEST (test_slots_side)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  GpuShareMsg *back = g_new0 (GpuShareMsg, 1);
+  GByteArray *out = g_byte_array_new ();
+  guint8 *raw = g_malloc0 (GPUSHARE_MAX_PAYLOAD);
+  guint32 n_fds;
+  gsize len;
+  guint variant;
+
+  for (variant = 0; variant < n_variants (GPUSHARE_MSG_SLOTS); variant++) {
+    sample_msg (GPUSHARE_MSG_SLOTS, variant, msg, &n_fds);
+    if (msg->u.slots.side_pages)
+      continue;
+    /* one page a slot: one fd more, read back */
+    msg->u.slots.side_pages = 1;
+    len = raw_payload (msg, raw);
+    fail_unless_equals_int (parse_payload (msg->type, n_fds + 1, raw, len,
+            back), GPUSHARE_PARSE_OK);
+    assert_msg_equal (back, msg);
+    fail_unless_equals_int (back->u.slots.side_pages, 1);
+    fail_unless_equals_int (gpushare_slots_fd_count (&msg->u.slots), n_fds + 1);
+    /* without its fd, or with one fd too many */
+    fail_unless_equals_int (parse_payload (msg->type, n_fds, raw, len, back),
+        GPUSHARE_PARSE_BAD_FD_COUNT);
+    fail_unless_equals_int (parse_payload (msg->type, n_fds + 2, raw, len,
+            back), GPUSHARE_PARSE_BAD_FD_COUNT);
+    fail_if (gpushare_msg_build_slots (&msg->u.slots, n_fds, out));
+    fail_unless (gpushare_msg_build_slots (&msg->u.slots, n_fds + 1, out));
+    /* the most, and one page more */
+    put32 (raw, SLOTS_SIDE_PAGES, GPUSHARE_MAX_SIDE_PAGES);
+    fail_unless_equals_int (parse_payload (msg->type, n_fds + 1, raw, len,
+            back), GPUSHARE_PARSE_OK);
+    put32 (raw, SLOTS_SIDE_PAGES, GPUSHARE_MAX_SIDE_PAGES + 1);
+    fail_unless_equals_int (parse_payload (msg->type, n_fds + 1, raw, len,
+            back), GPUSHARE_PARSE_MALFORMED);
+    put32 (raw, SLOTS_SIDE_PAGES, G_MAXUINT32);
+    fail_unless_equals_int (parse_payload (msg->type, n_fds + 1, raw, len,
+            back), GPUSHARE_PARSE_MALFORMED);
+    msg->u.slots.side_pages = GPUSHARE_MAX_SIDE_PAGES + 1;
+    fail_if (gpushare_msg_build_slots (&msg->u.slots, n_fds + 1, out));
+  }
+
+  g_free (raw);
+  g_byte_array_unref (out);
+  g_free (back);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_payload_reserved_ignored)
 {
   GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
@@ -2581,7 +2636,6 @@ GST_START_TEST (test_payload_reserved_ignored)
   guint8 *raw = g_malloc0 (GPUSHARE_MAX_PAYLOAD);
   gsize len;
   guint32 n_fds;
-  guint variant;
 
   sample_msg (GPUSHARE_MSG_ANNOUNCE, 0, msg, &n_fds);
   len = raw_payload (msg, raw);
@@ -2598,14 +2652,8 @@ GST_START_TEST (test_payload_reserved_ignored)
       GPUSHARE_PARSE_OK);
   assert_msg_equal (back, msg);
 
-  for (variant = 0; variant < n_variants (GPUSHARE_MSG_SLOTS); variant++) {
-    sample_msg (GPUSHARE_MSG_SLOTS, variant, msg, &n_fds);
-    len = raw_payload (msg, raw);
-    put32 (raw, SLOTS_RESERVED, G_MAXUINT32);
-    fail_unless_equals_int (parse_payload (msg->type, n_fds, raw, len, back),
-        GPUSHARE_PARSE_OK);
-    assert_msg_equal (back, msg);
-  }
+  /* SLOTS has no reserved field left: minor 10 made it side_pages
+   * (test_slots_side) */
 
   sample_msg (GPUSHARE_MSG_CAPS, 0, msg, &n_fds);
   len = raw_payload (msg, raw);
@@ -2744,8 +2792,10 @@ GST_START_TEST (test_constants)
 {
   guint i;
 
-  fail_unless_equals_int (GPUSHARE_MAX_FDS, 65);
-  fail_unless_equals_int (GPUSHARE_MAX_FDS, GPUSHARE_MAX_SLOTS + 1);
+  fail_unless_equals_int (GPUSHARE_MAX_FDS, 66);
+  fail_unless_equals_int (GPUSHARE_MAX_FDS, GPUSHARE_MAX_SLOTS + 2);
+  fail_unless_equals_int (GPUSHARE_SIDE_PAGE, 4096);
+  fail_unless_equals_int (GPUSHARE_MAX_SIDE_PAGES, 16384);
   fail_unless_equals_int (GPUSHARE_MAX_HANDLES, 192);
   fail_unless_equals_int (GPUSHARE_MAX_HANDLES, 3 * GPUSHARE_MAX_SLOTS);
   fail_unless_equals_int (GPUSHARE_HANDLE_SIZE, HANDLE_SIZE);
@@ -2756,10 +2806,12 @@ GST_START_TEST (test_constants)
    * part, minor 4 META and EVENT, minor 5 OBSERVE and STATUS, minor 6
    * FRAME's share and NOTICE, minor 7 LANE and ACCEPT's LANE flag, minor
    * 8 ACCEPT's HEADS_UP flag and the lane's announced word, minor 9 the
-   * LANE_METAS flag, LANE's meta region and a FRAME entry's metas; the
-   * types this version knows, in wire order */
+   * LANE_METAS flag, LANE's meta region and a FRAME entry's metas, minor
+   * 10 SLOTS's side memory; the types this version knows, in wire
+   * order */
   fail_unless_equals_int (GPUSHARE_VERSION_MAJOR, 1);
-  fail_unless_equals_int (GPUSHARE_VERSION_MINOR, 9);
+  fail_unless_equals_int (GPUSHARE_VERSION_MINOR, 10);
+  fail_unless_equals_int (GPUSHARE_MINOR_SIDE, 10);
   fail_unless_equals_int (GPUSHARE_MINOR_BASE, 0);
   fail_unless_equals_int (GPUSHARE_MINOR_PING, 1);
   fail_unless_equals_int (GPUSHARE_MINOR_UNMAPPED, 2);
@@ -3933,7 +3985,7 @@ GST_END_TEST;
 GST_START_TEST (test_ping)
 {
   static const guint8 golden[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x09, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x0a, 0x00,
     0x0b, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
   };
@@ -4003,13 +4055,13 @@ GST_END_TEST;
 GST_START_TEST (test_goodbye_held)
 {
   static const guint8 plain[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x09, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x0a, 0x00,
     0x09, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x08, 0x00, 0x00, 0x00,
   };
   static const guint8 held[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x09, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x0a, 0x00,
     0x09, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x08, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00,
@@ -5834,6 +5886,7 @@ gpushareproto_suite (void)
   tcase_add_test (tc, test_payload_mem_types);
   tcase_add_test (tc, test_payload_schema_version);
   tcase_add_test (tc, test_payload_reserved_ignored);
+  tcase_add_test (tc, test_slots_side);
   tcase_add_test (tc, test_build_refuses);
   tcase_add_test (tc, test_byte_sweep);
   tcase_add_test (tc, test_constants);

@@ -45,6 +45,8 @@ typedef enum
   HP_SLOTS_UNSEALED,
   HP_SLOTS_WRONG_SIZE,
   HP_SLOTS_WRITABLE,
+  HP_SIDE_WRITABLE,
+  HP_SIDE_WRONG_SIZE,
   HP_FRAME_STALE_GENERATION,
   HP_FRAME_BAD_SLOT,
   HP_META_MALFORMED,
@@ -73,6 +75,10 @@ static const struct
   {"SLOTS of the wrong size", gst_resource_error_quark,
       GST_RESOURCE_ERROR_OPEN_READ},
   {"SLOTS that are memfds without a write seal", gst_resource_error_quark,
+      GST_RESOURCE_ERROR_OPEN_READ},
+  {"SLOTS whose side memory has no write seal", gst_resource_error_quark,
+      GST_RESOURCE_ERROR_OPEN_READ},
+  {"SLOTS whose side memory is a page short", gst_resource_error_quark,
       GST_RESOURCE_ERROR_OPEN_READ},
   {"a FRAME with a stale generation", gst_stream_error_quark,
       GST_STREAM_ERROR_DECODE},
@@ -234,6 +240,37 @@ GST_START_TEST (test_hostile_producer)
         fail_unless_equals_int (msg->u.error.code, GPUSHARE_ERR_RESOURCE);
       }
       break;
+    case HP_SIDE_WRITABLE:
+    case HP_SIDE_WRONG_SIZE:{
+      /* sound slots, and side memory (minor 10) of a page a slot, last:
+       * writable by every holder, or sealed but a page short */
+      gint all[HP_N_SLOTS + 1];
+      gboolean short_one = which == HP_SIDE_WRONG_SIZE;
+
+      raw_announce (&raw, msg);
+      before_slots = count_fds ();
+      for (i = 0; i < HP_N_SLOTS; i++)
+        all[i] = make_memfd (HP_SLOT_SIZE, TRUE);
+      all[HP_N_SLOTS] = make_memfd ((HP_N_SLOTS - (short_one ? 1 : 0)) *
+          GPUSHARE_SIDE_PAGE, short_one);
+      memset (msg, 0, sizeof (*msg));
+      msg->type = GPUSHARE_MSG_SLOTS;
+      msg->u.slots.epoch = 1;
+      msg->u.slots.slot_size = HP_SLOT_SIZE;
+      msg->u.slots.n_slots = HP_N_SLOTS;
+      msg->u.slots.mem_type = GPUSHARE_MEM_SYSTEM;
+      msg->u.slots.side_pages = 1;
+      fail_unless (raw_send_msg (&raw, msg, all, HP_N_SLOTS + 1));
+      gpushare_close_fds (all, HP_N_SLOTS + 1);
+      /* the consumer says why, and maps nothing */
+      fail_unless_equals_int (raw_recv (&raw, msg, NULL, NULL, TIMEOUT_MS),
+          RAW_MSG);
+      fail_unless (msg->type == GPUSHARE_MSG_ERROR, "the consumer took the "
+          "side memory: it answered %s",
+          gpushare_msg_type_to_string (msg->type));
+      fail_unless_equals_int (msg->u.error.code, GPUSHARE_ERR_RESOURCE);
+      break;
+    }
     case HP_FRAME_STALE_GENERATION:
     case HP_FRAME_BAD_SLOT:
     case HP_META_MALFORMED:

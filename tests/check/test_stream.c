@@ -1168,6 +1168,150 @@ GST_START_TEST (test_hostile_meta_names)
 GST_END_TEST;
 
 #if HAVE_GST_ANALYTICS && GST_CHECK_VERSION(1, 26, 0)
+/* 2e. Payloads in the side memory: a 1024x512 mask (512 KiB, past the
+ * 256 KiB a frame's metas may take inline) goes beside its frame in the
+ * side memory of its slot, written once, and the consumer reads it in
+ * place: the mask it gets holds the slot, so that the producer, writing
+ * the frames after it through every other slot, never reuses it under the
+ * mask */
+#define SIDE_MASK_W 1024
+#define SIDE_MASK_H 512
+#define SIDE_FRAMES 24
+
+static GstBuffer *
+buffer_with_mask (guint i)
+{
+  GstBuffer *buf = gst_buffer_new_allocate (NULL, FRAME_SIZE, NULL);
+
+  gst_buffer_memset (buf, 0, 0x40 + i, FRAME_SIZE);
+  GST_BUFFER_PTS (buf) = gst_util_uint64_scale (i, GST_SECOND, 30);
+  GST_BUFFER_OFFSET (buf) = i;
+  fail_unless (gpushare_test_analytics_segment (buf, i, SIDE_MASK_W,
+          SIDE_MASK_H));
+  return buf;
+}
+
+/* the mask of buf's segmentation mtd, a reference; NULL: none */
+static GstBuffer *
+mask_of (GstBuffer * buf)
+{
+  GstAnalyticsRelationMeta *rmeta =
+      gst_buffer_get_analytics_relation_meta (buf);
+  GstAnalyticsSegmentationMtd seg;
+  gpointer state = NULL;
+  gint x, y;
+  guint w, h;
+
+  if (!rmeta || !gst_analytics_relation_meta_iterate (rmeta, &state,
+          gst_analytics_segmentation_mtd_get_mtd_type (), &seg))
+    return NULL;
+  return gst_analytics_segmentation_mtd_get_mask (&seg, &x, &y, &w, &h);
+}
+
+/* a mask's pixels, row by row, as a digest */
+static gchar *
+mask_digest (GstBuffer * mask)
+{
+  GstVideoMeta *vm = gst_buffer_get_video_meta (mask);
+  GChecksum *sum = g_checksum_new (G_CHECKSUM_SHA1);
+  GstMapInfo map;
+  gchar *text;
+  guint row;
+
+  fail_unless (vm && gst_buffer_map (mask, &map, GST_MAP_READ));
+  for (row = 0; row < vm->height; row++)
+    g_checksum_update (sum, map.data + vm->offset[0] + (gsize) row *
+        vm->stride[0], vm->width);
+  gst_buffer_unmap (mask, &map);
+  text = g_strdup_printf ("%ux%u %s", vm->width, vm->height,
+      g_checksum_get_string (sum));
+  g_checksum_free (sum);
+  return text;
+}
+
+static void
+assert_mask_of (GstBuffer * mask, guint i)
+{
+  GstBuffer *want = buffer_with_mask (i), *want_mask = mask_of (want);
+  gchar *got_text = mask_digest (mask), *want_text = mask_digest (want_mask);
+
+  fail_unless_equals_string (got_text, want_text);
+  g_free (got_text);
+  g_free (want_text);
+  gst_buffer_unref (want_mask);
+  gst_buffer_unref (want);
+}
+
+GST_START_TEST (test_masks_in_side_memory)
+{
+  gint64 sizes[2] = { (gint64) SIDE_MASK_W * SIDE_MASK_H, 0 };
+  guint run;
+
+  for (run = 0; run < 2; run++) {
+    gboolean side = sizes[run] > 0;
+    guint i, n = side ? SIDE_FRAMES : 4;
+    gchar *path = socket_path (side ? "side-masks" : "no-side-masks");
+    GstElement *sink, *src, *producer = appsrc_producer (path, "lossless", 8,
+        &sink, &src);
+    GstBuffer *held = NULL;
+    Consumer *c;
+
+    g_object_set (sink, "meta-slot-size", sizes[run], NULL);
+    fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
+        GST_STATE_CHANGE_FAILURE);
+    c = consumer_new (path, TRUE);
+    consumer_start (c);
+    /* one at a time, so that the consumer holds frames in place (a
+     * downstream that holds more than max-in-place gets copies) */
+    for (i = 0; i < n; i++) {
+      GstBuffer *buf, *mask;
+
+      fail_unless_equals_int (gst_app_src_push_buffer (GST_APP_SRC (src),
+              buffer_with_mask (i)), GST_FLOW_OK);
+      buf = next_buffer (c, i);
+      mask = mask_of (buf);
+
+      fail_unless_equals_uint64 (GST_BUFFER_OFFSET (buf), i);
+      if (!side) {
+        /* nowhere to go: the frame comes without it */
+        fail_if (mask, "frame %u: a mask without side memory", i);
+        gst_buffer_unref (buf);
+        continue;
+      }
+      fail_unless (mask != NULL, "frame %u: no mask", i);
+      assert_mask_of (mask, i);
+      /* read in place: the side memory, mapped read-only */
+      fail_unless (GST_MEMORY_IS_READONLY (gst_buffer_peek_memory (mask, 0)));
+      gst_buffer_unref (buf);
+      /* frame 0's mask outlives its frame */
+      if (i == 0)
+        held = mask;
+      else
+        gst_buffer_unref (mask);
+    }
+    if (side) {
+      /* 23 frames later, through the 7 other slots: still frame 0's */
+      assert_mask_of (held, 0);
+      gst_buffer_unref (held);
+      fail_unless_equals_uint64 (stat_u64 (sink, "metas-not-carried"), 0);
+      fail_unless_equals_uint64 (stat_u64 (c->src, "metas-received"), n);
+    } else {
+      fail_unless_equals_uint64 (stat_u64 (sink, "metas-not-carried"), n);
+    }
+    fail_unless_equals_uint64 (stat_u64 (c->src, "metas-dropped"), 0);
+    assert_no_error (producer);
+    assert_no_error (c->pipeline);
+    consumer_free (c);
+    gst_element_set_state (producer, GST_STATE_NULL);
+    gst_object_unref (producer);
+    g_free (path);
+  }
+}
+
+GST_END_TEST;
+#endif
+
+#if HAVE_GST_ANALYTICS && GST_CHECK_VERSION(1, 26, 0)
 /* 2d. Raw model outputs: GstTensorMeta, its tensors inline (system
  * memory, small), equal on the consumer's side */
 static GstBuffer *
@@ -1553,6 +1697,89 @@ GST_START_TEST (test_hostile_analytics)
   }
 #endif
   g_byte_array_unref (b);
+}
+
+GST_END_TEST;
+
+/* a segmentation mtd whose width x height GRAY8 mask lies in the side
+ * memory, at for len bytes */
+static void
+put_seg_side (GByteArray * b, guint32 width, guint32 height, guint64 at,
+    guint64 len)
+{
+  GByteArray *body = g_byte_array_new ();
+  guint i;
+
+  for (i = 0; i < 4; i++)
+    put_u32_le (body, 8 * i);
+  put_u32_le (body, 0);
+  put_u32_le (body, GST_VIDEO_FORMAT_GRAY8);
+  put_u32_le (body, width);
+  put_u32_le (body, height);
+  put_u32_le (body, GPUSHARE_META_IN_SIDE);
+  for (i = 0; i < 2; i++) {
+    guint64 v = GUINT64_TO_LE (i ? len : at);
+
+    g_byte_array_append (body, (const guint8 *) &v, 8);
+  }
+  put_entry_str (b, "segmentation");
+  put_u32_le (b, body->len);
+  g_byte_array_append (b, body->data, body->len);
+  g_byte_array_unref (body);
+}
+
+/* one analytics entry with a mask in the side memory of a slot of
+ * side_size bytes (0: none): refused, saying field, or (field NULL)
+ * taken */
+static void
+assert_side_mask (guint32 width, guint32 height, guint64 at, guint64 len,
+    gsize side_size, const gchar * field)
+{
+  GpuShareFrameMetas *m = gpushare_frame_metas_new (GPUSHARE_MAX_META_LEN);
+  GByteArray *b = g_byte_array_new ();
+  gchar *why = NULL;
+  gboolean ok;
+
+  put_u32_le (b, 1);
+  put_seg_side (b, width, height, at, len);
+  put_u32_le (b, 0);
+  add_entry (m, GPUSHARE_META_ANALYTICS, b);
+  ok = gpushare_frame_meta_check_side (m, side_size, &why);
+  if (field)
+    fail_unless (!ok && why && strstr (why, field), "%ux%u at %"
+        G_GUINT64_FORMAT " for %" G_GUINT64_FORMAT " in %" G_GSIZE_FORMAT
+        ": %s", width, height, at, len, side_size, ok ? "taken" : why);
+  else
+    fail_unless (ok, "refused: %s", why);
+  g_free (why);
+  g_byte_array_unref (b);
+  g_free (m);
+}
+
+/* A payload said to lie in the side memory (docs/protocol.md, "Side
+ * memory") is input from the peer like the rest: inside the region of
+ * the frame's slot, as long as its size and format make, and only where
+ * there is side memory at all; otherwise the META is refused (PROTOCOL) */
+GST_START_TEST (test_hostile_side_payloads)
+{
+  /* sound: at the start, at the end */
+  assert_side_mask (64, 32, 0, 2048, 4096, NULL);
+  assert_side_mask (64, 32, 2048, 2048, 4096, NULL);
+  /* no side memory */
+  assert_side_mask (64, 32, 0, 2048, 0, "segmentation mask");
+  /* past its end, by a byte; an offset past it; offsets and lengths
+   * that would wrap */
+  assert_side_mask (64, 32, 2049, 2048, 4096, "segmentation mask");
+  assert_side_mask (64, 32, 8192, 2048, 4096, "segmentation mask");
+  assert_side_mask (64, 32, G_MAXUINT64 - 100, 2048, 4096, "segmentation mask");
+  assert_side_mask (64, 32, 0, G_MAXUINT64, 4096, "segmentation mask");
+  /* empty, and not what the mask's size makes */
+  assert_side_mask (64, 32, 0, 0, 4096, "segmentation mask");
+  assert_side_mask (64, 32, 0, 2047, 4096, "segmentation mask size");
+  assert_side_mask (64, 32, 0, 4096, 4096, "segmentation mask size");
+  /* a length past what a payload may say (4 GiB) */
+  assert_side_mask (65536, 65536, 0, G_GUINT64_CONSTANT (1) << 32,
+      G_MAXSIZE, "segmentation mask");
 }
 
 GST_END_TEST;
@@ -3279,7 +3506,9 @@ gpushare_stream_suite (void)
 #endif
 #if HAVE_GST_ANALYTICS && GST_CHECK_VERSION(1, 26, 0)
   tcase_add_test (tc_frame, test_tensors_travel);
+  tcase_add_test (tc_frame, test_masks_in_side_memory);
 #endif
+  tcase_add_test (tc_frame, test_hostile_side_payloads);
   tcase_add_test (tc_frame, test_hostile_meta_names);
   tcase_add_test (tc_frame, test_custom_meta_registrations_bounded);
   tcase_add_test (tc_frame, test_meta_names_of_gstreamer);

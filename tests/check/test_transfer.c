@@ -128,6 +128,7 @@ GST_START_TEST (test_inspect)
     "socket-mode",
     "max-clients", "handshake-timeout", "lease-timeout", "max-pending",
     "allowed-uids", "allowed-gids", "cuda-device-id", "heartbeat-interval",
+    "meta-slot-size",
     "num-clients", "stats", NULL
   };
   static const gchar *const sink_ro[] = { "num-clients", "stats", NULL };

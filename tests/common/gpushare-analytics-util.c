@@ -144,6 +144,41 @@ gpushare_test_analytics_detect (GstBuffer * buf, guint frame, guint n)
   }
 }
 
+gboolean
+gpushare_test_analytics_segment (GstBuffer * buf, guint frame, guint width,
+    guint height)
+{
+#if GST_CHECK_VERSION(1, 26, 0)
+  GstAnalyticsRelationMeta *rmeta =
+      gst_buffer_get_analytics_relation_meta (buf);
+  /* rows padded to 64 bytes, as a model's output may be: the far end
+   * gets them packed */
+  gint stride[GST_VIDEO_MAX_PLANES] = { (gint) ((width + 63) & ~63u), };
+  gsize offset[GST_VIDEO_MAX_PLANES] = { 0, };
+  GstBuffer *mask = gst_buffer_new_allocate (NULL,
+      (gsize) stride[0] * height, NULL);
+  GstAnalyticsSegmentationMtd seg;
+  guint regions[3] = { 0, 1, 2 };
+  GstMapInfo map;
+  guint x, y;
+
+  if (!rmeta)
+    rmeta = gst_buffer_add_analytics_relation_meta (buf);
+  gst_buffer_map (mask, &map, GST_MAP_WRITE);
+  for (y = 0; y < height; y++)
+    for (x = 0; x < (guint) stride[0]; x++)
+      map.data[(gsize) y * stride[0] + x] = x >= width ? 0xee :
+          (guint8) ((x / 16 + y / 16 + frame) % 3);
+  gst_buffer_unmap (mask, &map);
+  gst_buffer_add_video_meta_full (mask, GST_VIDEO_FRAME_FLAG_NONE,
+      GST_VIDEO_FORMAT_GRAY8, width, height, 1, offset, stride);
+  return gst_analytics_relation_meta_add_segmentation_mtd (rmeta, mask,
+      GST_SEGMENTATION_TYPE_SEMANTIC, 3, regions, 0, 0, width, height, &seg);
+#else
+  return FALSE;
+#endif
+}
+
 void
 gpushare_test_analytics_track (GstBuffer * buf)
 {

@@ -28,6 +28,12 @@ void gpushare_test_analytics_detect (GstBuffer * buf, guint frame, guint n);
  * to it; buf must be writable */
 void gpushare_test_analytics_track (GstBuffer * buf);
 
+/* a segmentation mtd with a width x height GRAY8 mask (rows padded to 64
+ * bytes) that differs from frame to frame; FALSE before GStreamer 1.26,
+ * which has no segmentation mtd */
+gboolean gpushare_test_analytics_segment (GstBuffer * buf, guint frame,
+    guint width, guint height);
+
 G_END_DECLS
 
 #endif /* __GPUSHARE_ANALYTICS_UTIL_H__ */

@@ -501,6 +501,17 @@ write_handshake (GpuShareMsg * msg)
 
     save_one (s[i].name, msg, n_fds);
   }
+  /* minor 10: side memory, its fd last; a page a slot, and the most */
+  {
+    guint32 n_fds = slots (msg, GPUSHARE_MEM_SYSTEM, 0, 4);
+
+    msg->u.slots.side_pages = 1;
+    save_one ("slots-system-side", msg, n_fds + 1);
+    n_fds = slots (msg, GPUSHARE_MEM_CUDA_VMM, GPUSHARE_SYNC_SEMAPHORE,
+        GPUSHARE_MAX_SLOTS);
+    msg->u.slots.side_pages = GPUSHARE_MAX_SIDE_PAGES;
+    save_one ("slots-vmm-semaphore-side-max", msg, n_fds + 1);
+  }
 }
 
 /* a whole system-memory session, then a CUDA one, in one stream */
@@ -981,6 +992,65 @@ write_analytics_entry (GpuShareMeta * m)
   m->n_entries++;
 }
 
+/* GPUSHARE_META_ANALYTICS of one segmentation whose 64x32 GRAY8 mask,
+ * and GPUSHARE_META_TENSORS of one float32 tensor of 2x2, whose data lie
+ * in the side memory (minor 10): at at, each */
+static void
+write_side_entries (GpuShareMeta * m, guint64 at)
+{
+  guint64 v[2];
+  guint32 len;
+  gsize entry, mtd;
+  guint16 kind = GUINT16_TO_LE (GPUSHARE_META_ANALYTICS), zero = 0;
+
+  entry = m->data_len;
+  meta_put (m, &kind, 2);
+  meta_put (m, &zero, 2);
+  meta_u32 (m, 0);
+  meta_u32 (m, 1);
+  mtd = meta_mtd (m, "segmentation");
+  meta_u32 (m, 0);
+  meta_u32 (m, 0);
+  meta_u32 (m, 64);
+  meta_u32 (m, 32);
+  meta_u32 (m, 1);
+  meta_u32 (m, 1);
+  meta_u32 (m, 25);
+  meta_u32 (m, 64);
+  meta_u32 (m, 32);
+  meta_u32 (m, GPUSHARE_META_IN_SIDE);
+  v[0] = GUINT64_TO_LE (at);
+  v[1] = GUINT64_TO_LE (64 * 32);
+  meta_put (m, v, 16);
+  meta_mtd_end (m, mtd);
+  meta_u32 (m, 0);
+  len = GUINT32_TO_LE (m->data_len - entry - GPUSHARE_META_ENTRY_HEADER);
+  memcpy (m->data + entry + 4, &len, 4);
+  m->n_entries++;
+
+  entry = m->data_len;
+  kind = GUINT16_TO_LE (GPUSHARE_META_TENSORS);
+  meta_put (m, &kind, 2);
+  meta_put (m, &zero, 2);
+  meta_u32 (m, 0);
+  meta_u32 (m, 1);
+  meta_str (m, "scores");
+  meta_u32 (m, 0);
+  meta_u32 (m, 11);
+  meta_u32 (m, 0);
+  meta_u32 (m, 2);
+  v[0] = GUINT64_TO_LE (2);
+  meta_put (m, v, 8);
+  meta_put (m, v, 8);
+  meta_u32 (m, GPUSHARE_META_IN_SIDE);
+  v[0] = GUINT64_TO_LE (at + 4096);
+  v[1] = GUINT64_TO_LE (16);
+  meta_put (m, v, 16);
+  len = GUINT32_TO_LE (m->data_len - entry - GPUSHARE_META_ENTRY_HEADER);
+  memcpy (m->data + entry + 4, &len, 4);
+  m->n_entries++;
+}
+
 /* GPUSHARE_META_TENSORS: one float32 tensor of 2x2 */
 static void
 write_tensors_entry (GpuShareMeta * m)
@@ -1074,6 +1144,15 @@ write_metas (GpuShareMsg * msg)
   msg->u.meta.sequence = 7;
   write_tensors_entry (&msg->u.meta);
   save_one ("meta-tensors", msg, 0);
+  /* payloads in the side memory (minor 10): inside a page, and past any */
+  init (msg, GPUSHARE_MSG_META);
+  msg->u.meta.sequence = 8;
+  write_side_entries (&msg->u.meta, 0);
+  save_one ("meta-side-payloads", msg, 0);
+  init (msg, GPUSHARE_MSG_META);
+  msg->u.meta.sequence = 9;
+  write_side_entries (&msg->u.meta, G_MAXUINT64 - 8);
+  save_one ("meta-side-payloads-past", msg, 0);
 
   /* EVENT (minor 4): tags, a custom event, the longest text */
   init (msg, GPUSHARE_MSG_EVENT);

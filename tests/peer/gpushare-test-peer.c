@@ -71,6 +71,8 @@ typedef struct
   gint cuda_device;             /* both: the GPU of this side, -1: default */
   gchar **set;                  /* both: PROPERTY=VALUE of this side's element */
   gboolean analytics;           /* all: attach and print inference results */
+  gchar *mask;                  /* producer: WxH, a segmentation mask too */
+  guint mask_w, mask_h;
   gchar *to;                    /* relay: the socket it produces at */
 } Options;
 
@@ -212,6 +214,8 @@ producer_probe (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
       gpushare_test_analytics_track (buf);
     else
       gpushare_test_analytics_detect (buf, n_frames, 8 + n_frames % 5);
+    if (!opt.to && opt.mask_w)
+      gpushare_test_analytics_segment (buf, n_frames, opt.mask_w, opt.mask_h);
     GST_PAD_PROBE_INFO_DATA (info) = buf;
   }
 #endif
@@ -764,6 +768,9 @@ main (int argc, char **argv)
     {"analytics", 0, 0, G_OPTION_ARG_NONE, &opt.analytics,
         "Attach a detector's (relay: a tracker's) results and print a digest "
           "of each frame's (GStreamer 1.24+ with its analytics library)", NULL},
+    {"mask", 0, 0, G_OPTION_ARG_STRING, &opt.mask,
+        "Producer, with --analytics: a segmentation mask of WxH pixels "
+          "too (GStreamer 1.26+)", NULL},
     {"to", 0, 0, G_OPTION_ARG_FILENAME, &opt.to,
         "Relay: the socket to produce at", NULL},
     {NULL}
@@ -794,6 +801,18 @@ main (int argc, char **argv)
 #if !HAVE_GST_ANALYTICS
   if (opt.analytics) {
     g_print ("SKIP: built without GStreamer's analytics library (1.24+)\n");
+    return 77;
+  }
+#endif
+  if (opt.mask && (sscanf (opt.mask, "%ux%u", &opt.mask_w, &opt.mask_h) != 2
+          || opt.mask_w == 0 || opt.mask_h == 0 || !opt.analytics)) {
+    g_printerr ("--mask WxH, with --analytics\n");
+    return 64;
+  }
+#if !GST_CHECK_VERSION(1, 26, 0)
+  if (opt.mask) {
+    g_print ("SKIP: GStreamer %d.%d has no segmentation mtd (1.26+)\n",
+        GST_VERSION_MAJOR, GST_VERSION_MINOR);
     return 77;
   }
 #endif
