@@ -551,6 +551,29 @@ analytics_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
     gst_analytics_relation_meta_set_relation (rmeta,
         GST_ANALYTICS_REL_TYPE_IS_PART_OF, cls.id, od.id);
   }
+#if GST_CHECK_VERSION(1, 26, 0)
+  if (opt.mask) {
+    /* --mask: a GRAY8 segmentation mask as large as the frame, made once
+     * (what it costs to make is not what carrying it costs) */
+    static GstBuffer *mask;
+    GstAnalyticsSegmentationMtd seg;
+    guint regions[2] = { 0, 1 };
+
+    if (!mask) {
+      gsize offset[GST_VIDEO_MAX_PLANES] = { 0, };
+      gint stride[GST_VIDEO_MAX_PLANES] = { opt.width, };
+
+      mask = gst_buffer_new_allocate (NULL, (gsize) opt.width * opt.height,
+          NULL);
+      gst_buffer_memset (mask, 0, 1, (gsize) opt.width * opt.height);
+      gst_buffer_add_video_meta_full (mask, GST_VIDEO_FRAME_FLAG_NONE,
+          GST_VIDEO_FORMAT_GRAY8, opt.width, opt.height, 1, offset, stride);
+    }
+    gst_analytics_relation_meta_add_segmentation_mtd (rmeta,
+        gst_buffer_ref (mask), GST_SEGMENTATION_TYPE_SEMANTIC, 2, regions, 0,
+        0, opt.width, opt.height, &seg);
+  }
+#endif
   GST_PAD_PROBE_INFO_DATA (info) = buf;
   return GST_PAD_PROBE_OK;
 }
@@ -1309,6 +1332,8 @@ spawn (const gchar * self, const gchar * role, const Row * row,
   g_ptr_array_add (argv, g_strdup_printf ("--ring=%d", opt.ring));
   g_ptr_array_add (argv, g_strdup_printf ("--pace-us=%d", opt.pace_us));
   g_ptr_array_add (argv, g_strdup_printf ("--analytics=%d", row->detections));
+  if (row->detections > 0 && opt.mask)
+    g_ptr_array_add (argv, g_strdup ("--mask"));
   g_ptr_array_add (argv, g_strdup_printf ("--timeout=%d", opt.timeout_s));
   g_ptr_array_add (argv, g_strdup_printf ("--width=%d", row->width));
   g_ptr_array_add (argv, g_strdup_printf ("--height=%d", row->height));
@@ -1480,6 +1505,17 @@ run_row (const gchar * self, Row * row)
     else if (n < (guint64) opt.frames)
       row->failed = g_strdup_printf ("%" G_GUINT64_FORMAT " of %d frames' "
           "analytics metas carried", n, opt.frames);
+  }
+  if (!row->failed && row->detections > 0 && opt.mask && !row->mode->gpu) {
+    /* and the masks with them: a system-memory pipeline has no metas of
+     * its own that the producer could leave out */
+    const gchar *left = pr.stats ? strstr (pr.stats,
+        "metas-not-carried=(guint64)") : NULL;
+    guint64 n = left ? g_ascii_strtoull (left + 27, NULL, 10) : 0;
+
+    if (n > 0)
+      row->failed = g_strdup_printf ("%" G_GUINT64_FORMAT " masks not "
+          "carried", n);
   }
   if (!row->failed && (pr.bad_keys || cr.bad_keys))
     row->failed = g_strdup_printf ("%d frames with a bad offset",
@@ -1733,8 +1769,8 @@ fmt_num (gdouble v)
 static gchar *
 row_name (const Row * r)
 {
-  gchar *dets = r->detections ? g_strdup_printf (" +%d detections",
-      r->detections) : g_strdup ("");
+  gchar *dets = r->detections ? g_strdup_printf (" +%d detections%s",
+      r->detections, opt.mask ? " and a mask" : "") : g_strdup ("");
   gchar *name = g_strdup_printf ("%s%s%s", r->mode->name, dets,
       r->mps ? " +MPS" : "");
 
@@ -2423,6 +2459,9 @@ main (int argc, char **argv)
           "(GstAnalyticsRelationMeta: an object detection, its "
           "classification and their two relations each; GStreamer 1.24+ "
           "with its analytics library)", "N"},
+    {"mask", 0, 0, G_OPTION_ARG_NONE, &opt.mask,
+          "With --analytics: a GRAY8 segmentation mask as large as the frame "
+          "too, on every frame (GStreamer 1.26+)", NULL},
     {"pace-us", 0, 0, G_OPTION_ARG_INT, &opt.pace_us,
           "Latency runs: the producer sends one frame every N us at most "
           "(identity sleep-time in front of the transport), so that no "
@@ -2521,6 +2560,17 @@ main (int argc, char **argv)
     return 64;
   }
 #endif
+#if !GST_CHECK_VERSION(1, 26, 0)
+  if (opt.mask) {
+    g_printerr ("--mask: GStreamer %d.%d has no segmentation mtd (1.26+)\n",
+        GST_VERSION_MAJOR, GST_VERSION_MINOR);
+    return 64;
+  }
+#endif
+  if (opt.mask && opt.analytics <= 0) {
+    g_printerr ("--mask goes with --analytics N\n");
+    return 64;
+  }
   if (opt.analytics < 0 || opt.analytics > 100000) {
     g_printerr ("--analytics takes 0 to 100000 detections\n");
     return 64;

@@ -47,6 +47,7 @@ typedef struct
   gint repeat;
   gint pace_us;
   gint analytics;                /* --analytics: detections a frame */
+  gboolean mask;                /* --mask: and a mask as large as the frame */
   gint timeout_s;
   /* children */
   gchar *mode;

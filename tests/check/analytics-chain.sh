@@ -16,6 +16,11 @@
 # that size to each frame's results; a 1080p one (2 MiB) is past what a
 # frame's metas may take inline, and goes through the side memory of each
 # ring, read in place by the relay and written once into its own ring's.
+#
+# CHAIN_PRODUCER_ARGS and CHAIN_CONSUMER_ARGS, where set, go to the
+# producer's and to the relay's and consumer's command lines: on a GPU host
+# "--source videotestsrc --gpu-input" and "--gpu-output" run the chain in
+# CUDA memory (the gpu suite's gpu_analytics_chain).
 set -u
 peer=$1
 width=${2:-320}
@@ -40,13 +45,14 @@ chain() {
   local name=$1
   "$peer" producer --socket "$tmp/a.sock" --frames $frames --width "$width" \
     --height "$height" --wait --policy lossless --analytics "${mask[@]}" \
-    --out "$tmp/producer.log" &
+    ${CHAIN_PRODUCER_ARGS:-} --out "$tmp/producer.log" &
   pids+=($!)
   "$peer" relay --socket "$tmp/a.sock" --to "$tmp/b.sock" --wait \
-    --policy lossless --analytics "${mask[@]}" --out "$tmp/relay.log" &
+    --policy lossless --analytics "${mask[@]}" ${CHAIN_CONSUMER_ARGS:-} \
+    --out "$tmp/relay.log" &
   pids+=($!)
   "$peer" consumer --socket "$tmp/b.sock" --analytics "${mask[@]}" \
-    --out "$tmp/consumer.log"
+    ${CHAIN_CONSUMER_ARGS:-} --out "$tmp/consumer.log"
   rc=$?
   [ $rc = 77 ] && { cat "$tmp/consumer.log"; exit 77; }
   [ $rc = 0 ] || fail "$name: consumer exit status $rc"
