@@ -473,6 +473,18 @@ gpushare_client_frame_in_place (GpuShareClientFrame * f)
   return f->in_place;
 }
 
+void
+gpushare_client_frame_copied (GpuShareClientFrame * f)
+{
+  Session *s = f->session;
+
+  g_mutex_lock (&s->lock);
+  if (f->in_place && f->info.epoch == s->in_place_epoch)
+    s->n_in_place--;
+  f->in_place = FALSE;
+  g_mutex_unlock (&s->lock);
+}
+
 guint8 *
 gpushare_client_frame_side (GpuShareClientFrame * f, gsize * size)
 {

@@ -218,6 +218,9 @@ void gpushare_client_frame_release (GpuShareClientFrame * f);
 GpuShareClientFrame *gpushare_client_frame_ref (GpuShareClientFrame * f);
 /* f is held in place (gpushare_client_frame_hold_in_place ()) */
 gboolean gpushare_client_frame_in_place (GpuShareClientFrame * f);
+/* f is copied after all (what held it in place could not be made): no
+ * longer counted in place, and what is read of its slot is copied too */
+void gpushare_client_frame_copied (GpuShareClientFrame * f);
 /* the region of f's slot in its ring's side memory, and its size (NULL
  * and 0: none) */
 guint8 *gpushare_client_frame_side (GpuShareClientFrame * f, gsize * size);

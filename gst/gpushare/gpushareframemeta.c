@@ -134,13 +134,14 @@ put_side (Writer * w, gsize len)
   GpuShareMetaSide *side = w->side;
   gsize at;
 
-  if (!side || !side->data || w->overflow || len == 0)
+  /* and room in the entry for where it is */
+  if (!side || !side->data || w->overflow || len == 0
+      || w->m->capacity - w->m->data_len < 20)
     return NULL;
   at = (side->used + 63) & ~(gsize) 63;
   if (at > side->size || len > side->size - at)
     return NULL;
   side->used = at + len;
-  w->m->side_len = side->used;
   put_u32 (w, GPUSHARE_META_IN_SIDE);
   put_u64 (w, at);
   put_u64 (w, len);
@@ -631,6 +632,8 @@ gpushare_frame_meta_collect_side (GstBuffer * buf, GpuShareFrameMetas * m,
   if (side)
     side->used = 0;
   gst_buffer_foreach_meta (buf, collect_one, &c);
+  /* what the entries kept took of it (end () gave back a dropped one's) */
+  m->side_len = side ? side->used : 0;
   if (n_skipped)
     *n_skipped = c.n_skipped;
   if (skipped_name)

@@ -2416,7 +2416,10 @@ gpushare_server_set_format (GpuShareServer * self,
   guint64 epoch;
 
   g_mutex_lock (&self->lock);
-  new_ring = !self->system || layout->frame_size > self->system->slot_size;
+  /* a ring whose slots, or whose side memory, are too small for the new
+   * caps is made again */
+  new_ring = !self->system || layout->frame_size > self->system->slot_size
+      || side_pages > self->side_pages;
   epoch = self->epoch + 1;
   /* auto: a ring that grew for its consumers keeps its size */
   self->ring_auto = ring_size == 0;

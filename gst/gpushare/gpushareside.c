@@ -26,7 +26,7 @@ struct _GpuShareSide
 static gsize
 region_bytes (guint32 slot_pages)
 {
-  return (gsize) slot_pages * GPUSHARE_SIDE_PAGE;
+  return (gsize) slot_pages *GPUSHARE_SIDE_PAGE;
 }
 
 GpuShareSide *

@@ -830,6 +830,7 @@ make_buffer (GstGpuShareSrc * self, GpuShareClientFrame * frame)
     buf = gst_buffer_new_allocate (NULL, self->layout.frame_size, NULL);
     gpushare_xfer_view_read (view, f->slot, f->sequence, vi, vi, buf, FALSE,
         NULL);
+    gpushare_client_frame_copied (frame);
     gpushare_client_frame_release (frame);
     g_atomic_int_inc (&self->frames_copied);
     GST_LOG_OBJECT (self, "frame %" G_GUINT64_FORMAT " copied", f->sequence);
@@ -948,6 +949,9 @@ make_gpu_buffer (GstGpuShareSrc * self, GpuShareClientFrame * frame,
       return GST_FLOW_ERROR;
     }
   }
+  /* copied, whatever was tried: the slot goes back once the copy is made,
+   * the metas' payloads in its side memory are copied too */
+  gpushare_client_frame_copied (frame);
   if (self->out_gpu) {
     if (!gst_buffer_pool_is_active (self->out_pool))
       gst_buffer_pool_set_active (self->out_pool, TRUE);

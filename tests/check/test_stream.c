@@ -1309,6 +1309,50 @@ GST_START_TEST (test_masks_in_side_memory)
 }
 
 GST_END_TEST;
+
+/* A frame the consumer copies (downstream holds max-in-place already)
+ * gives its slot back at once: its mask is copied too, not kept in place */
+GST_START_TEST (test_masks_copied_with_their_frame)
+{
+  gchar *path = socket_path ("side-masks-copied");
+  GstElement *sink, *src, *producer = appsrc_producer (path, "lossless", 8,
+      &sink, &src);
+  GstBuffer *bufs[2], *masks[2];
+  Consumer *c;
+  guint i;
+
+  g_object_set (sink, "meta-slot-size", (gint64) SIDE_MASK_W * SIDE_MASK_H,
+      NULL);
+  fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  c = consumer_new (path, TRUE);
+  g_object_set (c->src, "max-in-place", 1, NULL);
+  consumer_start (c);
+  for (i = 0; i < 2; i++) {
+    fail_unless_equals_int (gst_app_src_push_buffer (GST_APP_SRC (src),
+            buffer_with_mask (i)), GST_FLOW_OK);
+    bufs[i] = next_buffer (c, i);
+    masks[i] = mask_of (bufs[i]);
+    fail_unless (masks[i] != NULL);
+    assert_mask_of (masks[i], i);
+  }
+  /* the first in place, the second (one held already) a copy */
+  fail_unless (GST_MEMORY_IS_READONLY (gst_buffer_peek_memory (masks[0], 0)));
+  fail_if (GST_MEMORY_IS_READONLY (gst_buffer_peek_memory (masks[1], 0)));
+  fail_unless_equals_uint64 (stat_u64 (c->src, "frames-copied"), 1);
+  for (i = 0; i < 2; i++) {
+    gst_buffer_unref (masks[i]);
+    gst_buffer_unref (bufs[i]);
+  }
+  assert_no_error (producer);
+  assert_no_error (c->pipeline);
+  consumer_free (c);
+  gst_element_set_state (producer, GST_STATE_NULL);
+  gst_object_unref (producer);
+  g_free (path);
+}
+
+GST_END_TEST;
 #endif
 
 #if HAVE_GST_ANALYTICS && GST_CHECK_VERSION(1, 26, 0)
@@ -3507,6 +3551,7 @@ gpushare_stream_suite (void)
 #if HAVE_GST_ANALYTICS && GST_CHECK_VERSION(1, 26, 0)
   tcase_add_test (tc_frame, test_tensors_travel);
   tcase_add_test (tc_frame, test_masks_in_side_memory);
+  tcase_add_test (tc_frame, test_masks_copied_with_their_frame);
 #endif
   tcase_add_test (tc_frame, test_hostile_side_payloads);
   tcase_add_test (tc_frame, test_hostile_meta_names);

@@ -40,6 +40,7 @@ tests=(
   "gpu_containers 600 bash tests/gpu/gpu-containers.sh $b/bin/gpushare-test-peer"
   "gpu_live_consumers 600 bash tests/gpu/gpu-live-consumers.sh $b/bin/gpushare-inspect"
   "gpu_no_context 120 bash tests/gpu/gpu-no-context.sh"
+  "gpu_analytics_chain 240 bash tests/gpu/gpu-analytics-chain.sh $b/bin/gpushare-test-peer"
   "gpu_soak 400 bash tests/gpu/gpu-soak.sh $b/bin/gpushare-test-peer"
 )
 echo "GStreamer: $(gst-launch-1.0 --version | sed -n 2p)"
