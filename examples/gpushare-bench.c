@@ -2460,7 +2460,7 @@ main (int argc, char **argv)
           "classification and their two relations each; GStreamer 1.24+ "
           "with its analytics library)", "N"},
     {"mask", 0, 0, G_OPTION_ARG_NONE, &opt.mask,
-          "With --analytics: a GRAY8 segmentation mask as large as the frame "
+        "With --analytics: a GRAY8 segmentation mask as large as the frame "
           "too, on every frame (GStreamer 1.26+)", NULL},
     {"pace-us", 0, 0, G_OPTION_ARG_INT, &opt.pace_us,
           "Latency runs: the producer sends one frame every N us at most "
