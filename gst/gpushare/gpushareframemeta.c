@@ -862,6 +862,89 @@ peer_quark (const gchar * label)
 }
 #endif
 
+/* The strings of one analytics entry (mtd types, labels, classes): a
+ * detector's hundred detections repeat a handful, so each distinct one is
+ * checked, copied and made a quark of once an entry, not once a use.  The
+ * first LABELS_LOOKED_UP are looked up; the rest are kept until the entry
+ * is read (a peer's, bounded by the entry's own size). */
+#define LABELS_LOOKED_UP 16
+
+typedef struct
+{
+  guint32 len;
+  const guint8 *bytes;          /* in the entry */
+  gchar *str;
+  GQuark quark;                 /* 0: not yet asked for */
+} Label;
+
+typedef struct
+{
+  GArray *all;                  /* Label */
+} Labels;
+
+static void
+labels_clear (Labels * l)
+{
+  guint i;
+
+  if (!l->all)
+    return;
+  for (i = 0; i < l->all->len; i++)
+    g_free (g_array_index (l->all, Label, i).str);
+  g_array_free (l->all, TRUE);
+  l->all = NULL;
+}
+
+/* a string of the entry, as get_str () checks it: its index in l, or -1
+ * when it does not parse */
+static gint
+get_label (Reader * r, Labels * l, const gchar * what)
+{
+  guint32 len;
+  const guint8 *p = get_bytes (r, &len, what);
+  Label label = { 0, };
+  guint i;
+
+  if (!p)
+    return -1;
+  if (!l->all)
+    l->all = g_array_new (FALSE, FALSE, sizeof (Label));
+  for (i = 0; i < MIN (l->all->len, LABELS_LOOKED_UP); i++) {
+    Label *e = &g_array_index (l->all, Label, i);
+
+    if (e->len == len && memcmp (e->bytes, p, len) == 0)
+      return (gint) i;
+  }
+  if (len > GPUSHARE_META_MAX_STRING
+      || !g_utf8_validate_len ((const gchar *) p, len, NULL)) {
+    r->bad = what;
+    return -1;
+  }
+  label.len = len;
+  label.bytes = p;
+  label.str = g_strndup ((const gchar *) p, len);
+  g_array_append_val (l->all, label);
+  return (gint) l->all->len - 1;
+}
+
+static const gchar *
+label_str (Labels * l, gint i)
+{
+  return g_array_index (l->all, Label, i).str;
+}
+
+#if HAVE_GST_ANALYTICS
+static GQuark
+label_quark (Labels * l, gint i)
+{
+  Label *e = &g_array_index (l->all, Label, i);
+
+  if (!e->quark)
+    e->quark = peer_quark (e->str);
+  return e->quark;
+}
+#endif
+
 /* One analytics entry read through, every field checked; with rmeta (a
  * GstAnalyticsRelationMeta), its mtds and relations added there as they
  * are read.  An mtd of a type this version does not know, or whose label
@@ -872,12 +955,14 @@ read_analytics (Reader * r, gpointer rmeta, guint * n_left_out)
 {
   gint new_id[GPUSHARE_META_MAX_MTDS];
   guint i, n, n_rel;
+  Labels labels = { NULL };
 
   n = get_u32 (r, "analytics mtd count");
   if (!r->bad && n > GPUSHARE_META_MAX_MTDS)
     r->bad = "analytics mtd count";
   for (i = 0; i < n && !r->bad; i++) {
-    gchar *type = get_str (r, "analytics mtd type");
+    gint type_at = get_label (r, &labels, "analytics mtd type");
+    const gchar *type = type_at >= 0 ? label_str (&labels, type_at) : NULL;
     guint32 len = get_u32 (r, "analytics mtd length");
     Reader b = { NULL, 0, 0, NULL, r->side };
     gboolean added = FALSE;
@@ -888,12 +973,10 @@ read_analytics (Reader * r, gpointer rmeta, guint * n_left_out)
       b.len = len;
       take (r, NULL, len, "analytics mtd length");
     }
-    if (r->bad) {
-      g_free (type);
+    if (r->bad)
       break;
-    }
     if (g_str_equal (type, "object-detection")) {
-      gchar *label = get_str (&b, "object detection type");
+      gint label = get_label (&b, &labels, "object detection type");
       gint32 v[4];
       gfloat conf, rot;
       guint j;
@@ -904,7 +987,7 @@ read_analytics (Reader * r, gpointer rmeta, guint * n_left_out)
       rot = get_f32 (&b, "object detection rotation");
 #if HAVE_GST_ANALYTICS
       if (!b.bad && rmeta) {
-        GQuark q = peer_quark (label);
+        GQuark q = label_quark (&labels, label);
         GstAnalyticsODMtd mtd;
 
 #if GST_CHECK_VERSION(1, 26, 0)
@@ -921,22 +1004,18 @@ read_analytics (Reader * r, gpointer rmeta, guint * n_left_out)
       (void) v;
       (void) conf;
       (void) rot;
+      (void) label;
 #endif
-      g_free (label);
     } else if (g_str_equal (type, "classification")) {
-      gchar *labels[GPUSHARE_META_MAX_CLASSES];
+      gint classes[GPUSHARE_META_MAX_CLASSES];
       gfloat levels[GPUSHARE_META_MAX_CLASSES];
       guint j, k = get_u32 (&b, "classification count");
 
       if (!b.bad && k > GPUSHARE_META_MAX_CLASSES)
         b.bad = "classification count";
       for (j = 0; j < k && !b.bad; j++) {
-        labels[j] = get_str (&b, "classification class");
+        classes[j] = get_label (&b, &labels, "classification class");
         levels[j] = get_f32 (&b, "classification confidence");
-        if (b.bad) {
-          g_free (labels[j]);
-          break;
-        }
       }
 #if HAVE_GST_ANALYTICS
       if (!b.bad && rmeta && k > 0) {
@@ -945,7 +1024,7 @@ read_analytics (Reader * r, gpointer rmeta, guint * n_left_out)
 
         added = TRUE;
         for (guint q = 0; q < k; q++)
-          added = added && (quarks[q] = peer_quark (labels[q])) != 0;
+          added = added && (quarks[q] = label_quark (&labels, classes[q])) != 0;
         added = added && gst_analytics_relation_meta_add_cls_mtd (rmeta, k,
             levels, quarks, &mtd);
         if (added)
@@ -953,9 +1032,8 @@ read_analytics (Reader * r, gpointer rmeta, guint * n_left_out)
       }
 #else
       (void) levels;
+      (void) classes;
 #endif
-      for (guint q = 0; q < j; q++)
-        g_free (labels[q]);
     } else if (g_str_equal (type, "object-tracking")) {
       guint64 id = get_u64 (&b, "tracking id");
       guint64 first = get_u64 (&b, "tracking first seen");
@@ -1041,8 +1119,8 @@ read_analytics (Reader * r, gpointer rmeta, guint * n_left_out)
       r->bad = b.bad;
     else if (rmeta && !added)
       (*n_left_out)++;
-    g_free (type);
   }
+  labels_clear (&labels);
   n_rel = get_u32 (r, "analytics relation count");
   if (!r->bad && n_rel > GPUSHARE_META_MAX_RELATIONS)
     r->bad = "analytics relation count";
