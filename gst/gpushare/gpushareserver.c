@@ -811,7 +811,6 @@ send_slots (GpuShareServer * self, Client * client)
   GpuShareXferRing *ring = NULL, *had = NULL;
   guint64 epoch = self->epoch;
   gboolean ok;
-  gint side_fd = -1;
 
   /* GPU slots are device work, maybe for many consumers in a row on this
    * thread: the peers of all its connections hear from it meanwhile */
@@ -878,9 +877,9 @@ send_slots (GpuShareServer * self, Client * client)
    * that cannot have it reads the payloads inline (or not at all) */
   client->side = FALSE;
   if (self->side && client->minor >= GPUSHARE_MINOR_SIDE) {
-    side_fd = gpushare_side_export (self->side, &error);
-    if (side_fd >= 0) {
-      fds[n_fds++] = side_fd;
+    fds[n_fds] = gpushare_side_export (self->side, &error);
+    if (fds[n_fds] >= 0) {
+      n_fds++;
       slots->side_pages = gpushare_side_pages (self->side);
       client->side = TRUE;
     } else {

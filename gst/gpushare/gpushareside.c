@@ -29,10 +29,25 @@ region_bytes (guint32 slot_pages)
   return (gsize) slot_pages *GPUSHARE_SIDE_PAGE;
 }
 
+/* the side memory of n_slots regions of slot_pages pages at data; fd: the
+ * producer's writable file, or -1 */
+static GpuShareSide *
+side_wrap (gint fd, gpointer data, guint n_slots, guint32 slot_pages)
+{
+  GpuShareSide *self = g_new0 (GpuShareSide, 1);
+
+  self->ref_count = 1;
+  self->fd = fd;
+  self->data = data;
+  self->size = n_slots * region_bytes (slot_pages);
+  self->n_slots = n_slots;
+  self->slot_pages = slot_pages;
+  return self;
+}
+
 GpuShareSide *
 gpushare_side_new (guint n_slots, guint32 slot_pages, GError ** error)
 {
-  GpuShareSide *self;
   gpointer data;
   gint fd;
 
@@ -44,23 +59,13 @@ gpushare_side_new (guint n_slots, guint32 slot_pages, GError ** error)
   fd = gpushare_memfd_new ("gpushare-side", n_slots * region_bytes
       (slot_pages), FALSE, TRUE, &data, "side memory", G_IO_ERROR,
       G_IO_ERROR_FAILED, error);
-  if (fd < 0)
-    return NULL;
-  self = g_new0 (GpuShareSide, 1);
-  self->ref_count = 1;
-  self->fd = fd;
-  self->data = data;
-  self->size = n_slots * region_bytes (slot_pages);
-  self->n_slots = n_slots;
-  self->slot_pages = slot_pages;
-  return self;
+  return fd < 0 ? NULL : side_wrap (fd, data, n_slots, slot_pages);
 }
 
 GpuShareSide *
 gpushare_side_view_new (gint fd, guint n_slots, guint32 slot_pages,
     GError ** error)
 {
-  GpuShareSide *self;
   gsize size;
   gpointer data;
 
@@ -88,14 +93,7 @@ gpushare_side_view_new (gint fd, guint n_slots, guint32 slot_pages,
         "could not map the side memory: %s", g_strerror (err));
     return NULL;
   }
-  self = g_new0 (GpuShareSide, 1);
-  self->ref_count = 1;
-  self->fd = -1;
-  self->data = data;
-  self->size = size;
-  self->n_slots = n_slots;
-  self->slot_pages = slot_pages;
-  return self;
+  return side_wrap (-1, data, n_slots, slot_pages);
 }
 
 GpuShareSide *

@@ -37,7 +37,7 @@ guint32 gpushare_side_pages (GpuShareSide * side);
 /* Producer: a descriptor for a consumer, read-only; -1 with error */
 gint gpushare_side_export (GpuShareSide * side, GError ** error);
 
-/* the side memory of a ring for frames of frame_size bytes, by the
+/* each slot's side memory for frames of width x height, by the
  * meta-slot-size setting: -1 (auto) room for a 16-bit mask as large as
  * the frame, 0 none, otherwise bytes; in pages, capped */
 guint32 gpushare_side_pages_for (gint64 setting, guint width, guint height);

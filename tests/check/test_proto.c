@@ -2576,7 +2576,6 @@ GST_START_TEST (test_payload_schema_version)
 
 GST_END_TEST;
 
-/* Reserved words in the fixed parts are ignored, like the header's. */
 /* SLOTS's side memory (minor 10): its pages, bounded, and its fd, last */
 GST_START_TEST (test_slots_side)
 {
@@ -2629,6 +2628,7 @@ GST_START_TEST (test_slots_side)
 
 GST_END_TEST;
 
+/* Reserved words in the fixed parts are ignored, like the header's. */
 GST_START_TEST (test_payload_reserved_ignored)
 {
   GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);

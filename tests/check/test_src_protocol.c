@@ -123,17 +123,29 @@ raw_announce (RawPeer * p, GpuShareMsg * msg)
   fail_unless_equals_uint64 (msg->u.accept.instance, 0x1234);
 }
 
+/* HP_N_SLOTS system-memory slots, and with side_pages (minor 10) the side
+ * memory's fd after them */
 static void
-raw_send_slots (RawPeer * p, GpuShareMsg * msg, gint * fds, guint64 epoch)
+raw_send_slots_side (RawPeer * p, GpuShareMsg * msg, gint * fds,
+    guint64 epoch, guint32 side_pages)
 {
+  guint n_fds = HP_N_SLOTS + (side_pages ? 1 : 0);
+
   memset (msg, 0, sizeof (*msg));
   msg->type = GPUSHARE_MSG_SLOTS;
   msg->u.slots.epoch = epoch;
   msg->u.slots.slot_size = HP_SLOT_SIZE;
   msg->u.slots.n_slots = HP_N_SLOTS;
   msg->u.slots.mem_type = GPUSHARE_MEM_SYSTEM;
-  fail_unless (raw_send_msg (p, msg, fds, HP_N_SLOTS));
-  gpushare_close_fds (fds, HP_N_SLOTS);
+  msg->u.slots.side_pages = side_pages;
+  fail_unless (raw_send_msg (p, msg, fds, n_fds));
+  gpushare_close_fds (fds, n_fds);
+}
+
+static void
+raw_send_slots (RawPeer * p, GpuShareMsg * msg, gint * fds, guint64 epoch)
+{
+  raw_send_slots_side (p, msg, fds, epoch, 0);
 }
 
 static GstElement *
@@ -170,7 +182,7 @@ GST_START_TEST (test_hostile_producer)
   HostileProducer which = __i__;
   GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
   gchar *path = socket_path ("hostile.sock");
-  gint fds[HP_N_SLOTS], pipe_fds[2] = { -1, -1 };
+  gint fds[HP_N_SLOTS + 1], pipe_fds[2] = { -1, -1 };
   guint before_slots = 0, i;
   GstElement *pipeline;
   GByteArray *b;
@@ -206,6 +218,8 @@ GST_START_TEST (test_hostile_producer)
     case HP_SLOTS_UNSEALED:
     case HP_SLOTS_WRONG_SIZE:
     case HP_SLOTS_WRITABLE:
+    case HP_SIDE_WRITABLE:
+    case HP_SIDE_WRONG_SIZE:
       raw_announce (&raw, msg);
       before_slots = count_fds ();
       for (i = 0; i < HP_N_SLOTS; i++) {
@@ -221,56 +235,39 @@ GST_START_TEST (test_hostile_producer)
           fds[i] = make_memfd (HP_SLOT_SIZE, FALSE);
           fail_unless (fcntl (fds[i], F_ADD_SEALS, F_SEAL_SHRINK |
                   F_SEAL_GROW | F_SEAL_SEAL) == 0);
-        } else {
+        } else if (which == HP_SLOTS_WRONG_SIZE) {
           fds[i] = make_memfd (HP_SLOT_SIZE / 2, TRUE);
+        } else {
+          /* sound slots; their side memory is the fault */
+          fds[i] = make_memfd (HP_SLOT_SIZE, TRUE);
         }
       }
       if (pipe_fds[1] >= 0) {
         close (pipe_fds[1]);
         before_slots++;         /* the read end we keep */
       }
-      raw_send_slots (&raw, msg, fds, 1);
-      if (which == HP_SLOTS_WRITABLE) {
+      if (which == HP_SIDE_WRITABLE || which == HP_SIDE_WRONG_SIZE) {
+        /* a page a slot, last (minor 10): writable by every holder, or
+         * sealed but a page short */
+        gboolean short_one = which == HP_SIDE_WRONG_SIZE;
+
+        fds[HP_N_SLOTS] = make_memfd ((HP_N_SLOTS - (short_one ? 1 : 0)) *
+            GPUSHARE_SIDE_PAGE, short_one);
+        raw_send_slots_side (&raw, msg, fds, 1, 1);
+      } else {
+        raw_send_slots (&raw, msg, fds, 1);
+      }
+      if (which == HP_SLOTS_WRITABLE || which == HP_SIDE_WRITABLE
+          || which == HP_SIDE_WRONG_SIZE) {
         /* the consumer says why before it gives up, and maps nothing */
         fail_unless_equals_int (raw_recv (&raw, msg, NULL, NULL, TIMEOUT_MS),
             RAW_MSG);
         fail_unless (msg->type == GPUSHARE_MSG_ERROR, "the consumer took "
-            "writable slots: it answered %s",
+            "%s: it answered %s", hp_cases[which].name,
             gpushare_msg_type_to_string (msg->type));
         fail_unless_equals_int (msg->u.error.code, GPUSHARE_ERR_RESOURCE);
       }
       break;
-    case HP_SIDE_WRITABLE:
-    case HP_SIDE_WRONG_SIZE:{
-      /* sound slots, and side memory (minor 10) of a page a slot, last:
-       * writable by every holder, or sealed but a page short */
-      gint all[HP_N_SLOTS + 1];
-      gboolean short_one = which == HP_SIDE_WRONG_SIZE;
-
-      raw_announce (&raw, msg);
-      before_slots = count_fds ();
-      for (i = 0; i < HP_N_SLOTS; i++)
-        all[i] = make_memfd (HP_SLOT_SIZE, TRUE);
-      all[HP_N_SLOTS] = make_memfd ((HP_N_SLOTS - (short_one ? 1 : 0)) *
-          GPUSHARE_SIDE_PAGE, short_one);
-      memset (msg, 0, sizeof (*msg));
-      msg->type = GPUSHARE_MSG_SLOTS;
-      msg->u.slots.epoch = 1;
-      msg->u.slots.slot_size = HP_SLOT_SIZE;
-      msg->u.slots.n_slots = HP_N_SLOTS;
-      msg->u.slots.mem_type = GPUSHARE_MEM_SYSTEM;
-      msg->u.slots.side_pages = 1;
-      fail_unless (raw_send_msg (&raw, msg, all, HP_N_SLOTS + 1));
-      gpushare_close_fds (all, HP_N_SLOTS + 1);
-      /* the consumer says why, and maps nothing */
-      fail_unless_equals_int (raw_recv (&raw, msg, NULL, NULL, TIMEOUT_MS),
-          RAW_MSG);
-      fail_unless (msg->type == GPUSHARE_MSG_ERROR, "the consumer took the "
-          "side memory: it answered %s",
-          gpushare_msg_type_to_string (msg->type));
-      fail_unless_equals_int (msg->u.error.code, GPUSHARE_ERR_RESOURCE);
-      break;
-    }
     case HP_FRAME_STALE_GENERATION:
     case HP_FRAME_BAD_SLOT:
     case HP_META_MALFORMED:

@@ -828,18 +828,30 @@ typedef struct
   Consumer *c;
 } MetaStream;
 
+/* the producer playing, with meta-slot-size (-1: its default), and the
+ * consumer made, to be set and started; returns the producer's appsrc */
+static GstElement *
+meta_stream_open (MetaStream * ms, const gchar * name, gint64 meta_slot_size)
+{
+  GstElement *src;
+
+  ms->path = socket_path (name);
+  ms->producer = appsrc_producer (ms->path, "lossless", 8, &ms->sink, &src);
+  if (meta_slot_size != -1)
+    g_object_set (ms->sink, "meta-slot-size", meta_slot_size, NULL);
+  fail_if (gst_element_set_state (ms->producer, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  ms->c = consumer_new (ms->path, TRUE);
+  return src;
+}
+
 static void
 meta_stream_start (MetaStream * ms, const gchar * name, gboolean lane,
     GstBuffer * (*make) (guint))
 {
-  GstElement *src;
+  GstElement *src = meta_stream_open (ms, name, -1);
   guint i;
 
-  ms->path = socket_path (name);
-  ms->producer = appsrc_producer (ms->path, "lossless", 8, &ms->sink, &src);
-  fail_if (gst_element_set_state (ms->producer, GST_STATE_PLAYING) ==
-      GST_STATE_CHANGE_FAILURE);
-  ms->c = consumer_new (ms->path, TRUE);
   g_object_set (ms->c->src, "frame-lane", lane, NULL);
   consumer_start (ms->c);
   for (i = 0; i < META_FRAMES; i++)
@@ -1208,33 +1220,14 @@ mask_of (GstBuffer * buf)
   return gst_analytics_segmentation_mtd_get_mask (&seg, &x, &y, &w, &h);
 }
 
-/* a mask's pixels, row by row, as a digest */
-static gchar *
-mask_digest (GstBuffer * mask)
-{
-  GstVideoMeta *vm = gst_buffer_get_video_meta (mask);
-  GChecksum *sum = g_checksum_new (G_CHECKSUM_SHA1);
-  GstMapInfo map;
-  gchar *text;
-  guint row;
-
-  fail_unless (vm && gst_buffer_map (mask, &map, GST_MAP_READ));
-  for (row = 0; row < vm->height; row++)
-    g_checksum_update (sum, map.data + vm->offset[0] + (gsize) row *
-        vm->stride[0], vm->width);
-  gst_buffer_unmap (mask, &map);
-  text = g_strdup_printf ("%ux%u %s", vm->width, vm->height,
-      g_checksum_get_string (sum));
-  g_checksum_free (sum);
-  return text;
-}
-
 static void
 assert_mask_of (GstBuffer * mask, guint i)
 {
   GstBuffer *want = buffer_with_mask (i), *want_mask = mask_of (want);
-  gchar *got_text = mask_digest (mask), *want_text = mask_digest (want_mask);
+  gchar *got_text = gpushare_test_mask_digest (mask);
+  gchar *want_text = gpushare_test_mask_digest (want_mask);
 
+  fail_unless (got_text != NULL && want_text != NULL);
   fail_unless_equals_string (got_text, want_text);
   g_free (got_text);
   g_free (want_text);
@@ -1250,16 +1243,12 @@ GST_START_TEST (test_masks_in_side_memory)
   for (run = 0; run < 2; run++) {
     gboolean side = sizes[run] > 0;
     guint i, n = side ? SIDE_FRAMES : 4;
-    gchar *path = socket_path (side ? "side-masks" : "no-side-masks");
-    GstElement *sink, *src, *producer = appsrc_producer (path, "lossless", 8,
-        &sink, &src);
+    MetaStream ms;
+    GstElement *src = meta_stream_open (&ms, side ? "side-masks" :
+        "no-side-masks", sizes[run]);
     GstBuffer *held = NULL;
-    Consumer *c;
+    Consumer *c = ms.c;
 
-    g_object_set (sink, "meta-slot-size", sizes[run], NULL);
-    fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
-        GST_STATE_CHANGE_FAILURE);
-    c = consumer_new (path, TRUE);
     consumer_start (c);
     /* one at a time, so that the consumer holds frames in place (a
      * downstream that holds more than max-in-place gets copies) */
@@ -1293,18 +1282,13 @@ GST_START_TEST (test_masks_in_side_memory)
       /* 23 frames later, through the 7 other slots: still frame 0's */
       assert_mask_of (held, 0);
       gst_buffer_unref (held);
-      fail_unless_equals_uint64 (stat_u64 (sink, "metas-not-carried"), 0);
+      fail_unless_equals_uint64 (stat_u64 (ms.sink, "metas-not-carried"), 0);
       fail_unless_equals_uint64 (stat_u64 (c->src, "metas-received"), n);
     } else {
-      fail_unless_equals_uint64 (stat_u64 (sink, "metas-not-carried"), n);
+      fail_unless_equals_uint64 (stat_u64 (ms.sink, "metas-not-carried"), n);
     }
     fail_unless_equals_uint64 (stat_u64 (c->src, "metas-dropped"), 0);
-    assert_no_error (producer);
-    assert_no_error (c->pipeline);
-    consumer_free (c);
-    gst_element_set_state (producer, GST_STATE_NULL);
-    gst_object_unref (producer);
-    g_free (path);
+    meta_stream_stop (&ms);
   }
 }
 
@@ -1314,18 +1298,13 @@ GST_END_TEST;
  * gives its slot back at once: its mask is copied too, not kept in place */
 GST_START_TEST (test_masks_copied_with_their_frame)
 {
-  gchar *path = socket_path ("side-masks-copied");
-  GstElement *sink, *src, *producer = appsrc_producer (path, "lossless", 8,
-      &sink, &src);
+  MetaStream ms;
+  GstElement *src = meta_stream_open (&ms, "side-masks-copied",
+      (gint64) SIDE_MASK_W * SIDE_MASK_H);
   GstBuffer *bufs[2], *masks[2];
-  Consumer *c;
+  Consumer *c = ms.c;
   guint i;
 
-  g_object_set (sink, "meta-slot-size", (gint64) SIDE_MASK_W * SIDE_MASK_H,
-      NULL);
-  fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
-      GST_STATE_CHANGE_FAILURE);
-  c = consumer_new (path, TRUE);
   g_object_set (c->src, "max-in-place", 1, NULL);
   consumer_start (c);
   for (i = 0; i < 2; i++) {
@@ -1344,12 +1323,7 @@ GST_START_TEST (test_masks_copied_with_their_frame)
     gst_buffer_unref (masks[i]);
     gst_buffer_unref (bufs[i]);
   }
-  assert_no_error (producer);
-  assert_no_error (c->pipeline);
-  consumer_free (c);
-  gst_element_set_state (producer, GST_STATE_NULL);
-  gst_object_unref (producer);
-  g_free (path);
+  meta_stream_stop (&ms);
 }
 
 GST_END_TEST;

@@ -10,6 +10,29 @@
 #include <gst/video/video.h>
 
 gchar *
+gpushare_test_mask_digest (GstBuffer * mask)
+{
+  GstVideoMeta *vm = mask ? gst_buffer_get_video_meta (mask) : NULL;
+  GChecksum *sum;
+  GstMapInfo map;
+  gchar *text;
+  guint row, bpp;
+
+  if (!vm || !gst_buffer_map (mask, &map, GST_MAP_READ))
+    return NULL;
+  sum = g_checksum_new (G_CHECKSUM_SHA1);
+  bpp = vm->format == GST_VIDEO_FORMAT_GRAY8 ? 1 : 2;
+  for (row = 0; row < vm->height; row++)
+    g_checksum_update (sum, map.data + vm->offset[0] +
+        (gsize) row * vm->stride[0], vm->width * bpp);
+  gst_buffer_unmap (mask, &map);
+  text = g_strdup_printf ("%s %ux%u %s", gst_video_format_to_string
+      (vm->format), vm->width, vm->height, g_checksum_get_string (sum));
+  g_checksum_free (sum);
+  return text;
+}
+
+gchar *
 gpushare_test_analytics_describe (GstBuffer * buf)
 {
   GstAnalyticsRelationMeta *rmeta =
@@ -62,12 +85,10 @@ gpushare_test_analytics_describe (GstBuffer * buf)
 #if GST_CHECK_VERSION(1, 26, 0)
     } else if (type == gst_analytics_segmentation_mtd_get_mtd_type ()) {
       gint x = 0, y = 0;
-      guint w = 0, h = 0, row;
+      guint w = 0, h = 0;
       GstBuffer *mask = gst_analytics_segmentation_mtd_get_mask (&m, &x, &y,
           &w, &h);
-      GstVideoMeta *vm = mask ? gst_buffer_get_video_meta (mask) : NULL;
-      GChecksum *sum = g_checksum_new (G_CHECKSUM_SHA1);
-      GstMapInfo map;
+      gchar *digest = gpushare_test_mask_digest (mask);
 
       g_string_append_printf (s, "%" G_GSIZE_FORMAT " seg %d %d %u %u "
           "regions", i, x, y, w, h);
@@ -75,21 +96,12 @@ gpushare_test_analytics_describe (GstBuffer * buf)
         g_string_append_printf (s, " %u",
             gst_analytics_segmentation_mtd_get_region_id (&m, j));
       /* the mask: its size, format and pixels, row by row */
-      if (vm && gst_buffer_map (mask, &map, GST_MAP_READ)) {
-        guint bpp = vm->format == GST_VIDEO_FORMAT_GRAY8 ? 1 : 2;
-
-        for (row = 0; row < vm->height; row++)
-          g_checksum_update (sum, map.data + vm->offset[0] +
-              (gsize) row * vm->stride[0], vm->width * bpp);
-        g_string_append_printf (s, " mask %s %ux%u %s",
-            gst_video_format_to_string (vm->format), vm->width, vm->height,
-            g_checksum_get_string (sum));
-        gst_buffer_unmap (mask, &map);
-      } else {
+      if (digest)
+        g_string_append_printf (s, " mask %s", digest);
+      else
         g_string_append (s, " no mask");
-      }
       g_string_append (s, "\n");
-      g_checksum_free (sum);
+      g_free (digest);
       if (mask)
         gst_buffer_unref (mask);
 #endif

@@ -20,6 +20,10 @@ G_BEGIN_DECLS
  * travel) */
 gchar *gpushare_test_analytics_describe (GstBuffer * buf);
 
+/* a mask's format, size and pixels row by row (its video meta's), as a
+ * digest; NULL without a video meta */
+gchar *gpushare_test_mask_digest (GstBuffer * mask);
+
 /* a detector: n detections (with a rotation on 1.26) of frame, each with
  * its classification, the two related; buf must be writable */
 void gpushare_test_analytics_detect (GstBuffer * buf, guint frame, guint n);

@@ -927,19 +927,56 @@ meta_mtd_end (GpuShareMeta * m, gsize at)
   memcpy (m->data + at, &len, 4);
 }
 
+/* an entry of kind, its length patched in by meta_entry_end () at the
+ * returned place */
+static gsize
+meta_entry_begin (GpuShareMeta * m, guint16 kind)
+{
+  gsize entry = m->data_len;
+  guint16 k = GUINT16_TO_LE (kind), zero = 0;
+
+  meta_put (m, &k, 2);
+  meta_put (m, &zero, 2);
+  meta_u32 (m, 0);
+  return entry;
+}
+
+static void
+meta_entry_end (GpuShareMeta * m, gsize entry)
+{
+  guint32 len = GUINT32_TO_LE (m->data_len - entry -
+      GPUSHARE_META_ENTRY_HEADER);
+
+  memcpy (m->data + entry + 4, &len, 4);
+  m->n_entries++;
+}
+
+/* a GPUSHARE_META_TENSORS entry of one float32 tensor "scores" of 2x2, up
+ * to its data, which the caller writes before meta_entry_end () */
+static gsize
+meta_tensor_head (GpuShareMeta * m)
+{
+  gsize entry = meta_entry_begin (m, GPUSHARE_META_TENSORS);
+  guint64 two = GUINT64_TO_LE (2);
+
+  meta_u32 (m, 1);
+  meta_str (m, "scores");
+  meta_u32 (m, 0);
+  meta_u32 (m, 11);
+  meta_u32 (m, 0);
+  meta_u32 (m, 2);
+  meta_put (m, &two, 8);
+  meta_put (m, &two, 8);
+  return entry;
+}
+
 /* GPUSHARE_META_ANALYTICS as docs/protocol.md lays it out */
 static void
 write_analytics_entry (GpuShareMeta * m)
 {
   guint64 v;
-  guint32 len;
-  gsize entry, at;
-  guint16 kind = GUINT16_TO_LE (GPUSHARE_META_ANALYTICS), zero = 0;
+  gsize entry = meta_entry_begin (m, GPUSHARE_META_ANALYTICS), at;
 
-  entry = m->data_len;
-  meta_put (m, &kind, 2);
-  meta_put (m, &zero, 2);
-  meta_u32 (m, 0);
   meta_u32 (m, 4);
   at = meta_mtd (m, "object-detection");
   meta_str (m, "car");
@@ -987,9 +1024,7 @@ write_analytics_entry (GpuShareMeta * m)
   meta_u32 (m, 2);
   meta_u32 (m, 0);
   meta_u32 (m, 8);
-  len = GUINT32_TO_LE (m->data_len - entry - GPUSHARE_META_ENTRY_HEADER);
-  memcpy (m->data + entry + 4, &len, 4);
-  m->n_entries++;
+  meta_entry_end (m, entry);
 }
 
 /* GPUSHARE_META_ANALYTICS of one segmentation whose 64x32 GRAY8 mask,
@@ -999,14 +1034,8 @@ static void
 write_side_entries (GpuShareMeta * m, guint64 at)
 {
   guint64 v[2];
-  guint32 len;
-  gsize entry, mtd;
-  guint16 kind = GUINT16_TO_LE (GPUSHARE_META_ANALYTICS), zero = 0;
+  gsize entry = meta_entry_begin (m, GPUSHARE_META_ANALYTICS), mtd;
 
-  entry = m->data_len;
-  meta_put (m, &kind, 2);
-  meta_put (m, &zero, 2);
-  meta_u32 (m, 0);
   meta_u32 (m, 1);
   mtd = meta_mtd (m, "segmentation");
   meta_u32 (m, 0);
@@ -1024,62 +1053,27 @@ write_side_entries (GpuShareMeta * m, guint64 at)
   meta_put (m, v, 16);
   meta_mtd_end (m, mtd);
   meta_u32 (m, 0);
-  len = GUINT32_TO_LE (m->data_len - entry - GPUSHARE_META_ENTRY_HEADER);
-  memcpy (m->data + entry + 4, &len, 4);
-  m->n_entries++;
+  meta_entry_end (m, entry);
 
-  entry = m->data_len;
-  kind = GUINT16_TO_LE (GPUSHARE_META_TENSORS);
-  meta_put (m, &kind, 2);
-  meta_put (m, &zero, 2);
-  meta_u32 (m, 0);
-  meta_u32 (m, 1);
-  meta_str (m, "scores");
-  meta_u32 (m, 0);
-  meta_u32 (m, 11);
-  meta_u32 (m, 0);
-  meta_u32 (m, 2);
-  v[0] = GUINT64_TO_LE (2);
-  meta_put (m, v, 8);
-  meta_put (m, v, 8);
+  entry = meta_tensor_head (m);
   meta_u32 (m, GPUSHARE_META_IN_SIDE);
   v[0] = GUINT64_TO_LE (at + 4096);
   v[1] = GUINT64_TO_LE (16);
   meta_put (m, v, 16);
-  len = GUINT32_TO_LE (m->data_len - entry - GPUSHARE_META_ENTRY_HEADER);
-  memcpy (m->data + entry + 4, &len, 4);
-  m->n_entries++;
+  meta_entry_end (m, entry);
 }
 
 /* GPUSHARE_META_TENSORS: one float32 tensor of 2x2 */
 static void
 write_tensors_entry (GpuShareMeta * m)
 {
-  guint32 len;
-  gsize entry = m->data_len;
-  guint16 kind = GUINT16_TO_LE (GPUSHARE_META_TENSORS), zero = 0;
+  gsize entry = meta_tensor_head (m);
   guint i;
 
-  meta_put (m, &kind, 2);
-  meta_put (m, &zero, 2);
-  meta_u32 (m, 0);
-  meta_u32 (m, 1);
-  meta_str (m, "scores");
-  meta_u32 (m, 0);
-  meta_u32 (m, 11);
-  meta_u32 (m, 0);
-  meta_u32 (m, 2);
-  for (i = 0; i < 2; i++) {
-    guint64 le = GUINT64_TO_LE (2);
-
-    meta_put (m, &le, 8);
-  }
   meta_u32 (m, 16);
   for (i = 0; i < 4; i++)
     meta_f32 (m, 0.25f * i);
-  len = GUINT32_TO_LE (m->data_len - entry - GPUSHARE_META_ENTRY_HEADER);
-  memcpy (m->data + entry + 4, &len, 4);
-  m->n_entries++;
+  meta_entry_end (m, entry);
 }
 
 /* META (minor 4): the entries gpusharesink writes for a buffer with one
