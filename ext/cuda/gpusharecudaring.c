@@ -977,6 +977,66 @@ gpushare_cuda_ring_copy_in (GpuShareCudaRing * ring, guint slot,
   return ok;
 }
 
+/* context pushed: rows rows of row_bytes from src (src_pitch apart) to
+ * dst (dst_pitch apart), device to device, on stream */
+static gboolean
+copy_rows (CUstream stream, CUdeviceptr dst, gsize dst_pitch, CUdeviceptr src,
+    gsize src_pitch, gsize row_bytes, guint rows, GError ** error)
+{
+  CUDA_MEMCPY2D m;
+
+  if (rows == 1 || (src_pitch == row_bytes && dst_pitch == row_bytes))
+    return gpushare_cuda_check (gpushare_cuda ()->cuMemcpyDtoDAsync (dst, src,
+            row_bytes * rows, stream), "cuMemcpyDtoDAsync", error);
+  memset (&m, 0, sizeof (m));
+  m.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+  m.srcDevice = src;
+  m.srcPitch = src_pitch;
+  m.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  m.dstDevice = dst;
+  m.dstPitch = dst_pitch;
+  m.WidthInBytes = row_bytes;
+  m.Height = rows;
+  return gpushare_cuda_check (gpushare_cuda ()->cuMemcpy2DAsync (&m, stream),
+      "cuMemcpy2DAsync", error);
+}
+
+gboolean
+gpushare_cuda_ring_copy_region (GpuShareCudaRing * ring, guint slot,
+    gsize offset, CUdeviceptr src, gsize src_pitch, gsize row_bytes,
+    guint rows, CUstream upstream, GError ** error)
+{
+  gboolean ok = TRUE;
+
+  g_return_val_if_fail (slot < ring->n_slots, FALSE);
+  if (offset > ring->slot_size
+      || (guint64) row_bytes * rows > ring->slot_size - offset) {
+    g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_CALL,
+        "a payload of %" G_GUINT64_FORMAT " bytes at %" G_GSIZE_FORMAT
+        " does not fit a slot", (guint64) row_bytes * rows, offset);
+    return FALSE;
+  }
+  if (!push (ring->ctx, error))
+    return FALSE;
+  if (upstream)
+    ok = wait_upstream (ring, upstream, error);
+  ok = ok && copy_rows (ring->stream, ring->ptrs[slot] + offset, row_bytes,
+      src, src_pitch, row_bytes, rows, error)
+      && gpushare_cuda_check (gpushare_cuda ()->cuEventRecord
+      (ring->settled[slot], ring->stream), "cuEventRecord", error);
+  if (ok && upstream)
+    ok = gpushare_cuda_check (gpushare_cuda ()->cuStreamWaitEvent
+        (upstream, ring->settled[slot], 0), "cuStreamWaitEvent", error);
+  /* how the host must wait now: for this copy too where nothing on the
+   * device orders it with its source's writer */
+  if (!ok || !upstream)
+    ring->written[slot] = SLOT_WRITE_PENDING;
+  else if (ring->written[slot] == SLOT_WRITE_COMPLETE)
+    ring->written[slot] = SLOT_WRITE_ORDERED;
+  gpushare_cuda_pop ();
+  return ok;
+}
+
 gboolean
 gpushare_cuda_ring_written (GpuShareCudaRing * ring, guint slot,
     CUstream upstream, GError ** error)
@@ -1288,6 +1348,24 @@ CUcontext
 gpushare_cuda_view_context (GpuShareCudaView * view)
 {
   return view->ctx;
+}
+
+gboolean
+gpushare_cuda_view_copy_region (GpuShareCudaView * view, guint slot,
+    gsize offset, CUdeviceptr dst, gsize dst_pitch, gsize row_bytes,
+    guint rows, GError ** error)
+{
+  gboolean ok;
+
+  g_return_val_if_fail (slot < view->n_slots, FALSE);
+  if (!push (view->ctx, error))
+    return FALSE;
+  ok = copy_rows (view->stream, dst, dst_pitch, view->ptrs[slot] + offset,
+      row_bytes, row_bytes, rows, error)
+      && gpushare_cuda_check (gpushare_cuda ()->cuStreamSynchronize
+      (view->stream), "cuStreamSynchronize", error);
+  gpushare_cuda_pop ();
+  return ok;
 }
 
 CUdeviceptr

@@ -117,6 +117,14 @@ gboolean gpushare_cuda_ring_copy_in (GpuShareCudaRing * ring, guint slot,
     const GstVideoInfo * info, const GpuSharePlanes * src,
     const GpuSharePlanes * slot_layout, CUstream upstream, GstBuffer * hold,
     gboolean own_context, GError ** error);
+/* after the slot's write, before its publish: rows rows of row_bytes,
+ * src_pitch apart from src (device memory) on, copied packed to offset of
+ * the slot on the ring's stream; with upstream (the stream src was
+ * written on) ordered with it on the device both ways, else the slot
+ * needs a settle before src may go */
+gboolean gpushare_cuda_ring_copy_region (GpuShareCudaRing * ring, guint slot,
+    gsize offset, CUdeviceptr src, gsize src_pitch, gsize row_bytes,
+    guint rows, CUstream upstream, GError ** error);
 /* upstream wrote the slot itself, on its stream (ring's context): what
  * the ring signals next waits for that on the device.  upstream NULL: the
  * host already waited for upstream's write, and nobody needs a settle */
@@ -153,6 +161,12 @@ gboolean gpushare_cuda_view_read (GpuShareCudaView * view, guint slot,
     const GpuSharePlanes * slot_layout, const GpuSharePlanes * dst,
     gboolean own_context, GError ** error);
 CUcontext gpushare_cuda_view_context (GpuShareCudaView * view);
+/* rows rows of row_bytes, packed from offset of the slot on, copied to
+ * dst (device memory), dst_pitch apart; done when it returns (the frame
+ * was read: ready was waited for) */
+gboolean gpushare_cuda_view_copy_region (GpuShareCudaView * view, guint slot,
+    gsize offset, CUdeviceptr dst, gsize dst_pitch, gsize row_bytes,
+    guint rows, GError ** error);
 /* a frame that will not be read: done is signalled all the same */
 gboolean gpushare_cuda_view_skip (GpuShareCudaView * view, guint slot,
     guint64 sequence, GError ** error);

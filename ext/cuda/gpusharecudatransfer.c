@@ -415,6 +415,46 @@ cuda_write (GpuShareXferRing * ring, guint slot, const GstVideoInfo * info,
   return ok;
 }
 
+/* a payload of the frame's metas in upstream's CUDA memory (one memory),
+ * copied past the frame on the device, ordered as the frame's copy is */
+static gboolean
+cuda_write_region (GpuShareXferRing * ring, guint slot, gsize offset,
+    GstBuffer * src, gsize src_offset, gsize src_stride, gsize row_bytes,
+    guint rows, GError ** error)
+{
+  GstMemory *mem = gst_buffer_n_memory (src) == 1 ?
+      gst_buffer_peek_memory (src, 0) : NULL;
+  CUstream upstream;
+  GstMapInfo map;
+  gboolean ok;
+
+  if (!mem || !gpushare_gst_cuda_is_cuda_memory (mem)) {
+    g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_CALL,
+        "a payload in GPU memory other than one CUDA memory");
+    return FALSE;
+  }
+  upstream = upstream_stream (CUDA_RING (ring), mem);
+  if (!upstream)
+    gpushare_gst_cuda_memory_sync (mem);
+  if (!gst_memory_map (mem, &map, GST_MAP_READ | GPUSHARE_MAP_CUDA)) {
+    g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_CALL,
+        "could not map a payload's CUDA memory");
+    return FALSE;
+  }
+  if (src_offset > map.size || (rows > 0 && ((guint64) src_stride * (rows - 1)
+              + row_bytes > map.size - src_offset))) {
+    gst_memory_unmap (mem, &map);
+    g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_CALL,
+        "a payload larger than its CUDA memory");
+    return FALSE;
+  }
+  ok = gpushare_cuda_ring_copy_region (CUDA_RING (ring), slot, offset,
+      (CUdeviceptr) map.data + src_offset, src_stride, row_bytes, rows,
+      upstream, error);
+  gst_memory_unmap (mem, &map);
+  return ok;
+}
+
 static void
 cuda_take_waits (GpuShareXferRing * ring, guint64 * wait_us, guint64 * spin_us)
 {
@@ -553,12 +593,12 @@ cuda_quiesce (GstObject * ctx)
 }
 
 static GstMemory *
-cuda_import (GpuShareXferView * view, guint slot,
+cuda_import (GpuShareXferView * view, guint slot, gsize offset,
     const GstVideoInfo * slot_info, GstObject * ctx, gpointer user_data,
     GDestroyNotify notify, GError ** error)
 {
   GstMemory *mem = gpushare_gst_cuda_memory_wrap (ctx, NULL, slot_info,
-      (CUdeviceptr) view->device_ptr[slot], user_data, notify);
+      (CUdeviceptr) view->device_ptr[slot] + offset, user_data, notify);
 
   if (!mem) {
     g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_CALL,
@@ -567,6 +607,39 @@ cuda_import (GpuShareXferView * view, guint slot,
   }
   /* a writer downstream gets a copy, never the producer's slot */
   GST_MINI_OBJECT_FLAG_SET (mem, GST_MEMORY_FLAG_READONLY);
+  return mem;
+}
+
+/* a new CUDA memory of ctx (pitched by GStreamer's allocator), the
+ * slot's packed rows from offset on copied into it on the device */
+static GstMemory *
+cuda_copy_region (GpuShareXferView * view, guint slot, gsize offset,
+    GstVideoInfo * info, GstObject * ctx, GError ** error)
+{
+  GstMemory *mem = gpushare_gst_cuda_memory_alloc (ctx, NULL, info);
+  const GstVideoInfo *have = mem ? gpushare_gst_cuda_memory_get_info (mem) :
+      NULL;
+  GstMapInfo map;
+  gboolean ok;
+
+  if (!have || !gst_memory_map (mem, &map, GST_MAP_WRITE | GPUSHARE_MAP_CUDA)) {
+    if (mem)
+      gst_memory_unref (mem);
+    g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_CALL,
+        "no CUDA memory for a payload of %" G_GSIZE_FORMAT " bytes",
+        GST_VIDEO_INFO_SIZE (info));
+    return NULL;
+  }
+  ok = gpushare_cuda_view_copy_region (CUDA_VIEW (view), slot, offset,
+      (CUdeviceptr) map.data, GST_VIDEO_INFO_PLANE_STRIDE (have, 0),
+      GST_VIDEO_INFO_PLANE_STRIDE (info, 0), GST_VIDEO_INFO_HEIGHT (info),
+      error);
+  gst_memory_unmap (mem, &map);
+  if (!ok) {
+    gst_memory_unref (mem);
+    return NULL;
+  }
+  *info = *have;
   return mem;
 }
 
@@ -583,6 +656,7 @@ static const GpuShareXferProducer cuda_producer = {
   .needs_settle = cuda_needs_settle,
   .holds = cuda_holds,
   .take_waits = cuda_take_waits,
+  .write_region = cuda_write_region,
 };
 
 static const GpuShareXferConsumer cuda_consumer = {
@@ -605,6 +679,7 @@ static const GpuShareXferGst cuda_gst = {
   .slot_pool_new = gpushare_cuda_slot_pool_new,
   .can_import = cuda_can_import,
   .import = cuda_import,
+  .copy_region = cuda_copy_region,
   .quiesce = cuda_quiesce,
 };
 

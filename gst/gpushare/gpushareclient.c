@@ -93,6 +93,10 @@ typedef struct _Mapping
   gint ref_count;
   GpuShareXferView *view;
   GpuShareSide *side;           /* the ring's side memory, or NULL */
+  /* bytes of each GPU slot's room past the frame (since minor 11), where
+   * payloads in GPU memory lie; 0: none */
+  gsize device_offset;
+  gsize device_size;
   Session *session;
 } Mapping;
 
@@ -317,6 +321,13 @@ mapping_side_size (Mapping * m)
   return m && m->side ? gpushare_side_region_size (m->side) : 0;
 }
 
+/* bytes of a GPU slot's room past the frame, of m; 0: none (or no m) */
+static gsize
+mapping_device_size (Mapping * m)
+{
+  return m ? m->device_size : 0;
+}
+
 static GpuShareClientEvent *
 queue_event (GpuShareClient * self, GpuShareClientEventType type)
 {
@@ -483,6 +494,13 @@ gpushare_client_frame_copied (GpuShareClientFrame * f)
     s->n_in_place--;
   f->in_place = FALSE;
   g_mutex_unlock (&s->lock);
+}
+
+gsize
+gpushare_client_frame_device_room (GpuShareClientFrame * f, gsize * offset)
+{
+  *offset = f->mapping->device_offset;
+  return f->mapping->device_size;
 }
 
 guint8 *
@@ -801,6 +819,12 @@ map_slots (GpuShareClient * self, const GpuShareSlots * s, gint * fds)
   m->ref_count = 1;
   m->view = view;
   m->side = side;
+  /* GPU slots larger than the room of the epoch's frames: where payloads
+   * in GPU memory may lie */
+  m->device_offset = GPUSHARE_DEVICE_SIDE_START (self->pending.slot_size);
+  if (view->n_slots > 0 && view->device_ptr[0]
+      && view->slot_size > m->device_offset)
+    m->device_size = view->slot_size - m->device_offset;
   m->session = session;
   if (self->mapping) {
     Mapping *old = self->mapping;
@@ -1063,7 +1087,7 @@ handle_meta (GpuShareClient * self, const GpuShareMeta * meta)
   /* its payloads in the side memory lie in the region of a slot of the
    * ring its FRAME comes in: the one mapped now, in socket order */
   if (!gpushare_frame_meta_check_side (m, mapping_side_size (self->mapping),
-          &why)) {
+          mapping_device_size (self->mapping), &why)) {
     producer_error (self, why);
     g_free (why);
     g_free (m);
@@ -1938,7 +1962,7 @@ lane_frame (GpuShareClient * self, Session * s, const GpuShareFrame * f,
       why = g_strdup ("two METAs for one FRAME: one on the socket, one in "
           "the lane");
     else if (gpushare_frame_meta_check_side (metas,
-            mapping_side_size (mapping), &why)) {
+            mapping_side_size (mapping), mapping_device_size (mapping), &why)) {
       self->lane_meta = g_steal_pointer (&metas);
       self->lane_metas++;
     }

@@ -224,6 +224,10 @@ void gpushare_client_frame_copied (GpuShareClientFrame * f);
 /* the region of f's slot in its ring's side memory, and its size (NULL
  * and 0: none) */
 guint8 *gpushare_client_frame_side (GpuShareClientFrame * f, gsize * size);
+/* bytes of the room of f's GPU slot past the frame, where payloads in GPU
+ * memory lie (0: none), and *offset where in the slot it begins */
+gsize gpushare_client_frame_device_room (GpuShareClientFrame * f,
+    gsize * offset);
 
 G_END_DECLS
 

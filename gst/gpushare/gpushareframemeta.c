@@ -43,6 +43,7 @@ typedef struct
    * open entry started */
   GpuShareMetaSide *side;
   gsize side_entry;
+  gsize device_entry;
 } Writer;
 
 static void
@@ -147,6 +148,83 @@ put_side (Writer * w, gsize len)
   put_u64 (w, len);
   return side->data + at;
 }
+
+/* A payload in GPU memory that no GPU slot takes: downloaded into the
+ * side memory, where there is room, for consumers of system memory */
+static gboolean
+put_download (Writer * w, GstBuffer * src, gsize src_offset, gsize src_stride,
+    gsize row_bytes, guint rows)
+{
+  GstMapInfo map;
+  guint8 *dest = NULL;
+  guint row;
+
+  if (!w->side || !w->side->data || !gst_buffer_map (src, &map, GST_MAP_READ))
+    return FALSE;
+  if (src_offset + (guint64) src_stride * (rows - 1) + row_bytes <= map.size)
+    dest = put_side (w, (gsize) row_bytes * rows);
+  for (row = 0; dest && row < rows; row++)
+    memcpy (dest + (gsize) row * row_bytes, map.data + src_offset +
+        (gsize) row * src_stride, row_bytes);
+  gst_buffer_unmap (src, &map);
+  return dest != NULL;
+}
+
+/* A payload in GPU memory (rows rows of row_bytes, src_stride apart from
+ * src_offset on in src's memory) copied on the device, packed, into the
+ * room of the frame's GPU slots past the frame, aligned to 256 bytes, and,
+ * where a consumer of the frame reads system memory, downloaded into the
+ * side memory too; its places written into the entry
+ * (GPUSHARE_META_IN_DEVICE, the offset, the length, the offset of the
+ * copy).  Without GPU slots that take it, downloaded into the side memory
+ * alone (put_download ()).  FALSE (nothing written) when there is no
+ * room, or the copy could not be made: the payload does not travel. */
+static gboolean
+put_device (Writer * w, GstBuffer * src, gsize src_offset, gsize src_stride,
+    gsize row_bytes, guint rows)
+{
+  GpuShareMetaSide *side = w->side;
+  guint64 len = (guint64) row_bytes * rows, host_at = G_MAXUINT64;
+  gsize at, hat = 0;
+  GstMapInfo map;
+  guint row;
+
+  if (!side || w->overflow || len == 0 || len >= GPUSHARE_META_IN_SIDE)
+    return FALSE;
+  if (!side->device_put || side->device_size == 0)
+    return put_download (w, src, src_offset, src_stride, row_bytes, rows);
+  if (w->m->capacity - w->m->data_len < 28)
+    return FALSE;
+  at = (side->device_used + 255) & ~(gsize) 255;
+  if (at > side->device_size || len > side->device_size - at)
+    return FALSE;
+  if (side->device_host_copy && side->data) {
+    hat = (side->used + 63) & ~(gsize) 63;
+    if (hat > side->size || len > side->size - hat)
+      return FALSE;
+  }
+  if (!side->device_put (side->device_user_data, at, src, src_offset,
+          src_stride, row_bytes, rows))
+    return FALSE;
+  side->device_used = at + len;
+  /* the download: GPU memory mapped for the host is copied there first */
+  if (side->device_host_copy && side->data
+      && gst_buffer_map (src, &map, GST_MAP_READ)) {
+    if (src_offset + (guint64) src_stride * (rows - 1) + row_bytes <= map.size) {
+      for (row = 0; row < rows; row++)
+        memcpy (side->data + hat + (gsize) row * row_bytes,
+            map.data + src_offset + (gsize) row * src_stride, row_bytes);
+      side->used = hat + len;
+      host_at = hat;
+    }
+    gst_buffer_unmap (src, &map);
+  }
+  put_u32 (w, GPUSHARE_META_IN_DEVICE);
+  put_u64 (w, at);
+  put_u64 (w, len);
+  put_u64 (w, host_at);
+  return TRUE;
+}
 #endif
 
 static void
@@ -154,6 +232,7 @@ begin (Writer * w, GpuShareMetaKind kind)
 {
   w->entry = w->m->data_len;
   w->side_entry = w->side ? w->side->used : 0;
+  w->device_entry = w->side ? w->side->device_used : 0;
   w->overflow = w->m->n_entries >= GPUSHARE_MAX_META_ENTRIES;
   put_u16 (w, kind);
   put_u16 (w, 0);
@@ -168,8 +247,11 @@ end (Writer * w)
 
   if (w->overflow) {
     w->m->data_len = w->entry;
-    if (w->side)
+    /* a copy queued for it lands where nobody reads */
+    if (w->side) {
       w->side->used = w->side_entry;
+      w->side->device_used = w->device_entry;
+    }
     w->overflow = FALSE;
     return FALSE;
   }
@@ -233,37 +315,52 @@ host_memory (GstBuffer * data)
 
 /* a segmentation mtd: where its mask lies, its region ids and the mask
  * itself, its rows packed (GRAY8 or GRAY16 with a GstVideoMeta, all of it
- * where the map says); FALSE when it cannot be written, or not in what is
- * left of w (nothing written then) */
+ * where the map says): inline or in the side memory, or, in GPU memory,
+ * in the room of the GPU slots past the frame (put_device ()); FALSE when
+ * it cannot be written, or not in what is left of w (nothing written
+ * then) */
 static gboolean
 write_segmentation (Writer * w, GstAnalyticsMtd * mtd)
 {
   gint x = 0, y = 0;
-  guint mw = 0, mh = 0, bpp, row;
+  guint mw = 0, mh = 0, bpp = 0, row;
   gsize i, n = gst_analytics_segmentation_mtd_get_region_count (mtd), len_at;
+  gsize entry_at = w->m->data_len;
   GstBuffer *mask = gst_analytics_segmentation_mtd_get_mask (mtd, &x, &y,
       &mw, &mh);
   GstVideoMeta *vm = mask ? gst_buffer_get_video_meta (mask) : NULL;
-  guint64 packed = 0;
-  GstMapInfo map;
+  guint64 packed = 0, last = 0;
+  GstMapInfo map = GST_MAP_INFO_INIT;
+  gboolean ok = FALSE, device = FALSE, mapped = FALSE;
   guint8 *dest;
-  gboolean ok = FALSE;
 
-  /* a mask in GPU memory is not copied through the CPU */
   if (!vm || n > GPUSHARE_META_MAX_REGIONS || vm->n_planes != 1
       || !(bpp = mask_pixel_bytes (vm->format)) || vm->width == 0
-      || vm->height == 0 || !host_memory (mask))
+      || vm->height == 0)
     goto out;
   packed = (guint64) vm->width * vm->height * bpp;
-  /* inline, unless the side memory takes it */
+  /* where its last byte is: inside the mask's memory */
+  last = (guint64) vm->offset[0] + (guint64) vm->stride[0] * (vm->height - 1)
+      + (guint64) vm->width * bpp;
   if (vm->stride[0] < 0 || (guint64) vm->stride[0] < (guint64) vm->width * bpp
-      || packed > G_MAXUINT32 || (packed + 64 + 4 * n > w->m->capacity -
-          w->m->data_len && (!w->side || packed > w->side->size))
-      || !gst_buffer_map (mask, &map, GST_MAP_READ))
+      || packed > G_MAXUINT32)
     goto out;
-  if ((guint64) vm->offset[0] + (guint64) vm->stride[0] * (vm->height - 1) +
-      (guint64) vm->width * bpp > map.size)
-    goto unmap;
+  /* GPU memory is not copied through the CPU: it goes in the GPU slots,
+   * or not at all */
+  device = !host_memory (mask);
+  if (device) {
+    if (!w->side || last > gst_buffer_get_size (mask))
+      goto out;
+  } else {
+    /* inline, unless the side memory takes it */
+    if ((packed + 64 + 4 * n > w->m->capacity - w->m->data_len
+            && (!w->side || packed > w->side->size))
+        || !gst_buffer_map (mask, &map, GST_MAP_READ))
+      goto out;
+    mapped = TRUE;
+    if (last > map.size)
+      goto out;
+  }
   put_str (w, "segmentation");
   len_at = w->m->data_len;
   put_u32 (w, 0);
@@ -277,8 +374,15 @@ write_segmentation (Writer * w, GstAnalyticsMtd * mtd)
   put_u32 (w, vm->format);
   put_u32 (w, vm->width);
   put_u32 (w, vm->height);
-  dest = put_side (w, packed);
-  if (dest) {
+  if (device) {
+    if (!put_device (w, mask, vm->offset[0], vm->stride[0],
+            (gsize) vm->width * bpp, vm->height)) {
+      /* not this mtd, the others all the same */
+      if (!w->overflow)
+        w->m->data_len = entry_at;
+      goto out;
+    }
+  } else if ((dest = put_side (w, packed))) {
     /* rows packed, as inline */
     if (vm->stride[0] == (gint) (vm->width * bpp))
       memcpy (dest, map.data + vm->offset[0], packed);
@@ -294,9 +398,9 @@ write_segmentation (Writer * w, GstAnalyticsMtd * mtd)
   }
   patch_u32 (w, len_at, w->m->data_len - len_at - 4);
   ok = TRUE;
-unmap:
-  gst_buffer_unmap (mask, &map);
 out:
+  if (mapped)
+    gst_buffer_unmap (mask, &map);
   if (mask)
     gst_buffer_unref (mask);
   return ok;
@@ -429,6 +533,9 @@ write_analytics (Writer * w, GstAnalyticsRelationMeta * rmeta,
 
 #if GST_CHECK_VERSION(1, 26, 0)
 
+/* a tensor meta: every tensor's fields and its data, inline or in the
+ * side memory, or, in GPU memory, in the room of the GPU slots past the
+ * frame; all of them or none */
 static gboolean
 write_tensors (Writer * w, GstTensorMeta * tm)
 {
@@ -441,11 +548,17 @@ write_tensors (Writer * w, GstTensorMeta * tm)
   for (i = 0; i < tm->num_tensors && !w->overflow; i++) {
     const GstTensor *t = gst_tensor_meta_get (tm, i);
     GstMapInfo map;
+    gboolean device;
     guint8 *dest;
+    gsize size;
 
     if (!t || !t->data || t->num_dims == 0
-        || t->num_dims > GPUSHARE_META_MAX_TENSOR_DIMS || !host_memory (t->data)
-        || !gst_buffer_map (t->data, &map, GST_MAP_READ)) {
+        || t->num_dims > GPUSHARE_META_MAX_TENSOR_DIMS) {
+      w->overflow = TRUE;
+      break;
+    }
+    device = !host_memory (t->data);
+    if (!device && !gst_buffer_map (t->data, &map, GST_MAP_READ)) {
       w->overflow = TRUE;
       break;
     }
@@ -456,6 +569,13 @@ write_tensors (Writer * w, GstTensorMeta * tm)
     put_u32 (w, t->num_dims);
     for (d = 0; d < t->num_dims; d++)
       put_u64 (w, t->dims[d]);
+    if (device) {
+      /* on the device, or not at all */
+      size = gst_buffer_get_size (t->data);
+      if (!put_device (w, t->data, 0, size, size, 1))
+        w->overflow = TRUE;
+      continue;
+    }
     /* in the side memory where there is room, else inline */
     dest = map.size <= G_MAXUINT32 ? put_side (w, map.size) : NULL;
     if (dest)
@@ -623,22 +743,63 @@ gboolean
 gpushare_frame_meta_collect_side (GstBuffer * buf, GpuShareFrameMetas * m,
     GpuShareMetaSide * side, guint * n_skipped, const gchar ** skipped_name)
 {
-  Collect c = { {m, 0, FALSE, side, 0}, 0, NULL };
+  Collect c = { {m, 0, FALSE, side, 0, 0}, 0, NULL };
 
   debug_init ();
   m->n_entries = 0;
   m->data_len = 0;
   m->side_len = 0;
-  if (side)
+  m->device_len = 0;
+  if (side) {
     side->used = 0;
+    side->device_used = 0;
+  }
   gst_buffer_foreach_meta (buf, collect_one, &c);
   /* what the entries kept took of it (end () gave back a dropped one's) */
   m->side_len = side ? side->used : 0;
+  m->device_len = side ? side->device_used : 0;
   if (n_skipped)
     *n_skipped = c.n_skipped;
   if (skipped_name)
     *skipped_name = c.skipped_name;
   return m->n_entries > 0;
+}
+
+gboolean
+gpushare_frame_meta_has_device_payloads (GstBuffer * buf)
+{
+#if HAVE_GST_ANALYTICS && GST_CHECK_VERSION(1, 26, 0)
+  GstAnalyticsRelationMeta *rmeta =
+      gst_buffer_get_analytics_relation_meta (buf);
+  GstTensorMeta *tm = gst_buffer_get_tensor_meta (buf);
+  gsize i;
+
+  if (rmeta) {
+    GstAnalyticsMtdType type = gst_analytics_segmentation_mtd_get_mtd_type ();
+    GstAnalyticsMtd mtd;
+    gpointer state = NULL;
+
+    while (gst_analytics_relation_meta_iterate (rmeta, &state, type, &mtd)) {
+      gint x, y;
+      guint mw, mh;
+      GstBuffer *mask = gst_analytics_segmentation_mtd_get_mask (&mtd, &x, &y,
+          &mw, &mh);
+      gboolean device = mask && !host_memory (mask);
+
+      if (mask)
+        gst_buffer_unref (mask);
+      if (device)
+        return TRUE;
+    }
+  }
+  for (i = 0; tm && i < tm->num_tensors; i++) {
+    const GstTensor *t = gst_tensor_meta_get (tm, i);
+
+    if (t && t->data && !host_memory (t->data))
+      return TRUE;
+  }
+#endif
+  return FALSE;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -717,53 +878,105 @@ get_bytes (Reader * r, guint32 * len, const gchar * what)
   return p;
 }
 
-/* A payload (a mask's pixels, a tensor's data): inline, a byte string, or
- * in the frame's side memory (GPUSHARE_META_IN_SIDE, its offset and
- * length), all of it inside the region of the frame's slot.  *in_side
- * says which.  NULL when it does not parse, or while only checking a
- * payload in the side memory. */
-static const guint8 *
-get_payload (Reader * r, guint32 * len, gboolean * in_side, const gchar * what)
+typedef enum
+{
+  PAYLOAD_INLINE,
+  PAYLOAD_SIDE,
+  PAYLOAD_DEVICE,
+} PayloadWhere;
+
+/* where a payload lies, and a pointer to its bytes where the host reads
+ * them (inline, in the side memory, the side memory's copy of one in GPU
+ * memory; NULL while only checking, or for one in GPU memory alone) */
+typedef struct
+{
+  PayloadWhere where;
+  const guint8 *p;
+  guint32 len;
+  gboolean host_copy;           /* in GPU memory, a copy in the side memory */
+  guint64 device_at;            /* in GPU memory: its offset in the room */
+} Payload;
+
+/* A payload (a mask's pixels, a tensor's data): inline, a byte string; in
+ * the frame's side memory (GPUSHARE_META_IN_SIDE, its offset and length),
+ * all of it inside the region of the frame's slot; or in GPU memory
+ * (GPUSHARE_META_IN_DEVICE, its offset in the room of the frame's GPU
+ * slot past the frame and its length, all of it inside that room where
+ * this consumer reads GPU memory, then the offset of its copy in the side
+ * memory, inside that region, or G_MAXUINT64).  FALSE when it does not
+ * parse. */
+static gboolean
+get_payload (Reader * r, Payload * pl, const gchar * what)
 {
   guint32 n = get_u32 (r, what);
-  guint64 at, plen;
-  const guint8 *p;
+  const GpuShareMetaSide *side = r->side;
+  guint64 at, plen, host_at = G_MAXUINT64;
 
-  *in_side = FALSE;
-  *len = 0;
+  memset (pl, 0, sizeof (*pl));
   if (r->bad)
-    return NULL;
-  if (n != GPUSHARE_META_IN_SIDE) {
-    *len = n;
-    p = r->p + r->at;
-    return take (r, NULL, n, what) ? p : NULL;
+    return FALSE;
+  if (n != GPUSHARE_META_IN_SIDE && n != GPUSHARE_META_IN_DEVICE) {
+    pl->len = n;
+    pl->p = r->p + r->at;
+    return take (r, NULL, n, what);
   }
   at = get_u64 (r, what);
   plen = get_u64 (r, what);
-  if (!r->bad && (!r->side || plen == 0 || plen >= GPUSHARE_META_IN_SIDE
-          || at > r->side->size || plen > r->side->size - at))
+  if (n == GPUSHARE_META_IN_DEVICE) {
+    host_at = get_u64 (r, what);
+    if (!r->bad && (plen == 0 || plen >= GPUSHARE_META_IN_SIDE
+            || (side && side->device_size && (at > side->device_size
+                    || plen > side->device_size - at))))
+      r->bad = what;
+    pl->where = PAYLOAD_DEVICE;
+    pl->device_at = at;
+    pl->host_copy = host_at != G_MAXUINT64;
+    /* its copy, where there is one, lies where one in the side memory
+     * does */
+    at = host_at;
+  } else {
+    pl->where = PAYLOAD_SIDE;
+  }
+  if (!r->bad && (n == GPUSHARE_META_IN_SIDE || pl->host_copy)
+      && (!side || side->size == 0 || plen == 0
+          || plen >= GPUSHARE_META_IN_SIDE || at > side->size
+          || plen > side->size - at))
     r->bad = what;
   if (r->bad)
-    return NULL;
-  *len = (guint32) plen;
-  *in_side = TRUE;
-  return r->side->data ? r->side->data + at : NULL;
+    return FALSE;
+  pl->len = (guint32) plen;
+  if ((n == GPUSHARE_META_IN_SIDE || pl->host_copy) && side->data)
+    pl->p = side->data + at;
+  return TRUE;
 }
 
 #if HAVE_GST_ANALYTICS
-/* a consumer's buffer of a payload: the side memory in place, keeping what
- * holds it, where it may; otherwise a copy */
+/* a consumer's buffer of a payload (rows rows of row_bytes, of format for
+ * a mask): in GPU memory, where this consumer reads it, in place or
+ * copied, as the transfer can; otherwise the side memory in place,
+ * keeping what holds it, where it may; otherwise a copy.  NULL: it cannot
+ * be read here (in GPU memory alone, to a consumer of system memory) */
 static GstBuffer *
-payload_buffer (const Reader * r, const guint8 * p, guint32 len,
-    gboolean in_side)
+payload_buffer (const Reader * r, const Payload * pl, GstVideoFormat format,
+    gsize row_bytes, guint rows)
 {
   const GpuShareMetaSide *side = r->side;
+  GstBuffer *buf;
 
-  if (in_side && side->hold)
+  if (pl->where == PAYLOAD_DEVICE && side && side->device_get
+      && side->device_size) {
+    buf = side->device_get (side->device_user_data, pl->device_at, format,
+        row_bytes, rows);
+    if (buf)
+      return buf;
+  }
+  if (!pl->p)
+    return NULL;
+  if (pl->where != PAYLOAD_INLINE && side->hold)
     return gst_buffer_new_wrapped_full (GST_MEMORY_FLAG_READONLY,
-        (gpointer) p, len, 0, len, side->ref_func (side->hold),
+        (gpointer) pl->p, pl->len, 0, pl->len, side->ref_func (side->hold),
         side->unref_func);
-  return gst_buffer_new_memdup (p, len);
+  return gst_buffer_new_memdup (pl->p, pl->len);
 }
 #endif
 
@@ -1064,9 +1277,8 @@ read_analytics (Reader * r, gpointer rmeta, guint * n_left_out)
       gint32 y = (gint32) get_u32 (&b, "segmentation location");
       guint32 mw = get_u32 (&b, "segmentation location");
       guint32 mh = get_u32 (&b, "segmentation location");
-      const guint8 *bytes = NULL;
-      guint32 mask_len = 0, bpp;
-      gboolean in_side = FALSE;
+      guint32 bpp;
+      Payload pl;
 
       k = get_u32 (&b, "segmentation region count");
       if (!b.bad && k > GPUSHARE_META_MAX_REGIONS)
@@ -1081,27 +1293,30 @@ read_analytics (Reader * r, gpointer rmeta, guint * n_left_out)
         b.bad = "segmentation mask format";
       /* the bytes the mask's size makes, and no other count, before
        * anything is allocated for it */
-      bytes = get_payload (&b, &mask_len, &in_side, "segmentation mask");
+      get_payload (&b, &pl, "segmentation mask");
       if (!b.bad && (width == 0 || height == 0
-              || (guint64) width * height * bpp != mask_len))
+              || (guint64) width * height * bpp != pl.len))
         b.bad = "segmentation mask size";
 #if GST_CHECK_VERSION(1, 26, 0)
       if (!b.bad && rmeta) {
-        GstBuffer *mask = payload_buffer (&b, bytes, mask_len, in_side);
+        GstBuffer *mask = payload_buffer (&b, &pl, (GstVideoFormat) format,
+            (gsize) width * bpp, height);
         gsize offset[GST_VIDEO_MAX_PLANES] = { 0, };
         gint stride[GST_VIDEO_MAX_PLANES] = { (gint) (width * bpp), };
         GstAnalyticsSegmentationMtd mtd;
 
         /* its rows as they came, packed: not GStreamer's default stride,
-         * which rounds a row up to 4 bytes */
-        gst_buffer_add_video_meta_full (mask, GST_VIDEO_FRAME_FLAG_NONE,
-            (GstVideoFormat) format, width, height, 1, offset, stride);
+         * which rounds a row up to 4 bytes (GPU memory copied here says
+         * its own) */
+        if (mask && !gst_buffer_get_video_meta (mask))
+          gst_buffer_add_video_meta_full (mask, GST_VIDEO_FRAME_FLAG_NONE,
+              (GstVideoFormat) format, width, height, 1, offset, stride);
         /* its type, which GStreamer gives no way to read, is not carried */
-        added = gst_analytics_relation_meta_add_segmentation_mtd (rmeta, mask,
-            GST_SEGMENTATION_TYPE_SEMANTIC, k, ids, x, y, mw, mh, &mtd);
+        added = mask && gst_analytics_relation_meta_add_segmentation_mtd (rmeta,
+            mask, GST_SEGMENTATION_TYPE_SEMANTIC, k, ids, x, y, mw, mh, &mtd);
         if (added)
           new_id[i] = mtd.id;
-        else
+        else if (mask)
           gst_buffer_unref (mask);
       }
 #else
@@ -1110,8 +1325,6 @@ read_analytics (Reader * r, gpointer rmeta, guint * n_left_out)
       (void) y;
       (void) mw;
       (void) mh;
-      (void) bytes;
-      (void) in_side;
 #endif
     }
     /* a newer producer may add fields at the end of a body: not read */
@@ -1174,9 +1387,7 @@ read_tensors (Reader * r, gpointer tm)
     guint32 order = get_u32 (r, "tensor dims order");
     guint32 nd = get_u32 (r, "tensor dims count");
     guint64 dims[GPUSHARE_META_MAX_TENSOR_DIMS], elems = 1, bytes = 0;
-    const guint8 *data;
-    guint32 len;
-    gboolean in_side = FALSE;
+    Payload pl;
     guint d;
 
     /* CONTIGUOUS; ROW_MAJOR or COL_MAJOR */
@@ -1195,25 +1406,25 @@ read_tensors (Reader * r, gpointer tm)
     if (!r->bad && (!g_uint64_checked_mul (&bytes, elems, tensor_bits (type))
             || (bytes = bytes / 8 + (bytes % 8 != 0)) > G_MAXUINT32))
       r->bad = "tensor dims";
-    data = get_payload (r, &len, &in_side, "tensor data");
-    if (!r->bad && len != bytes)
+    get_payload (r, &pl, "tensor data");
+    if (!r->bad && pl.len != bytes)
       r->bad = "tensor data";
 #if HAVE_GST_ANALYTICS && GST_CHECK_VERSION(1, 26, 0)
     if (!r->bad && tm && ok) {
       GQuark q = peer_quark (id);
       gsize sdims[GPUSHARE_META_MAX_TENSOR_DIMS];
+      GstBuffer *data = q ? payload_buffer (r, &pl, GST_VIDEO_FORMAT_UNKNOWN,
+          pl.len, 1) : NULL;
 
       for (d = 0; d < nd; d++)
         sdims[d] = dims[d];
-      ok = q != 0;
+      /* one that cannot be read here: the meta is left out */
+      ok = data != NULL;
       if (ok)
-        tensors[k++] = gst_tensor_new_simple (q, type,
-            payload_buffer (r, data, len, in_side), order, nd, sdims);
+        tensors[k++] = gst_tensor_new_simple (q, type, data, order, nd, sdims);
     }
 #else
-    (void) data;
     (void) tensors;
-    (void) in_side;
 #endif
     g_free (id);
   }
@@ -1310,14 +1521,14 @@ read_body (Entry * e, Body * b, gboolean * known)
 gboolean
 gpushare_frame_meta_check (const GpuShareFrameMetas * m, gchar ** why)
 {
-  return gpushare_frame_meta_check_side (m, 0, why);
+  return gpushare_frame_meta_check_side (m, 0, 0, why);
 }
 
 gboolean
 gpushare_frame_meta_check_side (const GpuShareFrameMetas * m,
-    gsize side_size, gchar ** why)
+    gsize side_size, gsize device_size, gchar ** why)
 {
-  GpuShareMetaSide side = { NULL, side_size, 0, NULL, NULL, NULL };
+  GpuShareMetaSide side = { NULL, side_size, 0, };
   gsize at = 0;
   guint i;
 
@@ -1334,7 +1545,8 @@ gpushare_frame_meta_check_side (const GpuShareFrameMetas * m,
     Entry e;
     Body b;
 
-    if (!next_entry (m, side_size ? &side : NULL, &at, &e)) {
+    side.device_size = device_size;
+    if (!next_entry (m, side_size || device_size ? &side : NULL, &at, &e)) {
       if (why)
         *why = g_strdup_printf ("META entry %u of %u is cut short", i,
             m->n_entries);

@@ -18,6 +18,7 @@
 #define __GPUSHARE_FRAME_META_H__
 
 #include <gst/gst.h>
+#include <gst/video/video.h>
 #include "gpushareproto.h"
 
 G_BEGIN_DECLS
@@ -79,6 +80,11 @@ typedef enum
 /* a payload's length that says it lies in the side memory, where its
  * offset and length (64 bits each) follow */
 #define GPUSHARE_META_IN_SIDE G_MAXUINT32
+/* since minor 11: a payload's length that says it lies in GPU memory, in
+ * the room of the frame's GPU slot past the frame, where its offset there
+ * and its length follow, then where a copy of it lies in the side memory
+ * (G_MAXUINT64: none), 64 bits each */
+#define GPUSHARE_META_IN_DEVICE (G_MAXUINT32 - 1)
 
 /* mtds, classes of a classification mtd and relations in one analytics
  * entry, at most (docs/security.md, "Bounds") */
@@ -103,6 +109,25 @@ typedef struct
   gpointer hold;
   gpointer (*ref_func) (gpointer hold);
   GDestroyNotify unref_func;
+  /* the room of the frame's GPU slot past the frame (since minor 11):
+   * where payloads in GPU memory go; device_size 0: none */
+  gsize device_size;
+  gsize device_used;            /* producer: bytes written so far */
+  /* producer: a copy of each payload in GPU memory goes in data too (a
+   * consumer of this frame reads system memory) */
+  gboolean device_host_copy;
+  /* producer: queues the copy of rows rows of row_bytes, src_stride
+   * apart from src_offset on in src's memory (GPU memory), packed to
+   * offset of the room; FALSE: not copied */
+  gboolean (*device_put) (gpointer user_data, gsize offset, GstBuffer * src,
+      gsize src_offset, gsize src_stride, gsize row_bytes, guint rows);
+  /* consumer: a buffer of the payload at offset of the room, rows rows of
+   * row_bytes packed (a mask of format, or bytes: GST_VIDEO_FORMAT_UNKNOWN,
+   * one row), read in place or copied, with its GstVideoMeta for a mask;
+   * NULL: none could be made */
+  GstBuffer *(*device_get) (gpointer user_data, gsize offset,
+      GstVideoFormat format, gsize row_bytes, guint rows);
+  gpointer device_user_data;
 } GpuShareMetaSide;
 
 /* Producer: the metas of buf that travel, into m (sequence left to the
@@ -118,14 +143,19 @@ gboolean gpushare_frame_meta_collect_side (GstBuffer * buf,
     GpuShareFrameMetas * m, GpuShareMetaSide * side, guint * n_skipped,
     const gchar ** skipped_name);
 
+/* Producer: a meta of buf has its payload (a segmentation mask, tensor
+ * data) in memory that is not the host's: GPU memory */
+gboolean gpushare_frame_meta_has_device_payloads (GstBuffer * buf);
+
 /* Consumer, at receipt: the entries chain, and every entry of a known kind
  * parses.  On failure
  * *why says which and what (free it). */
 gboolean gpushare_frame_meta_check (const GpuShareFrameMetas * m, gchar ** why);
 /* the same, where the frame's slot has side_size bytes of side memory
- * (0: none): a payload there lies inside it */
+ * and, read in GPU memory, device_size bytes of room past the frame (0:
+ * none): a payload there lies inside it */
 gboolean gpushare_frame_meta_check_side (const GpuShareFrameMetas * m,
-    gsize side_size, gchar ** why);
+    gsize side_size, gsize device_size, gchar ** why);
 /* the same of a META's metas */
 gboolean gpushare_frame_meta_check_meta (const GpuShareMeta * meta,
     gchar ** why);

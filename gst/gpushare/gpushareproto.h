@@ -60,7 +60,7 @@ G_BEGIN_DECLS
 
 #define GPUSHARE_MAGIC 0x48535047u      /* "GPSH" as little-endian bytes */
 #define GPUSHARE_VERSION_MAJOR 1
-#define GPUSHARE_VERSION_MINOR 10
+#define GPUSHARE_VERSION_MINOR 11
 
 /* The minor version that added each feature.  A minor only adds (new
  * types, longer payloads, meaning for bits that were 0), so a feature
@@ -89,6 +89,9 @@ G_BEGIN_DECLS
                                          * meta region */
 #define GPUSHARE_MINOR_SIDE 10          /* SLOTS's side memory, where
                                          * metas' large payloads go */
+#define GPUSHARE_MINOR_DEVICE_SIDE 11   /* payloads in GPU memory, in the
+                                         * room of a GPU slot past its
+                                         * frame */
 
 #define GPUSHARE_HEADER_SIZE 24
 /* caps, checked before anything is allocated or copied */
@@ -98,6 +101,13 @@ G_BEGIN_DECLS
 /* side memory (SLOTS, since minor 10): its unit, and a slot's at most */
 #define GPUSHARE_SIDE_PAGE 4096
 #define GPUSHARE_MAX_SIDE_PAGES (64 * 1024 * 1024 / GPUSHARE_SIDE_PAGE)
+/* payloads in GPU memory (since minor 11) lie in the room of the frame's
+ * GPU slot past the frame, which begins at the frame's size rounded up to
+ * this; their offsets count from there */
+#define GPUSHARE_DEVICE_SIDE_ALIGN 512
+#define GPUSHARE_DEVICE_SIDE_START(frame_size) \
+  (((guint64) (frame_size) + GPUSHARE_DEVICE_SIDE_ALIGN - 1) & \
+   ~(guint64) (GPUSHARE_DEVICE_SIDE_ALIGN - 1))
 #define GPUSHARE_MAX_SLOTS 64           /* ring size */
 #define GPUSHARE_MAX_HOLDERS_WIRE 64    /* consumers of one producer */
 #define GPUSHARE_MAX_PLANES 4
@@ -584,6 +594,9 @@ typedef struct
   /* producer: bytes of the frame's side memory its payloads took (0:
    * none; only a consumer that has the side memory can read them) */
   gsize side_len;
+  /* producer: bytes of the GPU slots' room past the frame its payloads
+   * took (0: none; only a consumer of minor 11 can read them) */
+  gsize device_len;
   gsize capacity;
   guint8 *data;                 /* capacity bytes, after the struct */
 } GpuShareFrameMetas;

@@ -203,6 +203,9 @@ struct _GpuShareServer
    * each slot's pages of it, asked for at the caps (0: none) */
   GpuShareSide *side;
   guint32 side_pages;
+  /* the GPU rings of this epoch have side_pages of room past the frame
+   * in each slot, for payloads in GPU memory */
+  gboolean device_side;
   gboolean have_layout;
   GpuShareLayout layout;
   gboolean live;
@@ -689,7 +692,10 @@ ensure_gpu_ring (GpuShareServer * self, GpuShareMemType type, GError ** error)
   GpuShareXferRing *ring, *old = NULL;
   guint64 epoch = self->epoch;
   guint n_slots = self->ring.n_slots;
-  gsize frame_size = self->layout.frame_size;
+  /* room past the frame for payloads in GPU memory, where asked for */
+  gsize frame_size = self->device_side ?
+      GPUSHARE_DEVICE_SIDE_START (self->layout.slot_size) +
+      (gsize) self->side_pages * GPUSHARE_SIDE_PAGE : self->layout.frame_size;
 
   if (*slot && (*slot)->epoch == epoch)
     return gpushare_xfer_ring_ref (*slot);
@@ -2407,7 +2413,7 @@ make_side (GpuShareServer * self, guint n_slots, guint32 pages)
 gboolean
 gpushare_server_set_format (GpuShareServer * self,
     const GpuShareLayout * layout, guint ring_size, guint32 side_pages,
-    GError ** error)
+    gboolean device_side, GError ** error)
 {
   GpuShareXferRing *ring = NULL, *old = NULL;
   GpuShareSide *side = NULL, *old_side = NULL;
@@ -2418,7 +2424,7 @@ gpushare_server_set_format (GpuShareServer * self,
   /* a ring whose slots, or whose side memory, are too small for the new
    * caps is made again */
   new_ring = !self->system || layout->frame_size > self->system->slot_size
-      || side_pages > self->side_pages;
+      || side_pages > self->side_pages || (device_side && !self->device_side);
   epoch = self->epoch + 1;
   /* auto: a ring that grew for its consumers keeps its size */
   self->ring_auto = ring_size == 0;
@@ -2444,6 +2450,7 @@ gpushare_server_set_format (GpuShareServer * self,
     old_side = self->side;
     self->side = side;
     self->side_pages = side_pages;
+    self->device_side = device_side && side_pages > 0;
     self->epoch = epoch;
     gpushare_ring_init (&self->ring, ring_size, self->epoch);
     GST_DEBUG_OBJECT (self->log_object, "new ring: epoch %" G_GUINT64_FORMAT
@@ -2851,6 +2858,26 @@ side_for_all (GpuShareServer * self)
   return TRUE;
 }
 
+/* lock held: payloads in GPU memory may go past the frames of this
+ * epoch's GPU slots, every consumer that has its slots being of minor 11
+ * or later (an older one would read their place as inline bytes) */
+static gboolean
+device_side_for_all (GpuShareServer * self)
+{
+  guint i;
+
+  if (!self->device_side)
+    return FALSE;
+  for (i = 0; i < MAX_CLIENTS; i++) {
+    Client *c = self->clients[i];
+
+    if (c && (c->state == CLIENT_EXPORTED || c->state == CLIENT_READY)
+        && c->minor < GPUSHARE_MINOR_DEVICE_SIDE)
+      return FALSE;
+  }
+  return TRUE;
+}
+
 GpuShareServerResult
 gpushare_server_begin_frame (GpuShareServer * self, gboolean lossless,
     guint wait_for, gboolean gpu_buffer,
@@ -3026,6 +3053,10 @@ again:
     announce_frame (self, need_gpu);
   if (side_for_all (self))
     frame->side = gpushare_side_ref (self->side);
+  if (frame->n_rings > 0 && device_side_for_all (self)) {
+    frame->device_offset = GPUSHARE_DEVICE_SIDE_START (self->layout.slot_size);
+    frame->device_size = (gsize) self->side_pages * GPUSHARE_SIDE_PAGE;
+  }
   g_mutex_unlock (&self->lock);
   return GPUSHARE_SERVER_OK;
 
@@ -3224,9 +3255,11 @@ gpushare_server_end_frame (GpuShareServer * self,
         /* gone meanwhile; its slots went with it */
         continue;
       }
-      /* payloads in the side memory, to a consumer that got none (it
-       * came between the start of this frame and now): without them */
-      if (meta && meta->side_len && !c->side) {
+      /* payloads in the side memory, or in GPU memory, to a consumer
+       * that cannot read them (it came between the start of this frame
+       * and now): without them */
+      if (meta && ((meta->side_len && !c->side) || (meta->device_len
+                  && c->minor < GPUSHARE_MINOR_DEVICE_SIDE))) {
         metas_not_sent (self, c, meta, meta->n_entries);
         if (c->lane)
           lane_frame (self, c, &f, NULL);

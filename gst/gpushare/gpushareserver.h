@@ -147,6 +147,11 @@ typedef struct
   /* the ring's side memory, where the frame's metas may put their
    * payloads (the region of slot), or NULL; a reference */
   struct _GpuShareSide *side;
+  /* the room of the GPU slots past the frame, for payloads in GPU memory:
+   * where it begins and its bytes (0: none, or not every consumer can
+   * read it) */
+  gsize device_offset;
+  gsize device_size;
 } GpuShareServerFrame;
 
 /* a slot upstream holds from our pool */
@@ -226,10 +231,12 @@ gboolean gpushare_server_gpu_ok (GpuShareServer * server);
  * ring_size 0: GPUSHARE_RING_DEFAULT_SLOTS, grown as a leaky stream's
  * consumers need (gpushare_ring_auto_slots ()). */
 /* side_pages: each slot's side memory, in GPUSHARE_SIDE_PAGE pages (0:
- * none), for a new ring */
+ * none), for a new ring; device_side: the GPU slots get as much room
+ * past the frame, for payloads in GPU memory (a new ring the first time,
+ * and for every later one) */
 gboolean gpushare_server_set_format (GpuShareServer * server,
     const GpuShareLayout * layout, guint ring_size, guint32 side_pages,
-    GError ** error);
+    gboolean device_side, GError ** error);
 void gpushare_server_set_live (GpuShareServer * server, gboolean live,
     guint64 latency);
 gboolean gpushare_server_is_live (GpuShareServer * server);

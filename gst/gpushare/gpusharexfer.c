@@ -415,6 +415,36 @@ gpushare_xfer_ring_write (GpuShareXferRing * ring, guint slot,
 }
 
 gboolean
+gpushare_xfer_ring_write_region (GpuShareXferRing * ring, guint slot,
+    gsize offset, GstBuffer * src, gsize src_offset, gsize src_stride,
+    gsize row_bytes, guint rows, GError ** error)
+{
+  const GpuShareXferProducer *p = ring->xfer->producer;
+  gboolean ok, settle;
+
+  g_return_val_if_fail (slot < ring->n_slots, FALSE);
+  if (!p->write_region || offset > ring->slot_size
+      || (guint64) row_bytes * rows > ring->slot_size - offset) {
+    g_set_error (error, GPUSHARE_XFER_ERROR, GPUSHARE_XFER_ERROR_UNSUPPORTED,
+        "%s slots take no payload of %" G_GUINT64_FORMAT " bytes at %"
+        G_GSIZE_FORMAT, gpushare_mem_type_to_string (ring->mem_type),
+        (guint64) row_bytes * rows, offset);
+    return FALSE;
+  }
+  g_mutex_lock (&ring->lock);
+  ok = p->write_region (ring, slot, offset, src, src_offset, src_stride,
+      row_bytes, rows, error);
+  /* src may go once this returns: a copy not ordered with its writer's
+   * stream is waited for here */
+  settle = ok && p->settle && (!p->needs_settle
+      || p->needs_settle (ring, slot, 0));
+  g_mutex_unlock (&ring->lock);
+  if (settle)
+    ok = p->settle (ring, slot, error);
+  return ok || own_error (error, GPUSHARE_XFER_ERROR_COPY);
+}
+
+gboolean
 gpushare_xfer_ring_holds (GpuShareXferRing * ring, guint slot, GstMemory * mem)
 {
   GstMapInfo map;
@@ -721,7 +751,8 @@ gpushare_xfer_view_import (GpuShareXferView * view, guint slot,
   imp = slot_import_new (view, slot, sequence, ctx, user_data, notify, error);
   if (!imp)
     return NULL;
-  mem = lib->import (view, slot, slot_info, ctx, imp, slot_import_free, error);
+  mem = lib->import (view, slot, 0, slot_info, ctx, imp, slot_import_free,
+      error);
   if (!mem) {
     /* nobody read it: done all the same, and the frame stays the
      * caller's */
@@ -729,6 +760,105 @@ gpushare_xfer_view_import (GpuShareXferView * view, guint slot,
     slot_import_free (imp);
     own_error (error, GPUSHARE_XFER_ERROR_RESOURCE);
   }
+  return mem;
+}
+
+/* a payload read in place: the frame's read holds the slot */
+typedef struct
+{
+  GpuShareXferView *view;
+  GstObject *ctx;
+  gpointer user_data;
+  GDestroyNotify notify;
+} RegionImport;
+
+static void
+region_import_free (gpointer data)
+{
+  RegionImport *imp = data;
+
+  if (imp->view->xfer->gst->quiesce)
+    imp->view->xfer->gst->quiesce (imp->ctx);
+  if (imp->notify)
+    imp->notify (imp->user_data);
+  gst_object_unref (imp->ctx);
+  gpushare_xfer_view_unref (imp->view);
+  g_free (imp);
+}
+
+/* the region lies in the slot, and the library can hand it out */
+static gboolean
+region_ok (GpuShareXferView * view, guint slot, gsize offset,
+    const GstVideoInfo * info, GError ** error)
+{
+  const GpuShareXferGst *lib = view->xfer->gst;
+  const gchar *why = NULL;
+
+  if (!lib || !view->device_ptr[slot] || offset > view->slot_size
+      || !lib->can_import || !lib->can_import (info, view->slot_size - offset,
+          &why)) {
+    g_set_error (error, GPUSHARE_XFER_ERROR, GPUSHARE_XFER_ERROR_UNSUPPORTED,
+        "%s memory: no GPU memory of %" G_GSIZE_FORMAT " bytes at %"
+        G_GSIZE_FORMAT " of a slot can be handed out%s%s",
+        gpushare_mem_type_to_string (view->mem_type),
+        GST_VIDEO_INFO_SIZE (info), offset, why ? ": " : "", why ? why : "");
+    return FALSE;
+  }
+  return TRUE;
+}
+
+GstMemory *
+gpushare_xfer_view_import_region (GpuShareXferView * view, guint slot,
+    gsize offset, const GstVideoInfo * info, GstObject * ctx,
+    gpointer user_data, GDestroyNotify notify, GError ** error)
+{
+  RegionImport *imp;
+  GstMemory *mem;
+
+  g_return_val_if_fail (slot < view->n_slots, NULL);
+  g_return_val_if_fail (GST_IS_OBJECT (ctx), NULL);
+  if (!region_ok (view, slot, offset, info, error) || !view->xfer->gst->import
+      || gpushare_xfer_kind_has (view->mem_type, GPUSHARE_KIND_RETIRE)) {
+    if (error && !*error)
+      g_set_error (error, GPUSHARE_XFER_ERROR,
+          GPUSHARE_XFER_ERROR_UNSUPPORTED, "%s slots are not handed out in "
+          "place", gpushare_mem_type_to_string (view->mem_type));
+    return NULL;
+  }
+  imp = g_new0 (RegionImport, 1);
+  imp->view = gpushare_xfer_view_ref (view);
+  imp->ctx = gst_object_ref (ctx);
+  imp->user_data = user_data;
+  imp->notify = notify;
+  mem = view->xfer->gst->import (view, slot, offset, info, ctx, imp,
+      region_import_free, error);
+  if (!mem) {
+    imp->notify = NULL;
+    region_import_free (imp);
+    own_error (error, GPUSHARE_XFER_ERROR_RESOURCE);
+  }
+  return mem;
+}
+
+GstMemory *
+gpushare_xfer_view_copy_region (GpuShareXferView * view, guint slot,
+    gsize offset, GstVideoInfo * info, GstObject * ctx, GError ** error)
+{
+  GstMemory *mem;
+
+  g_return_val_if_fail (slot < view->n_slots, NULL);
+  g_return_val_if_fail (GST_IS_OBJECT (ctx), NULL);
+  if (!region_ok (view, slot, offset, info, error))
+    return NULL;
+  if (!view->xfer->gst->copy_region) {
+    g_set_error (error, GPUSHARE_XFER_ERROR, GPUSHARE_XFER_ERROR_UNSUPPORTED,
+        "%s memory cannot be copied on the device",
+        gpushare_mem_type_to_string (view->mem_type));
+    return NULL;
+  }
+  mem = view->xfer->gst->copy_region (view, slot, offset, info, ctx, error);
+  if (!mem)
+    own_error (error, GPUSHARE_XFER_ERROR_COPY);
   return mem;
 }
 

@@ -180,6 +180,13 @@ typedef struct
    * then only holders that synchronise on the host need the wait */
   gboolean (*needs_settle) (GpuShareXferRing * ring, guint slot,
       guint64 holders);
+  /* queues the copy of rows rows of row_bytes, src_stride apart from
+   * src_offset on in src's device memory, packed to offset of slot, after
+   * the slot's write and before its publish (NULL: the memory takes
+   * none) */
+  gboolean (*write_region) (GpuShareXferRing * ring, guint slot,
+      gsize offset, GstBuffer * src, gsize src_offset, gsize src_stride,
+      gsize row_bytes, guint rows, GError ** error);
   /* mem is the slot itself (NULL: compare host addresses) */
   gboolean (*holds) (GpuShareXferRing * ring, guint slot, GstMemory * mem);
   /* the host's time in settle since the last call, and the part of it
@@ -233,12 +240,18 @@ typedef struct
    * reason) */
   gboolean (*can_import) (const GstVideoInfo * info, gsize slot_size,
       const gchar ** why_not);
-  /* a memory of the library (of ctx) wrapping the slot, ready already,
-   * that calls notify (user_data) when freed; see
-   * gpushare_xfer_view_import () */
-  GstMemory *(*import) (GpuShareXferView * view, guint slot,
+  /* a memory of the library (of ctx) wrapping the slot from offset on,
+   * laid out as slot_info, ready already, that calls notify (user_data)
+   * when freed; see gpushare_xfer_view_import () */
+  GstMemory *(*import) (GpuShareXferView * view, guint slot, gsize offset,
       const GstVideoInfo * slot_info, GstObject * ctx, gpointer user_data,
       GDestroyNotify notify, GError ** error);
+  /* a new memory of the library (of ctx), what the slot holds from
+   * offset on (laid out as info, rows of its stride) copied into it on the
+   * device, done when it returns; info then says the memory's own layout
+   * (NULL: never) */
+  GstMemory *(*copy_region) (GpuShareXferView * view, guint slot,
+      gsize offset, GstVideoInfo * info, GstObject * ctx, GError ** error);
   /* waits for the work queued in ctx, before a slot read in place goes
    * back (NULL: nothing to wait for) */
   void (*quiesce) (GstObject * ctx);
@@ -346,6 +359,13 @@ gboolean gpushare_xfer_ring_write (GpuShareXferRing * ring, guint slot,
     GError ** error);
 gboolean gpushare_xfer_ring_publish (GpuShareXferRing * ring, guint slot,
     guint64 holders, guint64 sequence, GError ** error);
+/* after write, before publish: rows rows of row_bytes, src_stride apart
+ * from src_offset on in src (device memory of the ring's transfer),
+ * copied packed to offset of slot (beyond the frame: a payload of its
+ * metas); src may go when it returns */
+gboolean gpushare_xfer_ring_write_region (GpuShareXferRing * ring, guint slot,
+    gsize offset, GstBuffer * src, gsize src_offset, gsize src_stride,
+    gsize row_bytes, guint rows, GError ** error);
 /* mem is the slot itself: upstream wrote it in place */
 gboolean gpushare_xfer_ring_holds (GpuShareXferRing * ring, guint slot,
     GstMemory * mem);
@@ -394,6 +414,20 @@ gboolean gpushare_xfer_gpu_can_import (const gchar ** why_not);
 GstMemory *gpushare_xfer_view_import (GpuShareXferView * view, guint slot,
     guint64 sequence, const GstVideoInfo * slot_info, GstObject * ctx,
     gpointer user_data, GDestroyNotify notify, GError ** error);
+/* What a frame's slot holds from offset on (a payload of its metas in
+ * GPU memory, past the frame), laid out as info (rows of its stride), as
+ * a read-only GPU memory of GStreamer's library (of ctx): the slot
+ * itself, ready waited for already (the frame was read), which when
+ * freed waits for what this process queued in ctx and calls notify
+ * (user_data), nothing else; or, copy, a copy made on the device.  NULL,
+ * with error, when it cannot be made. */
+GstMemory *gpushare_xfer_view_import_region (GpuShareXferView * view,
+    guint slot, gsize offset, const GstVideoInfo * info, GstObject * ctx,
+    gpointer user_data, GDestroyNotify notify, GError ** error);
+/* (info: in, the region's layout; out, the copy's) */
+GstMemory *gpushare_xfer_view_copy_region (GpuShareXferView * view,
+    guint slot, gsize offset, GstVideoInfo * info, GstObject * ctx,
+    GError ** error);
 /* The application's route (gpusharemeta.h): a memory of size bytes
  * that stands for the GPU slot (no host address), with a
  * GstGpuShareCudaMeta to add from view->device_ptr[slot].  Ready has been

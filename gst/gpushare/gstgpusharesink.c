@@ -160,6 +160,14 @@ struct _GstGpuShareSink
   /* streaming thread */
   gboolean live_known;
   gboolean live;
+  /* the stream's format as set_caps gave it to the server, and whether
+   * the GPU slots have room past the frame for payloads in GPU memory
+   * (asked for once a frame has some) */
+  GpuShareLayout layout;
+  guint layout_ring_size;
+  guint32 side_pages;
+  gboolean device_side;
+  gboolean told_device_payloads;
 };
 
 
@@ -404,6 +412,7 @@ gst_gpu_share_sink_start (GstBaseSink * bsink)
   GST_OBJECT_UNLOCK (self);
   self->live_known = FALSE;
   self->live = FALSE;
+  self->device_side = FALSE;
   /* share a GPU context with neighbouring GPU elements, where GStreamer's
    * library for it is here; without it the primary context serves */
   if (gpushare_server_gpu_ok (server))
@@ -480,8 +489,36 @@ gst_gpu_share_sink_set_caps (GstBaseSink * bsink, GstCaps * caps)
             "small: 2 slots at least, or 0 for a ring of auto size"), (NULL));
     return FALSE;
   }
+  self->layout = layout;
+  self->layout_ring_size = ring_size;
+  self->side_pages = side_pages;
   if (!gpushare_server_set_format (self->server, &layout, ring_size,
-          side_pages, &error)) {
+          side_pages, self->device_side, &error)) {
+    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
+        ("Could not allocate the slot ring"), ("%s", error->message));
+    g_clear_error (&error);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* The first frame whose metas have payloads in GPU memory (masks, tensor
+ * data): from now on the GPU slots have room past the frame for them,
+ * as large as the side memory, which a new ring gives (once a stream) */
+static gboolean
+want_device_side (GstGpuShareSink * self, GstBuffer * buf)
+{
+  GError *error = NULL;
+
+  if (self->device_side || self->side_pages == 0
+      || !gpushare_frame_meta_has_device_payloads (buf))
+    return TRUE;
+  self->device_side = TRUE;
+  GST_INFO_OBJECT (self, "metas with payloads in GPU memory: the GPU slots "
+      "get %u bytes of room for them past each frame (a new ring)",
+      self->side_pages * GPUSHARE_SIDE_PAGE);
+  if (!gpushare_server_set_format (self->server, &self->layout,
+          self->layout_ring_size, self->side_pages, TRUE, &error)) {
     GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
         ("Could not allocate the slot ring"), ("%s", error->message));
     g_clear_error (&error);
@@ -598,6 +635,39 @@ frame_fields (GstGpuShareSink * self, GstBuffer * buf, GpuShareFrame * f)
   }
 }
 
+typedef struct
+{
+  GstGpuShareSink *self;
+  const GpuShareServerFrame *frame;
+} DevicePut;
+
+/* a payload in GPU memory, past the frame in each of its GPU slots */
+static gboolean
+put_in_gpu_slots (gpointer user_data, gsize offset, GstBuffer * src,
+    gsize src_offset, gsize src_stride, gsize row_bytes, guint rows)
+{
+  DevicePut *d = user_data;
+  const GpuShareServerFrame *frame = d->frame;
+  GError *error = NULL;
+  guint i;
+
+  for (i = 0; i < frame->n_rings; i++) {
+    if (!gpushare_xfer_ring_write_region (frame->rings[i], frame->slot,
+            frame->device_offset + offset, src, src_offset, src_stride,
+            row_bytes, rows, &error)) {
+      if (!d->self->told_device_payloads) {
+        GST_WARNING_OBJECT (d->self, "a meta's payload in GPU memory could "
+            "not be copied into the GPU slots, and does not travel: %s",
+            error->message);
+        d->self->told_device_payloads = TRUE;
+      }
+      g_clear_error (&error);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
 /* the metas of buf that travel (NULL: none); those that cannot are
  * counted, and said once */
 static GpuShareFrameMetas *
@@ -607,15 +677,24 @@ frame_metas (GstGpuShareSink * self, GstBuffer * buf,
   const gchar *name = NULL;
   gboolean any;
   guint skipped = 0;
-  GpuShareMetaSide side = { NULL, 0, 0, NULL, NULL, NULL };
+  GpuShareMetaSide side = { NULL, };
+  DevicePut put = { self, frame };
 
   /* large payloads beside the frame, in its slot's side memory */
   if (frame->side) {
     side.data = gpushare_side_region (frame->side, frame->slot);
     side.size = gpushare_side_region_size (frame->side);
   }
+  /* and those in GPU memory past it in its GPU slots, a copy in the side
+   * memory for consumers of system memory */
+  if (frame->device_size) {
+    side.device_size = frame->device_size;
+    side.device_put = put_in_gpu_slots;
+    side.device_user_data = &put;
+    side.device_host_copy = frame->staged != NULL;
+  }
   any = gpushare_frame_meta_collect_side (buf, self->meta,
-      frame->side ? &side : NULL, &skipped, &name);
+      frame->side || frame->device_size ? &side : NULL, &skipped, &name);
   if (skipped) {
     g_atomic_int_add (&self->metas_not_carried, skipped);
     if (!self->told_not_carried) {
@@ -658,6 +737,8 @@ gst_gpu_share_sink_render (GstBaseSink * bsink, GstBuffer * buf)
   gpu_buffer = gst_buffer_n_memory (buf) > 0
       && gpushare_xfer_gpu_is_memory (gst_buffer_peek_memory (buf, 0));
 
+  if (!want_device_side (self, buf))
+    return GST_FLOW_ERROR;
   self->render_pool = buf->pool;
   res = gpushare_server_begin_frame (self->server, lossless, wait_for,
       gpu_buffer, in_place_tag (buf), &frame, &error);

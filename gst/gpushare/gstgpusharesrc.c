@@ -125,6 +125,7 @@ struct _GstGpuShareSrc
   gint metas_received;          /* atomic */
   gint metas_dropped;           /* atomic */
   gboolean told_metas_dropped;
+  gboolean told_device_payloads;
   gint events_received;         /* atomic */
   gint events_dropped;          /* atomic */
   gboolean told_events_dropped;
@@ -478,15 +479,86 @@ set_frame_fields (GstGpuShareSrc * self, GstBuffer * buf,
       f->buffer_flags & GPUSHARE_BUFFER_FLAGS_CARRIED;
 }
 
+typedef struct
+{
+  GstGpuShareSrc *self;
+  GpuShareClientFrame *frame;
+} DeviceGet;
+
+/* A payload of the frame's metas in GPU memory (a mask of format, or
+ * bytes), past the frame in its GPU slot: read in place where the frame
+ * is (it holds the frame), else copied on the device.  NULL: not here (no
+ * GPU context: a copy in the side memory serves, where there is one) */
+static GstBuffer *
+payload_from_gpu_slot (gpointer user_data, gsize offset, GstVideoFormat format,
+    gsize row_bytes, guint rows)
+{
+  DeviceGet *d = user_data;
+  GstGpuShareSrc *self = d->self;
+  GpuShareXferView *view = gpushare_client_frame_view (d->frame);
+  guint slot = gpushare_client_frame_info (d->frame)->slot;
+  gsize room_at = 0;
+  GstVideoInfo info;
+  GstMemory *mem = NULL;
+  GError *error = NULL;
+  GstBuffer *buf;
+  gboolean bytes = format == GST_VIDEO_FORMAT_UNKNOWN;
+
+  if (!self->gpu_ctx || row_bytes > G_MAXINT || rows == 0)
+    return NULL;
+  gpushare_client_frame_device_room (d->frame, &room_at);
+  /* its rows packed, as they came */
+  gst_video_info_set_format (&info, bytes ? GST_VIDEO_FORMAT_GRAY8 : format,
+      bytes ? (guint) row_bytes : (guint) (row_bytes /
+          GST_VIDEO_FORMAT_INFO_PSTRIDE (gst_video_format_get_info (format),
+              0)), rows);
+  GST_VIDEO_INFO_PLANE_STRIDE (&info, 0) = (gint) row_bytes;
+  GST_VIDEO_INFO_SIZE (&info) = row_bytes * rows;
+  if (gpushare_client_frame_in_place (d->frame)) {
+    GpuShareClientFrame *hold = gpushare_client_frame_ref (d->frame);
+
+    mem = gpushare_xfer_view_import_region (view, slot, room_at + offset,
+        &info, self->gpu_ctx, hold,
+        (GDestroyNotify) gpushare_client_frame_release, &error);
+    if (!mem)
+      gpushare_client_frame_release (hold);
+    g_clear_error (&error);
+  }
+  if (!mem)
+    mem = gpushare_xfer_view_copy_region (view, slot, room_at + offset, &info,
+        self->gpu_ctx, &error);
+  if (!mem) {
+    if (!self->told_device_payloads) {
+      GST_WARNING_OBJECT (self, "a meta's payload in GPU memory could not be "
+          "read: %s", error->message);
+      self->told_device_payloads = TRUE;
+    }
+    g_clear_error (&error);
+    return NULL;
+  }
+  buf = gst_buffer_new ();
+  gst_buffer_append_memory (buf, mem);
+  if (bytes)
+    gst_buffer_resize (buf, 0, row_bytes);
+  else
+    gst_buffer_add_video_meta_full (buf, GST_VIDEO_FRAME_FLAG_NONE,
+        GST_VIDEO_INFO_FORMAT (&info), GST_VIDEO_INFO_WIDTH (&info),
+        GST_VIDEO_INFO_HEIGHT (&info), 1, info.offset, info.stride);
+  return buf;
+}
+
 /* the producer's metas onto buf; those that could not be added (a kind
  * this version does not know, a value GStreamer refused) are counted.
- * Their payloads in the side memory of the frame's slot are read in place
- * while the frame is (each holds it), copied where it was */
+ * Their payloads in the side memory of the frame's slot, or past the
+ * frame in its GPU slot, are read in place while the frame is (each holds
+ * it), copied where it was */
 static void
 add_metas (GstGpuShareSrc * self, GstBuffer * buf, const GpuShareFrameMetas * m,
     GpuShareClientFrame * frame)
 {
-  GpuShareMetaSide side = { NULL, 0, 0, NULL, NULL, NULL };
+  GpuShareMetaSide side = { NULL, };
+  DeviceGet get = { self, frame };
+  gsize room_at;
   guint dropped = 0, added;
 
   side.data = gpushare_client_frame_side (frame, &side.size);
@@ -495,8 +567,13 @@ add_metas (GstGpuShareSrc * self, GstBuffer * buf, const GpuShareFrameMetas * m,
     side.ref_func = (gpointer (*)(gpointer)) gpushare_client_frame_ref;
     side.unref_func = (GDestroyNotify) gpushare_client_frame_release;
   }
-  added = gpushare_frame_meta_apply_side (m, buf, side.data ? &side : NULL,
-      &dropped);
+  side.device_size = gpushare_client_frame_device_room (frame, &room_at);
+  if (side.device_size) {
+    side.device_get = payload_from_gpu_slot;
+    side.device_user_data = &get;
+  }
+  added = gpushare_frame_meta_apply_side (m, buf, side.data || side.device_size
+      ? &side : NULL, &dropped);
 
   g_atomic_int_add (&self->metas_received, added);
   if (dropped) {

@@ -10,23 +10,27 @@
 # relay's input to what the producer sent, the consumer's to what the relay
 # sent, the pictures the producer's; nothing dropped on the way.
 #
-#   analytics-chain.sh GPUSHARE-TEST-PEER [WIDTH HEIGHT [MASK]]
+#   analytics-chain.sh GPUSHARE-TEST-PEER [WIDTH HEIGHT [MASK [TENSOR]]]
 #
 # MASK (WxH, GStreamer 1.26+): the producer adds a segmentation mask of
 # that size to each frame's results; a 1080p one (2 MiB) is past what a
 # frame's metas may take inline, and goes through the side memory of each
 # ring, read in place by the relay and written once into its own ring's.
+# TENSOR (N, GStreamer 1.26+): and a tensor meta of N scores.
 #
 # CHAIN_PRODUCER_ARGS and CHAIN_CONSUMER_ARGS, where set, go to the
 # producer's and to the relay's and consumer's command lines: on a GPU host
 # "--source videotestsrc --gpu-input" and "--gpu-output" run the chain in
-# CUDA memory (the gpu suite's gpu_analytics_chain).
+# CUDA memory (the gpu suite's gpu_analytics_chain).  CHAIN_PAYLOADS
+# (system or cuda): every hop's masks and tensors must be in that memory.
 set -u
 peer=$1
 width=${2:-320}
 height=${3:-240}
 mask=()
 [ -n "${4:-}" ] && mask=(--mask "$4")
+tensor=()
+[ -n "${5:-}" ] && tensor=(--tensor "$5")
 tmp=$(mktemp -d)
 pids=()
 cleanup() {
@@ -45,7 +49,7 @@ chain() {
   local name=$1
   "$peer" producer --socket "$tmp/a.sock" --frames $frames --width "$width" \
     --height "$height" --wait --policy lossless --analytics "${mask[@]}" \
-    ${CHAIN_PRODUCER_ARGS:-} --out "$tmp/producer.log" &
+    "${tensor[@]}" ${CHAIN_PRODUCER_ARGS:-} --out "$tmp/producer.log" &
   pids+=($!)
   "$peer" relay --socket "$tmp/a.sock" --to "$tmp/b.sock" --wait \
     --policy lossless --analytics "${mask[@]}" ${CHAIN_CONSUMER_ARGS:-} \
@@ -84,13 +88,23 @@ chain() {
     grep -q 'metas-not-carried=(guint64)0[,;]' "$tmp/$side.log" \
       || fail "$name: the $side left metas out"
   done
+  # CHAIN_PAYLOADS: the memory the masks and tensors are in at every hop
+  if [ -n "${CHAIN_PAYLOADS:-}" ]; then
+    for f in "sent $tmp/producer.log" "in $tmp/relay.log" "recv $tmp/consumer.log"; do
+      set -- $f
+      [ "$(grep "^$1 " "$2" | grep -c " payloads=$CHAIN_PAYLOADS\$")" = $frames ] \
+        || fail "$name: payloads not in $CHAIN_PAYLOADS memory at $(basename "$2" .log): $(grep "^$1 " "$2" | grep -o 'payloads=[a-z]*' | sort | uniq -c | tr '\n' ' ')"
+    done
+  fi
   echo "analytics-chain: ok, $name: $frames frames through 3 processes, every hop's metas equal"
 }
 
 # the fields each line compares
 col() { grep "^$1 " "$2" | sed -E "s/.*offset=([0-9]+).* sum=([0-9a-f]+) analytics=([0-9a-f]+) lines=([0-9]+).*/\\1 \\$3/"; }
 
-if [ ${#mask[@]} -gt 0 ]; then
+if [ ${#tensor[@]} -gt 0 ]; then
+  chain "${width}x$height, detections, a ${4} mask and a tensor of $5 scores"
+elif [ ${#mask[@]} -gt 0 ]; then
   chain "${width}x$height, detections and a ${4} mask"
 else
   chain "${width}x$height, detections"

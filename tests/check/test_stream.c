@@ -1199,7 +1199,7 @@ buffer_with_mask (guint i)
   GST_BUFFER_PTS (buf) = gst_util_uint64_scale (i, GST_SECOND, 30);
   GST_BUFFER_OFFSET (buf) = i;
   fail_unless (gpushare_test_analytics_segment (buf, i, SIDE_MASK_W,
-          SIDE_MASK_H));
+          SIDE_MASK_H, FALSE));
   return buf;
 }
 
@@ -1720,10 +1720,11 @@ GST_START_TEST (test_hostile_analytics)
 GST_END_TEST;
 
 /* a segmentation mtd whose width x height GRAY8 mask lies in the side
- * memory, at for len bytes */
+ * memory, at for len bytes; or (device) in GPU memory past the frame, at
+ * for len bytes there, its copy in the side memory at host_at */
 static void
-put_seg_side (GByteArray * b, guint32 width, guint32 height, guint64 at,
-    guint64 len)
+put_seg_payload (GByteArray * b, guint32 width, guint32 height,
+    gboolean device, guint64 at, guint64 len, guint64 host_at)
 {
   GByteArray *body = g_byte_array_new ();
   guint i;
@@ -1734,9 +1735,9 @@ put_seg_side (GByteArray * b, guint32 width, guint32 height, guint64 at,
   put_u32_le (body, GST_VIDEO_FORMAT_GRAY8);
   put_u32_le (body, width);
   put_u32_le (body, height);
-  put_u32_le (body, GPUSHARE_META_IN_SIDE);
-  for (i = 0; i < 2; i++) {
-    guint64 v = GUINT64_TO_LE (i ? len : at);
+  put_u32_le (body, device ? GPUSHARE_META_IN_DEVICE : GPUSHARE_META_IN_SIDE);
+  for (i = 0; i < (device ? 3u : 2u); i++) {
+    guint64 v = GUINT64_TO_LE (i == 2 ? host_at : i ? len : at);
 
     g_byte_array_append (body, (const guint8 *) &v, 8);
   }
@@ -1746,32 +1747,62 @@ put_seg_side (GByteArray * b, guint32 width, guint32 height, guint64 at,
   g_byte_array_unref (body);
 }
 
+/* metas of one analytics entry with that mask */
+static GpuShareFrameMetas *
+seg_payload_metas (guint32 width, guint32 height, gboolean device,
+    guint64 at, guint64 len, guint64 host_at)
+{
+  GpuShareFrameMetas *m = gpushare_frame_metas_new (GPUSHARE_MAX_META_LEN);
+  GByteArray *b = g_byte_array_new ();
+
+  put_u32_le (b, 1);
+  put_seg_payload (b, width, height, device, at, len, host_at);
+  put_u32_le (b, 0);
+  add_entry (m, GPUSHARE_META_ANALYTICS, b);
+  g_byte_array_unref (b);
+  return m;
+}
+
 /* one analytics entry with a mask in the side memory of a slot of
- * side_size bytes (0: none): refused, saying field, or (field NULL)
- * taken */
+ * side_size bytes (0: none), or (device) past the frame in a GPU slot
+ * with device_size bytes of room (0: none, or read in system memory):
+ * refused, saying field, or (field NULL) taken */
+static void
+assert_payload (guint32 width, guint32 height, gboolean device, guint64 at,
+    guint64 len, guint64 host_at, gsize side_size, gsize device_size,
+    const gchar * field)
+{
+  GpuShareFrameMetas *m = seg_payload_metas (width, height, device, at, len,
+      host_at);
+  gchar *why = NULL;
+  gboolean ok;
+
+  ok = gpushare_frame_meta_check_side (m, side_size, device_size, &why);
+  if (field)
+    fail_unless (!ok && why && strstr (why, field), "%ux%u at %"
+        G_GUINT64_FORMAT " for %" G_GUINT64_FORMAT " (copy at %"
+        G_GUINT64_FORMAT ") in %" G_GSIZE_FORMAT " / %" G_GSIZE_FORMAT
+        ": %s", width, height, at, len, host_at, side_size, device_size,
+        ok ? "taken" : why);
+  else
+    fail_unless (ok, "refused: %s", why);
+  g_free (why);
+  g_free (m);
+}
+
 static void
 assert_side_mask (guint32 width, guint32 height, guint64 at, guint64 len,
     gsize side_size, const gchar * field)
 {
-  GpuShareFrameMetas *m = gpushare_frame_metas_new (GPUSHARE_MAX_META_LEN);
-  GByteArray *b = g_byte_array_new ();
-  gchar *why = NULL;
-  gboolean ok;
+  assert_payload (width, height, FALSE, at, len, 0, side_size, 0, field);
+}
 
-  put_u32_le (b, 1);
-  put_seg_side (b, width, height, at, len);
-  put_u32_le (b, 0);
-  add_entry (m, GPUSHARE_META_ANALYTICS, b);
-  ok = gpushare_frame_meta_check_side (m, side_size, &why);
-  if (field)
-    fail_unless (!ok && why && strstr (why, field), "%ux%u at %"
-        G_GUINT64_FORMAT " for %" G_GUINT64_FORMAT " in %" G_GSIZE_FORMAT
-        ": %s", width, height, at, len, side_size, ok ? "taken" : why);
-  else
-    fail_unless (ok, "refused: %s", why);
-  g_free (why);
-  g_byte_array_unref (b);
-  g_free (m);
+static void
+assert_device_mask (guint64 at, guint64 len, guint64 host_at,
+    gsize side_size, gsize device_size, const gchar * field)
+{
+  assert_payload (64, 32, TRUE, at, len, host_at, side_size, device_size,
+      field);
 }
 
 /* A payload said to lie in the side memory (docs/protocol.md, "Side
@@ -1801,6 +1832,95 @@ GST_START_TEST (test_hostile_side_payloads)
 }
 
 GST_END_TEST;
+
+/* A payload said to lie in GPU memory past the frame (since minor 11):
+ * inside the room of the GPU slot where the consumer reads GPU memory, its
+ * copy (if any) inside the side memory's region, as long as the mask's
+ * size makes; one that only GPU memory holds is no error to a consumer of
+ * system memory (the mask is left out there, test_device_payloads_read) */
+GST_START_TEST (test_hostile_device_payloads)
+{
+  const guint64 none = G_MAXUINT64;
+
+  /* sound: in GPU memory, at the start and the end of the room; with a
+   * copy; read in system memory, with a copy or without */
+  assert_device_mask (0, 2048, none, 0, 4096, NULL);
+  assert_device_mask (2048, 2048, none, 0, 4096, NULL);
+  assert_device_mask (256, 2048, 1024, 4096, 4096, NULL);
+  assert_device_mask (256, 2048, 2048, 4096, 0, NULL);
+  assert_device_mask (G_MAXUINT64 - 100, 2048, none, 0, 0, NULL);
+  /* past the room's end, by a byte; an offset past it; wrapping */
+  assert_device_mask (2049, 2048, none, 0, 4096, "segmentation mask");
+  assert_device_mask (8192, 2048, none, 0, 4096, "segmentation mask");
+  assert_device_mask (G_MAXUINT64 - 100, 2048, none, 0, 4096,
+      "segmentation mask");
+  /* a copy outside the side memory, or where there is none */
+  assert_device_mask (0, 2048, 2049, 4096, 4096, "segmentation mask");
+  assert_device_mask (0, 2048, 0, 0, 4096, "segmentation mask");
+  assert_device_mask (0, 2048, G_MAXUINT64 - 1, 4096, 4096,
+      "segmentation mask");
+  /* empty, too long, not what the mask's size makes */
+  assert_device_mask (0, 0, none, 0, 4096, "segmentation mask");
+  assert_device_mask (0, G_GUINT64_CONSTANT (1) << 32, none, 0, G_MAXSIZE,
+      "segmentation mask");
+  assert_device_mask (0, 2047, none, 0, 4096, "segmentation mask size");
+}
+
+GST_END_TEST;
+
+#if HAVE_GST_ANALYTICS && GST_CHECK_VERSION(1, 26, 0)
+/* A consumer of system memory reads a mask in GPU memory from its copy in
+ * the side memory, and, where there is none, leaves the mtd out and counts
+ * it: the frame and its other metas go on */
+GST_START_TEST (test_device_payloads_read)
+{
+  guint8 region[4096];
+  GpuShareMetaSide side = { region, sizeof (region), 0, };
+  GstAnalyticsRelationMeta *rmeta;
+  GpuShareFrameMetas *m;
+  GstBuffer *buf, *mask;
+  GstAnalyticsMtd mtd;
+  GstMapInfo map;
+  guint dropped = 0, w, h;
+  gint x, y;
+  guint i;
+
+  for (i = 0; i < sizeof (region); i++)
+    region[i] = (guint8) (i * 7);
+  /* with a copy at 1024: those bytes, as the mask */
+  m = seg_payload_metas (64, 32, TRUE, 512, 2048, 1024);
+  fail_unless (gpushare_frame_meta_check_side (m, sizeof (region), 0, NULL));
+  buf = gst_buffer_new ();
+  fail_unless_equals_int (gpushare_frame_meta_apply_side (m, buf, &side,
+          &dropped), 1);
+  fail_unless_equals_int (dropped, 0);
+  rmeta = gst_buffer_get_analytics_relation_meta (buf);
+  fail_unless (gst_analytics_relation_meta_get_mtd (rmeta, 0,
+          gst_analytics_segmentation_mtd_get_mtd_type (), &mtd));
+  mask = gst_analytics_segmentation_mtd_get_mask (&mtd, &x, &y, &w, &h);
+  fail_unless (gst_buffer_map (mask, &map, GST_MAP_READ));
+  fail_unless_equals_int (map.size, 2048);
+  fail_unless (memcmp (map.data, region + 1024, 2048) == 0);
+  gst_buffer_unmap (mask, &map);
+  gst_buffer_unref (mask);
+  gst_buffer_unref (buf);
+  g_free (m);
+
+  /* in GPU memory alone: the mtd is left out, counted */
+  m = seg_payload_metas (64, 32, TRUE, 512, 2048, G_MAXUINT64);
+  fail_unless (gpushare_frame_meta_check_side (m, sizeof (region), 0, NULL));
+  buf = gst_buffer_new ();
+  dropped = 0;
+  gpushare_frame_meta_apply_side (m, buf, &side, &dropped);
+  rmeta = gst_buffer_get_analytics_relation_meta (buf);
+  fail_unless (!rmeta || gst_analytics_relation_get_length (rmeta) == 0);
+  fail_unless (dropped > 0);
+  gst_buffer_unref (buf);
+  g_free (m);
+}
+
+GST_END_TEST;
+#endif
 
 /* Custom metas a producer makes a consumer register live as long as the
  * process: at most GPUSHARE_META_MAX_CUSTOM_REGISTRATIONS names are
@@ -3528,6 +3648,10 @@ gpushare_stream_suite (void)
   tcase_add_test (tc_frame, test_masks_copied_with_their_frame);
 #endif
   tcase_add_test (tc_frame, test_hostile_side_payloads);
+  tcase_add_test (tc_frame, test_hostile_device_payloads);
+#if HAVE_GST_ANALYTICS && GST_CHECK_VERSION(1, 26, 0)
+  tcase_add_test (tc_frame, test_device_payloads_read);
+#endif
   tcase_add_test (tc_frame, test_hostile_meta_names);
   tcase_add_test (tc_frame, test_custom_meta_registrations_bounded);
   tcase_add_test (tc_frame, test_meta_names_of_gstreamer);

@@ -5,9 +5,139 @@
 
 #include "gpushare-analytics-util.h"
 
+#include <string.h>
+
 #if HAVE_GST_ANALYTICS
 #include <gst/analytics/analytics.h>
 #include <gst/video/video.h>
+#if HAVE_GST_CUDA_TEST
+#include <gst/cuda/gstcuda.h>
+#endif
+
+/* "cuda" for GStreamer's CUDA memory, "system" otherwise */
+static const gchar *
+memory_kind (GstBuffer * buf)
+{
+  GstMemory *mem = gst_buffer_n_memory (buf) ?
+      gst_buffer_peek_memory (buf, 0) : NULL;
+
+  return mem && mem->allocator && g_str_equal (mem->allocator->mem_type,
+      "gst.cuda.memory") ? "cuda" : "system";
+}
+
+/* tensor meta of buf, as lines ("" without one) */
+static void
+describe_tensors (GString * s, GstBuffer * buf)
+{
+#if GST_CHECK_VERSION(1, 26, 0)
+  GstTensorMeta *tm = gst_buffer_get_tensor_meta (buf);
+  gsize i, d;
+
+  for (i = 0; tm && i < tm->num_tensors; i++) {
+    const GstTensor *t = gst_tensor_meta_get (tm, i);
+    GstMapInfo map;
+
+    g_string_append_printf (s, "tensor %s type %d order %d dims",
+        g_quark_to_string (t->id), t->data_type, t->dims_order);
+    for (d = 0; d < t->num_dims; d++)
+      g_string_append_printf (s, " %" G_GSIZE_FORMAT, t->dims[d]);
+    if (t->data && gst_buffer_map (t->data, &map, GST_MAP_READ)) {
+      gchar *sum = g_compute_checksum_for_data (G_CHECKSUM_SHA1, map.data,
+          map.size);
+
+      g_string_append_printf (s, " %" G_GSIZE_FORMAT " bytes %s\n", map.size,
+          sum);
+      g_free (sum);
+      gst_buffer_unmap (t->data, &map);
+    } else {
+      g_string_append (s, " no data\n");
+    }
+  }
+#endif
+}
+
+const gchar *
+gpushare_test_payload_memory (GstBuffer * buf)
+{
+  const gchar *kind = "none";
+#if GST_CHECK_VERSION(1, 26, 0)
+  GstAnalyticsRelationMeta *rmeta =
+      gst_buffer_get_analytics_relation_meta (buf);
+  GstTensorMeta *tm = gst_buffer_get_tensor_meta (buf);
+  GstAnalyticsMtd m;
+  gpointer state = NULL;
+  gsize i;
+
+  while (rmeta && gst_analytics_relation_meta_iterate (rmeta, &state,
+          gst_analytics_segmentation_mtd_get_mtd_type (), &m)) {
+    gint x, y;
+    guint w, h;
+    GstBuffer *mask = gst_analytics_segmentation_mtd_get_mask (&m, &x, &y,
+        &w, &h);
+
+    if (mask) {
+      kind = g_str_equal (kind, "none") || g_str_equal (kind,
+          memory_kind (mask)) ? memory_kind (mask) : "mixed";
+      gst_buffer_unref (mask);
+    }
+  }
+  for (i = 0; tm && i < tm->num_tensors; i++) {
+    const GstTensor *t = gst_tensor_meta_get (tm, i);
+
+    if (t && t->data)
+      kind = g_str_equal (kind, "none") || g_str_equal (kind,
+          memory_kind (t->data)) ? memory_kind (t->data) : "mixed";
+  }
+#endif
+  return kind;
+}
+
+#if HAVE_GST_CUDA_TEST
+/* a context of GPU 0, made once */
+static GstCudaContext *
+cuda_context (void)
+{
+  static GstCudaContext *ctx;
+
+  if (!ctx && gst_cuda_load_library ()) {
+    gst_cuda_memory_init_once ();
+    ctx = gst_cuda_context_new (0);
+  }
+  return ctx;
+}
+
+/* a buffer of one CUDA memory laid out as info (pitched by GStreamer's
+ * allocator), written through its host mapping by fill, with a video meta
+ * of its layout; NULL without a GPU */
+static GstBuffer *
+cuda_buffer (const GstVideoInfo * info, void (*fill) (guint8 * row, guint y,
+        guint bytes, gpointer data), gpointer data)
+{
+  GstCudaContext *ctx = cuda_context ();
+  GstMemory *mem = ctx ? gst_cuda_allocator_alloc (NULL, ctx, NULL, info) :
+      NULL;
+  GstCudaMemory *cmem = (GstCudaMemory *) mem;
+  GstBuffer *buf;
+  GstMapInfo map;
+  guint y;
+
+  if (!mem)
+    return NULL;
+  gst_memory_map (mem, &map, GST_MAP_WRITE);
+  for (y = 0; y < (guint) GST_VIDEO_INFO_HEIGHT (info); y++)
+    fill (map.data + (gsize) y * cmem->info.stride[0], y,
+        GST_VIDEO_INFO_COMP_WIDTH (info, 0) *
+        GST_VIDEO_INFO_COMP_PSTRIDE (info, 0), data);
+  gst_memory_unmap (mem, &map);
+  buf = gst_buffer_new ();
+  gst_buffer_append_memory (buf, mem);
+  gst_buffer_add_video_meta_full (buf, GST_VIDEO_FRAME_FLAG_NONE,
+      GST_VIDEO_INFO_FORMAT (&cmem->info), GST_VIDEO_INFO_WIDTH (&cmem->info),
+      GST_VIDEO_INFO_HEIGHT (&cmem->info), 1, cmem->info.offset,
+      cmem->info.stride);
+  return buf;
+}
+#endif
 
 gchar *
 gpushare_test_mask_digest (GstBuffer * mask)
@@ -40,6 +170,7 @@ gpushare_test_analytics_describe (GstBuffer * buf)
   GString *s = g_string_new (NULL);
   gsize n, i, j;
 
+  describe_tensors (s, buf);
   if (!rmeta)
     return g_string_free (s, FALSE);
   n = gst_analytics_relation_get_length (rmeta);
@@ -156,9 +287,32 @@ gpushare_test_analytics_detect (GstBuffer * buf, guint frame, guint n)
   }
 }
 
+#if GST_CHECK_VERSION(1, 26, 0)
+static void
+fill_mask_row (guint8 * row, guint y, guint bytes, gpointer data)
+{
+  guint frame = GPOINTER_TO_UINT (data), x;
+
+  for (x = 0; x < bytes; x++)
+    row[x] = (guint8) ((x / 16 + y / 16 + frame) % 3);
+}
+
+static void
+fill_scores (guint8 * row, guint y, guint bytes, gpointer data)
+{
+  guint frame = GPOINTER_TO_UINT (data), i;
+
+  for (i = 0; i + 4 <= bytes; i += 4) {
+    gfloat f = (gfloat) ((i / 4 + frame) % 100) / 100.0f;
+
+    memcpy (row + i, &f, 4);
+  }
+}
+#endif
+
 gboolean
 gpushare_test_analytics_segment (GstBuffer * buf, guint frame, guint width,
-    guint height)
+    guint height, gboolean cuda)
 {
 #if GST_CHECK_VERSION(1, 26, 0)
   GstAnalyticsRelationMeta *rmeta =
@@ -167,25 +321,79 @@ gpushare_test_analytics_segment (GstBuffer * buf, guint frame, guint width,
    * gets them packed */
   gint stride[GST_VIDEO_MAX_PLANES] = { (gint) ((width + 63) & ~63u), };
   gsize offset[GST_VIDEO_MAX_PLANES] = { 0, };
-  GstBuffer *mask = gst_buffer_new_allocate (NULL,
-      (gsize) stride[0] * height, NULL);
+  GstBuffer *mask = NULL;
   GstAnalyticsSegmentationMtd seg;
   guint regions[3] = { 0, 1, 2 };
   GstMapInfo map;
-  guint x, y;
+  guint y;
 
+  if (cuda) {
+#if HAVE_GST_CUDA_TEST
+    GstVideoInfo info;
+
+    gst_video_info_set_format (&info, GST_VIDEO_FORMAT_GRAY8, width, height);
+    mask = cuda_buffer (&info, fill_mask_row, GUINT_TO_POINTER (frame));
+#endif
+    if (!mask)
+      return FALSE;
+  } else {
+    mask = gst_buffer_new_allocate (NULL, (gsize) stride[0] * height, NULL);
+    gst_buffer_map (mask, &map, GST_MAP_WRITE);
+    memset (map.data, 0xee, map.size);
+    for (y = 0; y < height; y++)
+      fill_mask_row (map.data + (gsize) y * stride[0], y, width,
+          GUINT_TO_POINTER (frame));
+    gst_buffer_unmap (mask, &map);
+    gst_buffer_add_video_meta_full (mask, GST_VIDEO_FRAME_FLAG_NONE,
+        GST_VIDEO_FORMAT_GRAY8, width, height, 1, offset, stride);
+  }
   if (!rmeta)
     rmeta = gst_buffer_add_analytics_relation_meta (buf);
-  gst_buffer_map (mask, &map, GST_MAP_WRITE);
-  for (y = 0; y < height; y++)
-    for (x = 0; x < (guint) stride[0]; x++)
-      map.data[(gsize) y * stride[0] + x] = x >= width ? 0xee :
-          (guint8) ((x / 16 + y / 16 + frame) % 3);
-  gst_buffer_unmap (mask, &map);
-  gst_buffer_add_video_meta_full (mask, GST_VIDEO_FRAME_FLAG_NONE,
-      GST_VIDEO_FORMAT_GRAY8, width, height, 1, offset, stride);
   return gst_analytics_relation_meta_add_segmentation_mtd (rmeta, mask,
       GST_SEGMENTATION_TYPE_SEMANTIC, 3, regions, 0, 0, width, height, &seg);
+#else
+  return FALSE;
+#endif
+}
+
+gboolean
+gpushare_test_tensor_attach (GstBuffer * buf, guint frame, guint n,
+    gboolean cuda)
+{
+#if GST_CHECK_VERSION(1, 26, 0)
+  GstTensorMeta *tm;
+  GstBuffer *data = NULL;
+  GstTensor **tensors;
+  gsize dims[2] = { 1, n };
+  GstMapInfo map;
+
+  if (cuda) {
+#if HAVE_GST_CUDA_TEST
+    GstVideoInfo info;
+
+    gst_video_info_set_format (&info, GST_VIDEO_FORMAT_GRAY8, n * 4, 1);
+    data = cuda_buffer (&info, fill_scores, GUINT_TO_POINTER (frame));
+    if (data) {
+      gst_buffer_remove_meta (data, (GstMeta *) gst_buffer_get_video_meta
+          (data));
+      gst_buffer_resize (data, 0, (gssize) n * 4);
+    }
+#endif
+    if (!data)
+      return FALSE;
+  } else {
+    data = gst_buffer_new_allocate (NULL, (gsize) n * 4, NULL);
+    gst_buffer_map (data, &map, GST_MAP_WRITE);
+    fill_scores (map.data, 0, n * 4, GUINT_TO_POINTER (frame));
+    gst_buffer_unmap (data, &map);
+  }
+  tensors = g_new (GstTensor *, 1);
+  tensors[0] = gst_tensor_new_simple (g_quark_from_static_string ("scores"),
+      GST_TENSOR_DATA_TYPE_FLOAT32, data, GST_TENSOR_DIM_ORDER_ROW_MAJOR, 2,
+      dims);
+  tm = gst_buffer_add_tensor_meta (buf);
+  gst_tensor_meta_set (tm, 1, tensors);
+  return TRUE;
 #else
   return FALSE;
 #endif

@@ -14,10 +14,10 @@
 
 G_BEGIN_DECLS
 
-/* the mtds of buf's analytics meta in id order and every relation between
- * them, as lines of text ("" without the meta); mtds of other types than
- * object detection, classification and tracking end the list (they do not
- * travel) */
+/* buf's tensors (1.26), then the mtds of its analytics meta in id order
+ * and every relation between them, as lines of text ("" without them);
+ * mtds of other types than object detection, classification, tracking
+ * and segmentation end the list (they do not travel) */
 gchar *gpushare_test_analytics_describe (GstBuffer * buf);
 
 /* a mask's format, size and pixels row by row (its video meta's), as a
@@ -33,10 +33,22 @@ void gpushare_test_analytics_detect (GstBuffer * buf, guint frame, guint n);
 void gpushare_test_analytics_track (GstBuffer * buf);
 
 /* a segmentation mtd with a width x height GRAY8 mask (rows padded to 64
- * bytes) that differs from frame to frame; FALSE before GStreamer 1.26,
- * which has no segmentation mtd */
+ * bytes) that differs from frame to frame; cuda: in GStreamer's CUDA
+ * memory, pitched as its allocator does; FALSE before GStreamer 1.26,
+ * which has no segmentation mtd, and with cuda where there is no GPU or
+ * the tests were built without GStreamer's CUDA library */
 gboolean gpushare_test_analytics_segment (GstBuffer * buf, guint frame,
-    guint width, guint height);
+    guint width, guint height, gboolean cuda);
+
+/* a tensor meta of one tensor "scores", FLOAT32 1 x n, that differs from
+ * frame to frame, its data in system memory or (cuda) in CUDA memory;
+ * FALSE as above */
+gboolean gpushare_test_tensor_attach (GstBuffer * buf, guint frame, guint n,
+    gboolean cuda);
+
+/* where the payloads of buf's metas (masks, tensor data) lie: "none",
+ * "system", "cuda" (GStreamer's CUDA memory) or "mixed" */
+const gchar *gpushare_test_payload_memory (GstBuffer * buf);
 
 G_END_DECLS
 

@@ -1027,13 +1027,29 @@ write_analytics_entry (GpuShareMeta * m)
   meta_entry_end (m, entry);
 }
 
+/* where a payload of len bytes lies: in the side memory at at (minor 10),
+ * or (device) in GPU memory past the frame at at, its copy in the side
+ * memory at host_at (minor 11) */
+static void
+meta_payload_place (GpuShareMeta * m, gboolean device, guint64 at,
+    guint64 len, guint64 host_at)
+{
+  guint64 v[3] = { GUINT64_TO_LE (at), GUINT64_TO_LE (len),
+    GUINT64_TO_LE (host_at)
+  };
+
+  meta_u32 (m, device ? GPUSHARE_META_IN_DEVICE : GPUSHARE_META_IN_SIDE);
+  meta_put (m, v, device ? 24 : 16);
+}
+
 /* GPUSHARE_META_ANALYTICS of one segmentation whose 64x32 GRAY8 mask,
  * and GPUSHARE_META_TENSORS of one float32 tensor of 2x2, whose data lie
- * in the side memory (minor 10): at at, each */
+ * in the side memory (minor 10): at at, each; or (device) in GPU memory
+ * past the frame, at at, each, copies in the side memory at host_at */
 static void
-write_side_entries (GpuShareMeta * m, guint64 at)
+write_side_entries (GpuShareMeta * m, gboolean device, guint64 at,
+    guint64 host_at)
 {
-  guint64 v[2];
   gsize entry = meta_entry_begin (m, GPUSHARE_META_ANALYTICS), mtd;
 
   meta_u32 (m, 1);
@@ -1047,19 +1063,14 @@ write_side_entries (GpuShareMeta * m, guint64 at)
   meta_u32 (m, 25);
   meta_u32 (m, 64);
   meta_u32 (m, 32);
-  meta_u32 (m, GPUSHARE_META_IN_SIDE);
-  v[0] = GUINT64_TO_LE (at);
-  v[1] = GUINT64_TO_LE (64 * 32);
-  meta_put (m, v, 16);
+  meta_payload_place (m, device, at, 64 * 32, host_at);
   meta_mtd_end (m, mtd);
   meta_u32 (m, 0);
   meta_entry_end (m, entry);
 
   entry = meta_tensor_head (m);
-  meta_u32 (m, GPUSHARE_META_IN_SIDE);
-  v[0] = GUINT64_TO_LE (at + 4096);
-  v[1] = GUINT64_TO_LE (16);
-  meta_put (m, v, 16);
+  meta_payload_place (m, device, at + 4096, 16, host_at == G_MAXUINT64 ?
+      host_at : host_at + 4096);
   meta_entry_end (m, entry);
 }
 
@@ -1141,12 +1152,26 @@ write_metas (GpuShareMsg * msg)
   /* payloads in the side memory (minor 10): inside a page, and past any */
   init (msg, GPUSHARE_MSG_META);
   msg->u.meta.sequence = 8;
-  write_side_entries (&msg->u.meta, 0);
+  write_side_entries (&msg->u.meta, FALSE, 0, 0);
   save_one ("meta-side-payloads", msg, 0);
   init (msg, GPUSHARE_MSG_META);
   msg->u.meta.sequence = 9;
-  write_side_entries (&msg->u.meta, G_MAXUINT64 - 8);
+  write_side_entries (&msg->u.meta, FALSE, G_MAXUINT64 - 8, 0);
   save_one ("meta-side-payloads-past", msg, 0);
+  /* payloads in GPU memory past the frame (minor 11): with copies in the
+   * side memory, without, and past any room */
+  init (msg, GPUSHARE_MSG_META);
+  msg->u.meta.sequence = 10;
+  write_side_entries (&msg->u.meta, TRUE, 0, 8192);
+  save_one ("meta-device-payloads", msg, 0);
+  init (msg, GPUSHARE_MSG_META);
+  msg->u.meta.sequence = 11;
+  write_side_entries (&msg->u.meta, TRUE, 512, G_MAXUINT64);
+  save_one ("meta-device-payloads-alone", msg, 0);
+  init (msg, GPUSHARE_MSG_META);
+  msg->u.meta.sequence = 12;
+  write_side_entries (&msg->u.meta, TRUE, G_MAXUINT64 - 8, G_MAXUINT64 - 8);
+  save_one ("meta-device-payloads-past", msg, 0);
 
   /* EVENT (minor 4): tags, a custom event, the longest text */
   init (msg, GPUSHARE_MSG_EVENT);

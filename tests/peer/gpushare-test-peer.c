@@ -73,6 +73,9 @@ typedef struct
   gboolean analytics;           /* all: attach and print inference results */
   gchar *mask;                  /* producer: WxH, a segmentation mask too */
   guint mask_w, mask_h;
+  gint tensor;                  /* producer: a tensor of that many scores */
+  gchar *payload_memory;        /* producer: the masks' and the tensor's
+                                 * memory, "system" or "cuda" */
   gchar *to;                    /* relay: the socket it produces at */
 } Options;
 
@@ -163,8 +166,8 @@ analytics_digest (GstBuffer * buf)
 
     for (p = d; *p; p++)
       lines += *p == '\n';
-    g_snprintf (text, sizeof (text), " analytics=%08x lines=%u",
-        g_str_hash (d), lines);
+    g_snprintf (text, sizeof (text), " analytics=%08x lines=%u payloads=%s",
+        g_str_hash (d), lines, gpushare_test_payload_memory (buf));
     g_free (d);
   }
 #endif
@@ -197,6 +200,12 @@ print_frame (const gchar * tag, GstBuffer * buf, GstCaps * caps)
 /* ------------------------------------------------------------------------ */
 /* producer */
 
+static gboolean
+cuda_payloads (void)
+{
+  return g_strcmp0 (opt.payload_memory, "cuda") == 0;
+}
+
 static GstPadProbeReturn
 producer_probe (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
 {
@@ -214,8 +223,12 @@ producer_probe (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
       gpushare_test_analytics_track (buf);
     else
       gpushare_test_analytics_detect (buf, n_frames, 8 + n_frames % 5);
-    if (!opt.to && opt.mask_w)
-      gpushare_test_analytics_segment (buf, n_frames, opt.mask_w, opt.mask_h);
+    if (!opt.to && opt.mask_w && !gpushare_test_analytics_segment (buf,
+            n_frames, opt.mask_w, opt.mask_h, cuda_payloads ()))
+      g_printerr ("no mask made for frame %u\n", n_frames);
+    if (!opt.to && opt.tensor > 0 && !gpushare_test_tensor_attach (buf,
+            n_frames, opt.tensor, cuda_payloads ()))
+      g_printerr ("no tensor made for frame %u\n", n_frames);
     GST_PAD_PROBE_INFO_DATA (info) = buf;
   }
 #endif
@@ -771,6 +784,12 @@ main (int argc, char **argv)
     {"mask", 0, 0, G_OPTION_ARG_STRING, &opt.mask,
         "Producer, with --analytics: a segmentation mask of WxH pixels "
           "too (GStreamer 1.26+)", NULL},
+    {"tensor", 0, 0, G_OPTION_ARG_INT, &opt.tensor,
+        "Producer, with --analytics: a tensor meta of N scores too "
+          "(GStreamer 1.26+)", "N"},
+    {"payload-memory", 0, 0, G_OPTION_ARG_STRING, &opt.payload_memory,
+        "Producer: the masks and the tensor in system (default) or cuda "
+          "memory (GStreamer's CUDA library)", NULL},
     {"to", 0, 0, G_OPTION_ARG_FILENAME, &opt.to,
         "Relay: the socket to produce at", NULL},
     {NULL}
@@ -809,8 +828,14 @@ main (int argc, char **argv)
     g_printerr ("--mask WxH, with --analytics\n");
     return 64;
   }
+#if !HAVE_GST_CUDA_TEST
+  if (cuda_payloads ()) {
+    g_print ("SKIP: built without GStreamer's CUDA library\n");
+    return 77;
+  }
+#endif
 #if !GST_CHECK_VERSION(1, 26, 0)
-  if (opt.mask) {
+  if (opt.mask || opt.tensor) {
     g_print ("SKIP: GStreamer %d.%d has no segmentation mtd (1.26+)\n",
         GST_VERSION_MAJOR, GST_VERSION_MINOR);
     return 77;
