@@ -554,24 +554,42 @@ analytics_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
 #if GST_CHECK_VERSION(1, 26, 0)
   if (opt.mask) {
     /* --mask: a GRAY8 segmentation mask as large as the frame, made once
-     * (what it costs to make is not what carrying it costs) */
+     * (what it costs to make is not what carrying it costs); of a frame
+     * in GPU memory, in GPU memory: the frame's own luma plane, as a
+     * model's output in a buffer of the frame's pool would be */
     static GstBuffer *mask;
     GstAnalyticsSegmentationMtd seg;
     guint regions[2] = { 0, 1 };
+    GstMemory *mem = gst_buffer_n_memory (buf) == 1 ?
+        gst_buffer_peek_memory (buf, 0) : NULL;
+    GstVideoMeta *vm = gst_buffer_get_video_meta (buf);
+    GstBuffer *seg_mask;
 
-    if (!mask) {
-      gsize offset[GST_VIDEO_MAX_PLANES] = { 0, };
-      gint stride[GST_VIDEO_MAX_PLANES] = { opt.width, };
+    if (mem && vm && mem->allocator && g_str_equal (mem->allocator->mem_type,
+            "gst.cuda.memory")) {
+      gsize offset[GST_VIDEO_MAX_PLANES] = { vm->offset[0], };
+      gint stride[GST_VIDEO_MAX_PLANES] = { vm->stride[0], };
 
-      mask = gst_buffer_new_allocate (NULL, (gsize) opt.width * opt.height,
-          NULL);
-      gst_buffer_memset (mask, 0, 1, (gsize) opt.width * opt.height);
-      gst_buffer_add_video_meta_full (mask, GST_VIDEO_FRAME_FLAG_NONE,
+      seg_mask = gst_buffer_new ();
+      gst_buffer_append_memory (seg_mask, gst_memory_ref (mem));
+      gst_buffer_add_video_meta_full (seg_mask, GST_VIDEO_FRAME_FLAG_NONE,
           GST_VIDEO_FORMAT_GRAY8, opt.width, opt.height, 1, offset, stride);
+    } else {
+      if (!mask) {
+        gsize offset[GST_VIDEO_MAX_PLANES] = { 0, };
+        gint stride[GST_VIDEO_MAX_PLANES] = { opt.width, };
+
+        mask = gst_buffer_new_allocate (NULL, (gsize) opt.width * opt.height,
+            NULL);
+        gst_buffer_memset (mask, 0, 1, (gsize) opt.width * opt.height);
+        gst_buffer_add_video_meta_full (mask, GST_VIDEO_FRAME_FLAG_NONE,
+            GST_VIDEO_FORMAT_GRAY8, opt.width, opt.height, 1, offset, stride);
+      }
+      seg_mask = gst_buffer_ref (mask);
     }
-    gst_analytics_relation_meta_add_segmentation_mtd (rmeta,
-        gst_buffer_ref (mask), GST_SEGMENTATION_TYPE_SEMANTIC, 2, regions, 0,
-        0, opt.width, opt.height, &seg);
+    gst_analytics_relation_meta_add_segmentation_mtd (rmeta, seg_mask,
+        GST_SEGMENTATION_TYPE_SEMANTIC, 2, regions, 0, 0, opt.width,
+        opt.height, &seg);
   }
 #endif
   GST_PAD_PROBE_INFO_DATA (info) = buf;
