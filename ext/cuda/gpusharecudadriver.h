@@ -272,6 +272,8 @@ CUresult cuCtxSetLimit (CUlimit limit, size_t value);
 CUresult cuCtxGetLimit (size_t *pvalue, CUlimit limit);
 
 CUresult cuMemGetInfo (size_t *free, size_t *total);
+CUresult cuMemGetAddressRange (CUdeviceptr * pbase, size_t *psize,
+    CUdeviceptr dptr);
 CUresult cuMemAlloc (CUdeviceptr * dptr, size_t bytesize);
 CUresult cuMemFree (CUdeviceptr dptr);
 CUresult cuMemAllocHost (void **pp, size_t bytesize);

@@ -47,6 +47,7 @@ G_BEGIN_DECLS
   X (cuCtxSetLimit) \
   X (cuCtxGetLimit) \
   X (cuMemGetInfo) \
+  X (cuMemGetAddressRange) \
   X (cuMemAlloc) \
   X (cuMemFree) \
   X (cuMemAllocHost) \

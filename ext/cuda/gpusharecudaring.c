@@ -424,6 +424,8 @@ handle_mem_import (GpuShareMemType type, gint device, CUcontext ctx,
   for (i = 0; i < n; i++) {
     if (type == GPUSHARE_MEM_CUDA_LEGACY) {
       CUipcMemHandle h;
+      CUdeviceptr base = 0;
+      size_t have = 0;
 
       memcpy (&h, handles[i], sizeof (h));
       if (!gpushare_cuda_check (cu->cuIpcOpenMemHandle (&m->ptrs[i], h,
@@ -431,6 +433,18 @@ handle_mem_import (GpuShareMemType type, gint device, CUcontext ctx,
               error))
         goto failed;
       m->opened[i] = TRUE;
+      /* the allocation is mapped whole, whatever size SLOTS says: a slot
+       * (and the room past its frame) is read up to that size, so it must
+       * be there */
+      if (!gpushare_cuda_check (cu->cuMemGetAddressRange (&base, &have,
+                  m->ptrs[i]), "cuMemGetAddressRange", error))
+        goto failed;
+      if (base != m->ptrs[i] || have < size) {
+        g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_CALL,
+            "slot %u is an allocation of %" G_GSIZE_FORMAT " bytes, not "
+            "the %" G_GSIZE_FORMAT " the producer says", i, (gsize) have, size);
+        goto failed;
+      }
     } else {
       CUmemFabricHandle h;
 

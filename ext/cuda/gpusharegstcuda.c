@@ -543,6 +543,25 @@ gpushare_gst_cuda_memory_stream (GstMemory * mem, CUcontext ctx,
   return api.streams.gst_cuda_stream_get_handle (stream);
 }
 
+/* the caller's notify, called when the memory it was given goes: not
+ * when a memory made and found unusable is dropped here */
+typedef struct
+{
+  gpointer user_data;
+  GDestroyNotify notify;
+  gboolean given;
+} WrapNotify;
+
+static void
+wrap_notify (gpointer data)
+{
+  WrapNotify *w = data;
+
+  if (w->given)
+    w->notify (w->user_data);
+  g_free (w);
+}
+
 GstMemory *
 gpushare_gst_cuda_memory_wrap (GstObject * cuda_ctx, gpointer stream,
     const GstVideoInfo * info, CUdeviceptr ptr, gpointer user_data,
@@ -550,6 +569,7 @@ gpushare_gst_cuda_memory_wrap (GstObject * cuda_ctx, gpointer stream,
 {
   /* read and set by every streaming thread that wraps: atomic */
   static gint memory_layout_checked;
+  WrapNotify *w;
   GstMemory *mem;
 
   g_return_val_if_fail (info != NULL, NULL);
@@ -563,9 +583,17 @@ gpushare_gst_cuda_memory_wrap (GstObject * cuda_ctx, gpointer stream,
     return NULL;
   /* the default allocator, which the call takes when given none */
   api.gst_cuda_memory_init_once ();
+  w = g_new (WrapNotify, 1);
+  w->user_data = user_data;
+  w->notify = notify;
+  w->given = TRUE;
   mem = api.streams.gst_cuda_allocator_alloc_wrapped (NULL, cuda_ctx, stream,
-      info, ptr, user_data, notify);
-  if (mem && !g_atomic_int_get (&memory_layout_checked)) {
+      info, ptr, w, wrap_notify);
+  if (!mem) {
+    g_free (w);
+    return NULL;
+  }
+  if (!g_atomic_int_get (&memory_layout_checked)) {
     gchar *why_not = NULL;
 
     /* once: the first memory shows whether the head read from every CUDA
@@ -576,6 +604,8 @@ gpushare_gst_cuda_memory_wrap (GstObject * cuda_ctx, gpointer stream,
           "neighbouring elements", GPUSHARE_GST_CUDA_LIBNAME, why_not);
       g_free (why_not);
       g_atomic_int_set (&memory_layout_unknown, 1);
+      /* NULL to the caller, whose notify is not called: it frees its own */
+      w->given = FALSE;
       gst_memory_unref (mem);
       return NULL;
     }

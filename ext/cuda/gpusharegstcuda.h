@@ -240,7 +240,9 @@ CUstream gpushare_gst_cuda_memory_stream (GstMemory * mem, CUcontext ctx,
  * around @ptr, laid out as @info (one pitch, stride[0], for every plane),
  * ordered on @stream (a GstCudaStream, or NULL: complete when handed out).
  * @ptr is not freed: @notify (@user_data) is called when the memory is.
- * NULL on 1.22 or when @cuda_ctx is no GstCudaContext.  Transfer full. */
+ * NULL (and @notify never called) on 1.22, when @cuda_ctx is no
+ * GstCudaContext, or when the library's memory is laid out otherwise than
+ * gpushare knows.  Transfer full. */
 GstMemory *gpushare_gst_cuda_memory_wrap (GstObject * cuda_ctx,
     gpointer stream, const GstVideoInfo * info, CUdeviceptr ptr,
     gpointer user_data, GDestroyNotify notify);

@@ -31,6 +31,18 @@ debug_init (void)
   }
 }
 
+/* bits an element of a GstTensorDataType takes; 0 for a value GStreamer
+ * does not define (INT4 .. BFLOAT16, 1.26) */
+static guint
+tensor_bits (guint32 type)
+{
+  static const guint8 bits[] = { 4, 8, 16, 32, 64, 4, 8, 16, 32, 64, 16, 32,
+    64, 16
+  };
+
+  return type < G_N_ELEMENTS (bits) ? bits[type] : 0;
+}
+
 /* ------------------------------------------------------------------------ */
 /* writing */
 
@@ -533,9 +545,31 @@ write_analytics (Writer * w, GstAnalyticsRelationMeta * rmeta,
 
 #if GST_CHECK_VERSION(1, 26, 0)
 
-/* a tensor meta: every tensor's fields and its data, inline or in the
- * side memory, or, in GPU memory, in the room of the GPU slots past the
- * frame; all of them or none */
+/* the bytes a tensor's dims and data type make (4-bit types rounded up
+ * to a byte): all of its data where a dim is 0 (dynamic, which GStreamer
+ * does not check); 0 when they overflow, or for a type GStreamer has not */
+static guint64
+tensor_bytes (const GstTensor * t)
+{
+  guint64 elems = 1, bits;
+  gsize d;
+
+  for (d = 0; d < t->num_dims; d++) {
+    if (t->dims[d] == 0)
+      return tensor_bits (t->data_type) ? gst_buffer_get_size (t->data) : 0;
+    if (!g_uint64_checked_mul (&elems, elems, t->dims[d]))
+      return 0;
+  }
+  if (tensor_bits (t->data_type) == 0
+      || !g_uint64_checked_mul (&bits, elems, tensor_bits (t->data_type)))
+    return 0;
+  return bits / 8 + (bits % 8 != 0);
+}
+
+/* a tensor meta: every tensor's fields and its data (as many bytes as its
+ * dims and type make: an allocator may have padded its memory), inline or
+ * in the side memory, or, in GPU memory, in the room of the GPU slots
+ * past the frame; all of them or none */
 static gboolean
 write_tensors (Writer * w, GstTensorMeta * tm)
 {
@@ -547,13 +581,14 @@ write_tensors (Writer * w, GstTensorMeta * tm)
   put_u32 (w, tm->num_tensors);
   for (i = 0; i < tm->num_tensors && !w->overflow; i++) {
     const GstTensor *t = gst_tensor_meta_get (tm, i);
+    guint64 bytes = t ? tensor_bytes (t) : 0;
     GstMapInfo map;
     gboolean device;
     guint8 *dest;
-    gsize size;
 
     if (!t || !t->data || t->num_dims == 0
-        || t->num_dims > GPUSHARE_META_MAX_TENSOR_DIMS) {
+        || t->num_dims > GPUSHARE_META_MAX_TENSOR_DIMS || bytes == 0
+        || bytes > G_MAXUINT32 || gst_buffer_get_size (t->data) < bytes) {
       w->overflow = TRUE;
       break;
     }
@@ -570,18 +605,17 @@ write_tensors (Writer * w, GstTensorMeta * tm)
     for (d = 0; d < t->num_dims; d++)
       put_u64 (w, t->dims[d]);
     if (device) {
-      /* on the device, or not at all */
-      size = gst_buffer_get_size (t->data);
-      if (!put_device (w, t->data, 0, size, size, 1))
+      /* on the device, or downloaded */
+      if (!put_device (w, t->data, 0, bytes, bytes, 1))
         w->overflow = TRUE;
       continue;
     }
     /* in the side memory where there is room, else inline */
-    dest = map.size <= G_MAXUINT32 ? put_side (w, map.size) : NULL;
+    dest = put_side (w, bytes);
     if (dest)
-      memcpy (dest, map.data, map.size);
+      memcpy (dest, map.data, bytes);
     else
-      put_bytes (w, map.data, map.size);
+      put_bytes (w, map.data, bytes);
     gst_buffer_unmap (t->data, &map);
   }
   return end (w);
@@ -765,8 +799,23 @@ gpushare_frame_meta_collect_side (GstBuffer * buf, GpuShareFrameMetas * m,
   return m->n_entries > 0;
 }
 
+#if HAVE_GST_ANALYTICS && GST_CHECK_VERSION(1, 26, 0)
+/* a memory of buf is one that is_device says is GPU memory */
+static gboolean
+in_memory_of (GstBuffer * buf, gboolean (*is_device) (GstMemory * mem))
+{
+  guint i;
+
+  for (i = 0; i < gst_buffer_n_memory (buf); i++)
+    if (is_device (gst_buffer_peek_memory (buf, i)))
+      return TRUE;
+  return FALSE;
+}
+#endif
+
 gboolean
-gpushare_frame_meta_has_device_payloads (GstBuffer * buf)
+gpushare_frame_meta_has_device_payloads (GstBuffer * buf,
+    gboolean (*is_device) (GstMemory * mem))
 {
 #if HAVE_GST_ANALYTICS && GST_CHECK_VERSION(1, 26, 0)
   GstAnalyticsRelationMeta *rmeta =
@@ -784,7 +833,7 @@ gpushare_frame_meta_has_device_payloads (GstBuffer * buf)
       guint mw, mh;
       GstBuffer *mask = gst_analytics_segmentation_mtd_get_mask (&mtd, &x, &y,
           &mw, &mh);
-      gboolean device = mask && !host_memory (mask);
+      gboolean device = mask && in_memory_of (mask, is_device);
 
       if (mask)
         gst_buffer_unref (mask);
@@ -795,9 +844,12 @@ gpushare_frame_meta_has_device_payloads (GstBuffer * buf)
   for (i = 0; tm && i < tm->num_tensors; i++) {
     const GstTensor *t = gst_tensor_meta_get (tm, i);
 
-    if (t && t->data && !host_memory (t->data))
+    if (t && t->data && in_memory_of (t->data, is_device))
       return TRUE;
   }
+#else
+  (void) buf;
+  (void) is_device;
 #endif
   return FALSE;
 }
@@ -1354,18 +1406,6 @@ read_analytics (Reader * r, gpointer rmeta, guint * n_left_out)
   }
 }
 
-/* bits an element of a GstTensorDataType takes; 0 for a value GStreamer
- * does not define (INT4 .. BFLOAT16, 1.26) */
-static guint
-tensor_bits (guint32 type)
-{
-  static const guint8 bits[] = { 4, 8, 16, 32, 64, 4, 8, 16, 32, 64, 16, 32,
-    64, 16
-  };
-
-  return type < G_N_ELEMENTS (bits) ? bits[type] : 0;
-}
-
 /* One tensors entry read through, every field checked (a data length that
  * is not what the dims and the type make is refused); with tm (a
  * GstTensorMeta), its tensors set there.  FALSE when the meta is left
@@ -1387,6 +1427,7 @@ read_tensors (Reader * r, gpointer tm)
     guint32 order = get_u32 (r, "tensor dims order");
     guint32 nd = get_u32 (r, "tensor dims count");
     guint64 dims[GPUSHARE_META_MAX_TENSOR_DIMS], elems = 1, bytes = 0;
+    gboolean dynamic = FALSE;
     Payload pl;
     guint d;
 
@@ -1399,6 +1440,8 @@ read_tensors (Reader * r, gpointer tm)
       r->bad = "tensor dims count";
     for (d = 0; d < nd && !r->bad; d++) {
       dims[d] = get_u64 (r, "tensor dims");
+      /* 0: a dynamic dim, whose data is as long as it is */
+      dynamic |= dims[d] == 0;
       if (!r->bad && !g_uint64_checked_mul (&elems, elems, dims[d]))
         r->bad = "tensor dims";
     }
@@ -1407,7 +1450,7 @@ read_tensors (Reader * r, gpointer tm)
             || (bytes = bytes / 8 + (bytes % 8 != 0)) > G_MAXUINT32))
       r->bad = "tensor dims";
     get_payload (r, &pl, "tensor data");
-    if (!r->bad && pl.len != bytes)
+    if (!r->bad && (dynamic ? pl.len == 0 : pl.len != bytes))
       r->bad = "tensor data";
 #if HAVE_GST_ANALYTICS && GST_CHECK_VERSION(1, 26, 0)
     if (!r->bad && tm && ok) {
@@ -1805,7 +1848,9 @@ gpushare_frame_meta_apply_side (const GpuShareFrameMetas * m, GstBuffer * buf,
     Entry e;
     Body b;
 
-    if (!next_entry (m, side && side->data ? side : NULL, &at, &e))
+    /* side without data: payloads in GPU memory alone (get_payload ()
+     * leaves the others unread) */
+    if (!next_entry (m, side, &at, &e))
       break;
     if (read_body (&e, &b, &known) && known
         && add_meta (buf, e.kind, &b, e.body.side, &left_out)) {

@@ -144,8 +144,9 @@ gboolean gpushare_frame_meta_collect_side (GstBuffer * buf,
     const gchar ** skipped_name);
 
 /* Producer: a meta of buf has its payload (a segmentation mask, tensor
- * data) in memory that is not the host's: GPU memory */
-gboolean gpushare_frame_meta_has_device_payloads (GstBuffer * buf);
+ * data) in memory that is_device says is GPU memory */
+gboolean gpushare_frame_meta_has_device_payloads (GstBuffer * buf,
+    gboolean (*is_device) (GstMemory * mem));
 
 /* Consumer, at receipt: the entries chain, and every entry of a known kind
  * parses.  On failure

@@ -2424,7 +2424,8 @@ gpushare_server_set_format (GpuShareServer * self,
   /* a ring whose slots, or whose side memory, are too small for the new
    * caps is made again */
   new_ring = !self->system || layout->frame_size > self->system->slot_size
-      || side_pages > self->side_pages || (device_side && !self->device_side);
+      || side_pages > self->side_pages
+      || (device_side && side_pages > 0 && !self->device_side);
   epoch = self->epoch + 1;
   /* auto: a ring that grew for its consumers keeps its size */
   self->ring_auto = ring_size == 0;

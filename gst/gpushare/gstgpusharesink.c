@@ -511,7 +511,8 @@ want_device_side (GstGpuShareSink * self, GstBuffer * buf)
   GError *error = NULL;
 
   if (self->device_side || self->side_pages == 0
-      || !gpushare_frame_meta_has_device_payloads (buf))
+      || !gpushare_frame_meta_has_device_payloads (buf,
+          gpushare_xfer_gpu_is_memory))
     return TRUE;
   self->device_side = TRUE;
   GST_INFO_OBJECT (self, "metas with payloads in GPU memory: the GPU slots "
