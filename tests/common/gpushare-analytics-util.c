@@ -106,34 +106,36 @@ cuda_context (void)
   return ctx;
 }
 
-/* a buffer of one CUDA memory laid out as info (pitched by GStreamer's
- * allocator), written through its host mapping by fill, with a video meta
- * of its layout; NULL without a GPU */
+/* a buffer of one CUDA memory whose first plane is width x height bytes
+ * (pitched by GStreamer's allocator, which makes no GRAY8 memory: the
+ * luma plane of an NV12 one), its rows written through its host mapping
+ * by fill, with a GRAY8 video meta of that plane; NULL without a GPU */
 static GstBuffer *
-cuda_buffer (const GstVideoInfo * info, void (*fill) (guint8 * row, guint y,
+cuda_buffer (guint width, guint height, void (*fill) (guint8 * row, guint y,
         guint bytes, gpointer data), gpointer data)
 {
   GstCudaContext *ctx = cuda_context ();
-  GstMemory *mem = ctx ? gst_cuda_allocator_alloc (NULL, ctx, NULL, info) :
-      NULL;
-  GstCudaMemory *cmem = (GstCudaMemory *) mem;
+  GstVideoInfo info;
+  GstMemory *mem;
+  GstCudaMemory *cmem;
   GstBuffer *buf;
   GstMapInfo map;
   guint y;
 
+  gst_video_info_set_format (&info, GST_VIDEO_FORMAT_NV12, (width + 1) & ~1u,
+      (height + 1) & ~1u);
+  mem = ctx ? gst_cuda_allocator_alloc (NULL, ctx, NULL, &info) : NULL;
   if (!mem)
     return NULL;
+  cmem = (GstCudaMemory *) mem;
   gst_memory_map (mem, &map, GST_MAP_WRITE);
-  for (y = 0; y < (guint) GST_VIDEO_INFO_HEIGHT (info); y++)
-    fill (map.data + (gsize) y * cmem->info.stride[0], y,
-        GST_VIDEO_INFO_COMP_WIDTH (info, 0) *
-        GST_VIDEO_INFO_COMP_PSTRIDE (info, 0), data);
+  for (y = 0; y < height; y++)
+    fill (map.data + (gsize) y * cmem->info.stride[0], y, width, data);
   gst_memory_unmap (mem, &map);
   buf = gst_buffer_new ();
   gst_buffer_append_memory (buf, mem);
   gst_buffer_add_video_meta_full (buf, GST_VIDEO_FRAME_FLAG_NONE,
-      GST_VIDEO_INFO_FORMAT (&cmem->info), GST_VIDEO_INFO_WIDTH (&cmem->info),
-      GST_VIDEO_INFO_HEIGHT (&cmem->info), 1, cmem->info.offset,
+      GST_VIDEO_FORMAT_GRAY8, width, height, 1, cmem->info.offset,
       cmem->info.stride);
   return buf;
 }
@@ -329,10 +331,7 @@ gpushare_test_analytics_segment (GstBuffer * buf, guint frame, guint width,
 
   if (cuda) {
 #if HAVE_GST_CUDA_TEST
-    GstVideoInfo info;
-
-    gst_video_info_set_format (&info, GST_VIDEO_FORMAT_GRAY8, width, height);
-    mask = cuda_buffer (&info, fill_mask_row, GUINT_TO_POINTER (frame));
+    mask = cuda_buffer (width, height, fill_mask_row, GUINT_TO_POINTER (frame));
 #endif
     if (!mask)
       return FALSE;
@@ -369,10 +368,7 @@ gpushare_test_tensor_attach (GstBuffer * buf, guint frame, guint n,
 
   if (cuda) {
 #if HAVE_GST_CUDA_TEST
-    GstVideoInfo info;
-
-    gst_video_info_set_format (&info, GST_VIDEO_FORMAT_GRAY8, n * 4, 1);
-    data = cuda_buffer (&info, fill_scores, GUINT_TO_POINTER (frame));
+    data = cuda_buffer (n * 4, 1, fill_scores, GUINT_TO_POINTER (frame));
     if (data) {
       gst_buffer_remove_meta (data, (GstMeta *) gst_buffer_get_video_meta
           (data));
