@@ -161,6 +161,32 @@ put_side (Writer * w, gsize len)
   return side->data + at;
 }
 
+/* rows rows of row_bytes, src_stride apart from src_offset on, lie
+ * within size bytes */
+static gboolean
+rows_fit (gsize size, gsize src_offset, gsize src_stride, gsize row_bytes,
+    guint rows)
+{
+  return (guint64) src_offset + (guint64) src_stride *(rows - 1) + row_bytes
+      <= size;
+}
+
+/* rows rows of row_bytes, src_stride apart, copied to dest packed */
+static void
+pack_rows (guint8 * dest, const guint8 * src, gsize src_stride,
+    gsize row_bytes, guint rows)
+{
+  guint row;
+
+  if (src_stride == row_bytes) {
+    memcpy (dest, src, row_bytes * rows);
+    return;
+  }
+  for (row = 0; row < rows; row++)
+    memcpy (dest + (gsize) row * row_bytes, src + (gsize) row * src_stride,
+        row_bytes);
+}
+
 /* A payload in GPU memory that no GPU slot takes: downloaded into the
  * side memory, where there is room, for consumers of system memory */
 static gboolean
@@ -169,15 +195,13 @@ put_download (Writer * w, GstBuffer * src, gsize src_offset, gsize src_stride,
 {
   GstMapInfo map;
   guint8 *dest = NULL;
-  guint row;
 
   if (!w->side || !w->side->data || !gst_buffer_map (src, &map, GST_MAP_READ))
     return FALSE;
-  if (src_offset + (guint64) src_stride * (rows - 1) + row_bytes <= map.size)
+  if (rows_fit (map.size, src_offset, src_stride, row_bytes, rows))
     dest = put_side (w, (gsize) row_bytes * rows);
-  for (row = 0; dest && row < rows; row++)
-    memcpy (dest + (gsize) row * row_bytes, map.data + src_offset +
-        (gsize) row * src_stride, row_bytes);
+  if (dest)
+    pack_rows (dest, map.data + src_offset, src_stride, row_bytes, rows);
   gst_buffer_unmap (src, &map);
   return dest != NULL;
 }
@@ -199,7 +223,6 @@ put_device (Writer * w, GstBuffer * src, gsize src_offset, gsize src_stride,
   guint64 len = (guint64) row_bytes * rows, host_at = G_MAXUINT64;
   gsize at, hat = 0;
   GstMapInfo map;
-  guint row;
 
   if (!side || w->overflow || len == 0 || len >= GPUSHARE_META_IN_SIDE)
     return FALSE;
@@ -222,10 +245,9 @@ put_device (Writer * w, GstBuffer * src, gsize src_offset, gsize src_stride,
   /* the download: GPU memory mapped for the host is copied there first */
   if (side->device_host_copy && side->data
       && gst_buffer_map (src, &map, GST_MAP_READ)) {
-    if (src_offset + (guint64) src_stride * (rows - 1) + row_bytes <= map.size) {
-      for (row = 0; row < rows; row++)
-        memcpy (side->data + hat + (gsize) row * row_bytes,
-            map.data + src_offset + (gsize) row * src_stride, row_bytes);
+    if (rows_fit (map.size, src_offset, src_stride, row_bytes, rows)) {
+      pack_rows (side->data + hat, map.data + src_offset, src_stride,
+          row_bytes, rows);
       side->used = hat + len;
       host_at = hat;
     }
@@ -341,7 +363,7 @@ write_segmentation (Writer * w, GstAnalyticsMtd * mtd)
   GstBuffer *mask = gst_analytics_segmentation_mtd_get_mask (mtd, &x, &y,
       &mw, &mh);
   GstVideoMeta *vm = mask ? gst_buffer_get_video_meta (mask) : NULL;
-  guint64 packed = 0, last = 0;
+  guint64 packed = 0;
   GstMapInfo map = GST_MAP_INFO_INIT;
   gboolean ok = FALSE, device = FALSE, mapped = FALSE;
   guint8 *dest;
@@ -351,9 +373,6 @@ write_segmentation (Writer * w, GstAnalyticsMtd * mtd)
       || vm->height == 0)
     goto out;
   packed = (guint64) vm->width * vm->height * bpp;
-  /* where its last byte is: inside the mask's memory */
-  last = (guint64) vm->offset[0] + (guint64) vm->stride[0] * (vm->height - 1)
-      + (guint64) vm->width * bpp;
   if (vm->stride[0] < 0 || (guint64) vm->stride[0] < (guint64) vm->width * bpp
       || packed > G_MAXUINT32)
     goto out;
@@ -361,7 +380,8 @@ write_segmentation (Writer * w, GstAnalyticsMtd * mtd)
    * or not at all */
   device = !host_memory (mask);
   if (device) {
-    if (!w->side || last > gst_buffer_get_size (mask))
+    if (!w->side || !rows_fit (gst_buffer_get_size (mask), vm->offset[0],
+            vm->stride[0], (gsize) vm->width * bpp, vm->height))
       goto out;
   } else {
     /* inline, unless the side memory takes it */
@@ -370,7 +390,8 @@ write_segmentation (Writer * w, GstAnalyticsMtd * mtd)
         || !gst_buffer_map (mask, &map, GST_MAP_READ))
       goto out;
     mapped = TRUE;
-    if (last > map.size)
+    if (!rows_fit (map.size, vm->offset[0], vm->stride[0],
+            (gsize) vm->width * bpp, vm->height))
       goto out;
   }
   put_str (w, "segmentation");
@@ -396,12 +417,8 @@ write_segmentation (Writer * w, GstAnalyticsMtd * mtd)
     }
   } else if ((dest = put_side (w, packed))) {
     /* rows packed, as inline */
-    if (vm->stride[0] == (gint) (vm->width * bpp))
-      memcpy (dest, map.data + vm->offset[0], packed);
-    else
-      for (row = 0; row < vm->height; row++)
-        memcpy (dest + (gsize) row * vm->width * bpp, map.data +
-            vm->offset[0] + (gsize) row * vm->stride[0], vm->width * bpp);
+    pack_rows (dest, map.data + vm->offset[0], vm->stride[0],
+        (gsize) vm->width * bpp, vm->height);
   } else {
     put_u32 (w, (guint32) packed);
     for (row = 0; row < vm->height; row++)

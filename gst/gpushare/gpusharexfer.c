@@ -393,6 +393,16 @@ gpushare_xfer_ring_export (GpuShareXferRing * ring, guint index,
   return ok || own_error (error, GPUSHARE_XFER_ERROR_RESOURCE);
 }
 
+/* ring's lock held, after a write into slot: the host must wait for it
+ * (settle) before the writer's buffer goes back upstream */
+static gboolean
+written_needs_settle (GpuShareXferRing * ring, guint slot)
+{
+  const GpuShareXferProducer *p = ring->xfer->producer;
+
+  return p->settle && (!p->needs_settle || p->needs_settle (ring, slot, 0));
+}
+
 gboolean
 gpushare_xfer_ring_write (GpuShareXferRing * ring, guint slot,
     const GstVideoInfo * info, GstBuffer * buf, GpuShareXferRing * staged,
@@ -403,9 +413,7 @@ gpushare_xfer_ring_write (GpuShareXferRing * ring, guint slot,
   g_return_val_if_fail (slot < ring->n_slots, FALSE);
   g_mutex_lock (&ring->lock);
   ok = ring->xfer->producer->write (ring, slot, info, buf, staged, error);
-  settle = ok && ring->xfer->producer->settle
-      && (!ring->xfer->producer->needs_settle
-      || ring->xfer->producer->needs_settle (ring, slot, 0));
+  settle = ok && written_needs_settle (ring, slot);
   g_mutex_unlock (&ring->lock);
   /* without the lock: a consumer that never says done is released by
    * removing it, which takes the lock */
@@ -436,8 +444,7 @@ gpushare_xfer_ring_write_region (GpuShareXferRing * ring, guint slot,
       row_bytes, rows, error);
   /* src may go once this returns: a copy not ordered with its writer's
    * stream is waited for here */
-  settle = ok && p->settle && (!p->needs_settle
-      || p->needs_settle (ring, slot, 0));
+  settle = ok && written_needs_settle (ring, slot);
   g_mutex_unlock (&ring->lock);
   if (settle)
     ok = p->settle (ring, slot, error);
@@ -657,12 +664,15 @@ gpushare_xfer_gpu_can_import (const gchar ** why_not)
 /* A slot read in place, by buffers downstream or by the application:
  * ready was waited for when it was made; when the memory that stands for
  * it is freed, the work queued in ctx (if any) is waited for, done
- * signalled, the view's reference dropped and notify called */
+ * signalled, the view's reference dropped and notify called.  Or (read
+ * FALSE) a payload past a frame that is read already, whose read holds
+ * the slot: no ready, no done */
 typedef struct
 {
   GpuShareXferView *view;
   guint slot;
   guint64 sequence;
+  gboolean read;
   GstObject *ctx;               /* a reference, or NULL */
   gpointer user_data;
   GDestroyNotify notify;
@@ -679,7 +689,7 @@ slot_import_free (gpointer data)
    * buffer before they ran */
   if (imp->ctx && view->xfer->gst && view->xfer->gst->quiesce)
     view->xfer->gst->quiesce (imp->ctx);
-  if (view->xfer->consumer->done
+  if (imp->read && view->xfer->consumer->done
       && !view->xfer->consumer->done (view, imp->slot, imp->sequence, &error)) {
     /* the lease takes the slot back from a consumer that never says done */
     GST_WARNING ("slot %u: done not signalled: %s", imp->slot, error->message);
@@ -692,10 +702,12 @@ slot_import_free (gpointer data)
   g_free (imp);
 }
 
-/* ready waited for, then the record of the read; NULL with error */
+/* ready waited for (read), then the record of the read; NULL with
+ * error */
 static SlotImport *
 slot_import_new (GpuShareXferView * view, guint slot, guint64 sequence,
-    GstObject * ctx, gpointer user_data, GDestroyNotify notify, GError ** error)
+    gboolean read, GstObject * ctx, gpointer user_data, GDestroyNotify notify,
+    GError ** error)
 {
   SlotImport *imp;
 
@@ -713,7 +725,7 @@ slot_import_new (GpuShareXferView * view, guint slot, guint64 sequence,
         gpushare_mem_type_to_string (view->mem_type));
     return NULL;
   }
-  if (view->xfer->consumer->wait_ready
+  if (read && view->xfer->consumer->wait_ready
       && !view->xfer->consumer->wait_ready (view, slot, sequence, error)) {
     own_error (error, GPUSHARE_XFER_ERROR_COPY);
     return NULL;
@@ -722,6 +734,7 @@ slot_import_new (GpuShareXferView * view, guint slot, guint64 sequence,
   imp->view = gpushare_xfer_view_ref (view);
   imp->slot = slot;
   imp->sequence = sequence;
+  imp->read = read;
   imp->ctx = ctx ? gst_object_ref (ctx) : NULL;
   imp->user_data = user_data;
   imp->notify = notify;
@@ -748,7 +761,8 @@ gpushare_xfer_view_import (GpuShareXferView * view, guint slot,
         why ? why : "");
     return NULL;
   }
-  imp = slot_import_new (view, slot, sequence, ctx, user_data, notify, error);
+  imp = slot_import_new (view, slot, sequence, TRUE, ctx, user_data, notify,
+      error);
   if (!imp)
     return NULL;
   mem = lib->import (view, slot, 0, slot_info, ctx, imp, slot_import_free,
@@ -761,29 +775,6 @@ gpushare_xfer_view_import (GpuShareXferView * view, guint slot,
     own_error (error, GPUSHARE_XFER_ERROR_RESOURCE);
   }
   return mem;
-}
-
-/* a payload read in place: the frame's read holds the slot */
-typedef struct
-{
-  GpuShareXferView *view;
-  GstObject *ctx;
-  gpointer user_data;
-  GDestroyNotify notify;
-} RegionImport;
-
-static void
-region_import_free (gpointer data)
-{
-  RegionImport *imp = data;
-
-  if (imp->view->xfer->gst->quiesce)
-    imp->view->xfer->gst->quiesce (imp->ctx);
-  if (imp->notify)
-    imp->notify (imp->user_data);
-  gst_object_unref (imp->ctx);
-  gpushare_xfer_view_unref (imp->view);
-  g_free (imp);
 }
 
 /* the region lies in the slot, and the library can hand it out */
@@ -812,29 +803,28 @@ gpushare_xfer_view_import_region (GpuShareXferView * view, guint slot,
     gsize offset, const GstVideoInfo * info, GstObject * ctx,
     gpointer user_data, GDestroyNotify notify, GError ** error)
 {
-  RegionImport *imp;
+  SlotImport *imp;
   GstMemory *mem;
 
   g_return_val_if_fail (slot < view->n_slots, NULL);
   g_return_val_if_fail (GST_IS_OBJECT (ctx), NULL);
-  if (!region_ok (view, slot, offset, info, error) || !view->xfer->gst->import
-      || gpushare_xfer_kind_has (view->mem_type, GPUSHARE_KIND_RETIRE)) {
-    if (error && !*error)
-      g_set_error (error, GPUSHARE_XFER_ERROR,
-          GPUSHARE_XFER_ERROR_UNSUPPORTED, "%s slots are not handed out in "
-          "place", gpushare_mem_type_to_string (view->mem_type));
+  if (!region_ok (view, slot, offset, info, error))
+    return NULL;
+  if (!view->xfer->gst->import) {
+    g_set_error (error, GPUSHARE_XFER_ERROR, GPUSHARE_XFER_ERROR_UNSUPPORTED,
+        "%s slots are not handed out in place",
+        gpushare_mem_type_to_string (view->mem_type));
     return NULL;
   }
-  imp = g_new0 (RegionImport, 1);
-  imp->view = gpushare_xfer_view_ref (view);
-  imp->ctx = gst_object_ref (ctx);
-  imp->user_data = user_data;
-  imp->notify = notify;
+  /* the frame's read holds the slot: no ready to wait for, no done */
+  imp = slot_import_new (view, slot, 0, FALSE, ctx, user_data, notify, error);
+  if (!imp)
+    return NULL;
   mem = view->xfer->gst->import (view, slot, offset, info, ctx, imp,
-      region_import_free, error);
+      slot_import_free, error);
   if (!mem) {
     imp->notify = NULL;
-    region_import_free (imp);
+    slot_import_free (imp);
     own_error (error, GPUSHARE_XFER_ERROR_RESOURCE);
   }
   return mem;
@@ -870,7 +860,8 @@ gpushare_xfer_view_import_slot (GpuShareXferView * view, guint slot,
   SlotImport *imp;
 
   g_return_val_if_fail (slot < view->n_slots, NULL);
-  imp = slot_import_new (view, slot, sequence, NULL, user_data, notify, error);
+  imp = slot_import_new (view, slot, sequence, TRUE, NULL, user_data, notify,
+      error);
   if (!imp)
     return NULL;
   return gpushare_slot_memory_new (size, imp, slot_import_free);

@@ -432,6 +432,24 @@ gst_gpu_share_sink_stop (GstBaseSink * bsink)
   return TRUE;
 }
 
+/* the stream's format, as set_caps kept it, to the server (a new ring
+ * where it needs one); FALSE with the error posted */
+static gboolean
+set_format (GstGpuShareSink * self)
+{
+  GError *error = NULL;
+
+  if (!gpushare_server_set_format (self->server, &self->layout,
+          self->layout_ring_size, self->side_pages, self->device_side,
+          &error)) {
+    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
+        ("Could not allocate the slot ring"), ("%s", error->message));
+    g_clear_error (&error);
+    return FALSE;
+  }
+  return TRUE;
+}
+
 static gboolean
 gst_gpu_share_sink_set_caps (GstBaseSink * bsink, GstCaps * caps)
 {
@@ -440,7 +458,6 @@ gst_gpu_share_sink_set_caps (GstBaseSink * bsink, GstCaps * caps)
   GstVideoInfo vinfo;
   GstCaps *plain;
   gchar *str, *why = NULL;
-  GError *error = NULL;
   guint ring_size, i;
   guint32 side_pages;
 
@@ -492,14 +509,7 @@ gst_gpu_share_sink_set_caps (GstBaseSink * bsink, GstCaps * caps)
   self->layout = layout;
   self->layout_ring_size = ring_size;
   self->side_pages = side_pages;
-  if (!gpushare_server_set_format (self->server, &layout, ring_size,
-          side_pages, self->device_side, &error)) {
-    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
-        ("Could not allocate the slot ring"), ("%s", error->message));
-    g_clear_error (&error);
-    return FALSE;
-  }
-  return TRUE;
+  return set_format (self);
 }
 
 /* The first frame whose metas have payloads in GPU memory (masks, tensor
@@ -508,8 +518,6 @@ gst_gpu_share_sink_set_caps (GstBaseSink * bsink, GstCaps * caps)
 static gboolean
 want_device_side (GstGpuShareSink * self, GstBuffer * buf)
 {
-  GError *error = NULL;
-
   if (self->device_side || self->side_pages == 0
       || !gpushare_frame_meta_has_device_payloads (buf,
           gpushare_xfer_gpu_is_memory))
@@ -518,14 +526,7 @@ want_device_side (GstGpuShareSink * self, GstBuffer * buf)
   GST_INFO_OBJECT (self, "metas with payloads in GPU memory: the GPU slots "
       "get %u bytes of room for them past each frame (a new ring)",
       self->side_pages * GPUSHARE_SIDE_PAGE);
-  if (!gpushare_server_set_format (self->server, &self->layout,
-          self->layout_ring_size, self->side_pages, TRUE, &error)) {
-    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
-        ("Could not allocate the slot ring"), ("%s", error->message));
-    g_clear_error (&error);
-    return FALSE;
-  }
-  return TRUE;
+  return set_format (self);
 }
 
 static void
