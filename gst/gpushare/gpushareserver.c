@@ -2839,44 +2839,28 @@ frame_clear (GpuShareServer * self, GpuShareServerFrame * frame)
   frame->n_rings = 0;
 }
 
-/* lock held: the payloads of this epoch's frames may go to its side
- * memory, every consumer that has its slots having it too (one that
- * cannot, of an older minor, takes them inline) */
-static gboolean
-side_for_all (GpuShareServer * self)
+/* lock held: where the payloads of this epoch's frames may go, every
+ * consumer that has its slots able to read them there: *side, the side
+ * memory (one that cannot, of an older minor, takes them inline);
+ * *device, past the frames of the GPU slots (minor 11 or later: an older
+ * one would read their place as inline bytes) */
+static void
+payload_places (GpuShareServer * self, gboolean * side, gboolean * device)
 {
   guint i;
 
-  if (!self->side)
-    return FALSE;
-  for (i = 0; i < MAX_CLIENTS; i++) {
+  *side = self->side != NULL;
+  *device = self->device_side;
+  for (i = 0; i < MAX_CLIENTS && (*side || *device); i++) {
     Client *c = self->clients[i];
 
-    if (c && (c->state == CLIENT_EXPORTED || c->state == CLIENT_READY)
-        && !c->side)
-      return FALSE;
+    if (!c || (c->state != CLIENT_EXPORTED && c->state != CLIENT_READY))
+      continue;
+    if (!c->side)
+      *side = FALSE;
+    if (c->minor < GPUSHARE_MINOR_DEVICE_SIDE)
+      *device = FALSE;
   }
-  return TRUE;
-}
-
-/* lock held: payloads in GPU memory may go past the frames of this
- * epoch's GPU slots, every consumer that has its slots being of minor 11
- * or later (an older one would read their place as inline bytes) */
-static gboolean
-device_side_for_all (GpuShareServer * self)
-{
-  guint i;
-
-  if (!self->device_side)
-    return FALSE;
-  for (i = 0; i < MAX_CLIENTS; i++) {
-    Client *c = self->clients[i];
-
-    if (c && (c->state == CLIENT_EXPORTED || c->state == CLIENT_READY)
-        && c->minor < GPUSHARE_MINOR_DEVICE_SIDE)
-      return FALSE;
-  }
-  return TRUE;
 }
 
 GpuShareServerResult
@@ -2884,7 +2868,7 @@ gpushare_server_begin_frame (GpuShareServer * self, gboolean lossless,
     guint wait_for, gboolean gpu_buffer,
     const GpuShareServerTag * tag, GpuShareServerFrame * frame, GError ** error)
 {
-  gboolean need_sys, in_sys_slot = FALSE, stopped = FALSE;
+  gboolean need_sys, in_sys_slot = FALSE, stopped = FALSE, side, device_side;
   guint32 need_gpu;
   guint slot, i;
 
@@ -3052,9 +3036,10 @@ again:
    * consumer takes to wake up, so the wake-up runs beside it */
   if (gpu_buffer && !frame->in_place && frame->n_rings > 0)
     announce_frame (self, need_gpu);
-  if (side_for_all (self))
+  payload_places (self, &side, &device_side);
+  if (side)
     frame->side = gpushare_side_ref (self->side);
-  if (frame->n_rings > 0 && device_side_for_all (self)) {
+  if (frame->n_rings > 0 && device_side) {
     frame->device_offset = GPUSHARE_DEVICE_SIDE_START (self->layout.slot_size);
     frame->device_size = (gsize) self->side_pages * GPUSHARE_SIDE_PAGE;
   }
