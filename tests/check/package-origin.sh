@@ -20,30 +20,37 @@ git clone -q --no-checkout "$src" "$dir/src" &&
   echo "FAIL: cannot clone the tree"; exit 1; }
 # the working tree's files as they are, committed or not
 (cd "$src" && git ls-files -z | xargs -0 cp --parents -t "$dir/src")
-failures=0
 n=0
+# case N's origin, from a configure of its own copy of the clone
 origin_of() {
-  meson setup "$dir/b$n" "$dir/src" -Dcuda=disabled -Dexamples=disabled \
-    "$@" > "$dir/setup$n.log" 2>&1 || { grep ERROR "$dir/setup$n.log"; return 1; }
-  sed -n 's/^#define GST_PACKAGE_ORIGIN "\(.*\)"$/\1/p' "$dir/b$n/config.h"
+  local k=$1
+  shift
+  meson setup "$dir/b$k" "$dir/src$k" -Dcuda=disabled -Dexamples=disabled \
+    "$@" > "$dir/setup$k.log" 2>&1 || { grep ERROR "$dir/setup$k.log"; return 1; }
+  sed -n 's/^#define GST_PACKAGE_ORIGIN "\(.*\)"$/\1/p' "$dir/b$k/config.h"
 }
+# each case configures at once beside the others (a configure is some
+# seconds of one core); its line in result.N
 case_() {
-  local desc=$1 remote=$2 want=$3 got
+  local desc=$1 remote=$2 want=$3 k
   shift 3
   n=$((n + 1))
+  k=$n
+  cp -a "$dir/src" "$dir/src$k"
   if [ -n "$remote" ]; then
-    git -C "$dir/src" remote set-url origin "$remote" 2> /dev/null ||
-      git -C "$dir/src" remote add origin "$remote"
+    git -C "$dir/src$k" remote set-url origin "$remote" 2> /dev/null ||
+      git -C "$dir/src$k" remote add origin "$remote"
   else
-    git -C "$dir/src" remote remove origin 2> /dev/null
+    git -C "$dir/src$k" remote remove origin 2> /dev/null
   fi
-  got=$(origin_of "$@")
-  if [ "$got" = "$want" ]; then
-    echo "ok: $desc: $got"
-  else
-    echo "FAILED: $desc: '$got', not '$want'"
-    failures=$((failures + 1))
-  fi
+  (
+    got=$(origin_of "$k" "$@")
+    if [ "$got" = "$want" ]; then
+      echo "ok: $desc: $got"
+    else
+      echo "FAILED: $desc: '$got', not '$want'"
+    fi
+  ) > "$dir/result.$k" &
 }
 case_ "https, with a user and a token" \
   https://someone:secret@example.org/media/gpushare.git https://example.org/media/gpushare
@@ -57,4 +64,10 @@ case_ "file://" file:///srv/git/gpushare "Unknown package origin"
 case_ "no remote" "" "Unknown package origin"
 case_ "-Dpackage-origin" git@example.org:media/gpushare.git \
   https://packages.example.net/gpushare -Dpackage-origin=https://packages.example.net/gpushare
+wait
+failures=0
+for k in $(seq "$n"); do
+  cat "$dir/result.$k"
+  grep -q '^ok: ' "$dir/result.$k" || failures=$((failures + 1))
+done
 [ $failures -eq 0 ] || exit 1
