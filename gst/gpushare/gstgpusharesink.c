@@ -127,10 +127,13 @@ struct _GstGpuShareSink
   gint events_not_carried;      /* atomic */
   /* where a frame's time goes in render: the wait for a slot (consumers,
    * the policy), the write into it (copies, the GPU's wait), the publish
-   * (signals, FRAME messages) */
+   * (signals, FRAME messages), and of the publish the frame's metas
+   * (collected, their payloads copied into the side memory or the GPU
+   * slots) */
   GpuShareTiming slot_wait;
   GpuShareTiming write;
   GpuShareTiming publish;
+  GpuShareTiming metas;
   /* the pool of the buffer in render, for upstream_stopped () */
   GstBufferPool *render_pool;
   /* the host's waits for the device within write and publish (and the
@@ -372,6 +375,7 @@ gst_gpu_share_sink_start (GstBaseSink * bsink)
   gpushare_timing_reset (&self->slot_wait);
   gpushare_timing_reset (&self->write);
   gpushare_timing_reset (&self->publish);
+  gpushare_timing_reset (&self->metas);
   gpushare_timing_reset (&self->device_wait);
   __atomic_store_n (&self->device_spin_us, 0, __ATOMIC_RELAXED);
   GST_OBJECT_LOCK (self);
@@ -719,6 +723,7 @@ gst_gpu_share_sink_render (GstBaseSink * bsink, GstBuffer * buf)
   GpuShareServerResult res;
   GpuShareFrame fields;
   GstVideoInfo vinfo;
+  GpuShareFrameMetas *metas;
   GError *error = NULL;
   gboolean lossless, gpu_buffer;
   guint i, wait_for;
@@ -799,8 +804,10 @@ gst_gpu_share_sink_render (GstBaseSink * bsink, GstBuffer * buf)
   t2 = g_get_monotonic_time ();
   gpushare_timing_add (&self->write, t2 - t1);
   frame_fields (self, buf, &fields);
+  metas = frame_metas (self, buf, &frame);
+  gpushare_timing_add (&self->metas, g_get_monotonic_time () - t2);
   if (!gpushare_server_end_frame (self->server, &frame, TRUE, &fields,
-          frame_metas (self, buf, &frame), &error)) {
+          metas, &error)) {
     GST_ELEMENT_ERROR (self, RESOURCE, WRITE,
         ("Could not signal a frame to the consumers"), ("%s", error->message));
     g_clear_error (&error);
@@ -1053,6 +1060,7 @@ make_stats_of (GstGpuShareSink * self, GpuShareServer * server)
   gpushare_timing_set_fields (&self->slot_wait, s, "slot-wait-us");
   gpushare_timing_set_fields (&self->write, s, "write-us");
   gpushare_timing_set_fields (&self->publish, s, "publish-us");
+  gpushare_timing_set_fields (&self->metas, s, "metas-us");
   gpushare_timing_set_fields (&self->device_wait, s, "device-wait-us");
   gst_structure_set (s, "device-wait-spin-us", G_TYPE_UINT64,
       __atomic_load_n (&self->device_spin_us, __ATOMIC_RELAXED), NULL);
@@ -1276,6 +1284,7 @@ gst_gpu_share_sink_finalize (GObject * object)
   gpushare_timing_clear (&self->slot_wait);
   gpushare_timing_clear (&self->write);
   gpushare_timing_clear (&self->publish);
+  gpushare_timing_clear (&self->metas);
   gpushare_timing_clear (&self->device_wait);
   g_free (self->meta);
   g_free (self->socket_path);
@@ -1433,6 +1442,7 @@ gst_gpu_share_sink_init (GstGpuShareSink * self)
   gpushare_timing_init (&self->slot_wait);
   gpushare_timing_init (&self->write);
   gpushare_timing_init (&self->publish);
+  gpushare_timing_init (&self->metas);
   gpushare_timing_init (&self->device_wait);
   self->wait_for_connection = DEFAULT_WAIT_FOR_CONNECTION;
   self->min_consumers = DEFAULT_MIN_CONSUMERS;

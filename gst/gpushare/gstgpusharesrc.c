@@ -135,6 +135,9 @@ struct _GstGpuShareSrc
   gboolean first_pushed;
   /* from a FRAME read by the control thread to its buffer made here */
   GpuShareTiming handoff;
+  /* of the handoff, the frame's metas checked and added to its buffer
+   * (their payloads wrapped or copied) */
+  GpuShareTiming metas;
   gulong early_probe_id;
 
   /* streaming thread; caps and in_caps also read by get_caps under the
@@ -316,6 +319,7 @@ gst_gpu_share_src_start (GstBaseSrc * bsrc)
   self->have_first_abs = FALSE;
   self->first_pushed = FALSE;
   gpushare_timing_reset (&self->handoff);
+  gpushare_timing_reset (&self->metas);
   g_queue_clear_full (&self->early_events, (GDestroyNotify) gst_event_unref);
   if (!self->early_probe_id)
     self->early_probe_id = gst_pad_add_probe (GST_BASE_SRC_PAD (self),
@@ -1398,7 +1402,7 @@ gst_gpu_share_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
   {
     GpuShareFrame f = *gpushare_client_frame_info (frame);
     GpuShareFrameMetas *meta = gpushare_client_frame_take_meta (frame);
-    gint64 received = gpushare_client_frame_received (frame);
+    gint64 received = gpushare_client_frame_received (frame), t0, t1;
     /* the frame's slot stays until its metas' payloads are read */
     GpuShareClientFrame *hold = meta ? gpushare_client_frame_ref (frame) : NULL;
 
@@ -1416,9 +1420,12 @@ gst_gpu_share_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
       follow_stream_time (self, *outbuf,
           (f.flags & GPUSHARE_FRAME_FLAG_ABSOLUTE_TIME) != 0);
       push_gap (self, *outbuf, item.missed && same_segment);
+      t0 = g_get_monotonic_time ();
       if (meta)
         add_metas (self, *outbuf, meta, hold);
-      gpushare_timing_add (&self->handoff, g_get_monotonic_time () - received);
+      t1 = g_get_monotonic_time ();
+      gpushare_timing_add (&self->metas, t1 - t0);
+      gpushare_timing_add (&self->handoff, t1 - received);
     }
     if (hold)
       gpushare_client_frame_release (hold);
@@ -1620,6 +1627,7 @@ make_stats (GstGpuShareSrc * self)
       "fd-memory", G_TYPE_BOOLEAN, g_atomic_int_get (&self->fd_memory), NULL);
   g_free (st.mem_reason);
   gpushare_timing_set_fields (&self->handoff, s, "handoff-us");
+  gpushare_timing_set_fields (&self->metas, s, "metas-us");
   g_free (st.producer_name);
   g_free (io_reason);
   return s;
@@ -1779,6 +1787,7 @@ gst_gpu_share_src_finalize (GObject * object)
   g_clear_pointer (&self->client, gpushare_client_free);
   g_queue_clear_full (&self->early_events, (GDestroyNotify) gst_event_unref);
   gpushare_timing_clear (&self->handoff);
+  gpushare_timing_clear (&self->metas);
   g_free (self->socket_path);
   g_free (self->copy_reason);
   g_clear_pointer (&self->allowed_producer_uids, g_array_unref);
@@ -1936,6 +1945,7 @@ gst_gpu_share_src_init (GstGpuShareSrc * self)
   self->wake_ahead = DEFAULT_WAKE_AHEAD;
   gst_video_info_init (&self->vinfo);
   gpushare_timing_init (&self->handoff);
+  gpushare_timing_init (&self->metas);
   gst_base_src_set_format (GST_BASE_SRC (self), GST_FORMAT_TIME);
   gst_base_src_set_live (GST_BASE_SRC (self), DEFAULT_IS_LIVE);
 }

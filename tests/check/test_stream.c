@@ -871,6 +871,38 @@ meta_stream_stop (MetaStream * ms)
   g_free (ms->path);
 }
 
+/* el's stats: the stage part (metas-us) is a part of the stage whole
+ * (publish-us, handoff-us), frame by frame, so neither of its figures is
+ * above the whole's; with metas (timed), it took some time */
+static void
+assert_stage_within (GstElement * el, const gchar * part, const gchar * whole,
+    gboolean timed)
+{
+  GstStructure *s = get_stats (el);
+  guint part50, part99, whole50, whole99;
+  gchar *f[4];
+
+  f[0] = g_strconcat (part, "-p50", NULL);
+  f[1] = g_strconcat (part, "-p99", NULL);
+  f[2] = g_strconcat (whole, "-p50", NULL);
+  f[3] = g_strconcat (whole, "-p99", NULL);
+  fail_unless (gst_structure_get_uint (s, f[0], &part50)
+      && gst_structure_get_uint (s, f[1], &part99)
+      && gst_structure_get_uint (s, f[2], &whole50)
+      && gst_structure_get_uint (s, f[3], &whole99), "%" GST_PTR_FORMAT, s);
+  fail_unless (part50 <= whole50 && part99 <= whole99 && part50 <= part99,
+      "%s %u/%u us, %s %u/%u us", part, part50, part99, whole, whole50,
+      whole99);
+  if (timed)
+    fail_unless (part99 > 0, "%s: no time for the metas: %" GST_PTR_FORMAT,
+        part, s);
+  g_free (f[0]);
+  g_free (f[1]);
+  g_free (f[2]);
+  g_free (f[3]);
+  gst_structure_free (s);
+}
+
 GST_START_TEST (test_metas_travel)
 {
   const gchar *tags[] = { NULL };
@@ -898,6 +930,9 @@ GST_START_TEST (test_metas_travel)
   /* beside their frames in the lane (minor 9), no META */
   fail_unless_equals_uint64 (stat_u64 (c->src, "metas-in-lane"), META_FRAMES);
   fail_unless_equals_uint64 (stat_u64 (c->src, "metas-dropped"), 0);
+  /* the time they took, each side's, within its stage */
+  assert_stage_within (sink, "metas-us", "publish-us", TRUE);
+  assert_stage_within (c->src, "metas-us", "handoff-us", TRUE);
   meta_stream_stop (&ms);
 }
 
@@ -3487,7 +3522,7 @@ GST_END_TEST;
 GST_START_TEST (test_stage_timings)
 {
   static const gchar *const sink_fields[] = { "slot-wait-us", "write-us",
-    "publish-us", "device-wait-us",
+    "publish-us", "metas-us", "device-wait-us",
   };
   gchar *path = socket_path ("timing");
   GstElement *producer, *sink, *src;
@@ -3521,6 +3556,9 @@ GST_START_TEST (test_stage_timings)
       && gst_structure_get_uint (s, "handoff-us-p99", &p99) && p99 >= p50
       && p99 > 0, "%" GST_PTR_FORMAT, s);
   gst_structure_free (s);
+  /* frames without metas: the metas' part of each stage is there */
+  assert_stage_within (sink, "metas-us", "publish-us", FALSE);
+  assert_stage_within (c->src, "metas-us", "handoff-us", FALSE);
   consumer_free (c);
   gst_element_set_state (producer, GST_STATE_NULL);
   gst_object_unref (producer);
