@@ -328,6 +328,19 @@ mapping_device_size (Mapping * m)
   return m ? m->device_size : 0;
 }
 
+/* m checked against the side memory and the GPU room of mapping, the
+ * time it took kept with it */
+static gboolean
+check_metas (GpuShareFrameMetas * m, Mapping * mapping, gchar ** why)
+{
+  gint64 t0 = g_get_monotonic_time ();
+  gboolean ok = gpushare_frame_meta_check_side (m, mapping_side_size (mapping),
+      mapping_device_size (mapping), why);
+
+  m->check_us = (guint64) (g_get_monotonic_time () - t0);
+  return ok;
+}
+
 static GpuShareClientEvent *
 queue_event (GpuShareClient * self, GpuShareClientEventType type)
 {
@@ -1086,8 +1099,7 @@ handle_meta (GpuShareClient * self, const GpuShareMeta * meta)
   m = gpushare_frame_metas_new_from_meta (meta);
   /* its payloads in the side memory lie in the region of a slot of the
    * ring its FRAME comes in: the one mapped now, in socket order */
-  if (!gpushare_frame_meta_check_side (m, mapping_side_size (self->mapping),
-          mapping_device_size (self->mapping), &why)) {
+  if (!check_metas (m, self->mapping, &why)) {
     producer_error (self, why);
     g_free (why);
     g_free (m);
@@ -1961,8 +1973,7 @@ lane_frame (GpuShareClient * self, Session * s, const GpuShareFrame * f,
     if (self->lane_meta)
       why = g_strdup ("two METAs for one FRAME: one on the socket, one in "
           "the lane");
-    else if (gpushare_frame_meta_check_side (metas,
-            mapping_side_size (mapping), mapping_device_size (mapping), &why)) {
+    else if (check_metas (metas, mapping, &why)) {
       self->lane_meta = g_steal_pointer (&metas);
       self->lane_metas++;
     }

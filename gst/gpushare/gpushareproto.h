@@ -597,6 +597,8 @@ typedef struct
   /* producer: bytes of the GPU slots' room past the frame its payloads
    * took (0: none; only a consumer of minor 11 can read them) */
   gsize device_len;
+  /* consumer: the microseconds its check took (gpusharesrc's metas-us) */
+  guint64 check_us;
   gsize capacity;
   guint8 *data;                 /* capacity bytes, after the struct */
 } GpuShareFrameMetas;

@@ -135,8 +135,8 @@ struct _GstGpuShareSrc
   gboolean first_pushed;
   /* from a FRAME read by the control thread to its buffer made here */
   GpuShareTiming handoff;
-  /* of the handoff, the frame's metas checked and added to its buffer
-   * (their payloads wrapped or copied) */
+  /* of the handoff, the frame's metas: checked as it was read, and
+   * added to its buffer (their payloads wrapped or copied) */
   GpuShareTiming metas;
   gulong early_probe_id;
 
@@ -1424,7 +1424,9 @@ gst_gpu_share_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
       if (meta)
         add_metas (self, *outbuf, meta, hold);
       t1 = g_get_monotonic_time ();
-      gpushare_timing_add (&self->metas, t1 - t0);
+      /* and their check, as the frame was read */
+      gpushare_timing_add (&self->metas, t1 - t0 + (meta ?
+              (gint64) meta->check_us : 0));
       gpushare_timing_add (&self->handoff, t1 - received);
     }
     if (hold)
