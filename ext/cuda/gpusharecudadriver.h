@@ -124,6 +124,10 @@ typedef enum CUdriverProcAddressQueryResult_enum
 #define CU_STREAM_WAIT_VALUE_FLUSH (1 << 30)
 #define CU_STREAM_WRITE_VALUE_DEFAULT 0x0
 
+/* cuMemHostRegister flags */
+#define CU_MEMHOSTREGISTER_PORTABLE 0x01
+#define CU_MEMHOSTREGISTER_DEVICEMAP 0x02
+
 /* cuIpcOpenMemHandle flags */
 #define CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS 0x1
 
@@ -278,6 +282,10 @@ CUresult cuMemAlloc (CUdeviceptr * dptr, size_t bytesize);
 CUresult cuMemFree (CUdeviceptr dptr);
 CUresult cuMemAllocHost (void **pp, size_t bytesize);
 CUresult cuMemFreeHost (void *p);
+CUresult cuMemHostRegister (void *p, size_t bytesize, unsigned int Flags);
+CUresult cuMemHostUnregister (void *p);
+CUresult cuMemHostGetDevicePointer (CUdeviceptr * pdptr, void *p,
+    unsigned int Flags);
 CUresult cuMemGetAllocationGranularity (size_t *granularity,
     const CUmemAllocationProp * prop,
     CUmemAllocationGranularity_flags option);

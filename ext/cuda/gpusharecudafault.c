@@ -107,6 +107,7 @@ SHIM (cuMemsetD8Async, (CUdeviceptr p, unsigned char v, size_t n,
     CUstream st), (p, v, n, st))
 SHIM_LATE (cuMemcpy2DAsync, (const CUDA_MEMCPY2D * m, CUstream st), (m, st))
 SHIM (cuModuleLoadData, (CUmodule * m, const void *image), (m, image))
+SHIM (cuMemHostRegister, (void *p, size_t s, unsigned int f), (p, s, f))
 SHIM_LATE (cuLaunchKernel, (CUfunction f, unsigned int gx, unsigned int gy,
     unsigned int gz, unsigned int bx, unsigned int by, unsigned int bz,
     unsigned int shared, CUstream st, void **params, void **extra),
@@ -132,7 +133,7 @@ SHIM (cuIpcOpenMemHandle, (CUdeviceptr * p, CUipcMemHandle h,
   X (cuMemCreate) X (cuMemExportToShareableHandle) \
   X (cuMemImportFromShareableHandle) X (cuMemAddressReserve) X (cuMemMap) \
   X (cuMemSetAccess) X (cuMemsetD8Async) X (cuMemcpy2DAsync) \
-  X (cuModuleLoadData) X (cuLaunchKernel) \
+  X (cuModuleLoadData) X (cuLaunchKernel) X (cuMemHostRegister) \
   X (cuStreamCreate) X (cuStreamSynchronize) X (cuStreamWriteValue64) \
   X (cuStreamWaitValue64) X (cuEventCreate) X (cuEventRecord) \
   X (cuEventSynchronize) \

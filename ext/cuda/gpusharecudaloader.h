@@ -52,6 +52,9 @@ G_BEGIN_DECLS
   X (cuMemFree) \
   X (cuMemAllocHost) \
   X (cuMemFreeHost) \
+  X (cuMemHostRegister) \
+  X (cuMemHostUnregister) \
+  X (cuMemHostGetDevicePointer) \
   X (cuMemGetAllocationGranularity) \
   X (cuMemCreate) \
   X (cuMemRelease) \

@@ -476,6 +476,8 @@ typedef struct
   gboolean present;
   GpuShareSyncMode mode;
   GpuShareCudaSem *sem;
+  GpuShareCudaWords *words;     /* its ready words in host memory, or
+                                 * NULL (a consumer before minor 12) */
   GpuShareCudaEvents *done;
 } Consumer;
 
@@ -635,6 +637,8 @@ consumer_clear (GpuShareCudaRing * ring, Consumer * c)
       gpushare_cuda_pop ();
     }
     gpushare_cuda_sem_free (c->sem);
+    /* after the synchronise: no write to it is queued now */
+    gpushare_cuda_words_free (c->words);
   }
   if (c->done)
     gpushare_cuda_events_free (c->done);
@@ -745,6 +749,21 @@ gpushare_cuda_ring_add_consumer (GpuShareCudaRing * ring, guint index,
   return TRUE;
 }
 
+gboolean
+gpushare_cuda_ring_add_words (GpuShareCudaRing * ring, guint index,
+    GError ** error)
+{
+  Consumer *c;
+
+  g_return_val_if_fail (index < MAX_HOLDERS, FALSE);
+  c = &ring->consumers[index];
+  g_return_val_if_fail (c->present && c->mode == GPUSHARE_SYNC_SEMAPHORE,
+      FALSE);
+  if (!c->words)
+    c->words = gpushare_cuda_words_new (ring->device, ring->n_slots, error);
+  return c->words != NULL;
+}
+
 void
 gpushare_cuda_ring_remove_consumer (GpuShareCudaRing * ring, guint index)
 {
@@ -792,6 +811,13 @@ gpushare_cuda_ring_export (GpuShareCudaRing * ring, guint index,
     n_fds++;
     slots->n_sync_fds = 1;
     slots->sync_size = gpushare_cuda_sem_size (c->sem);
+    if (c->words) {
+      fds[n_fds] = gpushare_cuda_words_export (c->words, error);
+      if (fds[n_fds] < 0)
+        goto failed;
+      n_fds++;
+      slots->n_sync_fds = 2;
+    }
   } else if (c->mode == GPUSHARE_SYNC_EVENT) {
     if (!gpushare_cuda_events_export (ring->ready, slots->handles[h], error)
         || !gpushare_cuda_events_export (c->done, slots->handles[h + n], error))
@@ -1132,11 +1158,16 @@ gpushare_cuda_ring_publish (GpuShareCudaRing * ring, guint slot,
 
     if (!(holders & (G_GUINT64_CONSTANT (1) << i)) || !c->present)
       continue;
-    if (c->mode == GPUSHARE_SYNC_SEMAPHORE)
+    if (c->mode == GPUSHARE_SYNC_SEMAPHORE) {
       ok = gpushare_cuda_sem_signal (ring->stream,
           gpushare_cuda_sem_ready (c->sem, slot), sequence, error);
-    else if (c->mode == GPUSHARE_SYNC_EVENT)
+      /* the same value where the consumer looks first, on the host */
+      if (ok && c->words)
+        ok = gpushare_cuda_words_signal (c->words, ring->stream, slot,
+            sequence, error);
+    } else if (c->mode == GPUSHARE_SYNC_EVENT) {
       event = TRUE;
+    }
   }
   /* the consumer's wait was enqueued before it released the slot's last
    * frame, so re-recording here cannot move a wait that is pending */
@@ -1170,9 +1201,16 @@ struct _GpuShareCudaView
   GpuShareCudaImport *import;   /* VMM */
   HandleMem *hmem;              /* legacy, fabric */
   GpuShareCudaSem *sem;
+  GpuShareCudaWords *words;     /* the block's ready words on the host */
   GpuShareCudaEvents *ready;
   GpuShareCudaEvents *done;
 };
+
+/* How long a read in place looks for its frame's ready word on the host
+ * before it waits on the device: a frame's copy takes some microseconds
+ * (a 4K one about 8 on an H200), the round trip of a wait on the device
+ * more (docs/design.md, "Ready words on the host") */
+#define READY_SPIN_US 50
 
 GpuShareCudaView *
 gpushare_cuda_view_new (gint device, CUcontext ctx,
@@ -1184,6 +1222,7 @@ gpushare_cuda_view_new (gint device, CUcontext ctx,
   guint n_slot_fds = vmm ? n : 0;
   guint h = vmm ? 0 : n;        /* first event handle */
   gint sync_fd = slots->n_sync_fds ? fds[n_slot_fds] : -1;
+  gint words_fd = slots->n_sync_fds > 1 ? fds[n_slot_fds + 1] : -1;
 
   ensure_debug ();
   view = g_new0 (GpuShareCudaView, 1);
@@ -1213,10 +1252,19 @@ gpushare_cuda_view_new (gint device, CUcontext ctx,
   if (!view->import && !view->hmem) {
     if (sync_fd >= 0)
       close (sync_fd);
+    if (words_fd >= 0)
+      close (words_fd);
     goto failed;
   }
   switch (view->mode) {
     case GPUSHARE_SYNC_SEMAPHORE:
+      /* takes the words' fd: a page that is not what it must be is a
+       * producer's fault, and the ring is not read at all */
+      if (words_fd >= 0
+          && !(view->words = gpushare_cuda_words_open (words_fd, n, error))) {
+        close (sync_fd);
+        goto failed;
+      }
       /* takes the block's fd */
       view->sem = gpushare_cuda_sem_import (device, sync_fd, n, error);
       if (!view->sem)
@@ -1279,6 +1327,7 @@ gpushare_cuda_view_free (GpuShareCudaView * view)
   }
   if (view->sem)
     gpushare_cuda_sem_free (view->sem);
+  gpushare_cuda_words_free (view->words);
   if (view->ready)
     gpushare_cuda_events_free (view->ready);
   if (view->done)
@@ -1290,8 +1339,28 @@ gpushare_cuda_view_free (GpuShareCudaView * view)
   g_free (view);
 }
 
+/* the frame's ready word seen on the host (READY_SPIN_US at most), and
+ * counted for the stats */
 static gboolean
-view_wait_ready (GpuShareCudaView * view, guint slot, guint64 sequence,
+ready_on_host (GpuShareCudaView * view, guint slot, guint64 sequence)
+{
+  gint64 spun = 0;
+  gboolean seen;
+
+  if (!view->words)
+    return FALSE;
+  seen = gpushare_cuda_words_wait (view->words, slot, sequence,
+      g_get_monotonic_time () + READY_SPIN_US, &spun);
+  if (spun)
+    __atomic_add_fetch (&view->parent.ready_spin_us, (guint64) spun,
+        __ATOMIC_RELAXED);
+  if (seen)
+    __atomic_add_fetch (&view->parent.ready_on_host, 1, __ATOMIC_RELAXED);
+  return seen;
+}
+
+static gboolean
+view_wait_device (GpuShareCudaView * view, guint slot, guint64 sequence,
     GError ** error)
 {
   if (view->mode == GPUSHARE_SYNC_SEMAPHORE)
@@ -1302,6 +1371,15 @@ view_wait_ready (GpuShareCudaView * view, guint slot, guint64 sequence,
         (view->stream, gpushare_cuda_events_get (view->ready, slot), 0),
         "cuStreamWaitEvent", error);
   return TRUE;
+}
+
+/* the stream waits for the frame, unless its word was seen on the host */
+static gboolean
+view_wait_ready (GpuShareCudaView * view, guint slot, guint64 sequence,
+    GError ** error)
+{
+  return ready_on_host (view, slot, sequence)
+      || view_wait_device (view, slot, sequence, error);
 }
 
 static gboolean
@@ -1397,9 +1475,13 @@ gpushare_cuda_view_wait_ready (GpuShareCudaView * view, guint slot,
 
   if (view->mode == GPUSHARE_SYNC_HOST)
     return TRUE;
+  /* no call to the driver, no round trip through the GPU when the frame
+   * is in already */
+  if (ready_on_host (view, slot, sequence))
+    return TRUE;
   if (!push (view->ctx, error))
     return FALSE;
-  ok = view_wait_ready (view, slot, sequence, error)
+  ok = view_wait_device (view, slot, sequence, error)
       && gpushare_cuda_check (gpushare_cuda ()->cuStreamSynchronize
       (view->stream), "cuStreamSynchronize", error);
   gpushare_cuda_pop ();

@@ -91,6 +91,12 @@ gboolean gpushare_cuda_ring_settle (GpuShareCudaRing * ring, guint slot,
 /* consumer holder index (the ring's bit); creates its sync objects */
 gboolean gpushare_cuda_ring_add_consumer (GpuShareCudaRing * ring,
     guint index, GpuShareSyncMode mode, GError ** error);
+/* a semaphore consumer of minor 12 or later: its ready words in host
+ * memory too (gpusharecudasync.h), exported with its block.  FALSE with
+ * error where the device cannot write host memory: the consumer then
+ * waits on the device alone */
+gboolean gpushare_cuda_ring_add_words (GpuShareCudaRing * ring, guint index,
+    GError ** error);
 /* forgets a consumer: forces its words, drops its events */
 void gpushare_cuda_ring_remove_consumer (GpuShareCudaRing * ring,
     guint index);

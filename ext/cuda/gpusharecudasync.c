@@ -16,10 +16,16 @@
 
 #include "gpusharecudasync.h"
 #include "gpusharecuda.h"
+#include "gpusharefd.h"
+#include "gpushareproto.h"
+#include "gpusharetiming.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include <gst/gst.h>
 
@@ -44,6 +50,20 @@ struct _GpuShareCudaSem
   gboolean have_handle;
   CUdeviceptr ptr;
 };
+
+struct _GpuShareCudaWords
+{
+  guint n_slots;
+  gint fd;                      /* producer: the memfd; consumer: -1 */
+  volatile guint64 *words;      /* the page, mapped */
+  gint device;                  /* producer: registered there */
+  CUcontext ctx;
+  gboolean registered;
+  CUdeviceptr dptr;             /* producer: the page for the device */
+};
+
+G_STATIC_ASSERT (GPUSHARE_HOST_WORDS_SIZE / GPUSHARE_CUDA_SEM_WORD_SIZE >=
+    GPUSHARE_MAX_SLOTS);
 
 struct _GpuShareCudaEvents
 {
@@ -473,6 +493,182 @@ gpushare_cuda_sem_force (GpuShareCudaSem * sem, GError ** error)
 {
   return gpushare_cuda_sem_force_timeout (sem,
       GPUSHARE_CUDA_SEM_FORCE_TIMEOUT_MS, error);
+}
+
+/* ------------------------------------------------------------------------ */
+/* ready words in host memory */
+
+static gboolean
+words_slots_ok (guint n_slots, GError ** error)
+{
+  if (n_slots >= 1 && n_slots <= GPUSHARE_MAX_SLOTS)
+    return TRUE;
+  g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_UNSUPPORTED,
+      "%u ready words asked for, 1 .. %u supported", n_slots,
+      (guint) GPUSHARE_MAX_SLOTS);
+  return FALSE;
+}
+
+GpuShareCudaWords *
+gpushare_cuda_words_new (gint device, guint n_slots, GError ** error)
+{
+  GpuShareCudaApi *cu;
+  GpuShareCudaWords *w;
+  gpointer data = NULL;
+  CUresult res;
+
+  ensure_debug ();
+  if (!words_slots_ok (n_slots, error) || !gpushare_cuda_load (error)
+      || !device_attr (device,
+          CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS,
+          "64-bit stream memory operations", error))
+    return NULL;
+  cu = gpushare_cuda ();
+  w = g_new0 (GpuShareCudaWords, 1);
+  w->n_slots = n_slots;
+  w->device = device;
+  /* sealed against every later writer: the mapping made here, which the
+   * device writes through, is the only one */
+  w->fd = gpushare_memfd_new ("gpushare-ready-words", GPUSHARE_HOST_WORDS_SIZE,
+      TRUE, TRUE, &data, "the ready words", GPUSHARE_CUDA_ERROR,
+      GPUSHARE_CUDA_ERROR_CALL, error);
+  if (w->fd < 0) {
+    g_free (w);
+    return NULL;
+  }
+  w->words = data;
+  if (!gpushare_cuda_primary_push (device, &w->ctx, error)) {
+    w->ctx = NULL;
+    gpushare_cuda_words_free (w);
+    return NULL;
+  }
+  /* portable: the ring's stream may be of another context of the device
+   * than the primary one (GStreamer's) */
+  res = cu->cuMemHostRegister (data, GPUSHARE_HOST_WORDS_SIZE,
+      CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_PORTABLE);
+  w->registered = res == CUDA_SUCCESS;
+  if (w->registered)
+    res = cu->cuMemHostGetDevicePointer (&w->dptr, data, 0);
+  gpushare_cuda_pop ();
+  if (res != CUDA_SUCCESS) {
+    g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_UNSUPPORTED,
+        "host memory cannot be written from a stream of device %d: %s",
+        device, gpushare_cuda_result_to_string (res));
+    gpushare_cuda_words_free (w);
+    return NULL;
+  }
+  GST_DEBUG ("ready words of %u slots in host memory, device %d", n_slots,
+      device);
+  return w;
+}
+
+gint
+gpushare_cuda_words_export (GpuShareCudaWords * words, GError ** error)
+{
+  g_return_val_if_fail (words != NULL && words->fd >= 0, -1);
+
+  return gpushare_memfd_reopen_read_only (words->fd, "the ready words",
+      GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_CALL, error);
+}
+
+gboolean
+gpushare_cuda_words_signal (GpuShareCudaWords * words, CUstream stream,
+    guint slot, guint64 value, GError ** error)
+{
+  g_return_val_if_fail (words != NULL && words->dptr != 0, FALSE);
+  g_return_val_if_fail (slot < words->n_slots, FALSE);
+
+  return gpushare_cuda_sem_signal (stream,
+      words->dptr + (CUdeviceptr) slot * GPUSHARE_CUDA_SEM_WORD_SIZE, value,
+      error);
+}
+
+GpuShareCudaWords *
+gpushare_cuda_words_open (gint fd, guint n_slots, GError ** error)
+{
+  GpuShareCudaWords *w;
+  gpointer data;
+
+  ensure_debug ();
+  if (!words_slots_ok (n_slots, error)
+      || !gpushare_memfd_check_read_only (fd, GPUSHARE_HOST_WORDS_SIZE, NULL,
+          "the ready words", GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_CALL,
+          error)) {
+    if (fd >= 0)
+      close (fd);
+    return NULL;
+  }
+  data = mmap (NULL, GPUSHARE_HOST_WORDS_SIZE, PROT_READ, MAP_SHARED, fd, 0);
+  close (fd);
+  if (data == MAP_FAILED) {
+    g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_CALL,
+        "the ready words cannot be mapped: %s", g_strerror (errno));
+    return NULL;
+  }
+  w = g_new0 (GpuShareCudaWords, 1);
+  w->n_slots = n_slots;
+  w->fd = -1;
+  w->words = data;
+  return w;
+}
+
+gboolean
+gpushare_cuda_words_wait (GpuShareCudaWords * words, guint slot,
+    guint64 value, gint64 until_us, gint64 * spun_us)
+{
+  gint64 start = 0, now, yield_at = 0;
+  guint64 w;
+
+  g_return_val_if_fail (words != NULL && slot < words->n_slots, FALSE);
+
+  *spun_us = 0;
+  for (;; gpushare_cpu_relax ()) {
+    /* acquire: the frame the device wrote before the word is there for
+     * what this process queues once it saw the word */
+    w = __atomic_load_n (&words->words[slot], __ATOMIC_ACQUIRE);
+    /* the device's comparison: cyclic, as cuStreamWaitValue64 GEQ */
+    if ((gint64) (w - value) >= 0)
+      break;
+    now = g_get_monotonic_time ();
+    if (!start)
+      start = yield_at = now;
+    if (now >= until_us) {
+      *spun_us = now - start;
+      return FALSE;
+    }
+    /* the producer's thread, woken on this CPU, runs now rather than
+     * after our time slice */
+    if (now - yield_at >= GPUSHARE_POLL_YIELD_US) {
+      sched_yield ();
+      yield_at = now;
+    }
+  }
+  if (start)
+    *spun_us = g_get_monotonic_time () - start;
+  return TRUE;
+}
+
+void
+gpushare_cuda_words_free (GpuShareCudaWords * words)
+{
+  if (!words)
+    return;
+  if (words->registered) {
+    if (gpushare_cuda ()->cuCtxPushCurrent (words->ctx) == CUDA_SUCCESS) {
+      gpushare_cuda ()->cuMemHostUnregister ((gpointer) words->words);
+      gpushare_cuda_pop ();
+    } else {
+      GST_ERROR ("cannot make device %d current: ready words left "
+          "registered", words->device);
+    }
+  }
+  if (words->ctx)
+    gpushare_cuda_primary_release (words->device);
+  if (words->words)
+    munmap ((gpointer) words->words, GPUSHARE_HOST_WORDS_SIZE);
+  if (words->fd >= 0)
+    close (words->fd);
+  g_free (words);
 }
 
 /* ------------------------------------------------------------------------ */

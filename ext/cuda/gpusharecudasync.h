@@ -111,6 +111,59 @@ gboolean gpushare_cuda_sem_force_timeout (GpuShareCudaSem * sem,
 
 /* ------------------------------------------------------------------------ */
 
+/* Ready words in host memory (SLOTS since minor 12), beside a semaphore
+ * block: the producer's stream writes each ready value twice, into the
+ * block for consumers that wait on the device and into a sealed memfd
+ * page it registered with the driver, which the consumer maps read-only
+ * and reads on the host.  A consumer that sees its frame's value there
+ * hands the slot out without a call to the driver (no wait queued, no
+ * synchronise: no round trip through the GPU, no switch to its context);
+ * one that does not waits on the device as before.  The page is a
+ * peer's: a value is only ever a reason to skip a wait on that peer's
+ * own word, which the peer could satisfy as well.
+ *
+ *   producer                                  consumer
+ *   words_new (n_slots), registered
+ *   words_export -> fd ---- SCM_RIGHTS --->   words_open (fd), read-only
+ *   [stream] fill slot s
+ *   [stream] signal ready[s] = g (block)
+ *   [stream] words_signal ready[s] = g (page)
+ *             ---- "slot s, generation g" ---->
+ *                                             words_wait: ready[s] >= g on
+ *                                             the host? in place at once
+ *                                             : [stream] wait on the block
+ *
+ * Layout, frozen: ready[s] is the 64-bit word at 8 * s of a page of
+ * GPUSHARE_HOST_WORDS_SIZE bytes; the comparison is the block's (cyclic,
+ * values up to GPUSHARE_CUDA_SEM_MAX_VALUE). */
+typedef struct _GpuShareCudaWords GpuShareCudaWords;
+
+/* producer: the zeroed page, registered with the device's primary
+ * context (retained until free); UNSUPPORTED where the device cannot
+ * write registered host memory from a stream */
+GpuShareCudaWords *gpushare_cuda_words_new (gint device, guint n_slots,
+    GError ** error);
+/* a new read-only fd of the page for one consumer; the caller closes it */
+gint gpushare_cuda_words_export (GpuShareCudaWords * words, GError ** error);
+/* enqueue on stream (its context current): ready[slot] = value, after
+ * the stream's earlier work, as gpushare_cuda_sem_signal () */
+gboolean gpushare_cuda_words_signal (GpuShareCudaWords * words,
+    CUstream stream, guint slot, guint64 value, GError ** error);
+/* consumer: checks fd (taken, closed on every path) is a memfd of the
+ * page's size sealed against writes, and maps it read-only.  Needs no
+ * driver. */
+GpuShareCudaWords *gpushare_cuda_words_open (gint fd, guint n_slots,
+    GError ** error);
+/* consumer: ready[slot] >= value, looked at until the monotonic time
+ * until_us (at least once); *spun_us: how long it looked past the
+ * first */
+gboolean gpushare_cuda_words_wait (GpuShareCudaWords * words, guint slot,
+    guint64 value, gint64 until_us, gint64 * spun_us);
+/* producer: after the last stream that writes it was synchronised */
+void gpushare_cuda_words_free (GpuShareCudaWords * words);
+
+/* ------------------------------------------------------------------------ */
+
 typedef struct _GpuShareCudaEvents GpuShareCudaEvents;
 
 #define GPUSHARE_CUDA_EVENT_HANDLE_SIZE 64

@@ -243,9 +243,21 @@ cuda_ring_free (GpuShareXferRing * ring)
 
 static gboolean
 cuda_add_consumer (GpuShareXferRing * ring, guint index,
-    GpuShareSyncMode mode, GError ** error)
+    GpuShareSyncMode mode, guint minor, GError ** error)
 {
-  return gpushare_cuda_ring_add_consumer (CUDA_RING (ring), index, mode, error);
+  GError *why = NULL;
+
+  if (!gpushare_cuda_ring_add_consumer (CUDA_RING (ring), index, mode, error))
+    return FALSE;
+  /* a consumer that knows them reads its ready words on the host; without
+   * them it waits on the device, as before minor 12 */
+  if (mode == GPUSHARE_SYNC_SEMAPHORE && minor >= GPUSHARE_MINOR_HOST_WORDS
+      && !gpushare_cuda_ring_add_words (CUDA_RING (ring), index, &why)) {
+    GST_WARNING ("consumer %u waits on the device for its frames: no ready "
+        "words in host memory: %s", index, why->message);
+    g_clear_error (&why);
+  }
+  return TRUE;
 }
 
 static void

@@ -16,6 +16,7 @@
 
 #define _GNU_SOURCE
 #include "gpusharelane.h"
+#include "gpusharetiming.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -440,19 +441,6 @@ gpushare_lane_set_heads_up (GpuShareLane * lane, gint64 spin_max_us)
   lane->spin_skip = lane->spin_penalty = 0;
 }
 
-static inline void
-cpu_relax (void)
-{
-#if defined (__x86_64__) || defined (__i386__)
-  __builtin_ia32_pause ();
-#elif defined (__aarch64__)
-  __asm__ __volatile__ ("yield");
-#endif
-}
-
-/* how often a poll lets other threads of its CPU run */
-#define POLL_YIELD_US 20
-
 /* polls head and the bell from now until until_us: HIT, RUNG or MISSED;
  * *spun_us at least 1 */
 static GpuShareLaneSpin
@@ -462,7 +450,7 @@ poll_head (GpuShareLane * lane, guint32 bell, gint64 start, gint64 until_us,
   const guint64 *head = word64 (lane, GPUSHARE_LANE_HEAD_OFFSET);
   const guint32 *bellw = word32 (lane, GPUSHARE_LANE_BELL_OFFSET);
   GpuShareLaneSpin res = GPUSHARE_LANE_SPIN_MISSED;
-  gint64 now = start, yield_at = start + POLL_YIELD_US;
+  gint64 now = start, yield_at = start + GPUSHARE_POLL_YIELD_US;
 
   while (now < until_us) {
     if (__atomic_load_n (head, __ATOMIC_ACQUIRE) != lane->index) {
@@ -474,13 +462,13 @@ poll_head (GpuShareLane * lane, guint32 bell, gint64 start, gint64 until_us,
       res = GPUSHARE_LANE_SPIN_RUNG;
       break;
     }
-    cpu_relax ();
+    gpushare_cpu_relax ();
     now = g_get_monotonic_time ();
     /* a thread that woke up on this CPU (the producer's, on a small host)
      * runs now rather than after our time slice */
     if (now >= yield_at) {
       sched_yield ();
-      yield_at = now + POLL_YIELD_US;
+      yield_at = now + GPUSHARE_POLL_YIELD_US;
     }
   }
   /* a ring at the first look costs a microsecond all the same, so that

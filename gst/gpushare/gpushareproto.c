@@ -208,7 +208,10 @@ WIRE_AT (GpuShareWireAccept, reserved, 52);
  *    16    4 n_slots          VMM and system memory: the first n_slots fds
  *    20    4 mem_type         exactly one GpuShareMemType bit
  *    24    4 sync_mode        0, or the GpuShareSyncMode bit in use
- *    28    4 n_sync_fds       0, or 1 with SYNC_SEMAPHORE: the last fd
+ *    28    4 n_sync_fds       0; with SYNC_SEMAPHORE 1 (the semaphore
+ *                             block) or, since minor 12, 2 (the block,
+ *                             then its ready words in host memory,
+ *                             GPUSHARE_HOST_WORDS_SIZE bytes)
  *    32    8 sync_size        bytes of the semaphore block
  *    40    4 n_handles        n_slots for legacy and fabric memory, plus
  *                             2 * n_slots with SYNC_EVENT
@@ -626,8 +629,9 @@ G_STATIC_ASSERT (sizeof (GpuShareWireCaps) + GPUSHARE_MAX_CAPS_LEN <=
     GPUSHARE_MAX_PAYLOAD);
 G_STATIC_ASSERT (sizeof (GpuShareWireError) + GPUSHARE_MAX_TEXT_LEN <=
     GPUSHARE_MAX_PAYLOAD);
-/* a slot's fd each, and the semaphore block's */
-G_STATIC_ASSERT (GPUSHARE_MAX_SLOTS + 2 <= GPUSHARE_MAX_FDS);
+/* a slot's fd each, the semaphore block's, its ready words' and the
+ * side memory's */
+G_STATIC_ASSERT (GPUSHARE_MAX_SLOTS + 3 <= GPUSHARE_MAX_FDS);
 
 /* Little-endian accessors.  memcpy, not a cast: p may be unaligned. */
 
@@ -833,9 +837,10 @@ check_slots (const GpuShareSlots * s, guint32 n_fds)
   if (gpushare_mem_type_is_host (s->mem_type) ? s->sync_mode != 0 :
       !is_one_known_sync_mode (s->sync_mode))
     return GPUSHARE_PARSE_MALFORMED;
-  /* a semaphore block with semaphores, event handles with events, and
-   * nothing else */
-  if (s->n_sync_fds != (s->sync_mode == GPUSHARE_SYNC_SEMAPHORE ? 1 : 0))
+  /* a semaphore block (and its ready words in host memory) with
+   * semaphores, event handles with events, and nothing else */
+  if (s->sync_mode == GPUSHARE_SYNC_SEMAPHORE ? s->n_sync_fds < 1
+      || s->n_sync_fds > 2 : s->n_sync_fds != 0)
     return GPUSHARE_PARSE_MALFORMED;
   if (s->n_sync_fds && (s->sync_size < 16 * (guint64) s->n_slots
           || s->sync_size > GPUSHARE_MAX_SLOT_SIZE))

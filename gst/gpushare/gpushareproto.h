@@ -60,7 +60,7 @@ G_BEGIN_DECLS
 
 #define GPUSHARE_MAGIC 0x48535047u      /* "GPSH" as little-endian bytes */
 #define GPUSHARE_VERSION_MAJOR 1
-#define GPUSHARE_VERSION_MINOR 11
+#define GPUSHARE_VERSION_MINOR 12
 
 /* The minor version that added each feature.  A minor only adds (new
  * types, longer payloads, meaning for bits that were 0), so a feature
@@ -92,12 +92,18 @@ G_BEGIN_DECLS
 #define GPUSHARE_MINOR_DEVICE_SIDE 11   /* payloads in GPU memory, in the
                                          * room of a GPU slot past its
                                          * frame */
+#define GPUSHARE_MINOR_HOST_WORDS 12    /* SLOTS's ready words in host
+                                         * memory, beside the semaphore
+                                         * block */
 
 #define GPUSHARE_HEADER_SIZE 24
 /* caps, checked before anything is allocated or copied */
 #define GPUSHARE_MAX_PAYLOAD (16 * 1024)
-#define GPUSHARE_MAX_FDS 66             /* per message: slots + 1 sync +
+#define GPUSHARE_MAX_FDS 67             /* per message: slots + 2 sync +
                                          * 1 side memory */
+/* the ready words in host memory (SLOTS, since minor 12): a memfd of
+ * exactly this size, ready[s] the 64-bit word at 8 * s */
+#define GPUSHARE_HOST_WORDS_SIZE 4096
 /* side memory (SLOTS, since minor 10): its unit, and a slot's at most */
 #define GPUSHARE_SIDE_PAGE 4096
 #define GPUSHARE_MAX_SIDE_PAGES (64 * 1024 * 1024 / GPUSHARE_SIDE_PAGE)
@@ -366,7 +372,9 @@ typedef struct
                                  * n_slots fds, one per slot */
   guint32 mem_type;             /* exactly one bit */
   guint32 sync_mode;            /* 0, or the one GpuShareSyncMode bit */
-  guint32 n_sync_fds;           /* 0, or 1: the semaphore block, last fd */
+  guint32 n_sync_fds;           /* 0; with SYNC_SEMAPHORE 1, the semaphore
+                                 * block, or since minor 12 2: the block,
+                                 * then the ready words in host memory */
   guint64 sync_size;            /* bytes of the semaphore block */
   guint32 n_handles;            /* opaque handles: n_slots memory handles
                                  * for legacy and fabric memory, then with

@@ -837,7 +837,7 @@ send_slots (GpuShareServer * self, Client * client)
         gpushare_xfer_ring_unref (had);
       }
       ok = gpushare_xfer_ring_add_consumer (ring, client->index,
-          client->sync_mode, &error)
+          client->sync_mode, client->minor, &error)
           && gpushare_xfer_ring_export (ring, client->index, slots, fds,
           &n_fds, &error);
       gpushare_xfer_ring_unref (ring);

@@ -37,6 +37,21 @@ void gpushare_timing_get (GpuShareTiming * t, guint * p50, guint * p99);
 void gpushare_timing_set_fields (GpuShareTiming * t, GstStructure * s,
     const gchar * name);
 
+/* A poll of a word in shared memory: one step's hint to the CPU (no
+ * system call), and how often the poll lets other threads of its CPU run
+ * (sched_yield ()) */
+static inline void
+gpushare_cpu_relax (void)
+{
+#if defined (__x86_64__) || defined (__i386__)
+  __builtin_ia32_pause ();
+#elif defined (__aarch64__)
+  __asm__ __volatile__ ("yield");
+#endif
+}
+
+#define GPUSHARE_POLL_YIELD_US 20
+
 G_END_DECLS
 
 #endif /* __GPUSHARE_TIMING_H__ */

@@ -355,16 +355,24 @@ gpushare_xfer_ring_unref (GpuShareXferRing * ring)
   ring->xfer->producer->ring_free (ring);
 }
 
+void
+gpushare_xfer_view_take_ready (GpuShareXferView * view, guint64 * on_host,
+    guint64 * spin_us)
+{
+  *on_host += __atomic_exchange_n (&view->ready_on_host, 0, __ATOMIC_RELAXED);
+  *spin_us += __atomic_exchange_n (&view->ready_spin_us, 0, __ATOMIC_RELAXED);
+}
+
 gboolean
 gpushare_xfer_ring_add_consumer (GpuShareXferRing * ring, guint index,
-    GpuShareSyncMode mode, GError ** error)
+    GpuShareSyncMode mode, guint minor, GError ** error)
 {
   gboolean ok = TRUE;
 
   if (!ring->xfer->producer->add_consumer)
     return TRUE;
   g_mutex_lock (&ring->lock);
-  ok = ring->xfer->producer->add_consumer (ring, index, mode, error);
+  ok = ring->xfer->producer->add_consumer (ring, index, mode, minor, error);
   g_mutex_unlock (&ring->lock);
   return ok || own_error (error, GPUSHARE_XFER_ERROR_RESOURCE);
 }

@@ -149,6 +149,11 @@ struct _GpuShareXferView
   guint n_fds;
   gint fds[GPUSHARE_MAX_SLOTS];
   gint fd_memories;
+  /* reads in place whose ready word was seen on the host (no wait on the
+   * device), and the microseconds spent looking for it (atomic; taken by
+   * gpushare_xfer_view_take_ready ()) */
+  guint64 ready_on_host;
+  guint64 ready_spin_us;
 };
 
 /* The producer's half of a transfer: a ring of its memory */
@@ -158,7 +163,7 @@ typedef struct
       guint64 epoch, guint n_slots, gsize frame_size, GError ** error);
   void (*ring_free) (GpuShareXferRing * ring);
   gboolean (*add_consumer) (GpuShareXferRing * ring, guint index,
-      GpuShareSyncMode mode, GError ** error);
+      GpuShareSyncMode mode, guint minor, GError ** error);
   void (*remove_consumer) (GpuShareXferRing * ring, guint index);
   gboolean (*export_slots) (GpuShareXferRing * ring, guint index,
       GpuShareSlots * slots, gint * fds, guint * n_fds, GError ** error);
@@ -340,13 +345,20 @@ GstBufferPool *gpushare_xfer_gpu_slot_pool_new (GstObject * ctx,
  * GStreamer's library for that memory is one it can use */
 GstCaps *gpushare_xfer_template_caps (void);
 
+/* consumer: adds what the reads in place of view counted since the last
+ * call (ready words seen on the host, the time spent looking) */
+void gpushare_xfer_view_take_ready (GpuShareXferView * view,
+    guint64 * on_host, guint64 * spin_us);
+
 /* producer */
 GpuShareXferRing *gpushare_xfer_ring_new (GpuShareMemType type, gint device,
     guint64 epoch, guint n_slots, gsize frame_size, GError ** error);
 GpuShareXferRing *gpushare_xfer_ring_ref (GpuShareXferRing * ring);
 void gpushare_xfer_ring_unref (GpuShareXferRing * ring);
+/* minor: the protocol minor the consumer speaks (what its SLOTS may
+ * carry) */
 gboolean gpushare_xfer_ring_add_consumer (GpuShareXferRing * ring,
-    guint index, GpuShareSyncMode mode, GError ** error);
+    guint index, GpuShareSyncMode mode, guint minor, GError ** error);
 void gpushare_xfer_ring_remove_consumer (GpuShareXferRing * ring,
     guint index);
 /* fills slots and fds (*n_fds of them, the caller's) for one consumer */

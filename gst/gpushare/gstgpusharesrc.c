@@ -117,6 +117,10 @@ struct _GstGpuShareSrc
   GstObject *gpu_ctx;           /* GStreamer's GPU context, shared */
   gint frames_copied;           /* atomic */
   gint frames_in_place;         /* atomic */
+  /* reads in place whose ready word was seen on the host, and the time
+   * spent looking for it (atomic; gpushare_xfer_view_take_ready ()) */
+  guint64 ready_on_host;
+  guint64 ready_spin_us;
   /* downstream takes fd memory (it proposed an fd allocator): frames in
    * place go as GstFdMemory on the slot's fd, which elements that pass
    * fds on (unixfdsink) send as they are */
@@ -310,6 +314,8 @@ gst_gpu_share_src_start (GstBaseSrc * bsrc)
 
   g_atomic_int_set (&self->frames_copied, 0);
   g_atomic_int_set (&self->frames_in_place, 0);
+  __atomic_store_n (&self->ready_on_host, 0, __ATOMIC_RELAXED);
+  __atomic_store_n (&self->ready_spin_us, 0, __ATOMIC_RELAXED);
   g_atomic_int_set (&self->metas_received, 0);
   g_atomic_int_set (&self->metas_dropped, 0);
   self->told_metas_dropped = FALSE;
@@ -923,6 +929,20 @@ make_buffer (GstGpuShareSrc * self, GpuShareClientFrame * frame)
   return buf;
 }
 
+/* streaming thread, after a read in place of view: what its wait for the
+ * frame's ready word counted, for the stats */
+static void
+take_ready (GstGpuShareSrc * self, GpuShareXferView * view)
+{
+  guint64 on_host = 0, spin_us = 0;
+
+  gpushare_xfer_view_take_ready (view, &on_host, &spin_us);
+  if (on_host)
+    __atomic_add_fetch (&self->ready_on_host, on_host, __ATOMIC_RELAXED);
+  if (spin_us)
+    __atomic_add_fetch (&self->ready_spin_us, spin_us, __ATOMIC_RELAXED);
+}
+
 /* GPU memory that is the slot itself (GStreamer 1.24+), read-only; the
  * slot goes back to the producer when the last reference goes.  NULL when
  * it cannot be made: the reason is then in the stats, or, with
@@ -941,6 +961,7 @@ import_gpu_buffer (GstGpuShareSrc * self, GpuShareClientFrame * frame,
   mem = gpushare_xfer_view_import (view, f->slot, f->sequence, vi,
       self->gpu_ctx, frame, (GDestroyNotify) gpushare_client_frame_release,
       &error);
+  take_ready (self, view);
   if (!mem) {
     /* the frame is still ours: the caller copies it (or fails); its
      * in-place count goes when it is released */
@@ -984,6 +1005,7 @@ make_slot_buffer (GstGpuShareSrc * self, GpuShareClientFrame * frame,
   mem = gpushare_xfer_view_import_slot (view, f->slot, f->sequence,
       GST_VIDEO_INFO_SIZE (&self->vinfo), frame,
       (GDestroyNotify) gpushare_client_frame_release, &error);
+  take_ready (self, view);
   if (!mem) {
     gpushare_xfer_view_skip (view, f->slot, f->sequence, NULL);
     gpushare_client_frame_release (frame);
@@ -1062,6 +1084,7 @@ make_gpu_buffer (GstGpuShareSrc * self, GpuShareClientFrame * frame,
   }
   ok = gpushare_xfer_view_read (view, f->slot, f->sequence, &self->vinfo,
       vi, buf, self->out_gpu, &error);
+  take_ready (self, view);
   if (ok)
     g_atomic_int_inc (&self->frames_copied);
   if (!ok)
@@ -1626,6 +1649,10 @@ make_stats (GstGpuShareSrc * self)
       "lane-spin-us", G_TYPE_UINT64, st.lane_spin_us,
       "lane-early-wakes", G_TYPE_UINT64, st.lane_early_wakes,
       "lane-early-hits", G_TYPE_UINT64, st.lane_early_hits,
+      "ready-on-host", G_TYPE_UINT64,
+      __atomic_load_n (&self->ready_on_host, __ATOMIC_RELAXED),
+      "ready-spin-us", G_TYPE_UINT64,
+      __atomic_load_n (&self->ready_spin_us, __ATOMIC_RELAXED),
       "fd-memory", G_TYPE_BOOLEAN, g_atomic_int_get (&self->fd_memory), NULL);
   g_free (st.mem_reason);
   gpushare_timing_set_fields (&self->handoff, s, "handoff-us");

@@ -673,12 +673,12 @@ sample_msg (guint type, guint variant, GpuShareMsg * msg, guint32 * n_fds)
       s->n_slots = big ? GPUSHARE_MAX_SLOTS : 1;
       s->mem_type = big ? GPUSHARE_MEM_CUDA_VMM : GPUSHARE_MEM_SYSTEM;
       /* a slot's fd each */
-      *n_fds = big ? GPUSHARE_MAX_SLOTS + 2 : 1;
+      *n_fds = big ? GPUSHARE_MAX_SLOTS + 3 : 1;
       if (big) {
-        /* every fd there is room for: one a slot, the block's, and the
-         * side memory's, of the largest size */
+        /* every fd there is room for: one a slot, the block's, its ready
+         * words' and the side memory's, of the largest size */
         s->sync_mode = GPUSHARE_SYNC_SEMAPHORE;
-        s->n_sync_fds = 1;
+        s->n_sync_fds = 2;
         s->sync_size = GPUSHARE_MAX_SLOT_SIZE;
         s->side_pages = GPUSHARE_MAX_SIDE_PAGES;
       }
@@ -1185,7 +1185,7 @@ GST_END_TEST;
 GST_START_TEST (test_golden_bytes)
 {
   static const guint8 release[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x0b, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x0c, 0x00,
     0x06, 0x00, 0x00, 0x00, 0x18, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,
@@ -1193,7 +1193,7 @@ GST_START_TEST (test_golden_bytes)
     0x00, 0xff, 0xee, 0xdd, 0xcc, 0xbb, 0xaa, 0x99,
   };
   static const guint8 error[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x0b, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x0c, 0x00,
     0x0a, 0x00, 0x00, 0x00, 0x0b, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x08, 0x00, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00,
@@ -1201,7 +1201,7 @@ GST_START_TEST (test_golden_bytes)
   };
   /* 3 slots of CUDA VMM memory with a semaphore block: 4 fds */
   static const guint8 slots[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x0b, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x0c, 0x00,
     0x03, 0x00, 0x00, 0x00, 0x30, 0x00, 0x00, 0x00,
     0x04, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x2a, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -1214,7 +1214,7 @@ GST_START_TEST (test_golden_bytes)
   /* the same 3 slots of CUDA fabric memory: 3 memory handles, and the
    * block's fd alone; the 192 bytes of handles follow these */
   static const guint8 slots_fabric[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x0b, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x0c, 0x00,
     0x03, 0x00, 0x00, 0x00, 0xf0, 0x00, 0x00, 0x00,
     0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x2a, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -1227,7 +1227,7 @@ GST_START_TEST (test_golden_bytes)
   /* 1 slot of CUDA VMM memory with its two event handles: 1 fd; the
    * 128 bytes of handles follow these */
   static const guint8 slots_events[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x0b, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x0c, 0x00,
     0x03, 0x00, 0x00, 0x00, 0xb0, 0x00, 0x00, 0x00,
     0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -1241,7 +1241,7 @@ GST_START_TEST (test_golden_bytes)
    * the ready and the done handle, and no fd; the 192 bytes of handles
    * follow these */
   static const guint8 slots_legacy_events[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x0b, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x0c, 0x00,
     0x03, 0x00, 0x00, 0x00, 0xf0, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -1252,7 +1252,7 @@ GST_START_TEST (test_golden_bytes)
     0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
   };
   static const guint8 accept[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x0b, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x0c, 0x00,
     0x02, 0x00, 0x00, 0x00, 0x3d, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x01, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00,
@@ -1267,7 +1267,7 @@ GST_START_TEST (test_golden_bytes)
   /* NOTICE (minor 6): a consumer stalled, 5 slots its share, 4 held, of
    * 12 consumers */
   static const guint8 notice[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x0b, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x0c, 0x00,
     0x11, 0x00, 0x00, 0x00, 0x20, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x01, 0x00, 0x00, 0x00, 0x05, 0x00, 0x00, 0x00,
@@ -1278,7 +1278,7 @@ GST_START_TEST (test_golden_bytes)
   /* LANE (minor 7): a lane of 64 entries of 128 bytes and 64 releases of
    * 32, 128 + 64 * 160 = 10368 bytes, with its memfd: 1 fd */
   static const guint8 lane[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x0b, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x0c, 0x00,
     0x12, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00, 0x00,
     0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x40, 0x00, 0x00, 0x00, 0x80, 0x00, 0x00, 0x00,
@@ -2792,8 +2792,9 @@ GST_START_TEST (test_constants)
 {
   guint i;
 
-  fail_unless_equals_int (GPUSHARE_MAX_FDS, 66);
-  fail_unless_equals_int (GPUSHARE_MAX_FDS, GPUSHARE_MAX_SLOTS + 2);
+  fail_unless_equals_int (GPUSHARE_MAX_FDS, 67);
+  fail_unless_equals_int (GPUSHARE_MAX_FDS, GPUSHARE_MAX_SLOTS + 3);
+  fail_unless_equals_int (GPUSHARE_HOST_WORDS_SIZE, 4096);
   fail_unless_equals_int (GPUSHARE_SIDE_PAGE, 4096);
   fail_unless_equals_int (GPUSHARE_MAX_SIDE_PAGES, 16384);
   fail_unless_equals_int (GPUSHARE_MAX_HANDLES, 192);
@@ -2810,9 +2811,10 @@ GST_START_TEST (test_constants)
    * 10 SLOTS's side memory, minor 11 payloads in GPU memory past the
    * frame; the types this version knows, in wire order */
   fail_unless_equals_int (GPUSHARE_VERSION_MAJOR, 1);
-  fail_unless_equals_int (GPUSHARE_VERSION_MINOR, 11);
+  fail_unless_equals_int (GPUSHARE_VERSION_MINOR, 12);
   fail_unless_equals_int (GPUSHARE_MINOR_SIDE, 10);
   fail_unless_equals_int (GPUSHARE_MINOR_DEVICE_SIDE, 11);
+  fail_unless_equals_int (GPUSHARE_MINOR_HOST_WORDS, 12);
   fail_unless_equals_int (GPUSHARE_DEVICE_SIDE_ALIGN, 512);
   fail_unless_equals_int (GPUSHARE_MINOR_BASE, 0);
   fail_unless_equals_int (GPUSHARE_MINOR_PING, 1);
@@ -3730,7 +3732,17 @@ static const SlotsSyncCase slots_sync_cases[] = {
   {"semaphore, max slots", 64, VMM, SEM, 1, 1024, 0, 0, 65, OK},
   {"semaphore without its fd", 4, VMM, SEM, 0, 64, 0, 0, 4, BAD},
   {"semaphore without its fd, n+1 fds", 4, VMM, SEM, 0, 64, 0, 0, 5, BAD},
-  {"semaphore, 2 block fds", 4, VMM, SEM, 2, 64, 0, 0, 6, BAD},
+  /* since minor 12: the block, then its ready words in host memory */
+  {"semaphore, ready words", 4, VMM, SEM, 2, 64, 0, 0, 6, OK},
+  {"semaphore, ready words, legacy", 4, LEG, SEM, 2, 64, 4, H (4), 2, OK},
+  {"semaphore, ready words, max slots", 64, VMM, SEM, 2, 1024, 0, 0, 66,
+      OK},
+  {"semaphore, ready words, n+1 fds", 4, VMM, SEM, 2, 64, 0, 0, 5, FDS},
+  {"semaphore, ready words, n+3 fds", 4, VMM, SEM, 2, 64, 0, 0, 7, FDS},
+  {"semaphore, 3 sync fds", 4, VMM, SEM, 3, 64, 0, 0, 7, BAD},
+  {"host, 2 sync fds", 4, VMM, HOST, 2, 64, 0, 0, 6, BAD},
+  {"event, 2 sync fds", 4, VMM, EVT, 2, 64, 8, H (8), 6, BAD},
+  {"system, 2 sync fds", 4, SYS, 0, 2, 64, 0, 0, 6, BAD},
   {"semaphore, n_sync_fds uint32", 4, VMM, SEM, G_MAXUINT32, 64, 0, 0, 3,
       BAD},
   {"semaphore, n fds", 4, VMM, SEM, 1, 64, 0, 0, 4, FDS},
@@ -3987,7 +3999,7 @@ GST_END_TEST;
 GST_START_TEST (test_ping)
 {
   static const guint8 golden[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x0b, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x0c, 0x00,
     0x0b, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
   };
@@ -4057,13 +4069,13 @@ GST_END_TEST;
 GST_START_TEST (test_goodbye_held)
 {
   static const guint8 plain[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x0b, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x0c, 0x00,
     0x09, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x08, 0x00, 0x00, 0x00,
   };
   static const guint8 held[] = {
-    'G', 'P', 'S', 'H', 0x01, 0x00, 0x0b, 0x00,
+    'G', 'P', 'S', 'H', 0x01, 0x00, 0x0c, 0x00,
     0x09, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x08, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00,

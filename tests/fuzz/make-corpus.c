@@ -512,6 +512,20 @@ write_handshake (GpuShareMsg * msg)
     msg->u.slots.side_pages = GPUSHARE_MAX_SIDE_PAGES;
     save_one ("slots-vmm-semaphore-side-max", msg, n_fds + 1);
   }
+  /* minor 12: the semaphore block's ready words in host memory, after it;
+   * and every fd a SLOTS may carry */
+  {
+    guint32 n_fds = slots (msg, GPUSHARE_MEM_CUDA_VMM,
+        GPUSHARE_SYNC_SEMAPHORE, 4);
+
+    msg->u.slots.n_sync_fds = 2;
+    save_one ("slots-vmm-semaphore-words", msg, n_fds + 1);
+    n_fds = slots (msg, GPUSHARE_MEM_CUDA_VMM, GPUSHARE_SYNC_SEMAPHORE,
+        GPUSHARE_MAX_SLOTS);
+    msg->u.slots.n_sync_fds = 2;
+    msg->u.slots.side_pages = GPUSHARE_MAX_SIDE_PAGES;
+    save_one ("slots-vmm-semaphore-words-side-max", msg, n_fds + 2);
+  }
 }
 
 /* a whole system-memory session, then a CUDA one, in one stream */

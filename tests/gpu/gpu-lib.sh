@@ -39,7 +39,8 @@ compare() {
 }
 
 # run DESC N_CONSUMERS WANT PRODUCER_ARGS -- CONSUMER_ARGS
-#   every consumer takes CONSUMER_ARGS; CONSUMER_ENV, if set, is put in
+#   every consumer takes CONSUMER_ARGS; PRODUCER_ENV, if set, is put in
+#   front of the producer's command, and CONSUMER_ENV, if set, in
 #   front of each consumer's command (env VAR=value ...); REASON, if set,
 #   must appear in each consumer's transport line
 run() {
@@ -54,7 +55,7 @@ run() {
     env ${CONSUMER_ENV:-} "$peer" consumer --socket "$sock" --timeout 30000 \
       --out "$dir/c$i.log" "${cargs[@]}" & pids+=($!)
   done
-  "$peer" producer --socket "$sock" --frames "$frames" --wait \
+  env ${PRODUCER_ENV:-} "$peer" producer --socket "$sock" --frames "$frames" --wait \
     --wait-clients "$n" --source videotestsrc --policy lossless \
     --timeout 30000 --out "$dir/p.log" "${pargs[@]}"
   for p in "${pids[@]}"; do wait "$p"; done
@@ -62,6 +63,8 @@ run() {
     compare "$desc${n:+ (consumer $((i + 1))/$n)}" "$dir/p.log" "$dir/c$i.log" \
       "$want" "${REASON:-}"
   done
+  # the first consumer's, for what a case checks beyond the frames
+  grep '^stats ' "$dir/c0.log" > "$dir/last-stats.txt"
   rm -f "$dir"/*.log
 }
 

@@ -21,6 +21,26 @@ for sync in host semaphore event; do
 done
 run "1080p, CUDA memory in and out" 1 cuda-vmm --width 1920 --height 1080 \
   --gpu-input -- --transport cuda --gpu-output
+
+# semaphore sync, frames handed out in place: the consumer finds each
+# frame's ready word in host memory (protocol 1.12) and hands the slot out
+# without waiting on the device; where the producer could not register
+# that memory (the driver call made to fail), it waits on the device, and
+# the frames are the same
+ready_words() {
+  local desc=$1 lo=$2 hi=$3 seen
+  run "1080p NV12, semaphore, CUDA memory out, $desc" 1 cuda-vmm --width 1920 \
+    --height 1080 -- --transport cuda --sync semaphore --gpu-output
+  seen=$(stat_of "$dir/last-stats.txt" ready-on-host)
+  if [ -n "$seen" ] && [ "$seen" -ge "$lo" ] && [ "$seen" -le "$hi" ]; then
+    pass "semaphore, $desc: $seen of $frames frames' ready words seen on the host"
+  else
+    fail "semaphore, $desc: ${seen:-no} ready words seen on the host, want $lo to $hi"
+  fi
+}
+ready_words "ready words in host memory" $((frames / 2)) "$frames"
+PRODUCER_ENV="GPUSHARE_TEST_CUDA_FAIL=cuMemHostRegister:1" \
+  ready_words "no ready words (registration failed)" 0 0
 run "1080p, CUDA memory in, system memory out" 1 cuda-vmm --width 1920 \
   --height 1080 --gpu-input -- --transport cuda
 run "1080p, three consumers" 3 cuda-vmm --width 1920 --height 1080 -- \
