@@ -622,6 +622,10 @@ gpushare_cuda_words_wait (GpuShareCudaWords * words, guint slot,
   g_return_val_if_fail (words != NULL && slot < words->n_slots, FALSE);
 
   *spun_us = 0;
+  /* a value the device refuses (gpushare_cuda_sem_wait ()) is not seen
+   * here either: the device wait then says what is wrong with it */
+  if (value > GPUSHARE_CUDA_SEM_MAX_VALUE)
+    return FALSE;
   for (;; gpushare_cpu_relax ()) {
     /* acquire: the frame the device wrote before the word is there for
      * what this process queues once it saw the word */

@@ -156,7 +156,8 @@ GpuShareCudaWords *gpushare_cuda_words_open (gint fd, guint n_slots,
     GError ** error);
 /* consumer: ready[slot] >= value, looked at until the monotonic time
  * until_us (at least once); *spun_us: how long it looked past the
- * first */
+ * first.  FALSE at once for a value above GPUSHARE_CUDA_SEM_MAX_VALUE,
+ * which the device wait refuses */
 gboolean gpushare_cuda_words_wait (GpuShareCudaWords * words, guint slot,
     guint64 value, gint64 until_us, gint64 * spun_us);
 /* producer: after the last stream that writes it was synchronised */

@@ -82,8 +82,7 @@ GST_START_TEST (test_words_read)
   start = g_get_monotonic_time ();
   fail_if (gpushare_cuda_words_wait (w, 3, 9, start + 2000, &spun));
   fail_unless (g_get_monotonic_time () - start >= 2000);
-  fail_unless (spun >= 1000 && spun < 1000000, "spun %" G_GINT64_FORMAT,
-      spun);
+  fail_unless (spun >= 1000 && spun < 1000000, "spun %" G_GINT64_FORMAT, spun);
   /* the forced value satisfies every wait, as on the device; the cyclic
    * comparison: a value just past the word's is not there yet */
   page[3] = GPUSHARE_CUDA_SEM_FORCED;
@@ -91,8 +90,12 @@ GST_START_TEST (test_words_read)
   fail_unless (gpushare_cuda_words_wait (w, 3, GPUSHARE_CUDA_SEM_MAX_VALUE,
           0, &spun));
   page[0] = G_GUINT64_CONSTANT (5);
-  fail_if (gpushare_cuda_words_wait (w, 0, G_GUINT64_CONSTANT (6), 0,
-          &spun));
+  /* a value the device refuses (past 2^63 - 1) is never seen, though the
+   * cyclic comparison alone would take G_MAXUINT64 for 5 - 6 */
+  fail_if (gpushare_cuda_words_wait (w, 0, G_MAXUINT64, 0, &spun));
+  fail_if (gpushare_cuda_words_wait (w, 3, GPUSHARE_CUDA_SEM_MAX_VALUE + 1,
+          0, &spun));
+  fail_if (gpushare_cuda_words_wait (w, 0, G_GUINT64_CONSTANT (6), 0, &spun));
   /* the last slot of the page's eight */
   page[7] = 1;
   fail_unless (gpushare_cuda_words_wait (w, 7, 1, 0, &spun));
