@@ -680,13 +680,22 @@ typedef struct
   gint threads_producer, threads_consumer;
   gint fds_producer, fds_consumer;      /* the most a process had */
   gdouble mem_producer, mem_consumer;   /* MiB a process, mean; -1: none */
+  gboolean mps;                 /* run under the MPS daemon of --mps */
 } ScaleRow;
+
+/* the mode's name in a table, " +MPS" after it for a row under MPS */
+static gchar *
+scale_label (const ScaleRow * r)
+{
+  return g_strdup_printf ("%s%s", r->mode->name, r->mps ? " +MPS" : "");
+}
 
 static GSubprocess *
 scale_spawn (const gchar * self, const ScaleRow * row, const gchar * dir,
     Child * c, const gchar * go, const gchar * end)
 {
   GPtrArray *argv = g_ptr_array_new_with_free_func (g_free);
+  GSubprocessLauncher *launcher;
   GSubprocess *p;
 
   g_ptr_array_add (argv, g_strdup (self));
@@ -716,8 +725,13 @@ scale_spawn (const gchar * self, const ScaleRow * row, const gchar * dir,
   if (opt.verbose)
     g_ptr_array_add (argv, g_strdup ("--verbose"));
   g_ptr_array_add (argv, NULL);
-  p = g_subprocess_newv ((const gchar * const *) argv->pdata,
-      G_SUBPROCESS_FLAGS_NONE, NULL);
+  launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_NONE);
+  /* the daemon's folders, to the children of MPS rows only */
+  if (row->mps)
+    mps_set_env (launcher);
+  p = g_subprocess_launcher_spawnv (launcher,
+      (const gchar * const *) argv->pdata, NULL);
+  g_object_unref (launcher);
   g_ptr_array_unref (argv);
   return p;
 }
@@ -1162,23 +1176,25 @@ print_scale_row (const ScaleRow * r)
   gchar *mem = r->mem_producer < 0 ? g_strdup ("") :
       g_strdup_printf ("%.0f / %.0f", r->mem_producer, r->mem_consumer);
   const gchar *topo = r->shared ? "shared" : "per-process";
+  gchar *label = scale_label (r);
 
   if (r->failed) {
     if (opt.markdown)
       g_print ("| %s | %s | %s | %s | failed: %s | | | | | | | | | |\n",
-          r->mode->name, topo, size, km, r->failed);
+          label, topo, size, km, r->failed);
     else
-      g_print ("%-20s %-11s %-10s %-6s failed: %s\n", r->mode->name, topo,
-          size, km, r->failed);
+      g_print ("%-20s %-11s %-10s %-6s failed: %s\n", label, topo, size, km,
+          r->failed);
   } else if (opt.markdown) {
     g_print ("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | "
-        "%s | %s |\n", r->mode->name, topo, size, km, got, lost, fps, p50, p99,
-        cp, cc, thr, fds, mem);
+        "%s | %s |\n", label, topo, size, km, got, lost, fps, p50, p99, cp, cc,
+        thr, fds, mem);
   } else {
     g_print ("%-20s %-11s %-10s %-6s %15s %10s %7s %7s %7s %8s %8s %9s "
-        "%11s %s\n", r->mode->name, topo, size, km, got, lost, fps, p50, p99,
-        cp, cc, thr, fds, mem);
+        "%11s %s\n", label, topo, size, km, got, lost, fps, p50, p99, cp, cc,
+        thr, fds, mem);
   }
+  g_free (label);
   g_free (size);
   g_free (km);
   g_free (got);
@@ -1237,7 +1253,7 @@ scale_plot (const ScaleRow * rows, gint n, const gchar * svg)
     const ScaleRow *r = &rows[i];
     gchar *name = g_strdup_printf ("%s %s %dx%d%s", r->mode->name,
         r->mode->consumer ? (r->shared ? "shared" : "per-process") : "",
-        r->width, r->height, "");
+        r->width, r->height, r->mps ? " +MPS" : "");
     gint s;
 
     for (s = 0; s < (gint) series->len; s++)
@@ -1256,7 +1272,7 @@ scale_plot (const ScaleRow * rows, gint n, const gchar * svg)
       const ScaleRow *r = &rows[i];
       gchar *rn = g_strdup_printf ("%s %s %dx%d%s", r->mode->name,
           r->mode->consumer ? (r->shared ? "shared" : "per-process") : "",
-          r->width, r->height, "");
+          r->width, r->height, r->mps ? " +MPS" : "");
       gchar b[6][G_ASCII_DTOSTR_BUF_SIZE];
 
       if (g_str_equal (rn, name) && !r->failed)
@@ -1339,6 +1355,11 @@ scale_parse_row (const gchar * line, ScaleRow * r)
   for (gint i = 0; cells[i]; i++)
     g_strstrip (cells[i]);
   memset (r, 0, sizeof (*r));
+  /* a row under MPS: its mode's name, then " +MPS" */
+  if (cells[0] && g_str_has_suffix (cells[0], " +MPS")) {
+    cells[0][strlen (cells[0]) - strlen (" +MPS")] = '\0';
+    r->mps = TRUE;
+  }
   if (g_strv_length (cells) >= 14 && (r->mode = scale_find (cells[0]))
       && !g_str_has_prefix (cells[4], "failed")
       && sscanf (cells[2], "%dx%d", &r->width, &r->height) == 2) {
@@ -1456,6 +1477,9 @@ scale_run_parent (const gchar * self)
       goto out;
     }
 
+  if (opt.mps)
+    mps_prepare ();
+  /* from here on, an MPS daemon of ours is stopped on every way out */
   memset (&sa, 0, sizeof (sa));
   sa.sa_handler = on_signal;
   sigaction (SIGINT, &sa, &old_int);
@@ -1480,30 +1504,50 @@ scale_run_parent (const gchar * self)
     for (j = 0; names[j] && !interrupted; j++) {
       const ScaleMode *mode = scale_find (names[j]);
       gchar *why = scale_missing (mode);
+      /* --mps: each row of a GPU mode once more, under MPS */
+      gint passes = opt.mps && mode->gpu ? 2 : 1, u;
 
       for (t = 0; t < 2 && !interrupted; t++) {
         /* the floor has no consumers: one topology is its two */
         if ((t == 0 && !per) || (t == 1 && !shared)
             || (t == 1 && !mode->consumer && per))
           continue;
+        if (why) {
+          g_print ("%-20s %-11s skipped: %s\n", mode->name, t == 1 ?
+              "shared" : "per-process", why);
+          continue;
+        }
         for (i = 0; ks[i] && !interrupted; i++) {
-          ScaleRow r = { 0, };
+          for (u = 0; u < passes && !interrupted; u++) {
+            ScaleRow r = { 0, };
+            gchar *no_mps = NULL;
 
-          r.mode = mode;
-          r.shared = t == 1;
-          r.k = atoi (ks[i]);
-          r.m = mode->consumer ? opt.consumers : 0;
-          r.width = w;
-          r.height = h;
-          if (why) {
-            g_print ("%-20s %-11s skipped: %s\n", mode->name, r.shared ?
-                "shared" : "per-process", why);
-            break;
+            r.mode = mode;
+            r.shared = t == 1;
+            r.k = atoi (ks[i]);
+            r.m = mode->consumer ? opt.consumers : 0;
+            r.width = w;
+            r.height = h;
+            r.mps = u == 1;
+            if (r.mps && mps_why_not ()) {
+              if (i == 0)
+                g_print ("%-20s %-11s skipped: MPS: %s\n", mode->name,
+                    r.shared ? "shared" : "per-process", mps_why_not ());
+              continue;
+            }
+            /* a daemon a row: no row's clients outlive it */
+            if (r.mps && !mps_start (&no_mps)) {
+              r.failed = g_strdup_printf ("MPS: %s", no_mps);
+              g_free (no_mps);
+            } else {
+              scale_run_row (self, &r);
+            }
+            if (r.mps)
+              mps_stop ();
+            failed += r.failed != NULL;
+            print_scale_row (&r);
+            g_array_append_val (rows, r);
           }
-          scale_run_row (self, &r);
-          failed += r.failed != NULL;
-          print_scale_row (&r);
-          g_array_append_val (rows, r);
         }
       }
       g_free (why);
@@ -1515,9 +1559,16 @@ scale_run_parent (const gchar * self)
       "the first consumer of each stream, all streams together.  Latency "
       "and CPU over the frames after the warm-up; CPU per frame a side is "
       "its processes' CPU time over the frames they handled.\n");
+  if (opt.mps)
+    g_print ("+MPS: the row again under an MPS daemon that gpushare-bench "
+        "started before it and stopped after it (private "
+        "CUDA_MPS_PIPE_DIRECTORY)%s%s.\n", mps_why_not ()? "; not here: " :
+        "", mps_why_not ()? mps_why_not () : "");
   if (opt.plot && rows->len > 0
       && !scale_plot ((ScaleRow *) rows->data, rows->len, opt.plot))
     rc = 1;
+  if (opt.mps)
+    mps_cleanup ();
   sigaction (SIGINT, &old_int, NULL);
   sigaction (SIGTERM, &old_term, NULL);
   sigaction (SIGHUP, &old_hup, NULL);

@@ -1076,7 +1076,13 @@ mps_processes (void)
   return found;
 }
 
-static void
+const gchar *
+mps_why_not (void)
+{
+  return mps.why_not;
+}
+
+void
 mps_set_env (GSubprocessLauncher * l)
 {
   g_subprocess_launcher_setenv (l, "CUDA_MPS_PIPE_DIRECTORY", mps.pipe_dir,
@@ -1103,7 +1109,7 @@ wait_exit (GSubprocess * p, gint64 timeout_us)
 }
 
 /* whether MPS rows can run here at all; before the first round */
-static void
+void
 mps_prepare (void)
 {
   GError *error = NULL;
@@ -1131,7 +1137,7 @@ mps_prepare (void)
 
 /* echo quit | nvidia-cuda-mps-control, then wait until no MPS process is
  * left, so that the next rows really run without MPS */
-static void
+void
 mps_stop (void)
 {
   GSubprocessLauncher *l;
@@ -1185,7 +1191,7 @@ last_log_line (const gchar * dir, const gchar * file)
 }
 
 /* nvidia-cuda-mps-control -d; FALSE and why if the daemon did not come */
-static gboolean
+gboolean
 mps_start (gchar ** why)
 {
   GSubprocessLauncher *l;
@@ -1247,7 +1253,7 @@ remove_dir (const gchar * path)
     g_rmdir (path);
 }
 
-static void
+void
 mps_cleanup (void)
 {
   mps_stop ();
@@ -2497,7 +2503,8 @@ main (int argc, char **argv)
     {"timeout", 0, 0, G_OPTION_ARG_INT, &opt.timeout_s,
         "Seconds one run may take (default 10)", "S"},
     {"mps", 0, 0, G_OPTION_ARG_NONE, &opt.mps,
-        "Run the GPU rows once more under an MPS daemon of our own", NULL},
+        "Run the GPU rows once more under an MPS daemon of our own (with "
+          "--streams: each GPU row, a daemon a row)", NULL},
     {"targets", 0, 0, G_OPTION_ARG_NONE, &opt.targets,
         "Say which targets were met, after the table", NULL},
     {"max-time", 0, 0, G_OPTION_ARG_INT, &opt.max_time_s,

@@ -75,6 +75,16 @@ gint gpu_count (void);
 /* the first of needs (element names, separated by spaces) that is not
  * installed, in words; NULL where all are */
 gchar *missing_elements (const gchar * needs);
+/* --mps: one MPS daemon of our own (gpushare-bench.c).  prepare once,
+ * before the first row: why_not then says why MPS rows cannot run here
+ * (NULL: they can); start before the rows, stop after them, cleanup at
+ * the end; set_env gives a child the daemon's folders */
+void mps_prepare (void);
+const gchar *mps_why_not (void);
+gboolean mps_start (gchar ** why);
+void mps_stop (void);
+void mps_cleanup (void);
+void mps_set_env (GSubprocessLauncher * l);
 gboolean running (GSubprocess * p);
 gboolean wait_exit (GSubprocess * p, gint64 timeout_us);
 gint percentile_index (gint n, gint q);

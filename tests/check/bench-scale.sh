@@ -71,6 +71,18 @@ w=$(window spread)
 "$bench" --streams 2 --phase sideways > "$tmp/phase" 2>&1 \
   && failp "--phase took a word it does not know"
 grep -q "phase is aligned or spread" "$tmp/phase" || failp "--phase: no word on it"
+# --mps: rows of GPU modes once more under an MPS daemon of the bench's
+# own; rows of system memory once; a host without MPS says why not
+"$bench" --streams 1 --consumers 1 --sizes 320x240 --frames 30 --fps 0 \
+  --modes gpushare-sysmem --mps --markdown > "$tmp/mps" 2>&1 \
+  || { cat "$tmp/mps"; fail "--mps: exit status $?"; }
+[ "$(grep -c '^| gpushare-sysmem' "$tmp/mps")" = 2 ] \
+  || { cat "$tmp/mps"; fail "--mps: not one row a topology for system memory"; }
+grep -q '^| gpushare-sysmem +MPS' "$tmp/mps" && fail "--mps: a system-memory row under MPS"
+if ! command -v nvidia-cuda-mps-control > /dev/null; then
+  grep -q '^+MPS: .*; not here: nvidia-cuda-mps-control not in PATH' "$tmp/mps" \
+    || { cat "$tmp/mps"; fail "--mps: no word on why there is no MPS here"; }
+fi
 if [ ${#plot[@]} -eq 0 ]; then
   echo "bench-scale: ok, without the picture: no gnuplot here"
   exit 0
@@ -92,6 +104,14 @@ done
 # the table's figures being rounded)
 [ "$(grep -c '<use' "$tmp/again.svg")" = "$(grep -c '<use' "$tmp/rows.svg")" ] \
   || fail "--plot-from drew other points"
+# a row under MPS is a curve of its own
+sed -E 's/^\| gpushare-sysmem \| shared \|/| gpushare-sysmem +MPS | shared |/' \
+  "$tmp/k1.md" > "$tmp/k1mps.md"
+"$bench" --plot-from "$tmp/k1mps.md,$tmp/k2.md" --plot "$tmp/mps.svg" \
+  --consumers 2 --fps 30 > "$tmp/replot" 2>&1 || fail "--plot-from +MPS: $(cat "$tmp/replot")"
+grep -q '^6 rows drawn' "$tmp/replot" || fail "--plot-from +MPS: $(cat "$tmp/replot")"
+grep -q 'gpushare-sysmem shared 320x240 +MPS' "$tmp/mps.svg" \
+  || fail "--plot-from: no curve for the rows under MPS"
 # a file with no rows is an error, not an empty picture
 echo "no table here" > "$tmp/none.md"
 "$bench" --plot-from "$tmp/none.md" --plot "$tmp/none.svg" > /dev/null 2>&1 \
