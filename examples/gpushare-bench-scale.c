@@ -690,6 +690,15 @@ scale_label (const ScaleRow * r)
   return g_strdup_printf ("%s%s", r->mode->name, r->mps ? " +MPS" : "");
 }
 
+/* the curve of --plot a row is drawn on: mode, topology, size, MPS */
+static gchar *
+scale_series (const ScaleRow * r)
+{
+  return g_strdup_printf ("%s %s %dx%d%s", r->mode->name,
+      r->mode->consumer ? (r->shared ? "shared" : "per-process") : "",
+      r->width, r->height, r->mps ? " +MPS" : "");
+}
+
 static GSubprocess *
 scale_spawn (const gchar * self, const ScaleRow * row, const gchar * dir,
     Child * c, const gchar * go, const gchar * end)
@@ -1251,9 +1260,7 @@ scale_plot (const ScaleRow * rows, gint n, const gchar * svg)
   /* one block a series (mode, topology, size, M), K ascending */
   for (i = 0; i < n; i++) {
     const ScaleRow *r = &rows[i];
-    gchar *name = g_strdup_printf ("%s %s %dx%d%s", r->mode->name,
-        r->mode->consumer ? (r->shared ? "shared" : "per-process") : "",
-        r->width, r->height, r->mps ? " +MPS" : "");
+    gchar *name = scale_series (r);
     gint s;
 
     for (s = 0; s < (gint) series->len; s++)
@@ -1270,9 +1277,7 @@ scale_plot (const ScaleRow * rows, gint n, const gchar * svg)
     g_string_append_printf (data, "# %s\n", name);
     for (i = 0; i < n; i++) {
       const ScaleRow *r = &rows[i];
-      gchar *rn = g_strdup_printf ("%s %s %dx%d%s", r->mode->name,
-          r->mode->consumer ? (r->shared ? "shared" : "per-process") : "",
-          r->width, r->height, r->mps ? " +MPS" : "");
+      gchar *rn = scale_series (r);
       gchar b[6][G_ASCII_DTOSTR_BUF_SIZE];
 
       if (g_str_equal (rn, name) && !r->failed)

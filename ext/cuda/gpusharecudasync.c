@@ -542,8 +542,9 @@ gpushare_cuda_words_new (gint device, guint n_slots, GError ** error)
     gpushare_cuda_words_free (w);
     return NULL;
   }
-  /* portable: the ring's stream may be of another context of the device
-   * than the primary one (GStreamer's) */
+  /* portable: the page is the device's for every context of this
+   * process, not only the primary one it is registered in (a ring may be
+   * made in another: gpushare_cuda_ring_new () takes one) */
   res = cu->cuMemHostRegister (data, GPUSHARE_HOST_WORDS_SIZE,
       CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_PORTABLE);
   w->registered = res == CUDA_SUCCESS;
