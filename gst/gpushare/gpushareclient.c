@@ -304,7 +304,10 @@ mapping_unref (Mapping * m)
 
   if (!g_atomic_int_dec_and_test (&m->ref_count))
     return;
+  /* unmapping GPU slots is device work too */
+  gpushare_conn_busy_begin ();
   gpushare_xfer_view_unref (m->view);
+  gpushare_conn_busy_end ();
   g_clear_pointer (&m->side, gpushare_side_unref);
   g_mutex_lock (&s->lock);
   if (tell && s->conn)
@@ -781,6 +784,8 @@ map_slots (GpuShareClient * self, const GpuShareSlots * s, gint * fds)
    * that reads many streams, a ring grown): the peers of all its
    * connections hear from it meanwhile */
   gpushare_conn_pulse ();
+  /* and while one map takes long */
+  gpushare_conn_busy_begin ();
   gpushare_test_slow ("src", "premap");
   view = gpushare_xfer_view_new (self->config.cuda_device_id, s, fds, &error);
   if (view && side_fd >= 0) {
@@ -790,6 +795,7 @@ map_slots (GpuShareClient * self, const GpuShareSlots * s, gint * fds)
   } else if (side_fd >= 0) {
     close (side_fd);
   }
+  gpushare_conn_busy_end ();
   g_mutex_lock (&self->lock);
   if (self->session != session) {
     /* stopped, or lost, while it was mapped */

@@ -280,6 +280,71 @@ gpushare_conn_pulse (void)
     g_ptr_array_unref (live);
 }
 
+/* Long device work in this process (gpushare_conn_busy_begin ()): how
+ * many pieces go on, since when, and whether the thread that pulses for
+ * them runs.  It ends once they have: the next piece starts another. */
+static GMutex busy_lock;
+static GCond busy_cond;
+static guint busy_count;
+static gint64 busy_since;
+static gboolean busy_pulsing;
+
+static gpointer
+busy_pulse_thread (gpointer data)
+{
+  g_mutex_lock (&busy_lock);
+  while (busy_count > 0) {
+    gint64 now = g_get_monotonic_time ();
+
+    if (now - busy_since < (gint64) GPUSHARE_CONN_BUSY_MAX_MS * 1000) {
+      g_mutex_unlock (&busy_lock);
+      gpushare_conn_pulse ();
+      g_mutex_lock (&busy_lock);
+    }
+    if (busy_count > 0)
+      g_cond_wait_until (&busy_cond, &busy_lock, g_get_monotonic_time () +
+          GPUSHARE_CONN_BUSY_PULSE_MS * 1000);
+  }
+  busy_pulsing = FALSE;
+  g_mutex_unlock (&busy_lock);
+  return NULL;
+}
+
+void
+gpushare_conn_busy_begin (void)
+{
+  gboolean start = FALSE;
+  GThread *thread;
+
+  g_mutex_lock (&busy_lock);
+  if (busy_count++ == 0)
+    busy_since = g_get_monotonic_time ();
+  if (!busy_pulsing)
+    start = busy_pulsing = TRUE;
+  g_mutex_unlock (&busy_lock);
+  if (!start)
+    return;
+  thread = g_thread_try_new ("gpushare-pulse", busy_pulse_thread, NULL, NULL);
+  if (thread) {
+    g_thread_unref (thread);
+  } else {
+    /* the work goes on unpulsed, as the caller's own pulses allow */
+    GST_WARNING ("no thread to keep the peers posted during device work");
+    g_mutex_lock (&busy_lock);
+    busy_pulsing = FALSE;
+    g_mutex_unlock (&busy_lock);
+  }
+}
+
+void
+gpushare_conn_busy_end (void)
+{
+  g_mutex_lock (&busy_lock);
+  if (busy_count > 0 && --busy_count == 0)
+    g_cond_signal (&busy_cond);
+  g_mutex_unlock (&busy_lock);
+}
+
 /* lock held: the heartbeat's timer gone, and the connection out of the
  * registry of gpushare_conn_pulse () */
 static void
@@ -911,6 +976,17 @@ gboolean
 gpushare_conn_send_ping (GpuShareConn * conn)
 {
   return send_ping (conn);
+}
+
+gint64
+gpushare_conn_last_received (GpuShareConn * conn)
+{
+  gint64 t;
+
+  g_mutex_lock (&conn->lock);
+  t = conn->last_received;
+  g_mutex_unlock (&conn->lock);
+  return t;
 }
 
 void

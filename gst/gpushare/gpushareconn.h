@@ -163,6 +163,9 @@ gboolean gpushare_socket_get_peer (gint fd, pid_t * pid, uid_t * uid,
  * its silence is not held against it.  Received PINGs never reach
  * message_func.  Any thread. */
 void gpushare_conn_set_heartbeat (GpuShareConn * conn, guint interval_ms);
+/* monotonic us of the last byte from the peer (or of its frame lane's
+ * move, gpushare_conn_note_alive ()).  Any thread. */
+gint64 gpushare_conn_last_received (GpuShareConn * conn);
 
 /* Sends PING on each connection of this process whose heartbeat is on
  * and that sent nothing for half an interval.  For a thread that runs
@@ -171,6 +174,20 @@ void gpushare_conn_set_heartbeat (GpuShareConn * conn, guint interval_ms);
  * called between the pieces, it keeps the peers from taking the silence
  * for a hung process.  Any thread, no lock of a connection held. */
 void gpushare_conn_pulse (void);
+
+/* Long device work begins or ends (rings made, exported, mapped or let go):
+ * while any goes on in this process, a thread of its own pulses every
+ * connection (gpushare_conn_pulse ()) each GPUSHARE_CONN_BUSY_PULSE_MS,
+ * so that one driver call of seconds (imports and exports while many
+ * processes make their CUDA contexts at once) is not taken by the peers
+ * for a hung process, whatever thread it holds up.  For at most
+ * GPUSHARE_CONN_BUSY_MAX_MS from the start of the work: work that has not
+ * ended by then is a hang, and the peers see it as one.  Nests; any
+ * thread, no lock of a connection held. */
+#define GPUSHARE_CONN_BUSY_PULSE_MS 100
+#define GPUSHARE_CONN_BUSY_MAX_MS 60000
+void gpushare_conn_busy_begin (void);
+void gpushare_conn_busy_end (void);
 
 /* Listening socket at path with the given mode.  A symlink or a non-socket
  * at the path is refused; a socket file nobody listens on is replaced; a

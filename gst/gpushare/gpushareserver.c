@@ -78,6 +78,7 @@ typedef struct
   gchar *mem_reason;
   gboolean connected_emitted;
   gint64 deadline;              /* monotonic us: its next step is due; 0 */
+  gint64 exported_at;           /* monotonic us: its SLOTS went */
   guint64 mapped_epoch;
   guint64 frames_sent;
   guint64 frames_released;
@@ -373,6 +374,8 @@ client_set_state (Client * client, ClientState state)
   client->state = state;
   /* waiting for the consumer's ACCEPT or MAPPED: that step has a deadline;
    * waiting for our own caps, or streaming, has none */
+  if (state == CLIENT_EXPORTED)
+    client->exported_at = g_get_monotonic_time ();
   if (timeout && (state == CLIENT_ANNOUNCED || state == CLIENT_EXPORTED)) {
     client->deadline = g_get_monotonic_time () + (gint64) timeout *1000;
     housekeeping_by (self, client->deadline);
@@ -703,8 +706,10 @@ ensure_gpu_ring (GpuShareServer * self, GpuShareMemType type, GError ** error)
     return NULL;
 
   g_mutex_unlock (&self->lock);
+  gpushare_conn_busy_begin ();
   ring = gpushare_xfer_ring_new (type, self->config.cuda_device_id, epoch,
       n_slots, frame_size, error);
+  gpushare_conn_busy_end ();
   g_mutex_lock (&self->lock);
   if (!ring)
     return NULL;
@@ -821,6 +826,9 @@ send_slots (GpuShareServer * self, Client * client)
   /* GPU slots are device work, maybe for many consumers in a row on this
    * thread: the peers of all its connections hear from it meanwhile */
   gpushare_conn_pulse ();
+  /* and while one piece of it takes long */
+  gpushare_conn_busy_begin ();
+  gpushare_test_slow ("sink", "preexport");
   if (client->mem_type == GPUSHARE_MEM_SYSTEM) {
     /* self->system keeps it: no device work, no unlock */
     ok = gpushare_xfer_ring_export (self->system, client->index,
@@ -844,6 +852,7 @@ send_slots (GpuShareServer * self, Client * client)
       g_mutex_lock (&self->lock);
     }
   }
+  gpushare_conn_busy_end ();
   /* a new ring came while GPU slots were made or exported (the streaming
    * thread grew the ring, or the caps changed): the new ring's follow
    * (announce_layout ()), and a ring out of date before it was made is
@@ -1793,6 +1802,23 @@ housekeeping (gpointer user_data)
     Client *c = self->clients[i];
 
     if (c && c->deadline && now > c->deadline) {
+      gint64 timeout_us = (gint64) self->config.handshake_timeout * 1000;
+
+      gint64 map_us = GPUSHARE_SERVER_MAP_TIMEOUTS * timeout_us;
+
+      /* mapping its slots, heard from within the step's time: device
+       * work that takes long on a busy GPU, up to GPUSHARE_SERVER_MAP_TIMEOUTS
+       * steps */
+      if (c->state == CLIENT_EXPORTED
+          && now - gpushare_conn_last_received (c->conn) < timeout_us
+          && now - c->exported_at < map_us) {
+        c->deadline = MIN (now + timeout_us, c->exported_at + map_us);
+        housekeeping_by (self, c->deadline);
+        GST_DEBUG_OBJECT (self->log_object, "client %u maps its slots for %"
+            G_GINT64_FORMAT " ms now, and is heard from", c->id,
+            (now - c->exported_at) / 1000);
+        continue;
+      }
       c->deadline = 0;
       late[n++] = c;
     }

@@ -39,6 +39,12 @@ G_BEGIN_DECLS
  * again pinned 79 MiB at VGA in 8 s) */
 #define GPUSHARE_SERVER_QUARANTINE_BURST 4
 #define GPUSHARE_SERVER_QUARANTINE_WINDOW_S 10
+/* handshake-timeouts a consumer may take to map its slots (SLOTS sent,
+ * MAPPED not back) for as long as its process is heard from within each
+ * (its device work pulses: imports of seconds while many processes make
+ * their CUDA contexts at once): 60 s by default; a silent one goes after
+ * one, as in every step of the handshake */
+#define GPUSHARE_SERVER_MAP_TIMEOUTS 12
 /* rings of earlier epochs of a retired kind (GPUSHARE_KIND_RETIRE: legacy
  * IPC) kept for consumers' processes that may still have them open; past
  * this, no new ring of that kind is made */

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "gpushare-check-elements.h"
+#include "gpushareserver.h"
 #include "gpushareconn.h"
 #include "gpushareframemeta.h"
 #include "gpusharelane.h"
@@ -212,6 +213,74 @@ GST_START_TEST (test_handshake_timeout)
 
   raw_clear (&raw);
   scene_stop (&s);
+  g_free (announce);
+}
+
+GST_END_TEST;
+
+/* A consumer that has its SLOTS and does not say MAPPED: silent, it goes
+ * when the step is overdue, as in every step; heard from (its process
+ * pulses while it maps, which takes seconds on a GPU that many processes
+ * start on at once), it may map for GPUSHARE_SERVER_MAP_TIMEOUTS steps,
+ * not longer, then goes with ERROR TIMEOUT too.  The real consumer streams
+ * on. */
+GST_START_TEST (test_map_timeout)
+{
+  gboolean pings = __i__ == 1;
+  GpuShareAnnounce *announce = g_new0 (GpuShareAnnounce, 1);
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  gint fds[GPUSHARE_MAX_FDS];
+  guint n_fds = 0, n_timeouts = 0;
+  gint64 t0, elapsed, bound;
+  RawPeer raw;
+  RawResult r;
+  Scene s;
+
+  scene_start (&s, TRUE);
+  g_object_set (s.sink, "handshake-timeout", 200, "heartbeat-interval", 100,
+      NULL);
+  scene_raw_client (&s, &raw, announce);
+  make_accept (msg, announce->instance);
+  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+  do {
+    gpushare_close_fds (fds, n_fds);
+    n_fds = 0;
+    fail_unless_equals_int (raw_recv (&raw, msg, fds, &n_fds, TIMEOUT_MS),
+        RAW_MSG);
+  } while (msg->type != GPUSHARE_MSG_SLOTS);
+  gpushare_close_fds (fds, n_fds);
+  t0 = g_get_monotonic_time ();
+  /* no MAPPED: PINGs every 50 ms, or nothing, until the producer gives up */
+  for (;;) {
+    if (pings) {
+      make_simple (msg, GPUSHARE_MSG_PING);
+      if (!raw_send_msg (&raw, msg, NULL, 0))
+        break;
+    }
+    r = raw_recv (&raw, msg, NULL, NULL, 50);
+    if (r == RAW_MSG && msg->type == GPUSHARE_MSG_ERROR) {
+      n_timeouts += msg->u.error.code == GPUSHARE_ERR_TIMEOUT;
+      break;
+    }
+    if (r != RAW_MSG && r != RAW_TIMEOUT)
+      break;
+    fail_if (g_get_monotonic_time () - t0 > 10 * G_USEC_PER_SEC,
+        "never dropped");
+  }
+  elapsed = (g_get_monotonic_time () - t0) / 1000;
+  fail_unless_equals_int (n_timeouts, 1);
+  bound = pings ? GPUSHARE_SERVER_MAP_TIMEOUTS * 200 : 200;
+  fail_unless (elapsed >= bound - 50 && elapsed < bound + 1500, "dropped "
+      "after %" G_GINT64_FORMAT " ms, not after about %" G_GINT64_FORMAT,
+      elapsed, bound);
+  fail_unless (client_log_wait (&s.log, TRUE, 1), "no client-removed");
+  fail_unless_equals_string (client_log_removed_nick (&s.log, 0), "timeout");
+  assert_consumer_alive (s.consumer);
+  assert_no_error (s.producer);
+
+  raw_clear (&raw);
+  scene_stop (&s);
+  g_free (msg);
   g_free (announce);
 }
 
@@ -1620,6 +1689,7 @@ gpushare_sink_protocol_suite (void)
   suite_add_tcase (s, tc_handshake);
   tcase_add_checked_fixture (tc_handshake, elements_setup, elements_teardown);
   tcase_add_test (tc_handshake, test_handshake_timeout);
+  tcase_add_loop_test (tc_handshake, test_map_timeout, 0, 2);
   tcase_add_test (tc_handshake, test_max_pending);
   tcase_add_test (tc_handshake, test_export_failure_is_resource);
   tcase_add_test (tc_handshake, test_heartbeat_silent_consumer);

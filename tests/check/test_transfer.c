@@ -1044,6 +1044,75 @@ GST_START_TEST (test_busy_control_thread_keeps_its_peers)
 
 GST_END_TEST;
 
+/* One piece of device work that alone outlasts three heartbeats (one
+ * driver call of seconds: an export or an import while many processes
+ * make their CUDA contexts at once, as 80 processes on one GPU did): the
+ * pulses between pieces cannot cover it, the process's busy pulse does
+ * (gpushare_conn_busy_begin ()).  Case 0: the consumer maps its ring for
+ * 1.5 s, five heartbeats of 300 ms (before, its producer dropped it, "no
+ * heartbeat"); case 1: the producer exports its slots for 1.5 s (before,
+ * the consumer gave the producer up, "The producer stopped responding");
+ * case 2: the consumer maps for 2.5 s, past the producer's
+ * handshake-timeout of 1 s (before, its producer dropped it, "handshake
+ * timed out"; heard from, it may take GPUSHARE_SERVER_MAP_TIMEOUTS of
+ * them).  Each streams on, no error on either side.  The producer is a
+ * gpushare-test-peer process: its own control thread, its own pulse. */
+GST_START_TEST (test_long_device_work_keeps_its_peers)
+{
+  gboolean producer_slow = __i__ == 1;
+  const gchar *peer = g_getenv ("GPUSHARE_TEST_PEER");
+  gchar *path = socket_path ("longwork.sock");
+  const gchar *argv[] = { peer, "producer", "--socket", path,
+    "--source", "videotestsrc", "--live", "--frames", "100000",
+    "--width", "64", "--height", "48", "--set", "heartbeat-interval=300",
+    "--set", __i__ == 2 ? "handshake-timeout=1000" : "handshake-timeout=5000",
+    NULL
+  };
+  GstElement *consumer;
+  GError *error = NULL;
+  GPid pid;
+  gint status;
+
+  fail_unless (peer != NULL, "GPUSHARE_TEST_PEER must name the "
+      "gpushare-test-peer binary (run the test through meson test)");
+  g_setenv ("GPUSHARE_TEST_SLOW_AT", producer_slow ? "sink:preexport:1500" :
+      __i__ == 0 ? "src:premap:1500" : "src:premap:2500", TRUE);
+  fail_unless (g_spawn_async (NULL, (gchar **) argv, NULL,
+          G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDOUT_TO_DEV_NULL, NULL,
+          NULL, &pid, &error), "gpushare-test-peer: %s",
+      error ? error->message : "?");
+  while (!g_file_test (path, G_FILE_TEST_EXISTS)) {
+    fail_if (waitpid (pid, &status, WNOHANG) == pid,
+        "the producer exited (status 0x%x)", status);
+    g_usleep (10000);
+  }
+  if (producer_slow)
+    g_unsetenv ("GPUSHARE_TEST_SLOW_AT");
+
+  consumer = launch ("gpusharesrc socket-path=%s transport=system "
+      "heartbeat-interval=300 connection-timeout=%d ! appsink name=out "
+      "sync=false max-buffers=4 drop=true", path, TIMEOUT_MS);
+  fail_if (gst_element_set_state (consumer, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  pull_frames (consumer, 5);
+  /* past the long work: a heartbeat lost in it has been noticed by now */
+  g_usleep (3 * 300 * 1000);
+  pull_frames (consumer, 5);
+  g_unsetenv ("GPUSHARE_TEST_SLOW_AT");
+
+  assert_no_error (consumer);
+  gst_element_set_state (consumer, GST_STATE_NULL);
+  gst_object_unref (consumer);
+  fail_if (waitpid (pid, &status, WNOHANG) == pid,
+      "the producer exited (status 0x%x)", status);
+  kill (pid, SIGTERM);
+  fail_unless (waitpid (pid, &status, 0) == pid);
+  g_spawn_close_pid (pid);
+  g_free (path);
+}
+
+GST_END_TEST;
+
 /* ------------------------------------------------------------------------ */
 /* 4. Formats: rows copied whole, and layouts a stride cannot describe
  * refused */
@@ -1180,6 +1249,8 @@ gpushare_transfer_suite (void)
   tcase_add_test (tc_exchange, test_slots_resident);
   tcase_add_test (tc_exchange, test_one_control_thread);
   tcase_add_test (tc_exchange, test_busy_control_thread_keeps_its_peers);
+  tcase_add_loop_test (tc_exchange, test_long_device_work_keeps_its_peers, 0,
+      3);
   suite_add_tcase (s, tc_formats);
   tcase_add_checked_fixture (tc_formats, elements_setup, elements_teardown);
   tcase_add_test (tc_formats, test_sink_refuses_tiled);
