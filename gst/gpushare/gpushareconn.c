@@ -1362,6 +1362,17 @@ input_pending_locked (GpuShareConn * conn)
   return poll (&pfd, 1, 0) > 0;
 }
 
+gboolean
+gpushare_conn_input_pending (GpuShareConn * conn)
+{
+  gboolean pending;
+
+  g_mutex_lock (&conn->lock);
+  pending = input_pending_locked (conn);
+  g_mutex_unlock (&conn->lock);
+  return pending;
+}
+
 /* at its context's heartbeat tick */
 static gboolean
 heartbeat_dispatch (GpuShareConn * conn)

@@ -166,6 +166,10 @@ void gpushare_conn_set_heartbeat (GpuShareConn * conn, guint interval_ms);
 /* monotonic us of the last byte from the peer (or of its frame lane's
  * move, gpushare_conn_note_alive ()).  Any thread. */
 gint64 gpushare_conn_last_received (GpuShareConn * conn);
+/* bytes from the peer wait on the socket, not read yet (a thread that was
+ * held up has the peer's replies to read before it judges a deadline).
+ * Any thread. */
+gboolean gpushare_conn_input_pending (GpuShareConn * conn);
 
 /* Sends PING on each connection of this process whose heartbeat is on
  * and that sent nothing for half an interval.  For a thread that runs

@@ -37,6 +37,9 @@ GST_DEBUG_CATEGORY_STATIC (gpushare_server_debug);
  * a stream that only streams wakes its control thread once a second. */
 #define HOUSEKEEPING_MS 50
 #define HOUSEKEEPING_IDLE_MS 1000
+/* a handshake step past its deadline with the consumer's reply unread on
+ * the socket: the time this thread has to read it */
+#define HANDSHAKE_STRETCH_US (1000 * 1000)
 /* how long a producer out of file descriptors does not take consumers,
  * where it has no spare one to refuse them with */
 #define LISTEN_PAUSE_MS 100
@@ -79,6 +82,7 @@ typedef struct
   gboolean connected_emitted;
   gint64 deadline;              /* monotonic us: its next step is due; 0 */
   gint64 exported_at;           /* monotonic us: its SLOTS went */
+  gboolean deadline_stretched;  /* this step: its reply waited unread */
   guint64 mapped_epoch;
   guint64 frames_sent;
   guint64 frames_released;
@@ -376,6 +380,7 @@ client_set_state (Client * client, ClientState state)
    * waiting for our own caps, or streaming, has none */
   if (state == CLIENT_EXPORTED)
     client->exported_at = g_get_monotonic_time ();
+  client->deadline_stretched = FALSE;
   if (timeout && (state == CLIENT_ANNOUNCED || state == CLIENT_EXPORTED)) {
     client->deadline = g_get_monotonic_time () + (gint64) timeout *1000;
     housekeeping_by (self, client->deadline);
@@ -1779,6 +1784,8 @@ housekeeping (gpointer user_data)
   gint64 waited_us = 0;
   guint n_stalled;
 
+  gpushare_test_slow ("sink", "housekeeping");
+  now = g_get_monotonic_time ();
   g_mutex_lock (&self->lock);
   /* leases judge what the consumers still hold */
   drain_releases (self);
@@ -1805,6 +1812,16 @@ housekeeping (gpointer user_data)
       gint64 timeout_us = (gint64) self->config.handshake_timeout * 1000;
 
       gint64 map_us = GPUSHARE_SERVER_MAP_TIMEOUTS * timeout_us;
+
+      /* this thread was held up (device work, a busy host) with the
+       * consumer's reply on the socket, unread: the step was on time.
+       * Once a step, for as long as it takes to read it */
+      if (!c->deadline_stretched && gpushare_conn_input_pending (c->conn)) {
+        c->deadline_stretched = TRUE;
+        c->deadline = now + HANDSHAKE_STRETCH_US;
+        housekeeping_by (self, c->deadline);
+        continue;
+      }
 
       /* mapping its slots, heard from within the step's time: device
        * work that takes long on a busy GPU, up to GPUSHARE_SERVER_MAP_TIMEOUTS

@@ -25,9 +25,11 @@ G_BEGIN_DECLS
 /* With GPUSHARE_TEST_SLOW_AT="<side>:<step>:<ms>", the thread that
  * reaches that step (src premap: the control thread, before it maps a
  * ring; sink preexport: the control thread, before it exports the slots
- * to a consumer, the server's lock held) sleeps ms each time (read at
- * each step): long device work, for the tests of what the process's
- * connections hear meanwhile. */
+ * to a consumer, the server's lock held; sink housekeeping: the control
+ * thread, before it judges the deadlines) sleeps ms each time (read at
+ * each step): long device work, a thread held up, for the tests of what
+ * the process's connections hear and what it makes of the replies that
+ * waited meanwhile. */
 /* With GPUSHARE_TEST_FAIL_AT="<side>:<step>[:<n>]", the first n times
  * (default: every time) that step is reached it fails as the resource
  * behind it would (src gpu-context: GStreamer's CUDA context cannot be

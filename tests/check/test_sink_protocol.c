@@ -1070,6 +1070,45 @@ raw_accept_with (RawPeer * raw, const GpuShareAnnounce * announce,
   return epoch;
 }
 
+/* The producer's control thread held up past a consumer's handshake
+ * deadline (device work for another consumer, a busy host) while that
+ * consumer's ACCEPT waited on the socket, unread: the step was on time,
+ * and the consumer gets its slots and streams.  Before, it was dropped
+ * first ("handshake timed out in state announced", as one consumer was
+ * while 80 processes started on one GPU).  The control thread sleeps
+ * 800 ms at its housekeeping (GPUSHARE_TEST_SLOW_AT), the deadline 300 ms
+ * after ANNOUNCE, the ACCEPT sent at 350. */
+GST_START_TEST (test_handshake_reply_unread)
+{
+  GpuShareAnnounce *announce = g_new0 (GpuShareAnnounce, 1);
+  GpuShareLaneInfo info;
+  gint lane_fd;
+  RawPeer raw;
+  Scene s;
+
+  scene_start (&s, TRUE);
+  g_object_set (s.sink, "handshake-timeout", 300, NULL);
+  scene_raw_client (&s, &raw, announce);
+  g_setenv ("GPUSHARE_TEST_SLOW_AT", "sink:housekeeping:800", TRUE);
+  g_usleep (350 * 1000);
+  g_unsetenv ("GPUSHARE_TEST_SLOW_AT");
+  raw_accept_with (&raw, announce, GPUSHARE_VERSION_MINOR,
+      GPUSHARE_ACCEPT_FLAG_LANE, &lane_fd, &info);
+  fail_unless (lane_fd >= 0, "no LANE before SLOTS");
+  close (lane_fd);
+  fail_unless (client_log_wait (&s.log, FALSE, 2), "no client-connected");
+  fail_unless_equals_int (client_log_n_removed (&s.log), 0);
+  fail_unless_equals_int (num_clients (s.sink), 2);
+  assert_consumer_alive (s.consumer);
+  assert_no_error (s.producer);
+
+  raw_clear (&raw);
+  scene_stop (&s);
+  g_free (announce);
+}
+
+GST_END_TEST;
+
 /* what a consumer maps without fear: a memfd of the size LANE says,
  * sealed against shrinking, growing and further seals, and writable (the
  * consumer writes its tail in it) */
@@ -1690,6 +1729,7 @@ gpushare_sink_protocol_suite (void)
   tcase_add_checked_fixture (tc_handshake, elements_setup, elements_teardown);
   tcase_add_test (tc_handshake, test_handshake_timeout);
   tcase_add_loop_test (tc_handshake, test_map_timeout, 0, 2);
+  tcase_add_test (tc_handshake, test_handshake_reply_unread);
   tcase_add_test (tc_handshake, test_max_pending);
   tcase_add_test (tc_handshake, test_export_failure_is_resource);
   tcase_add_test (tc_handshake, test_heartbeat_silent_consumer);
