@@ -832,11 +832,18 @@ scale_sample_memory (ScaleRow * row, Child * children, gint n)
       for (i = 0; i < n; i++) {
         const gchar *pid = children[i].p ?
             g_subprocess_get_identifier (children[i].p) : NULL;
+        gchar *end = NULL;
+        gdouble mib;
 
-        if (pid && g_str_equal (pid, f[0])) {
-          sum[children[i].consumer] += g_ascii_strtod (f[1], NULL);
-          count[children[i].consumer]++;
-        }
+        if (!pid || !g_str_equal (pid, f[0]))
+          continue;
+        /* "[N/A]" where the driver does not know (yet): not a zero */
+        g_strstrip (f[1]);
+        mib = g_ascii_strtod (f[1], &end);
+        if (end == f[1] || *end)
+          continue;
+        sum[children[i].consumer] += mib;
+        count[children[i].consumer]++;
       }
     }
     g_strfreev (f);
