@@ -294,13 +294,16 @@ busy_pulse_thread (gpointer data)
 {
   g_mutex_lock (&busy_lock);
   while (busy_count > 0) {
-    gint64 now = g_get_monotonic_time ();
-
-    if (now - busy_since < (gint64) GPUSHARE_CONN_BUSY_MAX_MS * 1000) {
-      g_mutex_unlock (&busy_lock);
-      gpushare_conn_pulse ();
-      g_mutex_lock (&busy_lock);
+    if (g_get_monotonic_time () - busy_since >=
+        (gint64) GPUSHARE_CONN_BUSY_MAX_MS * 1000) {
+      /* no piece ended for that long: a hang, which the peers may see;
+       * asleep until a piece ends */
+      g_cond_wait (&busy_cond, &busy_lock);
+      continue;
     }
+    g_mutex_unlock (&busy_lock);
+    gpushare_conn_pulse ();
+    g_mutex_lock (&busy_lock);
     if (busy_count > 0)
       g_cond_wait_until (&busy_cond, &busy_lock, g_get_monotonic_time () +
           GPUSHARE_CONN_BUSY_PULSE_MS * 1000);
@@ -340,8 +343,12 @@ void
 gpushare_conn_busy_end (void)
 {
   g_mutex_lock (&busy_lock);
-  if (busy_count > 0 && --busy_count == 0)
+  if (busy_count > 0) {
+    /* the work moves: the time without progress counts from here */
+    busy_count--;
+    busy_since = g_get_monotonic_time ();
     g_cond_signal (&busy_cond);
+  }
   g_mutex_unlock (&busy_lock);
 }
 

@@ -181,13 +181,14 @@ void gpushare_conn_pulse (void);
 
 /* Long device work begins or ends (rings made, exported, mapped or let go):
  * while any goes on in this process, a thread of its own pulses every
- * connection (gpushare_conn_pulse ()) each GPUSHARE_CONN_BUSY_PULSE_MS,
- * so that one driver call of seconds (imports and exports while many
- * processes make their CUDA contexts at once) is not taken by the peers
- * for a hung process, whatever thread it holds up.  For at most
- * GPUSHARE_CONN_BUSY_MAX_MS from the start of the work: work that has not
- * ended by then is a hang, and the peers see it as one.  Nests; any
- * thread, no lock of a connection held. */
+ * connection with a heartbeat (gpushare_conn_pulse ()) each
+ * GPUSHARE_CONN_BUSY_PULSE_MS, so that one driver call of seconds (imports
+ * and exports while many processes make their CUDA contexts at once) is
+ * not taken by the peers for a hung process, whatever thread it holds up.
+ * For at most GPUSHARE_CONN_BUSY_MAX_MS without a piece of it ending (from
+ * its start, or the last end): work that makes no progress for that long
+ * is a hang, and the peers see it as one.  Nests; any thread, no lock of a
+ * connection held. */
 #define GPUSHARE_CONN_BUSY_PULSE_MS 100
 #define GPUSHARE_CONN_BUSY_MAX_MS 60000
 void gpushare_conn_busy_begin (void);
