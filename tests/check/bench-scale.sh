@@ -7,6 +7,7 @@
 # reaches every consumer, each row has its figures, the SVG has a curve,
 # and --plot-from draws the same picture from the printed table; with
 # --phase spread the sources' frames come spread over the frame period.
+# And a paced two-process row prints the host's wake-up tail above it.
 #
 #   bench-scale.sh GPUSHARE-BENCH
 set -u
@@ -116,4 +117,13 @@ grep -q 'gpushare-sysmem shared 320x240 +MPS' "$tmp/mps.svg" \
 echo "no table here" > "$tmp/none.md"
 "$bench" --plot-from "$tmp/none.md" --plot "$tmp/none.svg" > /dev/null 2>&1 \
   && fail "--plot-from took a file without rows"
+# paced two-process rows: above them, the host's own wake-up tail, the
+# floor under their p99, measured in the same run
+"$bench" --sizes 320x240 --frames 30 --repeat 1 --pace-us 1000 \
+  --modes gpushare-sysmem-inplace --markdown > "$tmp/out" 2>&1 \
+  || fail "paced: exit status $?"
+grep -Eq '^- host wake-ups \(a process asleep on a futex, woken 1000 times, one every 1000 us; us late\): p50 [0-9]+, p90 [0-9]+, p99 [0-9]+, max [0-9]+' \
+  "$tmp/out" || fail "paced: no host wake-ups line"
+grep -q '^| gpushare-sysmem-inplace | 320x240 | 1/1 |' "$tmp/out" \
+  || fail "paced: no row"
 echo "bench-scale: ok"

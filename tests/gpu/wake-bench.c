@@ -17,111 +17,38 @@
 #endif
 
 #include <glib.h>
-#include <errno.h>
-#include <poll.h>
 #include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
-#include <linux/futex.h>
-#include <sys/eventfd.h>
-#include <sys/mman.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 
-typedef struct
-{
-  gint word;                    /* futex */
-  gint64 stamp;                 /* monotonic, us: when the parent woke */
-  gint done;
-  guint n;
-  gint64 late[];                /* the child's results */
-} Shared;
+#include "gpushare-bench-wake.h"
 
+/* v sorted */
 static void
-futex (gint * word, gint op, gint val)
+report (const gchar * what, const gint64 * v, guint n)
 {
-  syscall (SYS_futex, word, op, val, NULL, NULL, 0);
-}
-
-static gint
-cmp_i64 (gconstpointer a, gconstpointer b)
-{
-  gint64 x = *(const gint64 *) a, y = *(const gint64 *) b;
-
-  return x < y ? -1 : x > y;
-}
-
-static void
-report (const gchar * what, gint64 * v, guint n)
-{
-  qsort (v, n, sizeof (gint64), cmp_i64);
   g_print ("| %s | %u | %" G_GINT64_FORMAT " | %" G_GINT64_FORMAT " | %"
       G_GINT64_FORMAT " | %" G_GINT64_FORMAT " |\n", what, n, v[n / 2],
       v[n * 9 / 10], v[n * 99 / 100], v[n - 1]);
 }
 
-/* means: 0 futex, 1 eventfd */
 static void
-run (guint means, guint n, guint pace_us)
+run (GpuShareWakeMeans means, guint n, guint pace_us)
 {
-  gsize size = sizeof (Shared) + n * sizeof (gint64);
-  Shared *sh = mmap (NULL, size, PROT_READ | PROT_WRITE,
-      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  gint efd = eventfd (0, EFD_CLOEXEC);
-  pid_t pid;
-  guint i;
+  gint64 *late = g_new (gint64, n);
 
-  g_assert (sh != MAP_FAILED && efd >= 0);
-  memset (sh, 0, size);
-  pid = fork ();
-  g_assert (pid >= 0);
-  if (pid == 0) {
-    for (i = 0; i < n; i++) {
-      if (means == 0) {
-        while (g_atomic_int_get (&sh->word) == (gint) i)
-          futex (&sh->word, FUTEX_WAIT, (gint) i);
-      } else {
-        struct pollfd p = { efd, POLLIN, 0 };
-        guint64 v;
-
-        while (poll (&p, 1, -1) < 0 && errno == EINTR);
-        if (read (efd, &v, sizeof (v)) != sizeof (v))
-          _exit (1);
-      }
-      sh->late[i] = g_get_monotonic_time () - sh->stamp;
-      g_atomic_int_set (&sh->done, (gint) i + 1);
-    }
-    _exit (0);
-  }
-  for (i = 0; i < n; i++) {
-    g_usleep (pace_us);
-    /* the child is asleep again */
-    while (g_atomic_int_get (&sh->done) != (gint) i)
-      g_usleep (10);
-    sh->stamp = g_get_monotonic_time ();
-    if (means == 0) {
-      g_atomic_int_set (&sh->word, (gint) i + 1);
-      futex (&sh->word, FUTEX_WAKE, 1);
-    } else {
-      guint64 one = 1;
-
-      if (write (efd, &one, sizeof (one)) != sizeof (one))
-        g_error ("eventfd write failed");
-    }
-  }
-  waitpid (pid, NULL, 0);
-  report (means == 0 ? "futex wake of a sleeping process" :
-      "eventfd written, a process in poll ()", sh->late, n);
-  close (efd);
-  munmap (sh, size);
+  if (!gpushare_wake_probe (means, n, pace_us, late))
+    g_error ("no child process to wake");
+  report (means == GPUSHARE_WAKE_FUTEX ? "futex wake of a sleeping process" :
+      means == GPUSHARE_WAKE_EVENTFD ? "eventfd written, a process in poll ()" :
+      "a sleep's end, after its time", late, n);
+  g_free (late);
 }
 
 int
 main (int argc, char **argv)
 {
   guint n = argc > 1 ? (guint) atoi (argv[1]) : 2000;
-  guint pace = argc > 2 ? (guint) atoi (argv[2]) : 1000, i;
-  gint64 *late;
+  guint pace = argc > 2 ? (guint) atoi (argv[2]) : 1000;
 
   if (n < 10)
     n = 2000;
@@ -131,16 +58,8 @@ main (int argc, char **argv)
       sysconf (_SC_NPROCESSORS_ONLN));
   g_print ("| what (us late) | n | p50 | p90 | p99 | max |\n"
       "|---|---:|---:|---:|---:|---:|\n");
-  run (0, n, pace);
-  run (1, n, pace);
-  late = g_new (gint64, n);
-  for (i = 0; i < n; i++) {
-    gint64 t = g_get_monotonic_time ();
-
-    g_usleep (pace);
-    late[i] = g_get_monotonic_time () - t - pace;
-  }
-  report ("a sleep's end, after its time", late, n);
-  g_free (late);
+  run (GPUSHARE_WAKE_FUTEX, n, pace);
+  run (GPUSHARE_WAKE_EVENTFD, n, pace);
+  run (GPUSHARE_WAKE_SLEEP, n, pace);
   return 0;
 }

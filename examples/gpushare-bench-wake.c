@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The wake-up probe of gpushare-bench and gpushare-wake-bench: a parent
+ * wakes a child every pace_us; the child writes down how late it ran.
+ */
+
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "gpushare-bench-wake.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <linux/futex.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+typedef struct
+{
+  gint word;                    /* futex */
+  gint64 stamp;                 /* monotonic, us: when the parent woke */
+  gint done;
+  gint64 late[];                /* the child's results */
+} Shared;
+
+static void
+futex (gint * word, gint op, gint val)
+{
+  syscall (SYS_futex, word, op, val, NULL, NULL, 0);
+}
+
+static gint
+cmp_i64 (gconstpointer a, gconstpointer b)
+{
+  gint64 x = *(const gint64 *) a, y = *(const gint64 *) b;
+
+  return x < y ? -1 : x > y;
+}
+
+gboolean
+gpushare_wake_probe (GpuShareWakeMeans means, guint n, guint pace_us,
+    gint64 * late)
+{
+  gsize size = sizeof (Shared) + n * sizeof (gint64);
+  Shared *sh = mmap (NULL, size, PROT_READ | PROT_WRITE,
+      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  gint efd = eventfd (0, EFD_CLOEXEC);
+  gboolean ok = FALSE;
+  gint status = 0;
+  pid_t pid = -1;
+  guint i;
+
+  if (sh == MAP_FAILED || n == 0)
+    goto out;
+  if (means == GPUSHARE_WAKE_SLEEP) {
+    for (i = 0; i < n; i++) {
+      gint64 t = g_get_monotonic_time ();
+
+      g_usleep (pace_us);
+      sh->late[i] = g_get_monotonic_time () - t - pace_us;
+    }
+    ok = TRUE;
+    goto out;
+  }
+  if (efd < 0)
+    goto out;
+  memset (sh, 0, size);
+  pid = fork ();
+  if (pid < 0)
+    goto out;
+  if (pid == 0) {
+    for (i = 0; i < n; i++) {
+      if (means == GPUSHARE_WAKE_FUTEX) {
+        while (g_atomic_int_get (&sh->word) == (gint) i)
+          futex (&sh->word, FUTEX_WAIT, (gint) i);
+      } else {
+        struct pollfd p = { efd, POLLIN, 0 };
+        guint64 v;
+
+        while (poll (&p, 1, -1) < 0 && errno == EINTR);
+        if (read (efd, &v, sizeof (v)) != sizeof (v))
+          _exit (1);
+      }
+      sh->late[i] = g_get_monotonic_time () - sh->stamp;
+      g_atomic_int_set (&sh->done, (gint) i + 1);
+    }
+    _exit (0);
+  }
+  for (i = 0; i < n && pid > 0; i++) {
+    g_usleep (pace_us);
+    /* the child is asleep again, or gone */
+    while (g_atomic_int_get (&sh->done) != (gint) i && pid > 0) {
+      if (waitpid (pid, &status, WNOHANG) == pid)
+        pid = 0;
+      g_usleep (10);
+    }
+    if (pid == 0)
+      break;
+    sh->stamp = g_get_monotonic_time ();
+    if (means == GPUSHARE_WAKE_FUTEX) {
+      g_atomic_int_set (&sh->word, (gint) i + 1);
+      futex (&sh->word, FUTEX_WAKE, 1);
+    } else {
+      guint64 one = 1;
+
+      if (write (efd, &one, sizeof (one)) != sizeof (one))
+        break;
+    }
+  }
+  if (pid > 0) {
+    if (i < n)
+      kill (pid, SIGKILL);
+    ok = waitpid (pid, &status, 0) == pid && i == n && WIFEXITED (status)
+        && WEXITSTATUS (status) == 0;
+  }
+out:
+  if (ok) {
+    memcpy (late, sh->late, n * sizeof (gint64));
+    qsort (late, n, sizeof (gint64), cmp_i64);
+  }
+  if (efd >= 0)
+    close (efd);
+  if (sh != MAP_FAILED)
+    munmap (sh, size);
+  return ok;
+}
