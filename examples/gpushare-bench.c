@@ -1708,9 +1708,6 @@ print_gpus (const gchar * p)
   g_free (cuda);
 }
 
-/* what one host memcpy of a frame costs here, for scale: every row copies
- * the frame once (the source or the sink does) or not at all.  The median
- * of single copies between two warm buffers, so a best case. */
 /* the host's own wake-up tail, measured before paced rows: the floor
  * under the p99 of any handoff that wakes its consumer; < 0: not known */
 static gint64 host_wake_p99 = -1;
@@ -1738,6 +1735,9 @@ print_host_wakes (const gchar * p, guint pace_us)
   g_free (late);
 }
 
+/* what one host memcpy of a frame costs here, for scale: every row copies
+ * the frame once (the source or the sink does) or not at all.  The median
+ * of single copies between two warm buffers, so a best case. */
 static gdouble
 memcpy_us (gsize size)
 {

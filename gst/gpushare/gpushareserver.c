@@ -1768,13 +1768,44 @@ housekeeping_next (GpuShareServer * self, gint64 now)
   g_mutex_unlock (&self->lock);
 }
 
+/* lock held: client's handshake step is past its deadline at now; TRUE
+ * where it gets more time (its deadline moved), FALSE where it is late */
+static gboolean
+deadline_extended (GpuShareServer * self, Client * c, gint64 now)
+{
+  gint64 timeout_us = (gint64) self->config.handshake_timeout * 1000;
+  gint64 map_us = GPUSHARE_SERVER_MAP_TIMEOUTS * timeout_us;
+
+  /* this thread was held up (device work, a busy host) with the
+   * consumer's reply on the socket, unread: the step was on time.  Once
+   * a step, for as long as it takes to read it */
+  if (!c->deadline_stretched && gpushare_conn_input_pending (c->conn)) {
+    c->deadline_stretched = TRUE;
+    c->deadline = now + HANDSHAKE_STRETCH_US;
+  } else if (c->state == CLIENT_EXPORTED
+      && now - gpushare_conn_last_received (c->conn) < timeout_us
+      && now - c->exported_at < map_us) {
+    /* mapping its slots, heard from within the step's time: device work
+     * that takes long on a busy GPU, up to GPUSHARE_SERVER_MAP_TIMEOUTS
+     * steps */
+    c->deadline = MIN (now + timeout_us, c->exported_at + map_us);
+    GST_DEBUG_OBJECT (self->log_object, "client %u maps its slots for %"
+        G_GINT64_FORMAT " ms now, and is heard from", c->id,
+        (now - c->exported_at) / 1000);
+  } else {
+    return FALSE;
+  }
+  housekeeping_by (self, c->deadline);
+  return TRUE;
+}
+
 static gboolean
 housekeeping (gpointer user_data)
 {
   GpuShareServer *self = user_data;
   GPtrArray *freed;
   Client *late[MAX_CLIENTS];
-  gint64 now = g_get_monotonic_time ();
+  gint64 now;
   guint i, n = 0;
   guint lease_ms;
   guint64 expired = 0;
@@ -1785,6 +1816,7 @@ housekeeping (gpointer user_data)
   guint n_stalled;
 
   gpushare_test_slow ("sink", "housekeeping");
+  /* after the hook: a thread held up finds its deadlines past */
   now = g_get_monotonic_time ();
   g_mutex_lock (&self->lock);
   /* leases judge what the consumers still hold */
@@ -1808,34 +1840,8 @@ housekeeping (gpointer user_data)
   for (i = 0; i < MAX_CLIENTS; i++) {
     Client *c = self->clients[i];
 
-    if (c && c->deadline && now > c->deadline) {
-      gint64 timeout_us = (gint64) self->config.handshake_timeout * 1000;
-
-      gint64 map_us = GPUSHARE_SERVER_MAP_TIMEOUTS * timeout_us;
-
-      /* this thread was held up (device work, a busy host) with the
-       * consumer's reply on the socket, unread: the step was on time.
-       * Once a step, for as long as it takes to read it */
-      if (!c->deadline_stretched && gpushare_conn_input_pending (c->conn)) {
-        c->deadline_stretched = TRUE;
-        c->deadline = now + HANDSHAKE_STRETCH_US;
-        housekeeping_by (self, c->deadline);
-        continue;
-      }
-
-      /* mapping its slots, heard from within the step's time: device
-       * work that takes long on a busy GPU, up to GPUSHARE_SERVER_MAP_TIMEOUTS
-       * steps */
-      if (c->state == CLIENT_EXPORTED
-          && now - gpushare_conn_last_received (c->conn) < timeout_us
-          && now - c->exported_at < map_us) {
-        c->deadline = MIN (now + timeout_us, c->exported_at + map_us);
-        housekeeping_by (self, c->deadline);
-        GST_DEBUG_OBJECT (self->log_object, "client %u maps its slots for %"
-            G_GINT64_FORMAT " ms now, and is heard from", c->id,
-            (now - c->exported_at) / 1000);
-        continue;
-      }
+    if (c && c->deadline && now > c->deadline
+        && !deadline_extended (self, c, now)) {
       c->deadline = 0;
       late[n++] = c;
     }
