@@ -19,6 +19,7 @@
 #include "gpusharecuda.h"
 #include "gpusharenegotiate.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <string.h>
@@ -34,6 +35,13 @@ typedef struct
   CUmemGenericAllocationHandle handles[GPUSHARE_MAX_SLOTS];
   CUdeviceptr ptrs[GPUSHARE_MAX_SLOTS];
   gboolean created[GPUSHARE_MAX_SLOTS];
+  /* producer: each slot's fd from its first export, or -1.  Every
+   * consumer is sent a duplicate: one driver call per slot and ring,
+   * however many consumers map it (under many processes starting on one
+   * GPU a single export can take seconds).  Open for the life of the
+   * allocation, which it keeps alive no longer than the producer does */
+  gint exported[GPUSHARE_MAX_SLOTS];
+  GMutex export_lock;
 } VmmPriv;
 
 static void
@@ -319,6 +327,10 @@ vmm_free (GpuShareCudaAlloc * alloc)
 
   if (!priv)
     return;
+  for (i = 0; i < alloc->n_slots; i++)
+    if (priv->exported[i] >= 0)
+      close (priv->exported[i]);
+  g_mutex_clear (&priv->export_lock);
   if (gpushare_cuda ()->cuCtxPushCurrent (priv->ctx) == CUDA_SUCCESS) {
     /* nothing of ours may still be running against these slots */
     gpushare_cuda ()->cuCtxSynchronize ();
@@ -348,6 +360,9 @@ vmm_alloc (GpuShareCudaAlloc * alloc, GError ** error)
     g_free (priv);
     return FALSE;
   }
+  for (i = 0; i < GPUSHARE_MAX_SLOTS; i++)
+    priv->exported[i] = -1;
+  g_mutex_init (&priv->export_lock);
   alloc->priv = priv;
 
   memset (&prop, 0, sizeof (prop));
@@ -382,15 +397,29 @@ static gint
 vmm_export_slot (GpuShareCudaAlloc * alloc, guint slot, GError ** error)
 {
   VmmPriv *priv = alloc->priv;
-  int fd = -1;
+  int fd, err;
   CUresult res;
 
-  res = gpushare_cuda ()->cuMemExportToShareableHandle (&fd,
-      priv->handles[slot], CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
-  if (!gpushare_cuda_check (res, "cuMemExportToShareableHandle", error))
-    return -1;
-  /* the driver does not promise CLOEXEC: our fds never leak into exec */
-  fcntl (fd, F_SETFD, FD_CLOEXEC);
+  g_mutex_lock (&priv->export_lock);
+  if (priv->exported[slot] < 0) {
+    res = gpushare_cuda ()->cuMemExportToShareableHandle (&fd,
+        priv->handles[slot], CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+    if (!gpushare_cuda_check (res, "cuMemExportToShareableHandle", error)) {
+      g_mutex_unlock (&priv->export_lock);
+      return -1;
+    }
+    /* the driver does not promise CLOEXEC: our fds never leak into exec */
+    fcntl (fd, F_SETFD, FD_CLOEXEC);
+    priv->exported[slot] = fd;
+  }
+  /* the importer's fd refers to the same export, as the driver's own
+   * samples send one fd to every process */
+  fd = fcntl (priv->exported[slot], F_DUPFD_CLOEXEC, 0);
+  err = errno;
+  g_mutex_unlock (&priv->export_lock);
+  if (fd < 0)
+    g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_CALL,
+        "cannot duplicate the export of slot %u: %s", slot, g_strerror (err));
   return fd;
 }
 

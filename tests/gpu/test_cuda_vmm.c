@@ -7,7 +7,10 @@
  * sends them over a Unix socketpair (SCM_RIGHTS).  The consumer imports
  * and maps read-only (cuMemSetAccess PROT_READ) and checks the pattern.
  * 1000 export/import/release cycles at 1080p and 100 at 4K must leave
- * device memory and fd counts where the first cycle left them.
+ * device memory and fd counts where the first cycle left them.  Each slot
+ * is exported by the driver once: every later cycle's fds are duplicates
+ * of the first (a driver export armed to fail after the first cycle must
+ * never fire), and they import and read as the first did.
  *
  * fork() happens before any CUDA call: fork after cuInit is unsupported.
  * Prints one SKIP line and exits 77 where no GPU is present.
@@ -76,9 +79,17 @@ producer (gint sock, gsize frame_size, gint cycles)
       return 1;
     /* an exported fd left open keeps GPU memory alive: close ours */
     gpushare_close_fds (fds, N_SLOTS);
+    /* from here on a driver export is a failure */
+    if (c == 0)
+      gpushare_cuda_fault_arm ("cuMemExportToShareableHandle", 1);
     if (read (sock, &ok, 1) != 1 || ok != 1)
       break;
   }
+  if (gpushare_cuda_fault_fired ()) {
+    g_printerr ("producer: a slot was exported by the driver again\n");
+    ok = 0;
+  }
+  gpushare_cuda_fault_arm (NULL, 0);
   gpushare_cuda_alloc_unref (alloc);
   return ok == 1 ? 0 : 1;
 }
@@ -195,6 +206,8 @@ producer_child (gint sock, gpointer data)
 {
   const Run *r = data;
 
+  /* the fault shims in place, armed once the first cycle is sent */
+  g_setenv ("GPUSHARE_TEST_CUDA_FAIL", "armed-later", TRUE);
   return gpushare_cuda_load (NULL) ? producer (sock, r->frame_size,
       r->cycles) : 1;
 }
