@@ -205,6 +205,26 @@ gpushare_cuda_vmm_slot_size (gint device, gsize frame_size)
   return gpushare_round_up (frame_size, caps.granularity);
 }
 
+const gchar *
+gpushare_cuda_context_hint (CUresult res)
+{
+  /* both measured with gpushare-bench --streams --topology per-process
+   * on an 80 GB H100 (docs/benchmarks.md) */
+  switch ((gint) res) {
+    case CUDA_ERROR_MPS_MAX_CLIENTS_REACHED:
+      return "the GPU's MPS server takes no more client processes (48 on "
+          "an H100): read several streams in one process, or run these "
+          "processes without MPS";
+    case CUDA_ERROR_OUT_OF_MEMORY:
+      return "the GPU has no memory left for this process's CUDA context: "
+          "free GPU memory, or, where many processes share the GPU (each "
+          "has a context of its own: an 80 GB H100 took 80 such processes, "
+          "not 120), read several streams in one process";
+    default:
+      return NULL;
+  }
+}
+
 gboolean
 gpushare_cuda_primary_retain (gint device, CUcontext * ctx, GError ** error)
 {
@@ -213,6 +233,8 @@ gpushare_cuda_primary_retain (gint device, CUcontext * ctx, GError ** error)
   int active = 1;
   CUdevice dev;
   CUcontext dummy;
+  CUresult res;
+  const gchar *hint;
 
   ensure_debug ();
   if (!gpushare_cuda_check (cu->cuDeviceGet (&dev, device), "cuDeviceGet",
@@ -221,8 +243,14 @@ gpushare_cuda_primary_retain (gint device, CUcontext * ctx, GError ** error)
   /* inactive: the retain below makes it, and its limits are ours to set */
   if (cu->cuDevicePrimaryCtxGetState (dev, &flags, &active) != CUDA_SUCCESS)
     active = 1;
-  if (!gpushare_cuda_check (cu->cuDevicePrimaryCtxRetain (ctx, dev),
-          "cuDevicePrimaryCtxRetain", error))
+  res = cu->cuDevicePrimaryCtxRetain (ctx, dev);
+  if (res != CUDA_SUCCESS && (hint = gpushare_cuda_context_hint (res))) {
+    g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_CALL,
+        "cuDevicePrimaryCtxRetain failed: %s: %s",
+        gpushare_cuda_result_to_string (res), hint);
+    return FALSE;
+  }
+  if (!gpushare_cuda_check (res, "cuDevicePrimaryCtxRetain", error))
     return FALSE;
   if (!active && cu->cuCtxPushCurrent (*ctx) == CUDA_SUCCESS) {
     /* a request the driver may round; a failure only costs memory */

@@ -63,6 +63,11 @@ gchar *gpushare_cuda_uuid_to_string (const guint8 uuid[16]);
  * context that exists already keeps its owner's limits. */
 #define GPUSHARE_CUDA_STACK_BYTES 0
 
+/* what a context the driver refused (res from cuDevicePrimaryCtxRetain)
+ * means for the user, where it is one of the limits many processes on
+ * one GPU meet; NULL for other errors */
+const gchar *gpushare_cuda_context_hint (CUresult res);
+
 /* retains the primary context of device (cuDevicePrimaryCtxRetain); one
  * this call makes starts with GPUSHARE_CUDA_STACK_BYTES of stack a
  * thread.  Undo with gpushare_cuda_primary_release (). */

@@ -61,6 +61,7 @@ typedef enum cudaError_enum
   CUDA_ERROR_OPERATING_SYSTEM = 304,
   CUDA_ERROR_NOT_READY = 600,
   CUDA_ERROR_NOT_SUPPORTED = 801,
+  CUDA_ERROR_MPS_MAX_CLIENTS_REACHED = 808,
 } CUresult;
 
 typedef enum CUdevice_attribute_enum
