@@ -28,7 +28,8 @@
  * have mapped the ring (wait-for-connection, min-consumers).  Other
  * transports' producers start first and hold their first frame until
  * every consumer process has said it is playing, as gpushare-bench's
- * gated rows do.
+ * gated rows do.  A process that fails on its own while the producers
+ * run ends the row at once (child_failed ()).
  */
 
 #include <glib/gstdio.h>
@@ -661,6 +662,8 @@ typedef struct
   gchar *ready;
   gboolean consumer;
   gboolean stopped;             /* still running at the deadline */
+  gboolean failed;              /* failed on its own while the row ran */
+  gboolean read;                /* its report read (child_failed ()) */
   gint first, count, index;
 } Child;
 
@@ -854,6 +857,40 @@ scale_sample_memory (ScaleRow * row, Child * children, gint n)
   row->mem_consumer = count[1] ? sum[1] / count[1] : 0;
 }
 
+/* a process that failed on its own while the row runs, as the row's
+ * verdict reads it (read_child ()): one that ended without a report, or
+ * whose report (written before it waits for the end of the row) has an
+ * error.  The row has failed then, and the others would only run into
+ * the deadline (a producer short of a consumer waits for it).  The first
+ * such process, -1 for none */
+static gint
+child_failed (Child * children, gint n)
+{
+  gint i;
+
+  for (i = 0; i < n; i++) {
+    Child *ch = &children[i];
+    gboolean ended;
+    gchar *text = NULL;
+
+    if (!ch->p || ch->read)
+      continue;
+    /* before the report: one written as it exits is read below */
+    ended = !running (ch->p);
+    if (g_file_get_contents (ch->stamps, &text, NULL, NULL)) {
+      ch->read = TRUE;
+      ch->failed = g_str_has_prefix (text, "error ")
+          || strstr (text, "\nerror ") != NULL;
+      g_free (text);
+    } else if (ended) {
+      ch->read = ch->failed = TRUE;
+    }
+    if (ch->failed)
+      return i;
+  }
+  return -1;
+}
+
 static gboolean
 any_running (Child * children, gint n)
 {
@@ -893,7 +930,8 @@ scale_run_row (const gchar * self, ScaleRow * row)
   gchar *dir, *go = NULL, *end_file = NULL;
   GError *error = NULL;
   GArray *lat = g_array_new (FALSE, FALSE, sizeof (gint64));
-  gboolean sampled = FALSE, ended = FALSE;
+  gboolean sampled = FALSE, ended = FALSE, gave_up = FALSE;
+  guint polls = 0;
   gchar *first_error = NULL;
   GString *who = NULL;
 
@@ -957,20 +995,26 @@ scale_run_row (const gchar * self, ScaleRow * row)
     for (i = n_prod; i < n; i++)
       c[i].p = scale_spawn (self, row, dir, &c[i], NULL, end_file);
     while (two && !all_ready (c, n) && g_get_monotonic_time () < deadline
-        && !interrupted)
+        && !interrupted && !gave_up) {
       g_usleep (5000);
-    if (go)
+      if (++polls % 100 == 0)
+        gave_up = child_failed (c, n) >= 0;
+    }
+    if (go && !gave_up)
       g_file_set_contents (go, "go\n", -1, NULL);
   }
   {
     gint64 sample_at = g_get_monotonic_time () + 3 * G_USEC_PER_SEC;
 
     while (any_running (c, n) && g_get_monotonic_time () < deadline
-        && !interrupted) {
+        && !interrupted && !gave_up) {
       if (two && !ended && !any_running (c, n_prod)) {
         g_file_set_contents (end_file, "end\n", -1, NULL);
         ended = TRUE;
       }
+      /* once the producers are done, the consumers' ends are theirs */
+      if (!ended && ++polls % 25 == 0)
+        gave_up = child_failed (c, n) >= 0;
       if (mode->gpu && !sampled && g_get_monotonic_time () > sample_at) {
         scale_sample_memory (row, c, n);
         sampled = TRUE;
@@ -984,6 +1028,10 @@ scale_run_row (const gchar * self, ScaleRow * row)
     for (i = 0; i < n; i++) {
       if (!running (c[i].p))
         continue;
+      if (c[i].failed) {
+        g_subprocess_force_exit (c[i].p);
+        continue;
+      }
       if (!who)
         who = g_string_new (NULL);
       if (who->len < 200)
@@ -1004,7 +1052,7 @@ scale_run_row (const gchar * self, ScaleRow * row)
     /* the first process that failed on its own, before the others were
      * stopped: the cause (GPU memory, fds, a limit) of a row that then
      * ran into the deadline waiting for it */
-    if (res[i].error && !first_error && !c[i].stopped)
+    if (res[i].error && !first_error && (!c[i].stopped || c[i].failed))
       first_error = g_strdup_printf ("%s %d: %s%s", c[i].consumer ?
           "consumer" : "producer", i, res[i].error, c[i].p
           && g_subprocess_get_if_signaled (c[i].p) ? " (killed by a signal: "
@@ -1013,6 +1061,9 @@ scale_run_row (const gchar * self, ScaleRow * row)
   if (interrupted)
     row->failed = g_strdup_printf ("interrupted by signal %d",
         (gint) interrupted);
+  else if (first_error && who && gave_up)
+    row->failed = g_strdup_printf ("%s; the others stopped then: %s",
+        first_error, who->str);
   else if (first_error && who)
     row->failed = g_strdup_printf ("%s; then the deadline, still running: "
         "%s", first_error, who->str);

@@ -84,6 +84,16 @@ if ! command -v nvidia-cuda-mps-control > /dev/null; then
   grep -q '^+MPS: .*; not here: nvidia-cuda-mps-control not in PATH' "$tmp/mps" \
     || { cat "$tmp/mps"; fail "--mps: no word on why there is no MPS here"; }
 fi
+# a process that fails on its own fails its row at once: its consumers
+# killed as they accept (the test copy of the plugin), the producer that
+# waits for them is stopped, not left to the deadline (--timeout 60)
+for topo in per-process shared; do
+  GPUSHARE_TEST_DIE_AT=src:accept "$bench" --streams 1 --consumers 2 \
+    --topology $topo --sizes 320x240 --frames 30 --fps 30 \
+    --modes gpushare-sysmem --timeout 60 --markdown > "$tmp/dies" 2>&1
+  grep -Eq "^\| gpushare-sysmem \| $topo \| 320x240 \| 1x2 \| failed: consumer [0-9]+: .*; the others stopped then: producer 0 \|" \
+    "$tmp/dies" || { cat "$tmp/dies"; fail "$topo: a consumer's failure left to the deadline"; }
+done
 if [ ${#plot[@]} -eq 0 ]; then
   echo "bench-scale: ok, without the picture: no gnuplot here"
   exit 0
