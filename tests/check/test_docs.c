@@ -545,6 +545,61 @@ GST_END_TEST;
 
 /* docs/design.md's table of every source file names each of them, and
  * no file that is not there */
+/* an error that sends the user to a section of the user guide names a
+ * section it has: a heading that holds the words the message quotes */
+GST_START_TEST (test_messages_name_guide_sections)
+{
+  static const gchar *const dirs[] = { "gst/gpushare", "ext/cuda" };
+  gchar *guide = read_doc ("docs/user-guide.md");
+  GRegex *named = g_regex_new ("\\\\\"([^\\\\\"]+)\\\\\" in the user guide",
+      0, 0, NULL);
+  guint i, n = 0;
+
+  for (i = 0; i < G_N_ELEMENTS (dirs); i++) {
+    gchar *dir = g_build_filename (g_getenv ("GPUSHARE_SOURCE_ROOT"), dirs[i],
+        NULL);
+    GDir *d = g_dir_open (dir, 0, NULL);
+    const gchar *f;
+
+    fail_unless (d != NULL, "%s", dir);
+    while ((f = g_dir_read_name (d))) {
+      gchar *path, *text = NULL;
+      GMatchInfo *m;
+
+      if (!g_str_has_suffix (f, ".c"))
+        continue;
+      path = g_build_filename (dir, f, NULL);
+      fail_unless (g_file_get_contents (path, &text, NULL, NULL), "%s", path);
+      g_regex_match (named, text, 0, &m);
+      while (g_match_info_matches (m)) {
+        gchar *title = g_match_info_fetch (m, 1);
+        gchar *pattern = g_strdup_printf ("(?m)^#+ .*%s", title);
+        GRegex *heading = g_regex_new (pattern, 0, 0, NULL);
+
+        fail_unless (heading != NULL && g_regex_match (heading, guide, 0,
+                NULL), "%s sends the user to \"%s\" in the user guide, "
+            "which has no such section", f, title);
+        g_regex_unref (heading);
+        g_free (pattern);
+        g_free (title);
+        n++;
+        g_match_info_next (m, NULL);
+      }
+      g_match_info_free (m);
+      g_free (text);
+      g_free (path);
+    }
+    g_dir_close (d);
+    g_free (dir);
+  }
+  /* the one the src's message for a process without a context names */
+  fail_unless (n > 0, "no message names a section of the user guide");
+  g_regex_unref (named);
+  g_free (guide);
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_design_names_every_file)
 {
   static const gchar *const dirs[] = { "gst/gpushare", "gst/inspect",
@@ -753,6 +808,7 @@ docs_suite (void)
   tcase_add_test (tc, test_readme_properties);
   tcase_add_test (tc, test_readme_debug_categories);
   tcase_add_test (tc, test_design_names_every_file);
+  tcase_add_test (tc, test_messages_name_guide_sections);
   tcase_add_test (tc, test_docs_name_their_tests);
   return s;
 }
