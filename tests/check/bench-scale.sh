@@ -65,6 +65,13 @@ window() {
     "$tmp/phase" | head -1
 }
 w=$(window aligned)
+# once in a CI run a stream's frames came 15 ms off the others' for the
+# whole run on this 2-core VM (0.2-2.9 ms in every run otherwise, with the
+# CPUs kept busy too): measured once more before it counts
+if [ -z "$w" ] || [ "$w" -gt 8 ]; then
+  echo "bench-scale: aligned sources in a window of ${w:-no} ms; once more"
+  w=$(window aligned)
+fi
 [ -n "$w" ] && [ "$w" -le 8 ] || failp "aligned sources in a window of ${w:-no} ms"
 w=$(window spread)
 [ -n "$w" ] && [ "$w" -ge 20 ] && [ "$w" -le 30 ] \
