@@ -478,6 +478,29 @@ GST_START_TEST (test_readme_properties)
 
 GST_END_TEST;
 
+/* the paths of the .c and .h files in these folders of the source tree */
+static GPtrArray *
+source_paths (const gchar * const *dirs, guint n_dirs)
+{
+  GPtrArray *paths = g_ptr_array_new_with_free_func (g_free);
+  guint i;
+
+  for (i = 0; i < n_dirs; i++) {
+    gchar *dir = g_build_filename (g_getenv ("GPUSHARE_SOURCE_ROOT"), dirs[i],
+        NULL);
+    GDir *d = g_dir_open (dir, 0, NULL);
+    const gchar *name;
+
+    fail_unless (d != NULL, "%s", dir);
+    while ((name = g_dir_read_name (d)))
+      if (g_str_has_suffix (name, ".c") || g_str_has_suffix (name, ".h"))
+        g_ptr_array_add (paths, g_build_filename (dir, name, NULL));
+    g_dir_close (d);
+    g_free (dir);
+  }
+  return paths;
+}
+
 /* the debug categories the README names are those the sources register */
 GST_START_TEST (test_readme_debug_categories)
 {
@@ -489,6 +512,7 @@ GST_START_TEST (test_readme_debug_categories)
   GRegex *quoted = g_regex_new ("`(gpushare[a-z]+)`", 0, 0, NULL);
   GHashTable *in_code = g_hash_table_new_full (g_str_hash, g_str_equal,
       g_free, NULL);
+  GPtrArray *paths;
   gchar *paragraph;
   GMatchInfo *m;
   guint i, n_doc = 0;
@@ -496,32 +520,23 @@ GST_START_TEST (test_readme_debug_categories)
   fail_unless (line != NULL, "README.md names no debug categories");
   paragraph = g_strndup (line, strstr (line, "\n\n") ? (gsize)
       (strstr (line, "\n\n") - line) : strlen (line));
-  for (i = 0; i < G_N_ELEMENTS (dirs); i++) {
-    gchar *dir = g_build_filename (g_getenv ("GPUSHARE_SOURCE_ROOT"), dirs[i],
-        NULL);
-    GDir *d = g_dir_open (dir, 0, NULL);
-    const gchar *name;
+  paths = source_paths (dirs, G_N_ELEMENTS (dirs));
+  for (i = 0; i < paths->len; i++) {
+    const gchar *path = g_ptr_array_index (paths, i);
+    gchar *text;
 
-    fail_unless (d != NULL, "%s", dir);
-    while ((name = g_dir_read_name (d))) {
-      gchar *path, *text;
-
-      if (!g_str_has_suffix (name, ".c"))
-        continue;
-      path = g_build_filename (dir, name, NULL);
-      fail_unless (g_file_get_contents (path, &text, NULL, NULL));
-      g_regex_match (init, text, 0, &m);
-      while (g_match_info_matches (m)) {
-        g_hash_table_add (in_code, g_match_info_fetch (m, 1));
-        g_match_info_next (m, NULL);
-      }
-      g_match_info_free (m);
-      g_free (text);
-      g_free (path);
+    if (!g_str_has_suffix (path, ".c"))
+      continue;
+    fail_unless (g_file_get_contents (path, &text, NULL, NULL));
+    g_regex_match (init, text, 0, &m);
+    while (g_match_info_matches (m)) {
+      g_hash_table_add (in_code, g_match_info_fetch (m, 1));
+      g_match_info_next (m, NULL);
     }
-    g_dir_close (d);
-    g_free (dir);
+    g_match_info_free (m);
+    g_free (text);
   }
+  g_ptr_array_unref (paths);
   g_regex_match (quoted, paragraph, 0, &m);
   while (g_match_info_matches (m)) {
     gchar *name = g_match_info_fetch (m, 1);
@@ -553,47 +568,38 @@ GST_START_TEST (test_messages_name_guide_sections)
   gchar *guide = read_doc ("docs/user-guide.md");
   GRegex *named = g_regex_new ("\\\\\"([^\\\\\"]+)\\\\\" in the user guide",
       0, 0, NULL);
+  GPtrArray *paths = source_paths (dirs, G_N_ELEMENTS (dirs));
   guint i, n = 0;
 
-  for (i = 0; i < G_N_ELEMENTS (dirs); i++) {
-    gchar *dir = g_build_filename (g_getenv ("GPUSHARE_SOURCE_ROOT"), dirs[i],
-        NULL);
-    GDir *d = g_dir_open (dir, 0, NULL);
-    const gchar *f;
+  for (i = 0; i < paths->len; i++) {
+    const gchar *path = g_ptr_array_index (paths, i);
+    gchar *text = NULL;
+    GMatchInfo *m;
 
-    fail_unless (d != NULL, "%s", dir);
-    while ((f = g_dir_read_name (d))) {
-      gchar *path, *text = NULL;
-      GMatchInfo *m;
+    if (!g_str_has_suffix (path, ".c"))
+      continue;
+    fail_unless (g_file_get_contents (path, &text, NULL, NULL), "%s", path);
+    g_regex_match (named, text, 0, &m);
+    while (g_match_info_matches (m)) {
+      gchar *title = g_match_info_fetch (m, 1);
+      gchar *pattern = g_strdup_printf ("(?m)^#+ .*%s", title);
+      GRegex *heading = g_regex_new (pattern, 0, 0, NULL);
 
-      if (!g_str_has_suffix (f, ".c"))
-        continue;
-      path = g_build_filename (dir, f, NULL);
-      fail_unless (g_file_get_contents (path, &text, NULL, NULL), "%s", path);
-      g_regex_match (named, text, 0, &m);
-      while (g_match_info_matches (m)) {
-        gchar *title = g_match_info_fetch (m, 1);
-        gchar *pattern = g_strdup_printf ("(?m)^#+ .*%s", title);
-        GRegex *heading = g_regex_new (pattern, 0, 0, NULL);
-
-        fail_unless (heading != NULL && g_regex_match (heading, guide, 0,
-                NULL), "%s sends the user to \"%s\" in the user guide, "
-            "which has no such section", f, title);
-        g_regex_unref (heading);
-        g_free (pattern);
-        g_free (title);
-        n++;
-        g_match_info_next (m, NULL);
-      }
-      g_match_info_free (m);
-      g_free (text);
-      g_free (path);
+      fail_unless (heading != NULL && g_regex_match (heading, guide, 0, NULL),
+          "%s sends the user to \"%s\" in the user guide, which has no "
+          "such section", path, title);
+      g_regex_unref (heading);
+      g_free (pattern);
+      g_free (title);
+      n++;
+      g_match_info_next (m, NULL);
     }
-    g_dir_close (d);
-    g_free (dir);
+    g_match_info_free (m);
+    g_free (text);
   }
   /* the one the src's message for a process without a context names */
   fail_unless (n > 0, "no message names a section of the user guide");
+  g_ptr_array_unref (paths);
   g_regex_unref (named);
   g_free (guide);
 }
@@ -615,6 +621,7 @@ GST_START_TEST (test_design_names_every_file)
   GHashTable *in_doc = g_hash_table_new_full (g_str_hash, g_str_equal,
       g_free, NULL);
   GHashTableIter iter;
+  GPtrArray *paths;
   GMatchInfo *m;
   gchar *table, *name;
   guint i;
@@ -623,19 +630,11 @@ GST_START_TEST (test_design_names_every_file)
   end = strstr (start, "\n\n`test_docs`");
   fail_unless (end != NULL);
   table = g_strndup (start, end - start);
-  for (i = 0; i < G_N_ELEMENTS (dirs); i++) {
-    gchar *dir = g_build_filename (g_getenv ("GPUSHARE_SOURCE_ROOT"), dirs[i],
-        NULL);
-    GDir *d = g_dir_open (dir, 0, NULL);
-    const gchar *f;
-
-    fail_unless (d != NULL, "%s", dir);
-    while ((f = g_dir_read_name (d)))
-      if (g_str_has_suffix (f, ".c") || g_str_has_suffix (f, ".h"))
-        g_hash_table_add (in_tree, g_strdup (f));
-    g_dir_close (d);
-    g_free (dir);
-  }
+  paths = source_paths (dirs, G_N_ELEMENTS (dirs));
+  for (i = 0; i < paths->len; i++)
+    g_hash_table_add (in_tree, g_path_get_basename (g_ptr_array_index (paths,
+                i)));
+  g_ptr_array_unref (paths);
   g_regex_match (quoted, table, 0, &m);
   while (g_match_info_matches (m)) {
     g_hash_table_add (in_doc, g_match_info_fetch (m, 1));
