@@ -20,8 +20,8 @@
  * frame: CPU per frame is that time over the frames it handled meanwhile,
  * summed over the processes of a side.  Latency is over the frames after
  * the warm-up too.  The threads and descriptors of each process are read
- * when its warm-up ends, the
- * GPU memory of each (nvidia-smi) once all streams run.
+ * when its warm-up ends; its GPU memory is the most nvidia-smi lists for
+ * it, read every 2 s while the row runs.
  *
  * Consumers of gpushare rows start first and wait for their producer
  * (connection-timeout); each sink holds its stream until its M consumers
@@ -665,6 +665,7 @@ typedef struct
   gboolean failed;              /* failed on its own while the row ran */
   gboolean read;                /* its report read (child_failed ()) */
   gint first, count, index;
+  gdouble mem_mib;              /* the most device memory seen, MiB */
 } Child;
 
 typedef struct
@@ -808,17 +809,22 @@ child_result_clear (ChildResult * r)
   g_clear_pointer (&r->error, g_free);
 }
 
-/* device memory of the children, MiB a process (mean of those listed) */
+/* how often the children's device memory is read while a row runs */
+#define SAMPLE_EVERY_US (2 * G_USEC_PER_SEC)
+
+/* device memory of the children: each one's largest figure so far.  A
+ * process makes its context some time after it starts (seconds when a
+ * hundred processes start at once), so one sample would catch some of
+ * them before or while they make it */
 static void
-scale_sample_memory (ScaleRow * row, Child * children, gint n)
+scale_sample_memory (Child * children, gint n)
 {
   const gchar *argv[] = { "nvidia-smi",
     "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits",
     NULL
   };
   gchar *out = NULL, **lines, **l;
-  gdouble sum[2] = { 0, 0 };
-  gint count[2] = { 0, 0 }, status = 0, i;
+  gint status = 0, i;
 
   if (!g_spawn_sync (NULL, (gchar **) argv, NULL, G_SPAWN_SEARCH_PATH |
           G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, &out, NULL, &status, NULL)
@@ -845,14 +851,29 @@ scale_sample_memory (ScaleRow * row, Child * children, gint n)
         mib = g_ascii_strtod (f[1], &end);
         if (end == f[1] || *end)
           continue;
-        sum[children[i].consumer] += mib;
-        count[children[i].consumer]++;
+        children[i].mem_mib = MAX (children[i].mem_mib, mib);
       }
     }
     g_strfreev (f);
   }
   g_strfreev (lines);
   g_free (out);
+}
+
+/* MiB a process, the mean of the producers' and of the consumers' largest
+ * figures (those seen at all) */
+static void
+scale_memory_means (ScaleRow * row, const Child * children, gint n)
+{
+  gdouble sum[2] = { 0, 0 };
+  gint count[2] = { 0, 0 }, i;
+
+  for (i = 0; i < n; i++) {
+    if (children[i].mem_mib <= 0)
+      continue;
+    sum[children[i].consumer] += children[i].mem_mib;
+    count[children[i].consumer]++;
+  }
   row->mem_producer = count[0] ? sum[0] / count[0] : 0;
   row->mem_consumer = count[1] ? sum[1] / count[1] : 0;
 }
@@ -930,7 +951,7 @@ scale_run_row (const gchar * self, ScaleRow * row)
   gchar *dir, *go = NULL, *end_file = NULL;
   GError *error = NULL;
   GArray *lat = g_array_new (FALSE, FALSE, sizeof (gint64));
-  gboolean sampled = FALSE, ended = FALSE, gave_up = FALSE;
+  gboolean ended = FALSE, gave_up = FALSE;
   guint polls = 0;
   gchar *first_error = NULL;
   GString *who = NULL;
@@ -1004,7 +1025,7 @@ scale_run_row (const gchar * self, ScaleRow * row)
       g_file_set_contents (go, "go\n", -1, NULL);
   }
   {
-    gint64 sample_at = g_get_monotonic_time () + 3 * G_USEC_PER_SEC;
+    gint64 sample_at = g_get_monotonic_time () + SAMPLE_EVERY_US;
 
     while (any_running (c, n) && g_get_monotonic_time () < deadline
         && !interrupted && !gave_up) {
@@ -1015,13 +1036,15 @@ scale_run_row (const gchar * self, ScaleRow * row)
       /* once the producers are done, the consumers' ends are theirs */
       if (!ended && ++polls % 25 == 0)
         gave_up = child_failed (c, n) >= 0;
-      if (mode->gpu && !sampled && g_get_monotonic_time () > sample_at) {
-        scale_sample_memory (row, c, n);
-        sampled = TRUE;
+      if (mode->gpu && g_get_monotonic_time () > sample_at) {
+        scale_sample_memory (c, n);
+        sample_at = g_get_monotonic_time () + SAMPLE_EVERY_US;
       }
       g_usleep (20000);
     }
   }
+  if (mode->gpu)
+    scale_memory_means (row, c, n);
   if (any_running (c, n)) {
     /* which ones, and whether they were done with their frames (their
      * report is written before the teardown) */
