@@ -632,6 +632,8 @@ consumer_clear (GpuShareCudaRing * ring, Consumer * c)
       GST_WARNING ("could not release the semaphores: %s", error->message);
       g_clear_error (&error);
     }
+    /* a context that cannot be made current any more runs no work of its
+     * stream either: nothing is left to wait for then */
     if (ring->stream && push (ring->ctx, NULL)) {
       gpushare_cuda ()->cuStreamSynchronize (ring->stream);
       gpushare_cuda_pop ();
@@ -1202,6 +1204,9 @@ struct _GpuShareCudaView
   HandleMem *hmem;              /* legacy, fabric */
   GpuShareCudaSem *sem;
   GpuShareCudaWords *words;     /* the block's ready words on the host */
+  /* the sequence last counted in ready_on_host, a slot: a frame whose
+   * read in place failed and that is copied then is counted once */
+  guint64 counted[GPUSHARE_MAX_SLOTS];
   GpuShareCudaEvents *ready;
   GpuShareCudaEvents *done;
 };
@@ -1229,6 +1234,8 @@ gpushare_cuda_view_new (gint device, CUcontext ctx,
   view->device = device;
   view->mode = slots->sync_mode;
   view->n_slots = n;
+  for (i = 0; i < GPUSHARE_MAX_SLOTS; i++)
+    view->counted[i] = G_MAXUINT64;
   if (!context_init (device, ctx, &view->ctx, &view->owns_ctx, error)) {
     gpushare_close_fds (fds, n_slot_fds + slots->n_sync_fds);
     g_free (view);
@@ -1339,10 +1346,13 @@ gpushare_cuda_view_free (GpuShareCudaView * view)
   g_free (view);
 }
 
-/* the frame's ready word seen on the host (READY_SPIN_US at most), and
- * counted for the stats */
+/* the frame's ready word seen on the host.  A frame that is read is
+ * looked for READY_SPIN_US at most and counted for the stats, once; one
+ * that is skipped is looked at once, with no spin and no count: nothing
+ * waits for it */
 static gboolean
-ready_on_host (GpuShareCudaView * view, guint slot, guint64 sequence)
+ready_on_host (GpuShareCudaView * view, guint slot, guint64 sequence,
+    gboolean read)
 {
   gint64 spun = 0;
   gboolean seen;
@@ -1350,12 +1360,14 @@ ready_on_host (GpuShareCudaView * view, guint slot, guint64 sequence)
   if (!view->words)
     return FALSE;
   seen = gpushare_cuda_words_wait (view->words, slot, sequence,
-      g_get_monotonic_time () + READY_SPIN_US, &spun);
+      read ? g_get_monotonic_time () + READY_SPIN_US : 0, &spun);
   if (spun)
     __atomic_add_fetch (&view->parent.ready_spin_us, (guint64) spun,
         __ATOMIC_RELAXED);
-  if (seen)
+  if (seen && read && view->counted[slot] != sequence) {
+    view->counted[slot] = sequence;
     __atomic_add_fetch (&view->parent.ready_on_host, 1, __ATOMIC_RELAXED);
+  }
   return seen;
 }
 
@@ -1376,9 +1388,9 @@ view_wait_device (GpuShareCudaView * view, guint slot, guint64 sequence,
 /* the stream waits for the frame, unless its word was seen on the host */
 static gboolean
 view_wait_ready (GpuShareCudaView * view, guint slot, guint64 sequence,
-    GError ** error)
+    gboolean read, GError ** error)
 {
-  return ready_on_host (view, slot, sequence)
+  return ready_on_host (view, slot, sequence, read)
       || view_wait_device (view, slot, sequence, error);
 }
 
@@ -1410,7 +1422,7 @@ gpushare_cuda_view_read (GpuShareCudaView * view, guint slot,
   src.base = (guintptr) view->ptrs[slot];
   if (!push (view->ctx, error))
     return FALSE;
-  ok = view_wait_ready (view, slot, sequence, error)
+  ok = view_wait_ready (view, slot, sequence, TRUE, error)
       && copy_planes (view->stream, own_context ? &view->copy : NULL, info,
       &src, dst, error)
       && view_signal_done (view, slot, sequence, error)
@@ -1430,7 +1442,7 @@ gpushare_cuda_view_skip (GpuShareCudaView * view, guint slot,
     return TRUE;
   if (!push (view->ctx, error))
     return FALSE;
-  ok = view_wait_ready (view, slot, sequence, error)
+  ok = view_wait_ready (view, slot, sequence, FALSE, error)
       && view_signal_done (view, slot, sequence, error);
   gpushare_cuda_pop ();
   return ok;
@@ -1477,7 +1489,7 @@ gpushare_cuda_view_wait_ready (GpuShareCudaView * view, guint slot,
     return TRUE;
   /* no call to the driver, no round trip through the GPU when the frame
    * is in already */
-  if (ready_on_host (view, slot, sequence))
+  if (ready_on_host (view, slot, sequence, TRUE))
     return TRUE;
   if (!push (view->ctx, error))
     return FALSE;

@@ -33,7 +33,8 @@ G_BEGIN_DECLS
 /* With GPUSHARE_TEST_FAIL_AT="<side>:<step>[:<n>]", the first n times
  * (default: every time) that step is reached it fails as the resource
  * behind it would (src gpu-context: GStreamer's CUDA context cannot be
- * made).  Read at each step. */
+ * made; src wrap: a slot read in place cannot be wrapped as GStreamer
+ * memory, and the frame is copied instead).  Read at each step. */
 #ifdef GPUSHARE_TEST_HOOKS
 void gpushare_test_point (const gchar * side, const gchar * step);
 void gpushare_test_slow (const gchar * side, const gchar * step);

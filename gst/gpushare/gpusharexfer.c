@@ -9,6 +9,7 @@
 #include <gst/allocators/allocators.h>
 
 #include "gpusharemetapriv.h"
+#include "gpusharetest.h"
 
 #include <string.h>
 
@@ -773,8 +774,14 @@ gpushare_xfer_view_import (GpuShareXferView * view, guint slot,
       error);
   if (!imp)
     return NULL;
-  mem = lib->import (view, slot, 0, slot_info, ctx, imp, slot_import_free,
-      error);
+  if (gpushare_test_fails ("src", "wrap")) {
+    g_set_error (error, GPUSHARE_XFER_ERROR, GPUSHARE_XFER_ERROR_RESOURCE,
+        "the slot could not be wrapped as GStreamer memory (test)");
+    mem = NULL;
+  } else {
+    mem = lib->import (view, slot, 0, slot_info, ctx, imp, slot_import_free,
+        error);
+  }
   if (!mem) {
     /* nobody read it: done all the same, and the frame stays the
      * caller's */
