@@ -216,10 +216,12 @@ gpushare_cuda_context_hint (CUresult res)
           "an H100): read several streams in one process, or run these "
           "processes without MPS";
     case CUDA_ERROR_OUT_OF_MEMORY:
-      return "the GPU has no memory left for this process's CUDA context: "
+      return "the GPU has no room left for this process's CUDA context: "
           "free GPU memory, or, where many processes share the GPU (each "
-          "has a context of its own: an 80 GB H100 took 80 such processes, "
-          "not 120), read several streams in one process";
+          "has a context of its own, and past about 100 of them the driver "
+          "refuses more whatever memory is free), set "
+          "CUDA_DEVICE_MAX_CONNECTIONS=2 in their environment, or read "
+          "several streams in one process";
     default:
       return NULL;
   }

@@ -23,6 +23,7 @@ GST_START_TEST (test_context_limits_named)
   fail_unless (mps != NULL && strstr (mps, "MPS") != NULL
       && strstr (mps, "one process") != NULL, "%s", mps);
   fail_unless (oom != NULL && strstr (oom, "memory") != NULL
+      && strstr (oom, "CUDA_DEVICE_MAX_CONNECTIONS=2") != NULL
       && strstr (oom, "one process") != NULL, "%s", oom);
   fail_unless (gpushare_cuda_context_hint (CUDA_ERROR_NOT_SUPPORTED) == NULL);
   fail_unless (gpushare_cuda_context_hint (CUDA_ERROR_MAP_FAILED) == NULL);
