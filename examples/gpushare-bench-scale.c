@@ -36,6 +36,7 @@
 #include <gst/gst.h>
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -666,6 +667,7 @@ typedef struct
   gboolean read;                /* its report read (child_failed ()) */
   gint first, count, index;
   gdouble mem_mib;              /* the most device memory seen, MiB */
+  gboolean killed;              /* stopped by the bench (a signal of ours) */
 } Child;
 
 typedef struct
@@ -912,6 +914,21 @@ child_failed (Child * children, gint n)
   return -1;
 }
 
+/* " (ended by signal N, its name)" for a child that a signal ended, but
+ * not one of ours (the bench stops the processes that failed, and those
+ * still running at the deadline); NULL otherwise */
+static gchar *
+child_signal (Child * ch)
+{
+  gint sig;
+
+  if (!ch->p || ch->killed || !g_subprocess_get_if_signaled (ch->p))
+    return NULL;
+  sig = g_subprocess_get_term_sig (ch->p);
+  return g_strdup_printf (" (ended by signal %d, %s%s)", sig, g_strsignal (sig),
+      sig == SIGABRT ? ": an abort, an assertion in GStreamer's element" : "");
+}
+
 static gboolean
 any_running (Child * children, gint n)
 {
@@ -1051,6 +1068,7 @@ scale_run_row (const gchar * self, ScaleRow * row)
     for (i = 0; i < n; i++) {
       if (!running (c[i].p))
         continue;
+      c[i].killed = TRUE;
       if (c[i].failed) {
         g_subprocess_force_exit (c[i].p);
         continue;
@@ -1075,11 +1093,13 @@ scale_run_row (const gchar * self, ScaleRow * row)
     /* the first process that failed on its own, before the others were
      * stopped: the cause (GPU memory, fds, a limit) of a row that then
      * ran into the deadline waiting for it */
-    if (res[i].error && !first_error && (!c[i].stopped || c[i].failed))
+    if (res[i].error && !first_error && (!c[i].stopped || c[i].failed)) {
+      gchar *how = child_signal (&c[i]);
+
       first_error = g_strdup_printf ("%s %d: %s%s", c[i].consumer ?
-          "consumer" : "producer", i, res[i].error, c[i].p
-          && g_subprocess_get_if_signaled (c[i].p) ? " (killed by a signal: "
-          "an abort, an assertion in GStreamer's element)" : "");
+          "consumer" : "producer", i, res[i].error, how ? how : "");
+      g_free (how);
+    }
   }
   if (interrupted)
     row->failed = g_strdup_printf ("interrupted by signal %d",

@@ -100,6 +100,10 @@ for topo in per-process shared; do
     --modes gpushare-sysmem --timeout 60 --markdown > "$tmp/dies" 2>&1
   grep -Eq "^\| gpushare-sysmem \| $topo \| 320x240 \| 1x2 \| failed: consumer [0-9]+: .*; the others stopped then: producer 0 \|" \
     "$tmp/dies" || { cat "$tmp/dies"; fail "$topo: a consumer's failure left to the deadline"; }
+  # the signal that ended it, named as it is: the hook's SIGKILL, not an
+  # abort
+  grep -Eq "failed: consumer [0-9]+: wrote no report \(ended by signal 9, [^)]*\)" \
+    "$tmp/dies" || { cat "$tmp/dies"; fail "$topo: the consumer's signal not named"; }
 done
 if [ ${#plot[@]} -eq 0 ]; then
   echo "bench-scale: ok, without the picture: no gnuplot here"
