@@ -41,10 +41,10 @@ ready_words() {
 ready_words "ready words in host memory" $((frames / 2)) "$frames"
 PRODUCER_ENV="GPUSHARE_TEST_CUDA_FAIL=cuMemHostRegister:1" \
   ready_words "no ready words (registration failed)" 0 0
-# a frame whose read in place fails after its word was seen is copied:
-# the word it waited for once is counted once
+# a frame whose read in place fails after its word was seen is copied
+# (and the frames after it): the word it waited for is counted once
 CONSUMER_ENV="GPUSHARE_TEST_FAIL_AT=src:wrap" \
-  ready_words "every frame copied after its read in place failed" \
+  ready_words "frames copied once a read in place failed" \
   $((frames / 2)) "$frames"
 run "1080p, CUDA memory in, system memory out" 1 cuda-vmm --width 1920 \
   --height 1080 --gpu-input -- --transport cuda
