@@ -22,24 +22,11 @@
 #include "gpusharetext.h"
 #include "gstgpusharesrc.h"
 
-static gchar *
-read_doc (const gchar * name)
-{
-  const gchar *root = g_getenv ("GPUSHARE_SOURCE_ROOT");
-  gchar *path, *text = NULL;
-  GError *error = NULL;
-
-  fail_unless (root != NULL, "GPUSHARE_SOURCE_ROOT is not set");
-  path = g_build_filename (root, name, NULL);
-  fail_unless (g_file_get_contents (path, &text, NULL, &error), "%s: %s",
-      path, error ? error->message : "?");
-  g_free (path);
-  return text;
-}
+#include "gpushare-check-util.h"
 
 GST_START_TEST (test_protocol_version)
 {
-  gchar *doc = read_doc ("docs/protocol.md");
+  gchar *doc = read_source ("docs/protocol.md");
   gchar *title = g_strdup_printf ("# gpushare wire protocol, version %d.%d\n",
       GPUSHARE_VERSION_MAJOR, GPUSHARE_VERSION_MINOR);
   gchar *minor = g_strdup_printf ("| 2 | 2 | `schema_minor` | %d",
@@ -123,7 +110,7 @@ doc_number (const gchar * s)
  * in the table */
 GST_START_TEST (test_protocol_caps)
 {
-  gchar *doc = read_doc ("docs/protocol.md");
+  gchar *doc = read_source ("docs/protocol.md");
   GRegex *row = g_regex_new ("^\\| `(GPUSHARE_[A-Z_]+)` \\| ([^|]+) \\|",
       G_REGEX_MULTILINE, 0, NULL);
   gboolean seen[G_N_ELEMENTS (constants)] = { FALSE, };
@@ -183,7 +170,7 @@ direction_text (GpuShareMsgDirection direction)
  * minor ("since minor N" unless it is 0) and whether it carries fds */
 GST_START_TEST (test_protocol_types)
 {
-  gchar *doc = read_doc ("docs/protocol.md");
+  gchar *doc = read_source ("docs/protocol.md");
   GRegex *row = g_regex_new ("^\\| (\\d+) \\| ([A-Z]+) \\| ([^|]+) \\| "
       "([^|]+) \\|$", G_REGEX_MULTILINE, 0, NULL);
   gboolean seen[GPUSHARE_MSG_LAST + 1] = { FALSE, };
@@ -239,7 +226,7 @@ GST_END_TEST;
 /* the transport's limits as docs/design.md gives them */
 GST_START_TEST (test_design_limits)
 {
-  gchar *doc = read_doc ("docs/design.md");
+  gchar *doc = read_source ("docs/design.md");
   gchar *want;
 
   want = g_strdup_printf ("(header + %u KiB)", GPUSHARE_MAX_PAYLOAD / 1024);
@@ -322,7 +309,7 @@ GST_START_TEST (test_security_bounds)
     {"gpusharesink::max-clients", 0},
   };
   gboolean seen[G_N_ELEMENTS (bounds)] = { FALSE, };
-  gchar *doc = read_doc ("docs/security.md");
+  gchar *doc = read_source ("docs/security.md");
   const gchar *p = strstr (doc, "\n## Bounds\n");
   gchar **lines;
   guint i, j, rows = 0;
@@ -469,7 +456,7 @@ check_table (const gchar * doc, const gchar * factory_name)
 
 GST_START_TEST (test_readme_properties)
 {
-  gchar *doc = read_doc ("README.md");
+  gchar *doc = read_source ("README.md");
 
   check_table (doc, "gpusharesink");
   check_table (doc, "gpusharesrc");
@@ -478,34 +465,11 @@ GST_START_TEST (test_readme_properties)
 
 GST_END_TEST;
 
-/* the paths of the .c and .h files in these folders of the source tree */
-static GPtrArray *
-source_paths (const gchar * const *dirs, guint n_dirs)
-{
-  GPtrArray *paths = g_ptr_array_new_with_free_func (g_free);
-  guint i;
-
-  for (i = 0; i < n_dirs; i++) {
-    gchar *dir = g_build_filename (g_getenv ("GPUSHARE_SOURCE_ROOT"), dirs[i],
-        NULL);
-    GDir *d = g_dir_open (dir, 0, NULL);
-    const gchar *name;
-
-    fail_unless (d != NULL, "%s", dir);
-    while ((name = g_dir_read_name (d)))
-      if (g_str_has_suffix (name, ".c") || g_str_has_suffix (name, ".h"))
-        g_ptr_array_add (paths, g_build_filename (dir, name, NULL));
-    g_dir_close (d);
-    g_free (dir);
-  }
-  return paths;
-}
-
 /* the debug categories the README names are those the sources register */
 GST_START_TEST (test_readme_debug_categories)
 {
-  static const gchar *const dirs[] = { "gst/gpushare", "ext/cuda" };
-  gchar *doc = read_doc ("README.md");
+  static const gchar *const dirs[] = { "gst/gpushare", "ext/cuda", NULL };
+  gchar *doc = read_source ("README.md");
   const gchar *line = strstr (doc, "Debug categories:");
   GRegex *init = g_regex_new ("GST_DEBUG_CATEGORY_INIT \\([a-z_]+, "
       "\"([a-z]+)\"", 0, 0, NULL);
@@ -520,14 +484,14 @@ GST_START_TEST (test_readme_debug_categories)
   fail_unless (line != NULL, "README.md names no debug categories");
   paragraph = g_strndup (line, strstr (line, "\n\n") ? (gsize)
       (strstr (line, "\n\n") - line) : strlen (line));
-  paths = source_paths (dirs, G_N_ELEMENTS (dirs));
+  paths = source_files (dirs);
   for (i = 0; i < paths->len; i++) {
     const gchar *path = g_ptr_array_index (paths, i);
     gchar *text;
 
     if (!g_str_has_suffix (path, ".c"))
       continue;
-    fail_unless (g_file_get_contents (path, &text, NULL, NULL));
+    text = read_source (path);
     g_regex_match (init, text, 0, &m);
     while (g_match_info_matches (m)) {
       g_hash_table_add (in_code, g_match_info_fetch (m, 1));
@@ -558,27 +522,25 @@ GST_START_TEST (test_readme_debug_categories)
 
 GST_END_TEST;
 
-/* docs/design.md's table of every source file names each of them, and
- * no file that is not there */
 /* an error that sends the user to a section of the user guide names a
  * section it has: a heading that holds the words the message quotes */
 GST_START_TEST (test_messages_name_guide_sections)
 {
-  static const gchar *const dirs[] = { "gst/gpushare", "ext/cuda" };
-  gchar *guide = read_doc ("docs/user-guide.md");
+  static const gchar *const dirs[] = { "gst/gpushare", "ext/cuda", NULL };
+  gchar *guide = read_source ("docs/user-guide.md");
   GRegex *named = g_regex_new ("\\\\\"([^\\\\\"]+)\\\\\" in the user guide",
       0, 0, NULL);
-  GPtrArray *paths = source_paths (dirs, G_N_ELEMENTS (dirs));
+  GPtrArray *paths = source_files (dirs);
   guint i, n = 0;
 
   for (i = 0; i < paths->len; i++) {
     const gchar *path = g_ptr_array_index (paths, i);
-    gchar *text = NULL;
+    gchar *text;
     GMatchInfo *m;
 
     if (!g_str_has_suffix (path, ".c"))
       continue;
-    fail_unless (g_file_get_contents (path, &text, NULL, NULL), "%s", path);
+    text = read_source (path);
     g_regex_match (named, text, 0, &m);
     while (g_match_info_matches (m)) {
       gchar *title = g_match_info_fetch (m, 1);
@@ -606,12 +568,14 @@ GST_START_TEST (test_messages_name_guide_sections)
 
 GST_END_TEST;
 
+/* docs/design.md's table of every source file names each of them, and
+ * no file that is not there */
 GST_START_TEST (test_design_names_every_file)
 {
   static const gchar *const dirs[] = { "gst/gpushare", "gst/inspect",
-    "ext/cuda", "tests/xfer"
+    "ext/cuda", "tests/xfer", NULL
   };
-  gchar *doc = read_doc ("docs/design.md");
+  gchar *doc = read_source ("docs/design.md");
   const gchar *start = strstr (doc, "### Every source file");
   const gchar *end;
   GRegex *quoted = g_regex_new ("`(?:[a-z/]+/)?([a-z0-9-]+\\.[ch])`", 0, 0,
@@ -630,7 +594,7 @@ GST_START_TEST (test_design_names_every_file)
   end = strstr (start, "\n\n`test_docs`");
   fail_unless (end != NULL);
   table = g_strndup (start, end - start);
-  paths = source_paths (dirs, G_N_ELEMENTS (dirs));
+  paths = source_files (dirs);
   for (i = 0; i < paths->len; i++)
     g_hash_table_add (in_tree, g_path_get_basename (g_ptr_array_index (paths,
                 i)));
@@ -670,25 +634,26 @@ GST_END_TEST;
 static GHashTable *
 read_programs (void)
 {
-  gchar *dir = g_build_filename (g_getenv ("GPUSHARE_SOURCE_ROOT"), "tests",
-      "check", NULL);
+  static const gchar *const dirs[] = { "tests/check", NULL };
+  GPtrArray *files = source_files (dirs);
   GHashTable *programs = g_hash_table_new_full (g_str_hash, g_str_equal,
       g_free, (GDestroyNotify) g_hash_table_unref);
   GRegex *start = g_regex_new ("^GST_START_TEST \\((test_[a-z0-9_]+)\\)",
       G_REGEX_MULTILINE, 0, NULL);
-  GDir *d = g_dir_open (dir, 0, NULL);
-  const gchar *name;
+  guint i;
 
-  fail_unless (d != NULL, "%s", dir);
-  while ((name = g_dir_read_name (d))) {
+  for (i = 0; i < files->len; i++) {
+    const gchar *path = g_ptr_array_index (files, i);
+    gchar *name = g_path_get_basename (path);
     GHashTable *tests;
     GMatchInfo *m;
-    gchar *path, *text;
+    gchar *text;
 
-    if (!g_str_has_prefix (name, "test_") || !g_str_has_suffix (name, ".c"))
+    if (!g_str_has_prefix (name, "test_") || !g_str_has_suffix (name, ".c")) {
+      g_free (name);
       continue;
-    path = g_build_filename (dir, name, NULL);
-    fail_unless (g_file_get_contents (path, &text, NULL, NULL));
+    }
+    text = read_source (path);
     tests = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
     g_regex_match (start, text, 0, &m);
     while (g_match_info_matches (m)) {
@@ -696,13 +661,12 @@ read_programs (void)
       g_match_info_next (m, NULL);
     }
     g_match_info_free (m);
-    g_hash_table_insert (programs, g_strndup (name, strlen (name) - 2), tests);
+    name[strlen (name) - 2] = '\0';
+    g_hash_table_insert (programs, name, tests);
     g_free (text);
-    g_free (path);
   }
-  g_dir_close (d);
+  g_ptr_array_unref (files);
   g_regex_unref (start);
-  g_free (dir);
   return programs;
 }
 
@@ -724,7 +688,7 @@ holds (GHashTable * tests, const gchar * name, gboolean prefix)
 static guint
 check_test_names (const gchar * doc_name, GHashTable * programs)
 {
-  gchar *doc = read_doc (doc_name);
+  gchar *doc = read_source (doc_name);
   gchar **paragraphs = g_strsplit (doc, "\n\n", -1);
   GRegex *quoted = g_regex_new ("`(test_[a-z0-9_]+)(\\*?)`", 0, 0, NULL);
   guint i, n = 0;

@@ -13,19 +13,7 @@
 #include <gst/check/gstcheck.h>
 #include <string.h>
 
-static gchar *
-read_source (const gchar * rel)
-{
-  const gchar *root = g_getenv ("GPUSHARE_SOURCE_ROOT");
-  gchar *path, *text = NULL;
-
-  fail_unless (root != NULL, "GPUSHARE_SOURCE_ROOT is not set");
-  path = g_build_filename (root, rel, NULL);
-  fail_unless (g_file_get_contents (path, &text, NULL, NULL),
-      "cannot read %s", path);
-  g_free (path);
-  return text;
-}
+#include "gpushare-check-util.h"
 
 /* every line of file rel that matches pattern fails the test */
 static void
@@ -121,27 +109,6 @@ GST_START_TEST (test_ext_registered_once)
 
 GST_END_TEST;
 
-/* the names of the files of a folder of the sources that end in one of
- * the suffixes, as paths from the root */
-static GPtrArray *
-sources_in (const gchar * rel)
-{
-  const gchar *root = g_getenv ("GPUSHARE_SOURCE_ROOT");
-  gchar *path = g_build_filename (root, rel, NULL);
-  GDir *dir = g_dir_open (path, 0, NULL);
-  GPtrArray *files = g_ptr_array_new_with_free_func (g_free);
-  const gchar *name;
-
-  fail_unless (dir != NULL, "cannot list %s", path);
-  while ((name = g_dir_read_name (dir)))
-    if (g_str_has_suffix (name, ".c") || g_str_has_suffix (name, ".h"))
-      g_ptr_array_add (files, g_build_filename (rel, name, NULL));
-  g_dir_close (dir);
-  g_free (path);
-  fail_unless (files->len > 0, "no sources in %s", rel);
-  return files;
-}
-
 /* A transport is one folder in ext/, one registration, one memory-type
  * bit and its nicks (docs/design.md, "Adding a transport"): above ext/,
  * only the codec names CUDA's memory kinds or its transport values, so
@@ -149,24 +116,21 @@ sources_in (const gchar * rel)
  * transfer alike */
 GST_START_TEST (test_memory_kinds_stay_in_ext)
 {
-  static const gchar *const dirs[] = { "gst/gpushare", "gst/inspect" };
-  guint d, i;
+  static const gchar *const dirs[] = { "gst/gpushare", "gst/inspect", NULL };
+  GPtrArray *files = source_files (dirs);
+  guint i;
 
-  for (d = 0; d < G_N_ELEMENTS (dirs); d++) {
-    GPtrArray *files = sources_in (dirs[d]);
+  for (i = 0; i < files->len; i++) {
+    const gchar *f = g_ptr_array_index (files, i);
 
-    for (i = 0; i < files->len; i++) {
-      const gchar *f = g_ptr_array_index (files, i);
-
-      if (g_str_has_prefix (f, "gst/gpushare/gpushareproto."))
-        continue;
-      forbid (f, "\\bGPUSHARE_MEM_CUDA_[A-Z]+",
-          "a CUDA memory kind named outside ext/ and the codec");
-      forbid (f, "\\bGPUSHARE_CUDA_TRANSPORT_|\\bGST_GPU_SHARE_TRANSPORT_CUDA",
-          "a CUDA transport value named outside ext/");
-    }
-    g_ptr_array_unref (files);
+    if (g_str_has_prefix (f, "gst/gpushare/gpushareproto."))
+      continue;
+    forbid (f, "\\bGPUSHARE_MEM_CUDA_[A-Z]+",
+        "a CUDA memory kind named outside ext/ and the codec");
+    forbid (f, "\\bGPUSHARE_CUDA_TRANSPORT_|\\bGST_GPU_SHARE_TRANSPORT_CUDA",
+        "a CUDA transport value named outside ext/");
   }
+  g_ptr_array_unref (files);
 }
 
 GST_END_TEST;
@@ -175,7 +139,8 @@ GST_END_TEST;
  * gpusharefd.h: no socket header there */
 GST_START_TEST (test_memory_code_has_no_socket)
 {
-  GPtrArray *files = sources_in ("ext/cuda");
+  static const gchar *const dirs[] = { "ext/cuda", NULL };
+  GPtrArray *files = source_files (dirs);
   guint i;
 
   g_ptr_array_add (files, g_strdup ("gst/gpushare/gpusharexfer.c"));

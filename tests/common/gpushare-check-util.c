@@ -177,6 +177,49 @@ remove_tree (const gchar * dir)
 }
 
 /* ------------------------------------------------------------------------ */
+/* The source tree */
+
+gchar *
+read_source (const gchar * rel)
+{
+  const gchar *root = g_getenv ("GPUSHARE_SOURCE_ROOT");
+  gchar *path, *text = NULL;
+  GError *error = NULL;
+
+  fail_unless (root != NULL, "GPUSHARE_SOURCE_ROOT is not set");
+  path = g_build_filename (root, rel, NULL);
+  fail_unless (g_file_get_contents (path, &text, NULL, &error), "%s: %s",
+      path, error ? error->message : "?");
+  g_free (path);
+  return text;
+}
+
+GPtrArray *
+source_files (const gchar * const *dirs)
+{
+  const gchar *root = g_getenv ("GPUSHARE_SOURCE_ROOT");
+  GPtrArray *files = g_ptr_array_new_with_free_func (g_free);
+  guint i;
+
+  fail_unless (root != NULL, "GPUSHARE_SOURCE_ROOT is not set");
+  for (i = 0; dirs[i]; i++) {
+    gchar *path = g_build_filename (root, dirs[i], NULL);
+    GDir *dir = g_dir_open (path, 0, NULL);
+    const gchar *name;
+    guint before = files->len;
+
+    fail_unless (dir != NULL, "cannot list %s", path);
+    while ((name = g_dir_read_name (dir)))
+      if (g_str_has_suffix (name, ".c") || g_str_has_suffix (name, ".h"))
+        g_ptr_array_add (files, g_build_filename (dirs[i], name, NULL));
+    g_dir_close (dir);
+    g_free (path);
+    fail_unless (files->len > before, "no sources in %s", dirs[i]);
+  }
+  return files;
+}
+
+/* ------------------------------------------------------------------------ */
 /* Child processes */
 
 /* A GSpawnChildSetupFunc, run between fork and exec: a test that fails

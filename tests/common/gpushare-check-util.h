@@ -2,9 +2,9 @@
 /*
  * What several gst-check programs need alike: the count of open
  * descriptors (every test that opens anything proves it closed it again),
- * private temporary directories, and child processes that never outlive
- * the test.  Failures are gst-check assertions, so these run only inside
- * a test.
+ * private temporary directories, the files of the source tree, and child
+ * processes that never outlive the test.  Failures are gst-check
+ * assertions, so these run only inside a test.
  */
 
 #ifndef __GPUSHARE_CHECK_UTIL_H__
@@ -40,6 +40,15 @@ gint listen_full_backlog (const gchar * path, gint * held, guint max_held,
 
 gchar *make_tmpdir (const gchar * tmpl);
 void remove_tree (const gchar * dir);
+
+/* The source tree (GPUSHARE_SOURCE_ROOT, as the tests' environment sets
+ * it) */
+
+/* the text of a file, its path from the root */
+gchar *read_source (const gchar * rel);
+/* the .c and .h files of these folders (NULL-terminated), as paths from
+ * the root; a folder that cannot be listed, or has none, fails the test */
+GPtrArray *source_files (const gchar * const *dirs);
 
 /* Child processes */
 
