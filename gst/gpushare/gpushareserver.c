@@ -189,6 +189,9 @@ struct _GpuShareServer
   gboolean gathering;
   /* the wait was announced (a WAITING event) */
   gboolean gathering_told;
+  /* a lossless frame waits for the consumers that map a new ring: they
+   * get one handshake step for it, not GPUSHARE_SERVER_MAP_TIMEOUTS */
+  gboolean remap_waited;
   /* upstream stopped during a wait for consumers (stop_func: an EOS sent
    * to the source, as gst-launch-1.0 -e does on Ctrl-C), and the frames
    * after it go to nobody rather than wait, until a flush or a state
@@ -1783,11 +1786,14 @@ deadline_extended (GpuShareServer * self, Client * c, gint64 now)
     c->deadline_stretched = TRUE;
     c->deadline = now + HANDSHAKE_STRETCH_US;
   } else if (c->state == CLIENT_EXPORTED
+      && !(self->remap_waited && c->connected_emitted)
       && now - gpushare_conn_last_received (c->conn) < timeout_us
       && now - c->exported_at < map_us) {
     /* mapping its slots, heard from within the step's time: device work
      * that takes long on a busy GPU, up to GPUSHARE_SERVER_MAP_TIMEOUTS
-     * steps */
+     * steps; but one step only where a lossless producer waits for it (a
+     * new ring after a caps change), or a consumer that says nothing
+     * but PING would hold every frame up for twelve */
     c->deadline = MIN (now + timeout_us, c->exported_at + map_us);
     GST_DEBUG_OBJECT (self->log_object, "client %u maps its slots for %"
         G_GINT64_FORMAT " ms now, and is heard from", c->id,
@@ -3002,9 +3008,13 @@ again:
   while (lossless && n_remapping_clients (self) > 0) {
     GST_LOG_OBJECT (self->log_object, "waiting for consumers to map the new "
         "ring");
-    if (!wait_locked (self))
+    self->remap_waited = TRUE;
+    if (!wait_locked (self)) {
+      self->remap_waited = FALSE;
       goto flushing;
+    }
   }
+  self->remap_waited = FALSE;
 
   memory_needs (self, &need_sys, &need_gpu);
   /* with nobody there, keep the system-memory slot current as before */

@@ -288,6 +288,130 @@ GST_START_TEST (test_map_timeout)
 
 GST_END_TEST;
 
+/* appsrc ! gpusharesink: one frame of w x h pushed; TRUE once the
+ * producer took it (appsrc's queue empty) within timeout_ms */
+static gboolean
+push_taken (GstElement * appsrc, guint w, guint h, guint n, gint timeout_ms)
+{
+  GstCaps *caps = gst_caps_new_simple ("video/x-raw", "format",
+      G_TYPE_STRING, "NV12", "width", G_TYPE_INT, w, "height", G_TYPE_INT, h,
+      "framerate", GST_TYPE_FRACTION, 30, 1, NULL);
+  gint64 until = g_get_monotonic_time () + timeout_ms * (gint64) 1000;
+  GstFlowReturn ret;
+  GstBuffer *buf;
+  guint64 level;
+
+  g_object_set (appsrc, "caps", caps, NULL);
+  gst_caps_unref (caps);
+  buf = gst_buffer_new_allocate (NULL, w * h * 3 / 2, NULL);
+  gst_buffer_memset (buf, 0, n, w * h * 3 / 2);
+  GST_BUFFER_PTS (buf) = n * (GST_SECOND / 30);
+  GST_BUFFER_DURATION (buf) = GST_SECOND / 30;
+  g_signal_emit_by_name (appsrc, "push-buffer", buf, &ret);
+  gst_buffer_unref (buf);
+  fail_unless_equals_int (ret, GST_FLOW_OK);
+  for (;;) {
+    g_object_get (appsrc, "current-level-buffers", &level, NULL);
+    if (level == 0)
+      return TRUE;
+    if (g_get_monotonic_time () > until)
+      return FALSE;
+    g_usleep (1000);
+  }
+}
+
+/* A lossless producer waits for its consumers to map the ring a caps
+ * change made, one handshake-timeout at most: a consumer that says
+ * nothing but PING then, however long, holds it up no longer than a
+ * silent one, and goes with ERROR TIMEOUT.  (It may take up to
+ * GPUSHARE_SERVER_MAP_TIMEOUTS steps to map only where nobody waits for
+ * it: test_map_timeout.) */
+GST_START_TEST (test_remap_holds_lossless_once)
+{
+  GpuShareAnnounce *announce = g_new0 (GpuShareAnnounce, 1);
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  gchar *path = socket_path ("remap.sock");
+  gint fds[GPUSHARE_MAX_FDS];
+  guint n_fds = 0, n_timeouts = 0;
+  GstElement *producer, *sink, *appsrc;
+  gint64 t0, elapsed = -1;
+  gboolean taken = FALSE;
+  ClientLog log;
+  RawPeer raw;
+  RawResult r;
+
+  producer = launch ("appsrc name=in format=time is-live=true ! "
+      "gpusharesink name=sink policy=lossless handshake-timeout=500 "
+      "heartbeat-interval=0");
+  sink = child (producer, "sink");
+  appsrc = child (producer, "in");
+  g_object_set (sink, "socket-path", path, NULL);
+  client_log_init (&log, sink);
+  fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  fail_unless (push_taken (appsrc, 64, 48, 0, TIMEOUT_MS));
+
+  /* a consumer that streams */
+  raw_init (&raw, raw_connect (path));
+  raw_expect (&raw, GPUSHARE_MSG_ANNOUNCE, msg, NULL, NULL);
+  *announce = msg->u.announce;
+  make_accept (msg, announce->instance);
+  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+  raw_expect (&raw, GPUSHARE_MSG_SLOTS, msg, fds, &n_fds);
+  gpushare_close_fds (fds, n_fds);
+  n_fds = 0;
+  make_simple (msg, GPUSHARE_MSG_MAPPED);
+  msg->u.mapped.epoch = announce->layout.epoch;
+  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+  fail_unless (client_log_wait (&log, FALSE, 1), "no client-connected");
+  fail_unless (push_taken (appsrc, 64, 48, 1, TIMEOUT_MS));
+  raw_expect (&raw, GPUSHARE_MSG_FRAME, msg, NULL, NULL);
+
+  /* a larger frame: a new ring, which the consumer never says it mapped;
+   * it PINGs every 50 ms meanwhile */
+  t0 = g_get_monotonic_time ();
+  fail_if (push_taken (appsrc, 96, 64, 2, 0));
+  while (g_get_monotonic_time () - t0 < 10 * G_USEC_PER_SEC) {
+    make_simple (msg, GPUSHARE_MSG_PING);
+    if (!raw_send_msg (&raw, msg, NULL, 0))
+      break;
+    r = raw_recv (&raw, msg, fds, &n_fds, 50);
+    gpushare_close_fds (fds, n_fds);
+    n_fds = 0;
+    if (r == RAW_MSG && msg->type == GPUSHARE_MSG_ERROR) {
+      n_timeouts += msg->u.error.code == GPUSHARE_ERR_TIMEOUT
+          && strstr (msg->u.error.text, "handshake") != NULL;
+      break;
+    }
+    if (r != RAW_MSG && r != RAW_TIMEOUT)
+      break;
+  }
+  /* the producer took the frame once the consumer was gone */
+  taken = push_taken (appsrc, 96, 64, 3, TIMEOUT_MS);
+  elapsed = (g_get_monotonic_time () - t0) / 1000;
+  fail_unless_equals_int (n_timeouts, 1);
+  fail_unless (taken, "the producer takes no frame");
+  /* one step, and the one stretch of a step whose reply waits unread (a
+   * PING may be waiting when the deadline comes): 1.5 s at most, where
+   * twelve steps were 6 s */
+  fail_unless (elapsed >= 450 && elapsed < 500 + 1000 + 1000, "the "
+      "lossless producer was held up %" G_GINT64_FORMAT " ms, not about 500",
+      elapsed);
+  fail_unless (client_log_wait (&log, TRUE, 1), "no client-removed");
+  fail_unless_equals_string (client_log_removed_nick (&log, 0), "timeout");
+
+  raw_clear (&raw);
+  fail_unless_equals_int (gst_element_set_state (producer, GST_STATE_NULL),
+      GST_STATE_CHANGE_SUCCESS);
+  client_log_clear (&log, sink);
+  gst_object_unref (producer);
+  g_free (path);
+  g_free (msg);
+  g_free (announce);
+}
+
+GST_END_TEST;
+
 /* A producer that cannot export its slots to a consumer (here: out of file
  * descriptors) refuses it with ERROR RESOURCE, and says so: the consumer
  * is removed for "resource", where it used to be "unsupported", which
@@ -1731,6 +1855,7 @@ gpushare_sink_protocol_suite (void)
   tcase_add_checked_fixture (tc_handshake, elements_setup, elements_teardown);
   tcase_add_test (tc_handshake, test_handshake_timeout);
   tcase_add_loop_test (tc_handshake, test_map_timeout, 0, 2);
+  tcase_add_test (tc_handshake, test_remap_holds_lossless_once);
   tcase_add_test (tc_handshake, test_handshake_reply_unread);
   tcase_add_test (tc_handshake, test_max_pending);
   tcase_add_test (tc_handshake, test_export_failure_is_resource);

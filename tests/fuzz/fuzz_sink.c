@@ -13,7 +13,7 @@
  * the stream ends and the pipeline stops.
  *
  * Findings: what the sanitizers catch, a CRITICAL (fatal here), a
- * producer that stops taking frames (its appsrc push blocks for 2 s), and
+ * producer that stops taking frames (its appsrc queue not empty for 3 s), and
  * a descriptor the producer kept after it stopped.  The corpus is in
  * tests/fuzz/corpus/sink; replay_sink replays it in the cpu suite.
  */
@@ -153,11 +153,15 @@ push_frame (GstElement * appsrc, guint * n, gboolean bigger)
   return gst_app_src_push_buffer (GST_APP_SRC (appsrc), buf) == GST_FLOW_OK;
 }
 
-/* the appsrc's queue empties: the producer takes frames */
+/* the appsrc's queue empties: the producer takes frames.  What may hold
+ * a lossless producer up: a consumer's lease (500 ms here), or a consumer
+ * that maps a new ring, one handshake-timeout (1 s here) and once 1 s
+ * more where its reply waits unread; 3 s is that and a second of margin
+ * for the sanitizers */
 static gboolean
 producer_takes (GstElement * appsrc)
 {
-  gint64 until = g_get_monotonic_time () + 2 * G_USEC_PER_SEC;
+  gint64 until = g_get_monotonic_time () + 3 * G_USEC_PER_SEC;
 
   while (gst_app_src_get_current_level_buffers (GST_APP_SRC (appsrc)) > 0) {
     if (g_get_monotonic_time () > until)
