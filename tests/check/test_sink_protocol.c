@@ -299,6 +299,31 @@ GST_START_TEST (test_map_timeout)
 
 GST_END_TEST;
 
+/* The rest of a raw consumer's handshake, after the ANNOUNCE of the
+ * producer instance: ACCEPT, SLOTS (its descriptors closed: nothing is
+ * mapped) and MAPPED */
+static void
+raw_stream (RawPeer * raw, guint64 instance)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  gint fds[GPUSHARE_MAX_FDS];
+  guint n_fds = 0;
+  guint64 epoch;
+
+  make_accept (msg, instance);
+  fail_unless (raw_send_msg (raw, msg, NULL, 0));
+  raw_expect (raw, GPUSHARE_MSG_SLOTS, msg, fds, &n_fds);
+  gpushare_close_fds (fds, n_fds);
+  /* the SLOTS' epoch: the ring may have been replaced since the ANNOUNCE
+   * (a consumer before this one left slots quarantined), and the producer
+   * waits for the MAPPED of the ring it sent */
+  epoch = msg->u.slots.epoch;
+  make_simple (msg, GPUSHARE_MSG_MAPPED);
+  msg->u.mapped.epoch = epoch;
+  fail_unless (raw_send_msg (raw, msg, NULL, 0));
+  g_free (msg);
+}
+
 /* appsrc ! gpusharesink: one frame of w x h pushed; TRUE once the
  * producer took it (appsrc's queue empty) within timeout_ms */
 static gboolean
@@ -339,11 +364,8 @@ push_taken (GstElement * appsrc, guint w, guint h, guint n, gint timeout_ms)
  * it: test_map_timeout.) */
 GST_START_TEST (test_remap_holds_lossless_once)
 {
-  GpuShareAnnounce *announce = g_new0 (GpuShareAnnounce, 1);
   GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
   gchar *path = socket_path ("remap.sock");
-  gint fds[GPUSHARE_MAX_FDS];
-  guint n_fds = 0;
   GstElement *producer, *sink, *appsrc;
   gint64 t0, elapsed;
   gboolean dropped, taken;
@@ -364,15 +386,7 @@ GST_START_TEST (test_remap_holds_lossless_once)
   /* a consumer that streams */
   raw_init (&raw, raw_connect (path));
   raw_expect (&raw, GPUSHARE_MSG_ANNOUNCE, msg, NULL, NULL);
-  *announce = msg->u.announce;
-  make_accept (msg, announce->instance);
-  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
-  raw_expect (&raw, GPUSHARE_MSG_SLOTS, msg, fds, &n_fds);
-  gpushare_close_fds (fds, n_fds);
-  n_fds = 0;
-  make_simple (msg, GPUSHARE_MSG_MAPPED);
-  msg->u.mapped.epoch = announce->layout.epoch;
-  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+  raw_stream (&raw, msg->u.announce.instance);
   fail_unless (client_log_wait (&log, FALSE, 1), "no client-connected");
   fail_unless (push_taken (appsrc, 64, 48, 1, TIMEOUT_MS));
   raw_expect (&raw, GPUSHARE_MSG_FRAME, msg, NULL, NULL);
@@ -403,7 +417,6 @@ GST_START_TEST (test_remap_holds_lossless_once)
   gst_object_unref (producer);
   g_free (path);
   g_free (msg);
-  g_free (announce);
 }
 
 GST_END_TEST;
@@ -954,24 +967,9 @@ static void
 raw_streaming_consumer (Scene * s, RawPeer * raw)
 {
   GpuShareAnnounce *announce = g_new0 (GpuShareAnnounce, 1);
-  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
-  gint fds[GPUSHARE_MAX_FDS];
-  guint n_fds = 0;
-  guint64 epoch;
 
   scene_raw_client (s, raw, announce);
-  make_accept (msg, announce->instance);
-  fail_unless (raw_send_msg (raw, msg, NULL, 0));
-  raw_expect (raw, GPUSHARE_MSG_SLOTS, msg, fds, &n_fds);
-  gpushare_close_fds (fds, n_fds);
-  /* the SLOTS' epoch: the ring may have been replaced since the ANNOUNCE
-   * (a consumer before this one left slots quarantined), and the producer
-   * waits for the MAPPED of the ring it sent */
-  epoch = msg->u.slots.epoch;
-  make_simple (msg, GPUSHARE_MSG_MAPPED);
-  msg->u.mapped.epoch = epoch;
-  fail_unless (raw_send_msg (raw, msg, NULL, 0));
-  g_free (msg);
+  raw_stream (raw, announce->instance);
   g_free (announce);
 }
 
