@@ -8,6 +8,8 @@
 #include "config.h"
 #endif
 
+#define _GNU_SOURCE             /* RUSAGE_THREAD */
+
 #include "gpushare-bench-wake.h"
 
 #include <errno.h>
@@ -19,6 +21,7 @@
 #include <linux/futex.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -129,5 +132,83 @@ out:
     close (efd);
   if (sh != MAP_FAILED)
     munmap (sh, size);
+  return ok;
+}
+
+/* the calling thread's CPU time, us */
+static gdouble
+thread_cpu_us (void)
+{
+  struct rusage r;
+
+  if (getrusage (RUSAGE_THREAD, &r) < 0)
+    return 0;
+  return r.ru_utime.tv_sec * 1e6 + r.ru_utime.tv_usec +
+      r.ru_stime.tv_sec * 1e6 + r.ru_stime.tv_usec;
+}
+
+/* a word a cache line */
+#define WORD_STRIDE 16
+
+gboolean
+gpushare_wake_cost (guint m, gboolean one_word, guint n, guint pace_us,
+    gdouble * cpu_us)
+{
+  gsize size = (m + 1) * WORD_STRIDE * sizeof (gint);
+  gint *w = mmap (NULL, size, PROT_READ | PROT_WRITE,
+      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  pid_t *pids = g_new0 (pid_t, MAX (m, 1));
+  gboolean ok = w != MAP_FAILED && n > 0;
+  gdouble t0;
+  guint c, i;
+
+  for (c = 0; ok && c < m; c++) {
+    pids[c] = fork ();
+    if (pids[c] < 0) {
+      ok = FALSE;
+      break;
+    }
+    if (pids[c] == 0) {
+      gint *word = &w[one_word ? 0 : c * WORD_STRIDE];
+      gint seen = 0, v;
+
+      /* until the parent writes -1 */
+      while ((v = g_atomic_int_get (word)) >= 0) {
+        if (v == seen)
+          futex (word, FUTEX_WAIT, seen);
+        else
+          seen = v;
+      }
+      _exit (0);
+    }
+  }
+  if (ok) {
+    /* every child asleep on its word before the first round */
+    g_usleep (100000);
+    t0 = thread_cpu_us ();
+    for (i = 1; i <= n; i++) {
+      g_usleep (pace_us);
+      if (m > 0 && one_word) {
+        g_atomic_int_set (&w[0], (gint) i);
+        futex (&w[0], FUTEX_WAKE, G_MAXINT);
+      } else {
+        for (c = 0; c < m; c++) {
+          g_atomic_int_set (&w[c * WORD_STRIDE], (gint) i);
+          futex (&w[c * WORD_STRIDE], FUTEX_WAKE, 1);
+        }
+      }
+    }
+    *cpu_us = (thread_cpu_us () - t0) / n;
+  }
+  for (c = 0; w != MAP_FAILED && c < m; c++) {
+    g_atomic_int_set (&w[one_word ? 0 : c * WORD_STRIDE], -1);
+    futex (&w[one_word ? 0 : c * WORD_STRIDE], FUTEX_WAKE, G_MAXINT);
+  }
+  for (c = 0; c < m; c++)
+    if (pids[c] > 0)
+      waitpid (pids[c], NULL, 0);
+  g_free (pids);
+  if (w != MAP_FAILED)
+    munmap (w, size);
   return ok;
 }

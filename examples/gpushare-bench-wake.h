@@ -27,6 +27,15 @@ typedef enum
 gboolean gpushare_wake_probe (GpuShareWakeMeans means, guint n, guint pace_us,
     gint64 * late);
 
+/* What waking costs the waker: m child processes, asleep, woken n times,
+ * one every pace_us, each on a futex word of its own with a wake each
+ * (one_word FALSE: a frame lane's bell a consumer), or all on one word
+ * with one wake for all (one_word TRUE); m = 0: the sleeps alone.
+ * *cpu_us: the waker's CPU time a round, its sleep included.  FALSE where
+ * no shared memory or child could be had. */
+gboolean gpushare_wake_cost (guint m, gboolean one_word, guint n,
+    guint pace_us, gdouble * cpu_us);
+
 G_END_DECLS
 
 #endif /* __GPUSHARE_BENCH_WAKE_H__ */

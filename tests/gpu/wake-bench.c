@@ -6,8 +6,11 @@
  * wakes a child every PACE_US microseconds, by the two means gpushare
  * uses: a futex word in shared memory (the frame lane's bell) and an
  * eventfd the child polls (a socket's wake-up is the same path); and,
- * for comparison, how late a sleep of PACE_US itself ends.  It needs no
- * GPU and prints figures; it is not a test.
+ * for comparison, how late a sleep of PACE_US itself ends.  Then what
+ * the waking costs the waker, in CPU a round: four sleepers woken on a
+ * word each with a wake each (four consumers' lane bells), against the
+ * four on one word woken by one call.  It needs no GPU and prints
+ * figures; it is not a test.
  *
  *   gpushare-wake-bench [WAKES] [PACE_US]
  */
@@ -44,6 +47,16 @@ run (GpuShareWakeMeans means, guint n, guint pace_us)
   g_free (late);
 }
 
+static void
+cost (const gchar * what, guint m, gboolean one_word, guint n, guint pace_us)
+{
+  gdouble us = 0;
+
+  if (!gpushare_wake_cost (m, one_word, n, pace_us, &us))
+    g_error ("no child process to wake");
+  g_print ("| %s | %.1f |\n", what, us);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -61,5 +74,11 @@ main (int argc, char **argv)
   run (GPUSHARE_WAKE_FUTEX, n, pace);
   run (GPUSHARE_WAKE_EVENTFD, n, pace);
   run (GPUSHARE_WAKE_SLEEP, n, pace);
+  g_print ("\n| the waker's CPU (us a round, its sleep of %u us included) | "
+      "us |\n|---|---:|\n", pace);
+  cost ("its sleep alone", 0, FALSE, n, pace);
+  cost ("1 sleeper, its word and one wake", 1, FALSE, n, pace);
+  cost ("4 sleepers, a word and a wake each", 4, FALSE, n, pace);
+  cost ("4 sleepers on one word, one wake for all", 4, TRUE, n, pace);
   return 0;
 }
