@@ -751,6 +751,11 @@ collect_one (GstBuffer * buf, GstMeta ** meta, gpointer data)
   /* the layout carries it */
   if (api == GST_VIDEO_META_API_TYPE)
     return TRUE;
+  /* a reference that keeps a buffer of this process alive as long as
+   * this one (imagefreeze's output from 1.26 on): the consumer's frame is
+   * kept by its slot, and there is nothing to carry, nor to count */
+  if (api == GST_PARENT_BUFFER_META_API_TYPE)
+    return TRUE;
 #if HAVE_GST_ANALYTICS && GST_CHECK_VERSION(1, 26, 0)
   if (api == GST_TENSOR_META_API_TYPE) {
     if (!write_tensors (&c->w, (GstTensorMeta *) * meta)

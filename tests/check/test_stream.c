@@ -726,6 +726,40 @@ GST_END_TEST;
 
 static const guint8 caption_bytes[] = { 0xfc, 0x94, 0x20, 0xfc, 0x94, 0xae };
 
+/* a meta that no other process could read: no serialize function */
+static GType
+local_meta_api_get_type (void)
+{
+  static GType type = 0;
+  static const gchar *tags[] = { NULL };
+
+  if (g_once_init_enter (&type))
+    g_once_init_leave (&type,
+        gst_meta_api_type_register ("GpuShareTestLocalMetaAPI", tags));
+  return type;
+}
+
+static gboolean
+local_meta_init (GstMeta * meta, gpointer params, GstBuffer * buffer)
+{
+  return TRUE;
+}
+
+static const GstMetaInfo *
+local_meta_get_info (void)
+{
+  static const GstMetaInfo *info = NULL;
+
+  if (g_once_init_enter ((GstMetaInfo **) & info)) {
+    const GstMetaInfo *mi = gst_meta_register (local_meta_api_get_type (),
+        "GpuShareTestLocalMeta", sizeof (GstMeta), local_meta_init, NULL,
+        NULL);
+
+    g_once_init_leave ((GstMetaInfo **) & info, (GstMetaInfo *) mi);
+  }
+  return info;
+}
+
 static GstBuffer *
 buffer_with_metas (guint i)
 {
@@ -757,9 +791,14 @@ buffer_with_metas (guint i)
   custom = gst_buffer_add_custom_meta (buf, "gpushare-test-tracker");
   gst_structure_set (gst_custom_meta_get_structure (custom), "track-id",
       G_TYPE_UINT, 100 + i, "class", G_TYPE_STRING, "car", NULL);
-  /* cannot travel: a reference to a buffer of this process */
+  /* not to travel, nor counted: a reference that keeps a buffer of this
+   * process alive as long as this one (imagefreeze's output from 1.26
+   * on); the consumer's frame is kept by its slot */
   gst_buffer_add_parent_buffer_meta (buf, other);
   gst_buffer_unref (other);
+  /* cannot travel, counted: a meta of this process alone, with no way to
+   * be written down */
+  gst_buffer_add_meta (buf, local_meta_get_info (), NULL);
   return buf;
 }
 
