@@ -21,6 +21,7 @@
 #include <linux/futex.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -37,6 +38,16 @@ static void
 futex (gint * word, gint op, gint val)
 {
   syscall (SYS_futex, word, op, val, NULL, NULL, 0);
+}
+
+/* in a child: gone with its parent, even one killed (then the child
+ * would sleep on its word for ever) */
+static void
+die_with (pid_t parent)
+{
+  prctl (PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid () != parent)
+    _exit (1);
 }
 
 static gint
@@ -57,7 +68,7 @@ gpushare_wake_probe (GpuShareWakeMeans means, guint n, guint pace_us,
   gint efd = eventfd (0, EFD_CLOEXEC);
   gboolean ok = FALSE;
   gint status = 0;
-  pid_t pid = -1;
+  pid_t pid = -1, parent;
   guint i;
 
   if (sh == MAP_FAILED || n == 0)
@@ -75,10 +86,12 @@ gpushare_wake_probe (GpuShareWakeMeans means, guint n, guint pace_us,
   if (efd < 0)
     goto out;
   memset (sh, 0, size);
+  parent = getpid ();
   pid = fork ();
   if (pid < 0)
     goto out;
   if (pid == 0) {
+    die_with (parent);
     for (i = 0; i < n; i++) {
       if (means == GPUSHARE_WAKE_FUTEX) {
         while (g_atomic_int_get (&sh->word) == (gint) i)
@@ -159,6 +172,7 @@ gpushare_wake_cost (guint m, gboolean one_word, guint n, guint pace_us,
       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   pid_t *pids = g_new0 (pid_t, MAX (m, 1));
   gboolean ok = w != MAP_FAILED && n > 0;
+  pid_t parent = getpid ();
   gdouble t0;
   guint c, i;
 
@@ -172,6 +186,7 @@ gpushare_wake_cost (guint m, gboolean one_word, guint n, guint pace_us,
       gint *word = &w[one_word ? 0 : c * WORD_STRIDE];
       gint seen = 0, v;
 
+      die_with (parent);
       /* until the parent writes -1 */
       while ((v = g_atomic_int_get (word)) >= 0) {
         if (v == seen)
