@@ -163,6 +163,13 @@ thread_cpu_us (void)
 /* a word a cache line */
 #define WORD_STRIDE 16
 
+/* child c's word among w's: the first for all with one_word */
+static gint *
+child_word (gint * w, gboolean one_word, guint c)
+{
+  return &w[one_word ? 0 : c * WORD_STRIDE];
+}
+
 gboolean
 gpushare_wake_cost (guint m, gboolean one_word, guint n, guint pace_us,
     gdouble * cpu_us)
@@ -183,7 +190,7 @@ gpushare_wake_cost (guint m, gboolean one_word, guint n, guint pace_us,
       break;
     }
     if (pids[c] == 0) {
-      gint *word = &w[one_word ? 0 : c * WORD_STRIDE];
+      gint *word = child_word (w, one_word, c);
       gint seen = 0, v;
 
       die_with (parent);
@@ -208,16 +215,16 @@ gpushare_wake_cost (guint m, gboolean one_word, guint n, guint pace_us,
         futex (&w[0], FUTEX_WAKE, G_MAXINT);
       } else {
         for (c = 0; c < m; c++) {
-          g_atomic_int_set (&w[c * WORD_STRIDE], (gint) i);
-          futex (&w[c * WORD_STRIDE], FUTEX_WAKE, 1);
+          g_atomic_int_set (child_word (w, FALSE, c), (gint) i);
+          futex (child_word (w, FALSE, c), FUTEX_WAKE, 1);
         }
       }
     }
     *cpu_us = (thread_cpu_us () - t0) / n;
   }
   for (c = 0; w != MAP_FAILED && c < m; c++) {
-    g_atomic_int_set (&w[one_word ? 0 : c * WORD_STRIDE], -1);
-    futex (&w[one_word ? 0 : c * WORD_STRIDE], FUTEX_WAKE, G_MAXINT);
+    g_atomic_int_set (child_word (w, one_word, c), -1);
+    futex (child_word (w, one_word, c), FUTEX_WAKE, G_MAXINT);
   }
   for (c = 0; c < m; c++)
     if (pids[c] > 0)

@@ -308,7 +308,6 @@ raw_stream (RawPeer * raw, guint64 instance)
   GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
   gint fds[GPUSHARE_MAX_FDS];
   guint n_fds = 0;
-  guint64 epoch;
 
   make_accept (msg, instance);
   fail_unless (raw_send_msg (raw, msg, NULL, 0));
@@ -317,10 +316,7 @@ raw_stream (RawPeer * raw, guint64 instance)
   /* the SLOTS' epoch: the ring may have been replaced since the ANNOUNCE
    * (a consumer before this one left slots quarantined), and the producer
    * waits for the MAPPED of the ring it sent */
-  epoch = msg->u.slots.epoch;
-  make_simple (msg, GPUSHARE_MSG_MAPPED);
-  msg->u.mapped.epoch = epoch;
-  fail_unless (raw_send_msg (raw, msg, NULL, 0));
+  fail_unless (raw_send_mapped (raw, msg, msg->u.slots.epoch));
   g_free (msg);
 }
 
@@ -747,9 +743,7 @@ GST_START_TEST (test_consumer_unknown_type)
   }
   gpushare_close_fds (fds, n_fds);
 
-  make_simple (msg, GPUSHARE_MSG_MAPPED);
-  msg->u.mapped.epoch = epoch;
-  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+  fail_unless (raw_send_mapped (&raw, msg, epoch));
   fail_unless (client_log_wait (&s.log, FALSE, 1), "no client-connected");
 
   /* frames flow, and go back */
@@ -827,9 +821,7 @@ GST_START_TEST (test_meta_by_minor)
   fail_unless (raw_send_msg (&raw, msg, NULL, 0));
   raw_expect (&raw, GPUSHARE_MSG_SLOTS, msg, fds, &n_fds);
   gpushare_close_fds (fds, n_fds);
-  make_simple (msg, GPUSHARE_MSG_MAPPED);
-  msg->u.mapped.epoch = announce->layout.epoch;
-  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+  fail_unless (raw_send_mapped (&raw, msg, announce->layout.epoch));
 
   for (i = 0; i < 3; i++) {
     guint64 meta_seq = 0;
@@ -1097,13 +1089,8 @@ GST_START_TEST (test_quarantine_burst_refused)
       if (msg->type == GPUSHARE_MSG_FRAME)
         break;
       gpushare_close_fds (fds, n_fds);
-      if (msg->type == GPUSHARE_MSG_SLOTS) {
-        guint64 epoch = msg->u.slots.epoch;
-
-        make_simple (msg, GPUSHARE_MSG_MAPPED);
-        msg->u.mapped.epoch = epoch;
-        fail_unless (raw_send_msg (&raw, msg, NULL, 0));
-      }
+      if (msg->type == GPUSHARE_MSG_SLOTS)
+        fail_unless (raw_send_mapped (&raw, msg, msg->u.slots.epoch));
     }
     f = msg->u.frame;
     memset (msg, 0, sizeof (*msg));
@@ -1183,9 +1170,7 @@ raw_accept_with (RawPeer * raw, const GpuShareAnnounce * announce,
   }
   gpushare_close_fds (fds, n_fds);
   epoch = msg->u.slots.epoch;
-  make_simple (msg, GPUSHARE_MSG_MAPPED);
-  msg->u.mapped.epoch = epoch;
-  fail_unless (raw_send_msg (raw, msg, NULL, 0));
+  fail_unless (raw_send_mapped (raw, msg, epoch));
   g_free (msg);
   return epoch;
 }
@@ -1415,9 +1400,7 @@ GST_START_TEST (test_lane_raw_consumer)
        * the new one's SLOTS are mapped, as a consumer does */
       if (msg->type == GPUSHARE_MSG_SLOTS) {
         epoch = msg->u.slots.epoch;
-        make_simple (msg, GPUSHARE_MSG_MAPPED);
-        msg->u.mapped.epoch = epoch;
-        fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+        fail_unless (raw_send_mapped (&raw, msg, epoch));
       }
       if (msg->type == GPUSHARE_MSG_FRAME)
         break;

@@ -454,9 +454,7 @@ hold_frame_and_hang_up (Scene * s, RawPeer * raw,
   raw_expect (raw, GPUSHARE_MSG_SLOTS, msg, fds, &n_fds);
   fail_unless_equals_int (msg->u.slots.mem_type, GPUSHARE_MEM_SYSTEM);
   slot_size = msg->u.slots.slot_size;
-  make_simple (msg, GPUSHARE_MSG_MAPPED);
-  msg->u.mapped.epoch = announce->layout.epoch;
-  fail_unless (raw_send_msg (raw, msg, NULL, 0));
+  fail_unless (raw_send_mapped (raw, msg, announce->layout.epoch));
   raw_expect (raw, GPUSHARE_MSG_FRAME, msg, NULL, NULL);
   slot = msg->u.frame.slot;
   fail_unless (slot < n_fds);
@@ -838,9 +836,7 @@ GST_START_TEST (test_in_place_per_ring)
   fail_unless (raw_send_msg (&raw, msg, NULL, 0));
   raw_expect (&raw, GPUSHARE_MSG_SLOTS, msg, fds, &n_fds);
   gpushare_close_fds (fds, n_fds);
-  make_simple (msg, GPUSHARE_MSG_MAPPED);
-  msg->u.mapped.epoch = announce.layout.epoch;
-  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+  fail_unless (raw_send_mapped (&raw, msg, announce.layout.epoch));
   raw_expect (&raw, GPUSHARE_MSG_FRAME, msg, NULL, NULL);
   f = msg->u.frame;
   make_simple (msg, GPUSHARE_MSG_RELEASE);

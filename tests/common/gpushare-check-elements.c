@@ -832,6 +832,14 @@ raw_send_msg (RawPeer * p, const GpuShareMsg * msg, const gint * fds,
   return raw_send_bytes (p, build (msg, n_fds), fds, n_fds);
 }
 
+gboolean
+raw_send_mapped (RawPeer * p, GpuShareMsg * msg, guint64 epoch)
+{
+  make_simple (msg, GPUSHARE_MSG_MAPPED);
+  msg->u.mapped.epoch = epoch;
+  return raw_send_msg (p, msg, NULL, 0);
+}
+
 /* a raw producer: its listening socket at path, then the consumer that
  * connects to it */
 gint

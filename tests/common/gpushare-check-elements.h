@@ -149,6 +149,8 @@ gboolean raw_send_bytes (RawPeer * p, GByteArray * b, const gint * fds,
     guint n_fds);
 gboolean raw_send_msg (RawPeer * p, const GpuShareMsg * msg,
     const gint * fds, guint n_fds);
+/* MAPPED of the ring of epoch, made in msg (what it held is gone) */
+gboolean raw_send_mapped (RawPeer * p, GpuShareMsg * msg, guint64 epoch);
 
 /* Messages, well-formed or not */
 
