@@ -2038,6 +2038,10 @@ lane_read (GpuShareClient * self, Session * s, GpuShareClientItem * out,
     return FALSE;
   if (res != GPUSHARE_LANE_OK) {
     producer_error (self, gpushare_lane_result_to_string (res));
+    /* nothing more is read from it: a producer that left (failed already,
+     * its frames still read first) would otherwise have the same bad
+     * entry read again and again */
+    self->error_after_lane = FALSE;
     return FALSE;
   }
   if (e.kind == GPUSHARE_LANE_ENTRY_MARK) {

@@ -22,6 +22,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -2240,6 +2241,93 @@ GST_START_TEST (test_lane_hostile)
 
 GST_END_TEST;
 
+/* A producer that hangs up with garbage in the lane (the memfd stays
+ * mapped: it can write it after, too).  The src reads what the producer
+ * wrote before its end first (producer-lost=error), finds the garbage, and
+ * must then post the error and stop, not read the same bad entry again and
+ * again with its lock held (it did: a streaming thread at 100% of a core,
+ * no error posted, no way to stop the pipeline).  Either error is the
+ * classified one: the producer's loss or its invalid lane. */
+typedef enum
+{
+  LG_HEAD_AHEAD,
+  LG_KIND,
+  LG_METAS_OUTSIDE,
+  N_LG
+} LaneGarbage;
+
+GST_START_TEST (test_lane_garbage_at_hangup)
+{
+  LaneGarbage which = __i__;
+  gchar *path = socket_path ("lane.sock");
+  GAsyncQueue *log = g_async_queue_new_full (g_free);
+  GpuShareFrameMetas *m = fake_metas (2, 64, 0x11);
+  GpuShareLaneEntry e;
+  GstElement *pipeline;
+  GpuShareRelease rel;
+  GstMessage *msg;
+  GError *error = NULL;
+  FakeLane fl = { 0, };
+  gsize region;
+  gint listen_fd;
+  RawPeer raw;
+
+  pipeline = lane_stream_start (path, log, &listen_fd, &raw, &fl);
+  fake_lane_push_frame (&fl, 1, 0, 1, 1);
+  expect_release (&fl, &rel, 0, 1, 1);
+  region = fl.info.size - gpushare_lane_size (fl.info.n_entries);
+  /* the garbage, without a ring: the src's streaming thread sleeps on */
+  switch (which) {
+    case LG_HEAD_AHEAD:
+      break;
+    case LG_KIND:
+      memset (&e, 0, sizeof (e));
+      e.kind = GPUSHARE_LANE_ENTRY_MARK;
+      e.index = 1;
+      e.mark = 1;
+      fail_unless (gpushare_lane_entry_build (&e, fl.base +
+              GPUSHARE_LANE_HEADER_SIZE + GPUSHARE_LANE_ENTRY_SIZE));
+      fl.base[GPUSHARE_LANE_HEADER_SIZE + GPUSHARE_LANE_ENTRY_SIZE + 8] = 7;
+      break;
+    case LG_METAS_OUTSIDE:
+      fake_lane_frame (&e, 1, 1, 1, 2);
+      e.index = 1;
+      e.meta_at = region - 32;
+      e.meta_len = m->data_len;
+      e.meta_entries = m->n_entries;
+      fail_unless (gpushare_lane_entry_build (&e, fl.base +
+              GPUSHARE_LANE_HEADER_SIZE + GPUSHARE_LANE_ENTRY_SIZE));
+      break;
+    default:
+      g_assert_not_reached ();
+  }
+  __atomic_store_n ((guint64 *) (fl.base + GPUSHARE_LANE_HEAD_OFFSET),
+      which == LG_HEAD_AHEAD ? 2 + fl.info.n_entries : 2, __ATOMIC_RELEASE);
+  /* the hang-up */
+  fail_unless (shutdown (raw.fd, SHUT_RDWR) == 0);
+
+  msg = pop_message (pipeline, GST_MESSAGE_ERROR, TIMEOUT_MS);
+  fail_unless (msg != NULL, "no ERROR posted after the producer left "
+      "garbage in the lane");
+  gst_message_parse_error (msg, &error, NULL);
+  fail_unless ((error->domain == GST_RESOURCE_ERROR
+          && error->code == GST_RESOURCE_ERROR_READ)
+      || (error->domain == GST_STREAM_ERROR
+          && error->code == GST_STREAM_ERROR_DECODE), "ERROR %s %d: %s",
+      g_quark_to_string (error->domain), error->code, error->message);
+  g_clear_error (&error);
+  gst_message_unref (msg);
+  /* it stops cleanly, with no lane left mapped */
+  hostile_consumer_stop (pipeline, listen_fd, &raw, path);
+  fake_lane_free (&fl);
+  fail_unless_equals_int (count_memfd_maps (LANE_MEMFD_NAME), 0);
+  g_async_queue_unref (log);
+  g_free (m);
+  g_free (path);
+}
+
+GST_END_TEST;
+
 static Suite *
 gpushare_src_protocol_suite (void)
 {
@@ -2266,6 +2354,7 @@ gpushare_src_protocol_suite (void)
   suite_add_tcase (s, tc_lane);
   tcase_add_checked_fixture (tc_lane, elements_setup, elements_teardown);
   tcase_add_test (tc_lane, test_lane_fake_producer_streams);
+  tcase_add_loop_test (tc_lane, test_lane_garbage_at_hangup, 0, N_LG);
   tcase_add_test (tc_lane, test_lane_releases_are_heard);
   tcase_add_test (tc_lane, test_lane_mark_waits_asleep);
   tcase_add_test (tc_lane, test_lane_metas);
