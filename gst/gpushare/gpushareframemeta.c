@@ -1131,10 +1131,10 @@ body_clear (Body * b)
 /* ------------------------------------------------------------------------ */
 /* analytics (GPUSHARE_META_ANALYTICS) */
 
-#if HAVE_GST_ANALYTICS
-/* a label of a peer's as a quark: one the process has, or a new one while
- * the process has made fewer than GPUSHARE_META_MAX_PEER_QUARKS for peers
- * (quarks live as long as the process); 0 past that */
+/* a label of a peer's (an analytics label, a region of interest's type)
+ * as a quark: one the process has, or a new one while the process has made
+ * fewer than GPUSHARE_META_MAX_PEER_QUARKS for peers (quarks live as long
+ * as the process); 0 past that */
 static GQuark
 peer_quark (const gchar * label)
 {
@@ -1147,7 +1147,6 @@ peer_quark (const gchar * label)
     return 0;
   return g_quark_from_string (label);
 }
-#endif
 
 /* The strings of one analytics entry (mtd types, labels, classes): a
  * detector's hundred detections repeat a handful, so each distinct one is
@@ -1420,7 +1419,12 @@ read_analytics (Reader * r, gpointer rmeta, guint * n_left_out)
     if (!r->bad && (a >= n || b >= n || t == 0 || (t & ~0x1eu) != 0))
       r->bad = "analytics relation";
 #if HAVE_GST_ANALYTICS
-    if (!r->bad && rmeta && new_id[a] >= 0 && new_id[b] >= 0)
+#if !GST_CHECK_VERSION(1, 26, 0)
+    /* N_TO_N is 1.26's: GStreamer 1.24 refuses it with a CRITICAL, so a
+     * relation of a newer producer keeps its other types, or is left out */
+    t &= ~(1u << 4);
+#endif
+    if (!r->bad && rmeta && t && new_id[a] >= 0 && new_id[b] >= 0)
       gst_analytics_relation_meta_set_relation (rmeta, t, new_id[a], new_id[b]);
 #else
     (void) new_id;
@@ -1511,6 +1515,60 @@ read_tensors (Reader * r, gpointer tm)
   return FALSE;
 }
 
+/* The metas of kind 8 that GStreamer's own deserializers would be handed
+ * with what they trust unchecked (a reference timestamp of
+ * GST_CLOCK_TIME_NONE, caps or a structure that do not parse, a video
+ * meta's format and planes): each has a kind of its own, with its checks,
+ * or is never carried (a GstVideoMeta: the slot's layout stands for it),
+ * so a producer has no business sending them as kind 8 */
+static const gchar *const serialized_refused[] = {
+  "GstVideoMeta", "GstReferenceTimestampMeta",
+};
+
+/* kind 8, the bytes of gst_meta_serialize (): its header, read here with
+ * no sum that can wrap (gst_meta_deserialize () adds the name's length to
+ * 10 in 32 bits, then reads where that says: a length near 2^32 had it
+ * read far past the entry), exactly the entry's bytes, a name of printable
+ * ASCII ended by its NUL, and a meta that has no kind of its own */
+static void
+read_serialized (Reader * r)
+{
+  const guint8 *p = r->p;
+  guint32 total, name_len;
+  const GstMetaInfo *info;
+  const gchar *name;
+  guint i;
+
+  if (r->len < 10) {
+    r->bad = "serialized meta header";
+    return;
+  }
+  total = GST_READ_UINT32_LE (p);
+  name_len = GST_READ_UINT32_LE (p + 4);
+  if (total != r->len || (guint64) name_len + 10 > total || name_len == 0
+      || p[8 + name_len] != '\0') {
+    r->bad = "serialized meta header";
+    return;
+  }
+  name = (const gchar *) p + 8;
+  for (i = 0; i < name_len; i++) {
+    if (!g_ascii_isgraph (name[i])) {
+      r->bad = "serialized meta name";
+      return;
+    }
+  }
+  for (i = 0; i < G_N_ELEMENTS (serialized_refused); i++) {
+    if (strcmp (name, serialized_refused[i]) == 0) {
+      r->bad = "serialized meta of a kind of its own";
+      return;
+    }
+  }
+  /* a custom meta is kind 7, its structure read as a peer's text */
+  info = gst_meta_get_info (name);
+  if (info && gst_meta_info_is_custom (info))
+    r->bad = "serialized meta of a kind of its own";
+}
+
 /* FALSE with r->bad set when a known kind does not parse; TRUE, *known
  * FALSE, for a kind this version does not know */
 static gboolean
@@ -1560,7 +1618,7 @@ read_body (Entry * e, Body * b, gboolean * known)
       b->str[1] = get_str (r, "custom meta structure");
       break;
     case GPUSHARE_META_SERIALIZED:
-      /* gst_meta_deserialize () checks what it reads */
+      read_serialized (r);
       b->bytes = r->p;
       b->n_bytes = r->len;
       break;
@@ -1728,9 +1786,11 @@ add_meta (GstBuffer * buf, guint kind, Body * b,
 
   switch (kind) {
     case GPUSHARE_META_ROI:{
-      GstVideoRegionOfInterestMeta *r =
-          gst_buffer_add_video_region_of_interest_meta (buf, b->str[0],
-          b->u[2], b->u[3], b->u[4], b->u[5]);
+      /* its type a quark, as the labels of analytics are: bounded */
+      GQuark type = peer_quark (b->str[0]);
+      GstVideoRegionOfInterestMeta *r = type ?
+          gst_buffer_add_video_region_of_interest_meta_id (buf, type,
+          b->u[2], b->u[3], b->u[4], b->u[5]) : NULL;
 
       if (!r)
         return FALSE;

@@ -91,8 +91,9 @@ typedef enum
 #define GPUSHARE_META_MAX_MTDS 256
 #define GPUSHARE_META_MAX_CLASSES 64
 #define GPUSHARE_META_MAX_RELATIONS 4096
-/* labels (object types, classes) a consumer's process makes quarks of
- * for its peers, for the process's life: GQuarks are never freed */
+/* labels (object types, classes, regions of interest's types) a
+ * consumer's process makes quarks of for its peers, for the process's
+ * life: GQuarks are never freed */
 #define GPUSHARE_META_MAX_PEER_QUARKS 4096
 
 /* The side memory of a frame's slot (docs/protocol.md, "Side memory"):

@@ -1594,6 +1594,200 @@ assert_refused (GByteArray * body, const gchar * field)
   g_free (why);
 }
 
+/* kind 8: the bytes of gst_meta_serialize (), name_len and name as given
+ * (name_len G_MAXUINT32: strlen (name)), total as given (0: the bytes
+ * written), then a payload */
+static void
+put_serialized (GByteArray * b, guint32 total, guint32 name_len,
+    const gchar * name, const guint8 * payload, gsize n)
+{
+  guint start = b->len;
+  guint8 version = 0;
+
+  put_u32_le (b, 0);
+  put_u32_le (b, name_len == G_MAXUINT32 ? strlen (name) : name_len);
+  g_byte_array_append (b, (const guint8 *) name, strlen (name) + 1);
+  g_byte_array_append (b, &version, 1);
+  if (n)
+    g_byte_array_append (b, payload, n);
+  total = total ? total : b->len - start;
+  total = GUINT32_TO_LE (total);
+  memcpy (b->data + start, &total, 4);
+}
+
+static gboolean
+serialized_entry_ok (GByteArray * body, gchar ** why)
+{
+  GpuShareFrameMetas *m = gpushare_frame_metas_new (GPUSHARE_MAX_META_LEN);
+  gboolean ok;
+
+  add_entry (m, GPUSHARE_META_SERIALIZED, body);
+  ok = gpushare_frame_meta_check (m, why);
+  g_free (m);
+  return ok;
+}
+
+static void
+assert_serialized_refused (GByteArray * body, const gchar * field)
+{
+  gchar *why = NULL;
+
+  fail_if (serialized_entry_ok (body, &why), "%s: taken", field);
+  fail_unless (why && strstr (why, field), "%s: refused for '%s'", field, why);
+  g_free (why);
+}
+
+#if GST_CHECK_VERSION(1, 24, 0)
+/* a meta of an application's that serializes: one 64-bit value */
+typedef struct
+{
+  GstMeta meta;
+  guint64 value;
+} SerialMeta;
+
+static GType
+serial_meta_api_get_type (void)
+{
+  static GType type = 0;
+  static const gchar *tags[] = { NULL };
+
+  if (g_once_init_enter (&type))
+    g_once_init_leave (&type,
+        gst_meta_api_type_register ("GpuShareTestSerialMetaAPI", tags));
+  return type;
+}
+
+static gboolean
+serial_meta_init (GstMeta * meta, gpointer params, GstBuffer * buffer)
+{
+  ((SerialMeta *) meta)->value = 0;
+  return TRUE;
+}
+
+static gboolean
+serial_meta_serialize (const GstMeta * meta, GstByteArrayInterface * data,
+    guint8 * version)
+{
+  guint64 v = GUINT64_TO_LE (((const SerialMeta *) meta)->value);
+
+  return gst_byte_array_interface_append_data (data, (const guint8 *) &v, 8);
+}
+
+static GstMeta *
+serial_meta_deserialize (const GstMetaInfo * info, GstBuffer * buffer,
+    const guint8 * data, gsize size, guint8 version)
+{
+  SerialMeta *m;
+
+  if (size != 8 || version != 0)
+    return NULL;
+  m = (SerialMeta *) gst_buffer_add_meta (buffer, info, NULL);
+  m->value = GST_READ_UINT64_LE (data);
+  return (GstMeta *) m;
+}
+
+static const GstMetaInfo *
+serial_meta_get_info (void)
+{
+  static const GstMetaInfo *info = NULL;
+
+  if (g_once_init_enter ((GstMetaInfo **) & info)) {
+    GstMetaInfo *mi = gst_meta_info_new (serial_meta_api_get_type (),
+        "GpuShareTestSerialMeta", sizeof (SerialMeta));
+
+    mi->init_func = serial_meta_init;
+    mi->serialize_func = serial_meta_serialize;
+    mi->deserialize_func = serial_meta_deserialize;
+    g_once_init_leave ((GstMetaInfo **) & info,
+        (GstMetaInfo *) gst_meta_info_register (mi));
+  }
+  return info;
+}
+#endif
+
+/* Kind 8 is handed to GStreamer's gst_meta_deserialize (), which adds the
+ * name's length to 10 in 32 bits (a length near 2^32 had it read 4 GiB
+ * past the entry: a crash), and to the deserializers of GStreamer's own
+ * metas, which trust their bytes (a reference timestamp of
+ * GST_CLOCK_TIME_NONE, a video meta of a format GStreamer has not: a
+ * CRITICAL, then a crash).  The consumer reads the header itself, and
+ * refuses the metas that have a kind of their own or are never carried;
+ * an application's serializable meta goes across as it was. */
+GST_START_TEST (test_hostile_serialized)
+{
+  GByteArray *b = g_byte_array_new ();
+  const guint8 ts[] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+    0, 0, 0, 0, 0, 0, 0, 0, 't', '/', 'x', 0
+  };
+  const guint8 vmeta[36] = { 0, 0, 0, 0, 0x0f, 0x27 };
+
+  /* a sound header of a meta this process does not know: taken (and
+   * dropped when added) */
+  put_serialized (b, 0, G_MAXUINT32, "GpuShareTestNoSuchMeta", NULL, 0);
+  fail_unless (serialized_entry_ok (b, NULL));
+  /* shorter than a header, a name's length that wraps, a total other
+   * than the entry's, a name without its NUL, not printable, empty */
+  put_u32_le (b, 8);
+  put_u32_le (b, 0xfffffffe);
+  assert_serialized_refused (b, "serialized meta header");
+  put_serialized (b, 0, 0xfffffffe, "GpuShareTestNoSuchMeta", NULL, 0);
+  assert_serialized_refused (b, "serialized meta header");
+  put_serialized (b, 1000, G_MAXUINT32, "GpuShareTestNoSuchMeta", NULL, 0);
+  assert_serialized_refused (b, "serialized meta header");
+  put_serialized (b, 0, 4, "GpuShareTestNoSuchMeta", NULL, 0);
+  assert_serialized_refused (b, "serialized meta header");
+  put_serialized (b, 0, G_MAXUINT32, "GpuShare\x01Meta", NULL, 0);
+  assert_serialized_refused (b, "serialized meta name");
+  put_serialized (b, 0, 0, "", NULL, 0);
+  assert_serialized_refused (b, "serialized meta header");
+  /* GStreamer's own, which have a kind of their own or never travel */
+  put_serialized (b, 0, G_MAXUINT32, "GstReferenceTimestampMeta", ts,
+      sizeof (ts));
+  assert_serialized_refused (b, "serialized meta of a kind of its own");
+  put_serialized (b, 0, G_MAXUINT32, "GstVideoMeta", vmeta, sizeof (vmeta));
+  assert_serialized_refused (b, "serialized meta of a kind of its own");
+  {
+    const gchar *tags[] = { NULL };
+
+    gst_meta_register_custom ("gpushare-test-serialized-custom", tags, NULL,
+        NULL, NULL);
+  }
+  put_serialized (b, 0, G_MAXUINT32, "gpushare-test-serialized-custom",
+      NULL, 0);
+  assert_serialized_refused (b, "serialized meta of a kind of its own");
+#if GST_CHECK_VERSION(1, 24, 0)
+  {
+    /* an application's meta: made again at the far end, equal */
+    GpuShareFrameMetas *m = gpushare_frame_metas_new (GPUSHARE_MAX_META_LEN);
+    GstBuffer *src = gst_buffer_new (), *dst = gst_buffer_new ();
+    SerialMeta *sm = (SerialMeta *) gst_buffer_add_meta (src,
+        serial_meta_get_info (), NULL);
+    GByteArray *bytes = g_byte_array_new ();
+    guint dropped = 0;
+
+    sm->value = G_GUINT64_CONSTANT (0x0123456789abcdef);
+    fail_unless (gst_meta_serialize_simple ((GstMeta *) sm, bytes));
+    g_byte_array_append (b, bytes->data, bytes->len);
+    add_entry (m, GPUSHARE_META_SERIALIZED, b);
+    fail_unless (gpushare_frame_meta_check (m, NULL));
+    fail_unless_equals_int (gpushare_frame_meta_apply (m, dst, &dropped), 1);
+    fail_unless_equals_int (dropped, 0);
+    sm = (SerialMeta *) gst_buffer_get_meta (dst, serial_meta_api_get_type ());
+    fail_unless (sm != NULL);
+    fail_unless_equals_uint64 (sm->value, G_GUINT64_CONSTANT
+        (0x0123456789abcdef));
+    g_byte_array_unref (bytes);
+    gst_buffer_unref (src);
+    gst_buffer_unref (dst);
+    g_free (m);
+  }
+#endif
+  g_byte_array_unref (b);
+}
+
+GST_END_TEST;
+
+
 GST_START_TEST (test_hostile_analytics)
 {
   GByteArray *b = g_byte_array_new ();
@@ -2103,6 +2297,48 @@ GST_START_TEST (test_peer_quarks_bounded)
 
 GST_END_TEST;
 #endif
+
+/* A region of interest's type is a quark too, for the life of the
+ * consumer's process: a producer that gave every frame's region a type of
+ * its own grew the process's quark table without end (the analytics
+ * labels had their bound, GPUSHARE_META_MAX_PEER_QUARKS, the ROI types
+ * none).  Past the bound a region of a new type is dropped and counted; a
+ * type the process has goes on. */
+GST_START_TEST (test_peer_roi_types_bounded)
+{
+  GpuShareFrameMetas *m = gpushare_frame_metas_new (GPUSHARE_MAX_META_LEN);
+  GByteArray *body = g_byte_array_new ();
+  guint n = GPUSHARE_META_MAX_PEER_QUARKS + 8;
+  guint f, i, kept = 0, dropped = 0;
+
+  for (f = 0; f <= n; f++) {
+    GstBuffer *buf = gst_buffer_new ();
+    gchar *type = f < n ? g_strdup_printf ("gpushare-roi-type-%u", f) :
+        g_strdup ("gpushare-roi-type-0");
+    guint d = 0;
+
+    m->n_entries = m->data_len = 0;
+    for (i = 0; i < 6; i++)
+      put_u32_le (body, i == 1 ? G_MAXUINT32 : 10);
+    put_entry_str (body, type);
+    put_u32_le (body, 0);
+    add_entry (m, GPUSHARE_META_ROI, body);
+    fail_unless (gpushare_frame_meta_check (m, NULL));
+    kept += gpushare_frame_meta_apply (m, buf, &d);
+    dropped += d;
+    if (f == n)
+      fail_unless (gst_buffer_get_video_region_of_interest_meta (buf) != NULL,
+          "a type the process has was dropped");
+    gst_buffer_unref (buf);
+    g_free (type);
+  }
+  fail_unless_equals_int (kept, GPUSHARE_META_MAX_PEER_QUARKS + 1);
+  fail_unless_equals_int (dropped, n - GPUSHARE_META_MAX_PEER_QUARKS);
+  g_byte_array_unref (body);
+  g_free (m);
+}
+
+GST_END_TEST;
 
 /* A producer that names its custom meta after one of GStreamer's, which
  * GStreamer registers only when first used, must not take that name for
@@ -3735,6 +3971,8 @@ gpushare_stream_suite (void)
   tcase_add_test (tc_frame, test_metas_travel);
   tcase_add_test (tc_frame, test_lane_metas_large);
   tcase_add_test (tc_frame, test_hostile_analytics);
+  tcase_add_test (tc_frame, test_hostile_serialized);
+  tcase_add_test (tc_frame, test_peer_roi_types_bounded);
 #if HAVE_GST_ANALYTICS
   tcase_add_test (tc_frame, test_analytics_travel);
   tcase_add_test (tc_frame, test_peer_quarks_bounded);
