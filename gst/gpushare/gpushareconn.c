@@ -74,6 +74,11 @@ struct _GpuShareConn
   gsize in_len;
   gint in_fds[IN_FD_CAP];
   guint n_in_fds;
+  /* while n_in_fds: the end, in in, of the bytes the last of them came
+   * with.  A message's fds come with its first byte, so a message that
+   * starts before it must claim them; one that starts at or past it, or
+   * the last that can start before it, leaves them a peer's to hold */
+  gsize in_fds_end;
   GpuShareMsg *msg;
 };
 
@@ -1195,6 +1200,8 @@ read_some (GpuShareConn * conn, gboolean * again, GError ** error)
   }
   memcpy (conn->in_fds + conn->n_in_fds, got, n_got * sizeof (gint));
   conn->n_in_fds += n_got;
+  if (n_got > 0)
+    conn->in_fds_end = conn->in_len + n;
 
   if (n == 0) {
     g_set_error (error, GPUSHARE_CONN_ERROR, GPUSHARE_CONN_ERROR_HANGUP,
@@ -1248,6 +1255,11 @@ process_input (GpuShareConn * conn, GError ** error)
       return FALSE;
     }
     total = GPUSHARE_HEADER_SIZE + hdr.payload_len;
+    if (conn->n_in_fds > hdr.n_fds && total >= conn->in_fds_end) {
+      g_set_error (error, GPUSHARE_CONN_ERROR, GPUSHARE_CONN_ERROR_FDS,
+          "descriptors arrived without a message that claims them");
+      return FALSE;
+    }
     if (conn->in_len < total)
       break;
     if (hdr.version_minor < GPUSHARE_MINOR_PING && !conn->peer_without_ping) {
@@ -1264,6 +1276,7 @@ process_input (GpuShareConn * conn, GError ** error)
           gpushare_msg_type_to_string (hdr.type));
       return FALSE;
     }
+
     memcpy (fds, conn->in_fds, hdr.n_fds * sizeof (gint));
     conn->n_in_fds -= hdr.n_fds;
     memmove (conn->in_fds, conn->in_fds + hdr.n_fds,
@@ -1273,6 +1286,8 @@ process_input (GpuShareConn * conn, GError ** error)
         hdr.payload_len, conn->msg);
     memmove (conn->in, conn->in + total, conn->in_len - total);
     conn->in_len -= total;
+    if (conn->n_in_fds > 0)
+      conn->in_fds_end -= total;
 
     if (res == GPUSHARE_PARSE_UNKNOWN_TYPE) {
       /* forward compatibility: skip it, and whatever it carried */

@@ -52,6 +52,15 @@ GST_DEBUG_CATEGORY_STATIC (gpushare_server_debug);
 #define QUARANTINE_WINDOW_US \
   (GPUSHARE_SERVER_QUARANTINE_WINDOW_S * G_USEC_PER_SEC)
 #define QUARANTINE_PROCESSES 16
+#define QUARANTINE_UIDS 8
+
+/* how often one process, or one uid, left slots quarantined lately */
+typedef struct
+{
+  gint64 id;
+  gint64 since;
+  guint count;
+} QuarantineTally;
 /* an ERROR before a consumer is dropped: a moment to reach it */
 #define REFUSAL_FLUSH_MS 10
 
@@ -235,13 +244,10 @@ struct _GpuShareServer
   guint64 slots_quarantined;
   guint64 rings_replaced;
   guint64 rings_grown;
-  /* the processes whose consumers left slots quarantined lately */
-  struct
-  {
-    pid_t pid;
-    gint64 since;
-    guint count;
-  } quarantined_by[QUARANTINE_PROCESSES];
+  /* the processes whose consumers left slots quarantined lately, and
+   * their uids (a process that forks a child for each is one uid) */
+  QuarantineTally quarantined_by[QUARANTINE_PROCESSES];
+  QuarantineTally quarantined_by_uid[QUARANTINE_UIDS];
 
   /* the GPU, probed at start, and the memory types offered */
   gboolean gpu_ok;
@@ -949,45 +955,71 @@ export_pending (gpointer user_data)
 /* ------------------------------------------------------------------------ */
 /* Removal */
 
-/* lock held: a consumer of pid left slots quarantined now */
+/* one more for id in t (n entries), within the window; a new id takes
+ * the entry seen longest ago */
 static void
-note_quarantine (GpuShareServer * self, pid_t pid, gint64 now)
+tally_note (QuarantineTally * t, guint n, gint64 id, gint64 now)
 {
   guint i, at = 0;
 
-  if (pid <= 0)
-    return;
-  for (i = 0; i < QUARANTINE_PROCESSES; i++) {
-    if (self->quarantined_by[i].pid == pid) {
+  for (i = 0; i < n; i++) {
+    if (t[i].count && t[i].id == id) {
       at = i;
       break;
     }
-    /* else the entry seen longest ago */
-    if (self->quarantined_by[i].since < self->quarantined_by[at].since)
+    if (t[i].since < t[at].since)
       at = i;
   }
-  if (self->quarantined_by[at].pid != pid
-      || now - self->quarantined_by[at].since > QUARANTINE_WINDOW_US) {
-    self->quarantined_by[at].pid = pid;
-    self->quarantined_by[at].since = now;
-    self->quarantined_by[at].count = 0;
+  if (!t[at].count || t[at].id != id
+      || now - t[at].since > QUARANTINE_WINDOW_US) {
+    t[at].id = id;
+    t[at].since = now;
+    t[at].count = 0;
   }
-  self->quarantined_by[at].count++;
+  t[at].count++;
 }
 
-/* lock held: how many times pid left slots quarantined within the window,
- * when that is GPUSHARE_SERVER_QUARANTINE_BURST or more; 0 otherwise */
+/* id's count within the window, when it is limit or more; 0 otherwise */
 static guint
-quarantine_burst (GpuShareServer * self, pid_t pid, gint64 now)
+tally_burst (const QuarantineTally * t, guint n, gint64 id, gint64 now,
+    guint limit)
 {
   guint i;
 
-  for (i = 0; pid > 0 && i < QUARANTINE_PROCESSES; i++)
-    if (self->quarantined_by[i].pid == pid
-        && now - self->quarantined_by[i].since <= QUARANTINE_WINDOW_US
-        && self->quarantined_by[i].count >= GPUSHARE_SERVER_QUARANTINE_BURST)
-      return self->quarantined_by[i].count;
+  for (i = 0; i < n; i++)
+    if (t[i].count && t[i].id == id && now - t[i].since <= QUARANTINE_WINDOW_US
+        && t[i].count >= limit)
+      return t[i].count;
   return 0;
+}
+
+/* lock held: a consumer of pid and uid left slots quarantined now */
+static void
+note_quarantine (GpuShareServer * self, pid_t pid, uid_t uid, gint64 now)
+{
+  if (pid > 0)
+    tally_note (self->quarantined_by, QUARANTINE_PROCESSES, pid, now);
+  tally_note (self->quarantined_by_uid, QUARANTINE_UIDS, uid, now);
+}
+
+/* lock held: how many times pid, or else its uid, left slots quarantined
+ * within the window, when that is GPUSHARE_SERVER_QUARANTINE_BURST or more
+ * for the process, GPUSHARE_SERVER_QUARANTINE_BURST_UID for the uid; 0
+ * otherwise.  *of_uid: the uid's count it is */
+static guint
+quarantine_burst (GpuShareServer * self, pid_t pid, uid_t uid, gint64 now,
+    gboolean * of_uid)
+{
+  guint n = pid > 0 ? tally_burst (self->quarantined_by,
+      QUARANTINE_PROCESSES, pid, now, GPUSHARE_SERVER_QUARANTINE_BURST) : 0;
+
+  *of_uid = FALSE;
+  if (n)
+    return n;
+  n = tally_burst (self->quarantined_by_uid, QUARANTINE_UIDS, uid, now,
+      GPUSHARE_SERVER_QUARANTINE_BURST_UID);
+  *of_uid = n > 0;
+  return n;
 }
 
 /* lock NOT held; the one way a client goes (but at stop).  outlives: its
@@ -1059,7 +1091,7 @@ drop_client_full (GpuShareServer * self, Client * client,
   freed = take_freed_rings (self);
   if (quarantine && released > 0) {
     queue_event (self, GPUSHARE_SERVER_EVENT_QUARANTINE, id, reason, released);
-    note_quarantine (self, client->pid, g_get_monotonic_time ());
+    note_quarantine (self, client->pid, client->uid, g_get_monotonic_time ());
   }
   /* an observer was never a consumer: its leaving is no consumer's */
   if (!client->observer && !client->asked_to_observe) {
@@ -2024,7 +2056,7 @@ listen_dispatch (gint fd, GIOCondition cond, gpointer user_data)
   gint cfd;
   struct ucred cred = { 0, };
   Client *client;
-  gboolean allowed, over;
+  gboolean allowed, over, of_uid;
   guint i;
 
   cfd = accept4 (fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
@@ -2060,10 +2092,12 @@ listen_dispatch (gint fd, GIOCondition cond, gpointer user_data)
   }
 
   g_mutex_lock (&self->lock);
-  if ((i = quarantine_burst (self, cred.pid, g_get_monotonic_time ()))) {
-    gchar *text = g_strdup_printf ("this process left slots quarantined %u "
+  if ((i = quarantine_burst (self, cred.pid, cred.uid,
+              g_get_monotonic_time (), &of_uid))) {
+    gchar *text = g_strdup_printf ("%s left slots quarantined %u "
         "times in %u s (each a new ring): refused for the rest of that "
-        "time", i, (guint) (QUARANTINE_WINDOW_US / G_USEC_PER_SEC));
+        "time", of_uid ? "the processes of this uid" : "this process", i,
+        (guint) (QUARANTINE_WINDOW_US / G_USEC_PER_SEC));
 
     g_mutex_unlock (&self->lock);
     GST_WARNING_OBJECT (self->log_object, "refused a consumer (pid %d): %s",

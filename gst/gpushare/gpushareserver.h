@@ -39,6 +39,10 @@ G_BEGIN_DECLS
  * again pinned 79 MiB at VGA in 8 s) */
 #define GPUSHARE_SERVER_QUARANTINE_BURST 4
 #define GPUSHARE_SERVER_QUARANTINE_WINDOW_S 10
+/* and the processes of one uid, this many times: a process that forks a
+ * child for each quarantine is a new pid each time (40 children in 0.8 s
+ * replaced the ring 40 times, a real consumer got a third of its frames) */
+#define GPUSHARE_SERVER_QUARANTINE_BURST_UID 16
 /* handshake-timeouts a consumer may take to map its slots (SLOTS sent,
  * MAPPED not back) for as long as its process is heard from within each
  * (its device work pulses: imports of seconds while many processes make

@@ -23,6 +23,7 @@
 #include <sys/resource.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "gpushare-check-elements.h"
@@ -601,12 +602,18 @@ typedef enum
   FDS_ON_SLOTS,                 /* a well-formed SLOTS, from a consumer */
   FDS_LYING_COUNT,              /* header n_fds 4, one fd sent */
   FDS_OVER_CAP,                 /* 100 fds: the receiver's cmsg truncates */
+  FDS_SPLIT,                    /* beside a PING and the first byte of the
+                                 * next one, whose rest comes later */
+  FDS_HELD_BACK,                /* beside the header of a message that says
+                                 * 0, its body never sent */
   N_FDS_CASES
 } FdsCase;
 
 static const gchar *const fds_case_names[N_FDS_CASES] = {
   "undeclared fds", "fds on an ACCEPT", "a SLOTS with fds",
   "a lying fd count", "more fds than the cap",
+  "fds beside a PING and the start of the next",
+  "fds beside a header whose body is held back",
 };
 
 GST_START_TEST (test_consumer_fds)
@@ -667,6 +674,26 @@ GST_START_TEST (test_consumer_fds)
       b = raw_message (200, 8, GPUSHARE_MAX_FDS);
       n_fds = 100;
       break;
+    case FDS_SPLIT:{
+      /* without the check they stayed in the producer for as long as the
+       * consumer kept a message unfinished, the next PING's first byte
+       * sent with the rest of the one before */
+      GByteArray *ping;
+
+      make_simple (msg, GPUSHARE_MSG_PING);
+      ping = build (msg, 0);
+      b = g_byte_array_new ();
+      g_byte_array_append (b, ping->data, ping->len);
+      g_byte_array_append (b, ping->data, 1);
+      g_byte_array_unref (ping);
+      n_fds = 2;
+      break;
+    }
+    case FDS_HELD_BACK:
+      b = raw_message (200, 4096, 0);
+      g_byte_array_set_size (b, GPUSHARE_HEADER_SIZE);
+      n_fds = 2;
+      break;
     default:
       g_assert_not_reached ();
   }
@@ -677,6 +704,17 @@ GST_START_TEST (test_consumer_fds)
   close (pipe_fds[1]);
   raw_send_bytes (&raw, b, fds, n_fds);
   gpushare_close_fds (fds, n_fds);
+  if (which == FDS_SPLIT) {
+    GByteArray *rest;
+
+    /* the rest of that PING and the first byte of a third: the producer
+     * never again has nothing left to read */
+    make_simple (msg, GPUSHARE_MSG_PING);
+    rest = build (msg, 0);
+    g_byte_array_append (rest, rest->data, 1);
+    g_byte_array_remove_index (rest, 0);
+    raw_send_bytes (&raw, rest, NULL, 0);
+  }
 
   g_array_unref (raw_drain (&raw));
   fail_unless (client_log_wait (&s.log, TRUE, 1), "the client was not "
@@ -1113,6 +1151,90 @@ GST_START_TEST (test_quarantine_burst_refused)
   assert_no_error (s.producer);
   scene_stop (&s);
   g_free (msg);
+}
+
+GST_END_TEST;
+
+/* a forked child of test_quarantine_burst_of_a_uid: one consumer that
+ * streams, then says GOODBYE with its slots still read (a quarantine);
+ * exits 2 when refused, 0 when it streamed */
+static void
+quarantine_child (const gchar * path)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  gint fds[GPUSHARE_MAX_FDS];
+  guint n_fds = 0;
+  GpuShareFrame f;
+  RawPeer raw;
+
+  raw_init (&raw, raw_connect (path));
+  if (raw_recv (&raw, msg, fds, &n_fds, TIMEOUT_MS) != RAW_MSG)
+    _exit (3);
+  if (msg->type == GPUSHARE_MSG_ERROR)
+    _exit (msg->u.error.code == GPUSHARE_ERR_TOO_MANY_CLIENTS ? 2 : 4);
+  if (msg->type != GPUSHARE_MSG_ANNOUNCE)
+    _exit (5);
+  raw_stream (&raw, msg->u.announce.instance);
+  for (;;) {
+    n_fds = 0;
+    if (raw_recv (&raw, msg, fds, &n_fds, TIMEOUT_MS) != RAW_MSG)
+      _exit (6);
+    if (msg->type == GPUSHARE_MSG_FRAME)
+      break;
+    gpushare_close_fds (fds, n_fds);
+    if (msg->type == GPUSHARE_MSG_SLOTS
+        && !raw_send_mapped (&raw, msg, msg->u.slots.epoch))
+      _exit (7);
+  }
+  f = msg->u.frame;
+  memset (msg, 0, sizeof (*msg));
+  msg->type = GPUSHARE_MSG_GOODBYE;
+  msg->u.goodbye.reason = GPUSHARE_ERR_SHUTDOWN;
+  msg->u.goodbye.flags = GPUSHARE_GOODBYE_FLAG_HELD;
+  msg->u.goodbye.last_sequence = f.sequence;
+  _exit (raw_send_msg (&raw, msg, NULL, 0) ? 0 : 8);
+}
+
+/* The bound of test_quarantine_burst_refused is a process's: a process
+ * that forks a child for each quarantine is a new pid each time, and
+ * replaced the ring as often as it liked.  The processes of one uid are
+ * bounded too: 20 children one after the other, each a new pid, each
+ * leaves its slots quarantined; the 17th (GPUSHARE_SERVER_QUARANTINE_BURST_UID
+ * + 1) and those after it are refused with TOO_MANY_CLIENTS. */
+GST_START_TEST (test_quarantine_burst_of_a_uid)
+{
+  guint i, streamed = 0, refused = 0, n = 20;
+  Scene s;
+
+  /* as test_quarantine_burst_refused: no heartbeat */
+  memset (&s, 0, sizeof (s));
+  s.path = socket_path ("scene.sock");
+  s.producer = producer_new (s.path, &s.sink);
+  g_object_set (s.sink, "heartbeat-interval", 0, NULL);
+  client_log_init (&s.log, s.sink);
+  producer_start (s.producer, s.sink);
+  for (i = 0; i < n; i++) {
+    pid_t pid = fork ();
+    gint status = 0;
+
+    fail_if (pid < 0);
+    if (pid == 0)
+      quarantine_child (s.path);
+    fail_unless (waitpid (pid, &status, 0) == pid);
+    fail_unless (WIFEXITED (status), "child %u did not exit", i);
+    if (WEXITSTATUS (status) == 0) {
+      streamed++;
+      /* its going is seen before the next one comes */
+      fail_unless (client_log_wait (&s.log, TRUE, streamed));
+    } else {
+      fail_unless_equals_int (WEXITSTATUS (status), 2);
+      refused++;
+    }
+  }
+  fail_unless_equals_int (streamed, GPUSHARE_SERVER_QUARANTINE_BURST_UID);
+  fail_unless_equals_int (refused, n - GPUSHARE_SERVER_QUARANTINE_BURST_UID);
+  assert_no_error (s.producer);
+  scene_stop (&s);
 }
 
 GST_END_TEST;
@@ -1850,6 +1972,7 @@ gpushare_sink_protocol_suite (void)
   tcase_add_test (tc_handshake, test_consumer_observes_late);
   tcase_add_test (tc_handshake, test_hangups_at_once);
   tcase_add_test (tc_handshake, test_quarantine_burst_refused);
+  tcase_add_test (tc_handshake, test_quarantine_burst_of_a_uid);
   /* raw consumers that follow a live producer's lane in real time: too
    * slow under valgrind (the AddressSanitizer lane checks their memory) */
   if (!g_getenv ("GPUSHARE_UNDER_VALGRIND"))
