@@ -941,6 +941,17 @@ any_running (Child * children, gint n)
 }
 
 static gboolean
+all_running (Child * children, gint n)
+{
+  gint i;
+
+  for (i = 0; i < n; i++)
+    if (!running (children[i].p))
+      return FALSE;
+  return TRUE;
+}
+
+static gboolean
 all_ready (Child * children, gint n)
 {
   gint i;
@@ -1053,7 +1064,12 @@ scale_run_row (const gchar * self, ScaleRow * row)
       /* once the producers are done, the consumers' ends are theirs */
       if (!ended && ++polls % 25 == 0)
         gave_up = child_failed (c, n) >= 0;
-      if (mode->gpu && g_get_monotonic_time () > sample_at) {
+      /* only while every producer runs: one that has left leaves its
+       * rings to the consumers that still map them, and nvidia-smi then
+       * counts them to those consumers until they let go (a ring of 64
+       * streams: some 1 GiB a consumer for the moment of the teardown) */
+      if (mode->gpu && g_get_monotonic_time () > sample_at
+          && all_running (c, n_prod)) {
         scale_sample_memory (c, n);
         sample_at = g_get_monotonic_time () + SAMPLE_EVERY_US;
       }
