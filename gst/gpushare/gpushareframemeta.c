@@ -1543,8 +1543,11 @@ read_serialized (Reader * r)
     r->bad = "serialized meta header";
     return;
   }
-  total = GST_READ_UINT32_LE (p);
-  name_len = GST_READ_UINT32_LE (p + 4);
+  /* the entry's bytes lie anywhere: no aligned load */
+  memcpy (&total, p, 4);
+  memcpy (&name_len, p + 4, 4);
+  total = GUINT32_FROM_LE (total);
+  name_len = GUINT32_FROM_LE (name_len);
   if (total != r->len || (guint64) name_len + 10 > total || name_len == 0
       || p[8 + name_len] != '\0') {
     r->bad = "serialized meta header";
