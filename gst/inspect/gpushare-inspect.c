@@ -283,9 +283,14 @@ on_message (GpuShareConn * conn, const GpuShareMsg * msg, gint * fds,
       if (!p->announced)
         observe (p, &msg->u.announce);
       break;
-    case GPUSHARE_MSG_CAPS:
-      g_print ("caps of %s: %s\n", p->path, msg->u.caps.layout.caps);
+    case GPUSHARE_MSG_CAPS:{
+      GPtrArray *keep = g_ptr_array_new_with_free_func (g_free);
+
+      g_print ("caps of %s: %s\n", p->path, safe (keep,
+              msg->u.caps.layout.caps));
+      g_ptr_array_unref (keep);
       break;
+    }
     case GPUSHARE_MSG_STATUS:
       print_status (p, msg->u.status.text);
       p->answered = TRUE;
@@ -295,10 +300,15 @@ on_message (GpuShareConn * conn, const GpuShareMsg * msg, gint * fds,
     case GPUSHARE_MSG_EOS:
       g_print ("end of the stream of %s\n", p->path);
       break;
-    case GPUSHARE_MSG_ERROR:
-      g_printerr ("%s: the producer refused: %s\n", p->path, msg->u.error.text);
+    case GPUSHARE_MSG_ERROR:{
+      GPtrArray *keep = g_ptr_array_new_with_free_func (g_free);
+
+      g_printerr ("%s: the producer refused: %s\n", p->path, safe (keep,
+              msg->u.error.text));
+      g_ptr_array_unref (keep);
       finish (p, TRUE);
       break;
+    }
     case GPUSHARE_MSG_GOODBYE:
       g_print ("%s: the producer stopped\n", p->path);
       finish (p, FALSE);

@@ -92,6 +92,15 @@ GST_START_TEST (test_inspect_hostile_text)
   memcpy (msg->u.announce.name, "cam" EVIL, msg->u.announce.name_len + 1);
   fail_unless (raw_send_msg (&raw, msg, NULL, 0));
   raw_expect (&raw, GPUSHARE_MSG_OBSERVE, msg, NULL, NULL);
+  /* new caps, their text a producer's too */
+  memset (msg, 0, sizeof (*msg));
+  msg->type = GPUSHARE_MSG_CAPS;
+  msg->u.caps.latency = GST_CLOCK_TIME_NONE;
+  make_layout (&msg->u.caps.layout, 2, 8192);
+  g_strlcpy (msg->u.caps.layout.caps, "video/x-raw, c=(string)\"" EVIL "\"",
+      sizeof (msg->u.caps.layout.caps));
+  msg->u.caps.layout.caps_len = strlen (msg->u.caps.layout.caps);
+  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
 
   client = gst_structure_new ("client", "id", G_TYPE_UINT, 1,
       "name", G_TYPE_STRING, "det" EVIL, "state", G_TYPE_INT, 3,
@@ -118,6 +127,7 @@ GST_START_TEST (test_inspect_hostile_text)
       out);
   fail_unless (strstr (out, "cam\\x1b]0;owned\\x07") != NULL, "%s", out);
   fail_unless (strstr (out, "det\\x1b") != NULL, "%s", out);
+  fail_unless (strstr (out, "caps of ") != NULL, "%s", out);
   fail_unless (strstr (out, "live ?") != NULL, "%s", out);
   fail_if (strstr (err, "CRITICAL") != NULL, "%s", err);
 
@@ -126,6 +136,47 @@ GST_START_TEST (test_inspect_hostile_text)
   g_free (text);
   gst_structure_free (st);
   gst_structure_free (client);
+  raw_clear (&raw);
+  close (listen_fd);
+  g_free (msg);
+  g_free (path);
+}
+
+GST_END_TEST;
+
+/* A producer's ERROR text reaches the terminal escaped too (before, raw,
+ * as its CAPS text did) */
+GST_START_TEST (test_inspect_hostile_error)
+{
+  gchar *path = socket_path ("evil.sock");
+  const gchar *args[] = { "--once", "--timeout", "3000", path, NULL };
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  gchar *out = NULL, *err = NULL;
+  GSubprocess *sp;
+  gint listen_fd, status;
+  RawPeer raw;
+
+  listen_fd = raw_listen (path);
+  sp = inspect_start (args);
+  raw_init (&raw, raw_accept (listen_fd));
+  make_announce (msg, 2, 8192);
+  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+  raw_expect (&raw, GPUSHARE_MSG_OBSERVE, msg, NULL, NULL);
+  memset (msg, 0, sizeof (*msg));
+  msg->type = GPUSHARE_MSG_ERROR;
+  msg->u.error.code = GPUSHARE_ERR_NOT_AUTHORIZED;
+  msg->u.error.text_len = strlen ("no" EVIL);
+  memcpy (msg->u.error.text, "no" EVIL, msg->u.error.text_len);
+  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+
+  status = inspect_finish (sp, &out, &err);
+  fail_if (status == 0);
+  fail_if (has_control (err), "control characters reached the terminal: %s",
+      err);
+  fail_unless (strstr (err, "no\\x1b]0;owned\\x07") != NULL, "%s", err);
+
+  g_free (out);
+  g_free (err);
   raw_clear (&raw);
   close (listen_fd);
   g_free (msg);
@@ -221,6 +272,7 @@ gpushare_inspect_suite (void)
   tcase_add_checked_fixture (tc, warm_up_gio, NULL);
   tcase_add_checked_fixture (tc, elements_setup, elements_teardown);
   tcase_add_test (tc, test_inspect_hostile_text);
+  tcase_add_test (tc, test_inspect_hostile_error);
   tcase_add_test (tc, test_inspect_untrusted_listener);
   return s;
 }
