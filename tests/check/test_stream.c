@@ -3972,7 +3972,12 @@ gpushare_stream_suite (void)
   tcase_add_test (tc_frame, test_lane_metas_large);
   tcase_add_test (tc_frame, test_hostile_analytics);
   tcase_add_test (tc_frame, test_hostile_serialized);
+  /* GLib keeps the old array of quarks each time it grows it (lookups
+   * without a lock): the test's thousands of new quarks leave arrays that
+   * LeakSanitizer reports, and it aborts the sanitizer lane on them */
+#if !defined(__SANITIZE_ADDRESS__)
   tcase_add_test (tc_frame, test_peer_roi_types_bounded);
+#endif
 #if HAVE_GST_ANALYTICS
   tcase_add_test (tc_frame, test_analytics_travel);
   tcase_add_test (tc_frame, test_peer_quarks_bounded);
