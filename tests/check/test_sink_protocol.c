@@ -1090,6 +1090,51 @@ GST_START_TEST (test_hangups_at_once)
 
 GST_END_TEST;
 
+/* scene_start () without a consumer and without a heartbeat: the raw
+ * consumers answer no PING, and a slow build (the sanitizers) takes
+ * seconds over the rings replaced */
+static void
+scene_start_quiet (Scene * s)
+{
+  memset (s, 0, sizeof (*s));
+  s->path = socket_path ("scene.sock");
+  s->producer = producer_new (s->path, &s->sink);
+  g_object_set (s->sink, "heartbeat-interval", 0, NULL);
+  client_log_init (&s->log, s->sink);
+  producer_start (s->producer, s->sink);
+}
+
+/* A streaming raw consumer reads up to its first FRAME (mapping the SLOTS
+ * of a ring the last one left quarantined, as a consumer does), then says
+ * GOODBYE with that frame still read (a quarantine).  0, or the step that
+ * failed: 1 a receive, 2 its MAPPED, 3 the GOODBYE */
+static gint
+stream_then_goodbye_held (RawPeer * raw, GpuShareMsg * msg)
+{
+  GpuShareFrame f;
+
+  for (;;) {
+    gint fds[GPUSHARE_MAX_FDS];
+    guint n_fds = 0;
+
+    if (raw_recv (raw, msg, fds, &n_fds, TIMEOUT_MS) != RAW_MSG)
+      return 1;
+    if (msg->type == GPUSHARE_MSG_FRAME)
+      break;
+    gpushare_close_fds (fds, n_fds);
+    if (msg->type == GPUSHARE_MSG_SLOTS
+        && !raw_send_mapped (raw, msg, msg->u.slots.epoch))
+      return 2;
+  }
+  f = msg->u.frame;
+  memset (msg, 0, sizeof (*msg));
+  msg->type = GPUSHARE_MSG_GOODBYE;
+  msg->u.goodbye.reason = GPUSHARE_ERR_SHUTDOWN;
+  msg->u.goodbye.flags = GPUSHARE_GOODBYE_FLAG_HELD;
+  msg->u.goodbye.last_sequence = f.sequence;
+  return raw_send_msg (raw, msg, NULL, 0) ? 0 : 3;
+}
+
 /* A process whose consumers leave slots quarantined again and again (a
  * GOODBYE that says its buffers still read the slots it holds, then a new
  * connection, and again) costs a new ring each time: after 4 within 10 s
@@ -1103,40 +1148,10 @@ GST_START_TEST (test_quarantine_burst_refused)
   guint i, n_errors;
   Scene s;
 
-  /* scene_start (), without a heartbeat: the raw consumers answer no
-   * PING, and a slow build (the sanitizers) takes seconds over the rings
-   * replaced */
-  memset (&s, 0, sizeof (s));
-  s.path = socket_path ("scene.sock");
-  s.producer = producer_new (s.path, &s.sink);
-  g_object_set (s.sink, "heartbeat-interval", 0, NULL);
-  client_log_init (&s.log, s.sink);
-  producer_start (s.producer, s.sink);
+  scene_start_quiet (&s);
   for (i = 0; i < 4; i++) {
-    GpuShareFrame f;
-
     raw_streaming_consumer (&s, &raw);
-    /* the ring the last one left quarantined is replaced meanwhile: the
-     * new one's SLOTS are mapped, as a consumer does */
-    for (;;) {
-      gint fds[GPUSHARE_MAX_FDS];
-      guint n_fds = 0;
-
-      fail_unless_equals_int (raw_recv (&raw, msg, fds, &n_fds, TIMEOUT_MS),
-          RAW_MSG);
-      if (msg->type == GPUSHARE_MSG_FRAME)
-        break;
-      gpushare_close_fds (fds, n_fds);
-      if (msg->type == GPUSHARE_MSG_SLOTS)
-        fail_unless (raw_send_mapped (&raw, msg, msg->u.slots.epoch));
-    }
-    f = msg->u.frame;
-    memset (msg, 0, sizeof (*msg));
-    msg->type = GPUSHARE_MSG_GOODBYE;
-    msg->u.goodbye.reason = GPUSHARE_ERR_SHUTDOWN;
-    msg->u.goodbye.flags = GPUSHARE_GOODBYE_FLAG_HELD;
-    msg->u.goodbye.last_sequence = f.sequence;
-    fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+    fail_unless_equals_int (stream_then_goodbye_held (&raw, msg), 0);
     raw_clear (&raw);
     fail_unless (client_log_wait (&s.log, TRUE, i + 1));
   }
@@ -1164,7 +1179,7 @@ quarantine_child (const gchar * path)
   GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
   gint fds[GPUSHARE_MAX_FDS];
   guint n_fds = 0;
-  GpuShareFrame f;
+  gint step;
   RawPeer raw;
 
   raw_init (&raw, raw_connect (path));
@@ -1175,24 +1190,8 @@ quarantine_child (const gchar * path)
   if (msg->type != GPUSHARE_MSG_ANNOUNCE)
     _exit (5);
   raw_stream (&raw, msg->u.announce.instance);
-  for (;;) {
-    n_fds = 0;
-    if (raw_recv (&raw, msg, fds, &n_fds, TIMEOUT_MS) != RAW_MSG)
-      _exit (6);
-    if (msg->type == GPUSHARE_MSG_FRAME)
-      break;
-    gpushare_close_fds (fds, n_fds);
-    if (msg->type == GPUSHARE_MSG_SLOTS
-        && !raw_send_mapped (&raw, msg, msg->u.slots.epoch))
-      _exit (7);
-  }
-  f = msg->u.frame;
-  memset (msg, 0, sizeof (*msg));
-  msg->type = GPUSHARE_MSG_GOODBYE;
-  msg->u.goodbye.reason = GPUSHARE_ERR_SHUTDOWN;
-  msg->u.goodbye.flags = GPUSHARE_GOODBYE_FLAG_HELD;
-  msg->u.goodbye.last_sequence = f.sequence;
-  _exit (raw_send_msg (&raw, msg, NULL, 0) ? 0 : 8);
+  step = stream_then_goodbye_held (&raw, msg);
+  _exit (step ? 5 + step : 0);
 }
 
 /* The bound of test_quarantine_burst_refused is a process's: a process
@@ -1206,13 +1205,7 @@ GST_START_TEST (test_quarantine_burst_of_a_uid)
   guint i, streamed = 0, refused = 0, n = 20;
   Scene s;
 
-  /* as test_quarantine_burst_refused: no heartbeat */
-  memset (&s, 0, sizeof (s));
-  s.path = socket_path ("scene.sock");
-  s.producer = producer_new (s.path, &s.sink);
-  g_object_set (s.sink, "heartbeat-interval", 0, NULL);
-  client_log_init (&s.log, s.sink);
-  producer_start (s.producer, s.sink);
+  scene_start_quiet (&s);
   for (i = 0; i < n; i++) {
     pid_t pid = fork ();
     gint status = 0;

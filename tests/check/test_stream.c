@@ -1571,27 +1571,42 @@ put_seg (GByteArray * b, guint32 n_regions, guint32 format, guint32 width,
   g_byte_array_unref (body);
 }
 
-/* one analytics entry: n mtds as made by mtds (), then the relations */
+/* a frame's metas of one entry of kind: whether the consumer's check
+ * takes them */
 static gboolean
-analytics_entry_ok (GByteArray * body, gchar ** why)
+entry_ok (guint16 kind, GByteArray * body, gchar ** why)
 {
   GpuShareFrameMetas *m = gpushare_frame_metas_new (GPUSHARE_MAX_META_LEN);
   gboolean ok;
 
-  add_entry (m, GPUSHARE_META_ANALYTICS, body);
+  add_entry (m, kind, body);
   ok = gpushare_frame_meta_check (m, why);
   g_free (m);
   return ok;
 }
 
+/* the check refuses an entry of kind, and says field */
 static void
-assert_refused (GByteArray * body, const gchar * field)
+assert_entry_refused (guint16 kind, GByteArray * body, const gchar * field)
 {
   gchar *why = NULL;
 
-  fail_if (analytics_entry_ok (body, &why), "%s: taken", field);
+  fail_if (entry_ok (kind, body, &why), "%s: taken", field);
   fail_unless (why && strstr (why, field), "%s: refused for '%s'", field, why);
   g_free (why);
+}
+
+/* one analytics entry: n mtds as made by mtds (), then the relations */
+static gboolean
+analytics_entry_ok (GByteArray * body, gchar ** why)
+{
+  return entry_ok (GPUSHARE_META_ANALYTICS, body, why);
+}
+
+static void
+assert_refused (GByteArray * body, const gchar * field)
+{
+  assert_entry_refused (GPUSHARE_META_ANALYTICS, body, field);
 }
 
 /* kind 8: the bytes of gst_meta_serialize (), name_len and name as given
@@ -1615,26 +1630,10 @@ put_serialized (GByteArray * b, guint32 total, guint32 name_len,
   memcpy (b->data + start, &total, 4);
 }
 
-static gboolean
-serialized_entry_ok (GByteArray * body, gchar ** why)
-{
-  GpuShareFrameMetas *m = gpushare_frame_metas_new (GPUSHARE_MAX_META_LEN);
-  gboolean ok;
-
-  add_entry (m, GPUSHARE_META_SERIALIZED, body);
-  ok = gpushare_frame_meta_check (m, why);
-  g_free (m);
-  return ok;
-}
-
 static void
 assert_serialized_refused (GByteArray * body, const gchar * field)
 {
-  gchar *why = NULL;
-
-  fail_if (serialized_entry_ok (body, &why), "%s: taken", field);
-  fail_unless (why && strstr (why, field), "%s: refused for '%s'", field, why);
-  g_free (why);
+  assert_entry_refused (GPUSHARE_META_SERIALIZED, body, field);
 }
 
 #if GST_CHECK_VERSION(1, 24, 0)
@@ -1724,7 +1723,7 @@ GST_START_TEST (test_hostile_serialized)
   /* a sound header of a meta this process does not know: taken (and
    * dropped when added) */
   put_serialized (b, 0, G_MAXUINT32, "GpuShareTestNoSuchMeta", NULL, 0);
-  fail_unless (serialized_entry_ok (b, NULL));
+  fail_unless (entry_ok (GPUSHARE_META_SERIALIZED, b, NULL));
   /* shorter than a header, a name's length that wraps, a total other
    * than the entry's, a name without its NUL, not printable, empty */
   put_u32_le (b, 8);
