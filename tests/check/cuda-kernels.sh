@@ -3,10 +3,17 @@
 #
 # The fat binary of the copy kernel that is committed is the one nvcc
 # makes of its source now:
-#   cuda-kernels.sh NVCC SOURCE FATBIN NVCC-ARGS...
+#   cuda-kernels.sh NVCC RELEASE SOURCE FATBIN NVCC-ARGS...
+# RELEASE is the nvcc release that made the committed one: another
+# release makes other bytes (or lacks an architecture), so it is skipped
 set -eu
-nvcc=$1 src=$2 fatbin=$3
-shift 3
+nvcc=$1 want=$2 src=$3 fatbin=$4
+shift 4
+have=$("$nvcc" --version | sed -n 's/.*release \([0-9][0-9.]*\),.*/\1/p')
+if [ "$have" != "$want" ]; then
+  echo "SKIP: $(basename "$fatbin") was built by nvcc $want; this nvcc is ${have:-of no known release}"
+  exit 77
+fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$nvcc" "$@" -o "$tmp/copy.fatbin" "$src"
