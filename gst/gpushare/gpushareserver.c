@@ -96,6 +96,7 @@ typedef struct
   guint64 frames_sent;
   guint64 frames_released;
   guint64 frames_dropped;
+  guint64 stale_releases;       /* of frames of an earlier ring */
   /* its GOODBYE said buffers in its process still read the slots it holds
    * of frames up to held_upto (GPUSHARE_GOODBYE_FLAG_HELD) */
   gboolean goodbye_held;
@@ -1462,10 +1463,19 @@ handle_release (GpuShareServer * self, Client * client,
     protocol_error (client, "RELEASE out of order");
     return FALSE;
   }
+  /* each frame it was sent comes back once at most, in its ring or as a
+   * release of a ring replaced since: one that gives back more (releases
+   * of an earlier ring, which cost nothing to write, as fast as they are
+   * read) would keep the producer reading them under its lock */
+  if (client->frames_released + client->stale_releases >= client->frames_sent) {
+    protocol_error (client, "more RELEASEs than frames it was sent");
+    return FALSE;
+  }
   res = gpushare_ring_release (&self->ring, r->epoch, r->slot, r->generation,
       client->index);
   if (res == GPUSHARE_RING_STALE_EPOCH && r->epoch < self->epoch) {
     /* a slot of a replaced ring: nothing to give back */
+    client->stale_releases++;
     return TRUE;
   }
   if (res != GPUSHARE_RING_OK) {
