@@ -20,6 +20,7 @@
 typedef struct
 {
   pid_t pid;                    /* 0: not known */
+  uid_t uid;
   gint pidfd;                   /* -1: not watched */
   GArray *ids;                  /* guint */
 } Holder;
@@ -97,7 +98,8 @@ gpushare_holders_free (GpuShareHolders * h)
 }
 
 void
-gpushare_holders_add (GpuShareHolders * h, guint id, pid_t pid, gint pidfd)
+gpushare_holders_add (GpuShareHolders * h, guint id, pid_t pid, uid_t uid,
+    gint pidfd)
 {
   Holder *x = NULL;
   guint i;
@@ -115,6 +117,7 @@ gpushare_holders_add (GpuShareHolders * h, guint id, pid_t pid, gint pidfd)
     Holder n;
 
     n.pid = pid;
+    n.uid = uid;
     n.pidfd = pidfd >= 0 ? fcntl (pidfd, F_DUPFD_CLOEXEC, 3) : -1;
     n.ids = g_array_new (FALSE, FALSE, sizeof (guint));
     g_array_append_val (h->holders, n);
@@ -177,6 +180,36 @@ gpushare_holders_unwatched (const GpuShareHolders * h)
 
   for (i = 0; i < h->holders->len; i++)
     n += g_array_index (h->holders, Holder, i).pidfd < 0;
+  return n;
+}
+
+gboolean
+gpushare_holders_has_pid (const GpuShareHolders * h, pid_t pid)
+{
+  guint i;
+
+  for (i = 0; pid > 0 && i < h->holders->len; i++)
+    if (g_array_index (h->holders, Holder, i).pid == pid)
+      return TRUE;
+  return FALSE;
+}
+
+guint
+gpushare_holders_count_gone (const GpuShareHolders * h, uid_t uid,
+    GpuShareHoldersLiveFunc live, gpointer user_data)
+{
+  guint i, j, n = 0;
+
+  for (i = 0; i < h->holders->len; i++) {
+    const Holder *x = &g_array_index (h->holders, Holder, i);
+    gboolean connected = FALSE;
+
+    if (x->uid != uid)
+      continue;
+    for (j = 0; j < x->ids->len && !connected; j++)
+      connected = live (g_array_index (x->ids, guint, j), user_data);
+    n += !connected;
+  }
   return n;
 }
 

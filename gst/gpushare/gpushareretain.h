@@ -49,7 +49,7 @@ void gpushare_holders_free (GpuShareHolders * h);
  * each of its connections lets go of it.  A process that has exited
  * already holds nothing. */
 void gpushare_holders_add (GpuShareHolders * h, guint id, pid_t pid,
-    gint pidfd);
+    uid_t uid, gint pidfd);
 /* connection id let go (the process does once all its connections
  * did): TRUE when it was a holder */
 gboolean gpushare_holders_release (GpuShareHolders * h, guint id);
@@ -58,6 +58,16 @@ guint gpushare_holders_reap (GpuShareHolders * h);
 guint gpushare_holders_count (const GpuShareHolders * h);
 /* processes without a pidfd: only their word lets go of them */
 guint gpushare_holders_unwatched (const GpuShareHolders * h);
+/* TRUE when process pid holds it (it may reconnect as often as it likes:
+ * it is one process) */
+gboolean gpushare_holders_has_pid (const GpuShareHolders * h, pid_t pid);
+/* the caller's word on a connection: still connected */
+typedef gboolean (*GpuShareHoldersLiveFunc) (guint id, gpointer user_data);
+/* processes of uid that hold it through no connection live () calls
+ * connected: they hung up without a word and live on (each watched
+ * through a pidfd of the caller's, or never let go of without one) */
+guint gpushare_holders_count_gone (const GpuShareHolders * h, uid_t uid,
+    GpuShareHoldersLiveFunc live, gpointer user_data);
 
 GpuShareRetained *gpushare_retained_new (guint max, GDestroyNotify free_func);
 /* frees every allocation, held or not (the owner stops) */

@@ -827,6 +827,49 @@ schedule_export (GpuShareServer * self, Client * client)
   g_source_unref (source);
 }
 
+/* lock held: a consumer of id is connected */
+static gboolean
+client_connected (guint id, gpointer user_data)
+{
+  GpuShareServer *self = user_data;
+  guint i;
+
+  for (i = 0; i < MAX_CLIENTS; i++)
+    if (self->clients[i] && self->clients[i]->id == id)
+      return TRUE;
+  return FALSE;
+}
+
+/* lock held: the ring of client's retired kind may go to its process,
+ * unless that process is a new one of a uid whose processes that hung up
+ * without a word and live on already hold it
+ * GPUSHARE_SERVER_MAX_GONE_HOLDERS times (each a pidfd kept, without end
+ * while they lived: a process that forked children that each took the
+ * ring and hung up) */
+static gboolean
+may_hold_ring (GpuShareServer * self, Client * client)
+{
+  guint t = gpushare_mem_type_index (client->mem_type);
+  GpuShareHolders *h = self->ring_holders[t];
+  guint n;
+  gchar *text;
+
+  if (!h || !self->rings[t])
+    return TRUE;
+  gpushare_holders_reap (h);
+  if (gpushare_holders_has_pid (h, client->pid))
+    return TRUE;
+  n = gpushare_holders_count_gone (h, client->uid, client_connected, self);
+  if (n < GPUSHARE_SERVER_MAX_GONE_HOLDERS)
+    return TRUE;
+  text = g_strdup_printf ("%u processes of uid %u that hung up still hold "
+      "the %s ring: no other one of that uid takes it until one exits", n,
+      (guint) client->uid, gpushare_mem_type_to_string (client->mem_type));
+  refuse (client, GPUSHARE_ERR_RESOURCE, GPUSHARE_REMOVE_RESOURCE, text);
+  g_free (text);
+  return FALSE;
+}
+
 static gboolean
 send_slots (GpuShareServer * self, Client * client)
 {
@@ -841,6 +884,10 @@ send_slots (GpuShareServer * self, Client * client)
   /* GPU slots are device work, maybe for many consumers in a row on this
    * thread: the peers of all its connections hear from it meanwhile */
   gpushare_conn_pulse ();
+  if (retires (client->mem_type) && !may_hold_ring (self, client)) {
+    g_free (slots);
+    return FALSE;
+  }
   /* and while one piece of it takes long */
   gpushare_conn_busy_begin ();
   gpushare_test_slow ("sink", "preexport");
@@ -901,7 +948,7 @@ send_slots (GpuShareServer * self, Client * client)
     if (!self->ring_holders[t])
       self->ring_holders[t] = gpushare_holders_new ();
     gpushare_holders_add (self->ring_holders[t], client->id, client->pid,
-        client->pidfd);
+        client->uid, client->pidfd);
   }
   /* the side memory of the epoch, last, to a consumer that knows it; one
    * that cannot have it reads the payloads inline (or not at all) */

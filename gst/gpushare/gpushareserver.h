@@ -53,6 +53,11 @@ G_BEGIN_DECLS
  * IPC) kept for consumers' processes that may still have them open; past
  * this, no new ring of that kind is made */
 #define GPUSHARE_SERVER_MAX_RETIRED 4
+/* processes of one uid that hung up without a word and live on, each
+ * still holding the ring of a retired kind (the producer keeps a pidfd
+ * of each, to free the ring once they exit), at most: a further process
+ * of that uid is refused that ring until one of them exits */
+#define GPUSHARE_SERVER_MAX_GONE_HOLDERS 16
 
 typedef struct _GpuShareServer GpuShareServer;
 

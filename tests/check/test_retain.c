@@ -62,11 +62,21 @@ have_pidfd (void)
 /* adds pid as its owner does: with a pidfd opened when it connected, kept
  * by the owner (here: closed at once, the holder has its own) */
 static void
+add_uid (GpuShareHolders * h, guint id, pid_t pid, uid_t uid)
+{
+  gint pidfd = gpushare_pidfd_open (pid);
+
+  gpushare_holders_add (h, id, pid, uid, pidfd);
+  if (pidfd >= 0)
+    close (pidfd);
+}
+
+static void
 add (GpuShareHolders * h, guint id, pid_t pid)
 {
   gint pidfd = gpushare_pidfd_open (pid);
 
-  gpushare_holders_add (h, id, pid, pidfd);
+  gpushare_holders_add (h, id, pid, 1000, pidfd);
   if (pidfd >= 0)
     close (pidfd);
 }
@@ -174,7 +184,7 @@ GST_START_TEST (test_release_by_exit)
 
     kill_and_reap (a);
     h = gpushare_holders_new ();
-    gpushare_holders_add (h, 14, a, pidfd);
+    gpushare_holders_add (h, 14, a, 1000, pidfd);
     fail_unless_equals_int (gpushare_holders_count (h), 0);
     gpushare_holders_free (h);
     close (pidfd);
@@ -189,10 +199,10 @@ GST_START_TEST (test_release_by_exit)
     gint me = gpushare_pidfd_open (getpid ());
 
     h = gpushare_holders_new ();
-    gpushare_holders_add (h, 15, a, dead);
+    gpushare_holders_add (h, 15, a, 1000, dead);
     kill_and_reap (a);
     fail_unless_equals_int (gpushare_holders_reap (h), 0);
-    gpushare_holders_add (h, 16, getpid (), me);
+    gpushare_holders_add (h, 16, getpid (), 1000, me);
     fail_unless_equals_int (gpushare_holders_count (h), 1);
     fail_unless_equals_int (gpushare_holders_reap (h), 1);
     gpushare_holders_free (h);
@@ -266,6 +276,62 @@ GST_START_TEST (test_ids_per_process_bounded)
 
 GST_END_TEST;
 
+/* connections 1000 and up are connected */
+static gboolean
+live_from_1000 (guint id, gpointer user_data)
+{
+  return id >= 1000;
+}
+
+/* processes that hold it through no live connection, counted by uid: one
+ * that reconnected (a live connection beside the ones that hung up) is
+ * not gone; one that exited is no holder; its pid is known while it
+ * holds */
+GST_START_TEST (test_gone_by_uid)
+{
+  GpuShareHolders *h = gpushare_holders_new ();
+  gint fds = count_fds ();
+  pid_t kids[3];
+  guint i;
+
+  for (i = 0; i < 3; i++)
+    kids[i] = spawn_idle_child ();
+  /* uid 1000: kids 0 and 1 hung up (ids 1, 2); kid 2 hung up (3) and
+   * came back (1003); uid 1001: this process, hung up (4) */
+  add_uid (h, 1, kids[0], 1000);
+  add_uid (h, 2, kids[1], 1000);
+  add_uid (h, 3, kids[2], 1000);
+  add_uid (h, 1003, kids[2], 1000);
+  add_uid (h, 4, getpid (), 1001);
+  fail_unless_equals_int (gpushare_holders_count (h), 4);
+  fail_unless_equals_int (gpushare_holders_count_gone (h, 1000,
+          live_from_1000, NULL), 2);
+  fail_unless_equals_int (gpushare_holders_count_gone (h, 1001,
+          live_from_1000, NULL), 1);
+  fail_unless_equals_int (gpushare_holders_count_gone (h, 1002,
+          live_from_1000, NULL), 0);
+  fail_unless (gpushare_holders_has_pid (h, kids[1]));
+  fail_if (gpushare_holders_has_pid (h, 0));
+
+  /* kid 1 exits: reaped, no longer counted, its pidfd closed */
+  kill_and_reap (kids[1]);
+  fail_unless_equals_int (gpushare_holders_reap (h), 3);
+  fail_unless_equals_int (gpushare_holders_count_gone (h, 1000,
+          live_from_1000, NULL), 1);
+  fail_if (gpushare_holders_has_pid (h, kids[1]));
+  /* kid 0's word */
+  fail_unless (gpushare_holders_release (h, 1));
+  fail_unless_equals_int (gpushare_holders_count_gone (h, 1000,
+          live_from_1000, NULL), 0);
+
+  kill_and_reap (kids[0]);
+  kill_and_reap (kids[2]);
+  gpushare_holders_free (h);
+  fail_unless_equals_int (count_fds (), fds);
+}
+
+GST_END_TEST;
+
 static Suite *
 gpushareretain_suite (void)
 {
@@ -277,6 +343,7 @@ gpushareretain_suite (void)
   tcase_add_test (tc, test_release_by_exit);
   tcase_add_test (tc, test_bound);
   tcase_add_test (tc, test_ids_per_process_bounded);
+  tcase_add_test (tc, test_gone_by_uid);
   return s;
 }
 

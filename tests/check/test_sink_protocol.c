@@ -1232,6 +1232,114 @@ GST_START_TEST (test_quarantine_burst_of_a_uid)
 
 GST_END_TEST;
 
+/* a forked child of test_gone_holders_of_a_uid: one consumer of the
+ * host-test memory (whose rings retire here, as legacy CUDA IPC's do)
+ * that maps its ring and hangs up without a word, then lives on until it
+ * is killed.  Says on done how it went: 0 it took the ring, 2 refused
+ * with RESOURCE, others a step that failed */
+static void
+gone_holder_child (const gchar * path, gint done)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  gint fds[GPUSHARE_MAX_FDS];
+  guint n_fds = 0;
+  guint8 how = 3;
+  RawPeer raw;
+
+  raw_init (&raw, raw_connect (path));
+  if (raw_recv (&raw, msg, NULL, NULL, TIMEOUT_MS) == RAW_MSG
+      && msg->type == GPUSHARE_MSG_ANNOUNCE) {
+    make_accept (msg, msg->u.announce.instance);
+    msg->u.accept.mem_type = GPUSHARE_MEM_HOST_TEST;
+    how = 4;
+    if (raw_send_msg (&raw, msg, NULL, 0)) {
+      RawResult r;
+
+      while ((r = raw_recv (&raw, msg, fds, &n_fds, TIMEOUT_MS)) == RAW_MSG
+          && msg->type != GPUSHARE_MSG_SLOTS && msg->type != GPUSHARE_MSG_ERROR)
+        gpushare_close_fds (fds, n_fds);
+      if (r == RAW_MSG && msg->type == GPUSHARE_MSG_ERROR)
+        how = msg->u.error.code == GPUSHARE_ERR_RESOURCE ? 2 : 5;
+      else if (r == RAW_MSG) {
+        gpushare_close_fds (fds, n_fds);
+        how = raw_send_mapped (&raw, msg, msg->u.slots.epoch) ? 0 : 6;
+      }
+    }
+  }
+  /* hangs up without a word */
+  raw_clear (&raw);
+  if (write (done, &how, 1) != 1)
+    _exit (7);
+  for (;;)
+    pause ();
+}
+
+/* A process that forks children that each take the ring of a retired
+ * kind (legacy CUDA IPC's; here the test build's host-test memory, whose
+ * rings retire likewise) and hang up without a word while they live: the
+ * producer keeps a pidfd of each, to free the ring once they exit, and
+ * kept them without end.  The 17th child of the uid
+ * (GPUSHARE_SERVER_MAX_GONE_HOLDERS + 1) and those after it are refused
+ * with RESOURCE, the producer's descriptors grow by one a child at most;
+ * once children exit, another child takes the ring again; the real
+ * consumer streams on. */
+GST_START_TEST (test_gone_holders_of_a_uid)
+{
+  guint i, taken = 0, refused = 0, n = 20, fds = 0;
+  pid_t kids[21];
+  gint done[2];
+  Scene s;
+
+  fail_unless (pipe (done) == 0);
+  scene_start (&s, TRUE);
+  for (i = 0; i < n + 1; i++) {
+    guint8 how = 99;
+
+    if (i == n) {
+      /* four of them exit: four pidfds fewer, room for one more */
+      for (guint k = 0; k < 4; k++) {
+        kill (kids[k], SIGKILL);
+        fail_unless (waitpid (kids[k], NULL, 0) == kids[k]);
+        kids[k] = 0;
+      }
+    }
+    kids[i] = fork ();
+    fail_if (kids[i] < 0);
+    if (kids[i] == 0)
+      gone_holder_child (s.path, done[1]);
+    fail_unless (read (done[0], &how, 1) == 1);
+    fail_unless (how == 0 || how == 2, "child %u: step %u failed", i, how);
+    fail_if (how == 2 && i == n, "refused after four children exited");
+    taken += how == 0;
+    refused += how == 2;
+    /* its going (its hang-up, or its refusal) is seen before the next
+     * one comes */
+    fail_unless (client_log_wait (&s.log, TRUE, i + 1));
+    fail_unless_equals_string (client_log_removed_nick (&s.log, i),
+        how == 0 ? "hangup" : "resource");
+    /* the ring was made for the first one: counted from there */
+    if (i == 0)
+      fds = count_fds_settled ();
+  }
+  fail_unless_equals_int (taken, GPUSHARE_SERVER_MAX_GONE_HOLDERS + 1);
+  fail_unless_equals_int (refused, n - GPUSHARE_SERVER_MAX_GONE_HOLDERS);
+  /* the pidfds of 16 children at most (one of them the first's) */
+  fail_unless (count_fds_settled () < fds + GPUSHARE_SERVER_MAX_GONE_HOLDERS,
+      "%u descriptors open, %u after the first child", count_fds (), fds);
+  assert_consumer_alive (s.consumer);
+  assert_no_error (s.producer);
+  for (i = 0; i < n + 1; i++)
+    if (kids[i] > 0) {
+      kill (kids[i], SIGKILL);
+      fail_unless (waitpid (kids[i], NULL, 0) == kids[i]);
+    }
+  close (done[0]);
+  close (done[1]);
+  scene_stop (&s);
+}
+
+GST_END_TEST;
+
 /* ------------------------------------------------------------------------ */
 /* 5. The frame lane (minor 7), from a raw consumer: what a consumer that
  * asks for one gets, and one that writes its lane's tail as it likes or
@@ -1968,6 +2076,7 @@ gpushare_sink_protocol_suite (void)
   tcase_add_test (tc_handshake, test_export_failure_is_resource);
   tcase_add_test (tc_handshake, test_heartbeat_silent_consumer);
   tcase_add_test (tc_handshake, test_heartbeat_pings_keep_alive);
+  tcase_add_test (tc_handshake, test_gone_holders_of_a_uid);
   suite_add_tcase (s, tc_descriptors);
   tcase_add_checked_fixture (tc_descriptors, elements_setup, elements_teardown);
   tcase_add_loop_test (tc_descriptors, test_consumer_fds, 0, N_FDS_CASES);
@@ -1991,6 +2100,14 @@ gpushare_sink_protocol_suite (void)
   tcase_add_test (tc_lane, test_lane_left_full);
   tcase_add_loop_test (tc_lane, test_lane_releases, 0, N_LR);
   return s;
+}
+
+/* the test plugin's host-test rings retire (test_gone_holders_of_a_uid):
+ * set before anything loads the plugin */
+static void __attribute__((constructor))
+    host_test_retires (void)
+{
+  g_setenv ("GPUSHARE_TEST_HOST_RETIRE", "1", TRUE);
 }
 
 GST_CHECK_MAIN (gpushare_sink_protocol);

@@ -6,7 +6,9 @@
 
 #include "gpusharexferhosttest.h"
 
-static const GpuShareMemKind host_test_kinds[] = {
+/* its rings retired as legacy CUDA IPC's are where the process that loads
+ * the plugin has GPUSHARE_TEST_HOST_RETIRE set (when it registers) */
+static GpuShareMemKind host_test_kinds[] = {
   {GPUSHARE_MEM_HOST_TEST, "host-test", GPUSHARE_HOST_TEST_TRANSPORT,
       "Host memory of the test transfer (test builds only), or an error", 0},
 };
@@ -27,5 +29,7 @@ static const GpuShareXfer host_test_xfer = {
 void
 gpushare_host_test_xfer_register (void)
 {
+  if (g_getenv ("GPUSHARE_TEST_HOST_RETIRE"))
+    host_test_kinds[0].flags |= GPUSHARE_KIND_RETIRE;
   gpushare_xfer_register (&host_test_xfer);
 }
