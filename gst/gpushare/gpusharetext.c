@@ -251,6 +251,142 @@ check_text (const gchar * s, gsize len, guint depth)
   return TRUE;
 }
 
+/* Quarks.  A structure's name, its fields' names and caps features become
+ * quarks when GStreamer parses them, for the life of the process: a peer
+ * that named new fields in every event would grow the process without
+ * end.  What a parse made is counted (quarks are numbered in the order
+ * they are made); once peers made GPUSHARE_TEXT_MAX_PEER_QUARKS, a text
+ * is parsed only where every name it may hold is a quark already. */
+
+static gint peer_quarks_made;
+
+/* the first quark the process has not made: quarks are numbered from 1
+ * up, each with its string.  g_quark_to_string () is declared G_GNUC_CONST,
+ * which lets the compiler take the answers before a parse for those after
+ * it: it is called through a pointer the compiler cannot see into */
+static GQuark
+quark_watermark (void)
+{
+  const gchar *(*volatile to_string) (GQuark) = g_quark_to_string;
+  GQuark lo = 1, hi = 1;
+
+  while (to_string (hi) != NULL && hi < G_MAXUINT32 / 2) {
+    lo = hi + 1;
+    hi *= 2;
+  }
+  while (lo < hi) {
+    GQuark mid = lo + (hi - lo) / 2;
+
+    if (to_string (mid) != NULL)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+static gboolean
+is_name_char (gchar c)
+{
+  return g_ascii_isalnum (c) || (c != '\0' && strchr ("/-_.:+", c) != NULL);
+}
+
+/* the character before p, spaces and backslashes (escapes of a nested
+ * text) aside; 0 at the start */
+static gchar
+char_before (const gchar * start, const gchar * p)
+{
+  while (p > start && (g_ascii_isspace (p[-1]) || p[-1] == '\\'))
+    p--;
+  return p > start ? p[-1] : 0;
+}
+
+static gchar
+char_after (const gchar * p)
+{
+  while (*p && (g_ascii_isspace (*p) || *p == '\\'))
+    p++;
+  return *p;
+}
+
+/* a value's type, "(int)": GStreamer looks its name up, never makes it a
+ * quark.  Caps features, "video/x-raw(memory:X)", follow a name instead */
+static gboolean
+is_type_name (const gchar * text, const gchar * from, const gchar * end)
+{
+  const gchar *open = from;
+  gchar c;
+
+  while (open > text && (g_ascii_isspace (open[-1]) || open[-1] == '\\'))
+    open--;
+  if (open == text || open[-1] != '(' || char_after (end) != ')')
+    return FALSE;
+  c = char_before (text, open - 1);
+  return c == 0 || c == '=' || c == ',' || c == '{' || c == '<' || c == '[';
+}
+
+/* every name the text may hold is a quark already: each run of letters,
+ * digits and "/-_.:+" with a letter in it (backslashes left out, as the
+ * parser's unescaping of a nested text does), a value's type aside.  A
+ * superset of the names: a word of a string counts too.  An octal escape
+ * (a character the runs do not show) fails it */
+static gboolean
+names_known (const gchar * text)
+{
+  GString *run = g_string_new (NULL);
+  const gchar *p, *from = text;
+  gboolean ok = TRUE, letter = FALSE;
+
+  for (p = text; ok; p++) {
+    if (*p == '\\') {
+      ok = !g_ascii_isdigit (p[1]);
+      continue;
+    }
+    if (is_name_char (*p)) {
+      if (run->len == 0)
+        from = p;
+      g_string_append_c (run, *p);
+      letter |= g_ascii_isalpha (*p);
+      continue;
+    }
+    if (letter && !is_type_name (text, from, p))
+      ok = g_quark_try_string (run->str) != 0;
+    g_string_truncate (run, 0);
+    letter = FALSE;
+    if (*p == '\0')
+      break;
+  }
+  g_string_free (run, TRUE);
+  return ok;
+}
+
+/* before a parse: where it may go on, the watermark to count from (0:
+ * it may not) */
+static GQuark
+quarks_begin (const gchar * text)
+{
+  if (g_atomic_int_get (&peer_quarks_made) >= GPUSHARE_TEXT_MAX_PEER_QUARKS
+      && !names_known (text))
+    return 0;
+  return quark_watermark ();
+}
+
+static void
+quarks_end (GQuark before)
+{
+  GQuark after = quark_watermark ();
+
+  if (after > before)
+    g_atomic_int_add (&peer_quarks_made, (gint) MIN (after - before,
+            G_MAXINT / 2));
+}
+
+guint
+gpushare_text_peer_quarks (void)
+{
+  return (guint) g_atomic_int_get (&peer_quarks_made);
+}
+
 gboolean
 gpushare_text_parses_safely (const gchar * text)
 {
@@ -263,25 +399,45 @@ gpushare_text_parses_safely (const gchar * text)
 GstStructure *
 gpushare_structure_from_peer (const gchar * text)
 {
-  if (!gpushare_text_parses_safely (text))
+  GstStructure *s = NULL;
+  GQuark before = quarks_begin (text);
+
+  if (!before)
     return NULL;
-  return gst_structure_from_string (text, NULL);
+  if (gpushare_text_parses_safely (text))
+    s = gst_structure_from_string (text, NULL);
+  quarks_end (before);
+  return s;
 }
 
 GstTagList *
 gpushare_tag_list_from_peer (const gchar * text)
 {
+  GstTagList *tags = NULL;
+  GQuark before;
+
   /* the parser's precondition, a CRITICAL when another text reaches it */
-  if (!g_str_has_prefix (text, "taglist") || !gpushare_text_parses_safely
-      (text))
+  if (!g_str_has_prefix (text, "taglist"))
     return NULL;
-  return gst_tag_list_new_from_string (text);
+  before = quarks_begin (text);
+  if (!before)
+    return NULL;
+  if (gpushare_text_parses_safely (text))
+    tags = gst_tag_list_new_from_string (text);
+  quarks_end (before);
+  return tags;
 }
 
 GstCaps *
 gpushare_caps_from_peer (const gchar * text)
 {
-  if (!gpushare_text_parses_safely (text))
+  GstCaps *caps = NULL;
+  GQuark before = quarks_begin (text);
+
+  if (!before)
     return NULL;
-  return gst_caps_from_string (text);
+  if (gpushare_text_parses_safely (text))
+    caps = gst_caps_from_string (text);
+  quarks_end (before);
+  return caps;
 }

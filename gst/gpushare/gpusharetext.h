@@ -20,6 +20,10 @@ G_BEGIN_DECLS
 
 /* lists and structures nested in a peer's text, at most */
 #define GPUSHARE_TEXT_MAX_DEPTH 8
+/* quarks the names in peers' texts (structures', fields', caps
+ * features') may make in a process, which keeps them for its life; past
+ * that, a text is parsed only where every name in it is a quark already */
+#define GPUSHARE_TEXT_MAX_PEER_QUARKS 4096
 
 /* TRUE when text can go to GStreamer's parser without taking its leaking
  * path: every list, array and range closes, each of their elements parses
@@ -28,11 +32,14 @@ G_BEGIN_DECLS
 gboolean gpushare_text_parses_safely (const gchar * text);
 
 /* gst_structure_from_string (), gst_tag_list_new_from_string () and
- * gst_caps_from_string () of a peer's text, NULL where it would not parse
- * or is not checked safe */
+ * gst_caps_from_string () of a peer's text, NULL where it would not parse,
+ * is not checked safe, or names what is no quark yet once the process's
+ * peers made GPUSHARE_TEXT_MAX_PEER_QUARKS */
 GstStructure *gpushare_structure_from_peer (const gchar * text);
 GstTagList *gpushare_tag_list_from_peer (const gchar * text);
 GstCaps *gpushare_caps_from_peer (const gchar * text);
+/* quarks peers' texts made in this process so far */
+guint gpushare_text_peer_quarks (void);
 
 G_END_DECLS
 

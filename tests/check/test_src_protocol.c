@@ -32,6 +32,7 @@
 #include "gpushareconn.h"
 #include "gpushareframemeta.h"
 #include "gpusharelane.h"
+#include "gpusharetext.h"
 
 /* ------------------------------------------------------------------------ */
 /* 1. A hostile producer: the consumer errors out, cleanly */
@@ -537,6 +538,88 @@ GST_START_TEST (test_producer_floods_events)
   fail_unless_equals_uint64 (received + dropped, 1800);
   fail_unless (received <= 2 * 64, "%" G_GUINT64_FORMAT " events pushed "
       "before the first frame", received);
+  assert_no_error (pipeline);
+
+  hostile_consumer_stop (pipeline, listen_fd, &raw, path);
+  g_free (path);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
+/* the first quark the process has not made (quarks are numbered from 1,
+ * each with its string; not G_GNUC_CONST's g_quark_to_string (): its
+ * answers change) */
+static GQuark
+quark_watermark (void)
+{
+  const gchar *(*volatile to_string) (GQuark) = g_quark_to_string;
+  GQuark q = 1;
+
+  while (to_string (q) != NULL)
+    q++;
+  return q;
+}
+
+/* A producer that names a new field in every custom event, after the
+ * first frame: each became a quark of the consumer's process, kept for
+ * its life.  Past GPUSHARE_TEXT_MAX_PEER_QUARKS of them the consumer drops
+ * such events, counted (events-dropped), makes no more quarks of them,
+ * and streams on; an event whose names it knows still goes through. */
+GST_START_TEST (test_producer_names_new_fields)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  gchar *path = socket_path ("names.sock");
+  const guint n = GPUSHARE_TEXT_MAX_PEER_QUARKS + 500;
+  guint64 received = 0, dropped = 0;
+  GstElement *pipeline, *src;
+  GQuark before;
+  GstStructure *st;
+  gint listen_fd;
+  guint i, k;
+  RawPeer raw;
+
+  pipeline = hostile_consumer_start (path, &listen_fd, &raw);
+  src = child (pipeline, "src");
+  raw_producer_ready (&raw, msg);
+  make_frame (msg, 1, 0, 1, 1);
+  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+  raw_expect (&raw, GPUSHARE_MSG_RELEASE, msg, NULL, NULL);
+  before = quark_watermark ();
+  /* in rounds of 32, each read before the next: none waits past the
+   * streaming thread's queue */
+  for (i = 0; i < n + 1; i += 32) {
+    for (k = i; k < MIN (i + 32, n + 1); k++) {
+      /* the last: a name the consumer has */
+      gchar *text = k == n ? g_strdup ("gpushare-names, gpushare-name-7=1") :
+          g_strdup_printf ("gpushare-names, gpushare-name-%u=(int)%u", k, k);
+
+      make_event (msg, GPUSHARE_EVENT_CUSTOM, text);
+      g_free (text);
+      fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+    }
+    for (k = 0; k < 1000 && received + dropped < MIN (i + 32, n + 1); k++) {
+      g_object_get (src, "stats", &st, NULL);
+      gst_structure_get_uint64 (st, "events-received", &received);
+      gst_structure_get_uint64 (st, "events-dropped", &dropped);
+      gst_structure_free (st);
+      if (received + dropped < MIN (i + 32, n + 1))
+        g_usleep (1000);
+    }
+  }
+  fail_unless_equals_uint64 (received + dropped, n + 1);
+  fail_unless (received <= GPUSHARE_TEXT_MAX_PEER_QUARKS + 1
+      && dropped + 1 >= n + 1 - GPUSHARE_TEXT_MAX_PEER_QUARKS,
+      "%" G_GUINT64_FORMAT " events with a new name pushed, %"
+      G_GUINT64_FORMAT " dropped", received, dropped);
+  /* the one it knows went through, last */
+  fail_unless (dropped < n + 1 - GPUSHARE_TEXT_MAX_PEER_QUARKS + 3);
+  fail_unless (quark_watermark () - before <= GPUSHARE_TEXT_MAX_PEER_QUARKS
+      + 64, "%u quarks made of %u events", quark_watermark () - before, n);
+  /* it streams on */
+  make_frame (msg, 1, 1, 1, 2);
+  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+  raw_expect (&raw, GPUSHARE_MSG_RELEASE, msg, NULL, NULL);
   assert_no_error (pipeline);
 
   hostile_consumer_stop (pipeline, listen_fd, &raw, path);
@@ -2343,6 +2426,7 @@ gpushare_src_protocol_suite (void)
   tcase_add_test (tc_hostile_producer, test_src_answers_version);
   tcase_add_test (tc_hostile_producer, test_producer_values_unchecked);
   tcase_add_test (tc_hostile_producer, test_producer_floods_events);
+  tcase_add_test (tc_hostile_producer, test_producer_names_new_fields);
   tcase_add_test (tc_hostile_producer, test_producer_backlog_full);
   tcase_add_test (tc_hostile_producer, test_sparse_slots_not_allocated);
   tcase_add_loop_test (tc_hostile_producer, test_heartbeat_silent_producer, 0,

@@ -119,6 +119,96 @@ GST_START_TEST (test_passed)
 
 GST_END_TEST;
 
+/* the first quark the process has not made (quarks are numbered from 1,
+ * each with its string) */
+static GQuark
+watermark (void)
+{
+  /* not G_GNUC_CONST's g_quark_to_string (): its answers change */
+  const gchar *(*volatile to_string) (GQuark) = g_quark_to_string;
+  GQuark q = 1;
+
+  while (to_string (q) != NULL)
+    q++;
+  return q;
+}
+
+/* A producer that names a new field in every text (an event, a custom
+ * meta) made the consumer's process a quark each time, kept for its life.
+ * Its texts now make GPUSHARE_TEXT_MAX_PEER_QUARKS at most: past that, a
+ * text parses only where every name it may hold is a quark already (its
+ * values' types, numbers and lists aside), and one that holds another is
+ * refused before the parser makes it */
+GST_START_TEST (test_quarks_bounded)
+{
+  static const gchar *const fresh[] = {
+    /* the structure's name, a field's, a nested structure's field's */
+    "gpushare-fresh-a, gpushare-field-1=(int)1",
+    "gpushare-test-s, gpushare-fresh-b=(int)1",
+    "gpushare-test-s, gpushare-field-1=(structure)\"gpushare-test-s\\,\\ "
+        "gpushare-fresh-c\\=\\(int\\)1\\;\"",
+    /* a nested name behind an octal escape the words do not show */
+    "gpushare-test-s, gpushare-field-1=(structure)\"gpushare-test-s\\,\\ "
+        "\\147pushare-field-1\\=1\\;\"",
+    /* a word of a string (which the parser would not make a quark: the
+     * check takes every word) */
+    "gpushare-test-s, gpushare-field-1=(string)gpushare-fresh-d",
+  };
+  const guint n = GPUSHARE_TEXT_MAX_PEER_QUARKS + 1000;
+  GQuark before = watermark (), mark;
+  GstStructure *st;
+  GstCaps *caps;
+  guint i, parsed = 0;
+  gint v;
+
+  for (i = 0; i < n; i++) {
+    gchar *text = g_strdup_printf ("gpushare-test-s, gpushare-field-%u="
+        "(int)%u", i, i);
+
+    st = gpushare_structure_from_peer (text);
+    g_free (text);
+    if (st) {
+      parsed++;
+      gst_structure_free (st);
+    }
+  }
+  /* a quark each (the first text two, with the structure's name; the
+   * check's own "x" and "v" at most once) until the bound */
+  fail_unless (parsed + 3 >= GPUSHARE_TEXT_MAX_PEER_QUARKS
+      && parsed <= GPUSHARE_TEXT_MAX_PEER_QUARKS, "%u of %u texts with a new "
+      "name parsed", parsed, n);
+  fail_unless (watermark () - before <= GPUSHARE_TEXT_MAX_PEER_QUARKS + 3,
+      "%u quarks made", watermark () - before);
+  fail_unless (gpushare_text_peer_quarks () >= GPUSHARE_TEXT_MAX_PEER_QUARKS);
+
+  /* past it: names that are quarks, with types, numbers, a list, a
+   * string of a known word */
+  st = gpushare_structure_from_peer ("gpushare-test-s, gpushare-field-7="
+      "(int)3, gpushare-field-8=(string)gpushare-field-9, gpushare-field-10="
+      "(double)1.5, gpushare-field-11={ 1, 2 }, gpushare-field-12="
+      "\"gpushare-field-3\"");
+  fail_unless (st != NULL);
+  fail_unless (gst_structure_get_int (st, "gpushare-field-7", &v) && v == 3);
+  fail_unless_equals_string (gst_structure_get_string (st, "gpushare-field-8"),
+      "gpushare-field-9");
+  gst_structure_free (st);
+  caps = gpushare_caps_from_peer ("gpushare-test-s, gpushare-field-1=(int)1");
+  fail_unless (caps != NULL);
+  gst_caps_unref (caps);
+  /* and anything else refused, without a quark made */
+  mark = watermark ();
+  for (i = 0; i < G_N_ELEMENTS (fresh); i++)
+    fail_if ((st = gpushare_structure_from_peer (fresh[i])) != NULL,
+        "past the bound: %s", fresh[i]);
+  fail_if (gpushare_caps_from_peer ("gpushare-test-s(memory:GpushareFresh), "
+          "gpushare-field-1=(int)1") != NULL);
+  fail_if (gpushare_tag_list_from_peer ("taglist, gpushare-fresh-e=(string)x")
+      != NULL);
+  fail_unless_equals_int (watermark (), mark);
+}
+
+GST_END_TEST;
+
 static Suite *
 gpushare_text_suite (void)
 {
@@ -128,6 +218,8 @@ gpushare_text_suite (void)
   suite_add_tcase (s, tc);
   tcase_add_test (tc, test_refused);
   tcase_add_test (tc, test_passed);
+  /* last: it spends the process's quarks for peers' texts */
+  tcase_add_test (tc, test_quarks_bounded);
   return s;
 }
 
