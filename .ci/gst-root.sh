@@ -13,7 +13,8 @@
 # newest GStreamer Debian serves: .ci/gst-newest.sh).  GPUSHARE_GST_ROOT
 # says where the root lives (default /var/tmp/gpushare-DIST); it is reused
 # while its packages are there.  GPUSHARE_GST_ROOT_TOOLKIT=no leaves the CUDA
-# toolkit out (sid's gcc is newer than the toolkit's nvcc takes).
+# toolkit out (sid's gcc is newer than the toolkit's nvcc takes); so does a
+# toolkit whose nvcc fails to build a kernel in the root.
 set -u
 dist=$1
 root=${GPUSHARE_GST_ROOT:-/var/tmp/gpushare-$dist}
@@ -55,12 +56,26 @@ mounts=()
 mount_bind () {
   mount --bind "$1" "$2" && mounts+=("$2")
 }
+# the toolkit stays only where its nvcc builds a kernel with the root's
+# compiler and C library (an nvcc older than them fails in their headers)
+toolkit_probe () {
+  local nvcc=/usr/local/cuda/bin/nvcc
+  if ! chroot "$root" bash -c "d=\$(mktemp -d) &&
+      echo '__global__ void k (int *p) { *p = 1; }' > \$d/k.cu &&
+      $nvcc -ptx -arch=compute_80 -o \$d/k.ptx \$d/k.cu > /dev/null 2>&1;
+      r=\$?; rm -rf \$d; exit \$r"; then
+    echo "gst-root ($dist): the CUDA toolkit's nvcc ($($nvcc --version |
+      sed -n 's/.*\(release [0-9.]*\).*/\1/p')) does not build with this" \
+      "root's compiler: left out"
+    umount "$root/usr/local/cuda" && unset 'mounts[${#mounts[@]}-1]'
+  fi
+}
 mount_bind /proc "$root/proc" && mount_bind /dev "$root/dev" \
   && mount_bind "$project" "$root$project" || {
   echo "gst-root: cannot bind-mount into the root" >&2; rc=1; }
 if [ -z "${rc:-}" ]; then
   [ -d /usr/local/cuda/include ] && [ "${GPUSHARE_GST_ROOT_TOOLKIT:-yes}" = yes ] && \
-    mount_bind /usr/local/cuda "$root/usr/local/cuda"
+    mount_bind /usr/local/cuda "$root/usr/local/cuda" && toolkit_probe
   echo "gst-root ($dist): $(chroot "$root" gst-launch-1.0 --version | sed -n 2p)"
   chroot "$root" bash -c "cd '$project' && $cmd"
   rc=$?
