@@ -203,6 +203,9 @@ struct _GpuShareClient
   /* the failure is the producer's death: what it wrote into the lane
    * before goes downstream first */
   gboolean error_after_lane;
+  /* entries read from the lane since: at most a lane's worth (what the
+   * producer can have written before it left) */
+  guint lane_read_after_error;
   GSource *lane_drain;
   /* heads-up: the frames a spin caught, the spins that missed, the
    * microseconds spun in all */
@@ -1552,8 +1555,10 @@ producer_lost (GpuShareClient * self, const gchar * text, const gchar * debug)
 
       fail (self, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_READ, why, debug);
       /* after the frames it wrote into the lane, as producer-lost=eos */
-      if (!failed)
+      if (!failed) {
         self->error_after_lane = TRUE;
+        self->lane_read_after_error = 0;
+      }
       g_free (why);
       break;
     }
@@ -2025,11 +2030,12 @@ lane_frame (GpuShareClient * self, Session * s, const GpuShareFrame * f,
  * or the client failed. */
 static gboolean
 lane_read (GpuShareClient * self, Session * s, GpuShareClientItem * out,
-    gboolean * empty)
+    gboolean * empty, gboolean with_metas)
 {
   GpuShareFrameMetas *metas = NULL;
   GpuShareLaneEntry e;
-  GpuShareLaneResult res = gpushare_lane_pop (s->lane, &e, &metas);
+  GpuShareLaneResult res = gpushare_lane_pop (s->lane, &e,
+      with_metas ? &metas : NULL);
   GpuShareClientFrame *frame;
   guint64 missed = 0;
 
@@ -2065,16 +2071,22 @@ lane_read (GpuShareClient * self, Session * s, GpuShareClientItem * out,
 }
 
 /* After the end of the stream, the control thread reads the lane: its
- * frames go back unread at once (handle_frame_after_eos () for a lane). */
+ * frames go back unread at once, their metas not read (handle_frame_after_eos ()
+ * for a lane).  A lane's worth a call at most: a producer that writes
+ * frames after its EOS as fast as they are read would otherwise keep the
+ * control thread, which every connection of the process shares, and the
+ * src's stop, which waits for it, here for as long as it liked. */
 static gboolean
 lane_drain (gpointer user_data)
 {
   GpuShareClient *self = user_data;
   Session *s;
+  guint n = 0;
 
   g_mutex_lock (&self->lock);
   s = self->session;
-  while (s && s->lane && self->lane_reader_done && self->state != STATE_FAILED) {
+  while (s && s->lane && self->lane_reader_done && self->state != STATE_FAILED
+      && n++ < GPUSHARE_LANE_MAX_ENTRIES) {
     GpuShareClientItem out = { 0, };
     gboolean empty;
     Item *item;
@@ -2089,7 +2101,7 @@ lane_drain (gpointer user_data)
     }
     if (self->lane_marks_received < self->lane_marks_read)
       break;
-    if (!lane_read (self, s, &out, &empty)) {
+    if (!lane_read (self, s, &out, &empty, FALSE)) {
       if (empty)
         break;
       continue;
@@ -2181,9 +2193,15 @@ gpushare_client_pop (GpuShareClient * self, GpuShareClientItem * out)
        * go first; a MARK still on its way is not waited for */
       if (lane && self->error_after_lane
           && self->lane_marks_received >= self->lane_marks_read) {
-        if (lane_read (self, s, out, &empty))
+        /* a lane's worth at most, whatever they are: a producer that
+         * went on writing entries into it, refused or not, as fast as
+         * they are read held this loop, and the lock, for as long as it
+         * liked, the error never posted */
+        if (++self->lane_read_after_error > GPUSHARE_LANE_MAX_ENTRIES)
+          self->error_after_lane = FALSE;
+        else if (lane_read (self, s, out, &empty, TRUE))
           break;
-        if (!empty)
+        else if (!empty)
           continue;
       }
       out->type = GPUSHARE_CLIENT_ITEM_ERROR;
@@ -2199,7 +2217,7 @@ gpushare_client_pop (GpuShareClient * self, GpuShareClientItem * out)
     /* with a lane: its next entry, unless a MARK read waits for its
      * message from the control thread */
     if (lane && self->lane_marks_received >= self->lane_marks_read) {
-      if (lane_read (self, s, out, &empty))
+      if (lane_read (self, s, out, &empty, TRUE))
         break;
       if (!empty)
         continue;

@@ -967,13 +967,16 @@ typedef struct
   guint8 *base;
 } FakeLane;
 
+/* the entries of the lanes fake_lane_new () makes */
+static guint32 fake_lane_entries = GPUSHARE_LANE_ENTRIES;
+
 static void
 fake_lane_new_sized (FakeLane * fl, guint32 meta_size)
 {
   GError *error = NULL;
   gint fd;
 
-  fl->lane = gpushare_lane_new (GPUSHARE_LANE_ENTRIES, meta_size, &error);
+  fl->lane = gpushare_lane_new (fake_lane_entries, meta_size, &error);
   fail_unless (fl->lane != NULL, "%s", error ? error->message : "?");
   gpushare_lane_get_info (fl->lane, &fl->info);
   fd = gpushare_lane_dup_fd (fl->lane, NULL);
@@ -2331,6 +2334,223 @@ GST_START_TEST (test_lane_hostile)
 
 GST_END_TEST;
 
+/* A hostile producer's thread that keeps the lane full for as long as it
+ * runs: FRAME entries in their place (slots 0 and 1 in turn, generation
+ * and sequence one up each, or, with stale set, a sequence the src
+ * refuses), each with 256 KiB of metas the src must read, and the
+ * consumer's releases taken at once */
+typedef struct
+{
+  FakeLane *fl;
+  gint stop;
+  gint stale;
+  guint64 written;
+} LaneFlood;
+
+static gpointer
+lane_flood (gpointer data)
+{
+  LaneFlood *f = data;
+  guint8 *base = f->fl->base;
+  guint32 n = f->fl->info.n_entries, gen[2] = { 1, 1 };
+  GpuShareFrameMetas *m = fake_metas (64, GPUSHARE_LANE_MAX_META_LEN, 0x33);
+  guint64 head = __atomic_load_n ((guint64 *) (base +
+          GPUSHARE_LANE_HEAD_OFFSET), __ATOMIC_ACQUIRE), seq = 100;
+  GpuShareLaneEntry e;
+  gsize at;
+
+  /* the same metas at every place an entry may point to */
+  for (at = 0; at + m->data_len <= f->fl->info.meta_size; at += m->data_len)
+    memcpy (base + gpushare_lane_size (n) + at, m->data, m->data_len);
+  fake_lane_frame (&e, 1, 0, 1, 1);
+  e.meta_len = m->data_len;
+  e.meta_entries = m->n_entries;
+  while (!g_atomic_int_get (&f->stop)) {
+    guint64 tail = fake_lane_tail (f->fl);
+
+    __atomic_store_n ((guint64 *) (base + GPUSHARE_LANE_RTAIL_OFFSET),
+        __atomic_load_n ((guint64 *) (base + GPUSHARE_LANE_RHEAD_OFFSET),
+            __ATOMIC_ACQUIRE), __ATOMIC_RELEASE);
+    for (; head - tail < n; head++) {
+      e.index = head;
+      e.meta_at = head * (guint64) m->data_len;
+      e.frame.slot = head % 2;
+      e.frame.generation = ++gen[head % 2];
+      e.frame.sequence = g_atomic_int_get (&f->stale) ? 1 : ++seq;
+      gpushare_lane_entry_build (&e, base + GPUSHARE_LANE_HEADER_SIZE +
+          (head % n) * GPUSHARE_LANE_ENTRY_SIZE);
+      if (head % 16 == 15)
+        __atomic_store_n ((guint64 *) (base + GPUSHARE_LANE_HEAD_OFFSET),
+            head + 1, __ATOMIC_RELEASE);
+    }
+    __atomic_store_n ((guint64 *) (base + GPUSHARE_LANE_HEAD_OFFSET), head,
+        __ATOMIC_RELEASE);
+    gpushare_lane_ring (f->fl->lane);
+    f->written = head;
+  }
+  g_free (m);
+  return NULL;
+}
+
+typedef struct
+{
+  GstElement *element;
+  gboolean stats;               /* else: to NULL */
+  gint done;
+  GThread *thread;
+} LaneCall;
+
+static gpointer
+lane_call (gpointer data)
+{
+  LaneCall *c = data;
+  GstStructure *st = NULL;
+
+  if (c->stats) {
+    g_object_get (c->element, "stats", &st, NULL);
+    gst_structure_free (st);
+  } else {
+    gst_element_set_state (c->element, GST_STATE_NULL);
+  }
+  g_atomic_int_set (&c->done, 1);
+  return NULL;
+}
+
+/* c->element's stats, or its stop, in a thread of its own: TRUE when it
+ * returned within timeout_ms (lane_call_join () waits for it either way) */
+static gboolean
+lane_call_returns (LaneCall * c, gint timeout_ms)
+{
+  gint64 deadline = g_get_monotonic_time () + timeout_ms * 1000ll;
+  gboolean done;
+
+  c->thread = g_thread_new ("lane-call", lane_call, c);
+  while (!(done = g_atomic_int_get (&c->done))
+      && g_get_monotonic_time () < deadline)
+    g_usleep (5000);
+  return done;
+}
+
+static void
+lane_call_join (LaneCall * c)
+{
+  if (c->thread)
+    g_thread_join (c->thread);
+  c->thread = NULL;
+}
+
+/* A producer that sends its EOS and then writes frames into the lane as
+ * fast as they are read (with 256 KiB of metas each): the src's control
+ * thread gives such frames back, and did so for as long as they came, so
+ * that the src's stop (which waits for the control thread) did not return
+ * while they came (3 s and more).  It reads a lane's worth a turn now,
+ * without their metas, and stops within a second, the flood going on. */
+GST_START_TEST (test_lane_flood_after_eos)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  gchar *path = socket_path ("lane-eos.sock");
+  GAsyncQueue *log = g_async_queue_new_full (g_free);
+  LaneFlood f = { 0, };
+  GstElement *pipeline;
+  LaneCall stop = { 0, };
+  GstMessage *eos;
+  GThread *flood;
+  gint listen_fd;
+  gboolean stopped;
+  FakeLane fl;
+  RawPeer raw;
+
+  /* the largest lane: the src reads 1024 entries with their metas before
+   * it finds the lane empty, should the flood pause */
+  fake_lane_entries = GPUSHARE_LANE_MAX_ENTRIES;
+  pipeline = lane_stream_start (path, log, &listen_fd, &raw, &fl);
+  make_simple (msg, GPUSHARE_MSG_EOS);
+  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+  fake_lane_push_mark (&fl, 1);
+  eos = pop_message (pipeline, GST_MESSAGE_EOS | GST_MESSAGE_ERROR, TIMEOUT_MS);
+  fail_unless (eos && GST_MESSAGE_TYPE (eos) == GST_MESSAGE_EOS);
+  gst_message_unref (eos);
+  f.fl = &fl;
+  flood = g_thread_new ("flood", lane_flood, &f);
+  g_usleep (300 * 1000);
+  stop.element = pipeline;
+  stopped = lane_call_returns (&stop, 1000);
+  g_atomic_int_set (&f.stop, 1);
+  g_thread_join (flood);
+  lane_call_join (&stop);
+  fail_unless (stopped, "the src did not stop within 1 s while the producer "
+      "wrote frames after its EOS (%" G_GUINT64_FORMAT " written)", f.written);
+  fail_unless (f.written > fl.info.n_entries, "no flood: %" G_GUINT64_FORMAT
+      " entries", f.written);
+
+  gst_object_unref (pipeline);
+  raw_clear (&raw);
+  close (listen_fd);
+  unlink (path);
+  fake_lane_free (&fl);
+  g_async_queue_unref (log);
+  g_free (path);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
+/* A producer that hangs up (producer-lost=error: the frames it wrote
+ * into the lane are read first) and goes on writing entries the src
+ * refuses, as fast as they are read: the src read them for as long as
+ * they came, with its lock held, the error not posted, its stats and its
+ * stop waiting.  It reads a lane's worth after the hang-up now: the error
+ * is posted, its stats answer and it stops, the flood going on. */
+GST_START_TEST (test_lane_flood_after_hangup)
+{
+  gchar *path = socket_path ("lane-hup.sock");
+  GAsyncQueue *log = g_async_queue_new_full (g_free);
+  LaneFlood f = { 0, };
+  GstElement *pipeline;
+  LaneCall stats = { 0, }, stop = { 0, };
+  GstMessage *m;
+  GThread *flood;
+  gint listen_fd;
+  gboolean answered, stopped;
+  FakeLane fl;
+  RawPeer raw;
+
+  pipeline = lane_stream_start (path, log, &listen_fd, &raw, &fl);
+  f.fl = &fl;
+  flood = g_thread_new ("flood", lane_flood, &f);
+  g_usleep (100 * 1000);
+  fail_unless (shutdown (raw.fd, SHUT_RDWR) == 0);
+  g_usleep (50 * 1000);
+  g_atomic_int_set (&f.stale, 1);
+  m = pop_message (pipeline, GST_MESSAGE_ERROR, 1000);
+  stats.element = child (pipeline, "src");
+  stats.stats = TRUE;
+  answered = lane_call_returns (&stats, 1000);
+  stop.element = pipeline;
+  stopped = answered && lane_call_returns (&stop, 1000);
+  g_atomic_int_set (&f.stop, 1);
+  g_thread_join (flood);
+  lane_call_join (&stats);
+  lane_call_join (&stop);
+  if (!stopped)
+    gst_element_set_state (pipeline, GST_STATE_NULL);
+  fail_unless (m != NULL, "no error posted within 1 s of the hang-up while "
+      "the producer wrote entries (%" G_GUINT64_FORMAT " written)", f.written);
+  gst_message_unref (m);
+  fail_unless (answered, "the src's stats did not answer within 1 s");
+  fail_unless (stopped, "the src did not stop within 1 s");
+
+  gst_object_unref (pipeline);
+  raw_clear (&raw);
+  close (listen_fd);
+  unlink (path);
+  fake_lane_free (&fl);
+  g_async_queue_unref (log);
+  g_free (path);
+}
+
+GST_END_TEST;
+
 /* A producer that hangs up with garbage in the lane (the memfd stays
  * mapped: it can write it after, too).  The src reads what the producer
  * wrote before its end first (producer-lost=error), finds the garbage, and
@@ -2446,6 +2666,8 @@ gpushare_src_protocol_suite (void)
   tcase_add_checked_fixture (tc_lane, elements_setup, elements_teardown);
   tcase_add_test (tc_lane, test_lane_fake_producer_streams);
   tcase_add_loop_test (tc_lane, test_lane_garbage_at_hangup, 0, N_LG);
+  tcase_add_test (tc_lane, test_lane_flood_after_eos);
+  tcase_add_test (tc_lane, test_lane_flood_after_hangup);
   tcase_add_test (tc_lane, test_lane_releases_are_heard);
   tcase_add_test (tc_lane, test_lane_mark_waits_asleep);
   tcase_add_test (tc_lane, test_lane_metas);
