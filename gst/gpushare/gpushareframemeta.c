@@ -888,6 +888,9 @@ typedef struct
   /* the frame's side memory (its data NULL while only checking), or NULL:
    * none, and a payload said to be there does not parse */
   const GpuShareMetaSide *side;
+  /* while a frame's metas are checked: the bytes of their payloads so
+   * far, in the side memory [0] and in GPU memory [1]; NULL otherwise */
+  guint64 *taken;
 } Reader;
 
 static gboolean
@@ -1016,6 +1019,22 @@ get_payload (Reader * r, Payload * pl, const gchar * what)
           || plen >= GPUSHARE_META_IN_SIDE || at > side->size
           || plen > side->size - at))
     r->bad = what;
+  /* each payload lies in a place of its own: together they are no larger
+   * than the memory they lie in (a thousand payloads that each said all
+   * of the region were a thousand copies of it where the frame was not
+   * held, and as many GPU allocations) */
+  if (!r->bad && r->taken) {
+    if (n == GPUSHARE_META_IN_SIDE || pl->host_copy) {
+      r->taken[0] += plen;
+      if (r->taken[0] > side->size)
+        r->bad = what;
+    }
+    if (n == GPUSHARE_META_IN_DEVICE) {
+      r->taken[1] += plen;
+      if (side && side->device_size && r->taken[1] > side->device_size)
+        r->bad = what;
+    }
+  }
   if (r->bad)
     return FALSE;
   pl->len = (guint32) plen;
@@ -1099,6 +1118,7 @@ next_entry (const GpuShareFrameMetas * m, const GpuShareMetaSide * side,
   e->body.at = 0;
   e->body.bad = NULL;
   e->body.side = side;
+  e->body.taken = NULL;
   *at += len;
   return TRUE;
 }
@@ -1250,7 +1270,7 @@ read_analytics (Reader * r, gpointer rmeta, guint * n_left_out)
     gint type_at = get_label (r, &labels, "analytics mtd type");
     const gchar *type = type_at >= 0 ? label_str (&labels, type_at) : NULL;
     guint32 len = get_u32 (r, "analytics mtd length");
-    Reader b = { NULL, 0, 0, NULL, r->side };
+    Reader b = { NULL, 0, 0, NULL, r->side, r->taken };
     gboolean added = FALSE;
 
     new_id[i] = -1;
@@ -1351,6 +1371,7 @@ read_analytics (Reader * r, gpointer rmeta, guint * n_left_out)
       guint32 mw = get_u32 (&b, "segmentation location");
       guint32 mh = get_u32 (&b, "segmentation location");
       guint32 bpp;
+      guint64 bytes = 0;
       Payload pl;
 
       k = get_u32 (&b, "segmentation region count");
@@ -1365,10 +1386,13 @@ read_analytics (Reader * r, gpointer rmeta, guint * n_left_out)
       if (!b.bad && !bpp)
         b.bad = "segmentation mask format";
       /* the bytes the mask's size makes, and no other count, before
-       * anything is allocated for it */
+       * anything is allocated for it; a row a stride holds, and no size
+       * whose bytes wrap */
       get_payload (&b, &pl, "segmentation mask");
-      if (!b.bad && (width == 0 || height == 0
-              || (guint64) width * height * bpp != pl.len))
+      if (!b.bad && (width == 0 || height == 0 || height > G_MAXINT
+              || (guint64) width * bpp > G_MAXINT
+              || !g_uint64_checked_mul (&bytes, (guint64) width * bpp, height)
+              || bytes != pl.len))
         b.bad = "segmentation mask size";
 #if GST_CHECK_VERSION(1, 26, 0)
       if (!b.bad && rmeta) {
@@ -1655,6 +1679,7 @@ gpushare_frame_meta_check_side (const GpuShareFrameMetas * m,
     gsize side_size, gsize device_size, gchar ** why)
 {
   GpuShareMetaSide side = { NULL, side_size, 0, };
+  guint64 taken[2] = { 0, 0 };
   gsize at = 0;
   guint i;
 
@@ -1678,6 +1703,7 @@ gpushare_frame_meta_check_side (const GpuShareFrameMetas * m,
             m->n_entries);
       return FALSE;
     }
+    e.body.taken = taken;
     if (!read_body (&e, &b, &known)) {
       if (why)
         *why = g_strdup_printf ("META entry %u (kind %u): bad %s", i, e.kind,
@@ -1859,7 +1885,7 @@ add_meta (GstBuffer * buf, guint kind, Body * b,
     }
     case GPUSHARE_META_ANALYTICS:{
 #if HAVE_GST_ANALYTICS
-      Reader r = { b->bytes, b->n_bytes, 0, NULL, side }, head = r;
+      Reader r = { b->bytes, b->n_bytes, 0, NULL, side, NULL }, head = r;
       guint32 n_mtds = get_u32 (&head, "analytics mtd count");
       /* made as large as its mtds need at once (their count, checked to be
        * at most GPUSHARE_META_MAX_MTDS, and about the bytes of their
@@ -1883,7 +1909,7 @@ add_meta (GstBuffer * buf, guint kind, Body * b,
     }
     case GPUSHARE_META_TENSORS:{
 #if HAVE_GST_ANALYTICS && GST_CHECK_VERSION(1, 26, 0)
-      Reader r = { b->bytes, b->n_bytes, 0, NULL, side };
+      Reader r = { b->bytes, b->n_bytes, 0, NULL, side, NULL };
       GstTensorMeta *tm;
 
       if (gst_buffer_get_tensor_meta (buf))

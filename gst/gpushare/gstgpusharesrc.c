@@ -514,14 +514,15 @@ payload_from_gpu_slot (gpointer user_data, gsize offset, GstVideoFormat format,
   GstBuffer *buf;
   gboolean bytes = format == GST_VIDEO_FORMAT_UNKNOWN;
 
-  if (!self->gpu_ctx || row_bytes > G_MAXINT || rows == 0)
+  if (!self->gpu_ctx || row_bytes > G_MAXINT || rows == 0 || rows > G_MAXINT)
     return NULL;
   gpushare_client_frame_device_room (d->frame, &room_at);
   /* its rows packed, as they came */
-  gst_video_info_set_format (&info, bytes ? GST_VIDEO_FORMAT_GRAY8 : format,
-      bytes ? (guint) row_bytes : (guint) (row_bytes /
-          GST_VIDEO_FORMAT_INFO_PSTRIDE (gst_video_format_get_info (format),
-              0)), rows);
+  if (!gst_video_info_set_format (&info, bytes ? GST_VIDEO_FORMAT_GRAY8 :
+          format, bytes ? (guint) row_bytes : (guint) (row_bytes /
+              GST_VIDEO_FORMAT_INFO_PSTRIDE (gst_video_format_get_info
+                  (format), 0)), rows))
+    return NULL;
   GST_VIDEO_INFO_PLANE_STRIDE (&info, 0) = (gint) row_bytes;
   GST_VIDEO_INFO_SIZE (&info) = row_bytes * rows;
   if (gpushare_client_frame_in_place (d->frame)) {

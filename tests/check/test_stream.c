@@ -1872,6 +1872,13 @@ GST_START_TEST (test_hostile_analytics)
   put_seg (b, 2, GST_VIDEO_FORMAT_GRAY8, 0, 3, 0);
   put_u32_le (b, 0);
   assert_refused (b, "segmentation mask size");
+  /* a size whose bytes wrap in 64 bits to what came: 4294836226 x
+   * 2147549185 x 2 = 2^64 + 4 (a stride of -262140 on the mask's video
+   * meta, its rows far past its 4 bytes) */
+  put_u32_le (b, 1);
+  put_seg (b, 2, GST_VIDEO_FORMAT_GRAY16_LE, 4294836226u, 2147549185u, 4);
+  put_u32_le (b, 0);
+  assert_refused (b, "segmentation mask size");
   put_u32_le (b, 1);
   put_seg (b, GPUSHARE_META_MAX_REGIONS + 1, GST_VIDEO_FORMAT_GRAY8, 1, 1, 1);
   put_u32_le (b, 0);
@@ -2124,6 +2131,68 @@ GST_START_TEST (test_hostile_side_payloads)
   /* a length past what a payload may say (4 GiB) */
   assert_side_mask (65536, 65536, 0, G_GUINT64_CONSTANT (1) << 32,
       G_MAXSIZE, "segmentation mask");
+}
+
+GST_END_TEST;
+
+/* n masks of 64 x 32 (2048 bytes) in one analytics entry, the k-th in
+ * the side memory at ats[k] (or, device, in GPU memory there) */
+static GpuShareFrameMetas *
+seg_payloads_metas (guint n, const guint64 * ats, gboolean device)
+{
+  GpuShareFrameMetas *m = gpushare_frame_metas_new (GPUSHARE_MAX_META_LEN);
+  GByteArray *b = g_byte_array_new ();
+  guint k;
+
+  put_u32_le (b, n);
+  for (k = 0; k < n; k++)
+    put_seg_payload (b, 64, 32, device, ats[k], 2048, G_MAXUINT64);
+  put_u32_le (b, 0);
+  add_entry (m, GPUSHARE_META_ANALYTICS, b);
+  g_byte_array_unref (b);
+  return m;
+}
+
+/* Payloads each lie in a place of their own: a frame's payloads in the
+ * side memory (or in GPU memory) are no larger than it together.  Masks
+ * that each said all of the region (a thousand to a META) were each
+ * copied where the frame was not held, gigabytes a frame; refused now,
+ * in one entry or across two */
+GST_START_TEST (test_payloads_overlap)
+{
+  const guint64 apart[] = { 0, 2048 }, same[] = { 0, 0, 0 }, one[] = { 0 };
+  GpuShareFrameMetas *m, *two;
+  gchar *why = NULL;
+
+  /* side by side: taken; over each other: refused */
+  m = seg_payloads_metas (2, apart, FALSE);
+  fail_unless (gpushare_frame_meta_check_side (m, 4096, 0, NULL));
+  g_free (m);
+  m = seg_payloads_metas (3, same, FALSE);
+  fail_if (gpushare_frame_meta_check_side (m, 4096, 0, &why));
+  fail_unless (why && strstr (why, "segmentation mask"), "%s", why);
+  g_clear_pointer (&why, g_free);
+  g_free (m);
+  /* in GPU memory the same, against its room */
+  m = seg_payloads_metas (2, apart, TRUE);
+  fail_unless (gpushare_frame_meta_check_side (m, 0, 4096, NULL));
+  g_free (m);
+  m = seg_payloads_metas (3, same, TRUE);
+  fail_if (gpushare_frame_meta_check_side (m, 0, 4096, &why));
+  fail_unless (why && strstr (why, "segmentation mask"), "%s", why);
+  g_clear_pointer (&why, g_free);
+  g_free (m);
+  /* across two entries of the frame: 2048 + 2048 of 2048 */
+  m = seg_payloads_metas (1, one, FALSE);
+  two = gpushare_frame_metas_new (2 * m->data_len);
+  memcpy (two->data, m->data, m->data_len);
+  memcpy (two->data + m->data_len, m->data, m->data_len);
+  two->data_len = 2 * m->data_len;
+  two->n_entries = 2;
+  fail_unless (gpushare_frame_meta_check_side (m, 2048, 0, NULL));
+  fail_if (gpushare_frame_meta_check_side (two, 2048, 0, NULL));
+  g_free (two);
+  g_free (m);
 }
 
 GST_END_TEST;
@@ -3988,6 +4057,7 @@ gpushare_stream_suite (void)
 #endif
   tcase_add_test (tc_frame, test_hostile_side_payloads);
   tcase_add_test (tc_frame, test_hostile_device_payloads);
+  tcase_add_test (tc_frame, test_payloads_overlap);
 #if HAVE_GST_ANALYTICS && GST_CHECK_VERSION(1, 26, 0)
   tcase_add_test (tc_frame, test_device_payloads_read);
 #endif
