@@ -1768,10 +1768,18 @@ register_known_metas (void)
 /* a custom meta of that name, registered here if it is not yet, within
  * GPUSHARE_META_MAX_CUSTOM_REGISTRATIONS for the whole process.  Registering makes two
  * types, "name" and "name-api": neither may exist already, nor be in
- * GStreamer's namespace. */
+ * GStreamer's namespace, and the name must hold a '-': GObject libraries
+ * name their types in CamelCase without one, and a name of theirs taken
+ * here before they register it (GSubprocess, say) breaks them in this
+ * process for good (a CRITICAL, then a wait without end in g_once ()).
+ * An application that reads a custom meta of another name registers it
+ * itself first.  The look-up and the registration under one lock: two
+ * sources of the process that meet one new name at once both found it
+ * free, and the second registration was a CRITICAL. */
 static const GstMetaInfo *
 custom_info (const gchar * name)
 {
+  static GMutex lock;
   static gint registered = 0;
   static const gchar *no_tags[] = { NULL };
   const GstMetaInfo *info;
@@ -1782,18 +1790,26 @@ custom_info (const gchar * name)
   info = gst_meta_get_info (name);
   if (info)
     return gst_meta_info_is_custom (info) ? info : NULL;
-  if (!is_type_name (name) || g_ascii_strncasecmp (name, "gst", 3) == 0) {
+  if (!is_type_name (name) || g_ascii_strncasecmp (name, "gst", 3) == 0
+      || !strchr (name, '-')) {
     GST_DEBUG ("custom meta name refused: not a type name of its own");
     return NULL;
   }
-  api = g_strconcat (name, "-api", NULL);
-  free_names = g_type_from_name (name) == 0 && g_type_from_name (api) == 0;
-  g_free (api);
-  if (!free_names
-      || g_atomic_int_add (&registered,
-          1) >= GPUSHARE_META_MAX_CUSTOM_REGISTRATIONS)
-    return NULL;
-  return gst_meta_register_custom (name, no_tags, NULL, NULL, NULL);
+  g_mutex_lock (&lock);
+  info = gst_meta_get_info (name);
+  if (!info) {
+    api = g_strconcat (name, "-api", NULL);
+    free_names = g_type_from_name (name) == 0 && g_type_from_name (api) == 0;
+    g_free (api);
+    if (free_names && registered < GPUSHARE_META_MAX_CUSTOM_REGISTRATIONS) {
+      registered++;
+      info = gst_meta_register_custom (name, no_tags, NULL, NULL, NULL);
+    }
+  } else if (!gst_meta_info_is_custom (info)) {
+    info = NULL;
+  }
+  g_mutex_unlock (&lock);
+  return info;
 }
 
 /* what gst_buffer_add_video_afd_meta () takes without a CRITICAL: a
