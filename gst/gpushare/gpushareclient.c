@@ -203,6 +203,10 @@ struct _GpuShareClient
   /* the failure is the producer's death: what it wrote into the lane
    * before goes downstream first */
   gboolean error_after_lane;
+  gboolean latency_changed;     /* not yet said with a frame */
+  /* the epoch of the layout of the last CAPS item handed out: the frames
+   * handed out after it are of its ring */
+  guint64 out_epoch;
   /* entries read from the lane since: at most a lane's worth (what the
    * producer can have written before it left) */
   guint lane_read_after_error;
@@ -653,15 +657,16 @@ queue_caps (GpuShareClient * self, const GpuShareLayout * layout)
   return TRUE;
 }
 
+/* said with the next frame (GpuShareClientItem.latency_changed): a
+ * producer that changed it in every CAPS, with no frame between, had a
+ * bus message posted for each */
 static void
 update_latency (GpuShareClient * self, guint32 flags, guint64 latency)
 {
-  gboolean changed = self->latency != latency;
-
+  if (self->latency != latency && latency != G_MAXUINT64)
+    self->latency_changed = TRUE;
   self->latency = latency;
   self->producer_live = (flags & GPUSHARE_STREAM_FLAG_LIVE) != 0;
-  if (changed && latency != G_MAXUINT64)
-    queue_event (self, GPUSHARE_CLIENT_EVENT_LATENCY);
 }
 
 /* Picks this consumer's memory type and synchronisation for what the
@@ -880,6 +885,13 @@ handle_slots (GpuShareClient * self, const GpuShareSlots * s, gint * fds)
       || s->sync_mode != (guint32) self->sync_mode) {
     gpushare_close_fds (fds, gpushare_slots_n_fds (s));
     producer_error (self, "SLOTS do not match the announced ring");
+    return;
+  }
+  /* epochs count from 1: 0 is no ring mapped (mapped_epoch), and a ring
+   * of epoch 0 had a CAPS of its epoch pass unchecked against it */
+  if (s->epoch == 0) {
+    gpushare_close_fds (fds, gpushare_slots_n_fds (s));
+    producer_error (self, "SLOTS of epoch 0");
     return;
   }
   if (self->session->lane
@@ -1333,6 +1345,10 @@ conn_message (GpuShareConn * conn, const GpuShareMsg * msg, gint * fds,
       handle_notice (self, &msg->u.notice);
       break;
     case GPUSHARE_MSG_EOS:
+      /* one end of the stream: the items of further ones, which nothing
+       * takes once it ended, would pile up (2 million EOS, 230 MB) */
+      if (self->state == STATE_DONE)
+        break;
       /* with a lane, what we missed is known once its reader is there */
       if (!self->lane_mark_now)
         count_missed_at_eos (self, msg->u.eos.last_sequence);
@@ -2138,9 +2154,24 @@ pop_item (GpuShareClient * self, gboolean lane, gboolean drained)
   return g_queue_pop_head (&self->items);
 }
 
+/* lock held: the error the client failed with, as an item */
+static void
+error_item (GpuShareClient * self, GpuShareClientItem * out)
+{
+  out->type = GPUSHARE_CLIENT_ITEM_ERROR;
+  out->error_domain = self->error_domain;
+  out->error_code = self->error_code;
+  out->error_text = g_strdup (self->error_text);
+  out->error_debug = g_strdup (self->error_debug);
+  out->error_file = self->error_file;
+  out->error_function = self->error_function;
+  out->error_line = self->error_line;
+}
+
 void
 gpushare_client_pop (GpuShareClient * self, GpuShareClientItem * out)
 {
+  GpuShareClientFrame *refused = NULL;
   Item *item;
 
   gboolean drained = FALSE;
@@ -2204,14 +2235,7 @@ gpushare_client_pop (GpuShareClient * self, GpuShareClientItem * out)
         else if (!empty)
           continue;
       }
-      out->type = GPUSHARE_CLIENT_ITEM_ERROR;
-      out->error_domain = self->error_domain;
-      out->error_code = self->error_code;
-      out->error_text = g_strdup (self->error_text);
-      out->error_debug = g_strdup (self->error_debug);
-      out->error_file = self->error_file;
-      out->error_function = self->error_function;
-      out->error_line = self->error_line;
+      error_item (self, out);
       break;
     }
     /* with a lane: its next entry, unless a MARK read waits for its
@@ -2279,6 +2303,27 @@ gpushare_client_pop (GpuShareClient * self, GpuShareClientItem * out)
     }
     g_cond_wait (&self->cond, &self->lock);
   }
+  if (out->type == GPUSHARE_CLIENT_ITEM_CAPS)
+    self->out_epoch = out->layout.epoch;
+  if (out->type == GPUSHARE_CLIENT_ITEM_FRAME
+      && out->frame->info.epoch != self->out_epoch) {
+    /* a frame is read under the layout handed out before it: one of
+     * another ring (a lane's FRAME of the ring before the CAPS whose MARK
+     * came first, or of the next ring before it) has other slots */
+    gchar *debug = g_strdup_printf ("a FRAME of epoch %" G_GUINT64_FORMAT
+        " under the layout of epoch %" G_GUINT64_FORMAT,
+        out->frame->info.epoch, self->out_epoch);
+
+    producer_error (self, debug);
+    g_free (debug);
+    refused = out->frame;
+    memset (out, 0, sizeof (*out));
+    error_item (self, out);
+  }
+  if (out->type == GPUSHARE_CLIENT_ITEM_FRAME) {
+    out->latency_changed = self->latency_changed;
+    self->latency_changed = FALSE;
+  }
   if (out->type == GPUSHARE_CLIENT_ITEM_FRAME && self->discont) {
     out->discont = TRUE;
     out->new_producer = TRUE;
@@ -2287,6 +2332,8 @@ gpushare_client_pop (GpuShareClient * self, GpuShareClientItem * out)
   if (out->missed)
     out->discont = TRUE;
   g_mutex_unlock (&self->lock);
+  if (refused)
+    gpushare_client_frame_release (refused);
   /* a crash here leaves the slot of this frame held */
   if (out->type == GPUSHARE_CLIENT_ITEM_FRAME)
     gpushare_test_point ("src", "frame");

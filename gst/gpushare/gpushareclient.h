@@ -74,7 +74,6 @@ typedef struct
 
 typedef enum
 {
-  GPUSHARE_CLIENT_EVENT_LATENCY,        /* the producer's latency changed */
   GPUSHARE_CLIENT_EVENT_TRANSPORT,      /* the first ring is mapped */
   GPUSHARE_CLIENT_EVENT_PRODUCER_LOST,  /* detail: what happened; action:
                                          * the GpuShareProducerLost done */
@@ -127,6 +126,9 @@ typedef struct
   gboolean new_producer;        /* the first frame of a producer after a
                                  * reconnect */
   guint64 missed;               /* frames of the producer missed before it */
+  /* FRAME: the producer's latency changed since the frame before (said
+   * once a frame at most, however often its CAPS changed it) */
+  gboolean latency_changed;
   /* ERROR, for GST_ELEMENT_ERROR */
   GQuark error_domain;
   gint error_code;

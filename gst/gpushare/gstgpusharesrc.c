@@ -193,10 +193,6 @@ client_event (GpuShareClient * client, const GpuShareClientEvent * ev,
   GstGpuShareSrc *self = user_data;
 
   switch (ev->type) {
-    case GPUSHARE_CLIENT_EVENT_LATENCY:
-      gst_element_post_message (GST_ELEMENT (self),
-          gst_message_new_latency (GST_OBJECT (self)));
-      break;
     case GPUSHARE_CLIENT_EVENT_TRANSPORT:
       gst_element_post_message (GST_ELEMENT (self),
           gst_message_new_element (GST_OBJECT (self),
@@ -890,6 +886,7 @@ make_buffer (GstGpuShareSrc * self, GpuShareClientFrame * frame)
   const GpuShareFrame *f = gpushare_client_frame_info (frame);
   GstVideoInfo *vi = &self->vinfo;
   GstBuffer *buf = NULL;
+  GError *error = NULL;
   GstMemory *mem;
 
   if (hold_in_place (self, frame)) {
@@ -916,8 +913,17 @@ make_buffer (GstGpuShareSrc * self, GpuShareClientFrame * frame)
      * The same bytes and the same video meta: downstream sees the same
      * layout either way */
     buf = gst_buffer_new_allocate (NULL, self->layout.frame_size, NULL);
-    gpushare_xfer_view_read (view, f->slot, f->sequence, vi, vi, buf, FALSE,
-        NULL);
+    if (!gpushare_xfer_view_read (view, f->slot, f->sequence, vi, vi, buf,
+            FALSE, &error)) {
+      /* never the bytes of a buffer nobody wrote, as a frame */
+      GST_ELEMENT_ERROR (self, STREAM, FAILED, ("A frame could not be read"),
+          ("frame %" G_GUINT64_FORMAT ": %s", f->sequence, error ?
+              error->message : "unknown error"));
+      g_clear_error (&error);
+      gst_buffer_unref (buf);
+      gpushare_client_frame_release (frame);
+      return NULL;
+    }
     gpushare_client_frame_copied (frame);
     gpushare_client_frame_release (frame);
     g_atomic_int_inc (&self->frames_copied);
@@ -1420,6 +1426,9 @@ gst_gpu_share_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
 
   frame = item.frame;
   item.frame = NULL;
+  if (item.latency_changed)
+    gst_element_post_message (GST_ELEMENT (self),
+        gst_message_new_latency (GST_OBJECT (self)));
   GST_LOG_OBJECT (self, "frame %" G_GUINT64_FORMAT " from slot %u",
       gpushare_client_frame_info (frame)->sequence,
       gpushare_client_frame_info (frame)->slot);
@@ -1430,10 +1439,13 @@ gst_gpu_share_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
     /* the frame's slot stays until its metas' payloads are read */
     GpuShareClientFrame *hold = meta ? gpushare_client_frame_ref (frame) : NULL;
 
-    if (gpushare_client_frame_view (frame)->data[f.slot])
+    if (gpushare_client_frame_view (frame)->data[f.slot]) {
       *outbuf = make_buffer (self, frame);
-    else
+      if (!*outbuf)
+        ret = GST_FLOW_ERROR;
+    } else {
       ret = make_gpu_buffer (self, frame, outbuf);
+    }
     if (ret == GST_FLOW_OK) {
       gboolean same_segment;
 

@@ -21,6 +21,8 @@
 
 #include <fcntl.h>
 #include <string.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -620,8 +622,10 @@ GST_START_TEST (test_producer_names_new_fields)
         && dropped + 1 >= n + 1 - GPUSHARE_TEXT_MAX_PEER_QUARKS,
         "%" G_GUINT64_FORMAT " events with a new name pushed, %"
         G_GUINT64_FORMAT " dropped", received, dropped);
-    /* the one it knows went through, last */
-    fail_unless (dropped < n + 1 - GPUSHARE_TEXT_MAX_PEER_QUARKS + 3);
+    /* most went through until the bound (quarks other threads of the
+     * process made meanwhile count too), and the one it knows, last */
+    fail_unless (dropped < n + 1 - GPUSHARE_TEXT_MAX_PEER_QUARKS + 64,
+        "%" G_GUINT64_FORMAT " dropped", dropped);
   }
   /* it streams on */
   make_frame (msg, 1, 1, 1, 2);
@@ -2334,6 +2338,206 @@ GST_START_TEST (test_lane_hostile)
 
 GST_END_TEST;
 
+/* kB of resident memory of this process (0 under AddressSanitizer or
+ * valgrind, which keep freed memory and so grow whatever runs) */
+static guint
+resident_kb (void)
+{
+  gchar *status = NULL, *line;
+  guint kb = 0;
+
+#ifdef __SANITIZE_ADDRESS__
+  return 0;
+#endif
+  if (g_getenv ("GPUSHARE_UNDER_VALGRIND"))
+    return 0;
+  fail_unless (g_file_get_contents ("/proc/self/status", &status, NULL, NULL));
+  line = strstr (status, "VmRSS:");
+  if (line)
+    kb = (guint) g_ascii_strtoull (line + 6, NULL, 10);
+  g_free (status);
+  return kb;
+}
+
+/* The rings a producer makes the src follow, and what it sends past the
+ * end of its stream:
+ *  - HR_EPOCH_0: a ring of epoch 0, which the src takes for "no ring
+ *    mapped", so that a CAPS of that epoch was not checked against the
+ *    slots (a frame then read past them);
+ *  - HR_LANE_OTHER_RING: in the lane, a FRAME of ring 1 after the MARK of
+ *    the CAPS of ring 2: read under the layout of another ring;
+ *  - HR_EOS_AGAIN: 200,000 EOS after its EOS, each an item nothing took
+ *    (2 million grew the consumer by 230 MB).
+ * The first two are refused (ERROR PROTOCOL, the error posted, no buffer
+ * read), the third ignored. */
+typedef enum
+{
+  HR_EPOCH_0,
+  HR_LANE_OTHER_RING,
+  HR_EOS_AGAIN,
+  N_HR
+} HostileRing;
+
+GST_START_TEST (test_hostile_rings)
+{
+  HostileRing which = __i__;
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  gchar *path = socket_path ("rings.sock");
+  GAsyncQueue *log = g_async_queue_new_full (g_free);
+  GstElement *pipeline;
+  gint fds[HP_N_SLOTS], listen_fd;
+  FakeLane fl = { 0, };
+  GstMessage *m;
+  RawPeer raw;
+  guint i;
+
+  if (which == HR_LANE_OTHER_RING) {
+    pipeline = lane_stream_start (path, log, &listen_fd, &raw, &fl);
+    fake_lane_push_frame (&fl, 1, 0, 1, 1);
+    /* ring 2, of the same shape: its CAPS, with its MARK in the lane, its
+     * SLOTS, mapped */
+    memset (msg, 0, sizeof (*msg));
+    msg->type = GPUSHARE_MSG_CAPS;
+    msg->u.caps.latency = GST_CLOCK_TIME_NONE;
+    make_layout (&msg->u.caps.layout, HP_N_SLOTS, HP_SLOT_SIZE);
+    msg->u.caps.layout.epoch = 2;
+    fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+    for (i = 0; i < HP_N_SLOTS; i++)
+      fds[i] = make_memfd (HP_SLOT_SIZE, TRUE);
+    raw_send_slots (&raw, msg, fds, 2);
+    raw_expect (&raw, GPUSHARE_MSG_MAPPED, msg, NULL, NULL);
+    fail_unless_equals_uint64 (msg->u.mapped.epoch, 2);
+    fake_lane_push_mark (&fl, 1);
+    /* and a frame of ring 1 after it */
+    fake_lane_push_frame (&fl, 1, 1, 1, 2);
+  } else {
+    pipeline = hostile_consumer_start (path, &listen_fd, &raw);
+    if (which == HR_EPOCH_0) {
+      make_announce (msg, HP_N_SLOTS, HP_SLOT_SIZE);
+      msg->u.announce.layout.epoch = 0;
+      fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+      raw_expect (&raw, GPUSHARE_MSG_ACCEPT, msg, NULL, NULL);
+      for (i = 0; i < HP_N_SLOTS; i++)
+        fds[i] = make_memfd (HP_SLOT_SIZE, TRUE);
+      raw_send_slots (&raw, msg, fds, 0);
+      /* a CAPS of epoch 0 for frames four times the slots, and one */
+      memset (msg, 0, sizeof (*msg));
+      msg->type = GPUSHARE_MSG_CAPS;
+      msg->u.caps.latency = GST_CLOCK_TIME_NONE;
+      make_layout_of (&msg->u.caps.layout, "NV12", 256, 192, HP_N_SLOTS,
+          128 * 1024);
+      msg->u.caps.layout.epoch = 0;
+      raw_send_msg (&raw, msg, NULL, 0);
+      make_frame (msg, 0, 0, 1, 1);
+      raw_send_msg (&raw, msg, NULL, 0);
+    } else {
+      GByteArray *one, *many = g_byte_array_new ();
+      guint before, after, k;
+      gint unread = 0;
+      gint64 until;
+
+      raw_producer_ready (&raw, msg);
+      make_frame (msg, 1, 0, 1, 1);
+      fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+      raw_expect (&raw, GPUSHARE_MSG_RELEASE, msg, NULL, NULL);
+      make_simple (msg, GPUSHARE_MSG_EOS);
+      msg->u.eos.last_sequence = 1;
+      fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+      m = pop_message (pipeline, GST_MESSAGE_EOS, TIMEOUT_MS);
+      fail_unless (m != NULL, "no EOS");
+      gst_message_unref (m);
+      before = resident_kb ();
+      one = build (msg, 0);
+      for (k = 0; k < 1000; k++)
+        g_byte_array_append (many, one->data, one->len);
+      for (k = 0; k < 200; k++)
+        fail_unless (raw_send_bytes (&raw, g_byte_array_ref (many), NULL, 0));
+      /* all of it read by the src */
+      until = g_get_monotonic_time () + 4 * TIMEOUT_MS * 1000ll;
+      do {
+        g_usleep (10000);
+        fail_unless (ioctl (raw.fd, SIOCOUTQ, &unread) == 0);
+      } while (unread > 0 && g_get_monotonic_time () < until);
+      fail_unless_equals_int (unread, 0);
+      after = resident_kb ();
+      fail_unless (after < before + 8 * 1024, "200,000 EOS after the end "
+          "grew the consumer from %u to %u kB", before, after);
+      g_byte_array_unref (one);
+      g_byte_array_unref (many);
+      assert_no_error (pipeline);
+    }
+  }
+  if (which != HR_EOS_AGAIN) {
+    GArray *codes;
+    gchar *line;
+
+    m = pop_message (pipeline, GST_MESSAGE_ERROR | GST_MESSAGE_EOS, TIMEOUT_MS);
+    fail_unless (m && GST_MESSAGE_TYPE (m) == GST_MESSAGE_ERROR,
+        "case %d: no error posted", which);
+    gst_message_unref (m);
+    codes = raw_drain (&raw);
+    fail_unless (codes->len >= 1 && g_array_index (codes, guint32, 0) ==
+        GPUSHARE_ERR_PROTOCOL, "case %d: the producer was not told", which);
+    g_array_unref (codes);
+    /* the frame of ring 1 read before it, and no other */
+    if (which == HR_LANE_OTHER_RING) {
+      while ((line = g_async_queue_try_pop (log))) {
+        fail_if (strstr (line, "offset=102"), "the frame of the other ring "
+            "went downstream: %s", line);
+        g_free (line);
+      }
+    }
+  }
+  hostile_consumer_stop (pipeline, listen_fd, &raw, path);
+  fake_lane_free (&fl);
+  g_async_queue_unref (log);
+  g_free (path);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
+/* A producer that changes its latency in every CAPS, 2,000 of them with no
+ * frame between: a bus message for each was posted (an application that
+ * does not read its bus grew by each, gst-launch queried the pipeline's
+ * latency for each).  The src says it with the next frame now, once. */
+GST_START_TEST (test_producer_latency_flood)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  gchar *path = socket_path ("latency.sock");
+  GstElement *pipeline;
+  GstMessage *m;
+  guint i, n = 0;
+  gint listen_fd;
+  RawPeer raw;
+
+  pipeline = hostile_consumer_start (path, &listen_fd, &raw);
+  raw_producer_ready (&raw, msg);
+  for (i = 0; i < 2000; i++) {
+    memset (msg, 0, sizeof (*msg));
+    msg->type = GPUSHARE_MSG_CAPS;
+    msg->u.caps.latency = (1 + i % 2) * GST_MSECOND;
+    make_layout (&msg->u.caps.layout, HP_N_SLOTS, HP_SLOT_SIZE);
+    fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+  }
+  make_frame (msg, 1, 0, 1, 1);
+  fail_unless (raw_send_msg (&raw, msg, NULL, 0));
+  raw_expect (&raw, GPUSHARE_MSG_RELEASE, msg, NULL, NULL);
+  while ((m = gst_bus_pop_filtered (GST_ELEMENT_BUS (pipeline),
+              GST_MESSAGE_LATENCY))) {
+    n++;
+    gst_message_unref (m);
+  }
+  fail_unless (n >= 1 && n <= 2, "%u latency messages for 2,000 CAPS and a "
+      "frame", n);
+  assert_no_error (pipeline);
+  hostile_consumer_stop (pipeline, listen_fd, &raw, path);
+  g_free (path);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
 /* A hostile producer's thread that keeps the lane full for as long as it
  * runs: FRAME entries in their place (slots 0 and 1 in turn, generation
  * and sequence one up each, or, with stale set, a sequence the src
@@ -2654,6 +2858,7 @@ gpushare_src_protocol_suite (void)
   tcase_add_test (tc_hostile_producer, test_producer_values_unchecked);
   tcase_add_test (tc_hostile_producer, test_producer_floods_events);
   tcase_add_test (tc_hostile_producer, test_producer_names_new_fields);
+  tcase_add_test (tc_hostile_producer, test_producer_latency_flood);
   tcase_add_test (tc_hostile_producer, test_producer_backlog_full);
   tcase_add_test (tc_hostile_producer, test_sparse_slots_not_allocated);
   tcase_add_loop_test (tc_hostile_producer, test_heartbeat_silent_producer, 0,
@@ -2667,6 +2872,7 @@ gpushare_src_protocol_suite (void)
   tcase_add_test (tc_lane, test_lane_fake_producer_streams);
   tcase_add_loop_test (tc_lane, test_lane_garbage_at_hangup, 0, N_LG);
   tcase_add_test (tc_lane, test_lane_flood_after_eos);
+  tcase_add_loop_test (tc_lane, test_hostile_rings, 0, N_HR);
   tcase_add_test (tc_lane, test_lane_flood_after_hangup);
   tcase_add_test (tc_lane, test_lane_releases_are_heard);
   tcase_add_test (tc_lane, test_lane_mark_waits_asleep);
