@@ -50,6 +50,9 @@ struct _GpuShareConn
   GSource *in_source;
   GSource *out_source;
   GSource *fail_source;
+  /* the peer's read side is gone: unless the reader meets its end first,
+   * the connection fails when this fires */
+  GSource *hangup_source;
 
   /* heartbeat, under lock; times are g_get_monotonic_time () */
   guint heartbeat_ms;           /* 0: off */
@@ -405,6 +408,10 @@ gpushare_conn_unref (GpuShareConn * conn)
     g_source_destroy (conn->fail_source);
     g_source_unref (conn->fail_source);
   }
+  if (conn->hangup_source) {
+    g_source_destroy (conn->hangup_source);
+    g_source_unref (conn->hangup_source);
+  }
   g_mutex_unlock (&conn->lock);
   g_clear_error (&conn->error);
   g_byte_array_unref (conn->out);
@@ -497,10 +504,28 @@ fail_locked (GpuShareConn * conn, GError * error)
   g_source_attach (conn->fail_source, conn->context);
 }
 
+static gboolean
+hangup_dispatch (gpointer user_data)
+{
+  GpuShareConn *conn = user_data;
+
+  g_mutex_lock (&conn->lock);
+  g_clear_pointer (&conn->hangup_source, g_source_unref);
+  fail_locked (conn, g_error_new (GPUSHARE_CONN_ERROR,
+          GPUSHARE_CONN_ERROR_HANGUP, "the peer stopped reading and did not "
+          "hang up within %u ms", GPUSHARE_CONN_HANGUP_GRACE_MS));
+  g_mutex_unlock (&conn->lock);
+  return G_SOURCE_REMOVE;
+}
+
 /* lock held.  A send failed.  A peer that hung up may have said goodbye
  * (or ERROR) in bytes we have not read yet: while a reader runs, stop
  * sending and let it deliver them; it reports the hang-up itself when it
- * meets the end of the stream.  Anything else fails the connection. */
+ * meets the end of the stream, within GPUSHARE_CONN_HANGUP_GRACE_MS, or
+ * the connection fails then (a peer that only shut its reading side and
+ * went on writing, PINGs say, was kept without end, nothing sent to it:
+ * a producer that waited for it to map a new ring waited for ever).
+ * Anything else fails the connection at once. */
 static void
 send_failed_locked (GpuShareConn * conn, GError * error)
 {
@@ -513,6 +538,13 @@ send_failed_locked (GpuShareConn * conn, GError * error)
     conn->out_base += conn->out->len;
     g_byte_array_set_size (conn->out, 0);
     g_error_free (error);
+    if (!conn->hangup_source) {
+      conn->hangup_source =
+          g_timeout_source_new (GPUSHARE_CONN_HANGUP_GRACE_MS);
+      g_source_set_callback (conn->hangup_source, hangup_dispatch,
+          gpushare_conn_ref (conn), (GDestroyNotify) gpushare_conn_unref);
+      g_source_attach (conn->hangup_source, conn->context);
+    }
     return;
   }
   fail_locked (conn, error);
@@ -535,6 +567,10 @@ gpushare_conn_close (GpuShareConn * conn)
   if (conn->fail_source) {
     g_source_destroy (conn->fail_source);
     g_clear_pointer (&conn->fail_source, g_source_unref);
+  }
+  if (conn->hangup_source) {
+    g_source_destroy (conn->hangup_source);
+    g_clear_pointer (&conn->hangup_source, g_source_unref);
   }
   g_mutex_unlock (&conn->lock);
 }

@@ -51,6 +51,10 @@ typedef enum
 #define GPUSHARE_CONN_MAX_HELD_FDS (2 * GPUSHARE_MAX_FDS)
 /* bytes waiting to be sent to one peer before it counts as not reading */
 #define GPUSHARE_CONN_MAX_QUEUED (1024 * 1024)
+/* a send found the peer's reading side gone: the milliseconds its reader
+ * has to meet the end of the stream (what the peer said before it, read
+ * first) before the connection fails */
+#define GPUSHARE_CONN_HANGUP_GRACE_MS 1000
 /* heartbeat intervals without a byte from the peer before it is gone */
 #define GPUSHARE_CONN_HEARTBEAT_MISSES 3
 

@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -1002,6 +1003,42 @@ raw_streaming_consumer (Scene * s, RawPeer * raw)
   raw_stream (raw, announce->instance);
   g_free (announce);
 }
+
+/* A consumer that streams, then shuts its socket's reading side and goes
+ * on writing (a PING every 300 ms, so that its heartbeat holds): every
+ * send of the producer's fails, and the producer kept it without end,
+ * nothing sent to it, waiting for it (a lossless producer that made a new
+ * ring waited for its MAPPED for ever).  It is dropped as "hangup" within
+ * GPUSHARE_CONN_HANGUP_GRACE_MS of the first failed send now; the real
+ * consumer streams on. */
+GST_START_TEST (test_consumer_stops_reading)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  gint64 until;
+  RawPeer raw;
+  Scene s;
+
+  scene_start (&s, TRUE);
+  raw_streaming_consumer (&s, &raw);
+  fail_unless (client_log_wait (&s.log, FALSE, 2));
+  fail_unless (shutdown (raw.fd, SHUT_RD) == 0);
+  until = g_get_monotonic_time () + 3 * (GPUSHARE_CONN_HANGUP_GRACE_MS +
+      300) * 1000ll;
+  while (client_log_n_removed (&s.log) == 0 && g_get_monotonic_time () < until) {
+    make_simple (msg, GPUSHARE_MSG_PING);
+    raw_send_msg (&raw, msg, NULL, 0);
+    g_usleep (300 * 1000);
+  }
+  fail_unless_equals_int (client_log_n_removed (&s.log), 1);
+  fail_unless_equals_string (client_log_removed_nick (&s.log, 0), "hangup");
+  assert_consumer_alive (s.consumer);
+  assert_no_error (s.producer);
+  raw_clear (&raw);
+  scene_stop (&s);
+  g_free (msg);
+}
+
+GST_END_TEST;
 
 /* A consumer that streams, then sends OBSERVE, is dropped (OBSERVE is an
  * answer to ANNOUNCE only), and its going is a consumer's: client-removed
@@ -2076,6 +2113,7 @@ gpushare_sink_protocol_suite (void)
   tcase_add_test (tc_handshake, test_export_failure_is_resource);
   tcase_add_test (tc_handshake, test_heartbeat_silent_consumer);
   tcase_add_test (tc_handshake, test_heartbeat_pings_keep_alive);
+  tcase_add_test (tc_handshake, test_consumer_stops_reading);
   tcase_add_test (tc_handshake, test_gone_holders_of_a_uid);
   suite_add_tcase (s, tc_descriptors);
   tcase_add_checked_fixture (tc_descriptors, elements_setup, elements_teardown);
