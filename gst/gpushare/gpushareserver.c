@@ -1003,6 +1003,40 @@ export_pending (gpointer user_data)
 /* ------------------------------------------------------------------------ */
 /* Removal */
 
+static guint quarantine_burst (GpuShareServer * self, pid_t pid, uid_t uid,
+    gint64 now, gboolean * of_uid);
+
+/* lock held: process pid reached its quarantine burst: its other
+ * consumers go too, at once, as a new one of its would be refused.  The
+ * burst was judged only as a process connected: one that opened its
+ * connections first and left slots quarantined on each in turn replaced
+ * the ring once a connection (15 times in 0.7 s, the bound 4).  (A uid's
+ * burst refuses its new connections only: its processes are often every
+ * consumer there is.) */
+static void
+refuse_at_burst (GpuShareServer * self, pid_t pid, uid_t uid)
+{
+  gboolean of_uid;
+  guint n = quarantine_burst (self, pid, uid, g_get_monotonic_time (),
+      &of_uid), i;
+  gchar *text;
+
+  if (!n || of_uid || pid <= 0)
+    return;
+  text = g_strdup_printf ("this process left slots quarantined %u times in "
+      "%u s (each a new ring): its consumers are refused for the rest of "
+      "that time", n, (guint) (QUARANTINE_WINDOW_US / G_USEC_PER_SEC));
+  for (i = 0; i < MAX_CLIENTS; i++) {
+    Client *c = self->clients[i];
+
+    /* those that hung up already go as what they did */
+    if (c && !c->refused && !c->observer && c->pid == pid
+        && !gpushare_conn_peer_closed (c->conn))
+      refuse (c, GPUSHARE_ERR_TOO_MANY_CLIENTS, GPUSHARE_REMOVE_TOO_MANY, text);
+  }
+  g_free (text);
+}
+
 /* one more for id in t (n entries), within the window; a new id takes
  * the entry seen longest ago */
 static void
@@ -1140,6 +1174,7 @@ drop_client_full (GpuShareServer * self, Client * client,
   if (quarantine && released > 0) {
     queue_event (self, GPUSHARE_SERVER_EVENT_QUARANTINE, id, reason, released);
     note_quarantine (self, client->pid, client->uid, g_get_monotonic_time ());
+    refuse_at_burst (self, client->pid, client->uid);
   }
   /* an observer was never a consumer: its leaving is no consumer's */
   if (!client->observer && !client->asked_to_observe) {

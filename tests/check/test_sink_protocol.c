@@ -1076,17 +1076,47 @@ GST_START_TEST (test_consumer_observes_late)
 
 GST_END_TEST;
 
+/* test_hangups_at_once's other process: n raw consumers that stream; it
+ * says so on ready, closes them all once go says so, then lives on until
+ * it is killed */
+static void
+hangups_child (const gchar * path, guint n, gint ready, gint go)
+{
+  RawPeer *raw = g_new0 (RawPeer, n);
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  guint8 byte = 0;
+  guint i;
+
+  for (i = 0; i < n; i++) {
+    raw_init (&raw[i], raw_connect (path));
+    if (raw_recv (&raw[i], msg, NULL, NULL, TIMEOUT_MS) != RAW_MSG
+        || msg->type != GPUSHARE_MSG_ANNOUNCE)
+      _exit (3);
+    raw_stream (&raw[i], msg->u.announce.instance);
+  }
+  if (write (ready, &byte, 1) != 1 || read (go, &byte, 1) != 1)
+    _exit (4);
+  for (i = 0; i < n; i++)
+    raw_clear (&raw[i]);
+  for (;;)
+    pause ();
+}
+
 /* Consumers whose sockets close while their process lives on are given a
  * moment for their pidfd to say they exited (docs/design.md, "Quarantine")
- * without holding up the producer's control thread: 40 of them hanging up
- * at once, a consumer that connects right after is answered at once, and
- * the real consumer streams on.  The wait used to be a poll () on that
- * thread, 100 ms each: 4 s here, during which nobody was admitted, no
- * RELEASE read and no PING sent. */
+ * without holding up the producer's control thread: 40 of them, of
+ * another process, hanging up at once, a consumer that connects right
+ * after is answered at once, and the real consumer streams on.  The wait
+ * used to be a poll () on that thread, 100 ms each: 4 s here, during
+ * which nobody was admitted, no RELEASE read and no PING sent. */
 GST_START_TEST (test_hangups_at_once)
 {
-  RawPeer raw[40], late;
+  const guint n = 40;
+  gint ready[2], go[2];
+  guint8 byte = 0;
+  RawPeer late;
   gint64 start, took;
+  pid_t kid;
   guint i;
   Scene s;
 
@@ -1103,13 +1133,16 @@ GST_START_TEST (test_hangups_at_once)
   s.consumer = consumer_new (s.path, FALSE);
   consumer_start (s.consumer);
   fail_unless (consumer_wait (s.consumer, 3), "the consumer gets nothing");
-  for (i = 0; i < G_N_ELEMENTS (raw); i++)
-    raw_streaming_consumer (&s, &raw[i]);
-  fail_unless (client_log_wait (&s.log, FALSE, G_N_ELEMENTS (raw) + 1),
+  fail_unless (pipe (ready) == 0 && pipe (go) == 0);
+  kid = fork ();
+  fail_if (kid < 0);
+  if (kid == 0)
+    hangups_child (s.path, n, ready[1], go[0]);
+  fail_unless (read (ready[0], &byte, 1) == 1);
+  fail_unless (client_log_wait (&s.log, FALSE, n + 1),
       "%u consumers connected, %u removed", s.log.connected,
       client_log_n_removed (&s.log));
-  for (i = 0; i < G_N_ELEMENTS (raw); i++)
-    raw_clear (&raw[i]);
+  fail_unless (write (go[1], &byte, 1) == 1);
   start = g_get_monotonic_time ();
   scene_raw_client (&s, &late, NULL);
   took = g_get_monotonic_time () - start;
@@ -1117,11 +1150,17 @@ GST_START_TEST (test_hangups_at_once)
       " ms for its ANNOUNCE", took / 1000);
   raw_clear (&late);
   /* every one of them goes, as a hang-up, its slots quarantined */
-  fail_unless (client_log_wait (&s.log, TRUE, G_N_ELEMENTS (raw)));
-  for (i = 0; i < G_N_ELEMENTS (raw); i++)
+  fail_unless (client_log_wait (&s.log, TRUE, n));
+  for (i = 0; i < n; i++)
     fail_unless_equals_string (client_log_removed_nick (&s.log, i), "hangup");
   fail_unless (consumer_wait (s.consumer, 10), "the consumer was disturbed");
   assert_no_error (s.producer);
+  kill (kid, SIGKILL);
+  fail_unless (waitpid (kid, NULL, 0) == kid);
+  for (i = 0; i < 2; i++) {
+    close (ready[i]);
+    close (go[i]);
+  }
   scene_stop (&s);
 }
 
@@ -1200,6 +1239,60 @@ GST_START_TEST (test_quarantine_burst_refused)
       GPUSHARE_ERR_TOO_MANY_CLIENTS);
   g_array_unref (codes);
   raw_clear (&raw);
+  assert_no_error (s.producer);
+  scene_stop (&s);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
+/* The same bound, for a process that opened its connections first (the
+ * burst was judged only as a process connected): 8 consumers of this
+ * process stream, then each in turn says GOODBYE with its frame still
+ * read.  After the 4th quarantine its other consumers are refused at once
+ * (TOO_MANY_CLIENTS), not one more ring for each.  Before, each of the 8
+ * replaced the ring. */
+GST_START_TEST (test_quarantine_burst_opened_before)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  RawPeer raw[8];
+  GstStructure *st;
+  guint64 replaced = 0;
+  guint i, held = 0;
+  Scene s;
+
+  /* scene_start_quiet (), with a ring that does not grow as they come
+   * (raw consumers do not map a new one while they wait) */
+  memset (&s, 0, sizeof (s));
+  s.path = socket_path ("scene.sock");
+  s.producer = producer_new (s.path, &s.sink);
+  g_object_set (s.sink, "heartbeat-interval", 0, "ring-size", 32, NULL);
+  client_log_init (&s.log, s.sink);
+  producer_start (s.producer, s.sink);
+  for (i = 0; i < 8; i++)
+    raw_streaming_consumer (&s, &raw[i]);
+  fail_unless (client_log_wait (&s.log, FALSE, 8), "%u consumers connected, "
+      "%u removed (first: %s)", s.log.connected, client_log_n_removed (&s.log),
+      client_log_n_removed (&s.log) ? client_log_removed_nick (&s.log, 0) :
+      "none");
+  for (i = 0; i < 8; i++) {
+    if (stream_then_goodbye_held (&raw[i], msg) == 0) {
+      held++;
+      fail_unless (client_log_wait (&s.log, TRUE, held));
+    }
+  }
+  fail_unless (client_log_wait (&s.log, TRUE, 8));
+  fail_unless_equals_int (held, GPUSHARE_SERVER_QUARANTINE_BURST);
+  for (i = 0; i < 8; i++) {
+    fail_unless_equals_string (client_log_removed_nick (&s.log, i),
+        i < GPUSHARE_SERVER_QUARANTINE_BURST ? "goodbye" : "too-many-clients");
+    raw_clear (&raw[i]);
+  }
+  g_object_get (s.sink, "stats", &st, NULL);
+  gst_structure_get_uint64 (st, "rings-replaced", &replaced);
+  gst_structure_free (st);
+  fail_unless (replaced <= GPUSHARE_SERVER_QUARANTINE_BURST + 1,
+      "%" G_GUINT64_FORMAT " rings replaced", replaced);
   assert_no_error (s.producer);
   scene_stop (&s);
   g_free (msg);
@@ -2128,6 +2221,7 @@ gpushare_sink_protocol_suite (void)
   tcase_add_test (tc_handshake, test_hangups_at_once);
   tcase_add_test (tc_handshake, test_quarantine_burst_refused);
   tcase_add_test (tc_handshake, test_quarantine_burst_of_a_uid);
+  tcase_add_test (tc_handshake, test_quarantine_burst_opened_before);
   /* raw consumers that follow a live producer's lane in real time: too
    * slow under valgrind (the AddressSanitizer lane checks their memory) */
   if (!g_getenv ("GPUSHARE_UNDER_VALGRIND"))
