@@ -7,7 +7,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/sockios.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -53,6 +55,8 @@ struct _GpuShareConn
   /* the peer's read side is gone: unless the reader meets its end first,
    * the connection fails when this fires */
   GSource *hangup_source;
+  GpuShareConnLingerFunc linger_func;
+  gpointer linger_data;
 
   /* heartbeat, under lock; times are g_get_monotonic_time () */
   guint heartbeat_ms;           /* 0: off */
@@ -387,6 +391,16 @@ close_locked (GpuShareConn * conn)
   }
   stop_heartbeat_locked (conn);
   if (conn->fd >= 0) {
+    /* what it did not read stays in its socket after ours is closed,
+     * descriptors included: the owner watches a duplicate until it is
+     * drained */
+    if (conn->linger_func && gpushare_socket_unread (conn->fd) > 0) {
+      gint d = fcntl (conn->fd, F_DUPFD_CLOEXEC, 3);
+
+      shutdown (conn->fd, SHUT_RDWR);
+      if (d >= 0)
+        conn->linger_func (d, conn->linger_data);
+    }
     close (conn->fd);
     conn->fd = -1;
   }
@@ -584,6 +598,28 @@ gpushare_conn_is_closed (GpuShareConn * conn)
   ret = conn->closed || conn->failed;
   g_mutex_unlock (&conn->lock);
   return ret;
+}
+
+void
+gpushare_conn_set_linger_func (GpuShareConn * conn,
+    GpuShareConnLingerFunc func, gpointer user_data)
+{
+  g_mutex_lock (&conn->lock);
+  conn->linger_func = func;
+  conn->linger_data = user_data;
+  g_mutex_unlock (&conn->lock);
+}
+
+gsize
+gpushare_socket_unread (gint fd)
+{
+  gint unread = 0;
+
+  /* what the peer holds of ours, charged to our socket until it reads it,
+   * or closes its own (which drops it) */
+  if (ioctl (fd, SIOCOUTQ, &unread) != 0 || unread < 0)
+    return 0;
+  return (gsize) unread;
 }
 
 gboolean

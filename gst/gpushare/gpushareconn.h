@@ -143,6 +143,18 @@ void gpushare_conn_fail (GpuShareConn * conn, const GError * error);
 /* Closes now, without calling closed_func.  Idempotent. */
 void gpushare_conn_close (GpuShareConn * conn);
 gboolean gpushare_conn_is_closed (GpuShareConn * conn);
+/* Called as the connection closes its socket while the peer has left
+ * bytes of ours unread and lives on (descriptors among them count against
+ * our uid until it reads or closes them): fd is a duplicate of the
+ * socket, shut down both ways, the callee's to close once it is drained.
+ * Called with the connection's lock held: the callee takes no lock the
+ * connection's users hold. */
+typedef void (*GpuShareConnLingerFunc) (gint fd, gpointer user_data);
+void gpushare_conn_set_linger_func (GpuShareConn * conn,
+    GpuShareConnLingerFunc func, gpointer user_data);
+/* bytes a Unix socket sent that its peer has not read yet (0 once the
+ * peer closed: its unread bytes went with its socket) */
+gsize gpushare_socket_unread (gint fd);
 /* TRUE when every holder of the peer's end closed it (or this end is
  * closed): a look at the socket, which waits for nothing */
 gboolean gpushare_conn_peer_closed (GpuShareConn * conn);

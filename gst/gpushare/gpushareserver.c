@@ -174,6 +174,13 @@ struct _GpuShareServer
   gint spare_fd;
   gchar *bound_path;
 
+  /* sockets of consumers gone with bytes of ours unread, descriptors
+   * among them (gpushare_conn_set_linger_func ()), each until drained:
+   * Lingering, under linger_lock, which no other lock is taken under */
+  GMutex linger_lock;
+  GArray *lingering;
+  GSource *linger_source;       /* closes the drained ones while any is */
+
   /* everything below under lock */
   GMutex lock;
   GCond cond;
@@ -438,6 +445,84 @@ grace_end (Client * client)
 {
   clear_source (&client->grace_exit);
   clear_source (&client->grace_timeout);
+}
+
+typedef struct
+{
+  gint fd;
+  uid_t uid;
+} Lingering;
+
+/* linger_lock held: closes the sockets drained (every one with all) */
+static void
+lingering_prune (GpuShareServer * self, gboolean all)
+{
+  guint i = 0;
+
+  while (i < self->lingering->len) {
+    Lingering *l = &g_array_index (self->lingering, Lingering, i);
+
+    if (all || gpushare_socket_unread (l->fd) == 0) {
+      close (l->fd);
+      g_array_remove_index_fast (self->lingering, i);
+    } else {
+      i++;
+    }
+  }
+}
+
+static gboolean
+lingering_tick (gpointer user_data)
+{
+  GpuShareServer *self = user_data;
+  gboolean more;
+
+  g_mutex_lock (&self->linger_lock);
+  lingering_prune (self, FALSE);
+  more = self->lingering->len > 0;
+  if (!more)
+    g_clear_pointer (&self->linger_source, g_source_unref);
+  g_mutex_unlock (&self->linger_lock);
+  return more ? G_SOURCE_CONTINUE : G_SOURCE_REMOVE;
+}
+
+/* a consumer's connection closed with bytes of ours unread in its socket
+ * (gpushare_conn_set_linger_func ()): counted against its uid until the
+ * peer reads them or closes its socket, looked at every 100 ms */
+static void
+client_lingers (gint fd, gpointer user_data)
+{
+  GpuShareServer *self = user_data;
+  Lingering l = { fd, (uid_t) - 1 };
+  struct ucred cred;
+  socklen_t len = sizeof (cred);
+
+  if (getsockopt (fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0)
+    l.uid = cred.uid;
+  g_mutex_lock (&self->linger_lock);
+  lingering_prune (self, FALSE);
+  g_array_append_val (self->lingering, l);
+  if (!self->linger_source) {
+    self->linger_source = g_timeout_source_new (100);
+    g_source_set_callback (self->linger_source, lingering_tick, self, NULL);
+    g_source_attach (self->linger_source, self->context);
+  }
+  g_mutex_unlock (&self->linger_lock);
+}
+
+/* sockets of uid's consumers that left bytes of ours unread, drained ones
+ * closed first */
+static guint
+lingering_of (GpuShareServer * self, uid_t uid)
+{
+  guint i, n = 0;
+
+  g_mutex_lock (&self->linger_lock);
+  lingering_prune (self, FALSE);
+  for (i = 0; i < self->lingering->len; i++)
+    n += g_array_index (self->lingering, Lingering, i).uid == uid;
+  g_mutex_unlock (&self->linger_lock);
+  return n;
 }
 
 static void
@@ -2199,6 +2284,19 @@ listen_dispatch (gint fd, GIOCondition cond, gpointer user_data)
     g_free (text);
     return G_SOURCE_CONTINUE;
   }
+  if ((i = lingering_of (self, cred.uid)) >= GPUSHARE_SERVER_MAX_LINGERING) {
+    gchar *text = g_strdup_printf ("%u connections of this uid closed with "
+        "descriptors of ours it never read, which count against this "
+        "process until it reads or closes them: refused until then", i);
+
+    g_mutex_unlock (&self->lock);
+    GST_WARNING_OBJECT (self->log_object, "refused a consumer (pid %d): %s",
+        (gint) cred.pid, text);
+    refuse_new (self, cfd, GPUSHARE_ERR_TOO_MANY_CLIENTS,
+        GPUSHARE_REMOVE_TOO_MANY, text, &cred);
+    g_free (text);
+    return G_SOURCE_CONTINUE;
+  }
   if (n_pending_clients (self) >= self->config.max_pending) {
     gchar *text = g_strdup_printf ("%u handshakes are pending already "
         "(max-pending %u)", self->config.max_pending,
@@ -2246,6 +2344,7 @@ listen_dispatch (gint fd, GIOCondition cond, gpointer user_data)
   client->state = CLIENT_CONNECTED;
   client->conn = gpushare_conn_new (cfd, self->context, client_message,
       client_closed, client);
+  gpushare_conn_set_linger_func (client->conn, client_lingers, self);
   /* from the first byte on: a consumer that hangs mid-handshake is caught
    * even with handshake-timeout 0 */
   gpushare_conn_set_heartbeat (client->conn, self->config.heartbeat_interval);
@@ -2304,6 +2403,8 @@ gpushare_server_new (const GpuShareServerConfig * config,
   self->listen_fd = -1;
   self->spare_fd = -1;
   g_mutex_init (&self->lock);
+  g_mutex_init (&self->linger_lock);
+  self->lingering = g_array_new (FALSE, FALSE, sizeof (Lingering));
   g_cond_init (&self->cond);
   g_queue_init (&self->events);
   return self;
@@ -2330,6 +2431,13 @@ gpushare_server_unref (GpuShareServer * self)
   g_clear_pointer (&self->config.allowed_gids, g_array_unref);
   g_free (self->gpu_reason);
   g_queue_clear_full (&self->events, g_free);
+  if (self->linger_source) {
+    g_source_destroy (self->linger_source);
+    g_clear_pointer (&self->linger_source, g_source_unref);
+  }
+  lingering_prune (self, TRUE);
+  g_array_unref (self->lingering);
+  g_mutex_clear (&self->linger_lock);
   g_mutex_clear (&self->lock);
   g_cond_clear (&self->cond);
   g_free (self);

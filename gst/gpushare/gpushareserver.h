@@ -58,6 +58,12 @@ G_BEGIN_DECLS
  * of each, to free the ring once they exit), at most: a further process
  * of that uid is refused that ring until one of them exits */
 #define GPUSHARE_SERVER_MAX_GONE_HOLDERS 16
+/* connections of one uid that closed with bytes of the producer's unread
+ * in their sockets (descriptors of its slots among them, which count
+ * against the producer's uid in the kernel until read or closed: enough
+ * of them and every send of descriptors fails), at most: a further
+ * connection of that uid is refused until one is drained */
+#define GPUSHARE_SERVER_MAX_LINGERING 4
 
 typedef struct _GpuShareServer GpuShareServer;
 

@@ -1300,6 +1300,102 @@ GST_START_TEST (test_quarantine_burst_opened_before)
 
 GST_END_TEST;
 
+/* a forked child of test_unread_descriptors: for each byte on go, one
+ * connection: its first message read (2 back on done when it is a
+ * refusal), then ACCEPT and GOODBYE at once, and nothing more read, the
+ * socket kept open: its SLOTS' descriptors stay in it (0 back on done) */
+static void
+unread_child (const gchar * path, gint go, gint done)
+{
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  guint8 byte;
+
+  while (read (go, &byte, 1) == 1) {
+    RawPeer *raw = g_new0 (RawPeer, 1);
+    guint8 how = 3;
+
+    raw_init (raw, raw_connect (path));
+    if (raw_recv (raw, msg, NULL, NULL, TIMEOUT_MS) == RAW_MSG) {
+      if (msg->type == GPUSHARE_MSG_ERROR)
+        how = msg->u.error.code == GPUSHARE_ERR_TOO_MANY_CLIENTS ? 2 : 4;
+      else if (msg->type == GPUSHARE_MSG_ANNOUNCE) {
+        GByteArray *both;
+
+        make_accept (msg, msg->u.announce.instance);
+        both = build (msg, 0);
+        make_simple (msg, GPUSHARE_MSG_GOODBYE);
+        {
+          GByteArray *bye = build (msg, 0);
+
+          g_byte_array_append (both, bye->data, bye->len);
+          g_byte_array_unref (bye);
+        }
+        how = raw_send_bytes (raw, both, NULL, 0) ? 0 : 5;
+      }
+    }
+    /* never read again, never closed: the RawPeer is left as it is */
+    if (write (done, &how, 1) != 1)
+      _exit (6);
+  }
+  _exit (0);
+}
+
+/* A consumer that sends ACCEPT and GOODBYE at once and never reads its
+ * socket, kept open, leaves the SLOTS' descriptors in it: the kernel counts
+ * them against the producer's uid until they are read or the socket
+ * closed, and enough such connections (29 at a limit of 256 descriptors)
+ * had every send of descriptors fail, to every consumer.  The connections
+ * of a uid that closed with bytes of ours unread count now: past
+ * GPUSHARE_SERVER_MAX_LINGERING, a new one of that uid is refused
+ * (TOO_MANY_CLIENTS) until one is drained; once the process that holds
+ * them is gone, that uid is admitted again, and the real consumer
+ * streams on throughout. */
+GST_START_TEST (test_unread_descriptors)
+{
+  guint i, taken = 0, refused = 0, n = GPUSHARE_SERVER_MAX_LINGERING + 2;
+  gint go[2], done[2];
+  RawPeer late;
+  pid_t kid;
+  Scene s;
+
+  fail_unless (pipe (go) == 0 && pipe (done) == 0);
+  scene_start (&s, TRUE);
+  kid = fork ();
+  fail_if (kid < 0);
+  if (kid == 0)
+    unread_child (s.path, go[0], done[1]);
+  for (i = 0; i < n; i++) {
+    guint8 how = 99;
+
+    fail_unless (write (go[1], &how, 1) == 1);
+    fail_unless (read (done[0], &how, 1) == 1);
+    fail_unless (how == 0 || how == 2, "connection %u: step %u", i, how);
+    if (how == 0) {
+      taken++;
+      /* its GOODBYE seen, its socket closed here */
+      fail_unless (client_log_wait (&s.log, TRUE, taken));
+    } else {
+      refused++;
+    }
+  }
+  fail_unless_equals_int (taken, GPUSHARE_SERVER_MAX_LINGERING);
+  fail_unless_equals_int (refused, n - GPUSHARE_SERVER_MAX_LINGERING);
+  assert_consumer_alive (s.consumer);
+  /* the process that held them is gone: admitted again */
+  kill (kid, SIGKILL);
+  fail_unless (waitpid (kid, NULL, 0) == kid);
+  scene_raw_client (&s, &late, NULL);
+  raw_clear (&late);
+  assert_no_error (s.producer);
+  for (i = 0; i < 2; i++) {
+    close (go[i]);
+    close (done[i]);
+  }
+  scene_stop (&s);
+}
+
+GST_END_TEST;
+
 /* a forked child of test_quarantine_burst_of_a_uid: one consumer that
  * streams, then says GOODBYE with its slots still read (a quarantine);
  * exits 2 when refused, 0 when it streamed */
@@ -2222,6 +2318,7 @@ gpushare_sink_protocol_suite (void)
   tcase_add_test (tc_handshake, test_quarantine_burst_refused);
   tcase_add_test (tc_handshake, test_quarantine_burst_of_a_uid);
   tcase_add_test (tc_handshake, test_quarantine_burst_opened_before);
+  tcase_add_test (tc_handshake, test_unread_descriptors);
   /* raw consumers that follow a live producer's lane in real time: too
    * slow under valgrind (the AddressSanitizer lane checks their memory) */
   if (!g_getenv ("GPUSHARE_UNDER_VALGRIND"))
