@@ -313,12 +313,18 @@ GST_START_TEST (test_gone_by_uid)
   fail_unless (gpushare_holders_has_pid (h, kids[1]));
   fail_if (gpushare_holders_has_pid (h, 0));
 
-  /* kid 1 exits: reaped, no longer counted, its pidfd closed */
+  /* kid 1 exits: reaped, no longer counted, its pidfd closed (where the
+   * kernel gives pidfds: not under valgrind, which knows no pidfd_open;
+   * there only its word lets go of it) */
   kill_and_reap (kids[1]);
-  fail_unless_equals_int (gpushare_holders_reap (h), 3);
-  fail_unless_equals_int (gpushare_holders_count_gone (h, 1000,
-          live_from_1000, NULL), 1);
-  fail_if (gpushare_holders_has_pid (h, kids[1]));
+  if (have_pidfd ()) {
+    fail_unless_equals_int (gpushare_holders_reap (h), 3);
+    fail_unless_equals_int (gpushare_holders_count_gone (h, 1000,
+            live_from_1000, NULL), 1);
+    fail_if (gpushare_holders_has_pid (h, kids[1]));
+  } else {
+    fail_unless (gpushare_holders_release (h, 2));
+  }
   /* kid 0's word */
   fail_unless (gpushare_holders_release (h, 1));
   fail_unless_equals_int (gpushare_holders_count_gone (h, 1000,
