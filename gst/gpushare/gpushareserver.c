@@ -500,7 +500,6 @@ client_lingers (gint fd, gpointer user_data)
   if (getsockopt (fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0)
     l.uid = cred.uid;
   g_mutex_lock (&self->linger_lock);
-  lingering_prune (self, FALSE);
   g_array_append_val (self->lingering, l);
   if (!self->linger_source) {
     self->linger_source = g_timeout_source_new (100);
@@ -2155,6 +2154,20 @@ refuse_new (GpuShareServer * self, gint cfd, GpuShareErrorCode code,
   deliver_events (self);
 }
 
+/* control thread, lock held (let go here): a new connection refused with
+ * TOO_MANY_CLIENTS and text (freed) */
+static void
+refuse_too_many (GpuShareServer * self, gint cfd, gchar * text,
+    const struct ucred *cred)
+{
+  g_mutex_unlock (&self->lock);
+  GST_WARNING_OBJECT (self->log_object, "refused a consumer (pid %d): %s",
+      (gint) cred->pid, text);
+  refuse_new (self, cfd, GPUSHARE_ERR_TOO_MANY_CLIENTS,
+      GPUSHARE_REMOVE_TOO_MANY, text, cred);
+  g_free (text);
+}
+
 /* control thread: accept4 () failed, EMFILE.  The connection would wait
  * in the backlog, and the listening socket poll readable for ever (this
  * thread spinning): the spare descriptor is given up to take the
@@ -2276,12 +2289,7 @@ listen_dispatch (gint fd, GIOCondition cond, gpointer user_data)
         "time", of_uid ? "the processes of this uid" : "this process", i,
         (guint) (QUARANTINE_WINDOW_US / G_USEC_PER_SEC));
 
-    g_mutex_unlock (&self->lock);
-    GST_WARNING_OBJECT (self->log_object, "refused a consumer (pid %d): %s",
-        (gint) cred.pid, text);
-    refuse_new (self, cfd, GPUSHARE_ERR_TOO_MANY_CLIENTS,
-        GPUSHARE_REMOVE_TOO_MANY, text, &cred);
-    g_free (text);
+    refuse_too_many (self, cfd, text, &cred);
     return G_SOURCE_CONTINUE;
   }
   if ((i = lingering_of (self, cred.uid)) >= GPUSHARE_SERVER_MAX_LINGERING) {
@@ -2289,12 +2297,7 @@ listen_dispatch (gint fd, GIOCondition cond, gpointer user_data)
         "descriptors of ours it never read, which count against this "
         "process until it reads or closes them: refused until then", i);
 
-    g_mutex_unlock (&self->lock);
-    GST_WARNING_OBJECT (self->log_object, "refused a consumer (pid %d): %s",
-        (gint) cred.pid, text);
-    refuse_new (self, cfd, GPUSHARE_ERR_TOO_MANY_CLIENTS,
-        GPUSHARE_REMOVE_TOO_MANY, text, &cred);
-    g_free (text);
+    refuse_too_many (self, cfd, text, &cred);
     return G_SOURCE_CONTINUE;
   }
   if (n_pending_clients (self) >= self->config.max_pending) {
@@ -2302,12 +2305,7 @@ listen_dispatch (gint fd, GIOCondition cond, gpointer user_data)
         "(max-pending %u)", self->config.max_pending,
         self->config.max_pending);
 
-    g_mutex_unlock (&self->lock);
-    GST_WARNING_OBJECT (self->log_object, "refused a consumer (pid %d): %s",
-        (gint) cred.pid, text);
-    refuse_new (self, cfd, GPUSHARE_ERR_TOO_MANY_CLIENTS,
-        GPUSHARE_REMOVE_TOO_MANY, text, &cred);
-    g_free (text);
+    refuse_too_many (self, cfd, text, &cred);
     return G_SOURCE_CONTINUE;
   }
   for (i = 0; i < MAX_CLIENTS; i++)
@@ -2322,12 +2320,7 @@ listen_dispatch (gint fd, GIOCondition cond, gpointer user_data)
     gchar *text = too_many_text (self->n_clients,
         MIN (self->config.max_clients, MAX_CLIENTS));
 
-    g_mutex_unlock (&self->lock);
-    GST_WARNING_OBJECT (self->log_object, "refused a consumer (pid %d): %s",
-        (gint) cred.pid, text);
-    refuse_new (self, cfd, GPUSHARE_ERR_TOO_MANY_CLIENTS,
-        GPUSHARE_REMOVE_TOO_MANY, text, &cred);
-    g_free (text);
+    refuse_too_many (self, cfd, text, &cred);
     return G_SOURCE_CONTINUE;
   }
 

@@ -94,29 +94,6 @@ GST_START_TEST (test_cycles)
 
 GST_END_TEST;
 
-/* kB of resident memory of this process; 0 under valgrind or
- * AddressSanitizer, which keep freed memory for themselves and so grow
- * whatever the program does */
-static guint
-rss_kb (void)
-{
-  gchar *status = NULL, *line;
-  guint kb = 0;
-
-#ifdef __SANITIZE_ADDRESS__
-  /* AddressSanitizer keeps freed memory in quarantine, as valgrind does */
-  return 0;
-#endif
-  if (g_getenv ("GPUSHARE_UNDER_VALGRIND"))
-    return 0;
-  fail_unless (g_file_get_contents ("/proc/self/status", &status, NULL, NULL));
-  line = strstr (status, "VmRSS:");
-  fail_unless (line != NULL);
-  kb = strtoul (line + 6, NULL, 10);
-  g_free (status);
-  return kb;
-}
-
 #define N_LONG_CYCLES 1000
 #define N_RESTARTS 100
 

@@ -1155,8 +1155,7 @@ GST_START_TEST (test_hangups_at_once)
     fail_unless_equals_string (client_log_removed_nick (&s.log, i), "hangup");
   fail_unless (consumer_wait (s.consumer, 10), "the consumer was disturbed");
   assert_no_error (s.producer);
-  kill (kid, SIGKILL);
-  fail_unless (waitpid (kid, NULL, 0) == kid);
+  kill_and_reap (kid);
   for (i = 0; i < 2; i++) {
     close (ready[i]);
     close (go[i]);
@@ -1383,8 +1382,7 @@ GST_START_TEST (test_unread_descriptors)
   fail_unless_equals_int (refused, n - GPUSHARE_SERVER_MAX_LINGERING);
   assert_consumer_alive (s.consumer);
   /* the process that held them is gone: admitted again */
-  kill (kid, SIGKILL);
-  fail_unless (waitpid (kid, NULL, 0) == kid);
+  kill_and_reap (kid);
   scene_raw_client (&s, &late, NULL);
   raw_clear (&late);
   assert_no_error (s.producer);
@@ -1525,8 +1523,7 @@ GST_START_TEST (test_gone_holders_of_a_uid)
     if (i == n) {
       /* four of them exit: four pidfds fewer, room for one more */
       for (guint k = 0; k < 4; k++) {
-        kill (kids[k], SIGKILL);
-        fail_unless (waitpid (kids[k], NULL, 0) == kids[k]);
+        kill_and_reap (kids[k]);
         kids[k] = 0;
       }
     }
@@ -1557,8 +1554,7 @@ GST_START_TEST (test_gone_holders_of_a_uid)
   assert_no_error (s.producer);
   for (i = 0; i < n + 1; i++)
     if (kids[i] > 0) {
-      kill (kids[i], SIGKILL);
-      fail_unless (waitpid (kids[i], NULL, 0) == kids[i]);
+      kill_and_reap (kids[i]);
     }
   close (done[0]);
   close (done[1]);

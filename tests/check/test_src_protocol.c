@@ -549,20 +549,6 @@ GST_START_TEST (test_producer_floods_events)
 
 GST_END_TEST;
 
-/* the first quark the process has not made (quarks are numbered from 1,
- * each with its string; not G_GNUC_CONST's g_quark_to_string (): its
- * answers change) */
-static GQuark
-quark_watermark (void)
-{
-  const gchar *(*volatile to_string) (GQuark) = g_quark_to_string;
-  GQuark q = 1;
-
-  while (to_string (q) != NULL)
-    q++;
-  return q;
-}
-
 /* A producer that names a new field in every custom event, after the
  * first frame: each became a quark of the consumer's process, kept for
  * its life.  Past GPUSHARE_TEXT_MAX_PEER_QUARKS of them the consumer drops
@@ -2338,27 +2324,6 @@ GST_START_TEST (test_lane_hostile)
 
 GST_END_TEST;
 
-/* kB of resident memory of this process (0 under AddressSanitizer or
- * valgrind, which keep freed memory and so grow whatever runs) */
-static guint
-resident_kb (void)
-{
-  gchar *status = NULL, *line;
-  guint kb = 0;
-
-#ifdef __SANITIZE_ADDRESS__
-  return 0;
-#endif
-  if (g_getenv ("GPUSHARE_UNDER_VALGRIND"))
-    return 0;
-  fail_unless (g_file_get_contents ("/proc/self/status", &status, NULL, NULL));
-  line = strstr (status, "VmRSS:");
-  if (line)
-    kb = (guint) g_ascii_strtoull (line + 6, NULL, 10);
-  g_free (status);
-  return kb;
-}
-
 /* The rings a producer makes the src follow, and what it sends past the
  * end of its stream:
  *  - HR_EPOCH_0: a ring of epoch 0, which the src takes for "no ring
@@ -2446,7 +2411,7 @@ GST_START_TEST (test_hostile_rings)
       m = pop_message (pipeline, GST_MESSAGE_EOS, TIMEOUT_MS);
       fail_unless (m != NULL, "no EOS");
       gst_message_unref (m);
-      before = resident_kb ();
+      before = rss_kb ();
       one = build (msg, 0);
       for (k = 0; k < 1000; k++)
         g_byte_array_append (many, one->data, one->len);
@@ -2459,7 +2424,7 @@ GST_START_TEST (test_hostile_rings)
         fail_unless (ioctl (raw.fd, SIOCOUTQ, &unread) == 0);
       } while (unread > 0 && g_get_monotonic_time () < until);
       fail_unless_equals_int (unread, 0);
-      after = resident_kb ();
+      after = rss_kb ();
       fail_unless (after < before + 8 * 1024, "200,000 EOS after the end "
           "grew the consumer from %u to %u kB", before, after);
       g_byte_array_unref (one);

@@ -12,6 +12,7 @@
 #include <gst/check/gstcheck.h>
 #include <malloc.h>
 
+#include "gpushare-check-util.h"
 #include "gpusharetext.h"
 
 static const gchar *const refused[] = {
@@ -129,20 +130,6 @@ gst_check_version_1_26 (void)
   return major > 1 || minor >= 26;
 }
 
-/* the first quark the process has not made (quarks are numbered from 1,
- * each with its string) */
-static GQuark
-watermark (void)
-{
-  /* not G_GNUC_CONST's g_quark_to_string (): its answers change */
-  const gchar *(*volatile to_string) (GQuark) = g_quark_to_string;
-  GQuark q = 1;
-
-  while (to_string (q) != NULL)
-    q++;
-  return q;
-}
-
 /* A producer that names a new field in every text (an event, a custom
  * meta) made the consumer's process a quark each time, kept for its life.
  * Its texts now make GPUSHARE_TEXT_MAX_PEER_QUARKS at most: past that, a
@@ -166,7 +153,7 @@ GST_START_TEST (test_quarks_bounded)
     "gpushare-test-s, gpushare-field-1=(string)gpushare-fresh-d",
   };
   const guint n = GPUSHARE_TEXT_MAX_PEER_QUARKS + 1000;
-  GQuark before = watermark (), mark;
+  GQuark before = quark_watermark (), mark;
   GstStructure *st;
   GstCaps *caps;
   guint i, parsed = 0;
@@ -183,14 +170,14 @@ GST_START_TEST (test_quarks_bounded)
       gst_structure_free (st);
     }
   }
-  fail_unless (watermark () - before <= GPUSHARE_TEXT_MAX_PEER_QUARKS + 3,
-      "%u quarks made", watermark () - before);
+  fail_unless (quark_watermark () - before <= GPUSHARE_TEXT_MAX_PEER_QUARKS + 3,
+      "%u quarks made", quark_watermark () - before);
   if (gst_check_version_1_26 ()) {
     /* GStreamer 1.26 keeps a structure's names as GstIdStr, no quarks:
      * every text parses, and makes none */
     fail_unless_equals_int (parsed, n);
-    fail_unless (watermark () - before < 16, "%u quarks made",
-        watermark () - before);
+    fail_unless (quark_watermark () - before < 16, "%u quarks made",
+        quark_watermark () - before);
     return;
   }
   /* a quark each (the first text two, with the structure's name; the
@@ -215,7 +202,7 @@ GST_START_TEST (test_quarks_bounded)
   fail_unless (caps != NULL);
   gst_caps_unref (caps);
   /* and anything else refused, without a quark made */
-  mark = watermark ();
+  mark = quark_watermark ();
   for (i = 0; i < G_N_ELEMENTS (fresh); i++)
     fail_if ((st = gpushare_structure_from_peer (fresh[i])) != NULL,
         "past the bound: %s", fresh[i]);
@@ -223,7 +210,7 @@ GST_START_TEST (test_quarks_bounded)
           "gpushare-field-1=(int)1") != NULL);
   fail_if (gpushare_tag_list_from_peer ("taglist, gpushare-fresh-e=(string)x")
       != NULL);
-  fail_unless_equals_int (watermark (), mark);
+  fail_unless_equals_int (quark_watermark (), mark);
 }
 
 GST_END_TEST;

@@ -253,6 +253,41 @@ kill_and_reap (pid_t pid)
   fail_unless_equals_int (waitpid (pid, &status, 0), pid);
 }
 
+/* kB of resident memory of this process; 0 under valgrind or
+ * AddressSanitizer, which keep freed memory for themselves and so grow
+ * whatever the program does */
+guint
+rss_kb (void)
+{
+  gchar *status = NULL, *line;
+  guint kb = 0;
+
+#ifdef __SANITIZE_ADDRESS__
+  /* AddressSanitizer keeps freed memory in quarantine, as valgrind does */
+  return 0;
+#endif
+  if (g_getenv ("GPUSHARE_UNDER_VALGRIND"))
+    return 0;
+  fail_unless (g_file_get_contents ("/proc/self/status", &status, NULL, NULL));
+  line = strstr (status, "VmRSS:");
+  fail_unless (line != NULL);
+  kb = strtoul (line + 6, NULL, 10);
+  g_free (status);
+  return kb;
+}
+
+GQuark
+quark_watermark (void)
+{
+  /* not G_GNUC_CONST's g_quark_to_string () itself: its answers change */
+  const gchar *(*volatile to_string) (GQuark) = g_quark_to_string;
+  GQuark q = 1;
+
+  while (to_string (q) != NULL)
+    q++;
+  return q;
+}
+
 /* waits for a forked child, which must exit with status 0 */
 void
 reap_clean_exit (pid_t pid)

@@ -50,6 +50,16 @@ gchar *read_source (const gchar * rel);
  * the root; a folder that cannot be listed, or has none, fails the test */
 GPtrArray *source_files (const gchar * const *dirs);
 
+/* Memory */
+
+/* kB of resident memory of this process; 0 under valgrind or
+ * AddressSanitizer, which keep freed memory for themselves and so grow
+ * whatever the program does */
+guint rss_kb (void);
+/* the first quark this process has not made (quarks are numbered from 1,
+ * each with its string) */
+GQuark quark_watermark (void);
+
 /* Child processes */
 
 void die_with_parent (gpointer user_data);
