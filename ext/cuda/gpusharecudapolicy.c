@@ -6,16 +6,18 @@
 #include "gpusharecudapolicy.h"
 
 static const GpuShareMemKind cuda_kinds[] = {
+  /* every kind: an exported allocation maps read-write in any process
+   * that asks (CUDA has no read-only export), legacy IPC memory always */
   {GPUSHARE_MEM_CUDA_VMM, "cuda", GPUSHARE_CUDA_TRANSPORT_VMM,
-      "CUDA VMM memory, or an error", 0},
+      "CUDA VMM memory, or an error", GPUSHARE_KIND_WRITABLE},
   /* cuIpcOpenMemHandle's memory may not be freed while another process
    * has it open */
   {GPUSHARE_MEM_CUDA_LEGACY, "cuda-legacy", GPUSHARE_CUDA_TRANSPORT_LEGACY,
         "Legacy CUDA IPC memory handles, or an error",
-      GPUSHARE_KIND_HANDLES | GPUSHARE_KIND_RETIRE},
+      GPUSHARE_KIND_HANDLES | GPUSHARE_KIND_RETIRE | GPUSHARE_KIND_WRITABLE},
   {GPUSHARE_MEM_CUDA_FABRIC, "cuda-fabric", GPUSHARE_CUDA_TRANSPORT_FABRIC,
         "CUDA fabric handles (needs an IMEX channel), or an error",
-      GPUSHARE_KIND_HANDLES},
+      GPUSHARE_KIND_HANDLES | GPUSHARE_KIND_WRITABLE},
 };
 
 static guint32

@@ -102,6 +102,20 @@ gpushare_negotiate_mem_types (const GpuShareMemPolicy * const *policies)
   return types;
 }
 
+guint32
+gpushare_negotiate_mem_types_with (const GpuShareMemPolicy * const *policies,
+    guint flags)
+{
+  guint32 types = 0;
+  guint i, k;
+
+  for (i = 0; policies && policies[i]; i++)
+    for (k = 0; k < policies[i]->n_kinds; k++)
+      if ((policies[i]->kinds[k].flags & flags) == flags)
+        types |= policies[i]->kinds[k].type;
+  return types;
+}
+
 gboolean
 gpushare_negotiate_needs_peer_probe (const GpuShareAnnounce * a,
     const GpuShareGpu * gpu, gint transport)
@@ -238,7 +252,8 @@ gpushare_negotiate_consumer (const GpuShareAnnounce * a,
         "(transport=%s)%s%s", gpushare_mem_type_to_string (type), kind->nick,
         note ? ": " : "", note ? note : "") :
         g_strdup_printf ("%s memory was asked for but is not possible: %s",
-        kind->nick, note ? note : "the producer does not offer it");
+        kind->nick, note ? note : (a->flags & GPUSHARE_ANNOUNCE_FLAG_WITHHELD)
+        ? GPUSHARE_NEGOTIATE_WITHHELD : "the producer does not offer it");
     return out->ok;
   }
   if (transport == GPUSHARE_TRANSPORT_SYSTEM) {
@@ -248,7 +263,8 @@ gpushare_negotiate_consumer (const GpuShareAnnounce * a,
      * the one that matters */
     why_not = gpu ? gpu->why_not : NULL;
   } else if (!(a->mem_types & ~GPUSHARE_MEM_HOST_MASK)) {
-    why_not = "the producer offers no GPU memory";
+    why_not = (a->flags & GPUSHARE_ANNOUNCE_FLAG_WITHHELD) ?
+        GPUSHARE_NEGOTIATE_WITHHELD : "the producer offers no GPU memory";
   } else {
     guint32 common = a->device.sync_modes & gpu->sync_modes;
     gchar *peer_note = NULL;

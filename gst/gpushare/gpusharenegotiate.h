@@ -85,6 +85,11 @@ typedef enum
    * out of its slots, never hold them in place, and close their mappings
    * before their goodbye */
   GPUSHARE_KIND_RETIRE = 1 << 1,
+  /* a consumer that maps it can write the producer's slots, whatever
+   * access it asks for in its own mapping (GPU memory: CUDA has no
+   * read-only export): offered only to the consumers the producer trusts
+   * with it (gpusharesink gpu-uids, gpu-gids) */
+  GPUSHARE_KIND_WRITABLE = 1 << 2,
 } GpuShareMemKindFlags;
 
 /* One memory kind a transfer serves: a GpuShareMemType bit (host memory
@@ -121,6 +126,10 @@ typedef struct
 /* the types of all kinds of the policies */
 guint32 gpushare_negotiate_mem_types (const GpuShareMemPolicy * const
     *policies);
+/* the types of their kinds that have every flag of flags
+ * (GpuShareMemKindFlags) */
+guint32 gpushare_negotiate_mem_types_with (const GpuShareMemPolicy * const
+    *policies, guint flags);
 
 /* The consumer's choice.  ok FALSE: nothing fits (a forced transport that
  * cannot work included); mem_type is then 0 and reason says why. */
@@ -165,6 +174,13 @@ guint32 gpushare_negotiate_producer_mem_types (const GpuShareGpu * gpu,
   "as 0 here), and CUDA IPC handles (legacy memory, IPC events) do not " \
   "open across PID namespaces; VMM memory (transport=cuda) with " \
   "sync-mode=host or semaphore does"
+
+/* Why a consumer takes no GPU memory when the producer withheld it from
+ * this connection (GPUSHARE_ANNOUNCE_FLAG_WITHHELD) */
+#define GPUSHARE_NEGOTIATE_WITHHELD \
+  "the producer offers GPU memory, which a consumer could write, only to " \
+  "the consumers it trusts with it (gpusharesink gpu-uids and gpu-gids), " \
+  "and this consumer's uid and group are not among them"
 
 /* The text a producer refuses an ACCEPT with */
 #define GPUSHARE_NEGOTIATE_NOT_OFFERED \

@@ -60,7 +60,7 @@ G_BEGIN_DECLS
 
 #define GPUSHARE_MAGIC 0x48535047u      /* "GPSH" as little-endian bytes */
 #define GPUSHARE_VERSION_MAJOR 1
-#define GPUSHARE_VERSION_MINOR 12
+#define GPUSHARE_VERSION_MINOR 13
 
 /* The minor version that added each feature.  A minor only adds (new
  * types, longer payloads, meaning for bits that were 0), so a feature
@@ -95,6 +95,9 @@ G_BEGIN_DECLS
 #define GPUSHARE_MINOR_HOST_WORDS 12    /* SLOTS's ready words in host
                                          * memory, beside the semaphore
                                          * block */
+#define GPUSHARE_MINOR_WITHHELD 13      /* ANNOUNCE's flag: memory a
+                                         * consumer could write withheld
+                                         * from this one */
 
 #define GPUSHARE_HEADER_SIZE 24
 /* caps, checked before anything is allocated or copied */
@@ -250,6 +253,11 @@ typedef struct
 
 /* ANNOUNCE / CAPS flags */
 #define GPUSHARE_STREAM_FLAG_LIVE (1u << 0)
+/* ANNOUNCE only (0 in CAPS), since minor 13: the producer offers GPU
+ * memory, which a consumer that maps it could write, only to the consumers
+ * it trusts with it (gpusharesink gpu-uids, gpu-gids), and this one is not
+ * among them: mem_types lacks those types for this connection alone */
+#define GPUSHARE_ANNOUNCE_FLAG_WITHHELD (1u << 1)
 
 /* FRAME flags */
 /* pts/dts are CLOCK_MONOTONIC nanoseconds, not stream times */

@@ -84,6 +84,8 @@ typedef struct
   pid_t pid;
   gint pidfd;                   /* its process, from the connect on; -1 */
   uid_t uid;
+  gid_t gid;                    /* its primary group, as it connected */
+  guint32 mem_types;            /* offered to it in its ANNOUNCE */
   gchar *name;
   GpuShareMemType mem_type;
   GpuShareSyncMode sync_mode;   /* GPU memory only */
@@ -575,6 +577,30 @@ refuse (Client * client, GpuShareErrorCode code, GpuShareRemoveReason reason,
   g_error_free (error);
 }
 
+/* lock held: may this client map memory it could write (gpu-uids,
+ * gpu-gids)? */
+static gboolean
+trusted_with_writable (GpuShareServer * self, Client * client)
+{
+  GArray *uids = self->config.gpu_uids, *gids = self->config.gpu_gids;
+
+  if ((!uids || !uids->len) && (!gids || !gids->len))
+    return TRUE;
+  return client->uid == getuid () || gpushare_ids_contain (uids, client->uid)
+      || gpushare_ids_contain (gids, client->gid);
+}
+
+/* lock held: what this client is offered, fixed at its ANNOUNCE */
+static guint32
+client_mem_types (GpuShareServer * self, Client * client)
+{
+  if (trusted_with_writable (self, client))
+    return self->offered_mem_types;
+  return self->offered_mem_types &
+      ~gpushare_negotiate_mem_types_with (gpushare_xfer_policies (),
+      GPUSHARE_KIND_WRITABLE);
+}
+
 static gboolean
 send_announce (GpuShareServer * self, Client * client)
 {
@@ -584,7 +610,8 @@ send_announce (GpuShareServer * self, Client * client)
 
   a->schema_major = GPUSHARE_VERSION_MAJOR;
   a->schema_minor = GPUSHARE_VERSION_MINOR;
-  a->mem_types = self->offered_mem_types;
+  client->mem_types = client_mem_types (self, client);
+  a->mem_types = client->mem_types;
   if (self->gpu_ok) {
     memcpy (a->device.uuid, self->gpu.uuid, 16);
     a->device.caps = self->gpu.device_caps;
@@ -592,6 +619,12 @@ send_announce (GpuShareServer * self, Client * client)
     a->device.compute_mode = self->gpu.compute_mode;
   }
   a->flags = stream_flags (self);
+  if (client->mem_types != self->offered_mem_types) {
+    a->flags |= GPUSHARE_ANNOUNCE_FLAG_WITHHELD;
+    GST_INFO_OBJECT (self->log_object, "client %u (uid %u, gid %u) is not "
+        "offered GPU memory: not in gpu-uids or gpu-gids", client->id,
+        (guint) client->uid, (guint) client->gid);
+  }
   a->pid = getpid ();
   a->uid = getuid ();
   a->instance = self->instance;
@@ -1490,7 +1523,8 @@ handle_accept (GpuShareServer * self, Client * client,
   g_free (client->mem_reason);
   client->mem_reason = acc->reason_len ?
       g_strndup (acc->reason, acc->reason_len) : g_strdup ("not given");
-  if (!gpushare_negotiate_check_accept (acc, self->offered_mem_types,
+  /* what its ANNOUNCE offered it, not what others are offered */
+  if (!gpushare_negotiate_check_accept (acc, client->mem_types,
           self->gpu_ok ? self->gpu.sync_modes : 0, &why_not)) {
     refuse (client, GPUSHARE_ERR_UNSUPPORTED, GPUSHARE_REMOVE_UNSUPPORTED,
         why_not);
@@ -2334,6 +2368,7 @@ listen_dispatch (gint fd, GIOCondition cond, gpointer user_data)
    * told from the end of its process (see drop_client ()) */
   client->pidfd = gpushare_pidfd_open (cred.pid);
   client->uid = cred.uid;
+  client->gid = cred.gid;
   client->state = CLIENT_CONNECTED;
   client->conn = gpushare_conn_new (cfd, self->context, client_message,
       client_closed, client);
@@ -2390,6 +2425,8 @@ gpushare_server_new (const GpuShareServerConfig * config,
   self->config.name = g_strdup (config->name);
   self->config.allowed_uids = ids_copy (config->allowed_uids);
   self->config.allowed_gids = ids_copy (config->allowed_gids);
+  self->config.gpu_uids = ids_copy (config->gpu_uids);
+  self->config.gpu_gids = ids_copy (config->gpu_gids);
   self->log_object = log_object;
   self->event_func = func;
   self->user_data = user_data;
@@ -2420,6 +2457,8 @@ gpushare_server_unref (GpuShareServer * self)
   g_free (self->config.socket_path);
   g_free (self->config.name);
   g_free (self->wire_meta);
+  g_clear_pointer (&self->config.gpu_uids, g_array_unref);
+  g_clear_pointer (&self->config.gpu_gids, g_array_unref);
   g_clear_pointer (&self->config.allowed_uids, g_array_unref);
   g_clear_pointer (&self->config.allowed_gids, g_array_unref);
   g_free (self->gpu_reason);
@@ -2632,6 +2671,10 @@ gpushare_server_configure (GpuShareServer * self,
   g_clear_pointer (&self->config.allowed_gids, g_array_unref);
   self->config.allowed_uids = uids;
   self->config.allowed_gids = gids;
+  g_clear_pointer (&self->config.gpu_uids, g_array_unref);
+  g_clear_pointer (&self->config.gpu_gids, g_array_unref);
+  self->config.gpu_uids = ids_copy (config->gpu_uids);
+  self->config.gpu_gids = ids_copy (config->gpu_gids);
   wake_waiters (self);
   g_mutex_unlock (&self->lock);
 }

@@ -135,6 +135,11 @@ typedef struct
   guint heartbeat_interval;     /* ms, 0: none */
   GArray *allowed_uids;         /* guint; our own uid always may */
   GArray *allowed_gids;
+  /* who is offered memory a consumer could write (GPUSHARE_KIND_WRITABLE):
+   * both empty, every admitted consumer; else our own uid, these uids and
+   * these primary gids, and the others get system memory */
+  GArray *gpu_uids;
+  GArray *gpu_gids;
   gint cuda_device_id;
   gchar *name;                  /* announced to consumers */
 } GpuShareServerConfig;

@@ -93,6 +93,8 @@ enum
   PROP_META_SLOT_SIZE,
   PROP_ALLOWED_UIDS,
   PROP_ALLOWED_GIDS,
+  PROP_GPU_UIDS,
+  PROP_GPU_GIDS,
   PROP_CUDA_DEVICE_ID,
   PROP_NUM_CLIENTS,
   PROP_STATS,
@@ -153,6 +155,8 @@ struct _GstGpuShareSink
   gint64 meta_slot_size;        /* bytes, 0: none, -1: auto */
   GArray *allowed_uids;         /* guint; our own uid is always allowed */
   GArray *allowed_gids;         /* guint: a peer's primary gid */
+  GArray *gpu_uids;             /* guint: who may map GPU memory; both */
+  GArray *gpu_gids;             /* empty: every consumer admitted */
   gint cuda_device_id;
   GstVideoInfo vinfo;           /* the negotiated caps */
 
@@ -360,6 +364,8 @@ server_config (GstGpuShareSink * self, GpuShareServerConfig * config)
   config->heartbeat_interval = self->heartbeat_interval;
   config->allowed_uids = self->allowed_uids;
   config->allowed_gids = self->allowed_gids;
+  config->gpu_uids = self->gpu_uids;
+  config->gpu_gids = self->gpu_gids;
   config->cuda_device_id = self->cuda_device_id;
   config->name = GST_OBJECT_NAME (self);
 }
@@ -1188,6 +1194,12 @@ gst_gpu_share_sink_set_property (GObject * object, guint prop_id,
     case PROP_ALLOWED_GIDS:
       gpushare_ids_from_value (&self->allowed_gids, value);
       break;
+    case PROP_GPU_UIDS:
+      gpushare_ids_from_value (&self->gpu_uids, value);
+      break;
+    case PROP_GPU_GIDS:
+      gpushare_ids_from_value (&self->gpu_gids, value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -1268,6 +1280,12 @@ gst_gpu_share_sink_get_property (GObject * object, guint prop_id,
     case PROP_ALLOWED_GIDS:
       gpushare_ids_to_value (self->allowed_gids, value);
       break;
+    case PROP_GPU_UIDS:
+      gpushare_ids_to_value (self->gpu_uids, value);
+      break;
+    case PROP_GPU_GIDS:
+      gpushare_ids_to_value (self->gpu_gids, value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -1290,6 +1308,8 @@ gst_gpu_share_sink_finalize (GObject * object)
   g_free (self->socket_path);
   g_clear_pointer (&self->allowed_uids, g_array_unref);
   g_clear_pointer (&self->allowed_gids, g_array_unref);
+  g_clear_pointer (&self->gpu_uids, g_array_unref);
+  g_clear_pointer (&self->gpu_gids, g_array_unref);
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
 
@@ -1373,6 +1393,19 @@ gst_gpu_share_sink_class_init (GstGpuShareSinkClass * klass)
       "Allowed gids", "Consumers whose primary group is one of these may "
       "connect, e.g. <44>", g_param_spec_uint ("gid", "gid", "A gid", 0,
           G_MAXUINT32, 0, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS), rw);
+  properties[PROP_GPU_UIDS] = gst_param_spec_array ("gpu-uids",
+      "GPU uids", "Consumers that may map GPU memory, which a consumer that "
+      "maps it could write: of these uids, of a primary group in gpu-gids, "
+      "or of this process's own uid; the others get system memory, "
+      "read-only. Empty (with gpu-gids): every consumer admitted may. For "
+      "consumers that connect from then on, e.g. <1000>",
+      g_param_spec_uint ("uid", "uid", "A uid", 0, G_MAXUINT32, 0,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS), rw);
+  properties[PROP_GPU_GIDS] = gst_param_spec_array ("gpu-gids",
+      "GPU gids", "Consumers whose primary group is one of these may map "
+      "GPU memory (see gpu-uids), e.g. <44>", g_param_spec_uint ("gid",
+          "gid", "A gid", 0, G_MAXUINT32, 0,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS), rw);
   properties[PROP_CUDA_DEVICE_ID] = g_param_spec_int ("cuda-device-id",
       "CUDA device id", "GPU whose memory holds the slots offered to "
       "consumers on the same GPU", 0, G_MAXINT, DEFAULT_CUDA_DEVICE_ID, rw);

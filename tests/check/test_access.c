@@ -128,6 +128,17 @@ child_receive (gint s, guint8 * buf, gsize cap, guint32 * len, gint * n_fds,
   }
 }
 
+/* what the foreign client does past the ANNOUNCE: where accept is set,
+ * sends it (made before the fork) and reads what follows; extra_prop is
+ * set on the sink beside the allow property */
+static struct
+{
+  const guint8 *accept;
+  gsize accept_len;
+  const gchar *extra_prop;
+  const gchar *extra_value;
+} foreign;
+
 /* Runs in a child forked from a threaded process: system calls only, no
  * allocation, no locks. */
 static void G_GNUC_NORETURN
@@ -162,6 +173,10 @@ foreign_uid_child (const struct sockaddr_un *addr, const gchar * dir,
     goto report;
   }
   child_receive (s, buf, sizeof (buf), &r.len, &r.n_fds, &r.eof);
+  if (foreign.accept && !r.eof
+      && send (s, foreign.accept, foreign.accept_len, MSG_NOSIGNAL) ==
+      (gssize) foreign.accept_len)
+    child_receive (s, buf, sizeof (buf), &r.len, &r.n_fds, &r.eof);
 
 report:
   if (write (report_fd, &r, sizeof (r)) == sizeof (r) && r.len > 0)
@@ -232,6 +247,9 @@ run_foreign_client (guint mode, const gchar * allow_prop,
   g_object_set (sink, "socket-mode", mode, NULL);
   if (allow_prop)
     gst_util_set_object_arg (G_OBJECT (sink), allow_prop, allow_value);
+  if (foreign.extra_prop)
+    gst_util_set_object_arg (G_OBJECT (sink), foreign.extra_prop,
+        foreign.extra_value);
   client_log_init (&log, sink);
   producer_start (producer, sink);
   fail_unless (write (go[1], "g", 1) == 1);
@@ -369,6 +387,99 @@ GST_START_TEST (test_foreign_uid_allowed)
             bytes->data + GPUSHARE_HEADER_SIZE, hdr.payload_len, msg),
         GPUSHARE_PARSE_OK);
   }
+
+done:
+  g_byte_array_unref (bytes);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
+/* gpu-uids and gpu-gids: memory that a consumer which maps it could write
+ * (GPU memory; here the test build's host-test kind, made such by
+ * GPUSHARE_TEST_HOST_WRITABLE below) is offered to a consumer of another
+ * uid only where they name it.  One they do not name is not offered it
+ * (its ANNOUNCE says so), and an ACCEPT that takes it all the same is
+ * refused, with no descriptor sent. */
+GST_START_TEST (test_foreign_uid_gpu_withheld)
+{
+  static const struct
+  {
+    const gchar *prop, *value;
+    gboolean withheld;
+  } cases[] = {
+    {NULL, NULL, FALSE},
+    {"gpu-uids", "<1, 7>", TRUE},
+    {"gpu-uids", "<1, 65534>", FALSE},
+    {"gpu-gids", "<65534>", FALSE},
+    {"gpu-gids", "<1>", TRUE},
+  };
+  GByteArray *bytes = g_byte_array_new (), *accept;
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  const gchar *nick = NULL;
+  GpuShareHeader hdr;
+  UidReport report;
+  gsize next;
+  guint i;
+
+  if (geteuid () != 0) {
+    g_print ("SKIP test_foreign_uid_gpu_withheld: needs root to run a "
+        "client as uid %d\n", FOREIGN_UID);
+    goto done;
+  }
+  fail_unless (chmod (tmpdir, 0755) == 0);
+  make_accept (msg, 0);
+  msg->u.accept.mem_type = GPUSHARE_MEM_HOST_TEST;
+  accept = build (msg, 0);
+  foreign.accept = accept->data;
+  foreign.accept_len = accept->len;
+  for (i = 0; i < G_N_ELEMENTS (cases); i++) {
+    foreign.extra_prop = cases[i].prop;
+    foreign.extra_value = cases[i].value;
+    if (!run_foreign_client (0666, "allowed-uids", "<65534>", &report, bytes,
+            NULL, &nick)) {
+      g_print ("SKIP test_foreign_uid_gpu_withheld: cannot act as uid %d "
+          "here (stage %d)\n", FOREIGN_UID, report.stage);
+      break;
+    }
+    fail_unless_equals_int (report.connect_errno, 0);
+    /* its ANNOUNCE: what it is offered, and whether less than others */
+    fail_unless_equals_int (gpushare_header_parse (bytes->data, bytes->len,
+            &hdr), GPUSHARE_PARSE_OK);
+    fail_unless_equals_int (hdr.type, GPUSHARE_MSG_ANNOUNCE);
+    fail_unless_equals_int (gpushare_msg_parse (&hdr,
+            bytes->data + GPUSHARE_HEADER_SIZE, hdr.payload_len, msg),
+        GPUSHARE_PARSE_OK);
+    fail_unless (msg->u.announce.mem_types & GPUSHARE_MEM_SYSTEM);
+    fail_unless_equals_int (!!(msg->u.announce.mem_types &
+            GPUSHARE_MEM_HOST_TEST), !cases[i].withheld);
+    fail_unless_equals_int (!!(msg->u.announce.flags &
+            GPUSHARE_ANNOUNCE_FLAG_WITHHELD), cases[i].withheld);
+    /* the reply to its ACCEPT of that memory, past the PINGs */
+    next = 0;
+    do {
+      next += GPUSHARE_HEADER_SIZE + hdr.payload_len;
+      fail_unless (bytes->len > next, "case %u: no reply to the ACCEPT", i);
+      fail_unless_equals_int (gpushare_header_parse (bytes->data + next,
+              bytes->len - next, &hdr), GPUSHARE_PARSE_OK);
+    } while (hdr.type == GPUSHARE_MSG_PING);
+    if (cases[i].withheld) {
+      fail_unless_equals_int (hdr.type, GPUSHARE_MSG_ERROR);
+      fail_unless_equals_int (gpushare_msg_parse (&hdr,
+              bytes->data + next + GPUSHARE_HEADER_SIZE, hdr.payload_len,
+              msg), GPUSHARE_PARSE_OK);
+      fail_unless_equals_int (msg->u.error.code, GPUSHARE_ERR_UNSUPPORTED);
+      fail_unless_equals_int (report.n_fds, 0);
+      fail_unless (report.eof, "case %u: not hung up on", i);
+      fail_unless_equals_string (nick, "unsupported");
+    } else {
+      fail_unless_equals_int (hdr.type, GPUSHARE_MSG_SLOTS);
+      fail_unless (report.n_fds > 0);
+      fail_unless_equals_string (nick, "hangup");
+    }
+  }
+  g_byte_array_unref (accept);
+  memset (&foreign, 0, sizeof (foreign));
 
 done:
   g_byte_array_unref (bytes);
@@ -1038,6 +1149,7 @@ gpushare_access_suite (void)
   tcase_add_checked_fixture (tc_uid, elements_setup, elements_teardown);
   tcase_add_test (tc_uid, test_foreign_uid_refused);
   tcase_add_test (tc_uid, test_foreign_uid_allowed);
+  tcase_add_test (tc_uid, test_foreign_uid_gpu_withheld);
   suite_add_tcase (s, tc_producer_uid);
   tcase_add_checked_fixture (tc_producer_uid, elements_setup,
       elements_teardown);
@@ -1055,6 +1167,14 @@ gpushare_access_suite (void)
   tcase_add_test (tc_tenants, test_tenants);
   tcase_add_test (tc_tenants, test_slots_read_only);
   return s;
+}
+
+/* the test plugin's host-test memory is withheld as GPU memory is
+ * (test_foreign_uid_gpu_withheld): set before anything loads the plugin */
+static void __attribute__((constructor))
+    host_test_writable (void)
+{
+  g_setenv ("GPUSHARE_TEST_HOST_WRITABLE", "1", TRUE);
 }
 
 GST_CHECK_MAIN (gpushare_access);

@@ -212,6 +212,20 @@ GST_START_TEST (test_producer_no_gpu_memory)
   check_negotiation (&a, &gpu, NULL, GPUSHARE_TRANSPORT_CUDA_FABRIC,
       GPUSHARE_SYNC_REQUEST_AUTO, FALSE, 0, 0, -1,
       ASKED_BUT "the producer offers no GPU memory");
+  /* withheld from this consumer alone (gpu-uids, gpu-gids): the reason
+   * says so, and where to look */
+  a.flags |= GPUSHARE_ANNOUNCE_FLAG_WITHHELD;
+  check_negotiation (&a, &gpu, NULL, GPUSHARE_TRANSPORT_AUTO,
+      GPUSHARE_SYNC_REQUEST_AUTO, TRUE, GPUSHARE_MEM_SYSTEM, 0, -1,
+      "system memory: " GPUSHARE_NEGOTIATE_WITHHELD);
+  check_negotiation (&a, &gpu, NULL, GPUSHARE_TRANSPORT_CUDA,
+      GPUSHARE_SYNC_REQUEST_AUTO, FALSE, 0, 0, -1,
+      ASKED_BUT GPUSHARE_NEGOTIATE_WITHHELD);
+  fail_unless (strstr (GPUSHARE_NEGOTIATE_WITHHELD, "gpu-uids") != NULL);
+  /* this end's own reason still first */
+  check_negotiation (&a, NULL, NULL, GPUSHARE_TRANSPORT_AUTO,
+      GPUSHARE_SYNC_REQUEST_AUTO, TRUE, GPUSHARE_MEM_SYSTEM, 0, -1,
+      "system memory: GPU memory is not possible here");
   /* a memory type of a newer version counts as GPU memory: nothing this
    * consumer knows of it fits */
   make_announce (&a, GPUSHARE_MEM_SYSTEM | 0x10, 0x11, ALL_SYNC);
@@ -807,6 +821,13 @@ GST_START_TEST (test_host_transfer)
   fail_unless_equals_string (n.reason, "host-test memory was asked for but "
       "is not possible: the producer does not offer it");
   gpushare_negotiation_clear (&n);
+  /* withheld from this consumer */
+  a.flags |= GPUSHARE_ANNOUNCE_FLAG_WITHHELD;
+  fail_if (gpushare_negotiate_consumer (&a, &gpu, NULL, 100,
+          GPUSHARE_SYNC_REQUEST_AUTO, p, &n));
+  fail_unless_equals_string (n.reason, "host-test memory was asked for but "
+      "is not possible: " GPUSHARE_NEGOTIATE_WITHHELD);
+  gpushare_negotiation_clear (&n);
 
   fail_unless_equals_int (gpushare_negotiate_producer_mem_types (NULL, p),
       GPUSHARE_MEM_HOST_TEST);
@@ -893,6 +914,15 @@ GST_START_TEST (test_producer_mem_types)
   gpu.fabric = FALSE;
   fail_unless_equals_int (gpushare_negotiate_producer_mem_types (&gpu,
           policies ()), 0);
+  /* every GPU kind can be written by a consumer that maps it, system
+   * memory cannot */
+  fail_unless_equals_int (gpushare_negotiate_mem_types_with (policies (),
+          GPUSHARE_KIND_WRITABLE), ALL_GPU_MEM);
+  fail_unless_equals_int (gpushare_negotiate_mem_types_with (policies (),
+          GPUSHARE_KIND_WRITABLE | GPUSHARE_KIND_RETIRE),
+      GPUSHARE_MEM_CUDA_LEGACY);
+  fail_unless_equals_int (gpushare_negotiate_mem_types_with (NULL,
+          GPUSHARE_KIND_WRITABLE), 0);
 }
 
 GST_END_TEST;

@@ -127,8 +127,8 @@ GST_START_TEST (test_inspect)
     "wait-for-connection", "min-consumers", "ring-size", "policy",
     "socket-mode",
     "max-clients", "handshake-timeout", "lease-timeout", "max-pending",
-    "allowed-uids", "allowed-gids", "cuda-device-id", "heartbeat-interval",
-    "meta-slot-size",
+    "allowed-uids", "allowed-gids", "gpu-uids", "gpu-gids", "cuda-device-id",
+    "heartbeat-interval", "meta-slot-size",
     "num-clients", "stats", NULL
   };
   static const gchar *const sink_ro[] = { "num-clients", "stats", NULL };

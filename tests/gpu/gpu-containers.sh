@@ -244,6 +244,35 @@ run_pair userns-admitted -- --set socket-mode=0666 \
   --sync host --set 'allowed-producer-uids=<65534>'
 same_pictures "containers, consumer in a user namespace (uid 100000 outside), admitted by allowed-uids" \
   "$results/userns-admitted.log" cuda-vmm
+# admitted, but not trusted with GPU memory (gpu-uids names another uid):
+# every picture all the same, through system memory, and the reason says
+# why; asking for GPU memory is an error
+run_pair userns-withheld -- --set socket-mode=0666 \
+  --set 'allowed-uids=<100000>' --set 'gpu-uids=<1>' --- --userns 100000 -- \
+  --set 'allowed-producer-uids=<65534>'
+same_pictures "containers, consumer in a user namespace (uid 100000 outside), admitted but not in gpu-uids" \
+  "$results/userns-withheld.log" system
+if grep -q '^transport .*only to the consumers it trusts with it (gpusharesink gpu-uids' \
+    "$results/userns-withheld.log"; then
+  pass "containers, not in gpu-uids: the reason says why"
+else
+  fail "containers, not in gpu-uids: $(grep -m1 '^transport' "$results/userns-withheld.log" | cut -c1-300)"
+fi
+run_pair userns-withheld-cuda -- --set socket-mode=0666 \
+  --set 'allowed-uids=<100000>' --set 'gpu-uids=<1>' --- --userns 100000 -- \
+  --transport cuda --set 'allowed-producer-uids=<65534>'
+if grep -q '^error .*gpu-uids' "$results/userns-withheld-cuda.log" \
+    && ! grep -q '^recv ' "$results/userns-withheld-cuda.log"; then
+  pass "containers, not in gpu-uids, transport=cuda: refused ($(errline "$results/userns-withheld-cuda.log"))"
+else
+  fail "containers, not in gpu-uids, transport=cuda: $(grep -c '^recv ' "$results/userns-withheld-cuda.log") frames; $(errline "$results/userns-withheld-cuda.log")"
+fi
+# trusted through gpu-uids: GPU memory, as without it
+run_pair userns-trusted -- --set socket-mode=0666 \
+  --set 'allowed-uids=<100000>' --set 'gpu-uids=<100000>' --- --userns 100000 -- \
+  --transport cuda --sync host --set 'allowed-producer-uids=<65534>'
+same_pictures "containers, consumer in a user namespace (uid 100000 outside), in gpu-uids" \
+  "$results/userns-trusted.log" cuda-vmm
 
 fi
 
