@@ -590,15 +590,43 @@ trusted_with_writable (GpuShareServer * self, Client * client)
       || gpushare_ids_contain (gids, client->gid);
 }
 
-/* lock held: what this client is offered, fixed at its ANNOUNCE */
+/* lock held: what this client may be offered now.  Withheld from one not
+ * trusted: every device memory type (failing closed for a kind registered
+ * without GPUSHARE_KIND_WRITABLE), and host memory a transfer marks so */
 static guint32
 client_mem_types (GpuShareServer * self, Client * client)
 {
   if (trusted_with_writable (self, client))
     return self->offered_mem_types;
-  return self->offered_mem_types &
+  return self->offered_mem_types & GPUSHARE_MEM_HOST_MASK &
       ~gpushare_negotiate_mem_types_with (gpushare_xfer_policies (),
       GPUSHARE_KIND_WRITABLE);
+}
+
+#define NO_LONGER_TRUSTED "this consumer is no longer trusted with the " \
+  "memory it took (the producer's gpu-uids and gpu-gids changed): it may " \
+  "connect again for system memory"
+
+/* lock held: gpu-uids or gpu-gids changed: what each client past its
+ * ANNOUNCE may still take narrows, and one that took what it may no longer
+ * have is dropped (its mappings stay its own; no new ring goes to it) */
+static void
+retrust_clients (GpuShareServer * self)
+{
+  guint i;
+
+  for (i = 0; i < MAX_CLIENTS; i++) {
+    Client *c = self->clients[i];
+    guint32 allowed;
+
+    if (!c || c->refused || c->state == CLIENT_CONNECTED)
+      continue;
+    allowed = client_mem_types (self, c);
+    c->mem_types &= allowed;
+    if (c->mem_type && !(c->mem_type & allowed))
+      refuse (c, GPUSHARE_ERR_NOT_AUTHORIZED, GPUSHARE_REMOVE_NOT_AUTHORIZED,
+          NO_LONGER_TRUSTED);
+  }
 }
 
 static gboolean
@@ -612,7 +640,8 @@ send_announce (GpuShareServer * self, Client * client)
   a->schema_minor = GPUSHARE_VERSION_MINOR;
   client->mem_types = client_mem_types (self, client);
   a->mem_types = client->mem_types;
-  if (self->gpu_ok) {
+  /* the device block stays zero where no GPU memory is offered to it */
+  if (self->gpu_ok && (client->mem_types & ~GPUSHARE_MEM_HOST_MASK)) {
     memcpy (a->device.uuid, self->gpu.uuid, 16);
     a->device.caps = self->gpu.device_caps;
     a->device.sync_modes = self->gpu.sync_modes;
@@ -1002,6 +1031,13 @@ send_slots (GpuShareServer * self, Client * client)
    * thread: the peers of all its connections hear from it meanwhile */
   gpushare_conn_pulse ();
   if (retires (client->mem_type) && !may_hold_ring (self, client)) {
+    g_free (slots);
+    return FALSE;
+  }
+  /* a ring of memory this client may no longer have never goes to it */
+  if (!(client->mem_type & client_mem_types (self, client))) {
+    refuse (client, GPUSHARE_ERR_NOT_AUTHORIZED,
+        GPUSHARE_REMOVE_NOT_AUTHORIZED, NO_LONGER_TRUSTED);
     g_free (slots);
     return FALSE;
   }
@@ -2675,6 +2711,7 @@ gpushare_server_configure (GpuShareServer * self,
   g_clear_pointer (&self->config.gpu_gids, g_array_unref);
   self->config.gpu_uids = ids_copy (config->gpu_uids);
   self->config.gpu_gids = ids_copy (config->gpu_gids);
+  retrust_clients (self);
   wake_waiters (self);
   g_mutex_unlock (&self->lock);
 }

@@ -1397,8 +1397,9 @@ gst_gpu_share_sink_class_init (GstGpuShareSinkClass * klass)
       "GPU uids", "Consumers that may map GPU memory, which a consumer that "
       "maps it could write: of these uids, of a primary group in gpu-gids, "
       "or of this process's own uid; the others get system memory, "
-      "read-only. Empty (with gpu-gids): every consumer admitted may. For "
-      "consumers that connect from then on, e.g. <1000>",
+      "read-only. Empty (with gpu-gids): every consumer admitted may. "
+      "Changed while streaming, a consumer that took GPU memory it may no "
+      "longer have is dropped, e.g. <1000>",
       g_param_spec_uint ("uid", "uid", "A uid", 0, G_MAXUINT32, 0,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS), rw);
   properties[PROP_GPU_GIDS] = gst_param_spec_array ("gpu-gids",

@@ -137,6 +137,8 @@ static struct
   gsize accept_len;
   const gchar *extra_prop;
   const gchar *extra_value;
+  /* once the sink's stats show the client in this state, gpu-uids=<1> */
+  const gchar *untrust_at;
 } foreign;
 
 /* Runs in a child forked from a threaded process: system calls only, no
@@ -214,6 +216,29 @@ read_child_report (gint fd, pid_t pid, gpointer report, gsize report_size,
   g_byte_array_remove_range (bytes, 0, report_size);
 }
 
+/* waits until the sink's one client is in state, then trusts only uid 1
+ * (and its own) with writable memory */
+static void
+untrust_at_state (GstElement * sink, const gchar * state)
+{
+  gint64 end = g_get_monotonic_time () + TIMEOUT_MS * (gint64) 1000;
+  gboolean seen = FALSE;
+
+  while (!seen && g_get_monotonic_time () < end) {
+    GstStructure *st = get_stats (sink);
+    const GValue *clients = gst_structure_get_value (st, "clients");
+
+    seen = clients && gst_value_array_get_size (clients) == 1
+        && g_strcmp0 (gst_structure_get_string (gst_value_get_structure
+            (gst_value_array_get_value (clients, 0)), "state"), state) == 0;
+    gst_structure_free (st);
+    if (!seen)
+      g_usleep (1000);
+  }
+  fail_unless (seen, "the client never was %s", state);
+  gst_util_set_object_arg (G_OBJECT (sink), "gpu-uids", "<1>");
+}
+
 /* Forks the child before the producer starts, then lets it connect. */
 static gboolean
 run_foreign_client (guint mode, const gchar * allow_prop,
@@ -254,6 +279,8 @@ run_foreign_client (guint mode, const gchar * allow_prop,
   producer_start (producer, sink);
   fail_unless (write (go[1], "g", 1) == 1);
   close (go[1]);
+  if (foreign.untrust_at)
+    untrust_at_state (sink, foreign.untrust_at);
 
   read_child_report (rep[0], pid, report, sizeof (*report), bytes);
   fail_unless_equals_int (bytes->len, report->len);
@@ -265,7 +292,7 @@ run_foreign_client (guint mode, const gchar * allow_prop,
         "no client-removed for the refused client");
     *nick = client_log_removed_nick (&log, 0);
     /* a refused peer never became a client: it has no id */
-    if (g_str_equal (*nick, "not-authorized"))
+    if (g_str_equal (*nick, "not-authorized") && !foreign.untrust_at)
       fail_unless_equals_int (GPOINTER_TO_UINT (g_ptr_array_index
               (log.removed_ids, 0)), 0);
   }
@@ -477,6 +504,94 @@ GST_START_TEST (test_foreign_uid_gpu_withheld)
       fail_unless (report.n_fds > 0);
       fail_unless_equals_string (nick, "hangup");
     }
+  }
+  g_byte_array_unref (accept);
+  memset (&foreign, 0, sizeof (foreign));
+
+done:
+  g_byte_array_unref (bytes);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
+/* gpu-uids set while consumers are there: one that has its ANNOUNCE but has
+ * not chosen may no longer take writable memory, and one that took it is
+ * dropped before any further ring goes to it */
+GST_START_TEST (test_foreign_uid_gpu_untrusted_later)
+{
+  static const struct
+  {
+    const gchar *state;
+    GpuShareMsgType reply;
+    GpuShareErrorCode code;
+    const gchar *nick;
+  } cases[] = {
+    {"announced", GPUSHARE_MSG_ERROR, GPUSHARE_ERR_UNSUPPORTED, "unsupported"},
+    {"exported", GPUSHARE_MSG_SLOTS, GPUSHARE_ERR_NOT_AUTHORIZED,
+        "not-authorized"},
+  };
+  GByteArray *bytes = g_byte_array_new (), *accept;
+  GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
+  const gchar *nick = NULL;
+  GpuShareHeader hdr;
+  UidReport report;
+  gboolean error_seen;
+  gsize at;
+  guint i;
+
+  if (geteuid () != 0) {
+    g_print ("SKIP test_foreign_uid_gpu_untrusted_later: needs root to run "
+        "a client as uid %d\n", FOREIGN_UID);
+    goto done;
+  }
+  fail_unless (chmod (tmpdir, 0755) == 0);
+  make_accept (msg, 0);
+  msg->u.accept.mem_type = GPUSHARE_MEM_HOST_TEST;
+  accept = build (msg, 0);
+  for (i = 0; i < G_N_ELEMENTS (cases); i++) {
+    memset (&foreign, 0, sizeof (foreign));
+    foreign.accept = accept->data;
+    foreign.accept_len = accept->len;
+    foreign.untrust_at = cases[i].state;
+    if (!run_foreign_client (0666, "allowed-uids", "<65534>", &report, bytes,
+            NULL, &nick)) {
+      g_print ("SKIP test_foreign_uid_gpu_untrusted_later: cannot act as "
+          "uid %d here (stage %d)\n", FOREIGN_UID, report.stage);
+      break;
+    }
+    /* offered it, at the start */
+    fail_unless_equals_int (gpushare_header_parse (bytes->data, bytes->len,
+            &hdr), GPUSHARE_PARSE_OK);
+    fail_unless_equals_int (hdr.type, GPUSHARE_MSG_ANNOUNCE);
+    fail_unless_equals_int (gpushare_msg_parse (&hdr,
+            bytes->data + GPUSHARE_HEADER_SIZE, hdr.payload_len, msg),
+        GPUSHARE_PARSE_OK);
+    fail_unless (msg->u.announce.mem_types & GPUSHARE_MEM_HOST_TEST);
+    /* then: the first reply to its ACCEPT, past the PINGs, and an ERROR
+     * of that code; no second SLOTS */
+    at = GPUSHARE_HEADER_SIZE + hdr.payload_len;
+    error_seen = FALSE;
+    while (at < bytes->len && !error_seen) {
+      fail_unless_equals_int (gpushare_header_parse (bytes->data + at,
+              bytes->len - at, &hdr), GPUSHARE_PARSE_OK);
+      if (hdr.type == GPUSHARE_MSG_SLOTS)
+        fail_unless_equals_int (cases[i].reply, GPUSHARE_MSG_SLOTS);
+      if (hdr.type == GPUSHARE_MSG_ERROR) {
+        fail_unless_equals_int (gpushare_msg_parse (&hdr,
+                bytes->data + at + GPUSHARE_HEADER_SIZE, hdr.payload_len,
+                msg), GPUSHARE_PARSE_OK);
+        fail_unless_equals_int (msg->u.error.code, cases[i].code);
+        error_seen = TRUE;
+      }
+      at += GPUSHARE_HEADER_SIZE + hdr.payload_len;
+    }
+    fail_unless (error_seen, "case %s: no ERROR", cases[i].state);
+    fail_unless (report.eof, "case %s: not hung up on", cases[i].state);
+    fail_unless_equals_string (nick, cases[i].nick);
+    /* the SLOTS of the second case went before gpu-uids changed */
+    fail_unless_equals_int (report.n_fds > 0,
+        cases[i].reply == GPUSHARE_MSG_SLOTS);
   }
   g_byte_array_unref (accept);
   memset (&foreign, 0, sizeof (foreign));
@@ -1150,6 +1265,7 @@ gpushare_access_suite (void)
   tcase_add_test (tc_uid, test_foreign_uid_refused);
   tcase_add_test (tc_uid, test_foreign_uid_allowed);
   tcase_add_test (tc_uid, test_foreign_uid_gpu_withheld);
+  tcase_add_test (tc_uid, test_foreign_uid_gpu_untrusted_later);
   suite_add_tcase (s, tc_producer_uid);
   tcase_add_checked_fixture (tc_producer_uid, elements_setup,
       elements_teardown);
