@@ -1248,9 +1248,9 @@ GST_END_TEST;
 /* The same bound, for a process that opened its connections first (the
  * burst was judged only as a process connected): 8 consumers of this
  * process stream, then each in turn says GOODBYE with its frame still
- * read.  After the 4th quarantine its other consumers are refused at once
- * (TOO_MANY_CLIENTS), not one more ring for each.  Before, each of the 8
- * replaced the ring. */
+ * read.  After the 4th quarantine counted its other consumers are refused
+ * at once (TOO_MANY_CLIENTS), not one more ring for each.  Before, each of
+ * the 8 replaced the ring. */
 GST_START_TEST (test_quarantine_burst_opened_before)
 {
   GpuShareMsg *msg = g_new0 (GpuShareMsg, 1);
@@ -1281,13 +1281,22 @@ GST_START_TEST (test_quarantine_burst_opened_before)
     stream_then_goodbye_held (&raw[i], msg);
     fail_unless (client_log_wait (&s.log, TRUE, i + 1));
   }
+  /* goodbyes, then refusals.  A goodbye whose frame lay in a ring already
+   * replaced costs no new ring and is not counted: more than the burst may
+   * go as goodbyes, never a goodbye after a refusal */
   for (i = 0; i < 8; i++) {
-    held += g_str_equal (client_log_removed_nick (&s.log, i), "goodbye");
-    fail_unless_equals_string (client_log_removed_nick (&s.log, i),
-        i < GPUSHARE_SERVER_QUARANTINE_BURST ? "goodbye" : "too-many-clients");
+    const gchar *nick = client_log_removed_nick (&s.log, i);
+
+    if (g_str_equal (nick, "goodbye")) {
+      fail_unless_equals_int (held, i);
+      held++;
+    } else {
+      fail_unless_equals_string (nick, "too-many-clients");
+    }
     raw_clear (&raw[i]);
   }
-  fail_unless_equals_int (held, GPUSHARE_SERVER_QUARANTINE_BURST);
+  fail_unless (held >= GPUSHARE_SERVER_QUARANTINE_BURST && held < 8,
+      "%u goodbyes", held);
   g_object_get (s.sink, "stats", &st, NULL);
   gst_structure_get_uint64 (st, "rings-replaced", &replaced);
   gst_structure_free (st);
