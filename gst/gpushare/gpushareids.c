@@ -29,6 +29,17 @@ gpushare_ids_to_value (GArray * ids, GValue * value)
   }
 }
 
+GParamSpec *
+gpushare_ids_param_spec (const gchar * name, const gchar * nick,
+    const gchar * blurb, const gchar * element, GParamFlags flags)
+{
+  gboolean gid = g_str_equal (element, "gid");
+
+  return gst_param_spec_array (name, nick, blurb, g_param_spec_uint (element,
+          element, gid ? "A gid" : "A uid", 0, G_MAXUINT32, 0,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS), flags);
+}
+
 gboolean
 gpushare_ids_contain (GArray * ids, guint v)
 {

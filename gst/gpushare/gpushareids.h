@@ -15,6 +15,10 @@ G_BEGIN_DECLS
 void gpushare_ids_from_value (GArray ** ids, const GValue * value);
 /* appends the ids to value, a GstValueArray */
 void gpushare_ids_to_value (GArray * ids, GValue * value);
+/* a property holding such a list: a GstValueArray of uints, each named
+ * element ("uid" or "gid") */
+GParamSpec *gpushare_ids_param_spec (const gchar * name, const gchar * nick,
+    const gchar * blurb, const gchar * element, GParamFlags flags);
 /* is v in ids (which may be NULL)? */
 gboolean gpushare_ids_contain (GArray * ids, guint v);
 

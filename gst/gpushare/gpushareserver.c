@@ -1034,8 +1034,9 @@ send_slots (GpuShareServer * self, Client * client)
     g_free (slots);
     return FALSE;
   }
-  /* a ring of memory this client may no longer have never goes to it */
-  if (!(client->mem_type & client_mem_types (self, client))) {
+  /* a ring of memory this client may no longer have (its offer, narrowed
+   * by retrust_clients ()) never goes to it */
+  if (!(client->mem_type & client->mem_types)) {
     refuse (client, GPUSHARE_ERR_NOT_AUTHORIZED,
         GPUSHARE_REMOVE_NOT_AUTHORIZED, NO_LONGER_TRUSTED);
     g_free (slots);

@@ -1384,29 +1384,22 @@ gst_gpu_share_sink_class_init (GstGpuShareSinkClass * klass)
       "none (payloads go inline, up to 256 KiB a frame); at most 64 MiB. "
       "Takes effect with the next ring", -1, 64 * 1024 * 1024,
       DEFAULT_META_SLOT_SIZE, rw);
-  properties[PROP_ALLOWED_UIDS] = gst_param_spec_array ("allowed-uids",
+  properties[PROP_ALLOWED_UIDS] = gpushare_ids_param_spec ("allowed-uids",
       "Allowed uids", "Consumers of these uids may connect, beside those of "
-      "this process's own uid (which always may), e.g. <1000,1001>",
-      g_param_spec_uint ("uid", "uid", "A uid", 0, G_MAXUINT32, 0,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS), rw);
-  properties[PROP_ALLOWED_GIDS] = gst_param_spec_array ("allowed-gids",
+      "this process's own uid (which always may), e.g. <1000,1001>", "uid", rw);
+  properties[PROP_ALLOWED_GIDS] = gpushare_ids_param_spec ("allowed-gids",
       "Allowed gids", "Consumers whose primary group is one of these may "
-      "connect, e.g. <44>", g_param_spec_uint ("gid", "gid", "A gid", 0,
-          G_MAXUINT32, 0, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS), rw);
-  properties[PROP_GPU_UIDS] = gst_param_spec_array ("gpu-uids",
+      "connect, e.g. <44>", "gid", rw);
+  properties[PROP_GPU_UIDS] = gpushare_ids_param_spec ("gpu-uids",
       "GPU uids", "Consumers that may map GPU memory, which a consumer that "
       "maps it could write: of these uids, of a primary group in gpu-gids, "
       "or of this process's own uid; the others get system memory, "
       "read-only. Empty (with gpu-gids): every consumer admitted may. "
       "Changed while streaming, a consumer that took GPU memory it may no "
-      "longer have is dropped, e.g. <1000>",
-      g_param_spec_uint ("uid", "uid", "A uid", 0, G_MAXUINT32, 0,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS), rw);
-  properties[PROP_GPU_GIDS] = gst_param_spec_array ("gpu-gids",
+      "longer have is dropped, e.g. <1000>", "uid", rw);
+  properties[PROP_GPU_GIDS] = gpushare_ids_param_spec ("gpu-gids",
       "GPU gids", "Consumers whose primary group is one of these may map "
-      "GPU memory (see gpu-uids), e.g. <44>", g_param_spec_uint ("gid",
-          "gid", "A gid", 0, G_MAXUINT32, 0,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS), rw);
+      "GPU memory (see gpu-uids), e.g. <44>", "gid", rw);
   properties[PROP_CUDA_DEVICE_ID] = g_param_spec_int ("cuda-device-id",
       "CUDA device id", "GPU whose memory holds the slots offered to "
       "consumers on the same GPU", 0, G_MAXINT, DEFAULT_CUDA_DEVICE_ID, rw);

@@ -1901,12 +1901,11 @@ gst_gpu_share_src_class_init (GstGpuShareSrcClass * klass)
       "lane-early-hits; 0 = off)", 0, GST_GPU_SHARE_SRC_MAX_WAKE_AHEAD,
       DEFAULT_WAKE_AHEAD, rw);
   properties[PROP_ALLOWED_PRODUCER_UIDS] =
-      gst_param_spec_array ("allowed-producer-uids", "Allowed producer uids",
-      "Producers of these uids are trusted, beside those of this process's "
-      "own uid and root (which always are), e.g. <1000>; a process of any "
-      "other uid listening at socket-path is refused before it is read",
-      g_param_spec_uint ("uid", "uid", "A uid", 0, G_MAXUINT32, 0,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS), rw);
+      gpushare_ids_param_spec ("allowed-producer-uids",
+      "Allowed producer uids", "Producers of these uids are trusted, beside "
+      "those of this process's own uid and root (which always are), e.g. "
+      "<1000>; a process of any other uid listening at socket-path is "
+      "refused before it is read", "uid", rw);
   properties[PROP_MAX_IN_PLACE] = g_param_spec_uint ("max-in-place",
       "Max in place", "Buffers wrapping the producer's slots that downstream "
       "may hold at once (system memory); past that a frame is copied and its "

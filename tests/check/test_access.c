@@ -239,6 +239,32 @@ untrust_at_state (GstElement * sink, const gchar * state)
   gst_util_set_object_arg (G_OBJECT (sink), "gpu-uids", "<1>");
 }
 
+/* The message at byte at of what a child received: its header into hdr
+ * and, where msg is not NULL, its payload parsed into msg.  Returns the
+ * offset past it. */
+static gsize
+message_at (GByteArray * bytes, gsize at, GpuShareHeader * hdr,
+    GpuShareMsg * msg)
+{
+  fail_unless (bytes->len > at, "no message at byte %" G_GSIZE_FORMAT, at);
+  fail_unless_equals_int (gpushare_header_parse (bytes->data + at,
+          bytes->len - at, hdr), GPUSHARE_PARSE_OK);
+  if (msg)
+    fail_unless_equals_int (gpushare_msg_parse (hdr,
+            bytes->data + at + GPUSHARE_HEADER_SIZE, hdr->payload_len, msg),
+        GPUSHARE_PARSE_OK);
+  return at + GPUSHARE_HEADER_SIZE + hdr->payload_len;
+}
+
+/* an ACCEPT of the test build's host-test memory, made before a fork */
+static GByteArray *
+host_test_accept (GpuShareMsg * msg)
+{
+  make_accept (msg, 0);
+  msg->u.accept.mem_type = GPUSHARE_MEM_HOST_TEST;
+  return build (msg, 0);
+}
+
 /* Forks the child before the producer starts, then lets it connect. */
 static gboolean
 run_foreign_client (guint mode, const gchar * allow_prop,
@@ -320,14 +346,9 @@ assert_refused (UidReport * report, GByteArray * bytes, GpuShareMsg * msg,
   fail_unless (report->eof, "the refused client was not hung up on");
   fail_unless_equals_string (nick, "not-authorized");
   /* exactly one message: ERROR NOT_AUTHORIZED */
-  fail_unless_equals_int (gpushare_header_parse (bytes->data, bytes->len,
-          &hdr), GPUSHARE_PARSE_OK);
+  fail_unless_equals_int (message_at (bytes, 0, &hdr, msg), bytes->len);
   fail_unless_equals_int (hdr.type, GPUSHARE_MSG_ERROR);
   fail_unless_equals_int (hdr.n_fds, 0);
-  fail_unless_equals_int (bytes->len, GPUSHARE_HEADER_SIZE + hdr.payload_len);
-  fail_unless_equals_int (gpushare_msg_parse (&hdr,
-          bytes->data + GPUSHARE_HEADER_SIZE, hdr.payload_len, msg),
-      GPUSHARE_PARSE_OK);
   fail_unless_equals_int (msg->u.error.code, GPUSHARE_ERR_NOT_AUTHORIZED);
   /* who was refused, and what admits it */
   fail_unless (strstr (msg->u.error.text, "uid 65534") != NULL
@@ -407,12 +428,8 @@ GST_START_TEST (test_foreign_uid_allowed)
     fail_unless_equals_int (report.n_fds, 0);
     /* it let the handshake time out and left: not a refusal */
     fail_unless_equals_string (nick, "hangup");
-    fail_unless_equals_int (gpushare_header_parse (bytes->data, bytes->len,
-            &hdr), GPUSHARE_PARSE_OK);
+    message_at (bytes, 0, &hdr, msg);
     fail_unless_equals_int (hdr.type, GPUSHARE_MSG_ANNOUNCE);
-    fail_unless_equals_int (gpushare_msg_parse (&hdr,
-            bytes->data + GPUSHARE_HEADER_SIZE, hdr.payload_len, msg),
-        GPUSHARE_PARSE_OK);
   }
 
 done:
@@ -455,9 +472,7 @@ GST_START_TEST (test_foreign_uid_gpu_withheld)
     goto done;
   }
   fail_unless (chmod (tmpdir, 0755) == 0);
-  make_accept (msg, 0);
-  msg->u.accept.mem_type = GPUSHARE_MEM_HOST_TEST;
-  accept = build (msg, 0);
+  accept = host_test_accept (msg);
   foreign.accept = accept->data;
   foreign.accept_len = accept->len;
   for (i = 0; i < G_N_ELEMENTS (cases); i++) {
@@ -471,30 +486,19 @@ GST_START_TEST (test_foreign_uid_gpu_withheld)
     }
     fail_unless_equals_int (report.connect_errno, 0);
     /* its ANNOUNCE: what it is offered, and whether less than others */
-    fail_unless_equals_int (gpushare_header_parse (bytes->data, bytes->len,
-            &hdr), GPUSHARE_PARSE_OK);
+    next = message_at (bytes, 0, &hdr, msg);
     fail_unless_equals_int (hdr.type, GPUSHARE_MSG_ANNOUNCE);
-    fail_unless_equals_int (gpushare_msg_parse (&hdr,
-            bytes->data + GPUSHARE_HEADER_SIZE, hdr.payload_len, msg),
-        GPUSHARE_PARSE_OK);
     fail_unless (msg->u.announce.mem_types & GPUSHARE_MEM_SYSTEM);
     fail_unless_equals_int (!!(msg->u.announce.mem_types &
             GPUSHARE_MEM_HOST_TEST), !cases[i].withheld);
     fail_unless_equals_int (!!(msg->u.announce.flags &
             GPUSHARE_ANNOUNCE_FLAG_WITHHELD), cases[i].withheld);
     /* the reply to its ACCEPT of that memory, past the PINGs */
-    next = 0;
     do {
-      next += GPUSHARE_HEADER_SIZE + hdr.payload_len;
-      fail_unless (bytes->len > next, "case %u: no reply to the ACCEPT", i);
-      fail_unless_equals_int (gpushare_header_parse (bytes->data + next,
-              bytes->len - next, &hdr), GPUSHARE_PARSE_OK);
+      next = message_at (bytes, next, &hdr, msg);
     } while (hdr.type == GPUSHARE_MSG_PING);
     if (cases[i].withheld) {
       fail_unless_equals_int (hdr.type, GPUSHARE_MSG_ERROR);
-      fail_unless_equals_int (gpushare_msg_parse (&hdr,
-              bytes->data + next + GPUSHARE_HEADER_SIZE, hdr.payload_len,
-              msg), GPUSHARE_PARSE_OK);
       fail_unless_equals_int (msg->u.error.code, GPUSHARE_ERR_UNSUPPORTED);
       fail_unless_equals_int (report.n_fds, 0);
       fail_unless (report.eof, "case %u: not hung up on", i);
@@ -546,9 +550,7 @@ GST_START_TEST (test_foreign_uid_gpu_untrusted_later)
     goto done;
   }
   fail_unless (chmod (tmpdir, 0755) == 0);
-  make_accept (msg, 0);
-  msg->u.accept.mem_type = GPUSHARE_MEM_HOST_TEST;
-  accept = build (msg, 0);
+  accept = host_test_accept (msg);
   for (i = 0; i < G_N_ELEMENTS (cases); i++) {
     memset (&foreign, 0, sizeof (foreign));
     foreign.accept = accept->data;
@@ -561,30 +563,20 @@ GST_START_TEST (test_foreign_uid_gpu_untrusted_later)
       break;
     }
     /* offered it, at the start */
-    fail_unless_equals_int (gpushare_header_parse (bytes->data, bytes->len,
-            &hdr), GPUSHARE_PARSE_OK);
+    at = message_at (bytes, 0, &hdr, msg);
     fail_unless_equals_int (hdr.type, GPUSHARE_MSG_ANNOUNCE);
-    fail_unless_equals_int (gpushare_msg_parse (&hdr,
-            bytes->data + GPUSHARE_HEADER_SIZE, hdr.payload_len, msg),
-        GPUSHARE_PARSE_OK);
     fail_unless (msg->u.announce.mem_types & GPUSHARE_MEM_HOST_TEST);
     /* then: the first reply to its ACCEPT, past the PINGs, and an ERROR
      * of that code; no second SLOTS */
-    at = GPUSHARE_HEADER_SIZE + hdr.payload_len;
     error_seen = FALSE;
     while (at < bytes->len && !error_seen) {
-      fail_unless_equals_int (gpushare_header_parse (bytes->data + at,
-              bytes->len - at, &hdr), GPUSHARE_PARSE_OK);
+      at = message_at (bytes, at, &hdr, msg);
       if (hdr.type == GPUSHARE_MSG_SLOTS)
         fail_unless_equals_int (cases[i].reply, GPUSHARE_MSG_SLOTS);
       if (hdr.type == GPUSHARE_MSG_ERROR) {
-        fail_unless_equals_int (gpushare_msg_parse (&hdr,
-                bytes->data + at + GPUSHARE_HEADER_SIZE, hdr.payload_len,
-                msg), GPUSHARE_PARSE_OK);
         fail_unless_equals_int (msg->u.error.code, cases[i].code);
         error_seen = TRUE;
       }
-      at += GPUSHARE_HEADER_SIZE + hdr.payload_len;
     }
     fail_unless (error_seen, "case %s: no ERROR", cases[i].state);
     fail_unless (report.eof, "case %s: not hung up on", cases[i].state);
