@@ -118,6 +118,10 @@ typedef enum
   GPUSHARE_CUDA_ERROR_INIT,
   GPUSHARE_CUDA_ERROR_CALL,
   GPUSHARE_CUDA_ERROR_UNSUPPORTED,
+  /* a wait for a peer's signal did not end in its time limit */
+  GPUSHARE_CUDA_ERROR_TIMEOUT,
+  /* a wait was ended by its caller (gpushare_cuda_view_cancel ()) */
+  GPUSHARE_CUDA_ERROR_CANCELLED,
 } GpuShareCudaError;
 
 #ifdef GPUSHARE_TEST_HOOKS

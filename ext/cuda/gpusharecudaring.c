@@ -5,6 +5,7 @@
  */
 
 #include "gpusharecudaring.h"
+#include "gpusharetest.h"
 #include "gpusharecudasync.h"
 #include "gpusharevideo.h"
 #include "gpusharecudacopy-fatbin.h"
@@ -83,7 +84,8 @@ context_clear (gint device, gboolean owned)
  * cuStreamSynchronize (): a consumer that never signals done would hold
  * the caller for ever, beyond any flush or state change. */
 static CUresult
-poll_done (CUevent event, CUstream stream, gint64 deadline, gint64 * spun_us)
+poll_done_or_cancel (CUevent event, CUstream stream, gint64 deadline,
+    const gint * cancel, gint64 * spun_us)
 {
   gint64 start = g_get_monotonic_time (), spin_until = start + SPIN_US;
   gint64 now = start;
@@ -96,7 +98,7 @@ poll_done (CUevent event, CUstream stream, gint64 deadline, gint64 * spun_us)
     if (r != CUDA_ERROR_NOT_READY)
       break;
     now = g_get_monotonic_time ();
-    if (now >= deadline)
+    if (now >= deadline || (cancel && g_atomic_int_get (cancel)))
       break;
     if (now < spin_until)
       continue;
@@ -106,6 +108,12 @@ poll_done (CUevent event, CUstream stream, gint64 deadline, gint64 * spun_us)
   if (spun_us)
     *spun_us = MIN (now, spin_until) - start;
   return r;
+}
+
+static CUresult
+poll_done (CUevent event, CUstream stream, gint64 deadline, gint64 * spun_us)
+{
+  return poll_done_or_cancel (event, stream, deadline, NULL, spun_us);
 }
 
 static gboolean
@@ -536,6 +544,13 @@ struct _GpuShareCudaRing
   /* who read each slot's last frame, and which frame */
   guint64 last_holders[GPUSHARE_MAX_SLOTS];
   guint64 last_sequence[GPUSHARE_MAX_SLOTS];
+  /* the readers whose done signals the stream waits for before it writes
+   * each slot again (gpushare_cuda_ring_begin ()), the frame they read,
+   * and since when: until the slot's settled event completes, for
+   * gpushare_cuda_ring_overdue () */
+  guint64 waiting_holders[GPUSHARE_MAX_SLOTS];
+  guint64 waiting_sequence[GPUSHARE_MAX_SLOTS];
+  gint64 waiting_since[GPUSHARE_MAX_SLOTS];
   /* recorded on upstream's stream, for ours to wait on */
   CUevent upstream_written;
   /* how the slot's last write was ordered, for whom the host must wait */
@@ -620,10 +635,15 @@ failed:
   return NULL;
 }
 
+/* how long the removal of a consumer waits for the ring's stream to pass
+ * its waits on that consumer's words, forced */
+#define CLEAR_DRAIN_US (2 * G_USEC_PER_SEC)
+
 static void
 consumer_clear (GpuShareCudaRing * ring, Consumer * c)
 {
   GError *error = NULL;
+  gboolean drained = TRUE;
 
   if (c->sem) {
     /* release our stream if it waits on this consumer's done words, then
@@ -633,14 +653,23 @@ consumer_clear (GpuShareCudaRing * ring, Consumer * c)
       g_clear_error (&error);
     }
     /* a context that cannot be made current any more runs no work of its
-     * stream either: nothing is left to wait for then */
+     * stream either: nothing is left to wait for then.  Never for ever:
+     * the stream may wait on another consumer's signal first */
     if (ring->stream && push (ring->ctx, NULL)) {
-      gpushare_cuda ()->cuStreamSynchronize (ring->stream);
+      drained = poll_done (NULL, ring->stream, g_get_monotonic_time () +
+          CLEAR_DRAIN_US, NULL) != CUDA_ERROR_NOT_READY;
       gpushare_cuda_pop ();
     }
-    gpushare_cuda_sem_free (c->sem);
-    /* after the synchronise: no write to it is queued now */
-    gpushare_cuda_words_free (c->words);
+    if (drained) {
+      gpushare_cuda_sem_free (c->sem);
+      /* after the drain: no write to it is queued now */
+      gpushare_cuda_words_free (c->words);
+    } else {
+      /* a wait on its words may still be queued behind another's: they
+       * stay mapped rather than be read from freed memory */
+      GST_WARNING ("the ring's stream waits on another consumer: a "
+          "removed consumer's semaphore block is left mapped");
+    }
   }
   if (c->done)
     gpushare_cuda_events_free (c->done);
@@ -774,8 +803,10 @@ gpushare_cuda_ring_remove_consumer (GpuShareCudaRing * ring, guint index)
   if (index >= MAX_HOLDERS || !ring->consumers[index].present)
     return;
   consumer_clear (ring, &ring->consumers[index]);
-  for (i = 0; i < GPUSHARE_MAX_SLOTS; i++)
+  for (i = 0; i < GPUSHARE_MAX_SLOTS; i++) {
     ring->last_holders[i] &= ~(G_GUINT64_CONSTANT (1) << index);
+    ring->waiting_holders[i] &= ~(G_GUINT64_CONSTANT (1) << index);
+  }
 }
 
 gboolean
@@ -845,10 +876,16 @@ gpushare_cuda_ring_begin (GpuShareCudaRing * ring, guint slot, GError ** error)
     return TRUE;
   if (!push (ring->ctx, error))
     return FALSE;
+  /* the slot's settled event, recorded after its last waits, says they
+   * are over */
+  if (ring->waiting_holders[slot] && gpushare_cuda ()->cuEventQuery
+      (ring->settled[slot]) != CUDA_ERROR_NOT_READY)
+    ring->waiting_holders[slot] = 0;
   for (i = 0; ok && i < MAX_HOLDERS; i++) {
     Consumer *c = &ring->consumers[i];
+    guint64 bit = G_GUINT64_CONSTANT (1) << i;
 
-    if (!(holders & (G_GUINT64_CONSTANT (1) << i)) || !c->present)
+    if (!(holders & bit) || !c->present)
       continue;
     if (c->mode == GPUSHARE_SYNC_SEMAPHORE)
       ok = gpushare_cuda_sem_wait (ring->stream,
@@ -858,10 +895,77 @@ gpushare_cuda_ring_begin (GpuShareCudaRing * ring, guint slot, GError ** error)
       ok = gpushare_cuda_check (gpushare_cuda ()->cuStreamWaitEvent
           (ring->stream, gpushare_cuda_events_get (c->done, slot), 0),
           "cuStreamWaitEvent", error);
+    else
+      continue;
+    /* an earlier wait of the slot still pending comes first in the
+     * stream: its frame and time are kept */
+    if (!ring->waiting_holders[slot]) {
+      ring->waiting_sequence[slot] = ring->last_sequence[slot];
+      ring->waiting_since[slot] = g_get_monotonic_time ();
+    }
+    ring->waiting_holders[slot] |= bit;
   }
   gpushare_cuda_pop ();
   ring->last_holders[slot] = 0;
   return ok;
+}
+
+/* how long the check of one consumer's done word watches it */
+#define OVERDUE_CHECK_MS 20
+
+guint64
+gpushare_cuda_ring_overdue (GpuShareCudaRing * ring, gint64 now,
+    gint64 limit_us, guint64 * sequences)
+{
+  GError *error = NULL;
+  guint64 overdue = 0;
+  guint slot, i;
+
+  if (!push (ring->ctx, NULL))
+    return 0;
+  for (slot = 0; slot < ring->n_slots; slot++) {
+    guint64 holders = ring->waiting_holders[slot];
+
+    if (!holders)
+      continue;
+    /* recorded after the waits, with them under the ring's lock */
+    if (gpushare_cuda ()->cuEventQuery (ring->settled[slot]) !=
+        CUDA_ERROR_NOT_READY) {
+      ring->waiting_holders[slot] = 0;
+      continue;
+    }
+    if (now - ring->waiting_since[slot] < limit_us)
+      continue;
+    for (i = 0; i < MAX_HOLDERS; i++) {
+      Consumer *c = &ring->consumers[i];
+      guint64 bit = G_GUINT64_CONSTANT (1) << i;
+      gboolean late = FALSE;
+
+      if (!(holders & bit) || !c->present || (overdue & bit))
+        continue;
+      if (c->mode == GPUSHARE_SYNC_SEMAPHORE) {
+        /* forced when late: the stream goes on without it */
+        if (!gpushare_cuda_sem_check_done (c->sem, slot,
+                ring->waiting_sequence[slot], OVERDUE_CHECK_MS, &late,
+                &error)) {
+          GST_WARNING ("consumer %u's done signal could not be checked: %s",
+              i, error->message);
+          g_clear_error (&error);
+        }
+      } else if (c->mode == GPUSHARE_SYNC_EVENT) {
+        /* an IPC event cannot be forced: the consumer is named, the
+         * stream waits on */
+        late = gpushare_cuda ()->cuEventQuery (gpushare_cuda_events_get
+            (c->done, slot)) == CUDA_ERROR_NOT_READY;
+      }
+      if (late) {
+        overdue |= bit;
+        sequences[i] = ring->waiting_sequence[slot];
+      }
+    }
+  }
+  gpushare_cuda_pop ();
+  return overdue;
 }
 
 CUcontext
@@ -1160,6 +1264,9 @@ gpushare_cuda_ring_publish (GpuShareCudaRing * ring, guint slot,
 
     if (!(holders & (G_GUINT64_CONSTANT (1) << i)) || !c->present)
       continue;
+    /* the test build's producer that announces frames it never signals */
+    if (c->mode != GPUSHARE_SYNC_HOST && gpushare_test_fails ("sink", "ready"))
+      continue;
     if (c->mode == GPUSHARE_SYNC_SEMAPHORE) {
       ok = gpushare_cuda_sem_signal (ring->stream,
           gpushare_cuda_sem_ready (c->sem, slot), sequence, error);
@@ -1209,7 +1316,21 @@ struct _GpuShareCudaView
   guint64 counted[GPUSHARE_MAX_SLOTS];
   GpuShareCudaEvents *ready;
   GpuShareCudaEvents *done;
+  /* how long a wait for the producer may take (VIEW_WAIT_US), and set
+   * while a flush ends such waits (atomic) */
+  gint64 wait_us;
+  gint cancelled;
+  /* a wait did not end: the stream still waits for the producer, nothing
+   * more is queued on it, and what it may still touch is never freed */
+  gboolean stuck;
 };
+
+/* How long a consumer waits for a frame its producer announced: the
+ * frame's ready signal and the copy after it.  A producer that announced a
+ * frame and never signals it (killed between its FRAME and its write on
+ * the device, or one that means harm) costs its consumer this, then an
+ * error, never a thread held for ever */
+#define VIEW_WAIT_US (10 * G_USEC_PER_SEC)
 
 /* How long a read in place looks for its frame's ready word on the host
  * before it waits on the device: a frame's copy takes some microseconds
@@ -1234,6 +1355,7 @@ gpushare_cuda_view_new (gint device, CUcontext ctx,
   view->device = device;
   view->mode = slots->sync_mode;
   view->n_slots = n;
+  view->wait_us = VIEW_WAIT_US;
   for (i = 0; i < GPUSHARE_MAX_SLOTS; i++)
     view->counted[i] = G_MAXUINT64;
   if (!context_init (device, ctx, &view->ctx, &view->owns_ctx, error)) {
@@ -1317,20 +1439,40 @@ failed:
   return NULL;
 }
 
+/* how long a view that is freed waits for its stream to drain */
+#define VIEW_DRAIN_US (G_USEC_PER_SEC)
+
 void
 gpushare_cuda_view_free (GpuShareCudaView * view)
 {
+  gboolean drained = TRUE;
+
   if (!view)
     return;
   /* a stream that waits for a producer that is gone must not wait forever:
-   * force the words, then let the stream drain */
+   * force the words, then let the stream drain, for a time */
   if (view->sem)
     gpushare_cuda_sem_force (view->sem, NULL);
   if (view->stream && push (view->ctx, NULL)) {
-    gpushare_cuda ()->cuStreamSynchronize (view->stream);
+    drained = poll_done (NULL, view->stream, g_get_monotonic_time () +
+        VIEW_DRAIN_US, NULL) != CUDA_ERROR_NOT_READY;
+    /* with work still queued, the driver lets the stream go once it is
+     * done */
     gpushare_cuda ()->cuStreamDestroy (view->stream);
-    copy_kernel_unload (&view->copy);
+    if (drained)
+      copy_kernel_unload (&view->copy);
     gpushare_cuda_pop ();
+  }
+  if (!drained) {
+    /* still waiting for the producer's signal (an IPC event cannot be
+     * forced): the memory its wait and the writes after it name stays
+     * mapped until the process exits, rather than faulting the context
+     * of every element of this process */
+    GST_WARNING ("the consumer's stream still waits for its producer: %u "
+        "slots and their signals are left mapped", view->n_slots);
+    gpushare_cuda_words_free (view->words);
+    g_free (view);
+    return;
   }
   if (view->sem)
     gpushare_cuda_sem_free (view->sem);
@@ -1344,6 +1486,61 @@ gpushare_cuda_view_free (GpuShareCudaView * view)
   handle_mem_free (view->hmem, view->ctx);
   context_clear (view->device, view->owns_ctx);
   g_free (view);
+}
+
+void
+gpushare_cuda_view_set_wait (GpuShareCudaView * view, gint64 wait_us)
+{
+  g_return_if_fail (view != NULL && wait_us > 0);
+  view->wait_us = wait_us;
+}
+
+void
+gpushare_cuda_view_cancel (GpuShareCudaView * view, gboolean cancel)
+{
+  g_return_if_fail (view != NULL);
+  g_atomic_int_set (&view->cancelled, cancel);
+}
+
+/* nothing is queued behind a wait that did not end */
+static gboolean
+view_usable (GpuShareCudaView * view, GError ** error)
+{
+  if (!view->stuck)
+    return TRUE;
+  g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_TIMEOUT,
+      "an earlier frame's ready signal never came from the producer: no "
+      "more frames are read from these slots");
+  return FALSE;
+}
+
+/* Context pushed: waits on the host for what the view's stream has queued,
+ * at most view->wait_us; a wait for the producer's signal (wait TRUE)
+ * also ends when the view is cancelled.  Never cuStreamSynchronize (): a
+ * producer that announced slot and never signals it would hold the
+ * streaming thread for ever, beyond any flush or state change. */
+static gboolean
+view_sync (GpuShareCudaView * view, guint slot, gboolean wait, GError ** error)
+{
+  gint64 deadline = g_get_monotonic_time () + view->wait_us;
+  CUresult r;
+
+  r = poll_done_or_cancel (NULL, view->stream, deadline,
+      wait ? &view->cancelled : NULL, NULL);
+  if (r != CUDA_ERROR_NOT_READY)
+    return gpushare_cuda_check (r, "cuStreamQuery", error);
+  if (wait && g_atomic_int_get (&view->cancelled)) {
+    /* a frame's wait that was let go: the stream goes on waiting, and
+     * whatever is queued next comes after it */
+    g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_CANCELLED,
+        "the wait for slot %u was ended (flushing)", slot);
+    return FALSE;
+  }
+  view->stuck = TRUE;
+  g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_TIMEOUT,
+      "slot %u: the producer's ready signal (or the device's copy) did not "
+      "come within %" G_GINT64_FORMAT " ms", slot, view->wait_us / 1000);
+  return FALSE;
 }
 
 /* the frame's ready word seen on the host.  A frame that is read is
@@ -1398,6 +1595,9 @@ static gboolean
 view_signal_done (GpuShareCudaView * view, guint slot, guint64 sequence,
     GError ** error)
 {
+  /* the test build's consumer whose GPU work never signals done */
+  if (gpushare_test_fails ("src", "done"))
+    return TRUE;
   if (view->mode == GPUSHARE_SYNC_SEMAPHORE)
     return gpushare_cuda_sem_signal (view->stream,
         gpushare_cuda_sem_done (view->sem, slot), sequence, error);
@@ -1420,14 +1620,18 @@ gpushare_cuda_view_read (GpuShareCudaView * view, guint slot,
   g_return_val_if_fail (slot < view->n_slots, FALSE);
   src.device = TRUE;
   src.base = (guintptr) view->ptrs[slot];
-  if (!push (view->ctx, error))
+  if (!view_usable (view, error) || !push (view->ctx, error))
     return FALSE;
-  ok = view_wait_ready (view, slot, sequence, TRUE, error)
-      && copy_planes (view->stream, own_context ? &view->copy : NULL, info,
+  /* the frame is there before its copy into dst is queued: a copy left
+   * behind a wait that never ends would write dst once it is someone
+   * else's */
+  ok = ready_on_host (view, slot, sequence, TRUE)
+      || (view_wait_device (view, slot, sequence, error)
+      && view_sync (view, slot, TRUE, error));
+  ok = ok && copy_planes (view->stream, own_context ? &view->copy : NULL, info,
       &src, dst, error)
       && view_signal_done (view, slot, sequence, error)
-      && gpushare_cuda_check (gpushare_cuda ()->cuStreamSynchronize
-      (view->stream), "cuStreamSynchronize", error);
+      && view_sync (view, slot, FALSE, error);
   gpushare_cuda_pop ();
   return ok;
 }
@@ -1440,7 +1644,7 @@ gpushare_cuda_view_skip (GpuShareCudaView * view, guint slot,
 
   if (view->mode == GPUSHARE_SYNC_HOST)
     return TRUE;
-  if (!push (view->ctx, error))
+  if (!view_usable (view, error) || !push (view->ctx, error))
     return FALSE;
   ok = view_wait_ready (view, slot, sequence, FALSE, error)
       && view_signal_done (view, slot, sequence, error);
@@ -1462,12 +1666,11 @@ gpushare_cuda_view_copy_region (GpuShareCudaView * view, guint slot,
   gboolean ok;
 
   g_return_val_if_fail (slot < view->n_slots, FALSE);
-  if (!push (view->ctx, error))
+  if (!view_usable (view, error) || !push (view->ctx, error))
     return FALSE;
   ok = copy_rows (view->stream, dst, dst_pitch, view->ptrs[slot] + offset,
       row_bytes, row_bytes, rows, error)
-      && gpushare_cuda_check (gpushare_cuda ()->cuStreamSynchronize
-      (view->stream), "cuStreamSynchronize", error);
+      && view_sync (view, slot, FALSE, error);
   gpushare_cuda_pop ();
   return ok;
 }
@@ -1491,11 +1694,10 @@ gpushare_cuda_view_wait_ready (GpuShareCudaView * view, guint slot,
    * is in already */
   if (ready_on_host (view, slot, sequence, TRUE))
     return TRUE;
-  if (!push (view->ctx, error))
+  if (!view_usable (view, error) || !push (view->ctx, error))
     return FALSE;
   ok = view_wait_device (view, slot, sequence, error)
-      && gpushare_cuda_check (gpushare_cuda ()->cuStreamSynchronize
-      (view->stream), "cuStreamSynchronize", error);
+      && view_sync (view, slot, TRUE, error);
   gpushare_cuda_pop ();
   return ok;
 }

@@ -150,6 +150,15 @@ void gpushare_cuda_ring_take_waits (GpuShareCudaRing * ring,
 gboolean gpushare_cuda_ring_publish (GpuShareCudaRing * ring, guint slot,
     guint64 holders, guint64 sequence, GError ** error);
 
+/* The consumers whose done signal of a slot's last frame the stream has
+ * waited for longer than limit_us at now (monotonic), as holder bits;
+ * sequences[index] says the frame of each (64 entries).  The
+ * semaphore words of those are forced: the stream and what is ordered
+ * after it go on, and the caller removes them.  An IPC event cannot be
+ * forced: such a consumer is named, and the stream waits on. */
+guint64 gpushare_cuda_ring_overdue (GpuShareCudaRing * ring, gint64 now,
+    gint64 limit_us, guint64 * sequences);
+
 /* A view starts with the GpuShareXferView the transfer interface sees,
  * as a ring does */
 typedef struct _GpuShareCudaView GpuShareCudaView;
@@ -185,6 +194,13 @@ gboolean gpushare_cuda_view_wait_ready (GpuShareCudaView * view, guint slot,
     guint64 sequence, GError ** error);
 gboolean gpushare_cuda_view_done (GpuShareCudaView * view, guint slot,
     guint64 sequence, GError ** error);
+/* how long a read waits for the producer's signal of a frame, and for
+ * the copy after it (10 s unless set): past it the read fails with
+ * GPUSHARE_CUDA_ERROR_TIMEOUT and the view reads nothing more */
+void gpushare_cuda_view_set_wait (GpuShareCudaView * view, gint64 wait_us);
+/* while cancel is TRUE, a read's wait for the producer's signal ends (and
+ * one that begins fails) with GPUSHARE_CUDA_ERROR_CANCELLED */
+void gpushare_cuda_view_cancel (GpuShareCudaView * view, gboolean cancel);
 
 G_END_DECLS
 

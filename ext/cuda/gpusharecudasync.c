@@ -495,6 +495,68 @@ gpushare_cuda_sem_force (GpuShareCudaSem * sem, GError ** error)
       GPUSHARE_CUDA_SEM_FORCE_TIMEOUT_MS, error);
 }
 
+/* context pushed: polls stream until it is idle or deadline passes;
+ * CUDA_ERROR_NOT_READY for the latter */
+static CUresult
+poll_stream (CUstream stream, gint64 deadline)
+{
+  gulong pause_us = 10;
+  CUresult r;
+
+  while ((r = gpushare_cuda ()->cuStreamQuery (stream)) ==
+      CUDA_ERROR_NOT_READY && g_get_monotonic_time () < deadline) {
+    g_usleep (pause_us);
+    pause_us = MIN (pause_us * 2, 1000);
+  }
+  return r;
+}
+
+gboolean
+gpushare_cuda_sem_check_done (GpuShareCudaSem * sem, guint slot,
+    guint64 value, guint timeout_ms, gboolean * late, GError ** error)
+{
+  GpuShareCudaApi *cu;
+  CUstream stream = NULL;
+  CUresult r;
+  gboolean ok;
+
+  g_return_val_if_fail (sem != NULL && slot < sem->n_slots, FALSE);
+
+  *late = FALSE;
+  if (!check_value (value, error))
+    return FALSE;
+  cu = gpushare_cuda ();
+  if (!gpushare_cuda_check (cu->cuCtxPushCurrent (sem->ctx),
+          "cuCtxPushCurrent", error))
+    return FALSE;
+  /* a wait of our own on the word, never a read of it: the host cannot
+   * read device memory but through a copy that another stream's wait may
+   * hold up */
+  ok = gpushare_cuda_check (cu->cuStreamCreate (&stream,
+          CU_STREAM_NON_BLOCKING), "cuStreamCreate", error)
+      && gpushare_cuda_sem_wait (stream, gpushare_cuda_sem_done (sem, slot),
+      value, error);
+  if (ok) {
+    r = poll_stream (stream, g_get_monotonic_time () +
+        (gint64) timeout_ms * 1000);
+    if (r == CUDA_ERROR_NOT_READY) {
+      *late = TRUE;
+      ok = gpushare_cuda_sem_force (sem, error);
+      /* the forced word ends our wait too, before the block may go */
+      if (poll_stream (stream, g_get_monotonic_time () +
+              (gint64) GPUSHARE_CUDA_SEM_FORCE_TIMEOUT_MS * 1000) ==
+          CUDA_ERROR_NOT_READY)
+        GST_WARNING ("a wait on a forced semaphore word did not end");
+    } else {
+      ok = gpushare_cuda_check (r, "cuStreamQuery", error);
+    }
+  }
+  if (stream)
+    cu->cuStreamDestroy (stream);
+  gpushare_cuda_pop ();
+  return ok;
+}
+
 /* ------------------------------------------------------------------------ */
 /* ready words in host memory */
 

@@ -106,6 +106,13 @@ gboolean gpushare_cuda_sem_wait (CUstream stream, CUdeviceptr word,
  * is freed.  Stop enqueuing signals on the block first: a smaller value
  * written afterwards blocks later waits again. */
 gboolean gpushare_cuda_sem_force (GpuShareCudaSem * sem, GError ** error);
+/* Whether the done word of slot reached value: watched on a private
+ * stream for at most timeout_ms.  One that did not (*late) is a peer's
+ * that is not coming: every word of the block is forced
+ * (gpushare_cuda_sem_force ()), which lets every stream waiting on them
+ * go on.  FALSE with error where the device could not be asked. */
+gboolean gpushare_cuda_sem_check_done (GpuShareCudaSem * sem, guint slot,
+    guint64 value, guint timeout_ms, gboolean * late, GError ** error);
 gboolean gpushare_cuda_sem_force_timeout (GpuShareCudaSem * sem,
     guint timeout_ms, GError ** error);
 

@@ -487,6 +487,14 @@ cuda_publish (GpuShareXferRing * ring, guint slot, guint64 holders,
       holders, sequence, error);
 }
 
+static guint64
+cuda_overdue (GpuShareXferRing * ring, gint64 now, gint64 limit_us,
+    guint64 * sequences)
+{
+  return gpushare_cuda_ring_overdue (CUDA_RING (ring), now, limit_us,
+      sequences);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Consumer */
 
@@ -567,6 +575,12 @@ cuda_done (GpuShareXferView * view, guint slot, guint64 sequence,
     GError ** error)
 {
   return gpushare_cuda_view_done (CUDA_VIEW (view), slot, sequence, error);
+}
+
+static void
+cuda_cancel (GpuShareXferView * view, gboolean cancel)
+{
+  gpushare_cuda_view_cancel (CUDA_VIEW (view), cancel);
 }
 
 static gboolean
@@ -663,6 +677,7 @@ static const GpuShareXferProducer cuda_producer = {
   .export_slots = cuda_export,
   .write = cuda_write,
   .publish = cuda_publish,
+  .overdue = cuda_overdue,
   .prepare = cuda_prepare,
   .settle = cuda_settle,
   .needs_settle = cuda_needs_settle,
@@ -678,6 +693,7 @@ static const GpuShareXferConsumer cuda_consumer = {
   .skip = cuda_skip,
   .wait_ready = cuda_wait_ready,
   .done = cuda_done,
+  .cancel = cuda_cancel,
 };
 
 static const GpuShareXferGst cuda_gst = {

@@ -853,6 +853,8 @@ map_slots (GpuShareClient * self, const GpuShareSlots * s, gint * fds)
       && view->slot_size > m->device_offset)
     m->device_size = view->slot_size - m->device_offset;
   m->session = session;
+  if (self->flushing)
+    gpushare_xfer_view_cancel (view, TRUE);
   if (self->mapping) {
     Mapping *old = self->mapping;
 
@@ -2364,8 +2366,22 @@ gpushare_client_set_flushing (GpuShareClient * self, gboolean flushing)
 {
   g_mutex_lock (&self->lock);
   self->flushing = flushing;
+  /* a read that waits for the producer's signal of its frame returns */
+  if (self->mapping)
+    gpushare_xfer_view_cancel (self->mapping->view, flushing);
   wake (self);
   g_mutex_unlock (&self->lock);
+}
+
+gboolean
+gpushare_client_flushing (GpuShareClient * self)
+{
+  gboolean flushing;
+
+  g_mutex_lock (&self->lock);
+  flushing = self->flushing;
+  g_mutex_unlock (&self->lock);
+  return flushing;
 }
 
 GpuShareMemType

@@ -193,6 +193,8 @@ gboolean gpushare_client_gpu_ok (GpuShareClient * client);
 void gpushare_client_pop (GpuShareClient * client, GpuShareClientItem * item);
 void gpushare_client_set_flushing (GpuShareClient * client,
     gboolean flushing);
+/* between set_flushing (TRUE) and set_flushing (FALSE) */
+gboolean gpushare_client_flushing (GpuShareClient * client);
 
 /* the memory frames come in (0 before the handshake) */
 GpuShareMemType gpushare_client_mem_type (GpuShareClient * client);

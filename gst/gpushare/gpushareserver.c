@@ -2099,6 +2099,10 @@ housekeeping (gpointer user_data)
   gint64 held_us[MAX_CLIENTS] = { 0, };
   gint64 waited_us = 0;
   guint n_stalled;
+  /* the GPU rings, whose device waits on consumers' done signals are
+   * judged without the lock; the consumers found late, and their frames */
+  GpuShareXferRing *gpu_rings[GPUSHARE_MEM_N_TYPES] = { NULL, };
+  guint64 overdue = 0, overdue_seq[MAX_CLIENTS] = { 0, };
 
   gpushare_test_slow ("sink", "housekeeping");
   /* after the hook: a thread held up finds its deadlines past */
@@ -2147,10 +2151,46 @@ housekeeping (gpointer user_data)
         (gint64) lease_ms * 1000, held_seq, held_us);
   }
   freed = take_freed_rings (self);
+  for (i = 0; lease_ms && i < GPUSHARE_MEM_N_TYPES; i++)
+    if (self->rings[i])
+      gpu_rings[i] = gpushare_xfer_ring_ref (self->rings[i]);
   g_mutex_unlock (&self->lock);
   g_clear_pointer (&freed, g_ptr_array_unref);
   if (n_stalled)
     deliver_events (self);
+  /* a consumer that releases its frames but whose GPU never signals done
+   * (its own work on the frame never ends, or it means harm) would hold
+   * the ring's stream, and upstream's ordered after it, for ever: past
+   * lease-timeout it goes, its semaphore words forced */
+  for (i = 0; i < GPUSHARE_MEM_N_TYPES; i++) {
+    if (!gpu_rings[i])
+      continue;
+    overdue |= gpushare_xfer_ring_overdue (gpu_rings[i], now,
+        (gint64) lease_ms * 1000, overdue_seq);
+    gpushare_xfer_ring_unref (gpu_rings[i]);
+  }
+  for (i = 0; i < MAX_CLIENTS && overdue; i++) {
+    gchar *text;
+    Client *c;
+
+    if (!(overdue & (G_GUINT64_CONSTANT (1) << i)))
+      continue;
+    g_mutex_lock (&self->lock);
+    c = self->clients[i];
+    g_mutex_unlock (&self->lock);
+    if (!c)
+      continue;
+    text = g_strdup_printf ("done signal overdue: the GPU work of this "
+        "consumer on frame %" G_GUINT64_FORMAT " did not signal that it was "
+        "done within lease-timeout (%u ms) while the producer waited to "
+        "write its slot again", overdue_seq[i], lease_ms);
+    GST_WARNING_OBJECT (self->log_object, "client %u (pid %d): %s", c->id,
+        (gint) c->pid, text);
+    gpushare_conn_send_error (c->conn, GPUSHARE_ERR_TIMEOUT, text);
+    g_free (text);
+    gpushare_conn_flush (c->conn, REFUSAL_FLUSH_MS);
+    drop_client (self, c, GPUSHARE_REMOVE_LEASE, "done signal overdue");
+  }
   for (i = 0; i < MAX_CLIENTS && expired; i++) {
     gchar *text;
     Client *c;

@@ -34,7 +34,10 @@ G_BEGIN_DECLS
  * (default: every time) that step is reached it fails as the resource
  * behind it would (src gpu-context: GStreamer's CUDA context cannot be
  * made; src wrap: a slot read in place cannot be wrapped as GStreamer
- * memory, and the frame is copied instead).  Read at each step. */
+ * memory, and the frame is copied instead; sink ready: a frame goes to
+ * the consumers that synchronise on the device without its ready signal;
+ * src done: a frame read from GPU memory is never signalled done, though
+ * it is released).  Read at each step. */
 #ifdef GPUSHARE_TEST_HOOKS
 void gpushare_test_point (const gchar * side, const gchar * step);
 void gpushare_test_slow (const gchar * side, const gchar * step);

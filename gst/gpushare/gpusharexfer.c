@@ -388,6 +388,20 @@ gpushare_xfer_ring_remove_consumer (GpuShareXferRing * ring, guint index)
   g_mutex_unlock (&ring->lock);
 }
 
+guint64
+gpushare_xfer_ring_overdue (GpuShareXferRing * ring, gint64 now,
+    gint64 limit_us, guint64 * sequences)
+{
+  guint64 overdue;
+
+  if (!ring->xfer->producer->overdue)
+    return 0;
+  g_mutex_lock (&ring->lock);
+  overdue = ring->xfer->producer->overdue (ring, now, limit_us, sequences);
+  g_mutex_unlock (&ring->lock);
+  return overdue;
+}
+
 gboolean
 gpushare_xfer_ring_export (GpuShareXferRing * ring, guint index,
     GpuShareSlots * slots, gint * fds, guint * n_fds, GError ** error)
@@ -901,4 +915,11 @@ gpushare_xfer_view_skip (GpuShareXferView * view, guint slot,
   return !view->xfer->consumer->skip
       || view->xfer->consumer->skip (view, slot, sequence, error)
       || own_error (error, GPUSHARE_XFER_ERROR_COPY);
+}
+
+void
+gpushare_xfer_view_cancel (GpuShareXferView * view, gboolean cancel)
+{
+  if (view->xfer->consumer->cancel)
+    view->xfer->consumer->cancel (view, cancel);
 }

@@ -198,6 +198,12 @@ typedef struct
    * spent spinning, in microseconds (NULL: no host waits) */
   void (*take_waits) (GpuShareXferRing * ring, guint64 * wait_us,
       guint64 * spin_us);
+  /* with the ring's lock: the consumers (holder bits) whose done signal
+   * of a frame the ring's device work has waited for longer than limit_us
+   * at now, each one's frame in sequences (64 entries); the ring waits
+   * no longer for those it can let go of (NULL: no waits on the device) */
+  guint64 (*overdue) (GpuShareXferRing * ring, gint64 now, gint64 limit_us,
+      guint64 * sequences);
 } GpuShareXferProducer;
 
 /* The consumer's half: a view of an exported ring */
@@ -218,6 +224,10 @@ typedef struct
       guint64 sequence, GError ** error);
   gboolean (*done) (GpuShareXferView * view, guint slot, guint64 sequence,
       GError ** error);
+  /* ends the waits for the producer that reads are in, and fails those
+   * that begin, until called with FALSE (NULL: reads never wait for the
+   * producer) */
+  void (*cancel) (GpuShareXferView * view, gboolean cancel);
 } GpuShareXferConsumer;
 
 /* What the elements need of GStreamer's own library for a device memory
@@ -361,6 +371,10 @@ gboolean gpushare_xfer_ring_add_consumer (GpuShareXferRing * ring,
     guint index, GpuShareSyncMode mode, guint minor, GError ** error);
 void gpushare_xfer_ring_remove_consumer (GpuShareXferRing * ring,
     guint index);
+/* the consumers whose done signal is overdue, see
+ * GpuShareXferProducer.overdue (0 where the memory has none) */
+guint64 gpushare_xfer_ring_overdue (GpuShareXferRing * ring, gint64 now,
+    gint64 limit_us, guint64 * sequences);
 /* fills slots and fds (*n_fds of them, the caller's) for one consumer */
 gboolean gpushare_xfer_ring_export (GpuShareXferRing * ring, guint index,
     GpuShareSlots * slots, gint * fds, guint * n_fds, GError ** error);
@@ -459,6 +473,9 @@ gboolean gpushare_xfer_view_read (GpuShareXferView * view, guint slot,
 /* a frame that will not be read: its slot is signalled done all the same */
 gboolean gpushare_xfer_view_skip (GpuShareXferView * view, guint slot,
     guint64 sequence, GError ** error);
+/* a flush: the reads of view that wait for the producer's signal return
+ * (failing), and so do those that begin, until cancel is FALSE again */
+void gpushare_xfer_view_cancel (GpuShareXferView * view, gboolean cancel);
 
 /* the fds a SLOTS body comes with (the codec checked the count) */
 guint gpushare_slots_n_fds (const GpuShareSlots * slots);

@@ -956,7 +956,7 @@ take_ready (GstGpuShareSrc * self, GpuShareXferView * view)
  * io-mode=import, an error is posted. */
 static GstBuffer *
 import_gpu_buffer (GstGpuShareSrc * self, GpuShareClientFrame * frame,
-    gboolean * failed)
+    GstFlowReturn * failed)
 {
   GpuShareXferView *view = gpushare_client_frame_view (frame);
   const GpuShareFrame *f = gpushare_client_frame_info (frame);
@@ -969,6 +969,12 @@ import_gpu_buffer (GstGpuShareSrc * self, GpuShareClientFrame * frame,
       self->gpu_ctx, frame, (GDestroyNotify) gpushare_client_frame_release,
       &error);
   take_ready (self, view);
+  if (!mem && gpushare_client_flushing (self->client)) {
+    /* a flush ended the wait for the frame */
+    g_clear_error (&error);
+    *failed = GST_FLOW_FLUSHING;
+    return NULL;
+  }
   if (!mem) {
     /* the frame is still ours: the caller copies it (or fails); its
      * in-place count goes when it is released */
@@ -979,7 +985,7 @@ import_gpu_buffer (GstGpuShareSrc * self, GpuShareClientFrame * frame,
       GST_ELEMENT_ERROR (self, RESOURCE, READ,
           ("io-mode=import, but a frame could not be pushed in place"),
           ("%s", error->message));
-      *failed = TRUE;
+      *failed = GST_FLOW_ERROR;
     }
     g_clear_error (&error);
     return NULL;
@@ -1016,6 +1022,10 @@ make_slot_buffer (GstGpuShareSrc * self, GpuShareClientFrame * frame,
   if (!mem) {
     gpushare_xfer_view_skip (view, f->slot, f->sequence, NULL);
     gpushare_client_frame_release (frame);
+    if (gpushare_client_flushing (self->client)) {
+      g_clear_error (&error);
+      return GST_FLOW_FLUSHING;
+    }
     GST_ELEMENT_ERROR (self, RESOURCE, READ,
         ("Could not hand the frame's GPU slot to the application"), ("%s",
             error->message));
@@ -1045,7 +1055,8 @@ make_gpu_buffer (GstGpuShareSrc * self, GpuShareClientFrame * frame,
   GstVideoInfo tight;
   GstBuffer *buf = NULL;
   GError *error = NULL;
-  gboolean ok, failed = FALSE;
+  GstFlowReturn failed = GST_FLOW_OK;
+  gboolean ok;
 
   if (self->out_slot)
     return make_slot_buffer (self, frame, outbuf);
@@ -1053,10 +1064,10 @@ make_gpu_buffer (GstGpuShareSrc * self, GpuShareClientFrame * frame,
     *outbuf = import_gpu_buffer (self, frame, &failed);
     if (*outbuf)
       return GST_FLOW_OK;
-    if (failed) {
+    if (failed != GST_FLOW_OK) {
       gpushare_xfer_view_skip (view, f->slot, f->sequence, NULL);
       gpushare_client_frame_release (frame);
-      return GST_FLOW_ERROR;
+      return failed;
     }
   }
   /* copied, whatever was tried: the slot goes back once the copy is made,
@@ -1097,6 +1108,12 @@ make_gpu_buffer (GstGpuShareSrc * self, GpuShareClientFrame * frame,
   if (!ok)
     gpushare_xfer_view_skip (view, f->slot, f->sequence, NULL);
   gpushare_client_frame_release (frame);
+  if (!ok && gpushare_client_flushing (self->client)) {
+    /* a flush ended the wait for the frame */
+    gst_buffer_unref (buf);
+    g_clear_error (&error);
+    return GST_FLOW_FLUSHING;
+  }
   if (!ok) {
     gst_buffer_unref (buf);
     GST_ELEMENT_ERROR (self, RESOURCE, READ,

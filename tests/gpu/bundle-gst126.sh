@@ -47,7 +47,7 @@ for x in "$root/usr/bin/gst-launch-1.0" "$root/usr/bin/gst-inspect-1.0" \
 done
 for x in tests/peer/gpushare-test-peer tests/check/test_gstcuda \
     tests/gpu/test_cuda_vmm tests/gpu/test_cuda_sync tests/gpu/test_cuda_faults \
-    tests/gpu/test_cuda_settle tests/gpu/test_cuda_limits \
+    tests/gpu/test_cuda_settle tests/gpu/test_cuda_limits tests/gpu/test_cuda_stalls \
     tests/gpu/test_gpu_checksum tests/gpu/test_gpu_streams \
     tests/gpu/test_gpu_cycles tests/gpu/test_gpu_restarts \
     tests/gpu/test_gpu_relink tests/gpu/test_gpu_legacy \

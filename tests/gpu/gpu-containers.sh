@@ -134,7 +134,7 @@ run_pair() {
 }
 
 # GPUSHARE_CONTAINER_SECTIONS="2 4": only those of the numbered sections
-want() { [[ " ${GPUSHARE_CONTAINER_SECTIONS:-1 2 3 4 5 6} " == *" $1 "* ]]; }
+want() { [[ " ${GPUSHARE_CONTAINER_SECTIONS:-1 2 3 4 5 6 7} " == *" $1 "* ]]; }
 
 echo "GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
 timeout 60 "$peer" consumer --decode "$clip" --out "$dir/ref.log"
@@ -244,9 +244,15 @@ run_pair userns-admitted -- --set socket-mode=0666 \
   --sync host --set 'allowed-producer-uids=<65534>'
 same_pictures "containers, consumer in a user namespace (uid 100000 outside), admitted by allowed-uids" \
   "$results/userns-admitted.log" cuda-vmm
-# admitted, but not trusted with GPU memory (gpu-uids names another uid):
-# every picture all the same, through system memory, and the reason says
-# why; asking for GPU memory is an error
+
+fi
+
+# 5. GPU memory withheld.  A consumer in a user namespace (uid 100000
+# outside) admitted by allowed-uids, but not trusted with GPU memory
+# (gpu-uids names another uid): every picture all the same, through system
+# memory, and the reason says why; asking for GPU memory is an error
+if want 5; then
+chmod 1777 "$shared"
 run_pair userns-withheld -- --set socket-mode=0666 \
   --set 'allowed-uids=<100000>' --set 'gpu-uids=<1>' --- --userns 100000 -- \
   --set 'allowed-producer-uids=<65534>'
@@ -276,8 +282,8 @@ same_pictures "containers, consumer in a user namespace (uid 100000 outside), in
 
 fi
 
-# 5. a PID namespace with the host's /proc: no CUDA, and the reason
-if want 5; then
+# 6. a PID namespace with the host's /proc: no CUDA, and the reason
+if want 6; then
 run_pair hostproc --- --proc host --
 if grep -q "PID namespace" "$results/hostproc.log"; then
   same_pictures "PID namespace without its own /proc: CUDA does not start, the consumer says why" \
@@ -288,8 +294,8 @@ fi
 
 fi
 
-# 6. MPS: the daemon on the host, its pipe directory shared
-if want 6; then
+# 7. MPS: the daemon on the host, its pipe directory shared
+if want 7; then
 if command -v nvidia-cuda-mps-control >/dev/null 2>&1; then
   export CUDA_MPS_PIPE_DIRECTORY=$dir/mps-pipe CUDA_MPS_LOG_DIRECTORY=$dir/mps-log
   mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
