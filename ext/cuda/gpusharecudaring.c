@@ -487,6 +487,13 @@ typedef struct
   GpuShareCudaWords *words;     /* its ready words in host memory, or
                                  * NULL (a consumer before minor 12) */
   GpuShareCudaEvents *done;
+  /* semaphore: the oldest wait of the ring's stream on its done word not
+   * known to be over (gpushare_cuda_ring_begin ()): the slot, the frame
+   * and since when, for gpushare_cuda_ring_overdue () */
+  gboolean waited;
+  guint wait_slot;
+  guint64 wait_sequence;
+  gint64 wait_since;
 } Consumer;
 
 /* a slot's last write, as the host sees it */
@@ -544,13 +551,6 @@ struct _GpuShareCudaRing
   /* who read each slot's last frame, and which frame */
   guint64 last_holders[GPUSHARE_MAX_SLOTS];
   guint64 last_sequence[GPUSHARE_MAX_SLOTS];
-  /* the readers whose done signals the stream waits for before it writes
-   * each slot again (gpushare_cuda_ring_begin ()), the frame they read,
-   * and since when: until the slot's settled event completes, for
-   * gpushare_cuda_ring_overdue () */
-  guint64 waiting_holders[GPUSHARE_MAX_SLOTS];
-  guint64 waiting_sequence[GPUSHARE_MAX_SLOTS];
-  gint64 waiting_since[GPUSHARE_MAX_SLOTS];
   /* recorded on upstream's stream, for ours to wait on */
   CUevent upstream_written;
   /* how the slot's last write was ordered, for whom the host must wait */
@@ -689,9 +689,14 @@ drain (GpuShareCudaRing * ring, gint timeout_ms)
   gpushare_cuda_pop ();
 }
 
+/* how long a ring that is freed waits for its stream at most, once its
+ * consumers' words are forced */
+#define RING_DRAIN_US (2 * G_USEC_PER_SEC)
+
 void
 gpushare_cuda_ring_free (GpuShareCudaRing * ring)
 {
+  gboolean drained = TRUE;
   guint i;
 
   if (!ring)
@@ -703,15 +708,29 @@ gpushare_cuda_ring_free (GpuShareCudaRing * ring)
     if (ring->consumers[i].present)
       consumer_clear (ring, &ring->consumers[i]);
   if (ring->stream && push (ring->ctx, NULL)) {
-    gpushare_cuda ()->cuStreamSynchronize (ring->stream);
+    /* never for ever: an event consumer's done event may never complete */
+    drained = poll_done (NULL, ring->stream, g_get_monotonic_time () +
+        RING_DRAIN_US, NULL) != CUDA_ERROR_NOT_READY;
+    /* with work still queued, the driver lets the stream go once done */
     gpushare_cuda ()->cuStreamDestroy (ring->stream);
-    copy_kernel_unload (&ring->copy);
-    for (i = 0; i < GPUSHARE_MAX_SLOTS; i++)
-      if (ring->settled[i])
-        gpushare_cuda ()->cuEventDestroy (ring->settled[i]);
-    if (ring->upstream_written)
-      gpushare_cuda ()->cuEventDestroy (ring->upstream_written);
+    if (drained) {
+      copy_kernel_unload (&ring->copy);
+      for (i = 0; i < GPUSHARE_MAX_SLOTS; i++)
+        if (ring->settled[i])
+          gpushare_cuda ()->cuEventDestroy (ring->settled[i]);
+      if (ring->upstream_written)
+        gpushare_cuda ()->cuEventDestroy (ring->upstream_written);
+    }
     gpushare_cuda_pop ();
+  }
+  if (!drained) {
+    /* what the stream still waits to write stays: the slots, upstream's
+     * buffers, the events; a fault in this context would end every
+     * element of the process */
+    GST_WARNING ("the ring's stream still waits on a consumer: its %u "
+        "slots are left mapped", ring->n_slots);
+    g_free (ring);
+    return;
   }
   /* after the synchronise: no copy reads upstream's buffers now */
   while (!g_queue_is_empty (&ring->held)) {
@@ -803,10 +822,8 @@ gpushare_cuda_ring_remove_consumer (GpuShareCudaRing * ring, guint index)
   if (index >= MAX_HOLDERS || !ring->consumers[index].present)
     return;
   consumer_clear (ring, &ring->consumers[index]);
-  for (i = 0; i < GPUSHARE_MAX_SLOTS; i++) {
+  for (i = 0; i < GPUSHARE_MAX_SLOTS; i++)
     ring->last_holders[i] &= ~(G_GUINT64_CONSTANT (1) << index);
-    ring->waiting_holders[i] &= ~(G_GUINT64_CONSTANT (1) << index);
-  }
 }
 
 gboolean
@@ -876,42 +893,42 @@ gpushare_cuda_ring_begin (GpuShareCudaRing * ring, guint slot, GError ** error)
     return TRUE;
   if (!push (ring->ctx, error))
     return FALSE;
-  /* the slot's settled event, recorded after its last waits, says they
-   * are over */
-  if (ring->waiting_holders[slot] && gpushare_cuda ()->cuEventQuery
-      (ring->settled[slot]) != CUDA_ERROR_NOT_READY)
-    ring->waiting_holders[slot] = 0;
   for (i = 0; ok && i < MAX_HOLDERS; i++) {
     Consumer *c = &ring->consumers[i];
-    guint64 bit = G_GUINT64_CONSTANT (1) << i;
 
-    if (!(holders & bit) || !c->present)
+    if (!(holders & (G_GUINT64_CONSTANT (1) << i)) || !c->present)
       continue;
-    if (c->mode == GPUSHARE_SYNC_SEMAPHORE)
+    if (c->mode == GPUSHARE_SYNC_SEMAPHORE) {
       ok = gpushare_cuda_sem_wait (ring->stream,
           gpushare_cuda_sem_done (c->sem, slot), ring->last_sequence[slot],
           error);
-    else if (c->mode == GPUSHARE_SYNC_EVENT)
+      /* an earlier wait still pending comes first in the stream: that
+       * one is watched */
+      if (ok && !c->waited) {
+        c->waited = TRUE;
+        c->wait_slot = slot;
+        c->wait_sequence = ring->last_sequence[slot];
+        c->wait_since = g_get_monotonic_time ();
+      }
+    } else if (c->mode == GPUSHARE_SYNC_EVENT) {
       ok = gpushare_cuda_check (gpushare_cuda ()->cuStreamWaitEvent
           (ring->stream, gpushare_cuda_events_get (c->done, slot), 0),
           "cuStreamWaitEvent", error);
-    else
-      continue;
-    /* an earlier wait of the slot still pending comes first in the
-     * stream: its frame and time are kept */
-    if (!ring->waiting_holders[slot]) {
-      ring->waiting_sequence[slot] = ring->last_sequence[slot];
-      ring->waiting_since[slot] = g_get_monotonic_time ();
     }
-    ring->waiting_holders[slot] |= bit;
   }
+  /* the waits are over once this completes, whatever write of the slot
+   * follows (or fails before it records the event again) */
+  ok = ok && gpushare_cuda_check (gpushare_cuda ()->cuEventRecord
+      (ring->settled[slot], ring->stream), "cuEventRecord", error);
   gpushare_cuda_pop ();
   ring->last_holders[slot] = 0;
   return ok;
 }
 
-/* how long the check of one consumer's done word watches it */
-#define OVERDUE_CHECK_MS 20
+/* how long the check of one consumer's done word watches it: a wait on a
+ * word that is there already, on a GPU that other processes' work may
+ * hold for a time slice or two */
+#define OVERDUE_CHECK_MS 200
 
 guint64
 gpushare_cuda_ring_overdue (GpuShareCudaRing * ring, gint64 now,
@@ -919,49 +936,40 @@ gpushare_cuda_ring_overdue (GpuShareCudaRing * ring, gint64 now,
 {
   GError *error = NULL;
   guint64 overdue = 0;
-  guint slot, i;
+  guint i;
 
   if (!push (ring->ctx, NULL))
     return 0;
-  for (slot = 0; slot < ring->n_slots; slot++) {
-    guint64 holders = ring->waiting_holders[slot];
+  for (i = 0; i < MAX_HOLDERS; i++) {
+    Consumer *c = &ring->consumers[i];
+    gboolean late = FALSE;
 
-    if (!holders)
+    if (!c->present || !c->waited)
       continue;
-    /* recorded after the waits, with them under the ring's lock */
-    if (gpushare_cuda ()->cuEventQuery (ring->settled[slot]) !=
+    /* recorded after the wait (again after any later one of the slot,
+     * which comes after it in the stream) */
+    if (gpushare_cuda ()->cuEventQuery (ring->settled[c->wait_slot]) !=
         CUDA_ERROR_NOT_READY) {
-      ring->waiting_holders[slot] = 0;
+      c->waited = FALSE;
       continue;
     }
-    if (now - ring->waiting_since[slot] < limit_us)
+    if (now - c->wait_since < limit_us)
       continue;
-    for (i = 0; i < MAX_HOLDERS; i++) {
-      Consumer *c = &ring->consumers[i];
-      guint64 bit = G_GUINT64_CONSTANT (1) << i;
-      gboolean late = FALSE;
-
-      if (!(holders & bit) || !c->present || (overdue & bit))
-        continue;
-      if (c->mode == GPUSHARE_SYNC_SEMAPHORE) {
-        /* forced when late: the stream goes on without it */
-        if (!gpushare_cuda_sem_check_done (c->sem, slot,
-                ring->waiting_sequence[slot], OVERDUE_CHECK_MS, &late,
-                &error)) {
-          GST_WARNING ("consumer %u's done signal could not be checked: %s",
-              i, error->message);
-          g_clear_error (&error);
-        }
-      } else if (c->mode == GPUSHARE_SYNC_EVENT) {
-        /* an IPC event cannot be forced: the consumer is named, the
-         * stream waits on */
-        late = gpushare_cuda ()->cuEventQuery (gpushare_cuda_events_get
-            (c->done, slot)) == CUDA_ERROR_NOT_READY;
-      }
-      if (late) {
-        overdue |= bit;
-        sequences[i] = ring->waiting_sequence[slot];
-      }
+    /* the stream may wait on another consumer first: this one's word is
+     * watched on its own, and forced when late */
+    if (!gpushare_cuda_sem_check_done (c->sem, c->wait_slot,
+            c->wait_sequence, OVERDUE_CHECK_MS, &late, &error)) {
+      GST_WARNING ("consumer %u's done signal could not be checked: %s", i,
+          error->message);
+      g_clear_error (&error);
+      continue;
+    }
+    if (late) {
+      overdue |= G_GUINT64_CONSTANT (1) << i;
+      sequences[i] = c->wait_sequence;
+    } else {
+      /* its word is there: the next wait on it is watched */
+      c->waited = FALSE;
     }
   }
   gpushare_cuda_pop ();
@@ -1514,6 +1522,22 @@ view_usable (GpuShareCudaView * view, GError ** error)
   return FALSE;
 }
 
+/* Context pushed: nothing is left on the stream before a copy into the
+ * caller's memory is queued (a skipped frame's wait, or one a flush let
+ * go, may be) */
+static gboolean view_sync (GpuShareCudaView * view, guint slot,
+    gboolean wait, GError ** error);
+
+static gboolean
+view_idle (GpuShareCudaView * view, guint slot, GError ** error)
+{
+  CUresult r = gpushare_cuda ()->cuStreamQuery (view->stream);
+
+  if (r == CUDA_ERROR_NOT_READY)
+    return view_sync (view, slot, TRUE, error);
+  return gpushare_cuda_check (r, "cuStreamQuery", error);
+}
+
 /* Context pushed: waits on the host for what the view's stream has queued,
  * at most view->wait_us; a wait for the producer's signal (wait TRUE)
  * also ends when the view is cancelled.  Never cuStreamSynchronize (): a
@@ -1625,8 +1649,9 @@ gpushare_cuda_view_read (GpuShareCudaView * view, guint slot,
   /* the frame is there before its copy into dst is queued: a copy left
    * behind a wait that never ends would write dst once it is someone
    * else's */
-  ok = ready_on_host (view, slot, sequence, TRUE)
-      || (view_wait_device (view, slot, sequence, error)
+  ok = ready_on_host (view, slot, sequence, TRUE) ?
+      view_idle (view, slot, error) :
+      (view_wait_device (view, slot, sequence, error)
       && view_sync (view, slot, TRUE, error));
   ok = ok && copy_planes (view->stream, own_context ? &view->copy : NULL, info,
       &src, dst, error)
@@ -1668,7 +1693,8 @@ gpushare_cuda_view_copy_region (GpuShareCudaView * view, guint slot,
   g_return_val_if_fail (slot < view->n_slots, FALSE);
   if (!view_usable (view, error) || !push (view->ctx, error))
     return FALSE;
-  ok = copy_rows (view->stream, dst, dst_pitch, view->ptrs[slot] + offset,
+  ok = view_idle (view, slot, error)
+      && copy_rows (view->stream, dst, dst_pitch, view->ptrs[slot] + offset,
       row_bytes, row_bytes, rows, error)
       && view_sync (view, slot, FALSE, error);
   gpushare_cuda_pop ();

@@ -150,12 +150,12 @@ void gpushare_cuda_ring_take_waits (GpuShareCudaRing * ring,
 gboolean gpushare_cuda_ring_publish (GpuShareCudaRing * ring, guint slot,
     guint64 holders, guint64 sequence, GError ** error);
 
-/* The consumers whose done signal of a slot's last frame the stream has
+/* The semaphore consumers on whose done signal of a frame the stream has
  * waited for longer than limit_us at now (monotonic), as holder bits;
- * sequences[index] says the frame of each (64 entries).  The
- * semaphore words of those are forced: the stream and what is ordered
- * after it go on, and the caller removes them.  An IPC event cannot be
- * forced: such a consumer is named, and the stream waits on. */
+ * sequences[index] says the frame of each (64 entries).  Their words are
+ * forced: the stream and what is ordered after it go on, and the caller
+ * removes them.  (An IPC event cannot be forced, nor told apart from the
+ * waits queued behind it: event consumers are not judged.) */
 guint64 gpushare_cuda_ring_overdue (GpuShareCudaRing * ring, gint64 now,
     gint64 limit_us, guint64 * sequences);
 

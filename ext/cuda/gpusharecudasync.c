@@ -49,6 +49,9 @@ struct _GpuShareCudaSem
   CUmemGenericAllocationHandle handle;
   gboolean have_handle;
   CUdeviceptr ptr;
+  /* a wait of ours on a word did not end, even forced: the block stays
+   * mapped rather than be read by it once freed */
+  gboolean pinned;
 };
 
 struct _GpuShareCudaWords
@@ -333,7 +336,10 @@ gpushare_cuda_sem_free (GpuShareCudaSem * sem)
   /* No synchronisation here on purpose: a stream still blocked on a word
    * would make it wait forever.  The caller forced the block first if
    * anything could still wait on it. */
-  if (cu->cuCtxPushCurrent (sem->ctx) == CUDA_SUCCESS) {
+  if (sem->pinned) {
+    GST_WARNING ("a semaphore block of %u slots is left mapped: a wait on "
+        "it never ended", sem->n_slots);
+  } else if (cu->cuCtxPushCurrent (sem->ctx) == CUDA_SUCCESS) {
     sem_unmap (sem);
     gpushare_cuda_pop ();
   } else {
@@ -542,11 +548,13 @@ gpushare_cuda_sem_check_done (GpuShareCudaSem * sem, guint slot,
     if (r == CUDA_ERROR_NOT_READY) {
       *late = TRUE;
       ok = gpushare_cuda_sem_force (sem, error);
-      /* the forced word ends our wait too, before the block may go */
+      /* the forced word ends our wait too, before the block may go; a
+       * peer that wrote its word back at once may keep it: the block then
+       * stays */
       if (poll_stream (stream, g_get_monotonic_time () +
               (gint64) GPUSHARE_CUDA_SEM_FORCE_TIMEOUT_MS * 1000) ==
           CUDA_ERROR_NOT_READY)
-        GST_WARNING ("a wait on a forced semaphore word did not end");
+        sem->pinned = TRUE;
     } else {
       ok = gpushare_cuda_check (r, "cuStreamQuery", error);
     }

@@ -164,6 +164,9 @@ struct _GpuShareClient
   guint mapped_n_slots;
   guint64 mapped_slot_size;
   Mapping *mapping;             /* the current mapping */
+  /* the views whose waits a flush under way ended (references), let go
+   * of when it ends */
+  GPtrArray *cancelled;
   /* downstream takes fd memory: -1 not known yet (the views keep their
    * slots' fds), 0 no (they close them), 1 yes */
   gint fd_memory;
@@ -293,6 +296,24 @@ frame_new (void)
 
   f->ref_count = 1;
   return f;
+}
+
+static void
+view_uncancel (gpointer view)
+{
+  gpushare_xfer_view_cancel (view, FALSE);
+  gpushare_xfer_view_unref (view);
+}
+
+/* lock held, flushing: the waits of view's reads end until the flush
+ * does */
+static void
+cancel_view (GpuShareClient * self, GpuShareXferView * view)
+{
+  if (!self->cancelled)
+    self->cancelled = g_ptr_array_new_with_free_func (view_uncancel);
+  gpushare_xfer_view_cancel (view, TRUE);
+  g_ptr_array_add (self->cancelled, gpushare_xfer_view_ref (view));
 }
 
 static Mapping *
@@ -854,7 +875,7 @@ map_slots (GpuShareClient * self, const GpuShareSlots * s, gint * fds)
     m->device_size = view->slot_size - m->device_offset;
   m->session = session;
   if (self->flushing)
-    gpushare_xfer_view_cancel (view, TRUE);
+    cancel_view (self, view);
   if (self->mapping) {
     Mapping *old = self->mapping;
 
@@ -1773,6 +1794,7 @@ gpushare_client_free (GpuShareClient * self)
   g_free (self->pending_meta);
   g_free (self->producer_name);
   g_queue_clear_full (&self->events, g_free);
+  g_clear_pointer (&self->cancelled, g_ptr_array_unref);
   g_mutex_clear (&self->lock);
   g_cond_clear (&self->cond);
   g_free (self);
@@ -2364,13 +2386,21 @@ gpushare_client_set_fd_memory (GpuShareClient * self, gboolean fd_memory)
 void
 gpushare_client_set_flushing (GpuShareClient * self, gboolean flushing)
 {
+  GPtrArray *ended = NULL;
+
   g_mutex_lock (&self->lock);
   self->flushing = flushing;
-  /* a read that waits for the producer's signal of its frame returns */
-  if (self->mapping)
-    gpushare_xfer_view_cancel (self->mapping->view, flushing);
+  /* a read that waits for the producer's signal of its frame returns
+   * (one of a ring replaced before the flush ends its wait in time) */
+  if (flushing && self->mapping)
+    cancel_view (self, self->mapping->view);
+  if (!flushing)
+    ended = g_steal_pointer (&self->cancelled);
   wake (self);
   g_mutex_unlock (&self->lock);
+  /* without the lock: the last reference to a view unmaps it */
+  if (ended)
+    g_ptr_array_unref (ended);
 }
 
 gboolean

@@ -2103,6 +2103,7 @@ housekeeping (gpointer user_data)
    * judged without the lock; the consumers found late, and their frames */
   GpuShareXferRing *gpu_rings[GPUSHARE_MEM_N_TYPES] = { NULL, };
   guint64 overdue = 0, overdue_seq[MAX_CLIENTS] = { 0, };
+  guint done_ms;
 
   gpushare_test_slow ("sink", "housekeeping");
   /* after the hook: a thread held up finds its deadlines past */
@@ -2151,7 +2152,7 @@ housekeeping (gpointer user_data)
         (gint64) lease_ms * 1000, held_seq, held_us);
   }
   freed = take_freed_rings (self);
-  for (i = 0; lease_ms && i < GPUSHARE_MEM_N_TYPES; i++)
+  for (i = 0; i < GPUSHARE_MEM_N_TYPES; i++)
     if (self->rings[i])
       gpu_rings[i] = gpushare_xfer_ring_ref (self->rings[i]);
   g_mutex_unlock (&self->lock);
@@ -2161,12 +2162,16 @@ housekeeping (gpointer user_data)
   /* a consumer that releases its frames but whose GPU never signals done
    * (its own work on the frame never ends, or it means harm) would hold
    * the ring's stream, and upstream's ordered after it, for ever: past
-   * lease-timeout it goes, its semaphore words forced */
+   * lease-timeout, and GPUSHARE_SERVER_DONE_TIMEOUT_MS at most (well within
+   * the other consumers' own wait for a frame), it goes, its semaphore
+   * words forced */
+  done_ms = lease_ms ? MIN (lease_ms, GPUSHARE_SERVER_DONE_TIMEOUT_MS) :
+      GPUSHARE_SERVER_DONE_TIMEOUT_MS;
   for (i = 0; i < GPUSHARE_MEM_N_TYPES; i++) {
     if (!gpu_rings[i])
       continue;
     overdue |= gpushare_xfer_ring_overdue (gpu_rings[i], now,
-        (gint64) lease_ms * 1000, overdue_seq);
+        (gint64) done_ms * 1000, overdue_seq);
     gpushare_xfer_ring_unref (gpu_rings[i]);
   }
   for (i = 0; i < MAX_CLIENTS && overdue; i++) {
@@ -2182,8 +2187,9 @@ housekeeping (gpointer user_data)
       continue;
     text = g_strdup_printf ("done signal overdue: the GPU work of this "
         "consumer on frame %" G_GUINT64_FORMAT " did not signal that it was "
-        "done within lease-timeout (%u ms) while the producer waited to "
-        "write its slot again", overdue_seq[i], lease_ms);
+        "done within %u ms (lease-timeout, %u ms at most) while the producer "
+        "waited to write its slot again", overdue_seq[i], done_ms,
+        GPUSHARE_SERVER_DONE_TIMEOUT_MS);
     GST_WARNING_OBJECT (self->log_object, "client %u (pid %d): %s", c->id,
         (gint) c->pid, text);
     gpushare_conn_send_error (c->conn, GPUSHARE_ERR_TIMEOUT, text);

@@ -53,6 +53,11 @@ G_BEGIN_DECLS
  * IPC) kept for consumers' processes that may still have them open; past
  * this, no new ring of that kind is made */
 #define GPUSHARE_SERVER_MAX_RETIRED 4
+/* the longest the ring's device work waits on a consumer's done signal of
+ * a frame it released before that consumer is dropped ("done signal
+ * overdue"; lease-timeout when shorter): well within a consumer's own
+ * 10 s wait for a frame, which the stall holds up too */
+#define GPUSHARE_SERVER_DONE_TIMEOUT_MS 5000
 /* processes of one uid that hung up without a word and live on, each
  * still holding the ring of a retired kind (the producer keeps a pidfd
  * of each, to free the ring once they exit), at most: a further process
