@@ -7,7 +7,8 @@
 #  - a producer that announces its frames and never signals them ready
 #    (sink:ready): each consumer that waits on the device fails within its
 #    wait for a frame (10 s), saying so, and exits, in a copy and in a read
-#    in place; before, it waited for ever;
+#    in place; before, it waited for ever; one that is set to NULL while it
+#    waits stops at once;
 #  - a consumer that releases its frames and never signals them done
 #    (src:done), beside one that does: the producer drops the first past
 #    lease-timeout (2 s here), saying why, and the second gets every frame
@@ -50,6 +51,34 @@ never_ready() {
   rm -f "$dir"/*.log
 }
 
+# a consumer stopped while it waits for a frame never signalled: its
+# application gives up after 2 s without a frame and sets it to NULL,
+# which ends the wait at once (the src's unlock), long before its 10 s
+never_ready_stopped() {
+  local rc t0 s
+  local sock="$dir/$RANDOM.sock"
+  GPUSHARE_TEST_FAIL_AT=sink:ready "$peer" producer --socket "$sock" \
+    --frames 100000 --live --source videotestsrc --width 640 --height 360 \
+    --timeout 30000 --out "$dir/p.log" &
+  local ppid=$!
+  # connected first, so that the 2 s are the frame's
+  sleep 1
+  t0=$(date +%s%N)
+  timeout 60 "$peer" consumer --socket "$sock" --timeout 2000 \
+    --transport cuda --sync semaphore --out "$dir/c.log"
+  rc=$?
+  s=$((($(date +%s%N) - t0) / 1000000))
+  if [ $rc -ne 124 ] && [ $s -lt 8000 ] && ! grep -q '^recv ' "$dir/c.log" \
+      && ! grep -q 'did not come within' "$dir/c.log"; then
+    pass "a consumer stopped while it waits for a frame never signalled: it stopped after ${s} ms (2 s without a frame, then 2 s for its bus, then NULL)"
+  else
+    fail "a consumer stopped while it waits for a frame never signalled: exit $rc after ${s} ms; $(grep -m1 '^error' "$dir/c.log" | cut -c1-300)"
+  fi
+  kill $ppid 2>/dev/null
+  wait $ppid 2>/dev/null
+  rm -f "$dir"/*.log
+}
+
 # never_done DESC PRODUCER_ARGS...
 never_done() {
   local desc=$1 rc_a rc_b rc_p sent recv
@@ -82,6 +111,7 @@ never_done() {
 never_ready "a producer that never signals ready, copy into system memory"
 never_ready "a producer that never signals ready, read in place (CUDA memory out)" \
   --gpu-output
+never_ready_stopped
 never_done "a consumer that never signals done, CUDA memory upstream" --gpu-input
 never_done "a consumer that never signals done, system memory upstream"
 finish
