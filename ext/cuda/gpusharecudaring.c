@@ -635,6 +635,24 @@ failed:
   return NULL;
 }
 
+/* lets the stream finish what it has, for at most timeout_us: a wait on a
+ * consumer that will never signal is what would keep it longer.  FALSE
+ * where work is still queued; a context that cannot be made current any
+ * more runs no work of its stream either: nothing is left to wait for */
+static gboolean
+drain (GpuShareCudaRing * ring, gint64 timeout_us)
+{
+  gint64 deadline = g_get_monotonic_time () + timeout_us;
+  gboolean drained;
+
+  if (!ring->stream || !push (ring->ctx, NULL))
+    return TRUE;
+  drained = poll_done (NULL, ring->stream, deadline, NULL) !=
+      CUDA_ERROR_NOT_READY;
+  gpushare_cuda_pop ();
+  return drained;
+}
+
 /* how long the removal of a consumer waits for the ring's stream to pass
  * its waits on that consumer's words, forced */
 #define CLEAR_DRAIN_US (2 * G_USEC_PER_SEC)
@@ -643,24 +661,16 @@ static void
 consumer_clear (GpuShareCudaRing * ring, Consumer * c)
 {
   GError *error = NULL;
-  gboolean drained = TRUE;
 
   if (c->sem) {
     /* release our stream if it waits on this consumer's done words, then
-     * let that wait finish before the memory goes */
+     * let that wait finish before the memory goes; never for ever: the
+     * stream may wait on another consumer's signal first */
     if (!gpushare_cuda_sem_force (c->sem, &error)) {
       GST_WARNING ("could not release the semaphores: %s", error->message);
       g_clear_error (&error);
     }
-    /* a context that cannot be made current any more runs no work of its
-     * stream either: nothing is left to wait for then.  Never for ever:
-     * the stream may wait on another consumer's signal first */
-    if (ring->stream && push (ring->ctx, NULL)) {
-      drained = poll_done (NULL, ring->stream, g_get_monotonic_time () +
-          CLEAR_DRAIN_US, NULL) != CUDA_ERROR_NOT_READY;
-      gpushare_cuda_pop ();
-    }
-    if (drained) {
+    if (drain (ring, CLEAR_DRAIN_US)) {
       gpushare_cuda_sem_free (c->sem);
       /* after the drain: no write to it is queued now */
       gpushare_cuda_words_free (c->words);
@@ -676,19 +686,6 @@ consumer_clear (GpuShareCudaRing * ring, Consumer * c)
   memset (c, 0, sizeof (*c));
 }
 
-/* lets the stream finish what it has, for at most timeout_ms: a wait on a
- * consumer that will never signal is what would keep it longer */
-static void
-drain (GpuShareCudaRing * ring, gint timeout_ms)
-{
-  gint64 deadline = g_get_monotonic_time () + timeout_ms * 1000;
-
-  if (!ring->stream || !push (ring->ctx, NULL))
-    return;
-  poll_done (NULL, ring->stream, deadline, NULL);
-  gpushare_cuda_pop ();
-}
-
 /* how long a ring that is freed waits for its stream at most, once its
  * consumers' words are forced */
 #define RING_DRAIN_US (2 * G_USEC_PER_SEC)
@@ -696,21 +693,20 @@ drain (GpuShareCudaRing * ring, gint timeout_ms)
 void
 gpushare_cuda_ring_free (GpuShareCudaRing * ring)
 {
-  gboolean drained = TRUE;
+  gboolean drained;
   guint i;
 
   if (!ring)
     return;
   /* frames already published complete before any word is forced, so a
    * consumer still reading this ring never sees a half-written frame */
-  drain (ring, 1000);
+  drain (ring, G_USEC_PER_SEC);
   for (i = 0; i < MAX_HOLDERS; i++)
     if (ring->consumers[i].present)
       consumer_clear (ring, &ring->consumers[i]);
+  /* never for ever: an event consumer's done event may never complete */
+  drained = drain (ring, RING_DRAIN_US);
   if (ring->stream && push (ring->ctx, NULL)) {
-    /* never for ever: an event consumer's done event may never complete */
-    drained = poll_done (NULL, ring->stream, g_get_monotonic_time () +
-        RING_DRAIN_US, NULL) != CUDA_ERROR_NOT_READY;
     /* with work still queued, the driver lets the stream go once done */
     gpushare_cuda ()->cuStreamDestroy (ring->stream);
     if (drained) {

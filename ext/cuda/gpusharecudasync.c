@@ -428,15 +428,29 @@ gpushare_cuda_sem_wait (CUstream stream, CUdeviceptr word, guint64 value,
           word, value, CU_STREAM_WAIT_VALUE_GEQ), "cuStreamWaitValue64", error);
 }
 
+/* context pushed: polls stream until it is idle or deadline passes;
+ * CUDA_ERROR_NOT_READY for the latter */
+static CUresult
+poll_stream (CUstream stream, gint64 deadline)
+{
+  gulong pause_us = 10;
+  CUresult r;
+
+  while ((r = gpushare_cuda ()->cuStreamQuery (stream)) ==
+      CUDA_ERROR_NOT_READY && g_get_monotonic_time () < deadline) {
+    g_usleep (pause_us);
+    pause_us = MIN (pause_us * 2, 1000);
+  }
+  return r;
+}
+
 gboolean
 gpushare_cuda_sem_force_timeout (GpuShareCudaSem * sem, guint timeout_ms,
     GError ** error)
 {
   GpuShareCudaApi *cu;
   CUstream stream = NULL;
-  CUresult res = CUDA_SUCCESS;
-  gint64 deadline;
-  gulong pause_us = 10;
+  CUresult res;
   gboolean ok = TRUE;
   guint i;
 
@@ -464,22 +478,17 @@ gpushare_cuda_sem_force_timeout (GpuShareCudaSem * sem, guint timeout_ms,
 
   /* wait for our own stream only, by polling: never cuStreamSynchronize on
    * something that might not come back, never cuCtxSynchronize */
-  deadline = g_get_monotonic_time () + (gint64) timeout_ms *1000;
-  while (ok) {
-    res = cu->cuStreamQuery (stream);
+  if (ok) {
+    res = poll_stream (stream, g_get_monotonic_time () +
+        (gint64) timeout_ms * 1000);
     if (res != CUDA_ERROR_NOT_READY) {
       ok = gpushare_cuda_check (res, "cuStreamQuery", error);
-      break;
-    }
-    if (g_get_monotonic_time () >= deadline) {
+    } else {
       g_set_error (error, GPUSHARE_CUDA_ERROR, GPUSHARE_CUDA_ERROR_CALL,
           "forcing the semaphore words did not complete within %u ms",
           timeout_ms);
       ok = FALSE;
-      break;
     }
-    g_usleep (pause_us);
-    pause_us = MIN (pause_us * 2, 1000);
   }
   /* with work still pending, the driver releases the stream once it is
    * done */
@@ -499,22 +508,6 @@ gpushare_cuda_sem_force (GpuShareCudaSem * sem, GError ** error)
 {
   return gpushare_cuda_sem_force_timeout (sem,
       GPUSHARE_CUDA_SEM_FORCE_TIMEOUT_MS, error);
-}
-
-/* context pushed: polls stream until it is idle or deadline passes;
- * CUDA_ERROR_NOT_READY for the latter */
-static CUresult
-poll_stream (CUstream stream, gint64 deadline)
-{
-  gulong pause_us = 10;
-  CUresult r;
-
-  while ((r = gpushare_cuda ()->cuStreamQuery (stream)) ==
-      CUDA_ERROR_NOT_READY && g_get_monotonic_time () < deadline) {
-    g_usleep (pause_us);
-    pause_us = MIN (pause_us * 2, 1000);
-  }
-  return r;
 }
 
 gboolean

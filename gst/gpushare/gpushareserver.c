@@ -2084,6 +2084,28 @@ deadline_extended (GpuShareServer * self, Client * c, gint64 now)
   return TRUE;
 }
 
+/* lock not held: the consumer at index i, if it is still there, told
+ * ERROR TIMEOUT with text (freed) and dropped as lease, detail the
+ * removal's */
+static void
+drop_for_lease (GpuShareServer * self, guint i, gchar * text,
+    const gchar * detail)
+{
+  Client *c;
+
+  g_mutex_lock (&self->lock);
+  c = self->clients[i];
+  g_mutex_unlock (&self->lock);
+  if (c) {
+    GST_WARNING_OBJECT (self->log_object, "client %u (pid %d): %s", c->id,
+        (gint) c->pid, text);
+    gpushare_conn_send_error (c->conn, GPUSHARE_ERR_TIMEOUT, text);
+    gpushare_conn_flush (c->conn, REFUSAL_FLUSH_MS);
+    drop_client (self, c, GPUSHARE_REMOVE_LEASE, detail);
+  }
+  g_free (text);
+}
+
 static gboolean
 housekeeping (gpointer user_data)
 {
@@ -2174,57 +2196,27 @@ housekeeping (gpointer user_data)
         (gint64) done_ms * 1000, overdue_seq);
     gpushare_xfer_ring_unref (gpu_rings[i]);
   }
-  for (i = 0; i < MAX_CLIENTS && overdue; i++) {
-    gchar *text;
-    Client *c;
-
-    if (!(overdue & (G_GUINT64_CONSTANT (1) << i)))
-      continue;
-    g_mutex_lock (&self->lock);
-    c = self->clients[i];
-    g_mutex_unlock (&self->lock);
-    if (!c)
-      continue;
-    text = g_strdup_printf ("done signal overdue: the GPU work of this "
-        "consumer on frame %" G_GUINT64_FORMAT " did not signal that it was "
-        "done within %u ms (lease-timeout, %u ms at most) while the producer "
-        "waited to write its slot again", overdue_seq[i], done_ms,
-        GPUSHARE_SERVER_DONE_TIMEOUT_MS);
-    GST_WARNING_OBJECT (self->log_object, "client %u (pid %d): %s", c->id,
-        (gint) c->pid, text);
-    gpushare_conn_send_error (c->conn, GPUSHARE_ERR_TIMEOUT, text);
-    g_free (text);
-    gpushare_conn_flush (c->conn, REFUSAL_FLUSH_MS);
-    drop_client (self, c, GPUSHARE_REMOVE_LEASE, "done signal overdue");
-  }
-  for (i = 0; i < MAX_CLIENTS && expired; i++) {
-    gchar *text;
-    Client *c;
-
-    if (!(expired & (G_GUINT64_CONSTANT (1) << i)))
-      continue;
-    g_mutex_lock (&self->lock);
-    c = self->clients[i];
-    g_mutex_unlock (&self->lock);
-    if (!c)
-      continue;
-    /* in words the consumer's user can act on: its pipeline stopped
-     * taking buffers, or keeps them (a gpusharesrc copies the frames past
-     * its max-in-place, so a sink or queue that only batches does not
-     * hold the producer up) */
-    text = g_strdup_printf ("slot lease expired: frame %" G_GUINT64_FORMAT
-        " was held for %" G_GINT64_FORMAT " ms while the producer waited %"
-        G_GINT64_FORMAT " ms for a free slot (lease-timeout %u ms); usually "
-        "the pipeline downstream of gpusharesrc stopped taking buffers "
-        "(paused, blocked) or keeps them", held_seq[i], held_us[i] / 1000,
-        waited_us / 1000, lease_ms);
-    GST_WARNING_OBJECT (self->log_object, "client %u (pid %d): %s", c->id,
-        (gint) c->pid, text);
-    gpushare_conn_send_error (c->conn, GPUSHARE_ERR_TIMEOUT, text);
-    g_free (text);
-    gpushare_conn_flush (c->conn, REFUSAL_FLUSH_MS);
-    drop_client (self, c, GPUSHARE_REMOVE_LEASE, "slot lease expired");
-  }
+  for (i = 0; i < MAX_CLIENTS && overdue; i++)
+    if (overdue & (G_GUINT64_CONSTANT (1) << i))
+      drop_for_lease (self, i, g_strdup_printf ("done signal overdue: the "
+              "GPU work of this consumer on frame %" G_GUINT64_FORMAT " did "
+              "not signal that it was done within %u ms (lease-timeout, %u "
+              "ms at most) while the producer waited to write its slot "
+              "again", overdue_seq[i], done_ms,
+              GPUSHARE_SERVER_DONE_TIMEOUT_MS), "done signal overdue");
+  /* in words the consumer's user can act on: its pipeline stopped taking
+   * buffers, or keeps them (a gpusharesrc copies the frames past its
+   * max-in-place, so a sink or queue that only batches does not hold the
+   * producer up) */
+  for (i = 0; i < MAX_CLIENTS && expired; i++)
+    if (expired & (G_GUINT64_CONSTANT (1) << i))
+      drop_for_lease (self, i, g_strdup_printf ("slot lease expired: frame %"
+              G_GUINT64_FORMAT " was held for %" G_GINT64_FORMAT " ms while "
+              "the producer waited %" G_GINT64_FORMAT " ms for a free slot "
+              "(lease-timeout %u ms); usually the pipeline downstream of "
+              "gpusharesrc stopped taking buffers (paused, blocked) or keeps "
+              "them", held_seq[i], held_us[i] / 1000, waited_us / 1000,
+              lease_ms), "slot lease expired");
   for (i = 0; i < n; i++) {
     GST_WARNING_OBJECT (self->log_object, "client %u (pid %d): handshake "
         "timed out in state %s", late[i]->id, (gint) late[i]->pid,
