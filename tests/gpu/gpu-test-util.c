@@ -761,6 +761,22 @@ gpu_test_drain_consumer_bus (GstBus * bus, guint * vmm, gchar ** other,
 }
 
 void
+gpu_test_ring_free (GpuShareCudaRing * ring, GpuShareCudaView ** views,
+    guint n_views, guint n_consumers)
+{
+  guint i;
+
+  for (i = 0; i < n_views; i++)
+    if (views[i])
+      gpushare_cuda_view_free (views[i]);
+  if (!ring)
+    return;
+  for (i = 0; i < n_consumers; i++)
+    gpushare_cuda_ring_remove_consumer (ring, i);
+  gpushare_cuda_ring_free (ring);
+}
+
+void
 gpu_test_planes (GpuSharePlanes * p, const GstVideoInfo * info,
     CUdeviceptr base)
 {

@@ -40,6 +40,11 @@ typedef enum
 gint gpu_test_probe_in_child (GpuTestNeeds needs);
 
 /* the planes of a frame of info in device memory at base */
+/* the views that are not NULL freed, then consumers 0 .. n_consumers - 1
+ * of ring removed and the ring freed (ring may be NULL) */
+void gpu_test_ring_free (GpuShareCudaRing * ring, GpuShareCudaView ** views,
+    guint n_views, guint n_consumers);
+
 void gpu_test_planes (GpuSharePlanes * p, const GstVideoInfo * info,
     CUdeviceptr base);
 

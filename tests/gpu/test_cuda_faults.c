@@ -94,14 +94,7 @@ cycle (CUdeviceptr src_buf, CUdeviceptr dst_buf, GError ** error)
         error);
   ok = ok && gpushare_cuda_ring_begin (ring, 0, error);
 
-  for (i = 0; i < 2; i++)
-    if (view[i])
-      gpushare_cuda_view_free (view[i]);
-  if (ring) {
-    for (i = 0; i < 3; i++)
-      gpushare_cuda_ring_remove_consumer (ring, i);
-    gpushare_cuda_ring_free (ring);
-  }
+  gpu_test_ring_free (ring, view, 2, 3);
   if (!ok)
     return FALSE;
 

@@ -159,11 +159,7 @@ run (GError ** error)
 
   ok = ok && gpushare_cuda_check (cu->cuCtxSynchronize (),
       "cuCtxSynchronize", error);
-  if (ring) {
-    gpushare_cuda_ring_remove_consumer (ring, 0);
-    gpushare_cuda_ring_remove_consumer (ring, 1);
-    gpushare_cuda_ring_free (ring);
-  }
+  gpu_test_ring_free (ring, NULL, 0, 2);
   if (upstream)
     cu->cuStreamDestroy (upstream);
   if (src_buf)

@@ -220,14 +220,7 @@ run_done_overdue (CUdeviceptr src_buf, GError ** error)
   check (r == CUDA_SUCCESS, "upstream's stream goes on once it is named");
 
 done:
-  for (i = 0; i < 2; i++)
-    if (view[i])
-      gpushare_cuda_view_free (view[i]);
-  if (ring) {
-    for (i = 0; i < 2; i++)
-      gpushare_cuda_ring_remove_consumer (ring, i);
-    gpushare_cuda_ring_free (ring);
-  }
+  gpu_test_ring_free (ring, view, 2, 2);
   if (upstream)
     gpushare_cuda ()->cuStreamDestroy (upstream);
   if (dst_buf)
@@ -340,14 +333,7 @@ run (GError ** error)
   ok = ok && run_done_overdue (src_buf, error);
 
 done:
-  for (i = 0; i < 3; i++)
-    if (view[i])
-      gpushare_cuda_view_free (view[i]);
-  if (ring) {
-    for (i = 0; i < 3; i++)
-      gpushare_cuda_ring_remove_consumer (ring, i);
-    gpushare_cuda_ring_free (ring);
-  }
+  gpu_test_ring_free (ring, view, 3, 3);
   /* the context is whole after all of it */
   ok = ok && gpushare_cuda_check (cu->cuCtxSynchronize (),
       "cuCtxSynchronize", error);
