@@ -98,7 +98,14 @@ typedef struct _Mapping
   gsize device_offset;
   gsize device_size;
   Session *session;
+  /* in its client's live mappings (under live_lock; client NULL once the
+   * client is freed): a flush ends the reads of each */
+  struct _GpuShareClient *client;
+  GList live_link;
 } Mapping;
+
+/* a mapping outlives its client where a buffer does */
+G_LOCK_DEFINE_STATIC (live_lock);
 
 /* reference counted: a buffer of the frame, and the metas' payloads read
  * in place from its slot's side memory, each hold it */
@@ -164,6 +171,9 @@ struct _GpuShareClient
   guint mapped_n_slots;
   guint64 mapped_slot_size;
   Mapping *mapping;             /* the current mapping */
+  /* every mapping of this client still alive, the current one and those
+   * of replaced rings that frames keep (Mapping, under live_lock) */
+  GQueue live;
   /* the views whose waits a flush under way ended (references), let go
    * of when it ends */
   GPtrArray *cancelled;
@@ -298,24 +308,6 @@ frame_new (void)
   return f;
 }
 
-static void
-view_uncancel (gpointer view)
-{
-  gpushare_xfer_view_cancel (view, FALSE);
-  gpushare_xfer_view_unref (view);
-}
-
-/* lock held, flushing: the waits of view's reads end until the flush
- * does */
-static void
-cancel_view (GpuShareClient * self, GpuShareXferView * view)
-{
-  if (!self->cancelled)
-    self->cancelled = g_ptr_array_new_with_free_func (view_uncancel);
-  gpushare_xfer_view_cancel (view, TRUE);
-  g_ptr_array_add (self->cancelled, gpushare_xfer_view_ref (view));
-}
-
 static Mapping *
 mapping_ref (Mapping * m)
 {
@@ -332,6 +324,10 @@ mapping_unref (Mapping * m)
 
   if (!g_atomic_int_dec_and_test (&m->ref_count))
     return;
+  G_LOCK (live_lock);
+  if (m->client)
+    g_queue_unlink (&m->client->live, &m->live_link);
+  G_UNLOCK (live_lock);
   /* unmapping GPU slots is device work too */
   gpushare_conn_busy_begin ();
   gpushare_xfer_view_unref (m->view);
@@ -343,6 +339,42 @@ mapping_unref (Mapping * m)
   g_mutex_unlock (&s->lock);
   session_unref (s);
   g_free (m);
+}
+
+/* a reference to m, unless its last one is being let go (under
+ * live_lock, where the client's list has it until then) */
+static gboolean
+mapping_try_ref (Mapping * m)
+{
+  gint n;
+
+  do {
+    n = g_atomic_int_get (&m->ref_count);
+    if (n == 0)
+      return FALSE;
+  } while (!g_atomic_int_compare_and_exchange (&m->ref_count, n, n + 1));
+  return TRUE;
+}
+
+static void
+mapping_uncancel (gpointer data)
+{
+  Mapping *m = data;
+
+  gpushare_xfer_view_cancel (m->view, FALSE);
+  mapping_unref (m);
+}
+
+/* lock held, flushing, m a reference of ours: the waits of the reads of
+ * m's ring end until the flush does.  The mapping, not only its view, is
+ * kept until then: the producer hears UNMAPPED only once the ring is */
+static void
+cancel_mapping (GpuShareClient * self, Mapping * m)
+{
+  if (!self->cancelled)
+    self->cancelled = g_ptr_array_new_with_free_func (mapping_uncancel);
+  gpushare_xfer_view_cancel (m->view, TRUE);
+  g_ptr_array_add (self->cancelled, m);
 }
 
 /* bytes of a slot's region of m's side memory; 0: none (or no m) */
@@ -874,8 +906,13 @@ map_slots (GpuShareClient * self, const GpuShareSlots * s, gint * fds)
       && view->slot_size > m->device_offset)
     m->device_size = view->slot_size - m->device_offset;
   m->session = session;
+  m->client = self;
+  m->live_link.data = m;
+  G_LOCK (live_lock);
+  g_queue_push_tail_link (&self->live, &m->live_link);
+  G_UNLOCK (live_lock);
   if (self->flushing)
-    cancel_view (self, view);
+    cancel_mapping (self, mapping_ref (m));
   if (self->mapping) {
     Mapping *old = self->mapping;
 
@@ -1776,6 +1813,7 @@ gpushare_client_new (const GpuShareClientConfig * config,
   g_mutex_init (&self->lock);
   g_cond_init (&self->cond);
   g_queue_init (&self->items);
+  g_queue_init (&self->live);
   g_queue_init (&self->events);
   return self;
 }
@@ -1795,6 +1833,11 @@ gpushare_client_free (GpuShareClient * self)
   g_free (self->producer_name);
   g_queue_clear_full (&self->events, g_free);
   g_clear_pointer (&self->cancelled, g_ptr_array_unref);
+  /* the mappings that buffers keep go on without us */
+  G_LOCK (live_lock);
+  while (self->live.head)
+    ((Mapping *) g_queue_pop_head_link (&self->live)->data)->client = NULL;
+  G_UNLOCK (live_lock);
   g_mutex_clear (&self->lock);
   g_cond_clear (&self->cond);
   g_free (self);
@@ -2387,13 +2430,19 @@ void
 gpushare_client_set_flushing (GpuShareClient * self, gboolean flushing)
 {
   GPtrArray *ended = NULL;
+  GList *l;
 
   g_mutex_lock (&self->lock);
   self->flushing = flushing;
-  /* a read that waits for the producer's signal of its frame returns
-   * (one of a ring replaced before the flush ends its wait in time) */
-  if (flushing && self->mapping)
-    cancel_view (self, self->mapping->view);
+  /* a read that waits for the producer's signal of its frame returns,
+   * also one of a ring replaced since it began */
+  if (flushing) {
+    G_LOCK (live_lock);
+    for (l = self->live.head; l; l = l->next)
+      if (mapping_try_ref (l->data))
+        cancel_mapping (self, l->data);
+    G_UNLOCK (live_lock);
+  }
   if (!flushing)
     ended = g_steal_pointer (&self->cancelled);
   wake (self);

@@ -915,10 +915,13 @@ make_buffer (GstGpuShareSrc * self, GpuShareClientFrame * frame)
     buf = gst_buffer_new_allocate (NULL, self->layout.frame_size, NULL);
     if (!gpushare_xfer_view_read (view, f->slot, f->sequence, vi, vi, buf,
             FALSE, &error)) {
-      /* never the bytes of a buffer nobody wrote, as a frame */
-      GST_ELEMENT_ERROR (self, STREAM, FAILED, ("A frame could not be read"),
-          ("frame %" G_GUINT64_FORMAT ": %s", f->sequence, error ?
-              error->message : "unknown error"));
+      /* never the bytes of a buffer nobody wrote, as a frame; a flush
+       * that ended the read's wait for its frame is no error (the caller
+       * sees the client flushing) */
+      if (!gpushare_client_flushing (self->client))
+        GST_ELEMENT_ERROR (self, STREAM, FAILED, ("A frame could not be read"),
+            ("frame %" G_GUINT64_FORMAT ": %s", f->sequence, error ?
+                error->message : "unknown error"));
       g_clear_error (&error);
       gst_buffer_unref (buf);
       gpushare_client_frame_release (frame);
@@ -1459,7 +1462,8 @@ gst_gpu_share_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
     if (gpushare_client_frame_view (frame)->data[f.slot]) {
       *outbuf = make_buffer (self, frame);
       if (!*outbuf)
-        ret = GST_FLOW_ERROR;
+        ret = gpushare_client_flushing (self->client) ? GST_FLOW_FLUSHING :
+            GST_FLOW_ERROR;
     } else {
       ret = make_gpu_buffer (self, frame, outbuf);
     }

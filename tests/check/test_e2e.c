@@ -725,6 +725,56 @@ GST_START_TEST (test_second_transfer)
 
 GST_END_TEST;
 
+/* A read that waits for its producer's signal, of a ring the producer
+ * replaced while it waited (a caps change), ends when the consumer stops:
+ * a flush ends the waits of every ring the consumer still has mapped, not
+ * only the newest's.  The test transfer's reads wait until cancelled or
+ * for 30 s (GPUSHARE_TEST_HOST_STALL); the consumer gives up after 2 s
+ * without a frame, waits 2 s for its bus, then goes to NULL */
+GST_START_TEST (test_stop_ends_read_of_replaced_ring)
+{
+  E2e *t;
+  Child *c, *p;
+  GstStructure *s;
+  gint64 start, ms;
+
+  if (g_getenv ("GPUSHARE_E2E_CONSUMER_ARGS")
+      && *g_getenv ("GPUSHARE_E2E_CONSUMER_ARGS"))
+    return;
+  t = e2e_new ();
+  p = spawn (t, "producer", "producer", "--frames", "30", "--width", "320",
+      "--height", "240", "--caps-change-at", "2", "--width2", "640",
+      "--height2", "360", "--wait", "--timeout", "20000", NULL);
+  g_setenv ("GPUSHARE_TEST_HOST_STALL", "1", TRUE);
+  start = g_get_monotonic_time ();
+  c = spawn (t, "consumer", "consumer", "--timeout", "2000", "--transport",
+      "host-test", "--set", "io-mode=copy", NULL);
+  g_unsetenv ("GPUSHARE_TEST_HOST_STALL");
+  fail_unless (wait_exit (c, STEP_TIMEOUT_MS),
+      "the consumer did not stop within %d s of its start", STEP_TIMEOUT_MS
+      / 1000);
+  ms = (g_get_monotonic_time () - start) / 1000;
+  /* the producer waits for its next consumer (wait-for-connection) */
+  g_subprocess_force_exit (p->proc);
+  e2e_finish (t, RUN_TIMEOUT_MS);
+
+  fail_unless (line_with (p, "caps frames=2 ") != NULL,
+      "the producer did not change its caps");
+  /* 2 s without a frame, 2 s for its bus, then its stop */
+  fail_unless (ms < 10000, "the consumer took %" G_GINT64_FORMAT " ms to stop",
+      ms);
+  fail_if (line_with (c, "recv ") != NULL, "a frame came through the stall");
+  s = child_stats (c, "stats ");
+  fail_unless (stats_u64 (s, "epoch") >= 2, "the ring was not replaced while "
+      "the read waited: epoch %" G_GUINT64_FORMAT, stats_u64 (s, "epoch"));
+  fail_unless_equals_string (gst_structure_get_string (s, "memory-type"),
+      "host-test");
+  gst_structure_free (s);
+  e2e_free (t);
+}
+
+GST_END_TEST;
+
 /* lossless: a slow consumer slows the producer down, nobody loses a frame */
 GST_START_TEST (test_lossless_slow_consumer)
 {
@@ -1373,6 +1423,7 @@ gpushare_e2e_suite (void)
   tcase_add_test (tc, test_lossless_caps_change_slow_remap);
   tcase_add_test (tc, test_three_consumers);
   tcase_add_test (tc, test_second_transfer);
+  tcase_add_test (tc, test_stop_ends_read_of_replaced_ring);
   tcase_add_test (tc, test_lossless_slow_consumer);
   tcase_add_test (tc, test_leaky_slow_consumer);
   tcase_add_test (tc, test_consumer_killed);

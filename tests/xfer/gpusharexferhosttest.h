@@ -6,7 +6,9 @@
  * its own ("host-test").  It is what docs/design.md's "Adding a transport"
  * asks of a new transport, and nothing more, so that test_e2e's
  * test_second_transfer shows the cores and the elements carry a transfer
- * they were never told about.
+ * they were never told about.  Its reads can also be made to wait as a
+ * GPU read waits for a producer's signal (GPUSHARE_TEST_HOST_STALL), so
+ * that the tests here show what ends such a wait.
  */
 
 #ifndef __GPUSHARE_XFER_HOST_TEST_H__
