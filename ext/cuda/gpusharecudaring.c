@@ -78,16 +78,25 @@ context_clear (gint device, gboolean owned)
  * times longer than the work it waited for. */
 #define SPIN_US 200
 
+/* How long a consumer's wait on its view's stream spins before it
+ * sleeps: for the frame's ready signal, then for its own copy of the
+ * frame, which shares the GPU's time slices with the producer's work and
+ * takes about a millisecond at 4K at full speed.  Sleeps of doubling
+ * length after SPIN_US overshot that by up to a third, and a paced copy
+ * by 20 us; cuStreamSynchronize (), which these waits replace, spun all
+ * along, so this costs no more CPU than it did. */
+#define VIEW_SPIN_US 5000
+
 /* Polls an event (stream NULL) or a stream until it is no longer busy or
- * the deadline passes: spins for SPIN_US, then sleeps, doubling up to
+ * the deadline passes: spins for spin_us, then sleeps, doubling up to
  * 1 ms.  The context is current.  Never cuEventSynchronize () or
  * cuStreamSynchronize (): a consumer that never signals done would hold
  * the caller for ever, beyond any flush or state change. */
 static CUresult
 poll_done_or_cancel (CUevent event, CUstream stream, gint64 deadline,
-    const gint * cancel, gint64 * spun_us)
+    gint64 spin_us, const gint * cancel, gint64 * spun_us)
 {
-  gint64 start = g_get_monotonic_time (), spin_until = start + SPIN_US;
+  gint64 start = g_get_monotonic_time (), spin_until = start + spin_us;
   gint64 now = start;
   gulong sleep_us = 20;
   CUresult r;
@@ -113,7 +122,7 @@ poll_done_or_cancel (CUevent event, CUstream stream, gint64 deadline,
 static CUresult
 poll_done (CUevent event, CUstream stream, gint64 deadline, gint64 * spun_us)
 {
-  return poll_done_or_cancel (event, stream, deadline, NULL, spun_us);
+  return poll_done_or_cancel (event, stream, deadline, SPIN_US, NULL, spun_us);
 }
 
 static gboolean
@@ -1546,7 +1555,7 @@ view_sync (GpuShareCudaView * view, guint slot, gboolean wait, GError ** error)
   CUresult r;
 
   r = poll_done_or_cancel (NULL, view->stream, deadline,
-      wait ? &view->cancelled : NULL, NULL);
+      VIEW_SPIN_US, wait ? &view->cancelled : NULL, NULL);
   if (r != CUDA_ERROR_NOT_READY)
     return gpushare_cuda_check (r, "cuStreamQuery", error);
   if (wait && g_atomic_int_get (&view->cancelled)) {
