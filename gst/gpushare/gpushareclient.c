@@ -2443,8 +2443,17 @@ gpushare_client_set_flushing (GpuShareClient * self, gboolean flushing)
         cancel_mapping (self, l->data);
     G_UNLOCK (live_lock);
   }
-  if (!flushing)
+  if (!flushing && self->cancelled) {
+    guint i;
+
+    /* under the lock, so that a flush that begins now cancels them again
+     * after this, not before */
     ended = g_steal_pointer (&self->cancelled);
+    for (i = 0; i < ended->len; i++)
+      gpushare_xfer_view_cancel (((Mapping *) g_ptr_array_index (ended,
+                  i))->view, FALSE);
+    g_ptr_array_set_free_func (ended, (GDestroyNotify) mapping_unref);
+  }
   wake (self);
   g_mutex_unlock (&self->lock);
   /* without the lock: the last reference to a view unmaps it */

@@ -737,15 +737,17 @@ GST_START_TEST (test_stop_ends_read_of_replaced_ring)
   Child *c, *p;
   GstStructure *s;
   gint64 start, ms;
+  gchar *stalls_log, *stalls = NULL;
 
   if (g_getenv ("GPUSHARE_E2E_CONSUMER_ARGS")
       && *g_getenv ("GPUSHARE_E2E_CONSUMER_ARGS"))
     return;
   t = e2e_new ();
+  stalls_log = g_build_filename (t->dir, "stalls.log", NULL);
   p = spawn (t, "producer", "producer", "--frames", "30", "--width", "320",
       "--height", "240", "--caps-change-at", "2", "--width2", "640",
       "--height2", "360", "--wait", "--timeout", "20000", NULL);
-  g_setenv ("GPUSHARE_TEST_HOST_STALL", "1", TRUE);
+  g_setenv ("GPUSHARE_TEST_HOST_STALL", stalls_log, TRUE);
   start = g_get_monotonic_time ();
   c = spawn (t, "consumer", "consumer", "--timeout", "2000", "--transport",
       "host-test", "--set", "io-mode=copy", NULL);
@@ -754,6 +756,12 @@ GST_START_TEST (test_stop_ends_read_of_replaced_ring)
       "the consumer did not stop within %d s of its start", STEP_TIMEOUT_MS
       / 1000);
   ms = (g_get_monotonic_time () - start) / 1000;
+  /* the read that waited was of the first ring, not of the second */
+  g_file_get_contents (stalls_log, &stalls, NULL, NULL);
+  fail_unless (stalls && g_str_has_prefix (stalls, "stall epoch=1 "),
+      "the first read that waited: %s", stalls ? stalls : "none");
+  g_free (stalls);
+  g_free (stalls_log);
   /* the producer waits for its next consumer (wait-for-connection) */
   g_subprocess_force_exit (p->proc);
   e2e_finish (t, RUN_TIMEOUT_MS);
@@ -764,6 +772,11 @@ GST_START_TEST (test_stop_ends_read_of_replaced_ring)
   fail_unless (ms < 10000, "the consumer took %" G_GINT64_FORMAT " ms to stop",
       ms);
   fail_if (line_with (c, "recv ") != NULL, "a frame came through the stall");
+  /* the read the stop ended is no error */
+  fail_if (line_with (c, "error domain=") != NULL, "%s",
+      line_with (c, "error domain="));
+  fail_if (line_with (c, "stop-error ") != NULL, "%s",
+      line_with (c, "stop-error "));
   s = child_stats (c, "stats ");
   fail_unless (stats_u64 (s, "epoch") >= 2, "the ring was not replaced while "
       "the read waited: epoch %" G_GUINT64_FORMAT, stats_u64 (s, "epoch"));

@@ -420,6 +420,22 @@ feed_appsrc (gpointer data)
   return NULL;
 }
 
+/* an error posted while the consumer stops, which the bus, flushing by
+ * then, would drop: a line each */
+static GstBusSyncReply
+stop_error (GstBus * bus, GstMessage * msg, gpointer data)
+{
+  if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR) {
+    GError *err = NULL;
+
+    gst_message_parse_error (msg, &err, NULL);
+    fprintf (out, "stop-error domain=%s code=%d message=%s\n",
+        g_quark_to_string (err->domain), err->code, err->message);
+    g_error_free (err);
+  }
+  return GST_BUS_PASS;
+}
+
 static gboolean
 bus_done (GstElement * pipeline, const gchar * role, gint timeout_ms, gint * rc)
 {
@@ -708,6 +724,12 @@ run_consumer (void)
       g_free (str);
       gst_structure_free (stats);
     }
+  }
+  {
+    GstBus *bus = gst_element_get_bus (pipeline);
+
+    gst_bus_set_sync_handler (bus, stop_error, NULL, NULL);
+    gst_object_unref (bus);
   }
   gst_element_set_state (pipeline, GST_STATE_NULL);
   gst_object_unref (src);

@@ -6,6 +6,8 @@
 
 #include "gpusharexferhosttest.h"
 
+#include <stdio.h>
+
 /* its rings retired as legacy CUDA IPC's are where the process that loads
  * the plugin has GPUSHARE_TEST_HOST_RETIRE set (when it registers); it is
  * withheld as GPU memory is from the consumers a producer does not trust
@@ -23,12 +25,14 @@ static const GpuShareMemPolicy host_test_policy = {
 };
 
 /* Where the process that loads the plugin has GPUSHARE_TEST_HOST_STALL
- * set, every read out of a slot (io-mode=copy) waits, as a read of a GPU
- * frame whose producer never signals it does, until its view is
- * cancelled (then it fails) or for STALL_LIMIT_S (then it reads). */
+ * set (to a file's path), every read out of a slot (io-mode=copy) waits,
+ * as a read of a GPU frame whose producer never signals it does, until
+ * its view is cancelled (then it fails) or for STALL_LIMIT_S (then it
+ * reads).  Each such wait appends "stall epoch=E slot=S" to that file
+ * as it begins. */
 #define STALL_LIMIT_S 30
 
-static gboolean stall;
+static const gchar *stall;
 static GMutex stall_lock;
 static GCond stall_cond;
 static GHashTable *stall_cancelled;     /* GpuShareXferView, under stall_lock */
@@ -41,7 +45,13 @@ host_test_read (GpuShareXferView * view, guint slot, guint64 sequence,
   if (stall) {
     gint64 end = g_get_monotonic_time () + STALL_LIMIT_S * G_TIME_SPAN_SECOND;
     gboolean cancelled;
+    FILE *f = fopen (stall, "a");
 
+    if (f) {
+      fprintf (f, "stall epoch=%" G_GUINT64_FORMAT " slot=%u\n", view->epoch,
+          slot);
+      fclose (f);
+    }
     g_mutex_lock (&stall_lock);
     while (!(cancelled = g_hash_table_contains (stall_cancelled, view))
         && g_cond_wait_until (&stall_cond, &stall_lock, end));
@@ -91,8 +101,8 @@ gpushare_host_test_xfer_register (void)
   if (g_getenv ("GPUSHARE_TEST_HOST_WRITABLE"))
     host_test_kinds[0].flags |= GPUSHARE_KIND_WRITABLE;
   host_test_consumer = gpushare_xfer_system_consumer;
-  if (g_getenv ("GPUSHARE_TEST_HOST_STALL")) {
-    stall = TRUE;
+  stall = g_getenv ("GPUSHARE_TEST_HOST_STALL");
+  if (stall) {
     stall_cancelled = g_hash_table_new (NULL, NULL);
     host_test_consumer.read = host_test_read;
     host_test_consumer.cancel = host_test_cancel;
