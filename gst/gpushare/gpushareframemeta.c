@@ -434,6 +434,115 @@ out:
     gst_buffer_unref (mask);
   return ok;
 }
+
+/* the bytes a tensor's dims and data type make (4-bit types rounded up
+ * to a byte): all of its data where a dim is 0 (dynamic, which GStreamer
+ * does not check); 0 when they overflow, or for a type GStreamer has not */
+static guint64
+tensor_bytes (const GstTensor * t)
+{
+  guint64 elems = 1, bits;
+  gsize d;
+
+  for (d = 0; d < t->num_dims; d++) {
+    if (t->dims[d] == 0)
+      return tensor_bits (t->data_type) ? gst_buffer_get_size (t->data) : 0;
+    if (!g_uint64_checked_mul (&elems, elems, t->dims[d]))
+      return 0;
+  }
+  if (tensor_bits (t->data_type) == 0
+      || !g_uint64_checked_mul (&bits, elems, tensor_bits (t->data_type)))
+    return 0;
+  return bits / 8 + (bits % 8 != 0);
+}
+
+/* one tensor: its fields and its data (as many bytes as its dims and type
+ * make: an allocator may have padded its memory), inline or in the side
+ * memory, or, in GPU memory, in the room of the GPU slots past the frame;
+ * FALSE when it cannot be written, with what of it was written left for
+ * the caller to take back */
+static gboolean
+put_tensor (Writer * w, const GstTensor * t)
+{
+  guint64 bytes = t ? tensor_bytes (t) : 0;
+  GstMapInfo map;
+  guint8 *dest;
+  gsize d;
+
+  if (!t || !t->data || t->num_dims == 0
+      || t->num_dims > GPUSHARE_META_MAX_TENSOR_DIMS || bytes == 0
+      || bytes > G_MAXUINT32 || gst_buffer_get_size (t->data) < bytes)
+    return FALSE;
+  put_str (w, g_quark_to_string (t->id));
+  put_u32 (w, t->layout);
+  put_u32 (w, t->data_type);
+  put_u32 (w, t->dims_order);
+  put_u32 (w, t->num_dims);
+  for (d = 0; d < t->num_dims; d++)
+    put_u64 (w, t->dims[d]);
+  /* on the device, or downloaded */
+  if (!host_memory (t->data))
+    return put_device (w, t->data, 0, bytes, bytes, 1);
+  if (!gst_buffer_map (t->data, &map, GST_MAP_READ))
+    return FALSE;
+  /* in the side memory where there is room, else inline */
+  dest = put_side (w, bytes);
+  if (dest)
+    memcpy (dest, map.data, bytes);
+  else
+    put_bytes (w, map.data, bytes);
+  gst_buffer_unmap (t->data, &map);
+  return TRUE;
+}
+
+/* a tensor meta: every tensor (put_tensor ()); all of them or none */
+static gboolean
+write_tensors (Writer * w, GstTensorMeta * tm)
+{
+  gsize i;
+
+  if (tm->num_tensors == 0 || tm->num_tensors > GPUSHARE_META_MAX_TENSORS)
+    return FALSE;
+  begin (w, GPUSHARE_META_TENSORS);
+  put_u32 (w, tm->num_tensors);
+  for (i = 0; i < tm->num_tensors && !w->overflow; i++)
+    if (!put_tensor (w, gst_tensor_meta_get (tm, i)))
+      w->overflow = TRUE;
+  return end (w);
+}
+
+#if GST_CHECK_VERSION(1, 28, 0)
+/* a tensor mtd (1.28): its tensor as a tensor meta's (put_tensor ());
+ * FALSE when it cannot be written, or not in what is left of w (nothing
+ * written then) */
+static gboolean
+write_tensor_mtd (Writer * w, GstAnalyticsMtd * mtd)
+{
+  gsize entry_at = w->m->data_len;
+  gsize side_at = w->side ? w->side->used : 0;
+  gsize device_at = w->side ? w->side->device_used : 0;
+  gboolean overflow = w->overflow, ok;
+  gsize len_at;
+
+  put_str (w, "tensor");
+  len_at = w->m->data_len;
+  put_u32 (w, 0);
+  ok = put_tensor (w, gst_analytics_tensor_mtd_get_tensor (mtd));
+  if (!ok || (w->overflow && !overflow)) {
+    /* not this mtd, the others all the same (a copy queued for it lands
+     * where nobody reads) */
+    w->m->data_len = entry_at;
+    if (w->side) {
+      w->side->used = side_at;
+      w->side->device_used = device_at;
+    }
+    w->overflow = overflow;
+    return FALSE;
+  }
+  patch_u32 (w, len_at, w->m->data_len - len_at - 4);
+  return TRUE;
+}
+#endif
 #endif
 
 /* one mtd's body; FALSE for a type this version does not write */
@@ -491,6 +600,10 @@ write_mtd (Writer * w, GstAnalyticsMtd * mtd, GstAnalyticsMtdType type)
 #if GST_CHECK_VERSION(1, 26, 0)
   } else if (type == gst_analytics_segmentation_mtd_get_mtd_type ()) {
     return write_segmentation (w, mtd);
+#endif
+#if GST_CHECK_VERSION(1, 28, 0)
+  } else if (type == gst_analytics_tensor_mtd_get_mtd_type ()) {
+    return write_tensor_mtd (w, mtd);
 #endif
   } else {
     return FALSE;
@@ -560,84 +673,6 @@ write_analytics (Writer * w, GstAnalyticsRelationMeta * rmeta,
   return end (w);
 }
 
-#if GST_CHECK_VERSION(1, 26, 0)
-
-/* the bytes a tensor's dims and data type make (4-bit types rounded up
- * to a byte): all of its data where a dim is 0 (dynamic, which GStreamer
- * does not check); 0 when they overflow, or for a type GStreamer has not */
-static guint64
-tensor_bytes (const GstTensor * t)
-{
-  guint64 elems = 1, bits;
-  gsize d;
-
-  for (d = 0; d < t->num_dims; d++) {
-    if (t->dims[d] == 0)
-      return tensor_bits (t->data_type) ? gst_buffer_get_size (t->data) : 0;
-    if (!g_uint64_checked_mul (&elems, elems, t->dims[d]))
-      return 0;
-  }
-  if (tensor_bits (t->data_type) == 0
-      || !g_uint64_checked_mul (&bits, elems, tensor_bits (t->data_type)))
-    return 0;
-  return bits / 8 + (bits % 8 != 0);
-}
-
-/* a tensor meta: every tensor's fields and its data (as many bytes as its
- * dims and type make: an allocator may have padded its memory), inline or
- * in the side memory, or, in GPU memory, in the room of the GPU slots
- * past the frame; all of them or none */
-static gboolean
-write_tensors (Writer * w, GstTensorMeta * tm)
-{
-  gsize i, d;
-
-  if (tm->num_tensors == 0 || tm->num_tensors > GPUSHARE_META_MAX_TENSORS)
-    return FALSE;
-  begin (w, GPUSHARE_META_TENSORS);
-  put_u32 (w, tm->num_tensors);
-  for (i = 0; i < tm->num_tensors && !w->overflow; i++) {
-    const GstTensor *t = gst_tensor_meta_get (tm, i);
-    guint64 bytes = t ? tensor_bytes (t) : 0;
-    GstMapInfo map;
-    gboolean device;
-    guint8 *dest;
-
-    if (!t || !t->data || t->num_dims == 0
-        || t->num_dims > GPUSHARE_META_MAX_TENSOR_DIMS || bytes == 0
-        || bytes > G_MAXUINT32 || gst_buffer_get_size (t->data) < bytes) {
-      w->overflow = TRUE;
-      break;
-    }
-    device = !host_memory (t->data);
-    if (!device && !gst_buffer_map (t->data, &map, GST_MAP_READ)) {
-      w->overflow = TRUE;
-      break;
-    }
-    put_str (w, g_quark_to_string (t->id));
-    put_u32 (w, t->layout);
-    put_u32 (w, t->data_type);
-    put_u32 (w, t->dims_order);
-    put_u32 (w, t->num_dims);
-    for (d = 0; d < t->num_dims; d++)
-      put_u64 (w, t->dims[d]);
-    if (device) {
-      /* on the device, or downloaded */
-      if (!put_device (w, t->data, 0, bytes, bytes, 1))
-        w->overflow = TRUE;
-      continue;
-    }
-    /* in the side memory where there is room, else inline */
-    dest = put_side (w, bytes);
-    if (dest)
-      memcpy (dest, map.data, bytes);
-    else
-      put_bytes (w, map.data, bytes);
-    gst_buffer_unmap (t->data, &map);
-  }
-  return end (w);
-}
-#endif
 #endif
 
 static gboolean
@@ -862,6 +897,16 @@ gpushare_frame_meta_has_device_payloads (GstBuffer * buf,
       if (device)
         return TRUE;
     }
+#if GST_CHECK_VERSION(1, 28, 0)
+    state = NULL;
+    while (gst_analytics_relation_meta_iterate (rmeta, &state,
+            gst_analytics_tensor_mtd_get_mtd_type (), &mtd)) {
+      const GstTensor *t = gst_analytics_tensor_mtd_get_tensor (&mtd);
+
+      if (t && t->data && in_memory_of (t->data, is_device))
+        return TRUE;
+    }
+#endif
   }
   for (i = 0; tm && i < tm->num_tensors; i++) {
     const GstTensor *t = gst_tensor_meta_get (tm, i);
@@ -1251,6 +1296,77 @@ label_quark (Labels * l, gint i)
 }
 #endif
 
+/* A tensor's fields as read, every one checked; id to be freed */
+typedef struct
+{
+  gchar *id;
+  guint32 type;
+  guint32 order;
+  guint32 n_dims;
+  guint64 dims[GPUSHARE_META_MAX_TENSOR_DIMS];
+  Payload data;
+} TensorFields;
+
+/* one tensor (a tensor meta's, or a tensor mtd's) read through into *t,
+ * every field checked: a data length that is not what the dims and the
+ * type make is refused */
+static void
+read_tensor (Reader * r, TensorFields * t)
+{
+  guint32 layout;
+  guint64 elems = 1, bytes = 0;
+  gboolean dynamic = FALSE;
+  guint d;
+
+  t->id = get_str (r, "tensor id");
+  layout = get_u32 (r, "tensor layout");
+  t->type = get_u32 (r, "tensor data type");
+  t->order = get_u32 (r, "tensor dims order");
+  t->n_dims = get_u32 (r, "tensor dims count");
+  /* CONTIGUOUS; ROW_MAJOR or COL_MAJOR */
+  if (!r->bad && (layout != 0 || t->order > 1))
+    r->bad = "tensor layout";
+  if (!r->bad && tensor_bits (t->type) == 0)
+    r->bad = "tensor data type";
+  if (!r->bad && (t->n_dims == 0 || t->n_dims > GPUSHARE_META_MAX_TENSOR_DIMS))
+    r->bad = "tensor dims count";
+  for (d = 0; d < t->n_dims && !r->bad; d++) {
+    t->dims[d] = get_u64 (r, "tensor dims");
+    /* 0: a dynamic dim, whose data is as long as it is */
+    dynamic |= t->dims[d] == 0;
+    if (!r->bad && !g_uint64_checked_mul (&elems, elems, t->dims[d]))
+      r->bad = "tensor dims";
+  }
+  /* the bytes the dims and the type make, rounded up (4-bit types) */
+  if (!r->bad && (!g_uint64_checked_mul (&bytes, elems, tensor_bits (t->type))
+          || (bytes = bytes / 8 + (bytes % 8 != 0)) > G_MAXUINT32))
+    r->bad = "tensor dims";
+  get_payload (r, &t->data, "tensor data");
+  if (!r->bad && (dynamic ? t->data.len == 0 : t->data.len != bytes))
+    r->bad = "tensor data";
+}
+
+#if HAVE_GST_ANALYTICS && GST_CHECK_VERSION(1, 26, 0)
+/* the tensor t read from r, its data read in place or copied (NULL: a
+ * label the process would not make a quark of, or data that cannot be
+ * read here) */
+static GstTensor *
+make_tensor (const Reader * r, const TensorFields * t)
+{
+  GQuark q = peer_quark (t->id);
+  GstBuffer *data = q ? payload_buffer (r, &t->data, GST_VIDEO_FORMAT_UNKNOWN,
+      t->data.len, 1) : NULL;
+  gsize dims[GPUSHARE_META_MAX_TENSOR_DIMS];
+  guint d;
+
+  if (!data)
+    return NULL;
+  for (d = 0; d < t->n_dims; d++)
+    dims[d] = t->dims[d];
+  return gst_tensor_new_simple (q, t->type, data, t->order, t->n_dims, dims);
+}
+#endif
+
 /* One analytics entry read through, every field checked; with rmeta (a
  * GstAnalyticsRelationMeta), its mtds and relations added there as they
  * are read.  An mtd of a type this version does not know, or whose label
@@ -1423,6 +1539,31 @@ read_analytics (Reader * r, gpointer rmeta, guint * n_left_out)
       (void) mw;
       (void) mh;
 #endif
+    } else if (g_str_equal (type, "tensor")) {
+      TensorFields t;
+
+      read_tensor (&b, &t);
+#if HAVE_GST_ANALYTICS && GST_CHECK_VERSION(1, 28, 0)
+      if (!b.bad && rmeta) {
+        GstTensor *made = make_tensor (&b, &t);
+        GstAnalyticsTensorMtd mtd;
+
+        /* the mtd's own tensor takes the fields and the data */
+        added = made && gst_analytics_relation_meta_add_tensor_mtd (rmeta,
+            made->num_dims, &mtd);
+        if (added) {
+          GstTensor *to = gst_analytics_tensor_mtd_get_tensor (&mtd);
+
+          memcpy (to, made, sizeof (GstTensor) + made->num_dims *
+              sizeof (made->dims[0]));
+          made->data = NULL;
+          new_id[i] = mtd.id;
+        }
+        if (made)
+          gst_tensor_free (made);
+      }
+#endif
+      g_free (t.id);
     }
     /* a newer producer may add fields at the end of a body: not read */
     if (b.bad)
@@ -1456,8 +1597,7 @@ read_analytics (Reader * r, gpointer rmeta, guint * n_left_out)
   }
 }
 
-/* One tensors entry read through, every field checked (a data length that
- * is not what the dims and the type make is refused); with tm (a
+/* One tensors entry read through, every field checked; with tm (a
  * GstTensorMeta), its tensors set there.  FALSE when the meta is left
  * out (a label the process would not make a quark of). */
 static gboolean
@@ -1471,55 +1611,20 @@ read_tensors (Reader * r, gpointer tm)
   if (!r->bad && (n == 0 || n > GPUSHARE_META_MAX_TENSORS))
     r->bad = "tensor count";
   for (i = 0; i < n && !r->bad; i++) {
-    gchar *id = get_str (r, "tensor id");
-    guint32 layout = get_u32 (r, "tensor layout");
-    guint32 type = get_u32 (r, "tensor data type");
-    guint32 order = get_u32 (r, "tensor dims order");
-    guint32 nd = get_u32 (r, "tensor dims count");
-    guint64 dims[GPUSHARE_META_MAX_TENSOR_DIMS], elems = 1, bytes = 0;
-    gboolean dynamic = FALSE;
-    Payload pl;
-    guint d;
+    TensorFields t;
 
-    /* CONTIGUOUS; ROW_MAJOR or COL_MAJOR */
-    if (!r->bad && (layout != 0 || order > 1))
-      r->bad = "tensor layout";
-    if (!r->bad && tensor_bits (type) == 0)
-      r->bad = "tensor data type";
-    if (!r->bad && (nd == 0 || nd > GPUSHARE_META_MAX_TENSOR_DIMS))
-      r->bad = "tensor dims count";
-    for (d = 0; d < nd && !r->bad; d++) {
-      dims[d] = get_u64 (r, "tensor dims");
-      /* 0: a dynamic dim, whose data is as long as it is */
-      dynamic |= dims[d] == 0;
-      if (!r->bad && !g_uint64_checked_mul (&elems, elems, dims[d]))
-        r->bad = "tensor dims";
-    }
-    /* the bytes the dims and the type make, rounded up (4-bit types) */
-    if (!r->bad && (!g_uint64_checked_mul (&bytes, elems, tensor_bits (type))
-            || (bytes = bytes / 8 + (bytes % 8 != 0)) > G_MAXUINT32))
-      r->bad = "tensor dims";
-    get_payload (r, &pl, "tensor data");
-    if (!r->bad && (dynamic ? pl.len == 0 : pl.len != bytes))
-      r->bad = "tensor data";
+    read_tensor (r, &t);
 #if HAVE_GST_ANALYTICS && GST_CHECK_VERSION(1, 26, 0)
     if (!r->bad && tm && ok) {
-      GQuark q = peer_quark (id);
-      gsize sdims[GPUSHARE_META_MAX_TENSOR_DIMS];
-      GstBuffer *data = q ? payload_buffer (r, &pl, GST_VIDEO_FORMAT_UNKNOWN,
-          pl.len, 1) : NULL;
-
-      for (d = 0; d < nd; d++)
-        sdims[d] = dims[d];
       /* one that cannot be read here: the meta is left out */
-      ok = data != NULL;
-      if (ok)
-        tensors[k++] = gst_tensor_new_simple (q, type, data, order, nd, sdims);
+      tensors[k] = make_tensor (r, &t);
+      ok = tensors[k] != NULL;
+      k += ok;
     }
 #else
     (void) tensors;
 #endif
-    g_free (id);
+    g_free (t.id);
   }
 #if HAVE_GST_ANALYTICS && GST_CHECK_VERSION(1, 26, 0)
   if (tm && !r->bad && ok && k == n) {

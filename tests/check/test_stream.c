@@ -1107,7 +1107,8 @@ GST_END_TEST;
 #if HAVE_GST_ANALYTICS
 /* 2c. Inference results: GstAnalyticsRelationMeta, every mtd type gpushare
  * carries and the relations between them, equal by GStreamer's accessors
- * on the consumer's side, a segmentation mtd (1.26) with its mask */
+ * on the consumer's side, a segmentation mtd (1.26) with its mask, a
+ * tensor mtd (1.28) */
 
 #define ANALYTICS_FRAMES META_FRAMES
 #define ANALYTICS_DETECTIONS 12
@@ -1181,13 +1182,29 @@ buffer_with_analytics (guint i)
             GST_ANALYTICS_REL_TYPE_RELATE_TO, seg.id, 0));
   }
 #endif
+#if GST_CHECK_VERSION(1, 28, 0)
+  {
+    /* a tensor mtd (1.28): the first detection's embedding, FLOAT32 1x4 */
+    GstAnalyticsTensorMtd emb;
+    gsize dims[2] = { 1, 4 };
+    gfloat v[4] = { (gfloat) i, i + 0.5f, -1.0f, 0.25f };
+
+    fail_unless (gst_analytics_relation_meta_add_tensor_mtd_simple (rmeta,
+            g_quark_from_string ("embedding"), GST_TENSOR_DATA_TYPE_FLOAT32,
+            gst_buffer_new_memdup (v, sizeof (v)),
+            GST_TENSOR_DIM_ORDER_ROW_MAJOR, 2, dims, &emb));
+    fail_unless (gst_analytics_relation_meta_set_relation (rmeta,
+            GST_ANALYTICS_REL_TYPE_RELATE_TO, emb.id, 0));
+  }
+#endif
   return buf;
 }
 
 GST_START_TEST (test_analytics_travel)
 {
-  /* 12 detections: od, cls and trk each, 3 relations each; the
-   * segmentation mtd of each frame (1.26) is left out, counted */
+  /* 12 detections: od, cls and trk each, 3 relations each; a
+   * segmentation mtd with its mask (1.26) and a tensor mtd (1.28), each
+   * related to the first detection */
   gboolean lane;
 
   /* beside the frame in the lane, and as a META to a consumer without */
@@ -1576,6 +1593,30 @@ put_seg (GByteArray * b, guint32 n_regions, guint32 format, guint32 width,
   g_byte_array_unref (body);
 }
 
+/* a tensor's fields (a tensor meta's, or a tensor mtd's body): id "t",
+ * contiguous, type, order, nd dims of dim each (at most 9 written), its
+ * data inline, len bytes (at most 64 of them written, zeros) */
+static void
+put_tensor_fields (GByteArray * b, guint32 type, guint32 order, guint32 nd,
+    guint64 dim, guint32 len)
+{
+  guint8 zero[64] = { 0, };
+  guint d;
+
+  put_entry_str (b, "t");
+  put_u32_le (b, 0);
+  put_u32_le (b, type);
+  put_u32_le (b, order);
+  put_u32_le (b, nd);
+  for (d = 0; d < nd && d < 9; d++) {
+    guint64 v = GUINT64_TO_LE (dim);
+
+    g_byte_array_append (b, (const guint8 *) &v, 8);
+  }
+  put_u32_le (b, len);
+  g_byte_array_append (b, zero, MIN (len, sizeof (zero)));
+}
+
 /* a frame's metas of one entry of kind: whether the consumer's check
  * takes them */
 static gboolean
@@ -1935,28 +1976,28 @@ GST_START_TEST (test_hostile_analytics)
     guint i, d;
 
     for (i = 0; i < G_N_ELEMENTS (bad); i++) {
+      GByteArray *t = g_byte_array_new ();
       gchar *why = NULL;
-      guint8 zero[64] = { 0, };
 
+      put_tensor_fields (t, bad[i].type, bad[i].order, bad[i].nd, bad[i].dim,
+          bad[i].len);
       m->n_entries = m->data_len = 0;
       put_u32_le (b, 1);
-      put_entry_str (b, "t");
-      put_u32_le (b, 0);
-      put_u32_le (b, bad[i].type);
-      put_u32_le (b, bad[i].order);
-      put_u32_le (b, bad[i].nd);
-      for (d = 0; d < bad[i].nd && d < 9; d++) {
-        guint64 v = GUINT64_TO_LE (bad[i].dim);
-
-        g_byte_array_append (b, (const guint8 *) &v, 8);
-      }
-      put_u32_le (b, bad[i].len);
-      g_byte_array_append (b, zero, MIN (bad[i].len, sizeof (zero)));
+      g_byte_array_append (b, t->data, t->len);
       add_entry (m, GPUSHARE_META_TENSORS, b);
       fail_if (gpushare_frame_meta_check (m, &why), "tensor case %u taken", i);
       fail_unless (why && strstr (why, bad[i].field), "tensor case %u: '%s'",
           i, why);
       g_free (why);
+      /* the same as a tensor mtd (1.28) of an analytics entry, which every
+       * consumer checks, whatever GStreamer it has */
+      put_u32_le (b, 1);
+      put_entry_str (b, "tensor");
+      put_u32_le (b, t->len);
+      g_byte_array_append (b, t->data, t->len);
+      put_u32_le (b, 0);
+      assert_refused (b, bad[i].field);
+      g_byte_array_unref (t);
     }
     m->n_entries = m->data_len = 0;
     put_u32_le (b, GPUSHARE_META_MAX_TENSORS + 1);
@@ -2017,6 +2058,88 @@ GST_START_TEST (test_hostile_analytics)
         (gst_analytics_od_mtd_get_obj_type (&od)), "person");
     fail_unless_equals_int (gst_analytics_relation_meta_get_relation (rmeta,
             0, 1), GST_ANALYTICS_REL_TYPE_RELATE_TO);
+    gst_buffer_unref (buf);
+    g_free (m);
+  }
+  {
+    /* a tensor mtd (FLOAT32 2x2, 16 bytes) between two detections, related
+     * to both: added with its relations from GStreamer 1.28 on; before,
+     * left out with them and counted, the detections kept */
+    GpuShareFrameMetas *m = gpushare_frame_metas_new (GPUSHARE_MAX_META_LEN);
+    GstBuffer *buf = gst_buffer_new ();
+    GByteArray *t = g_byte_array_new ();
+    static const gfloat v[4] = { 1.0f, -2.5f, 0.125f, 3.0f };
+    GstAnalyticsRelationMeta *rmeta;
+    guint dropped = 0;
+    guint d;
+
+    put_entry_str (t, "embedding");
+    put_u32_le (t, 0);
+    /* FLOAT32 */
+    put_u32_le (t, 11);
+    put_u32_le (t, 0);
+    put_u32_le (t, 2);
+    for (d = 0; d < 2; d++) {
+      guint64 dim = GUINT64_TO_LE (2);
+
+      g_byte_array_append (t, (const guint8 *) &dim, 8);
+    }
+    put_u32_le (t, sizeof (v));
+    g_byte_array_append (t, (const guint8 *) v, sizeof (v));
+    put_u32_le (b, 3);
+    put_od (b, "car", 0.5f);
+    put_entry_str (b, "tensor");
+    put_u32_le (b, t->len);
+    g_byte_array_append (b, t->data, t->len);
+    put_od (b, "person", 0.25f);
+    /* the tensor RELATE_TO each detection, the first CONTAIN the second */
+    put_u32_le (b, 3);
+    put_u32_le (b, 1);
+    put_u32_le (b, 0);
+    put_u32_le (b, 8);
+    put_u32_le (b, 1);
+    put_u32_le (b, 2);
+    put_u32_le (b, 8);
+    put_u32_le (b, 0);
+    put_u32_le (b, 2);
+    put_u32_le (b, 4);
+    add_entry (m, GPUSHARE_META_ANALYTICS, b);
+    fail_unless (gpushare_frame_meta_check (m, NULL));
+    fail_unless_equals_int (gpushare_frame_meta_apply (m, buf, &dropped), 1);
+    rmeta = gst_buffer_get_analytics_relation_meta (buf);
+    fail_unless (rmeta != NULL);
+#if GST_CHECK_VERSION(1, 28, 0)
+    {
+      GstAnalyticsTensorMtd emb;
+      const GstTensor *tensor;
+      GstMapInfo map;
+
+      fail_unless_equals_int (dropped, 0);
+      fail_unless_equals_int (gst_analytics_relation_get_length (rmeta), 3);
+      fail_unless (gst_analytics_relation_meta_get_tensor_mtd (rmeta, 1, &emb));
+      tensor = gst_analytics_tensor_mtd_get_tensor (&emb);
+      fail_unless_equals_string (g_quark_to_string (tensor->id), "embedding");
+      fail_unless_equals_int (tensor->data_type, GST_TENSOR_DATA_TYPE_FLOAT32);
+      fail_unless_equals_int (tensor->num_dims, 2);
+      fail_unless (tensor->dims[0] == 2 && tensor->dims[1] == 2);
+      fail_unless (gst_buffer_map (tensor->data, &map, GST_MAP_READ));
+      fail_unless_equals_int (map.size, sizeof (v));
+      fail_unless (memcmp (map.data, v, sizeof (v)) == 0);
+      gst_buffer_unmap (tensor->data, &map);
+      fail_unless_equals_int (gst_analytics_relation_meta_get_relation (rmeta,
+              1, 0), GST_ANALYTICS_REL_TYPE_RELATE_TO);
+      fail_unless_equals_int (gst_analytics_relation_meta_get_relation (rmeta,
+              1, 2), GST_ANALYTICS_REL_TYPE_RELATE_TO);
+      fail_unless_equals_int (gst_analytics_relation_meta_get_relation (rmeta,
+              0, 2), GST_ANALYTICS_REL_TYPE_CONTAIN);
+    }
+#else
+    fail_unless_equals_int (dropped, 1);
+    fail_unless_equals_int (gst_analytics_relation_get_length (rmeta), 2);
+    fail_unless_equals_int (gst_analytics_relation_meta_get_relation (rmeta,
+            0, 1), GST_ANALYTICS_REL_TYPE_CONTAIN);
+#endif
+    g_byte_array_unref (t);
     gst_buffer_unref (buf);
     g_free (m);
   }

@@ -25,34 +25,42 @@ memory_kind (GstBuffer * buf)
       "gst.cuda.memory") ? "cuda" : "system";
 }
 
+#if GST_CHECK_VERSION(1, 26, 0)
+/* a tensor, as the rest of a line: its id, type, order, dims and data */
+static void
+describe_tensor (GString * s, const GstTensor * t)
+{
+  GstMapInfo map;
+  gsize d;
+
+  g_string_append_printf (s, "tensor %s type %d order %d dims",
+      g_quark_to_string (t->id), t->data_type, t->dims_order);
+  for (d = 0; d < t->num_dims; d++)
+    g_string_append_printf (s, " %" G_GSIZE_FORMAT, t->dims[d]);
+  if (t->data && gst_buffer_map (t->data, &map, GST_MAP_READ)) {
+    gchar *sum = g_compute_checksum_for_data (G_CHECKSUM_SHA1, map.data,
+        map.size);
+
+    g_string_append_printf (s, " %" G_GSIZE_FORMAT " bytes %s\n", map.size,
+        sum);
+    g_free (sum);
+    gst_buffer_unmap (t->data, &map);
+  } else {
+    g_string_append (s, " no data\n");
+  }
+}
+#endif
+
 /* tensor meta of buf, as lines ("" without one) */
 static void
 describe_tensors (GString * s, GstBuffer * buf)
 {
 #if GST_CHECK_VERSION(1, 26, 0)
   GstTensorMeta *tm = gst_buffer_get_tensor_meta (buf);
-  gsize i, d;
+  gsize i;
 
-  for (i = 0; tm && i < tm->num_tensors; i++) {
-    const GstTensor *t = gst_tensor_meta_get (tm, i);
-    GstMapInfo map;
-
-    g_string_append_printf (s, "tensor %s type %d order %d dims",
-        g_quark_to_string (t->id), t->data_type, t->dims_order);
-    for (d = 0; d < t->num_dims; d++)
-      g_string_append_printf (s, " %" G_GSIZE_FORMAT, t->dims[d]);
-    if (t->data && gst_buffer_map (t->data, &map, GST_MAP_READ)) {
-      gchar *sum = g_compute_checksum_for_data (G_CHECKSUM_SHA1, map.data,
-          map.size);
-
-      g_string_append_printf (s, " %" G_GSIZE_FORMAT " bytes %s\n", map.size,
-          sum);
-      g_free (sum);
-      gst_buffer_unmap (t->data, &map);
-    } else {
-      g_string_append (s, " no data\n");
-    }
-  }
+  for (i = 0; tm && i < tm->num_tensors; i++)
+    describe_tensor (s, gst_tensor_meta_get (tm, i));
 #endif
 }
 
@@ -238,6 +246,11 @@ gpushare_test_analytics_describe (GstBuffer * buf)
       if (mask)
         gst_buffer_unref (mask);
 #endif
+#if GST_CHECK_VERSION(1, 28, 0)
+    } else if (type == gst_analytics_tensor_mtd_get_mtd_type ()) {
+      g_string_append_printf (s, "%" G_GSIZE_FORMAT " ", i);
+      describe_tensor (s, gst_analytics_tensor_mtd_get_tensor (&m));
+#endif
     } else {
       n = i;
       break;
@@ -419,6 +432,27 @@ gpushare_test_analytics_track (GstBuffer * buf)
       gst_analytics_tracking_mtd_set_lost (&trk);
     gst_analytics_relation_meta_set_relation (rmeta,
         GST_ANALYTICS_REL_TYPE_RELATE_TO, trk.id, od.id);
+#if GST_CHECK_VERSION(1, 28, 0)
+    {
+      /* and its appearance, a re-identification embedding (FLOAT32 1 x 8,
+       * from 1.28 a tensor mtd), related to the track */
+      GstAnalyticsTensorMtd emb;
+      gsize dims[2] = { 1, 8 };
+      gfloat v[8];
+      guint k;
+
+      for (k = 0; k < 8; k++)
+        v[k] = (gfloat) (i * 8 + k) / 64.0f + (GST_BUFFER_PTS_IS_VALID (buf) ?
+            (gfloat) (GST_BUFFER_PTS (buf) % 1000) : 0.0f);
+      if (gst_analytics_relation_meta_add_tensor_mtd_simple (rmeta,
+              g_quark_from_static_string ("reid-embedding"),
+              GST_TENSOR_DATA_TYPE_FLOAT32,
+              gst_buffer_new_memdup (v, sizeof (v)),
+              GST_TENSOR_DIM_ORDER_ROW_MAJOR, 2, dims, &emb))
+        gst_analytics_relation_meta_set_relation (rmeta,
+            GST_ANALYTICS_REL_TYPE_RELATE_TO, emb.id, trk.id);
+    }
+#endif
   }
 }
 #endif

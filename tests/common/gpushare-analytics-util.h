@@ -16,8 +16,8 @@ G_BEGIN_DECLS
 
 /* buf's tensors (1.26), then the mtds of its analytics meta in id order
  * and every relation between them, as lines of text ("" without them);
- * mtds of other types than object detection, classification, tracking
- * and segmentation end the list (they do not travel) */
+ * mtds of other types than object detection, classification, tracking,
+ * segmentation and (1.28) tensor end the list (they do not travel) */
 gchar *gpushare_test_analytics_describe (GstBuffer * buf);
 
 /* a mask's format, size and pixels row by row (its video meta's), as a
@@ -29,7 +29,8 @@ gchar *gpushare_test_mask_digest (GstBuffer * mask);
 void gpushare_test_analytics_detect (GstBuffer * buf, guint frame, guint n);
 
 /* a tracker: a track for each detection of buf's analytics meta, related
- * to it; buf must be writable */
+ * to it, and (1.28) the track's re-identification embedding, a tensor mtd
+ * related to the track; buf must be writable */
 void gpushare_test_analytics_track (GstBuffer * buf);
 
 /* a segmentation mtd with a width x height GRAY8 mask (rows padded to 64

@@ -991,7 +991,7 @@ write_analytics_entry (GpuShareMeta * m)
   guint64 v;
   gsize entry = meta_entry_begin (m, GPUSHARE_META_ANALYTICS), at;
 
-  meta_u32 (m, 4);
+  meta_u32 (m, 5);
   at = meta_mtd (m, "object-detection");
   meta_str (m, "car");
   meta_u32 (m, 10);
@@ -1031,11 +1031,30 @@ write_analytics_entry (GpuShareMeta * m)
   meta_u32 (m, 8);
   meta_put (m, "\1\1\2\2\1\2\2\1", 8);
   meta_mtd_end (m, at);
+  /* a tensor (1.28): "embedding", float32 (11) 1x2, row major, inline */
+  at = meta_mtd (m, "tensor");
+  meta_str (m, "embedding");
+  meta_u32 (m, 0);
+  meta_u32 (m, 11);
+  meta_u32 (m, 0);
   meta_u32 (m, 2);
+  for (v = 1; v <= 2; v++) {
+    guint64 le = GUINT64_TO_LE (v);
+
+    meta_put (m, &le, 8);
+  }
+  meta_u32 (m, 8);
+  meta_f32 (m, 0.5f);
+  meta_f32 (m, -0.25f);
+  meta_mtd_end (m, at);
+  meta_u32 (m, 3);
   meta_u32 (m, 0);
   meta_u32 (m, 1);
   meta_u32 (m, 4);
   meta_u32 (m, 2);
+  meta_u32 (m, 0);
+  meta_u32 (m, 8);
+  meta_u32 (m, 4);
   meta_u32 (m, 0);
   meta_u32 (m, 8);
   meta_entry_end (m, entry);
