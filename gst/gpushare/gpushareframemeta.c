@@ -1357,13 +1357,18 @@ make_tensor (const Reader * r, const TensorFields * t)
   GstBuffer *data = q ? payload_buffer (r, &t->data, GST_VIDEO_FORMAT_UNKNOWN,
       t->data.len, 1) : NULL;
   gsize dims[GPUSHARE_META_MAX_TENSOR_DIMS];
+  GstTensor *tensor;
   guint d;
 
   if (!data)
     return NULL;
   for (d = 0; d < t->n_dims; d++)
     dims[d] = t->dims[d];
-  return gst_tensor_new_simple (q, t->type, data, t->order, t->n_dims, dims);
+  tensor = gst_tensor_new_simple (q, t->type, data, t->order, t->n_dims, dims);
+  /* one GStreamer refuses does not take the data */
+  if (!tensor)
+    gst_buffer_unref (data);
+  return tensor;
 }
 #endif
 
