@@ -1593,17 +1593,17 @@ put_seg (GByteArray * b, guint32 n_regions, guint32 format, guint32 width,
   g_byte_array_unref (body);
 }
 
-/* a tensor's fields (a tensor meta's, or a tensor mtd's body): id "t",
+/* a tensor's fields (a tensor meta's, or a tensor mtd's body): id,
  * contiguous, type, order, nd dims of dim each (at most 9 written), its
- * data inline, len bytes (at most 64 of them written, zeros) */
+ * data inline: len bytes said, data's written (NULL: at most 64 zeros) */
 static void
-put_tensor_fields (GByteArray * b, guint32 type, guint32 order, guint32 nd,
-    guint64 dim, guint32 len)
+put_tensor_fields (GByteArray * b, const gchar * id, guint32 type,
+    guint32 order, guint32 nd, guint64 dim, const guint8 * data, guint32 len)
 {
   guint8 zero[64] = { 0, };
   guint d;
 
-  put_entry_str (b, "t");
+  put_entry_str (b, id);
   put_u32_le (b, 0);
   put_u32_le (b, type);
   put_u32_le (b, order);
@@ -1614,7 +1614,10 @@ put_tensor_fields (GByteArray * b, guint32 type, guint32 order, guint32 nd,
     g_byte_array_append (b, (const guint8 *) &v, 8);
   }
   put_u32_le (b, len);
-  g_byte_array_append (b, zero, MIN (len, sizeof (zero)));
+  if (data)
+    g_byte_array_append (b, data, len);
+  else
+    g_byte_array_append (b, zero, MIN (len, sizeof (zero)));
 }
 
 /* a frame's metas of one entry of kind: whether the consumer's check
@@ -1973,14 +1976,14 @@ GST_START_TEST (test_hostile_analytics)
       {6, 0, 9, 1, 1, "tensor dims count"},
       {6, 0, 0, 1, 0, "tensor dims count"},
     };
-    guint i, d;
+    guint i;
 
     for (i = 0; i < G_N_ELEMENTS (bad); i++) {
       GByteArray *t = g_byte_array_new ();
       gchar *why = NULL;
 
-      put_tensor_fields (t, bad[i].type, bad[i].order, bad[i].nd, bad[i].dim,
-          bad[i].len);
+      put_tensor_fields (t, "t", bad[i].type, bad[i].order, bad[i].nd,
+          bad[i].dim, NULL, bad[i].len);
       m->n_entries = m->data_len = 0;
       put_u32_le (b, 1);
       g_byte_array_append (b, t->data, t->len);
@@ -2006,18 +2009,7 @@ GST_START_TEST (test_hostile_analytics)
     /* and a sound one: int4 3x3 in 5 bytes */
     m->n_entries = m->data_len = 0;
     put_u32_le (b, 1);
-    put_entry_str (b, "t");
-    put_u32_le (b, 0);
-    put_u32_le (b, 0);
-    put_u32_le (b, 0);
-    put_u32_le (b, 2);
-    for (d = 0; d < 2; d++) {
-      guint64 v = GUINT64_TO_LE (3);
-
-      g_byte_array_append (b, (const guint8 *) &v, 8);
-    }
-    put_u32_le (b, 5);
-    g_byte_array_append (b, (const guint8 *) "\1\2\3\4\5", 5);
+    put_tensor_fields (b, "t", 0, 0, 2, 3, (const guint8 *) "\1\2\3\4\5", 5);
     add_entry (m, GPUSHARE_META_TENSORS, b);
     fail_unless (gpushare_frame_meta_check (m, NULL));
     g_free (m);
@@ -2071,21 +2063,10 @@ GST_START_TEST (test_hostile_analytics)
     static const gfloat v[4] = { 1.0f, -2.5f, 0.125f, 3.0f };
     GstAnalyticsRelationMeta *rmeta;
     guint dropped = 0;
-    guint d;
 
-    put_entry_str (t, "embedding");
-    put_u32_le (t, 0);
-    /* FLOAT32 */
-    put_u32_le (t, 11);
-    put_u32_le (t, 0);
-    put_u32_le (t, 2);
-    for (d = 0; d < 2; d++) {
-      guint64 dim = GUINT64_TO_LE (2);
-
-      g_byte_array_append (t, (const guint8 *) &dim, 8);
-    }
-    put_u32_le (t, sizeof (v));
-    g_byte_array_append (t, (const guint8 *) v, sizeof (v));
+    /* FLOAT32 (11) */
+    put_tensor_fields (t, "embedding", 11, 0, 2, 2, (const guint8 *) v,
+        sizeof (v));
     put_u32_le (b, 3);
     put_od (b, "car", 0.5f);
     put_entry_str (b, "tensor");
