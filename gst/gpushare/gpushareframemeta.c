@@ -261,6 +261,19 @@ put_device (Writer * w, GstBuffer * src, gsize src_offset, gsize src_stride,
 }
 #endif
 
+/* what w has written taken back to data_len, and the side memory and
+ * the GPU slots' room to what they had used (a copy queued for what is
+ * taken back lands where nobody reads) */
+static void
+rewind_to (Writer * w, gsize data_len, gsize side_used, gsize device_used)
+{
+  w->m->data_len = data_len;
+  if (w->side) {
+    w->side->used = side_used;
+    w->side->device_used = device_used;
+  }
+}
+
 static void
 begin (Writer * w, GpuShareMetaKind kind)
 {
@@ -280,12 +293,7 @@ end (Writer * w)
   guint32 len;
 
   if (w->overflow) {
-    w->m->data_len = w->entry;
-    /* a copy queued for it lands where nobody reads */
-    if (w->side) {
-      w->side->used = w->side_entry;
-      w->side->device_used = w->device_entry;
-    }
+    rewind_to (w, w->entry, w->side_entry, w->device_entry);
     w->overflow = FALSE;
     return FALSE;
   }
@@ -529,13 +537,8 @@ write_tensor_mtd (Writer * w, GstAnalyticsMtd * mtd)
   put_u32 (w, 0);
   ok = put_tensor (w, gst_analytics_tensor_mtd_get_tensor (mtd));
   if (!ok || (w->overflow && !overflow)) {
-    /* not this mtd, the others all the same (a copy queued for it lands
-     * where nobody reads) */
-    w->m->data_len = entry_at;
-    if (w->side) {
-      w->side->used = side_at;
-      w->side->device_used = device_at;
-    }
+    /* not this mtd, the others all the same */
+    rewind_to (w, entry_at, side_at, device_at);
     w->overflow = overflow;
     return FALSE;
   }
