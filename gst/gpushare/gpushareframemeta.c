@@ -43,19 +43,58 @@ tensor_bits (guint32 type)
   return type < G_N_ELEMENTS (bits) ? bits[type] : 0;
 }
 
+/* a tensor's elements counted dim by dim into *elems: FALSE when their
+ * product overflows; a dim of 0 (dynamic, as long as the data makes it)
+ * sets *dynamic and counts as 1, so that *elems is the least the data of
+ * a dynamic tensor holds */
+static gboolean
+count_elements (guint64 * elems, guint64 dim, gboolean * dynamic)
+{
+  if (dim == 0) {
+    *dynamic = TRUE;
+    return TRUE;
+  }
+  return g_uint64_checked_mul (elems, *elems, dim);
+}
+
+/* the bytes elems elements of a data type take, 4-bit types rounded up
+ * to a byte; 0 past 32 bits, or for a type GStreamer has not */
+static guint64
+elements_bytes (guint64 elems, guint32 type)
+{
+  guint64 bits;
+
+  if (tensor_bits (type) == 0
+      || !g_uint64_checked_mul (&bits, elems, tensor_bits (type)))
+    return 0;
+  bits = bits / 8 + (bits % 8 != 0);
+  return bits <= G_MAXUINT32 ? bits : 0;
+}
+
 /* ------------------------------------------------------------------------ */
 /* writing */
+
+/* where a Writer is: what rewind_to () takes it back to */
+typedef struct
+{
+  gsize data_len;
+  /* what of the side memory and of the GPU slots' room was used */
+  gsize side_used;
+  gsize device_used;
+  gboolean overflow;
+} Mark;
 
 typedef struct
 {
   GpuShareFrameMetas *m;
-  gsize entry;                  /* where the open entry starts */
+  Mark entry;                   /* where the open entry starts */
+  /* what is being written cannot be: no room for it, or a value the
+   * consumer would refuse (gpushare_frame_meta_check_side ()), which must
+   * never be sent: a META or a lane entry that does not parse ends the
+   * stream there */
   gboolean overflow;
-  /* the frame's side memory, or NULL; and what of it was used when the
-   * open entry started */
+  /* the frame's side memory, or NULL */
   GpuShareMetaSide *side;
-  gsize side_entry;
-  gsize device_entry;
 } Writer;
 
 static void
@@ -91,11 +130,16 @@ put_u64 (Writer * w, guint64 v)
 }
 
 #if HAVE_GST_ANALYTICS
+/* a finite float (a model's NaN is not sent) */
 static void
 put_f32 (Writer * w, gfloat f)
 {
   guint32 v;
 
+  if (!isfinite (f)) {
+    w->overflow = TRUE;
+    return;
+  }
   memcpy (&v, &f, 4);
   put_u32 (w, v);
 }
@@ -124,12 +168,25 @@ put_bytes (Writer * w, gconstpointer data, gsize len)
   put (w, data, len);
 }
 
+/* s holds UTF-8 alone: ASCII looked at here, the rest by GLib */
+static gboolean
+is_utf8 (const gchar * s, gsize len)
+{
+  gsize i;
+
+  for (i = 0; i < len; i++)
+    if ((guchar) s[i] >= 0x80)
+      return g_utf8_validate_len (s + i, len - i, NULL);
+  return TRUE;
+}
+
+/* a string of UTF-8 (a GQuark, a label, may hold any bytes) */
 static void
 put_str (Writer * w, const gchar * s)
 {
   gsize len = s ? strlen (s) : 0;
 
-  if (len > GPUSHARE_META_MAX_STRING) {
+  if (len > GPUSHARE_META_MAX_STRING || (len && !is_utf8 (s, len))) {
     w->overflow = TRUE;
     return;
   }
@@ -261,25 +318,33 @@ put_device (Writer * w, GstBuffer * src, gsize src_offset, gsize src_stride,
 }
 #endif
 
-/* what w has written taken back to data_len, and the side memory and
- * the GPU slots' room to what they had used (a copy queued for what is
- * taken back lands where nobody reads) */
 static void
-rewind_to (Writer * w, gsize data_len, gsize side_used, gsize device_used)
+mark (Writer * w, Mark * at)
 {
-  w->m->data_len = data_len;
+  at->data_len = w->m->data_len;
+  at->side_used = w->side ? w->side->used : 0;
+  at->device_used = w->side ? w->side->device_used : 0;
+  at->overflow = w->overflow;
+}
+
+/* what w has written since at taken back, and the side memory and the
+ * GPU slots' room to what they had used (a copy queued for what is taken
+ * back lands where nobody reads) */
+static void
+rewind_to (Writer * w, const Mark * at)
+{
+  w->m->data_len = at->data_len;
   if (w->side) {
-    w->side->used = side_used;
-    w->side->device_used = device_used;
+    w->side->used = at->side_used;
+    w->side->device_used = at->device_used;
   }
+  w->overflow = at->overflow;
 }
 
 static void
 begin (Writer * w, GpuShareMetaKind kind)
 {
-  w->entry = w->m->data_len;
-  w->side_entry = w->side ? w->side->used : 0;
-  w->device_entry = w->side ? w->side->device_used : 0;
+  mark (w, &w->entry);
   w->overflow = w->m->n_entries >= GPUSHARE_MAX_META_ENTRIES;
   put_u16 (w, kind);
   put_u16 (w, 0);
@@ -293,12 +358,13 @@ end (Writer * w)
   guint32 len;
 
   if (w->overflow) {
-    rewind_to (w, w->entry, w->side_entry, w->device_entry);
+    rewind_to (w, &w->entry);
     w->overflow = FALSE;
     return FALSE;
   }
-  len = GUINT32_TO_LE (w->m->data_len - w->entry - GPUSHARE_META_ENTRY_HEADER);
-  memcpy (w->m->data + w->entry + 4, &len, 4);
+  len = GUINT32_TO_LE (w->m->data_len - w->entry.data_len -
+      GPUSHARE_META_ENTRY_HEADER);
+  memcpy (w->m->data + w->entry.data_len + 4, &len, 4);
   w->m->n_entries++;
   return TRUE;
 }
@@ -359,15 +425,14 @@ host_memory (GstBuffer * data)
  * itself, its rows packed (GRAY8 or GRAY16 with a GstVideoMeta, all of it
  * where the map says): inline or in the side memory, or, in GPU memory,
  * in the room of the GPU slots past the frame (put_device ()); FALSE when
- * it cannot be written, or not in what is left of w (nothing written
- * then) */
+ * it cannot be written, with what of it was written left for the caller
+ * to take back */
 static gboolean
 write_segmentation (Writer * w, GstAnalyticsMtd * mtd)
 {
   gint x = 0, y = 0;
   guint mw = 0, mh = 0, bpp = 0, row;
   gsize i, n = gst_analytics_segmentation_mtd_get_region_count (mtd), len_at;
-  gsize entry_at = w->m->data_len;
   GstBuffer *mask = gst_analytics_segmentation_mtd_get_mask (mtd, &x, &y,
       &mw, &mh);
   GstVideoMeta *vm = mask ? gst_buffer_get_video_meta (mask) : NULL;
@@ -417,12 +482,8 @@ write_segmentation (Writer * w, GstAnalyticsMtd * mtd)
   put_u32 (w, vm->height);
   if (device) {
     if (!put_device (w, mask, vm->offset[0], vm->stride[0],
-            (gsize) vm->width * bpp, vm->height)) {
-      /* not this mtd, the others all the same */
-      if (!w->overflow)
-        w->m->data_len = entry_at;
+            (gsize) vm->width * bpp, vm->height))
       goto out;
-    }
   } else if ((dest = put_side (w, packed))) {
     /* rows packed, as inline */
     pack_rows (dest, map.data + vm->offset[0], vm->stride[0],
@@ -443,25 +504,26 @@ out:
   return ok;
 }
 
-/* the bytes a tensor's dims and data type make (4-bit types rounded up
- * to a byte): all of its data where a dim is 0 (dynamic, which GStreamer
- * does not check); 0 when they overflow, or for a type GStreamer has not */
+/* the bytes a tensor's dims and data type make (elements_bytes ()):
+ * where a dim is 0 (dynamic, which GStreamer does not check), all of its
+ * data, which must hold at least what the other dims make; 0 when they
+ * overflow, or for a type GStreamer has not, as the consumer refuses
+ * them (read_tensor ()) */
 static guint64
 tensor_bytes (const GstTensor * t)
 {
-  guint64 elems = 1, bits;
+  guint64 elems = 1, bytes, size;
+  gboolean dynamic = FALSE;
   gsize d;
 
-  for (d = 0; d < t->num_dims; d++) {
-    if (t->dims[d] == 0)
-      return tensor_bits (t->data_type) ? gst_buffer_get_size (t->data) : 0;
-    if (!g_uint64_checked_mul (&elems, elems, t->dims[d]))
+  for (d = 0; d < t->num_dims; d++)
+    if (!count_elements (&elems, t->dims[d], &dynamic))
       return 0;
-  }
-  if (tensor_bits (t->data_type) == 0
-      || !g_uint64_checked_mul (&bits, elems, tensor_bits (t->data_type)))
-    return 0;
-  return bits / 8 + (bits % 8 != 0);
+  bytes = elements_bytes (elems, t->data_type);
+  if (!dynamic || bytes == 0)
+    return bytes;
+  size = gst_buffer_get_size (t->data);
+  return size >= bytes && size <= G_MAXUINT32 ? size : 0;
 }
 
 /* one tensor: its fields and its data (as many bytes as its dims and type
@@ -477,9 +539,11 @@ put_tensor (Writer * w, const GstTensor * t)
   guint8 *dest;
   gsize d;
 
+  /* CONTIGUOUS; ROW_MAJOR or COL_MAJOR (an application may set others) */
   if (!t || !t->data || t->num_dims == 0
       || t->num_dims > GPUSHARE_META_MAX_TENSOR_DIMS || bytes == 0
-      || bytes > G_MAXUINT32 || gst_buffer_get_size (t->data) < bytes)
+      || gst_buffer_get_size (t->data) < bytes || t->layout != 0
+      || t->dims_order > 1)
     return FALSE;
   put_str (w, g_quark_to_string (t->id));
   put_u32 (w, t->layout);
@@ -521,34 +585,27 @@ write_tensors (Writer * w, GstTensorMeta * tm)
 
 #if GST_CHECK_VERSION(1, 28, 0)
 /* a tensor mtd (1.28): its tensor as a tensor meta's (put_tensor ());
- * FALSE when it cannot be written, or not in what is left of w (nothing
- * written then) */
+ * FALSE when it cannot be written, with what of it was written left for
+ * the caller to take back */
 static gboolean
 write_tensor_mtd (Writer * w, GstAnalyticsMtd * mtd)
 {
-  gsize entry_at = w->m->data_len;
-  gsize side_at = w->side ? w->side->used : 0;
-  gsize device_at = w->side ? w->side->device_used : 0;
-  gboolean overflow = w->overflow, ok;
   gsize len_at;
 
   put_str (w, "tensor");
   len_at = w->m->data_len;
   put_u32 (w, 0);
-  ok = put_tensor (w, gst_analytics_tensor_mtd_get_tensor (mtd));
-  if (!ok || (w->overflow && !overflow)) {
-    /* not this mtd, the others all the same */
-    rewind_to (w, entry_at, side_at, device_at);
-    w->overflow = overflow;
+  if (!put_tensor (w, gst_analytics_tensor_mtd_get_tensor (mtd)))
     return FALSE;
-  }
   patch_u32 (w, len_at, w->m->data_len - len_at - 4);
   return TRUE;
 }
 #endif
 #endif
 
-/* one mtd's body; FALSE for a type this version does not write */
+/* one mtd's body; FALSE for a type this version does not write, or one
+ * it cannot write, with what of it was written left for the caller to
+ * take back (as where it sets w->overflow) */
 static gboolean
 write_mtd (Writer * w, GstAnalyticsMtd * mtd, GstAnalyticsMtdType type)
 {
@@ -599,7 +656,7 @@ write_mtd (Writer * w, GstAnalyticsMtd * mtd, GstAnalyticsMtdType type)
     put_u64 (w, id);
     put_u64 (w, first);
     put_u64 (w, last);
-    put_u32 (w, lost);
+    put_u32 (w, lost ? 1 : 0);
 #if GST_CHECK_VERSION(1, 26, 0)
   } else if (type == gst_analytics_segmentation_mtd_get_mtd_type ()) {
     return write_segmentation (w, mtd);
@@ -627,6 +684,7 @@ write_analytics (Writer * w, GstAnalyticsRelationMeta * rmeta,
   gint index_of[GPUSHARE_META_MAX_MTDS];
   guint i, k = 0, n_rel = 0;
   gsize n_at, rel_at;
+  Mark at;
 
   if (n > GPUSHARE_META_MAX_MTDS)
     return FALSE;
@@ -642,7 +700,11 @@ write_analytics (Writer * w, GstAnalyticsRelationMeta * rmeta,
             GST_ANALYTICS_MTD_TYPE_ANY, &mtd))
       continue;
     type = gst_analytics_mtd_get_mtd_type (&mtd);
-    if (!write_mtd (w, &mtd, type)) {
+    mark (w, &at);
+    /* one that cannot be written (no room for its payload, a value the
+     * consumer refuses) is left out alone, with its relations */
+    if (!write_mtd (w, &mtd, type) || w->overflow != at.overflow) {
+      rewind_to (w, &at);
       if ((*n_skipped)++ == 0)
         *skipped_name = gst_analytics_mtd_type_get_name (type);
       continue;
@@ -661,7 +723,14 @@ write_analytics (Writer * w, GstAnalyticsRelationMeta * rmeta,
     while (gst_analytics_relation_meta_get_direct_related (rmeta, i,
             GST_ANALYTICS_REL_TYPE_ANY, GST_ANALYTICS_MTD_TYPE_ANY, &state,
             &rel)) {
+      /* the types the protocol has (the consumer refuses others) */
+      guint32 type;
+
       if (rel.id >= n || index_of[rel.id] < 0)
+        continue;
+      type = gst_analytics_relation_meta_get_relation (rmeta, i, rel.id) &
+          GPUSHARE_META_RELATION_TYPES;
+      if (type == 0)
         continue;
       if (++n_rel > GPUSHARE_META_MAX_RELATIONS) {
         w->overflow = TRUE;
@@ -669,7 +738,7 @@ write_analytics (Writer * w, GstAnalyticsRelationMeta * rmeta,
       }
       put_u32 (w, index_of[i]);
       put_u32 (w, index_of[rel.id]);
-      put_u32 (w, gst_analytics_relation_meta_get_relation (rmeta, i, rel.id));
+      put_u32 (w, type);
     }
   }
   patch_u32 (w, rel_at, n_rel);
@@ -837,7 +906,7 @@ gboolean
 gpushare_frame_meta_collect_side (GstBuffer * buf, GpuShareFrameMetas * m,
     GpuShareMetaSide * side, guint * n_skipped, const gchar ** skipped_name)
 {
-  Collect c = { {m, 0, FALSE, side, 0, 0}, 0, NULL };
+  Collect c = { {.m = m,.side = side}, 0, NULL };
 
   debug_init ();
   m->n_entries = 0;
@@ -1312,7 +1381,7 @@ typedef struct
 
 /* one tensor (a tensor meta's, or a tensor mtd's) read through into *t,
  * every field checked: a data length that is not what the dims and the
- * type make is refused */
+ * type make (with a dynamic dim, less) is refused */
 static void
 read_tensor (Reader * r, TensorFields * t)
 {
@@ -1335,17 +1404,15 @@ read_tensor (Reader * r, TensorFields * t)
     r->bad = "tensor dims count";
   for (d = 0; d < t->n_dims && !r->bad; d++) {
     t->dims[d] = get_u64 (r, "tensor dims");
-    /* 0: a dynamic dim, whose data is as long as it is */
-    dynamic |= t->dims[d] == 0;
-    if (!r->bad && !g_uint64_checked_mul (&elems, elems, t->dims[d]))
+    if (!r->bad && !count_elements (&elems, t->dims[d], &dynamic))
       r->bad = "tensor dims";
   }
-  /* the bytes the dims and the type make, rounded up (4-bit types) */
-  if (!r->bad && (!g_uint64_checked_mul (&bytes, elems, tensor_bits (t->type))
-          || (bytes = bytes / 8 + (bytes % 8 != 0)) > G_MAXUINT32))
+  if (!r->bad && (bytes = elements_bytes (elems, t->type)) == 0)
     r->bad = "tensor dims";
   get_payload (r, &t->data, "tensor data");
-  if (!r->bad && (dynamic ? t->data.len == 0 : t->data.len != bytes))
+  /* a dynamic dim's data is as long as it is, at least what the other
+   * dims make: a downstream that trusts them reads no further */
+  if (!r->bad && (dynamic ? t->data.len < bytes : t->data.len != bytes))
     r->bad = "tensor data";
 }
 
@@ -1589,7 +1656,8 @@ read_analytics (Reader * r, gpointer rmeta, guint * n_left_out)
     guint32 t = get_u32 (r, "analytics relation type");
 
     /* IS_PART_OF, CONTAIN, RELATE_TO and (1.26) N_TO_N, one or more */
-    if (!r->bad && (a >= n || b >= n || t == 0 || (t & ~0x1eu) != 0))
+    if (!r->bad && (a >= n || b >= n || t == 0
+            || (t & ~GPUSHARE_META_RELATION_TYPES) != 0))
       r->bad = "analytics relation";
 #if HAVE_GST_ANALYTICS
 #if !GST_CHECK_VERSION(1, 26, 0)

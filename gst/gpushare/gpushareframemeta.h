@@ -91,6 +91,9 @@ typedef enum
 #define GPUSHARE_META_MAX_MTDS 256
 #define GPUSHARE_META_MAX_CLASSES 64
 #define GPUSHARE_META_MAX_RELATIONS 4096
+/* the GstAnalyticsRelTypes a relation may have, one or more: IS_PART_OF,
+ * CONTAIN, RELATE_TO and (1.26) N_TO_N */
+#define GPUSHARE_META_RELATION_TYPES 0x1eu
 /* labels (object types, classes, regions of interest's types) a
  * consumer's process makes quarks of for its peers, for the process's
  * life: GQuarks are never freed */

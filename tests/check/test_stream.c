@@ -982,21 +982,23 @@ GST_START_TEST (test_metas_travel)
 GST_END_TEST;
 
 /* META_FRAMES frames made by make () from a producer to a consumer: each
- * one's metas, as describe () gives them, equal at the far end (a
- * description that holds must_hold, so that there is something to
- * compare), every frame's metas received and none dropped; with a frame
- * lane (lane) beside the frame in its meta region, without it as a META */
+ * one's metas, as describe () gives them, at the far end those of the
+ * frame want () makes (a description that holds must_hold, so that there
+ * is something to compare), every frame's metas received and none
+ * dropped, neither side in error; with a frame lane (lane) beside the
+ * frame in its meta region, without it as a META */
 static void
-assert_metas_travel (const gchar * name, GstBuffer * (*make) (guint),
-    gchar * (*describe) (GstBuffer *), const gchar * must_hold,
-    guint per_frame, guint64 not_carried, gboolean lane)
+assert_metas_arrive (const gchar * name, GstBuffer * (*make) (guint),
+    GstBuffer * (*want_make) (guint), gchar * (*describe) (GstBuffer *),
+    const gchar * must_hold, guint per_frame, guint64 not_carried,
+    gboolean lane)
 {
   MetaStream ms;
   guint i;
 
   meta_stream_start (&ms, name, lane, make);
   for (i = 0; i < META_FRAMES; i++) {
-    GstBuffer *buf = next_buffer (ms.c, i), *want = make (i);
+    GstBuffer *buf = next_buffer (ms.c, i), *want = want_make (i);
     gchar *got_text = describe (buf);
     gchar *want_text = describe (want);
 
@@ -1018,6 +1020,16 @@ assert_metas_travel (const gchar * name, GstBuffer * (*make) (guint),
   fail_unless_equals_uint64 (stat_u64 (ms.c->src, "metas-in-lane"),
       lane ? META_FRAMES : 0);
   meta_stream_stop (&ms);
+}
+
+/* the same, each frame's metas equal at the far end */
+static void
+assert_metas_travel (const gchar * name, GstBuffer * (*make) (guint),
+    gchar * (*describe) (GstBuffer *), const gchar * must_hold,
+    guint per_frame, guint64 not_carried, gboolean lane)
+{
+  assert_metas_arrive (name, make, make, describe, must_hold, per_frame,
+      not_carried, lane);
 }
 
 /* Metas larger than a META (12 KiB) travel beside their frame in the
@@ -1100,6 +1112,71 @@ GST_START_TEST (test_lane_metas_large)
   fail_unless_equals_uint64 (stat_u64 (ms.c->src, "metas-received"),
       META_FRAMES * (BIG_METAS - 1));
   meta_stream_stop (&ms);
+}
+
+GST_END_TEST;
+
+/* A value that the consumer would refuse as a violation of the protocol
+ * is never sent, so that one meta cannot end the stream: a region of
+ * interest whose type is not UTF-8 (a GQuark takes any bytes) is left out
+ * and counted, and the frame goes with its other metas */
+static GstBuffer *
+buffer_with_rois (guint i, gboolean unsendable)
+{
+  GstBuffer *buf = gst_buffer_new_allocate (NULL, FRAME_SIZE, NULL);
+
+  gst_buffer_memset (buf, 0, 0x50 + i, FRAME_SIZE);
+  GST_BUFFER_PTS (buf) = gst_util_uint64_scale (i, GST_SECOND, 30);
+  GST_BUFFER_OFFSET (buf) = i;
+  gst_buffer_add_video_region_of_interest_meta (buf, "face", i, 2, 3, 4);
+  if (unsendable)
+    gst_buffer_add_video_region_of_interest_meta (buf, "pl\xc3\x28te", 5, 6,
+        7, 8);
+  gst_buffer_add_video_region_of_interest_meta (buf, "plate", 9, 10, 11, 12);
+  return buf;
+}
+
+static GstBuffer *
+buffer_with_unsendable_roi (guint i)
+{
+  return buffer_with_rois (i, TRUE);
+}
+
+static GstBuffer *
+buffer_with_sendable_rois (guint i)
+{
+  return buffer_with_rois (i, FALSE);
+}
+
+static gboolean
+describe_roi (GstBuffer * buf, GstMeta ** meta, gpointer user_data)
+{
+  if ((*meta)->info->api == GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE) {
+    GstVideoRegionOfInterestMeta *r = (GstVideoRegionOfInterestMeta *) * meta;
+
+    g_string_append_printf (user_data, "roi %s %u %u %u %u\n",
+        g_quark_to_string (r->roi_type), r->x, r->y, r->w, r->h);
+  }
+  return TRUE;
+}
+
+static gchar *
+describe_rois (GstBuffer * buf)
+{
+  GString *s = g_string_new (NULL);
+
+  gst_buffer_foreach_meta (buf, describe_roi, s);
+  return g_string_free (s, FALSE);
+}
+
+GST_START_TEST (test_unsendable_meta_left_out)
+{
+  gboolean lane;
+
+  for (lane = FALSE; lane <= TRUE; lane++)
+    assert_metas_arrive (lane ? "unsendable-lane" : "unsendable",
+        buffer_with_unsendable_roi, buffer_with_sendable_rois, describe_rois,
+        "roi plate", 2, META_FRAMES, lane);
 }
 
 GST_END_TEST;
@@ -1212,6 +1289,89 @@ GST_START_TEST (test_analytics_travel)
     assert_metas_travel (lane ? "analytics-lane" : "analytics",
         buffer_with_analytics, gpushare_test_analytics_describe, "rel ", 1,
         0, lane);
+}
+
+GST_END_TEST;
+
+/* Values that the consumer would refuse as a violation of the protocol
+ * are never sent: a detection whose confidence is not a number, a class
+ * whose level is infinite, a label that is not UTF-8 (a model's output and
+ * a GQuark take them) are each left out with their relations and counted,
+ * and the rest of the analytics meta goes (before, the consumer ended the
+ * stream with PROTOCOL); from 1.26 a tensor meta whose tensor has an order
+ * GStreamer has not is left out too */
+static GstBuffer *
+buffer_with_results (guint i, gboolean unsendable)
+{
+  GstBuffer *buf = gst_buffer_new_allocate (NULL, FRAME_SIZE, NULL);
+  GstAnalyticsRelationMeta *rmeta;
+  GstAnalyticsODMtd car, person, bad;
+  GstAnalyticsClsMtd cls;
+  gfloat level = INFINITY;
+  GQuark sedan = g_quark_from_string ("sedan");
+
+  gst_buffer_memset (buf, 0, 0x60 + i, FRAME_SIZE);
+  GST_BUFFER_PTS (buf) = gst_util_uint64_scale (i, GST_SECOND, 30);
+  GST_BUFFER_OFFSET (buf) = i;
+  rmeta = gst_buffer_add_analytics_relation_meta (buf);
+  fail_unless (gst_analytics_relation_meta_add_od_mtd (rmeta,
+          g_quark_from_string ("car"), i, 2, 30, 20, 0.5f, &car));
+  if (unsendable) {
+    fail_unless (gst_analytics_relation_meta_add_od_mtd (rmeta,
+            g_quark_from_string ("car"), 40, 2, 30, 20, NAN, &bad));
+    fail_unless (gst_analytics_relation_meta_set_relation (rmeta,
+            GST_ANALYTICS_REL_TYPE_CONTAIN, bad.id, car.id));
+    fail_unless (gst_analytics_relation_meta_add_cls_mtd (rmeta, 1, &level,
+            &sedan, &cls));
+    fail_unless (gst_analytics_relation_meta_set_relation (rmeta,
+            GST_ANALYTICS_REL_TYPE_IS_PART_OF, cls.id, car.id));
+    fail_unless (gst_analytics_relation_meta_add_od_mtd (rmeta,
+            g_quark_from_string ("b\xc3\x28s"), 80, 2, 30, 20, 0.75f, &bad));
+  }
+  fail_unless (gst_analytics_relation_meta_add_od_mtd (rmeta,
+          g_quark_from_string ("person"), 120, 2, 10, 30, 0.875f, &person));
+  fail_unless (gst_analytics_relation_meta_set_relation (rmeta,
+          GST_ANALYTICS_REL_TYPE_RELATE_TO, person.id, car.id));
+#if GST_CHECK_VERSION(1, 26, 0)
+  if (unsendable) {
+    GstTensorMeta *tm = gst_buffer_add_tensor_meta (buf);
+    GstTensor **tensors = g_new (GstTensor *, 1);
+    gsize dims[2] = { 1, 4 };
+
+    tensors[0] = gst_tensor_new_simple (g_quark_from_string ("scores"),
+        GST_TENSOR_DATA_TYPE_FLOAT32, gst_buffer_new_allocate (NULL, 16, NULL),
+        GST_TENSOR_DIM_ORDER_ROW_MAJOR, 2, dims);
+    fail_unless (tensors[0] != NULL);
+    tensors[0]->dims_order = 7;
+    gst_tensor_meta_set (tm, 1, tensors);
+  }
+#endif
+  return buf;
+}
+
+static GstBuffer *
+buffer_with_unsendable_results (guint i)
+{
+  return buffer_with_results (i, TRUE);
+}
+
+static GstBuffer *
+buffer_with_sendable_results (guint i)
+{
+  return buffer_with_results (i, FALSE);
+}
+
+GST_START_TEST (test_unsendable_results_left_out)
+{
+  /* three mtds a frame, and from 1.26 the tensor meta */
+  guint64 left_out = GST_CHECK_VERSION (1, 26, 0) ? 4 : 3;
+  gboolean lane;
+
+  for (lane = FALSE; lane <= TRUE; lane++)
+    assert_metas_arrive (lane ? "unsendable-results-lane" :
+        "unsendable-results", buffer_with_unsendable_results,
+        buffer_with_sendable_results, gpushare_test_analytics_describe,
+        "rel ", 1, META_FRAMES * left_out, lane);
 }
 
 GST_END_TEST;
@@ -1390,6 +1550,57 @@ GST_START_TEST (test_masks_in_side_memory)
     fail_unless_equals_uint64 (stat_u64 (c->src, "metas-dropped"), 0);
     meta_stream_stop (&ms);
   }
+}
+
+GST_END_TEST;
+
+/* Two 512 KiB masks on a frame whose side memory takes one: the second
+ * fits nowhere (inline a frame's metas take at most 256 KiB), and is left
+ * out alone, counted; the detections and the first mask go (before, the
+ * whole analytics meta was left out) */
+static GstBuffer *
+buffer_with_masks (guint i, guint n_masks)
+{
+  GstBuffer *buf = gst_buffer_new_allocate (NULL, FRAME_SIZE, NULL);
+  guint m;
+
+  gst_buffer_memset (buf, 0, 0x70 + i, FRAME_SIZE);
+  GST_BUFFER_PTS (buf) = gst_util_uint64_scale (i, GST_SECOND, 30);
+  GST_BUFFER_OFFSET (buf) = i;
+  gpushare_test_analytics_detect (buf, i, 4);
+  for (m = 0; m < n_masks; m++)
+    fail_unless (gpushare_test_analytics_segment (buf, i + m, SIDE_MASK_W,
+            SIDE_MASK_H, FALSE));
+  return buf;
+}
+
+GST_START_TEST (test_mask_past_the_side_memory)
+{
+  MetaStream ms;
+  GstElement *src = meta_stream_open (&ms, "side-full",
+      (gint64) SIDE_MASK_W * SIDE_MASK_H);
+  guint i;
+
+  consumer_start (ms.c);
+  for (i = 0; i < 4; i++) {
+    GstBuffer *buf, *want = buffer_with_masks (i, 1);
+    gchar *got_text, *want_text = gpushare_test_analytics_describe (want);
+
+    fail_unless_equals_int (gst_app_src_push_buffer (GST_APP_SRC (src),
+            buffer_with_masks (i, 2)), GST_FLOW_OK);
+    buf = next_buffer (ms.c, i);
+    got_text = gpushare_test_analytics_describe (buf);
+    fail_unless (strstr (want_text, " seg ") != NULL);
+    fail_unless_equals_string (got_text, want_text);
+    g_free (got_text);
+    g_free (want_text);
+    gst_buffer_unref (want);
+    gst_buffer_unref (buf);
+  }
+  fail_unless_equals_uint64 (stat_u64 (ms.sink, "metas-not-carried"), 4);
+  fail_unless_equals_uint64 (stat_u64 (ms.c->src, "metas-received"), 4);
+  fail_unless_equals_uint64 (stat_u64 (ms.c->src, "metas-dropped"), 0);
+  meta_stream_stop (&ms);
 }
 
 GST_END_TEST;
@@ -1957,9 +2168,10 @@ GST_START_TEST (test_hostile_analytics)
   g_byte_array_unref (b);
   b = g_byte_array_new ();
   {
-    /* tensors: a data length the dims and the type do not make, dims whose
-     * product overflows, types and layouts GStreamer has not, too many
-     * dims or tensors */
+    /* tensors: a data length the dims and the type do not make (with a
+     * dynamic first dim, less than the others make), dims whose product
+     * overflows, types and layouts GStreamer has not, too many dims or
+     * tensors */
     GpuShareFrameMetas *m = gpushare_frame_metas_new (GPUSHARE_MAX_META_LEN);
     static const struct
     {
@@ -1967,6 +2179,7 @@ GST_START_TEST (test_hostile_analytics)
       guint64 dim;
       guint32 len;
       const gchar *field;
+      gboolean dynamic;
     } bad[] = {
       {11, 0, 2, 3, 35, "tensor data"}, /* float32 3x3: 36 bytes */
       {0, 0, 2, 3, 4, "tensor data"},   /* int4 3x3: 5 bytes */
@@ -1975,6 +2188,9 @@ GST_START_TEST (test_hostile_analytics)
       {6, 2, 1, 1, 1, "tensor layout"},
       {6, 0, 9, 1, 1, "tensor dims count"},
       {6, 0, 0, 1, 0, "tensor dims count"},
+      /* float32 0 x 1000: at least 4000 bytes */
+      {11, 0, 2, 1000, 8, "tensor data", TRUE},
+      {11, 0, 2, 1000, 0, "tensor data", TRUE},
     };
     guint i;
 
@@ -1984,6 +2200,9 @@ GST_START_TEST (test_hostile_analytics)
 
       put_tensor_fields (t, "t", bad[i].type, bad[i].order, bad[i].nd,
           bad[i].dim, NULL, bad[i].len);
+      /* the first dim, after the id "t" and 4 fields */
+      if (bad[i].dynamic)
+        memset (t->data + 4 + 1 + 16, 0, 8);
       m->n_entries = m->data_len = 0;
       put_u32_le (b, 1);
       g_byte_array_append (b, t->data, t->len);
@@ -2006,10 +2225,16 @@ GST_START_TEST (test_hostile_analytics)
     put_u32_le (b, GPUSHARE_META_MAX_TENSORS + 1);
     add_entry (m, GPUSHARE_META_TENSORS, b);
     fail_if (gpushare_frame_meta_check (m, NULL));
-    /* and a sound one: int4 3x3 in 5 bytes */
+    /* and sound ones: int4 3x3 in 5 bytes; int8 0 x 3 in 6 */
     m->n_entries = m->data_len = 0;
     put_u32_le (b, 1);
     put_tensor_fields (b, "t", 0, 0, 2, 3, (const guint8 *) "\1\2\3\4\5", 5);
+    add_entry (m, GPUSHARE_META_TENSORS, b);
+    fail_unless (gpushare_frame_meta_check (m, NULL));
+    m->n_entries = m->data_len = 0;
+    put_u32_le (b, 1);
+    put_tensor_fields (b, "t", 1, 0, 2, 3, (const guint8 *) "\1\2\3\4\5\6", 6);
+    memset (b->data + 4 + 4 + 1 + 16, 0, 8);
     add_entry (m, GPUSHARE_META_TENSORS, b);
     fail_unless (gpushare_frame_meta_check (m, NULL));
     g_free (m);
@@ -4207,6 +4432,7 @@ gpushare_stream_suite (void)
   tcase_add_test (tc_frame, test_share_shrinks);
   tcase_add_test (tc_frame, test_metas_travel);
   tcase_add_test (tc_frame, test_lane_metas_large);
+  tcase_add_test (tc_frame, test_unsendable_meta_left_out);
   tcase_add_test (tc_frame, test_hostile_analytics);
   tcase_add_test (tc_frame, test_hostile_serialized);
   /* GLib keeps the old array of quarks each time it grows it (lookups
@@ -4217,11 +4443,13 @@ gpushare_stream_suite (void)
 #endif
 #if HAVE_GST_ANALYTICS
   tcase_add_test (tc_frame, test_analytics_travel);
+  tcase_add_test (tc_frame, test_unsendable_results_left_out);
   tcase_add_test (tc_frame, test_peer_quarks_bounded);
 #endif
 #if HAVE_GST_ANALYTICS && GST_CHECK_VERSION(1, 26, 0)
   tcase_add_test (tc_frame, test_tensors_travel);
   tcase_add_test (tc_frame, test_masks_in_side_memory);
+  tcase_add_test (tc_frame, test_mask_past_the_side_memory);
   tcase_add_test (tc_frame, test_masks_copied_with_their_frame);
 #endif
   tcase_add_test (tc_frame, test_hostile_side_payloads);
