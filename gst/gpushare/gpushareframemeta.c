@@ -878,7 +878,8 @@ collect_one (GstBuffer * buf, GstMeta ** meta, gpointer data)
 
     if (!write_analytics (&c->w, (GstAnalyticsRelationMeta *) * meta,
             &skipped, &name)) {
-      skipped++;
+      /* the whole meta, not also the mtds it would have left out */
+      skipped = 1;
       name = g_type_name ((*meta)->info->type);
     }
     if (skipped && c->n_skipped == 0)

@@ -1375,6 +1375,47 @@ GST_START_TEST (test_unsendable_results_left_out)
 }
 
 GST_END_TEST;
+
+/* An analytics meta past the limits (more relations than
+ * GPUSHARE_META_MAX_RELATIONS) is not carried, and counted once, not also
+ * for the mtds of it that were left out (from 1.26 the tensor meta beside
+ * it counts) */
+static GstBuffer *
+buffer_with_many_results (guint i)
+{
+  GstBuffer *buf = buffer_with_results (i, TRUE);
+  GstAnalyticsRelationMeta *rmeta =
+      gst_buffer_get_analytics_relation_meta (buf);
+  guint a, b, n;
+
+  gpushare_test_analytics_detect (buf, i, 40);
+  n = gst_analytics_relation_get_length (rmeta);
+  for (a = 0; a < n; a++)
+    for (b = 0; b < n; b++)
+      if (a != b)
+        gst_analytics_relation_meta_set_relation (rmeta,
+            GST_ANALYTICS_REL_TYPE_RELATE_TO, a, b);
+  fail_unless (n * (n - 1) > GPUSHARE_META_MAX_RELATIONS + 4 * n);
+  return buf;
+}
+
+static GstBuffer *
+buffer_without_results (guint i)
+{
+  GstBuffer *buf = gst_buffer_new_allocate (NULL, FRAME_SIZE, NULL);
+
+  GST_BUFFER_OFFSET (buf) = i;
+  return buf;
+}
+
+GST_START_TEST (test_results_not_carried_once)
+{
+  assert_metas_arrive ("results-not-carried", buffer_with_many_results,
+      buffer_without_results, gpushare_test_analytics_describe, "", 0,
+      META_FRAMES * (GST_CHECK_VERSION (1, 26, 0) ? 2 : 1), FALSE);
+}
+
+GST_END_TEST;
 #endif
 
 /* A producer's custom meta names become types in the consumer's process:
@@ -4444,6 +4485,7 @@ gpushare_stream_suite (void)
 #if HAVE_GST_ANALYTICS
   tcase_add_test (tc_frame, test_analytics_travel);
   tcase_add_test (tc_frame, test_unsendable_results_left_out);
+  tcase_add_test (tc_frame, test_results_not_carried_once);
   tcase_add_test (tc_frame, test_peer_quarks_bounded);
 #endif
 #if HAVE_GST_ANALYTICS && GST_CHECK_VERSION(1, 26, 0)
