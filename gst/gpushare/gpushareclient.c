@@ -1121,7 +1121,10 @@ handle_frame_after_eos (GpuShareClient * self, const GpuShareFrame * f)
 }
 
 /* an event of the stream, in its place among the frames (the codec
- * checked its text is UTF-8; the src parses it) */
+ * checked its text is UTF-8; the src parses it); between the CAPS of a new
+ * ring and its SLOTS too: a producer whose slots are exported by its
+ * control thread (GPU memory) goes on sending meanwhile, and the events
+ * after a caps change (a decoder's tags) come there */
 static void
 handle_event (GpuShareClient * self, const GpuShareEvent * e)
 {
@@ -1129,7 +1132,7 @@ handle_event (GpuShareClient * self, const GpuShareEvent * e)
 
   if (self->state == STATE_DONE)
     return;
-  if (self->state != STATE_READY) {
+  if (self->state != STATE_READY && self->state != STATE_REMAP) {
     producer_error (self, "EVENT before the slots were mapped");
     return;
   }

@@ -91,6 +91,10 @@ typedef struct
   GpuShareSyncMode sync_mode;   /* GPU memory only */
   gchar *mem_reason;
   gboolean connected_emitted;
+  /* a consumer that streamed and maps a new ring (EXPORTED): the events
+   * of the stream meanwhile (GpuShareEvent), sent in their order once it
+   * has MAPPED, before the new ring's frames; at most MAX_HELD_EVENTS */
+  GPtrArray *held_events;
   gint64 deadline;              /* monotonic us: its next step is due; 0 */
   gint64 exported_at;           /* monotonic us: its SLOTS went */
   gboolean deadline_stretched;  /* this step: its reply waited unread */
@@ -540,6 +544,7 @@ client_free (Client * client)
     close (client->pidfd);
   g_clear_pointer (&client->gpu_ring, gpushare_xfer_ring_unref);
   gpushare_lane_free (client->lane);
+  g_clear_pointer (&client->held_events, g_ptr_array_unref);
   g_free (client->name);
   g_free (client->mem_reason);
   g_free (client);
@@ -1630,6 +1635,42 @@ handle_observe (GpuShareServer * self, Client * client,
       "every %u ms", client->id, (gint) client->pid, obs->interval_ms);
 }
 
+#define MAX_HELD_EVENTS 64
+
+static GpuShareEvent *
+event_copy (const GpuShareEvent * ev)
+{
+  return g_memdup2 (ev, G_STRUCT_OFFSET (GpuShareEvent, text) +
+      ev->text_len + 1);
+}
+
+/* lock held: ev kept for a client that maps a new ring (Client's
+ * held_events); past MAX_HELD_EVENTS the oldest goes, said */
+static void
+hold_event (GpuShareServer * self, Client * client, const GpuShareEvent * ev)
+{
+  if (!client->held_events)
+    client->held_events = g_ptr_array_new_with_free_func (g_free);
+  if (client->held_events->len >= MAX_HELD_EVENTS) {
+    GST_WARNING_OBJECT (self->log_object, "client %u: more than %u events "
+        "while it maps a new ring: the oldest is dropped", client->id,
+        MAX_HELD_EVENTS);
+    g_ptr_array_remove_index (client->held_events, 0);
+  }
+  g_ptr_array_add (client->held_events, event_copy (ev));
+}
+
+/* lock held */
+static void
+send_held_events (GpuShareServer * self, Client * client)
+{
+  guint i;
+
+  for (i = 0; client->held_events && i < client->held_events->len; i++)
+    send_event (self, client, g_ptr_array_index (client->held_events, i));
+  g_clear_pointer (&client->held_events, g_ptr_array_unref);
+}
+
 /* lock held */
 static void
 send_sticky (GpuShareServer * self, Client * client)
@@ -1659,9 +1700,11 @@ handle_mapped (GpuShareServer * self, Client * client, const GpuShareMapped * m)
   client->mapped_epoch = m->epoch;
   client_set_state (client, CLIENT_READY);
   gpushare_test_point ("sink", "ready");
-  /* the stream's sticky events before its first frame */
+  /* the stream's sticky events before its first frame; or those it
+   * missed while it mapped a new ring */
   if (!client->connected_emitted)
     send_sticky (self, client);
+  send_held_events (self, client);
   /* a consumer that joins after the end still learns it ended */
   if (self->eos)
     send_eos (self, client);
@@ -2945,7 +2988,6 @@ sticky_index (GpuShareServer * self, const GpuShareEvent * ev)
 }
 
 #define MAX_STICKY 16
-
 void
 gpushare_server_send_event (GpuShareServer * self, const GpuShareEvent * ev)
 {
@@ -2956,8 +2998,7 @@ gpushare_server_send_event (GpuShareServer * self, const GpuShareEvent * ev)
       || ev->kind == GPUSHARE_EVENT_CUSTOM_STICKY
       || ev->kind == GPUSHARE_EVENT_STREAM_START) {
     gint at = sticky_index (self, ev);
-    GpuShareEvent *copy = g_memdup2 (ev, G_STRUCT_OFFSET (GpuShareEvent,
-            text) + ev->text_len + 1);
+    GpuShareEvent *copy = event_copy (ev);
 
     if (!self->sticky)
       self->sticky = g_ptr_array_new_with_free_func (g_free);
@@ -2986,8 +3027,12 @@ gpushare_server_send_event (GpuShareServer * self, const GpuShareEvent * ev)
   for (i = 0; i < MAX_CLIENTS; i++) {
     Client *c = self->clients[i];
 
-    if (c && c->state == CLIENT_READY && c->minor >= GPUSHARE_MINOR_EVENT)
+    if (!c || c->minor < GPUSHARE_MINOR_EVENT)
+      continue;
+    if (c->state == CLIENT_READY)
       send_event (self, c, ev);
+    else if (c->state == CLIENT_EXPORTED && c->connected_emitted)
+      hold_event (self, c, ev);
   }
   g_mutex_unlock (&self->lock);
 }

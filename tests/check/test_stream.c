@@ -3125,6 +3125,77 @@ GST_START_TEST (test_events_travel)
 
 GST_END_TEST;
 
+/* Events right after a caps change that makes a new ring (a decoder that
+ * changes resolution, then its tags) reach a consumer whose slots are
+ * mapped again, in their place: one of GPU memory (here the test build's
+ * host-test memory, exported by the control thread, as GPU slots are)
+ * took them for a protocol error before, its ring not yet mapped, and
+ * left the stream */
+static void
+push_sized_frame (GstElement * src, guint i, guint width, guint height)
+{
+  gsize size = (gsize) width * height * 3 / 2;
+  GstBuffer *buf = gst_buffer_new_allocate (NULL, size, NULL);
+
+  gst_buffer_memset (buf, 0, 0x10 + i, size);
+  GST_BUFFER_PTS (buf) = gst_util_uint64_scale (i, GST_SECOND, 30);
+  GST_BUFFER_DURATION (buf) = GST_SECOND / 30;
+  GST_BUFFER_OFFSET (buf) = i;
+  fail_unless_equals_int (gst_app_src_push_buffer (GST_APP_SRC (src), buf),
+      GST_FLOW_OK);
+}
+
+GST_START_TEST (test_events_across_a_new_ring)
+{
+  static const gchar *const want[] = { "buffer:0", "tag:second", "buffer:1",
+    "custom:marker", "buffer:2", "tag:third", "buffer:3",
+  };
+  static const gchar *const transports[] = { "host-test", "system" };
+  guint t;
+
+  for (t = 0; t < G_N_ELEMENTS (transports); t++) {
+    gchar *path = socket_path (transports[t]);
+    gchar *props = g_strdup_printf ("transport=%s", transports[t]);
+    GstElement *producer, *sink, *src;
+    GstCaps *caps;
+    EventLog *a;
+
+    producer = appsrc_producer (path, "lossless", 8, &sink, &src);
+    fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
+        GST_STATE_CHANGE_FAILURE);
+    a = event_log_consumer_full (path, FALSE, props);
+    push_frame (src, 0, 0);
+    event_log_wait (a, 1);
+    /* each a ring of larger slots */
+    caps = gst_caps_from_string ("video/x-raw,format=NV12,width=128,"
+        "height=96,framerate=30/1");
+    g_object_set (src, "caps", caps, NULL);
+    gst_caps_unref (caps);
+    send_tag (src, "second");
+    push_sized_frame (src, 1, 128, 96);
+    send_custom (src, GST_EVENT_CUSTOM_DOWNSTREAM, "marker");
+    push_sized_frame (src, 2, 128, 96);
+    caps = gst_caps_from_string ("video/x-raw,format=NV12,width=256,"
+        "height=192,framerate=30/1");
+    g_object_set (src, "caps", caps, NULL);
+    gst_caps_unref (caps);
+    send_tag (src, "third");
+    push_sized_frame (src, 3, 256, 192);
+    event_log_expect (a, want, G_N_ELEMENTS (want));
+    fail_unless_equals_uint64 (stat_u64 (child (a->pipeline, "src"),
+            "epoch"), 3);
+    assert_no_error (producer);
+    assert_no_error (a->pipeline);
+    event_log_free (a);
+    gst_element_set_state (producer, GST_STATE_NULL);
+    gst_object_unref (producer);
+    g_free (props);
+    g_free (path);
+  }
+}
+
+GST_END_TEST;
+
 /* Both ways a frame reaches the streaming thread, side by side from one
  * producer: through the frame lane (the default: the streaming thread
  * reads it, and waits at each MARK for the ordered message it stands
@@ -4505,6 +4576,7 @@ gpushare_stream_suite (void)
   tcase_add_test (tc_frame, test_custom_meta_race);
   tcase_add_test (tc_frame, test_meta_names_of_gstreamer);
   tcase_add_test (tc_frame, test_events_travel);
+  tcase_add_test (tc_frame, test_events_across_a_new_ring);
   tcase_add_test (tc_frame, test_frame_lane);
   tcase_add_test (tc_frame, test_stream_start_travels);
   suite_add_tcase (s, tc_time);
