@@ -799,10 +799,8 @@ handle_announce (GpuShareClient * self, const GpuShareAnnounce * a)
   acc->sync_mode = self->sync_mode;
   if (self->gpu_ok)
     memcpy (acc->uuid, self->gpu.uuid, 16);
-  acc->reason_len = MIN (strlen (self->mem_reason), GPUSHARE_MAX_REASON_LEN);
-  while (acc->reason_len > 0 && !g_utf8_validate (self->mem_reason,
-          acc->reason_len, NULL))
-    acc->reason_len--;
+  acc->reason_len = gpushare_utf8_prefix (self->mem_reason,
+      GPUSHARE_MAX_REASON_LEN);
   memcpy (acc->reason, self->mem_reason, acc->reason_len);
   acc->schema_major = GPUSHARE_VERSION_MAJOR;
   acc->schema_minor = GPUSHARE_VERSION_MINOR;
@@ -811,7 +809,7 @@ handle_announce (GpuShareClient * self, const GpuShareAnnounce * a)
   acc->mem_type = self->mem_type;
   acc->pid = getpid ();
   acc->instance = a->instance;
-  acc->name_len = MIN (strlen (name), GPUSHARE_MAX_NAME_LEN);
+  acc->name_len = gpushare_utf8_prefix (name, GPUSHARE_MAX_NAME_LEN);
   memcpy (acc->name, name, acc->name_len);
   gpushare_conn_send_accept (self->session->conn, acc);
   g_free (acc);

@@ -1100,13 +1100,8 @@ gpushare_conn_send_error (GpuShareConn * conn, GpuShareErrorCode code,
     const gchar * text)
 {
   ErrorBody e = { code, text, 0 };
-  gsize len = strlen (text);
 
-  len = MIN (len, GPUSHARE_MAX_TEXT_LEN);
-  /* keep the cut on a character boundary: the peer checks UTF-8 */
-  while (len > 0 && !g_utf8_validate (text, len, NULL))
-    len--;
-  e.text_len = len;
+  e.text_len = gpushare_utf8_prefix (text, GPUSHARE_MAX_TEXT_LEN);
   return send_built (conn, GPUSHARE_MSG_ERROR, build_error, &e, NULL, 0, NULL);
 }
 

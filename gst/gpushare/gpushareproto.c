@@ -2355,6 +2355,15 @@ gpushare_layout_set_caps (GpuShareLayout * layout, const gchar * caps)
   return TRUE;
 }
 
+gsize
+gpushare_utf8_prefix (const gchar * text, gsize max)
+{
+  const gchar *end;
+
+  g_utf8_validate_len (text, strnlen (text, max), &end);
+  return end - text;
+}
+
 const gchar *
 gpushare_msg_type_to_string (guint type)
 {

@@ -763,6 +763,11 @@ guint gpushare_frame_metas_to_meta (const GpuShareFrameMetas * m,
  * entries filling data_len, reserved fields 0 */
 gboolean gpushare_frame_metas_check_chain (const GpuShareFrameMetas * m);
 
+/* how much of text a text field of the wire takes where it holds at most
+ * max bytes: its longest beginning that is UTF-8, at most max bytes, cut on
+ * a character boundary (the peer's codec refuses any other) */
+gsize gpushare_utf8_prefix (const gchar * text, gsize max);
+
 const gchar *gpushare_msg_type_to_string (guint type);
 const gchar *gpushare_parse_result_to_string (GpuShareParseResult res);
 const gchar *gpushare_error_code_to_string (GpuShareErrorCode code);

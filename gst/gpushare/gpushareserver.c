@@ -664,7 +664,7 @@ send_announce (GpuShareServer * self, Client * client)
   a->instance = self->instance;
   a->latency = self->latency;
   a->layout = self->layout;
-  a->name_len = MIN (strlen (name), GPUSHARE_MAX_NAME_LEN);
+  a->name_len = gpushare_utf8_prefix (name, GPUSHARE_MAX_NAME_LEN);
   memcpy (a->name, name, a->name_len);
   ok = gpushare_conn_send_announce (client->conn, a);
   g_free (a);

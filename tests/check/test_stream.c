@@ -3125,6 +3125,64 @@ GST_START_TEST (test_events_travel)
 
 GST_END_TEST;
 
+/* Element names go in ANNOUNCE and ACCEPT, cut to 128 bytes where longer,
+ * on a character boundary: the peer's codec refuses a field that is not
+ * UTF-8.  A producer and a consumer named "a" and 64 "é" (129 bytes) each
+ * stream, and each is known by its name's first 127 bytes (before, the
+ * producer's ANNOUNCE was never sent, nor the consumer's ACCEPT) */
+GST_START_TEST (test_long_names_cut_whole)
+{
+  gchar *path = socket_path ("long-names");
+  GString *name = g_string_new ("a");
+  GstElement *producer, *consumer, *sink, *src, *in, *out;
+  GstCaps *caps = gst_caps_from_string (CAPS_STR);
+  GstStructure *s;
+  gchar *cut;
+  guint i;
+
+  for (i = 0; i < 64; i++)
+    g_string_append (name, "\xc3\xa9");
+  cut = g_strndup (name->str, 127);
+  producer = gst_pipeline_new (NULL);
+  in = gst_element_factory_make ("appsrc", NULL);
+  sink = gst_element_factory_make ("gpusharesink", name->str);
+  gst_bin_add_many (GST_BIN (producer), in, sink, NULL);
+  fail_unless (gst_element_link (in, sink));
+  g_object_set (in, "format", GST_FORMAT_TIME, "caps", caps, NULL);
+  g_object_set (sink, "socket-path", path, "wait-for-connection", TRUE, NULL);
+  consumer = gst_pipeline_new (NULL);
+  src = gst_element_factory_make ("gpusharesrc", name->str);
+  out = gst_element_factory_make ("fakesink", NULL);
+  gst_bin_add_many (GST_BIN (consumer), src, out, NULL);
+  fail_unless (gst_element_link (src, out));
+  g_object_set (src, "socket-path", path, "connection-timeout", TIMEOUT_MS,
+      NULL);
+  g_object_set (out, "sync", FALSE, NULL);
+  fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  fail_if (gst_element_set_state (consumer, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  for (i = 0; i < 3; i++)
+    push_frame (in, i, 0);
+  fail_unless (wait_stat_u64_at_least (src, "frames-received", 3) >= 3);
+  s = get_stats (src);
+  fail_unless_equals_string (gst_structure_get_string (s, "producer-name"),
+      cut);
+  gst_structure_free (s);
+  assert_no_error (producer);
+  assert_no_error (consumer);
+  gst_element_set_state (consumer, GST_STATE_NULL);
+  gst_element_set_state (producer, GST_STATE_NULL);
+  gst_object_unref (consumer);
+  gst_object_unref (producer);
+  gst_caps_unref (caps);
+  g_string_free (name, TRUE);
+  g_free (cut);
+  g_free (path);
+}
+
+GST_END_TEST;
+
 /* Events right after a caps change that makes a new ring (a decoder that
  * changes resolution, then its tags) reach a consumer whose slots are
  * mapped again, in their place: one of GPU memory (here the test build's
@@ -4577,6 +4635,7 @@ gpushare_stream_suite (void)
   tcase_add_test (tc_frame, test_meta_names_of_gstreamer);
   tcase_add_test (tc_frame, test_events_travel);
   tcase_add_test (tc_frame, test_events_across_a_new_ring);
+  tcase_add_test (tc_frame, test_long_names_cut_whole);
   tcase_add_test (tc_frame, test_frame_lane);
   tcase_add_test (tc_frame, test_stream_start_travels);
   suite_add_tcase (s, tc_time);
