@@ -162,14 +162,26 @@ gpushare_video_frame_copy (GstVideoFrame * dest, const GstVideoFrame * src)
 }
 
 GstCaps *
+gpushare_video_caps_from_peer (const gchar * text, GstVideoInfo * vinfo)
+{
+  GstCaps *caps = gpushare_caps_from_peer (text);
+
+  if (caps && gst_caps_is_fixed (caps)
+      && gst_video_info_from_caps (vinfo, caps))
+    return caps;
+  if (caps)
+    gst_caps_unref (caps);
+  return NULL;
+}
+
+GstCaps *
 gpushare_video_layout_to_caps (const GpuShareLayout * l,
     GstVideoInfo * vinfo, gchar ** why)
 {
-  GstCaps *caps = gpushare_caps_from_peer (l->caps);
+  GstCaps *caps = gpushare_video_caps_from_peer (l->caps, vinfo);
   guint i;
 
-  if (!caps || !gst_caps_is_fixed (caps)
-      || !gst_video_info_from_caps (vinfo, caps)) {
+  if (!caps) {
     *why = g_strdup ("caps are not fixed raw video");
     goto bad;
   }

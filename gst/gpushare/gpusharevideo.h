@@ -52,6 +52,11 @@ gboolean gpushare_video_check_info (const GstVideoInfo * info, gchar ** why);
 gboolean gpushare_video_frame_copy (GstVideoFrame * dest,
     const GstVideoFrame * src);
 
+/* caps a consumer takes from a producer's text (gpushare_caps_from_peer
+ * ()): fixed raw video, vinfo set from them; NULL for any other text */
+GstCaps *gpushare_video_caps_from_peer (const gchar * text,
+    GstVideoInfo * vinfo);
+
 /* The caps of a layout a producer announced, with vinfo set to its planes
  * and frame size, after every check of gpushare_video_check_planes () and
  * more: fixed raw video, no memory feature, the plane count of the format,

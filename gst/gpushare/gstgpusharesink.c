@@ -460,6 +460,23 @@ set_format (GstGpuShareSink * self)
   return TRUE;
 }
 
+/* text into layout's caps where its consumers take it
+ * (gpushare_video_layout_to_caps ()) */
+static gboolean
+announceable (GpuShareLayout * layout, const gchar * text)
+{
+  GstVideoInfo info;
+  GstCaps *caps;
+
+  if (!gpushare_layout_set_caps (layout, text))
+    return FALSE;
+  caps = gpushare_video_caps_from_peer (layout->caps, &info);
+  if (!caps)
+    return FALSE;
+  gst_caps_unref (caps);
+  return TRUE;
+}
+
 static gboolean
 gst_gpu_share_sink_set_caps (GstBaseSink * bsink, GstCaps * caps)
 {
@@ -500,8 +517,26 @@ gst_gpu_share_sink_set_caps (GstBaseSink * bsink, GstCaps * caps)
     layout.offsets[i] = GST_VIDEO_INFO_PLANE_OFFSET (&vinfo, i);
     layout.strides[i] = GST_VIDEO_INFO_PLANE_STRIDE (&vinfo, i);
   }
-  if (!gpushare_layout_set_caps (&layout, str))
-    GST_WARNING_OBJECT (self, "caps too long for the protocol");
+  if (!announceable (&layout, str)) {
+    /* what every consumer would refuse (never sent: a refusal ends the
+     * stream there) goes as the picture's caps alone */
+    GstCaps *picture = gst_video_info_to_caps (&vinfo);
+    gchar *bare = gst_caps_to_string (picture);
+
+    gst_caps_unref (picture);
+    GST_ELEMENT_WARNING (self, STREAM, FORMAT, ("Caps the consumers would "
+            "not take are announced as the picture's alone"), ("longer "
+            "than %d bytes, not UTF-8, or not parsed back as a peer's "
+            "text: %s", GPUSHARE_MAX_CAPS_LEN, bare));
+    if (!announceable (&layout, bare)) {
+      GST_ELEMENT_ERROR (self, CORE, NEGOTIATION, ("Caps cannot be "
+              "announced"), ("%s", bare));
+      g_free (bare);
+      g_free (str);
+      return FALSE;
+    }
+    g_free (bare);
+  }
   g_free (str);
 
   GST_OBJECT_LOCK (self);

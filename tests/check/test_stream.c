@@ -3183,6 +3183,73 @@ GST_START_TEST (test_long_names_cut_whole)
 
 GST_END_TEST;
 
+/* Caps that the consumers' parser would refuse are never announced: caps
+ * with a text field past the 4096 bytes of the protocol's caps, a field
+ * name that is not UTF-8, or a structure in a field (which the consumers'
+ * check of a peer's text does not take) go as the picture's caps alone
+ * (gst_video_info_to_caps ()), and the stream plays; before, the first
+ * two were never announced (the consumer waited) and the third ended the
+ * stream at every consumer */
+GST_START_TEST (test_caps_consumers_refuse)
+{
+  guint k;
+
+  for (k = 0; k < 3; k++) {
+    gchar *path = socket_path ("odd-caps");
+    GstElement *producer, *sink, *src;
+    GstCaps *caps = gst_caps_from_string (CAPS_STR), *got;
+    GstStructure *st;
+    Consumer *c;
+    GstPad *pad;
+    guint i;
+
+    if (k == 0) {
+      gchar *note = g_strnfill (5000, 'x');
+
+      gst_caps_set_simple (caps, "note", G_TYPE_STRING, note, NULL);
+      g_free (note);
+    } else if (k == 1) {
+      gst_caps_set_simple (caps, "caf\xe9", G_TYPE_INT, 1, NULL);
+    } else {
+      GstStructure *inner = gst_structure_new ("zone", "a", G_TYPE_INT, 1,
+          NULL);
+
+      gst_caps_set_simple (caps, "zone", GST_TYPE_STRUCTURE, inner, NULL);
+      gst_structure_free (inner);
+    }
+    producer = appsrc_producer (path, "lossless", 8, &sink, &src);
+    g_object_set (src, "caps", caps, NULL);
+    fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
+        GST_STATE_CHANGE_FAILURE);
+    c = consumer_new (path, FALSE);
+    consumer_start (c);
+    for (i = 0; i < 3; i++)
+      push_frame (src, i, 0);
+    fail_unless (consumer_wait (c, 3), "caps %u: no frames", k);
+    pad = gst_element_get_static_pad (c->src, "src");
+    got = gst_pad_get_current_caps (pad);
+    fail_unless (got != NULL);
+    st = gst_caps_get_structure (got, 0);
+    fail_unless_equals_string (gst_structure_get_string (st, "format"), "NV12");
+    fail_unless (gst_structure_has_field (st, "width"));
+    fail_if (gst_structure_has_field (st, "note")
+        || gst_structure_has_field (st, "zone")
+        || gst_structure_has_field (st, "caf\xe9"), "caps %u: the odd field "
+        "came", k);
+    assert_no_error (producer);
+    assert_no_error (c->pipeline);
+    gst_caps_unref (got);
+    gst_object_unref (pad);
+    consumer_free (c);
+    gst_element_set_state (producer, GST_STATE_NULL);
+    gst_object_unref (producer);
+    gst_caps_unref (caps);
+    g_free (path);
+  }
+}
+
+GST_END_TEST;
+
 /* Events right after a caps change that makes a new ring (a decoder that
  * changes resolution, then its tags) reach a consumer whose slots are
  * mapped again, in their place: one of GPU memory (here the test build's
@@ -4636,6 +4703,7 @@ gpushare_stream_suite (void)
   tcase_add_test (tc_frame, test_events_travel);
   tcase_add_test (tc_frame, test_events_across_a_new_ring);
   tcase_add_test (tc_frame, test_long_names_cut_whole);
+  tcase_add_test (tc_frame, test_caps_consumers_refuse);
   tcase_add_test (tc_frame, test_frame_lane);
   tcase_add_test (tc_frame, test_stream_start_travels);
   suite_add_tcase (s, tc_time);
