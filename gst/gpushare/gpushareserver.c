@@ -861,10 +861,12 @@ ensure_gpu_ring (GpuShareServer * self, GpuShareMemType type, GError ** error)
   GpuShareXferRing *ring, *old = NULL;
   guint64 epoch = self->epoch;
   guint n_slots = self->ring.n_slots;
-  /* room past the frame for payloads in GPU memory, where asked for */
+  /* slots as large as the ring's system slots, which take every frame of
+   * the epoch (caps that shrank, then grow again within them, make no new
+   * ring), and room past them for payloads in GPU memory, where asked for */
   gsize frame_size = self->device_side ?
       GPUSHARE_DEVICE_SIDE_START (self->layout.slot_size) +
-      (gsize) self->side_pages * GPUSHARE_SIDE_PAGE : self->layout.frame_size;
+      (gsize) self->side_pages * GPUSHARE_SIDE_PAGE : self->layout.slot_size;
 
   if (*slot && (*slot)->epoch == epoch)
     return gpushare_xfer_ring_ref (*slot);

@@ -3321,6 +3321,75 @@ GST_START_TEST (test_events_across_a_new_ring)
 
 GST_END_TEST;
 
+/* A ring of GPU memory made after the caps shrank (a consumer of GPU
+ * memory that joins then) has slots as large as the ring's system slots,
+ * not as the frame of the moment: caps that grow again within them make
+ * no new ring, and the frame must fit.  Here the test build's host-test
+ * memory, whose rings are made as GPU rings are; before, the consumer
+ * refused the caps that grew (its slots too small) and left the stream */
+static void
+set_caps_str (GstElement * src, const gchar * text)
+{
+  GstCaps *caps = gst_caps_from_string (text);
+
+  g_object_set (src, "caps", caps, NULL);
+  gst_caps_unref (caps);
+}
+
+GST_START_TEST (test_gpu_ring_after_caps_shrank)
+{
+  gchar *path = socket_path ("shrank");
+  GstElement *producer, *sink, *src;
+  GstStructure *st;
+  Consumer *a, *b;
+  guint i;
+
+  producer = appsrc_producer (path, "lossless", 8, &sink, &src);
+  set_caps_str (src, "video/x-raw,format=NV12,width=256,height=192,"
+      "framerate=30/1");
+  fail_if (gst_element_set_state (producer, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  a = consumer_new (path, FALSE);
+  consumer_start (a);
+  push_sized_frame (src, 0, 256, 192);
+  fail_unless (consumer_wait (a, 1));
+  /* smaller: the same ring */
+  set_caps_str (src, CAPS_STR);
+  push_frame (src, 1, 0);
+  fail_unless (consumer_wait (a, 2));
+  b = consumer_new (path, FALSE);
+  gst_util_set_object_arg (G_OBJECT (b->src), "transport", "host-test");
+  consumer_start (b);
+  for (i = 0; i < 500 && n_ready (sink) < 2; i++)
+    g_usleep (10 * 1000);
+  fail_unless_equals_int (n_ready (sink), 2);
+  push_frame (src, 2, 0);
+  fail_unless (consumer_wait (b, 1));
+  /* larger again, within the ring's slots */
+  set_caps_str (src, "video/x-raw,format=NV12,width=128,height=96,"
+      "framerate=30/1");
+  push_sized_frame (src, 3, 128, 96);
+  push_sized_frame (src, 4, 128, 96);
+  fail_unless (consumer_wait (b, 3), "the consumer of host-test memory "
+      "stopped at the caps that grew");
+  fail_unless (consumer_wait (a, 5));
+  fail_unless_equals_uint64 (stat_u64 (b->src, "epoch"), 1);
+  st = get_stats (b->src);
+  fail_unless_equals_string (gst_structure_get_string (st, "memory-type"),
+      "host-test");
+  gst_structure_free (st);
+  assert_no_error (producer);
+  assert_no_error (a->pipeline);
+  assert_no_error (b->pipeline);
+  consumer_free (b);
+  consumer_free (a);
+  gst_element_set_state (producer, GST_STATE_NULL);
+  gst_object_unref (producer);
+  g_free (path);
+}
+
+GST_END_TEST;
+
 /* Both ways a frame reaches the streaming thread, side by side from one
  * producer: through the frame lane (the default: the streaming thread
  * reads it, and waits at each MARK for the ordered message it stands
@@ -4702,6 +4771,7 @@ gpushare_stream_suite (void)
   tcase_add_test (tc_frame, test_meta_names_of_gstreamer);
   tcase_add_test (tc_frame, test_events_travel);
   tcase_add_test (tc_frame, test_events_across_a_new_ring);
+  tcase_add_test (tc_frame, test_gpu_ring_after_caps_shrank);
   tcase_add_test (tc_frame, test_long_names_cut_whole);
   tcase_add_test (tc_frame, test_caps_consumers_refuse);
   tcase_add_test (tc_frame, test_frame_lane);
