@@ -2990,6 +2990,7 @@ sticky_index (GpuShareServer * self, const GpuShareEvent * ev)
 }
 
 #define MAX_STICKY 16
+
 void
 gpushare_server_send_event (GpuShareServer * self, const GpuShareEvent * ev)
 {

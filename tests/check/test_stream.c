@@ -58,15 +58,32 @@ appsrc_producer (const gchar * path, const gchar * policy, guint ring,
   return producer;
 }
 
+/* frame i of a stream: size bytes of fill + i, the PTS of frame i at 30
+ * frames a second, offset i */
+static GstBuffer *
+numbered_frame_sized (guint i, guint fill, gsize size)
+{
+  GstBuffer *buf = gst_buffer_new_allocate (NULL, size, NULL);
+
+  gst_buffer_memset (buf, 0, fill + i, size);
+  GST_BUFFER_PTS (buf) = gst_util_uint64_scale (i, GST_SECOND, 30);
+  GST_BUFFER_OFFSET (buf) = i;
+  return buf;
+}
+
+/* the same, of FRAME_SIZE bytes (CAPS_STR) */
+static GstBuffer *
+numbered_frame (guint i, guint fill)
+{
+  return numbered_frame_sized (i, fill, FRAME_SIZE);
+}
+
 static void
 push_frame (GstElement * src, guint i, guint32 flags)
 {
-  GstBuffer *buf = gst_buffer_new_allocate (NULL, FRAME_SIZE, NULL);
+  GstBuffer *buf = numbered_frame (i, 0x10);
 
-  gst_buffer_memset (buf, 0, 0x10 + i, FRAME_SIZE);
-  GST_BUFFER_PTS (buf) = gst_util_uint64_scale (i, GST_SECOND, 30);
   GST_BUFFER_DURATION (buf) = GST_SECOND / 30;
-  GST_BUFFER_OFFSET (buf) = i;
   GST_BUFFER_OFFSET_END (buf) = i + 1;
   GST_MINI_OBJECT_FLAGS (buf) |= flags;
   fail_unless_equals_int (gst_app_src_push_buffer (GST_APP_SRC (src), buf),
@@ -763,15 +780,12 @@ local_meta_get_info (void)
 static GstBuffer *
 buffer_with_metas (guint i)
 {
-  GstBuffer *buf = gst_buffer_new_allocate (NULL, FRAME_SIZE, NULL);
+  GstBuffer *buf = numbered_frame (i, 0x40);
   GstBuffer *other = gst_buffer_new ();
   GstVideoRegionOfInterestMeta *roi;
   GstCaps *ref = gst_caps_new_empty_simple ("timestamp/x-ntp");
   GstCustomMeta *custom;
 
-  gst_buffer_memset (buf, 0, 0x40 + i, FRAME_SIZE);
-  GST_BUFFER_PTS (buf) = gst_util_uint64_scale (i, GST_SECOND, 30);
-  GST_BUFFER_OFFSET (buf) = i;
   roi = gst_buffer_add_video_region_of_interest_meta (buf, "face", 3, 4, 20,
       10);
   roi->id = 7;
@@ -1042,14 +1056,11 @@ static GstBuffer *
 buffer_with_big_metas (guint i)
 {
   const gchar *tags[] = { NULL };
-  GstBuffer *buf = gst_buffer_new_allocate (NULL, FRAME_SIZE, NULL);
+  GstBuffer *buf = numbered_frame (i, 0x30);
   guint m;
 
   if (!gst_meta_get_info ("gpushare-test-big"))
     gst_meta_register_custom ("gpushare-test-big", tags, NULL, NULL, NULL);
-  gst_buffer_memset (buf, 0, 0x30 + i, FRAME_SIZE);
-  GST_BUFFER_PTS (buf) = gst_util_uint64_scale (i, GST_SECOND, 30);
-  GST_BUFFER_OFFSET (buf) = i;
   for (m = 0; m < BIG_METAS; m++) {
     GstCustomMeta *custom = gst_buffer_add_custom_meta (buf,
         "gpushare-test-big");
@@ -1078,13 +1089,20 @@ describe_big_one (GstBuffer * buf, GstMeta ** meta, gpointer user_data)
   return TRUE;
 }
 
+/* what describe_one () appends to a GString of each meta of buf */
 static gchar *
-describe_big_metas (GstBuffer * buf)
+describe_each (GstBuffer * buf, GstBufferForeachMetaFunc describe_one)
 {
   GString *s = g_string_new (NULL);
 
-  gst_buffer_foreach_meta (buf, describe_big_one, s);
+  gst_buffer_foreach_meta (buf, describe_one, s);
   return g_string_free (s, FALSE);
+}
+
+static gchar *
+describe_big_metas (GstBuffer * buf)
+{
+  return describe_each (buf, describe_big_one);
 }
 
 GST_START_TEST (test_lane_metas_large)
@@ -1123,11 +1141,8 @@ GST_END_TEST;
 static GstBuffer *
 buffer_with_rois (guint i, gboolean unsendable)
 {
-  GstBuffer *buf = gst_buffer_new_allocate (NULL, FRAME_SIZE, NULL);
+  GstBuffer *buf = numbered_frame (i, 0x50);
 
-  gst_buffer_memset (buf, 0, 0x50 + i, FRAME_SIZE);
-  GST_BUFFER_PTS (buf) = gst_util_uint64_scale (i, GST_SECOND, 30);
-  GST_BUFFER_OFFSET (buf) = i;
   gst_buffer_add_video_region_of_interest_meta (buf, "face", i, 2, 3, 4);
   if (unsendable)
     gst_buffer_add_video_region_of_interest_meta (buf, "pl\xc3\x28te", 5, 6,
@@ -1163,10 +1178,7 @@ describe_roi (GstBuffer * buf, GstMeta ** meta, gpointer user_data)
 static gchar *
 describe_rois (GstBuffer * buf)
 {
-  GString *s = g_string_new (NULL);
-
-  gst_buffer_foreach_meta (buf, describe_roi, s);
-  return g_string_free (s, FALSE);
+  return describe_each (buf, describe_roi);
 }
 
 GST_START_TEST (test_unsendable_meta_left_out)
@@ -1193,13 +1205,10 @@ GST_END_TEST;
 static GstBuffer *
 buffer_with_analytics (guint i)
 {
-  GstBuffer *buf = gst_buffer_new_allocate (NULL, FRAME_SIZE, NULL);
+  GstBuffer *buf = numbered_frame (i, 0x20);
   GstAnalyticsRelationMeta *rmeta;
   guint d;
 
-  gst_buffer_memset (buf, 0, 0x20 + i, FRAME_SIZE);
-  GST_BUFFER_PTS (buf) = gst_util_uint64_scale (i, GST_SECOND, 30);
-  GST_BUFFER_OFFSET (buf) = i;
   rmeta = gst_buffer_add_analytics_relation_meta (buf);
   for (d = 0; d < ANALYTICS_DETECTIONS; d++) {
     GstAnalyticsODMtd od;
@@ -1303,16 +1312,13 @@ GST_END_TEST;
 static GstBuffer *
 buffer_with_results (guint i, gboolean unsendable)
 {
-  GstBuffer *buf = gst_buffer_new_allocate (NULL, FRAME_SIZE, NULL);
+  GstBuffer *buf = numbered_frame (i, 0x60);
   GstAnalyticsRelationMeta *rmeta;
   GstAnalyticsODMtd car, person, bad;
   GstAnalyticsClsMtd cls;
   gfloat level = INFINITY;
   GQuark sedan = g_quark_from_string ("sedan");
 
-  gst_buffer_memset (buf, 0, 0x60 + i, FRAME_SIZE);
-  GST_BUFFER_PTS (buf) = gst_util_uint64_scale (i, GST_SECOND, 30);
-  GST_BUFFER_OFFSET (buf) = i;
   rmeta = gst_buffer_add_analytics_relation_meta (buf);
   fail_unless (gst_analytics_relation_meta_add_od_mtd (rmeta,
           g_quark_from_string ("car"), i, 2, 30, 20, 0.5f, &car));
@@ -1494,11 +1500,8 @@ GST_END_TEST;
 static GstBuffer *
 buffer_with_mask (guint i)
 {
-  GstBuffer *buf = gst_buffer_new_allocate (NULL, FRAME_SIZE, NULL);
+  GstBuffer *buf = numbered_frame (i, 0x40);
 
-  gst_buffer_memset (buf, 0, 0x40 + i, FRAME_SIZE);
-  GST_BUFFER_PTS (buf) = gst_util_uint64_scale (i, GST_SECOND, 30);
-  GST_BUFFER_OFFSET (buf) = i;
   fail_unless (gpushare_test_analytics_segment (buf, i, SIDE_MASK_W,
           SIDE_MASK_H, FALSE));
   return buf;
@@ -1602,12 +1605,9 @@ GST_END_TEST;
 static GstBuffer *
 buffer_with_masks (guint i, guint n_masks)
 {
-  GstBuffer *buf = gst_buffer_new_allocate (NULL, FRAME_SIZE, NULL);
+  GstBuffer *buf = numbered_frame (i, 0x70);
   guint m;
 
-  gst_buffer_memset (buf, 0, 0x70 + i, FRAME_SIZE);
-  GST_BUFFER_PTS (buf) = gst_util_uint64_scale (i, GST_SECOND, 30);
-  GST_BUFFER_OFFSET (buf) = i;
   gpushare_test_analytics_detect (buf, i, 4);
   for (m = 0; m < n_masks; m++)
     fail_unless (gpushare_test_analytics_segment (buf, i + m, SIDE_MASK_W,
@@ -1687,7 +1687,7 @@ GST_END_TEST;
 static GstBuffer *
 buffer_with_tensors (guint i)
 {
-  GstBuffer *buf = gst_buffer_new_allocate (NULL, FRAME_SIZE, NULL);
+  GstBuffer *buf = numbered_frame (i, 0x60);
   GstTensorMeta *tm;
   GstTensor **ts = g_new0 (GstTensor *, 3);
   gsize dims_a[3] = { 1, 4, 3 }, dims_b[1] = { 5 }, dims_c[2] = { 3, 3 };
@@ -1697,9 +1697,6 @@ buffer_with_tensors (guint i)
   guint8 labels[5], nibbles[5];
   guint k;
 
-  gst_buffer_memset (buf, 0, 0x60 + i, FRAME_SIZE);
-  GST_BUFFER_PTS (buf) = gst_util_uint64_scale (i, GST_SECOND, 30);
-  GST_BUFFER_OFFSET (buf) = i;
   for (k = 0; k < 16; k++)
     scores[k] = i + k / 16.0f;
   for (k = 0; k < 5; k++) {
@@ -3259,13 +3256,10 @@ GST_END_TEST;
 static void
 push_sized_frame (GstElement * src, guint i, guint width, guint height)
 {
-  gsize size = (gsize) width * height * 3 / 2;
-  GstBuffer *buf = gst_buffer_new_allocate (NULL, size, NULL);
+  GstBuffer *buf = numbered_frame_sized (i, 0x10,
+      (gsize) width * height * 3 / 2);
 
-  gst_buffer_memset (buf, 0, 0x10 + i, size);
-  GST_BUFFER_PTS (buf) = gst_util_uint64_scale (i, GST_SECOND, 30);
   GST_BUFFER_DURATION (buf) = GST_SECOND / 30;
-  GST_BUFFER_OFFSET (buf) = i;
   fail_unless_equals_int (gst_app_src_push_buffer (GST_APP_SRC (src), buf),
       GST_FLOW_OK);
 }
